@@ -1,0 +1,74 @@
+/**
+ * @file link.h
+ * The burst interface every ethermpi I/O backend ("link") implements:
+ * allocate tx frames, send a burst, receive a burst, release it, flush.
+ * The protocol never sees a link; the engine glues the two together.
+ *
+ * Addressing: each link has a local address (an opaque blob exchanged out
+ * of band, e.g. through the Open MPI modex) and a peer table filled with
+ * em_link_set_peer(); tx frames name their destination by peer index.
+ *
+ * Threading: a link is used by one thread at a time.
+ */
+#ifndef EM_LINK_LINK_H
+#define EM_LINK_LINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** Opaque link-level address (MAC + queue, IP + port, simulated node, ...). */
+typedef struct em_link_addr {
+    uint8_t len;
+    uint8_t bytes[31];
+} em_link_addr_t;
+
+/** A frame buffer owned by the link, lent to the caller. */
+typedef struct em_pkt {
+    uint8_t *data;  /**< first byte of the protocol frame */
+    uint32_t len;   /**< bytes in the frame (tx: set by the caller) */
+    uint16_t peer;  /**< tx: destination peer index */
+    uint16_t rsvd;
+    void *priv;     /**< link private (mbuf, slot index, ...) */
+} em_pkt_t;
+
+typedef struct em_link em_link_t;
+
+typedef struct em_link_ops {
+    const char *name;
+    /** A free tx frame of em_link::mtu bytes, or NULL when none is free now. */
+    em_pkt_t *(*tx_alloc)(em_link_t *l);
+    /**
+     * Queue @p n frames for transmission.  @return how many were taken (from
+     * the front); the others still belong to the caller (free or retry).
+     * Frames may wait in the link until flush().
+     */
+    unsigned (*tx_burst)(em_link_t *l, em_pkt_t **pkts, unsigned n);
+    /** Give back a tx frame that was not sent. */
+    void (*tx_free)(em_link_t *l, em_pkt_t *pkt);
+    /** Up to @p max received frames; each must be released with rx_release(). */
+    unsigned (*rx_burst)(em_link_t *l, em_pkt_t **pkts, unsigned max);
+    void (*rx_release)(em_link_t *l, em_pkt_t **pkts, unsigned n);
+    /** Push out frames queued by tx_burst. @return 0 or a negative errno. */
+    int (*flush)(em_link_t *l);
+    /** Record where peer @p peer is reached. @return 0 or a negative errno. */
+    int (*set_peer)(em_link_t *l, uint16_t peer, const em_link_addr_t *addr);
+    void (*close)(em_link_t *l);
+} em_link_ops_t;
+
+/** Common part of every link (the first member of each implementation). */
+struct em_link {
+    const em_link_ops_t *ops;
+    uint32_t mtu;           /**< bytes of protocol frame per packet */
+    em_link_addr_t local;   /**< this link's address, for the peers */
+};
+
+static inline em_pkt_t *em_link_tx_alloc(em_link_t *l) { return l->ops->tx_alloc(l); }
+static inline unsigned em_link_tx_burst(em_link_t *l, em_pkt_t **p, unsigned n) { return l->ops->tx_burst(l, p, n); }
+static inline void em_link_tx_free(em_link_t *l, em_pkt_t *p) { l->ops->tx_free(l, p); }
+static inline unsigned em_link_rx_burst(em_link_t *l, em_pkt_t **p, unsigned max) { return l->ops->rx_burst(l, p, max); }
+static inline void em_link_rx_release(em_link_t *l, em_pkt_t **p, unsigned n) { l->ops->rx_release(l, p, n); }
+static inline int em_link_flush(em_link_t *l) { return l->ops->flush(l); }
+static inline int em_link_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a) { return l->ops->set_peer(l, peer, a); }
+static inline void em_link_close(em_link_t *l) { if (l) l->ops->close(l); }
+
+#endif

@@ -1,0 +1,53 @@
+/**
+ * @file link_sim.h
+ * An in-memory "fabric" of N simulated links with seeded, reproducible
+ * loss, duplication, reordering, latency, bandwidth and queue limits, on a
+ * simulated clock.  Used by the protocol tests and the proto_sim benchmark.
+ *
+ * Time is the fabric's own: the driver sets it with em_sim_set_now(); a
+ * frame sent at t arrives at t + serialisation + latency (+ a random extra
+ * delay when it is picked for reordering).  Peer index == node index: the
+ * address of node i is {1, {i}} and set_peer() checks it.
+ */
+#ifndef EM_LINK_SIM_H
+#define EM_LINK_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "link/link.h"
+
+typedef struct em_sim_cfg {
+    uint32_t mtu;           /**< frame size limit (bytes) */
+    double loss;            /**< probability a frame is dropped */
+    double dup;             /**< probability a delivered frame arrives twice */
+    double reorder;         /**< probability a frame gets an extra random delay */
+    uint64_t latency_ns;    /**< one-way propagation delay */
+    uint64_t reorder_ns;    /**< max extra delay of a reordered frame */
+    uint64_t ns_per_kb;     /**< serialisation time per 1000 bytes (0 = infinite bandwidth) */
+    uint32_t queue_cap;     /**< frames a node's receive queue holds (0 = unlimited) */
+    uint64_t seed;          /**< PRNG seed: same seed, same run */
+} em_sim_cfg_t;
+
+typedef struct em_sim_stats {
+    uint64_t sent, delivered, lost, duplicated, reordered, overflowed, to_dead;
+} em_sim_stats_t;
+
+typedef struct em_sim em_sim_t;
+
+void em_sim_cfg_default(em_sim_cfg_t *cfg);
+em_sim_t *em_sim_create(unsigned nodes, const em_sim_cfg_t *cfg);
+void em_sim_destroy(em_sim_t *s);
+/** Node @p i's link (owned by the fabric). */
+em_link_t *em_sim_link(em_sim_t *s, unsigned i);
+void em_sim_set_now(em_sim_t *s, uint64_t now);
+uint64_t em_sim_now(const em_sim_t *s);
+/** Earliest arrival time of any queued frame (UINT64_MAX: none). */
+uint64_t em_sim_next_arrival(const em_sim_t *s);
+/** A dead node neither sends nor receives (frames vanish). */
+void em_sim_set_dead(em_sim_t *s, unsigned node, bool dead);
+/** Change loss probability at run time. */
+void em_sim_set_loss(em_sim_t *s, double loss);
+const em_sim_stats_t *em_sim_stats(const em_sim_t *s);
+
+#endif

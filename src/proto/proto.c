@@ -1,0 +1,304 @@
+/**
+ * @file proto.c
+ * Protocol instance: configuration, the receive entry point (validation
+ * and dispatch), timers, peer failure, teardown.
+ */
+#include "proto/proto_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void em_proto_cfg_default(em_proto_cfg_t *cfg)
+{
+    /* Defaults and the measurements behind them: docs/design.md §Defaults. */
+    *cfg = (em_proto_cfg_t){
+        .job_key = 0,
+        .self = 0,
+        .npeers = 2,
+        .frame_max = 1500,
+        .window = 32,
+        .recovery = EM_RECOVERY_SR,
+        .rto_ns = 1000000,          /* 1 ms */
+        .rto_max_ns = 250000000,    /* 250 ms */
+        .max_retries = 40,          /* ~9.5 s of silence before a peer is declared failed */
+        .ack_delay_ns = 20000,      /* 20 us */
+        .isn = 0,
+    };
+}
+
+const char *em_strerror(int err)
+{
+    switch (err < 0 ? -err : err) {
+    case EM_OK:        return "success";
+    case EM_EINVAL:    return "invalid argument";
+    case EM_EPEERFAIL: return "peer failed (no answer within the retry limit)";
+    case EM_ENOMEM:    return "out of memory";
+    case EM_EAGAIN:    return "resource temporarily unavailable";
+    case EM_ECANCELED: return "operation canceled";
+    default:           return "unknown error";
+    }
+}
+
+em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops,
+                            void *uctx, int *err)
+{
+    *err = EM_EINVAL;
+    if (!cfg || !ops || !ops->emit || !ops->recv || !ops->complete)
+        return NULL;
+    if (cfg->npeers == 0 || cfg->self >= cfg->npeers)
+        return NULL;
+    if (cfg->window < 1 || cfg->window > EM_WINDOW_MAX)
+        return NULL;
+    /* a PUT frame must carry at least one byte, and lengths fit 16 bits */
+    if (cfg->frame_max < EM_HDR_LEN + EM_PUT_EXT_LEN + 1 || cfg->frame_max > 65535 + EM_HDR_LEN)
+        return NULL;
+    if (cfg->recovery != EM_RECOVERY_SR && cfg->recovery != EM_RECOVERY_GBN)
+        return NULL;
+    if (cfg->rto_ns == 0 || cfg->rto_max_ns < cfg->rto_ns)
+        return NULL;
+
+    *err = EM_ENOMEM;
+    struct em_proto *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->peers = calloc(cfg->npeers, sizeof *p->peers);
+    if (!p->peers) {
+        free(p);
+        return NULL;
+    }
+    p->cfg = *cfg;
+    p->ops = *ops;
+    p->uctx = uctx;
+    p->data_payload = cfg->frame_max - EM_HDR_LEN;
+    p->put_payload = cfg->frame_max - EM_HDR_LEN - EM_PUT_EXT_LEN;
+    p->ack_every = cfg->window / 2 ? cfg->window / 2 : 1;
+    p->next_deadline = EM_NEVER;
+    for (uint32_t i = 0; i < cfg->npeers; i++) {
+        struct em_peer *pe = &p->peers[i];
+        pe->snd_una = pe->snd_nxt = pe->rcv_nxt = cfg->isn;
+        pe->rto_cur = cfg->rto_ns;
+        pe->rto_deadline = EM_NEVER;
+        pe->ack_deadline = EM_NEVER;
+    }
+    *err = EM_OK;
+    return p;
+}
+
+/** Take every op off @p pe and complete it with @p status. */
+static void abort_ops(struct em_proto *p, struct em_peer *pe, int status)
+{
+    em_proto_op_t *op = pe->q_head;
+
+    pe->q_head = pe->q_tail = pe->q_send = NULL;
+    memset(pe->tx, 0, sizeof pe->tx);
+    pe->snd_una = pe->snd_nxt;
+    pe->rto_deadline = EM_NEVER;
+    while (op) {
+        em_proto_op_t *next = op->next;
+        p->ops.complete(p->uctx, op->ctx, status);
+        op = next;
+    }
+}
+
+static void free_rx(struct em_peer *pe)
+{
+    if (pe->rx) {
+        for (unsigned i = 0; i < EM_WINDOW_MAX; i++)
+            free(pe->rx[i].payload);
+        free(pe->rx);
+        pe->rx = NULL;
+    }
+    free(pe->ra_buf);
+    pe->ra_buf = NULL;
+    pe->ra_cap = 0;
+    pe->ooo_bits = 0;
+    em_reassembly_reset(pe);
+}
+
+void em_fail_peer(struct em_proto *p, uint16_t peer)
+{
+    struct em_peer *pe = &p->peers[peer];
+
+    if (pe->state == EM_PEER_FAILED)
+        return;
+    pe->state = EM_PEER_FAILED;
+    pe->ack_deadline = EM_NEVER;
+    pe->nack_owed = 0;
+    pe->tx_blocked = 0;
+    p->st.peer_failures++;
+    free_rx(pe);
+    abort_ops(p, pe, -EM_EPEERFAIL);
+    if (p->ops.peer_failed)
+        p->ops.peer_failed(p->uctx, peer);
+}
+
+void em_proto_destroy(em_proto_t *p)
+{
+    if (!p)
+        return;
+    for (uint32_t i = 0; i < p->cfg.npeers; i++) {
+        abort_ops(p, &p->peers[i], -EM_ECANCELED);
+        free_rx(&p->peers[i]);
+    }
+    free(p->peers);
+    free(p);
+}
+
+size_t em_proto_data_payload(const em_proto_t *p) { return p->data_payload; }
+
+size_t em_proto_max_msg(const em_proto_t *p)
+{
+    return (size_t)UINT16_MAX * p->put_payload;
+}
+
+bool em_proto_peer_failed(const em_proto_t *p, uint16_t peer)
+{
+    return peer < p->cfg.npeers && p->peers[peer].state == EM_PEER_FAILED;
+}
+
+const em_proto_stats_t *em_proto_stats(const em_proto_t *p) { return &p->st; }
+
+uint64_t em_proto_next_deadline(const em_proto_t *p) { return p->next_deadline; }
+
+bool em_proto_idle(const em_proto_t *p)
+{
+    for (uint32_t i = 0; i < p->cfg.npeers; i++) {
+        const struct em_peer *pe = &p->peers[i];
+        if (pe->q_head || pe->ack_deadline != EM_NEVER || pe->nack_owed)
+            return false;
+    }
+    return true;
+}
+
+static int submit(struct em_proto *p, em_proto_op_t *op, uint16_t peer, uint8_t type,
+                  uint8_t tag, const em_put_target_t *t, const void *buf, size_t len,
+                  void *ctx, uint64_t now)
+{
+    if (peer >= p->cfg.npeers || peer == p->cfg.self || !op || (len && !buf))
+        return -EM_EINVAL;
+    if (len > em_proto_max_msg(p))
+        return -EM_EINVAL;
+    struct em_peer *pe = &p->peers[peer];
+    if (pe->state == EM_PEER_FAILED)
+        return -EM_EPEERFAIL;
+
+    uint32_t pl = type == EM_PT_PUT ? p->put_payload : p->data_payload;
+    *op = (em_proto_op_t){
+        .buf = buf, .ctx = ctx, .len = (uint32_t)len, .type = type, .tag = tag,
+        .msg_id = pe->next_msg_id++,
+        .frag_cnt = len == 0 ? 1 : (uint16_t)((len + pl - 1) / pl),
+    };
+    if (t)
+        op->target = *t;
+    if (pe->q_tail)
+        pe->q_tail->next = op;
+    else
+        pe->q_head = op;
+    pe->q_tail = op;
+    if (!pe->q_send)
+        pe->q_send = op;
+    em_pump(p, peer, now);
+    return 0;
+}
+
+int em_proto_send(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag,
+                  const void *buf, size_t len, void *ctx, uint64_t now)
+{
+    return submit(p, op, peer, EM_PT_DATA, tag, NULL, buf, len, ctx, now);
+}
+
+int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint16_t peer,
+                 const em_put_target_t *t, const void *buf, size_t len, void *ctx,
+                 uint64_t now)
+{
+    if (!t || t->offset > UINT64_MAX - len)
+        return -EM_EINVAL;
+    return submit(p, op, peer, EM_PT_PUT, 0, t, buf, len, ctx, now);
+}
+
+void em_proto_rx(em_proto_t *p, const void *frame, size_t len, uint64_t now)
+{
+    em_hdr_t h;
+
+    switch (em_hdr_decode(frame, len, &h)) {
+    case EM_DEC_OK:        break;
+    case EM_DEC_SHORT:     p->st.drop_short++; return;
+    case EM_DEC_MAGIC:     p->st.drop_magic++; return;
+    case EM_DEC_VERSION:   p->st.drop_version++; return;
+    case EM_DEC_MALFORMED: p->st.drop_malformed++; return;
+    }
+    if (h.job_key != p->cfg.job_key) {
+        p->st.drop_job_key++;
+        return;
+    }
+    if (h.src >= p->cfg.npeers || h.src == p->cfg.self || h.dst != p->cfg.self) {
+        p->st.drop_endpoint++;
+        return;
+    }
+    struct em_peer *pe = &p->peers[h.src];
+    if (pe->state == EM_PEER_FAILED) {
+        p->st.drop_peer_failed++;
+        return;
+    }
+    if ((h.type == EM_PT_DATA || h.type == EM_PT_PUT) &&
+        h.msg_len > (uint64_t)h.frag_cnt *
+                    (h.type == EM_PT_PUT ? p->put_payload : p->data_payload)) {
+        p->st.drop_malformed++;
+        return;
+    }
+    if (!em_on_ack(p, h.src, &h, now)) {
+        p->st.drop_window++;
+        return;
+    }
+    p->st.rx_frames++;
+    switch (h.type) {
+    case EM_PT_ACK:
+        p->st.rx_acks++;
+        break;
+    case EM_PT_NACK:
+        p->st.rx_nacks++;
+        em_on_nack(p, h.src, now);
+        break;
+    default:
+        em_on_sequenced(p, h.src, &h, (const uint8_t *)frame + em_hdr_len(h.type), now);
+        break;
+    }
+}
+
+static void poll_peer(struct em_proto *p, uint16_t peer, uint64_t now)
+{
+    struct em_peer *pe = &p->peers[peer];
+
+    if (pe->state != EM_PEER_ACTIVE)
+        return;
+    if (pe->rto_deadline <= now) {
+        em_on_timeout(p, peer, now);
+        if (pe->state != EM_PEER_ACTIVE)
+            return;
+    }
+    if (pe->tx_blocked)
+        em_pump(p, peer, now);
+    if (pe->nack_owed)
+        em_send_ack(p, peer, EM_PT_NACK);
+    if (pe->ack_deadline <= now)
+        em_send_ack(p, peer, EM_PT_ACK);
+}
+
+void em_proto_poll(em_proto_t *p, uint64_t now)
+{
+    if (now < p->next_deadline)
+        return;
+    for (uint32_t i = 0; i < p->cfg.npeers; i++)
+        poll_peer(p, (uint16_t)i, now);
+    /* Recompute the bound exactly. */
+    uint64_t next = EM_NEVER;
+    for (uint32_t i = 0; i < p->cfg.npeers; i++) {
+        const struct em_peer *pe = &p->peers[i];
+        if (pe->state != EM_PEER_ACTIVE)
+            continue;
+        if (pe->rto_deadline < next) next = pe->rto_deadline;
+        if (pe->ack_deadline < next) next = pe->ack_deadline;
+        if ((pe->tx_blocked || pe->nack_owed) && now < next) next = now;
+    }
+    p->next_deadline = next;
+}

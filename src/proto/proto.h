@@ -1,0 +1,223 @@
+/**
+ * @file proto.h
+ * The ethermpi reliable datagram protocol: reliable, ordered (per peer)
+ * delivery of messages and puts over an unreliable datagram link.
+ *
+ * Pure C: no I/O, no allocation on the send path, no clock of its own.
+ * The caller (the engine, or a test) supplies:
+ *   - the current time in nanoseconds on every call that needs it;
+ *   - an @c emit callback that puts one frame on the wire;
+ *   - frames received from the wire, through em_proto_rx().
+ *
+ * Threading: an em_proto_t is single-threaded.  All functions must be called
+ * from the thread that owns it.  Callbacks run inside em_proto_rx(),
+ * em_proto_poll(), em_proto_send() or em_proto_put(); from a callback the
+ * caller may call em_proto_send(), em_proto_put() and the read-only
+ * accessors, but not em_proto_rx(), em_proto_poll() or em_proto_destroy().
+ *
+ * Delivery semantics: a cumulative ACK means "delivered": the message was
+ * handed to the recv callback, or the put bytes were placed.  An operation
+ * completes (complete callback, status 0) only when all its fragments are
+ * cumulatively acknowledged.  A peer that stops answering is declared failed
+ * after max_retries consecutive retransmit timeouts; every pending operation
+ * to it then completes with EM_EPEERFAIL.
+ */
+#ifndef EM_PROTO_PROTO_H
+#define EM_PROTO_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/wire.h"
+
+/** Largest window (packets in flight per peer): the SACK bitmap's reach + 1. */
+#define EM_WINDOW_MAX 64u
+
+/** Error values (returned negated, like errno). */
+enum em_err {
+    EM_OK        = 0,
+    EM_EINVAL    = 1, /**< bad argument (peer id out of range, message too long) */
+    EM_EPEERFAIL = 2, /**< the peer was declared failed; nothing more goes to it */
+    EM_ENOMEM    = 3, /**< out of memory */
+    EM_EAGAIN    = 4, /**< transient: no room now, try again */
+    EM_ECANCELED = 5, /**< the protocol was destroyed with the operation pending */
+};
+
+/** Loss-recovery modes. */
+typedef enum em_recovery {
+    EM_RECOVERY_SR  = 0, /**< selective repeat + SACK bitmap (default) */
+    EM_RECOVERY_GBN = 1, /**< Go-Back-N with timer + NACK (seed 001 baseline) */
+} em_recovery_t;
+
+/** Configuration of one protocol instance (one endpoint talking to many peers). */
+typedef struct em_proto_cfg {
+    uint32_t job_key;       /**< frames with another key are dropped and counted */
+    uint16_t self;          /**< this endpoint's id */
+    uint16_t npeers;        /**< endpoint ids are 0 .. npeers-1 (self included) */
+    uint32_t frame_max;     /**< max bytes per frame, headers included (the link's payload size) */
+    uint16_t window;        /**< packets in flight per peer, 1 .. EM_WINDOW_MAX */
+    em_recovery_t recovery; /**< loss recovery mode */
+    uint64_t rto_ns;        /**< initial retransmit timeout */
+    uint64_t rto_max_ns;    /**< cap of the exponential back-off */
+    uint32_t max_retries;   /**< consecutive timeouts without progress before peer failure */
+    uint64_t ack_delay_ns;  /**< delay of a standalone ACK when there is no reverse data */
+    uint32_t isn;           /**< initial sequence number, identical on every endpoint of a job */
+} em_proto_cfg_t;
+
+/** Fill @p cfg with the defaults (see docs/design.md for how they were chosen). */
+void em_proto_cfg_default(em_proto_cfg_t *cfg);
+
+/** Target of a put, as carried in the put extension header. */
+typedef struct em_put_target {
+    uint32_t region; /**< receiver's region id */
+    uint64_t key;    /**< the region's key */
+    uint64_t offset; /**< byte offset in the region */
+} em_put_target_t;
+
+/** Callbacks.  @c uctx is em_proto_create()'s @p uctx. */
+typedef struct em_proto_ops {
+    /**
+     * Put one frame on the wire to @p peer: @p hdr (@p hlen bytes) followed by
+     * @p payload (@p plen bytes).  Both buffers are only valid during the call.
+     * @return 0 when the frame was taken, -EM_EAGAIN when the link has no room
+     *         (the protocol retries on a later call).
+     */
+    int (*emit)(void *uctx, uint16_t peer, const void *hdr, size_t hlen,
+                const void *payload, size_t plen);
+    /**
+     * A whole message from @p peer, in order.  @p data is valid only during
+     * the call; for single-frame messages it points into the received frame
+     * (no copy was made).
+     */
+    void (*recv)(void *uctx, uint16_t peer, uint8_t tag, const void *data, size_t len);
+    /**
+     * Place @p len bytes from @p peer at @p t.  Return 0 when placed; a
+     * negative value rejects them (bad region, key or bounds): the frame is
+     * still consumed (acknowledged) and counted as rejected.
+     * Optional: when NULL every put is rejected.
+     */
+    int (*put)(void *uctx, uint16_t peer, const em_put_target_t *t,
+               const void *data, size_t len);
+    /** An operation finished: @p status is 0 or -EM_EPEERFAIL / -EM_ECANCELED. */
+    void (*complete)(void *uctx, void *op_ctx, int status);
+    /** @p peer was declared failed (called once, after its operations completed). Optional. */
+    void (*peer_failed)(void *uctx, uint16_t peer);
+} em_proto_ops_t;
+
+/**
+ * A send or put operation.  The caller owns the memory (e.g. embedded in its
+ * own descriptor) and must keep it, and the data buffer, unchanged until the
+ * complete callback.  All fields are private to the protocol.
+ */
+typedef struct em_proto_op {
+    struct em_proto_op *next;
+    const uint8_t *buf;
+    void *ctx;
+    uint32_t len;
+    uint32_t msg_id;
+    uint16_t frag_cnt;
+    uint16_t frags_sent;
+    uint16_t frags_acked;
+    uint8_t type;
+    uint8_t tag;
+    em_put_target_t target;
+} em_proto_op_t;
+
+/** Counters of one protocol instance (all monotonic). */
+typedef struct em_proto_stats {
+    uint64_t tx_frames;        /**< frames emitted, of any type */
+    uint64_t tx_data_frames;   /**< DATA and PUT frames, first transmissions */
+    uint64_t tx_payload_bytes; /**< payload bytes of first transmissions */
+    uint64_t tx_acks;          /**< standalone ACK frames */
+    uint64_t tx_nacks;         /**< NACK frames */
+    uint64_t tx_eagain;        /**< emits refused by the link */
+    uint64_t retransmits;      /**< frames sent again (all causes) */
+    uint64_t timeouts;         /**< retransmit timer expiries */
+    uint64_t fast_retransmits; /**< retransmits triggered by SACK or NACK */
+    uint64_t rx_frames;        /**< frames accepted by the decoder and the checks */
+    uint64_t rx_payload_bytes; /**< payload bytes delivered in order */
+    uint64_t rx_acks;          /**< standalone ACK frames received */
+    uint64_t rx_nacks;         /**< NACK frames received */
+    uint64_t rx_sacks;         /**< frames whose SACK bitmap was non-empty */
+    uint64_t rx_dups;          /**< duplicate sequenced frames (already delivered or buffered) */
+    uint64_t rx_ooo;           /**< out-of-order frames buffered (selective repeat) */
+    uint64_t msgs_sent;        /**< send operations completed successfully */
+    uint64_t msgs_recv;        /**< messages delivered */
+    uint64_t puts_done;        /**< put operations completed successfully */
+    uint64_t puts_placed;      /**< put frames placed by the receiver callback */
+    uint64_t puts_rejected;    /**< put frames the receiver callback refused */
+    uint64_t drop_short;       /**< frames shorter than their headers */
+    uint64_t drop_magic;       /**< frames with a foreign magic byte */
+    uint64_t drop_version;     /**< frames of another protocol version */
+    uint64_t drop_malformed;   /**< inconsistent fields */
+    uint64_t drop_job_key;     /**< frames of another job */
+    uint64_t drop_endpoint;    /**< source out of range, or not addressed to us */
+    uint64_t drop_window;      /**< sequence or ACK outside the window */
+    uint64_t drop_gbn_ooo;     /**< out-of-order frames discarded (Go-Back-N) */
+    uint64_t drop_peer_failed; /**< frames from a peer already declared failed */
+    uint64_t drop_nomem;       /**< frames dropped for lack of memory (will be retransmitted) */
+    uint64_t peer_failures;    /**< peers declared failed */
+} em_proto_stats_t;
+
+typedef struct em_proto em_proto_t;
+
+/**
+ * Create a protocol instance.
+ * @return NULL with *@p err set to EM_EINVAL (bad configuration) or EM_ENOMEM.
+ */
+em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops,
+                            void *uctx, int *err);
+
+/** Destroy; pending operations complete with -EM_ECANCELED. */
+void em_proto_destroy(em_proto_t *p);
+
+/**
+ * Send @p len bytes to @p peer as one message with @p tag.  Fragments go out
+ * at once as far as the window allows, the rest from later calls.
+ * @return 0 (queued; complete callback follows), -EM_EINVAL (bad peer or too
+ *         long: see em_proto_max_msg()), -EM_EPEERFAIL (peer failed).
+ */
+int em_proto_send(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag,
+                  const void *buf, size_t len, void *ctx, uint64_t now);
+
+/**
+ * Write @p len bytes into @p peer's region described by @p t.  Completion means
+ * every byte was placed (or rejected: see em_proto_stats_t::puts_rejected).
+ * @return as em_proto_send().
+ */
+int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint16_t peer,
+                 const em_put_target_t *t, const void *buf, size_t len, void *ctx,
+                 uint64_t now);
+
+/** Process one received frame (its buffer must stay valid during the call). */
+void em_proto_rx(em_proto_t *p, const void *frame, size_t len, uint64_t now);
+
+/**
+ * Run timers: retransmissions, delayed ACKs, back-off, peer failure; and
+ * send what the window now allows.
+ */
+void em_proto_poll(em_proto_t *p, uint64_t now);
+
+/** Earliest time at which em_proto_poll() has timer work (UINT64_MAX: none). */
+uint64_t em_proto_next_deadline(const em_proto_t *p);
+
+/** True when nothing is queued, in flight, or owed (ACKs) to any peer. */
+bool em_proto_idle(const em_proto_t *p);
+
+/** Largest message (or put) em_proto_send() accepts with this frame size. */
+size_t em_proto_max_msg(const em_proto_t *p);
+
+/** Payload bytes per DATA frame. */
+size_t em_proto_data_payload(const em_proto_t *p);
+
+/** True when @p peer was declared failed. */
+bool em_proto_peer_failed(const em_proto_t *p, uint16_t peer);
+
+/** Counters. */
+const em_proto_stats_t *em_proto_stats(const em_proto_t *p);
+
+/** Human-readable name of an em_err value (positive or negated). */
+const char *em_strerror(int err);
+
+#endif

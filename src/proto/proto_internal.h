@@ -1,0 +1,106 @@
+/**
+ * @file proto_internal.h
+ * Private state of the protocol: per-peer sender and receiver halves.
+ * Shared by proto.c (instance, timers, failure), send.c and recv.c.
+ */
+#ifndef EM_PROTO_INTERNAL_H
+#define EM_PROTO_INTERNAL_H
+
+#include "proto/proto.h"
+#include "proto/seq.h"
+
+#define EM_NEVER UINT64_MAX
+#define EM_SLOT_MASK (EM_WINDOW_MAX - 1u)
+_Static_assert((EM_WINDOW_MAX & (EM_WINDOW_MAX - 1u)) == 0, "window max is a power of two");
+_Static_assert(EM_WINDOW_MAX <= 64, "the SACK bitmap (64 bits) must cover the window");
+
+/** One packet in flight (sender side); indexed by seq & EM_SLOT_MASK. */
+struct em_tx_slot {
+    em_proto_op_t *op;  /**< NULL when free */
+    uint64_t stamp;     /**< transmission order: larger = sent later (RACK-style loss detection) */
+    uint16_t frag_no;
+    uint8_t sacked;     /**< the receiver holds it out of order: do not resend */
+};
+
+/** One frame held out of order (receiver side, selective repeat). */
+struct em_rx_slot {
+    em_hdr_t hdr;
+    uint8_t *payload;   /**< frame_max bytes, allocated on first use */
+};
+
+enum em_peer_state { EM_PEER_ACTIVE = 0, EM_PEER_FAILED = 1 };
+
+struct em_peer {
+    uint8_t state;
+
+    /* ---- sender half ---- */
+    uint32_t snd_una;          /**< oldest sequence number not cumulatively acked */
+    uint32_t snd_nxt;          /**< next sequence number to use */
+    uint32_t next_msg_id;
+    em_proto_op_t *q_head;     /**< every incomplete op to this peer, FIFO */
+    em_proto_op_t *q_tail;
+    em_proto_op_t *q_send;     /**< first op with fragments not yet sent */
+    struct em_tx_slot tx[EM_WINDOW_MAX];
+    uint64_t stamp;            /**< last transmission stamp handed out */
+    uint64_t rto_cur;          /**< current (backed-off) retransmit timeout */
+    uint64_t rto_deadline;     /**< when the oldest unacked frame times out */
+    uint32_t retries;          /**< consecutive timeouts without progress */
+    uint8_t tx_blocked;        /**< the link refused a frame: retry on next poll */
+
+    /* ---- receiver half ---- */
+    uint32_t rcv_nxt;          /**< next sequence number expected (= cumulative ACK) */
+    uint64_t ooo_bits;         /**< bit i: rcv_nxt + i is buffered (bit 0 never set) */
+    struct em_rx_slot *rx;     /**< EM_WINDOW_MAX slots, allocated on first reorder */
+    uint32_t ack_owed;         /**< in-order frames delivered since our last ACK */
+    uint64_t ack_deadline;     /**< when a standalone ACK must go out */
+    uint8_t nack_owed;         /**< Go-Back-N: a NACK must go out */
+    uint8_t nack_sent;         /**< Go-Back-N: NACK already sent for this gap */
+
+    /* reassembly of a multi-fragment message (frames arrive in order) */
+    uint8_t ra_active;
+    uint8_t ra_tag;
+    uint16_t ra_cnt;
+    uint16_t ra_next;
+    uint32_t ra_msg_id;
+    uint32_t ra_len;
+    uint32_t ra_got;
+    uint8_t *ra_buf;
+    size_t ra_cap;
+};
+
+struct em_proto {
+    em_proto_cfg_t cfg;
+    em_proto_ops_t ops;
+    void *uctx;
+    struct em_peer *peers;
+    uint32_t data_payload;  /**< payload bytes per DATA frame */
+    uint32_t put_payload;   /**< payload bytes per PUT frame */
+    uint32_t ack_every;     /**< ACK at once after this many in-order frames */
+    uint64_t next_deadline; /**< lower bound of every peer's deadlines */
+    em_proto_stats_t st;
+};
+
+/** Lower the instance-wide deadline to @p t. */
+static inline void em_arm(struct em_proto *p, uint64_t t)
+{
+    if (t < p->next_deadline)
+        p->next_deadline = t;
+}
+
+/* send.c */
+int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags);
+void em_pump(struct em_proto *p, uint16_t peer, uint64_t now);
+bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t now);
+void em_on_nack(struct em_proto *p, uint16_t peer, uint64_t now);
+void em_on_timeout(struct em_proto *p, uint16_t peer, uint64_t now);
+
+/* recv.c */
+void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
+                     const uint8_t *payload, uint64_t now);
+int em_send_ack(struct em_proto *p, uint16_t peer, uint8_t type);
+void em_reassembly_reset(struct em_peer *pe);
+
+/* proto.c */
+void em_fail_peer(struct em_proto *p, uint16_t peer);
+
+#endif

@@ -1,0 +1,232 @@
+/**
+ * @file recv.c
+ * Receiver half of the protocol: in-order delivery, the out-of-order buffer
+ * (selective repeat) or discard + NACK (Go-Back-N), reassembly of
+ * multi-fragment messages, placement of puts, and the ACK policy:
+ *   - ACKs ride on every DATA/PUT frame going back (piggybacked);
+ *   - after ack_every in-order frames, an ACK goes out on the next poll;
+ *   - otherwise a standalone ACK waits at most ack_delay_ns;
+ *   - a duplicate or out-of-order frame is acknowledged on the next poll.
+ */
+#include "proto/proto_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int em_send_ack(struct em_proto *p, uint16_t peer, uint8_t type)
+{
+    struct em_peer *pe = &p->peers[peer];
+    uint8_t hbuf[EM_HDR_LEN];
+    em_hdr_t h = {
+        .type = type, .job_key = p->cfg.job_key, .src = p->cfg.self, .dst = peer,
+        .seq = pe->snd_nxt, .ack = pe->rcv_nxt, .sack = pe->ooo_bits >> 1,
+    };
+    if (h.sack)
+        h.flags |= EM_F_SACK;
+    em_hdr_encode(&h, hbuf);
+    if (p->ops.emit(p->uctx, peer, hbuf, EM_HDR_LEN, NULL, 0) != 0) {
+        p->st.tx_eagain++;
+        return -EM_EAGAIN;
+    }
+    p->st.tx_frames++;
+    pe->ack_owed = 0;
+    pe->ack_deadline = EM_NEVER;
+    if (type == EM_PT_NACK) {
+        p->st.tx_nacks++;
+        pe->nack_owed = 0;
+        pe->nack_sent = 1;
+    } else {
+        p->st.tx_acks++;
+    }
+    return 0;
+}
+
+void em_reassembly_reset(struct em_peer *pe)
+{
+    pe->ra_active = 0;
+    pe->ra_got = 0;
+}
+
+/** Ask for an ACK on the next poll. */
+static void ack_soon(struct em_proto *p, struct em_peer *pe, uint64_t now)
+{
+    pe->ack_deadline = now;
+    em_arm(p, now);
+}
+
+/**
+ * Deliver one in-order DATA fragment.  Single-fragment messages go straight
+ * from the frame to the callback; fragments are copied into the peer's
+ * reassembly buffer (seed 001: a temporary buffer per sender).
+ * @return false if the frame must not be consumed (out of memory: the sender
+ *         will retransmit it).
+ */
+static bool deliver_data(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
+                         const uint8_t *payload, bool *malformed)
+{
+    struct em_peer *pe = &p->peers[peer];
+
+    *malformed = false;
+    if (h->frag_cnt == 1) {
+        if (pe->ra_active) {           /* a message was cut short */
+            em_reassembly_reset(pe);
+            *malformed = true;
+        }
+        return true;                   /* caller delivers from the frame */
+    }
+    if (h->frag_no == 0) {
+        if (pe->ra_active) {
+            em_reassembly_reset(pe);
+            *malformed = true;
+        }
+        if (h->msg_len > pe->ra_cap) {
+            uint8_t *nb = realloc(pe->ra_buf, h->msg_len);
+            if (!nb) {
+                p->st.drop_nomem++;
+                return false;
+            }
+            pe->ra_buf = nb;
+            pe->ra_cap = h->msg_len;
+        }
+        pe->ra_active = 1;
+        pe->ra_tag = h->tag;
+        pe->ra_cnt = h->frag_cnt;
+        pe->ra_next = 0;
+        pe->ra_msg_id = h->msg_id;
+        pe->ra_len = h->msg_len;
+        pe->ra_got = 0;
+    } else if (!pe->ra_active || h->msg_id != pe->ra_msg_id || h->frag_no != pe->ra_next ||
+               h->frag_cnt != pe->ra_cnt || h->msg_len != pe->ra_len || h->tag != pe->ra_tag) {
+        em_reassembly_reset(pe);
+        *malformed = true;
+        return true;
+    }
+    if (h->len > pe->ra_len - pe->ra_got ||
+        (h->frag_no == h->frag_cnt - 1 && pe->ra_got + h->len != pe->ra_len)) {
+        em_reassembly_reset(pe);
+        *malformed = true;
+        return true;
+    }
+    memcpy(pe->ra_buf + pe->ra_got, payload, h->len);
+    pe->ra_got += h->len;
+    pe->ra_next++;
+    return true;
+}
+
+/**
+ * Consume the in-order frame @p h (its seq == rcv_nxt).  rcv_nxt advances
+ * before any callback runs, so a reply sent from the callback already
+ * acknowledges this frame.
+ * @return false when the frame could not be consumed.
+ */
+static bool consume(struct em_proto *p, uint16_t peer, const em_hdr_t *h, const uint8_t *payload)
+{
+    struct em_peer *pe = &p->peers[peer];
+    bool malformed = false;
+
+    if (h->type == EM_PT_DATA && !deliver_data(p, peer, h, payload, &malformed))
+        return false;
+    pe->rcv_nxt++;
+    pe->ooo_bits >>= 1;
+    pe->nack_sent = 0;
+    pe->ack_owed++;
+    p->st.rx_payload_bytes += h->len;
+
+    if (malformed) {
+        p->st.drop_malformed++;
+        if (h->frag_cnt != 1 || h->type != EM_PT_DATA)
+            return true;
+    }
+    if (h->type == EM_PT_PUT) {
+        em_put_target_t t = { .region = h->region, .key = h->key, .offset = h->offset };
+        int rc = p->ops.put ? p->ops.put(p->uctx, peer, &t, payload, h->len) : -1;
+        if (rc == 0)
+            p->st.puts_placed++;
+        else
+            p->st.puts_rejected++;
+    } else if (h->frag_cnt == 1) {
+        p->st.msgs_recv++;
+        p->ops.recv(p->uctx, peer, h->tag, payload, h->len);
+    } else if (h->frag_no == h->frag_cnt - 1) {
+        pe->ra_active = 0;
+        p->st.msgs_recv++;
+        p->ops.recv(p->uctx, peer, pe->ra_tag, pe->ra_buf, pe->ra_len);
+    }
+    return true;
+}
+
+/** Keep an out-of-order frame (selective repeat). */
+static void buffer_ooo(struct em_proto *p, struct em_peer *pe, uint32_t d,
+                       const em_hdr_t *h, const uint8_t *payload)
+{
+    if (!pe->rx) {
+        pe->rx = calloc(EM_WINDOW_MAX, sizeof *pe->rx);
+        if (!pe->rx) {
+            p->st.drop_nomem++;
+            return;
+        }
+    }
+    struct em_rx_slot *s = &pe->rx[h->seq & EM_SLOT_MASK];
+    if (!s->payload) {
+        s->payload = malloc(p->cfg.frame_max);
+        if (!s->payload) {
+            p->st.drop_nomem++;
+            return;
+        }
+    }
+    s->hdr = *h;
+    memcpy(s->payload, payload, h->len);
+    pe->ooo_bits |= (uint64_t)1 << d;
+    p->st.rx_ooo++;
+}
+
+void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
+                     const uint8_t *payload, uint64_t now)
+{
+    struct em_peer *pe = &p->peers[peer];
+    int32_t d = em_seq_diff(h->seq, pe->rcv_nxt);
+
+    if (d < 0) {                                /* already delivered */
+        p->st.rx_dups++;
+        ack_soon(p, pe, now);
+        return;
+    }
+    if ((uint32_t)d >= p->cfg.window) {
+        p->st.drop_window++;
+        return;
+    }
+    if (d > 0) {
+        if (p->cfg.recovery == EM_RECOVERY_GBN) {
+            p->st.drop_gbn_ooo++;
+            if (!pe->nack_sent) {
+                pe->nack_owed = 1;
+                ack_soon(p, pe, now);
+            }
+            return;
+        }
+        if ((pe->ooo_bits >> d) & 1)
+            p->st.rx_dups++;
+        else
+            buffer_ooo(p, pe, (uint32_t)d, h, payload);
+        ack_soon(p, pe, now);
+        return;
+    }
+
+    if (!consume(p, peer, h, payload))
+        return;
+    /* Drain frames that were waiting for this one. */
+    while ((pe->ooo_bits & 1) && pe->state == EM_PEER_ACTIVE) {
+        struct em_rx_slot *s = &pe->rx[pe->rcv_nxt & EM_SLOT_MASK];
+        pe->ooo_bits &= ~(uint64_t)1;
+        if (!consume(p, peer, &s->hdr, s->payload)) {
+            pe->ooo_bits |= 1;    /* keep it; retried when the next frame arrives */
+            break;
+        }
+    }
+    if (pe->ack_owed >= p->ack_every)
+        ack_soon(p, pe, now);
+    else if (pe->ack_deadline == EM_NEVER) {
+        pe->ack_deadline = now + p->cfg.ack_delay_ns;
+        em_arm(p, pe->ack_deadline);
+    }
+}

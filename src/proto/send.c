@@ -1,0 +1,227 @@
+/**
+ * @file send.c
+ * Sender half of the protocol: fragmentation, the window, ACK/SACK/NACK
+ * processing, retransmission.  Every DATA/PUT frame piggybacks the current
+ * cumulative ACK and SACK bitmap for the peer it goes to.
+ */
+#include "proto/proto_internal.h"
+
+static uint32_t frag_payload(const struct em_proto *p, const em_proto_op_t *op)
+{
+    return op->type == EM_PT_PUT ? p->put_payload : p->data_payload;
+}
+
+/** Fill the ACK fields every frame to @p pe carries. */
+static void fill_ack(const struct em_peer *pe, em_hdr_t *h)
+{
+    h->ack = pe->rcv_nxt;
+    h->sack = pe->ooo_bits >> 1;
+    if (h->sack)
+        h->flags |= EM_F_SACK;
+}
+
+/** Our ACK state reached the peer: nothing owed any more. */
+static void ack_sent(struct em_peer *pe)
+{
+    pe->ack_owed = 0;
+    pe->ack_deadline = EM_NEVER;
+}
+
+/**
+ * (Re)transmit the frame with sequence number @p seq (must be in flight).
+ * @return 0 or -EM_EAGAIN.
+ */
+int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags)
+{
+    struct em_peer *pe = &p->peers[peer];
+    struct em_tx_slot *s = &pe->tx[seq & EM_SLOT_MASK];
+    const em_proto_op_t *op = s->op;
+    uint32_t pl = frag_payload(p, op);
+    uint32_t off = (uint32_t)s->frag_no * pl;
+    uint32_t len = op->len - off < pl ? op->len - off : pl;
+    uint8_t hbuf[EM_HDR_LEN + EM_PUT_EXT_LEN];
+
+    em_hdr_t h = {
+        .type = op->type, .flags = flags, .tag = op->tag,
+        .job_key = p->cfg.job_key, .src = p->cfg.self, .dst = peer,
+        .len = (uint16_t)len, .seq = seq,
+        .msg_id = op->msg_id, .msg_len = op->len,
+        .frag_no = s->frag_no, .frag_cnt = op->frag_cnt,
+    };
+    if (op->type == EM_PT_PUT) {
+        h.region = op->target.region;
+        h.key = op->target.key;
+        h.offset = op->target.offset + off;
+    }
+    fill_ack(pe, &h);
+    size_t hlen = em_hdr_encode(&h, hbuf);
+    int rc = p->ops.emit(p->uctx, peer, hbuf, hlen, op->buf + off, len);
+    if (rc != 0) {
+        p->st.tx_eagain++;
+        pe->tx_blocked = 1;
+        em_arm(p, 0);
+        return -EM_EAGAIN;
+    }
+    s->stamp = ++pe->stamp;
+    s->sacked = 0;
+    ack_sent(pe);
+    p->st.tx_frames++;
+    if (flags & EM_F_RETX) {
+        p->st.retransmits++;
+    } else {
+        p->st.tx_data_frames++;
+        p->st.tx_payload_bytes += len;
+    }
+    return 0;
+}
+
+/** Send what the window allows from the peer's queue. */
+void em_pump(struct em_proto *p, uint16_t peer, uint64_t now)
+{
+    struct em_peer *pe = &p->peers[peer];
+
+    pe->tx_blocked = 0;
+    while (pe->q_send && (uint32_t)(pe->snd_nxt - pe->snd_una) < p->cfg.window) {
+        em_proto_op_t *op = pe->q_send;
+        uint32_t seq = pe->snd_nxt;
+        struct em_tx_slot *s = &pe->tx[seq & EM_SLOT_MASK];
+
+        s->op = op;
+        s->frag_no = op->frags_sent;
+        if (em_send_frag(p, peer, seq, 0) != 0) {
+            s->op = NULL;
+            return;
+        }
+        if (pe->snd_nxt == pe->snd_una) {
+            pe->rto_deadline = now + pe->rto_cur;
+            em_arm(p, pe->rto_deadline);
+        }
+        pe->snd_nxt++;
+        if (++op->frags_sent == op->frag_cnt)
+            pe->q_send = op->next;
+    }
+}
+
+/** Remove the (completed) head op and report it. */
+static void complete_head(struct em_proto *p, struct em_peer *pe)
+{
+    em_proto_op_t *op = pe->q_head;
+
+    pe->q_head = op->next;
+    if (!pe->q_head)
+        pe->q_tail = NULL;
+    if (op->type == EM_PT_PUT)
+        p->st.puts_done++;
+    else
+        p->st.msgs_sent++;
+    p->ops.complete(p->uctx, op->ctx, 0);
+}
+
+/** Resend every unacked frame the receiver does not hold; @return frames sent. */
+static unsigned resend_outstanding(struct em_proto *p, uint16_t peer, bool skip_sacked)
+{
+    struct em_peer *pe = &p->peers[peer];
+    unsigned n = 0;
+
+    for (uint32_t seq = pe->snd_una; em_seq_lt(seq, pe->snd_nxt); seq++) {
+        if (skip_sacked && pe->tx[seq & EM_SLOT_MASK].sacked)
+            continue;
+        if (em_send_frag(p, peer, seq, EM_F_RETX) != 0)
+            break;
+        n++;
+    }
+    return n;
+}
+
+/**
+ * Process the ACK fields of a frame from @p peer.
+ * @return false when the ACK acknowledges something never sent (the frame
+ *         is then dropped as out of window).
+ */
+bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t now)
+{
+    struct em_peer *pe = &p->peers[peer];
+
+    if (em_seq_gt(h->ack, pe->snd_nxt))
+        return false;
+
+    if (em_seq_gt(h->ack, pe->snd_una)) {
+        /* Cumulative progress: free slots, complete ops in FIFO order.
+         * snd_una moves before each completion so that a send issued from
+         * the callback sees a consistent window. */
+        while (em_seq_lt(pe->snd_una, h->ack)) {
+            struct em_tx_slot *s = &pe->tx[pe->snd_una & EM_SLOT_MASK];
+            em_proto_op_t *op = s->op;
+            s->op = NULL;
+            s->sacked = 0;
+            pe->snd_una++;
+            if (++op->frags_acked == op->frag_cnt)
+                complete_head(p, pe);
+            if (pe->state != EM_PEER_ACTIVE)
+                return true;
+        }
+        pe->retries = 0;
+        pe->rto_cur = p->cfg.rto_ns;
+        pe->rto_deadline = pe->snd_una == pe->snd_nxt ? EM_NEVER : now + pe->rto_cur;
+        em_arm(p, pe->rto_deadline);
+    }
+
+    if ((h->flags & EM_F_SACK) && h->sack) {
+        p->st.rx_sacks++;
+        if (p->cfg.recovery == EM_RECOVERY_SR) {
+            /* Mark what the receiver holds; a hole sent before the latest
+             * frame known to have arrived is taken as lost (RACK-style:
+             * robust to reordering of ACKs, needs no duplicate counting). */
+            uint64_t newest = 0;
+            for (unsigned i = 0; i < 64; i++) {
+                uint32_t seq = h->ack + 1 + i;
+                if (!((h->sack >> i) & 1) || !em_seq_in(seq, pe->snd_una, pe->snd_nxt - pe->snd_una))
+                    continue;
+                struct em_tx_slot *s = &pe->tx[seq & EM_SLOT_MASK];
+                s->sacked = 1;
+                if (s->stamp > newest)
+                    newest = s->stamp;
+            }
+            for (uint32_t seq = pe->snd_una; em_seq_lt(seq, pe->snd_nxt); seq++) {
+                struct em_tx_slot *s = &pe->tx[seq & EM_SLOT_MASK];
+                if (s->sacked || s->stamp >= newest)
+                    continue;
+                if (em_send_frag(p, peer, seq, EM_F_RETX) != 0)
+                    break;
+                p->st.fast_retransmits++;
+            }
+        }
+    }
+    em_pump(p, peer, now);
+    return true;
+}
+
+/** Go-Back-N: the receiver asks for everything from its cumulative ACK on. */
+void em_on_nack(struct em_proto *p, uint16_t peer, uint64_t now)
+{
+    struct em_peer *pe = &p->peers[peer];
+
+    if (p->cfg.recovery != EM_RECOVERY_GBN)
+        return;
+    p->st.fast_retransmits += resend_outstanding(p, peer, false);
+    if (pe->snd_una != pe->snd_nxt) {
+        pe->rto_deadline = now + pe->rto_cur;
+        em_arm(p, pe->rto_deadline);
+    }
+}
+
+/** The oldest unacked frame timed out: back off, resend, or give up. */
+void em_on_timeout(struct em_proto *p, uint16_t peer, uint64_t now)
+{
+    struct em_peer *pe = &p->peers[peer];
+
+    p->st.timeouts++;
+    if (++pe->retries > p->cfg.max_retries) {
+        em_fail_peer(p, peer);
+        return;
+    }
+    resend_outstanding(p, peer, p->cfg.recovery == EM_RECOVERY_SR);
+    pe->rto_cur = pe->rto_cur * 2 > p->cfg.rto_max_ns ? p->cfg.rto_max_ns : pe->rto_cur * 2;
+    pe->rto_deadline = now + pe->rto_cur;
+    em_arm(p, pe->rto_deadline);
+}

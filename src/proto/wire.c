@@ -1,0 +1,120 @@
+/**
+ * @file wire.c
+ * Encoding and validating decoding of the ethermpi headers (see wire.h for
+ * the layout).  Byte order is explicit; the packed wire structs are only
+ * read and written through memcpy so that unaligned frames are safe.
+ */
+#include "proto/wire.h"
+
+#include <endian.h>
+#include <string.h>
+
+size_t em_hdr_encode(const em_hdr_t *h, void *out)
+{
+    struct em_wire_hdr w = {
+        .magic    = EM_WIRE_MAGIC,
+        .version  = EM_WIRE_VERSION,
+        .type     = h->type,
+        .flags    = h->flags,
+        .job_key  = htobe32(h->job_key),
+        .src      = htobe16(h->src),
+        .dst      = htobe16(h->dst),
+        .len      = htobe16(h->len),
+        .tag      = h->tag,
+        .rsvd     = 0,
+        .seq      = htobe32(h->seq),
+        .ack      = htobe32(h->ack),
+        .sack     = htobe64(h->sack),
+        .msg_id   = htobe32(h->msg_id),
+        .msg_len  = htobe32(h->msg_len),
+        .frag_no  = htobe16(h->frag_no),
+        .frag_cnt = htobe16(h->frag_cnt),
+    };
+    memcpy(out, &w, sizeof w);
+    if (h->type != EM_PT_PUT)
+        return EM_HDR_LEN;
+    struct em_wire_put_ext x = {
+        .region = htobe32(h->region),
+        .rsvd   = 0,
+        .key    = htobe64(h->key),
+        .offset = htobe64(h->offset),
+    };
+    memcpy((uint8_t *)out + EM_HDR_LEN, &x, sizeof x);
+    return EM_HDR_LEN + EM_PUT_EXT_LEN;
+}
+
+static em_decode_err_t check_fragment(const em_hdr_t *h)
+{
+    if (h->frag_cnt == 0 || h->frag_no >= h->frag_cnt)
+        return EM_DEC_MALFORMED;
+    if (h->len > h->msg_len)
+        return EM_DEC_MALFORMED;
+    if (h->frag_cnt == 1 && h->len != h->msg_len)
+        return EM_DEC_MALFORMED;
+    return EM_DEC_OK;
+}
+
+em_decode_err_t em_hdr_decode(const void *frame, size_t frame_len, em_hdr_t *h)
+{
+    struct em_wire_hdr w;
+
+    if (frame_len < 2)
+        return EM_DEC_SHORT;
+    const uint8_t *b = frame;
+    if (b[0] != EM_WIRE_MAGIC)
+        return EM_DEC_MAGIC;
+    if (b[1] != EM_WIRE_VERSION)
+        return EM_DEC_VERSION;
+    if (frame_len < EM_HDR_LEN)
+        return EM_DEC_SHORT;
+    memcpy(&w, frame, sizeof w);
+
+    *h = (em_hdr_t){
+        .type     = w.type,
+        .flags    = w.flags,
+        .tag      = w.tag,
+        .job_key  = be32toh(w.job_key),
+        .src      = be16toh(w.src),
+        .dst      = be16toh(w.dst),
+        .len      = be16toh(w.len),
+        .seq      = be32toh(w.seq),
+        .ack      = be32toh(w.ack),
+        .sack     = be64toh(w.sack),
+        .msg_id   = be32toh(w.msg_id),
+        .msg_len  = be32toh(w.msg_len),
+        .frag_no  = be16toh(w.frag_no),
+        .frag_cnt = be16toh(w.frag_cnt),
+    };
+    if (w.rsvd != 0 || (h->flags & ~EM_F_ALL) != 0)
+        return EM_DEC_MALFORMED;
+
+    switch (h->type) {
+    case EM_PT_ACK:
+    case EM_PT_NACK:
+        /* control frames carry nothing but ACK state */
+        if (h->len != 0 || h->msg_id != 0 || h->msg_len != 0 ||
+            h->frag_no != 0 || h->frag_cnt != 0 || h->tag != 0)
+            return EM_DEC_MALFORMED;
+        return EM_DEC_OK;
+    case EM_PT_DATA:
+        if (frame_len < (size_t)EM_HDR_LEN + h->len)
+            return EM_DEC_SHORT;
+        return check_fragment(h);
+    case EM_PT_PUT: {
+        struct em_wire_put_ext x;
+        if (frame_len < (size_t)EM_HDR_LEN + EM_PUT_EXT_LEN + h->len)
+            return EM_DEC_SHORT;
+        memcpy(&x, b + EM_HDR_LEN, sizeof x);
+        if (x.rsvd != 0 || h->tag != 0)
+            return EM_DEC_MALFORMED;
+        h->region = be32toh(x.region);
+        h->key    = be64toh(x.key);
+        h->offset = be64toh(x.offset);
+        if (h->offset > UINT64_MAX - h->len)
+            return EM_DEC_MALFORMED;
+        return check_fragment(h);
+    }
+    default:
+        return EM_DEC_MALFORMED;
+    }
+}

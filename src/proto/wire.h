@@ -1,0 +1,157 @@
+/**
+ * @file wire.h
+ * The ethermpi wire format: one fixed base header on every frame, plus a
+ * put extension on PUT frames.  All multi-byte fields are big-endian on the
+ * wire; code only ever touches the decoded host-order struct em_hdr.
+ *
+ * Base header (EM_HDR_LEN = 44 bytes):
+ *
+ *    0               1               2               3
+ *    0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7
+ *   +---------------+---------------+---------------+---------------+
+ *  0|  magic 0xE5   |  version 1    |     type      |     flags     |
+ *   +---------------+---------------+---------------+---------------+
+ *  4|                           job key                             |
+ *   +-------------------------------+-------------------------------+
+ *  8|        source endpoint        |     destination endpoint      |
+ *   +-------------------------------+---------------+---------------+
+ * 12|   payload length (this frame) |      tag      |  reserved (0) |
+ *   +-------------------------------+---------------+---------------+
+ * 16|                  sequence number (sender's)                   |
+ *   +---------------------------------------------------------------+
+ * 20|       cumulative ACK: next sequence number expected from dst   |
+ *   +---------------------------------------------------------------+
+ * 24|   SACK bitmap: bit i set = (ACK + 1 + i) received and buffered |
+ * 28|                           (64 bits)                           |
+ *   +---------------------------------------------------------------+
+ * 32|                         message id                            |
+ *   +---------------------------------------------------------------+
+ * 36|                 message length (all fragments)                |
+ *   +-------------------------------+-------------------------------+
+ * 40|        fragment number        |        fragment count         |
+ *   +-------------------------------+-------------------------------+
+ *
+ * Put extension (PUT frames only, EM_PUT_EXT_LEN = 24 bytes, at offset 44):
+ *
+ * 44|                 region id (receiver's registry)               |
+ * 48|                        reserved (0)                           |
+ * 52|                     region key (64 bits)                      |
+ * 60|      offset of this frame's first byte in the region (64)     |
+ *
+ * The payload follows the header(s).  Frames may be longer than header +
+ * payload (Ethernet pads to 60 bytes); the length field is authoritative.
+ *
+ * No raw pointer ever travels: a put names (region id, key, offset) and the
+ * receiver checks key and bounds before writing a byte.
+ */
+#ifndef EM_PROTO_WIRE_H
+#define EM_PROTO_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define EM_WIRE_MAGIC   0xE5u
+#define EM_WIRE_VERSION 1u
+#define EM_HDR_LEN      44u
+#define EM_PUT_EXT_LEN  24u
+
+/** Packet types. */
+enum em_pkt_type {
+    EM_PT_DATA = 1, /**< fragment of a message (sequenced) */
+    EM_PT_PUT  = 2, /**< fragment of a put into a remote region (sequenced) */
+    EM_PT_ACK  = 3, /**< standalone ACK (+SACK), consumes no sequence number */
+    EM_PT_NACK = 4, /**< Go-Back-N: "resend from ACK", consumes no sequence number */
+};
+
+/** Flag bits; any other bit set makes the frame malformed. */
+enum em_pkt_flags {
+    EM_F_RETX = 0x01, /**< this frame is a retransmission */
+    EM_F_SACK = 0x02, /**< the SACK bitmap is meaningful */
+};
+#define EM_F_ALL (EM_F_RETX | EM_F_SACK)
+
+/** The base header exactly as on the wire (big-endian fields). */
+struct em_wire_hdr {
+    uint8_t  magic;
+    uint8_t  version;
+    uint8_t  type;
+    uint8_t  flags;
+    uint32_t job_key;
+    uint16_t src;
+    uint16_t dst;
+    uint16_t len;
+    uint8_t  tag;
+    uint8_t  rsvd;
+    uint32_t seq;
+    uint32_t ack;
+    uint64_t sack;
+    uint32_t msg_id;
+    uint32_t msg_len;
+    uint16_t frag_no;
+    uint16_t frag_cnt;
+} __attribute__((packed));
+_Static_assert(sizeof(struct em_wire_hdr) == EM_HDR_LEN, "base header is 44 bytes");
+
+/** The put extension exactly as on the wire (big-endian fields). */
+struct em_wire_put_ext {
+    uint32_t region;
+    uint32_t rsvd;
+    uint64_t key;
+    uint64_t offset;
+} __attribute__((packed));
+_Static_assert(sizeof(struct em_wire_put_ext) == EM_PUT_EXT_LEN, "put extension is 24 bytes");
+
+/** A decoded header, host byte order. */
+typedef struct em_hdr {
+    uint8_t  type;
+    uint8_t  flags;
+    uint8_t  tag;
+    uint32_t job_key;
+    uint16_t src;
+    uint16_t dst;
+    uint16_t len;
+    uint32_t seq;
+    uint32_t ack;
+    uint64_t sack;
+    uint32_t msg_id;
+    uint32_t msg_len;
+    uint16_t frag_no;
+    uint16_t frag_cnt;
+    /* put extension: meaningful for EM_PT_PUT only */
+    uint32_t region;
+    uint64_t key;
+    uint64_t offset;
+} em_hdr_t;
+
+/** Why a frame was refused by the decoder. */
+typedef enum em_decode_err {
+    EM_DEC_OK = 0,
+    EM_DEC_SHORT,     /**< shorter than the headers it claims */
+    EM_DEC_MAGIC,     /**< not an ethermpi frame */
+    EM_DEC_VERSION,   /**< ethermpi frame of another protocol version */
+    EM_DEC_MALFORMED, /**< fields inconsistent (type, flags, lengths, fragments) */
+} em_decode_err_t;
+
+/** Header length of a frame of @p type (base + extension). */
+static inline size_t em_hdr_len(uint8_t type)
+{
+    return type == EM_PT_PUT ? EM_HDR_LEN + EM_PUT_EXT_LEN : EM_HDR_LEN;
+}
+
+/**
+ * Encode @p h into @p out (which must hold em_hdr_len(h->type) bytes).
+ * @return the number of bytes written.
+ */
+size_t em_hdr_encode(const em_hdr_t *h, void *out);
+
+/**
+ * Decode and validate the headers of a frame of @p frame_len bytes.
+ * Checks everything that can be checked without protocol state: magic,
+ * version, type, flags, reserved bytes, payload length against the frame,
+ * fragment number < count, payload against message length, offset overflow.
+ * Job key and endpoint ids are checked by the protocol (it knows them).
+ * @return EM_DEC_OK, with @p h filled, or the reason for refusal.
+ */
+em_decode_err_t em_hdr_decode(const void *frame, size_t frame_len, em_hdr_t *h);
+
+#endif

@@ -1,0 +1,581 @@
+/*
+ * Protocol behaviour driven with crafted frames on one endpoint: we play
+ * the peer by hand and check, frame by frame, what the protocol sends.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "proto/proto.h"
+
+#define KEY 0x5EED1234u
+#define MAXF 512
+
+struct out { em_hdr_t h; uint8_t payload[2048]; uint16_t peer; };
+
+struct cap {
+    struct out f[MAXF];
+    unsigned nf;
+    int refuse;                 /* emit returns -EAGAIN while > 0 */
+    unsigned nrecv;
+    uint8_t last_tag;
+    size_t last_len;
+    uint8_t last_data[8192];
+    const void *last_ptr;
+    unsigned ncomplete;
+    int last_status;
+    void *last_ctx;
+    unsigned nfailed;
+    unsigned nput;
+    em_put_target_t last_put;
+    int put_rc;
+};
+
+static int c_emit(void *u, uint16_t peer, const void *hdr, size_t hlen, const void *pl, size_t plen)
+{
+    struct cap *c = u;
+    uint8_t buf[4096];
+    if (c->refuse > 0) {
+        c->refuse--;
+        return -EM_EAGAIN;
+    }
+    assert_true(c->nf < MAXF);
+    memcpy(buf, hdr, hlen);
+    if (plen)
+        memcpy(buf + hlen, pl, plen);
+    struct out *o = &c->f[c->nf++];
+    assert_int_equal(em_hdr_decode(buf, hlen + plen, &o->h), EM_DEC_OK);
+    memcpy(o->payload, buf + em_hdr_len(o->h.type), o->h.len);
+    o->peer = peer;
+    return 0;
+}
+
+static void c_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t len)
+{
+    struct cap *c = u;
+    c->nrecv++;
+    c->last_tag = tag;
+    c->last_len = len;
+    c->last_ptr = d;
+    if (len <= sizeof c->last_data)
+        memcpy(c->last_data, d, len);
+}
+
+static int c_put(void *u, uint16_t peer, const em_put_target_t *t, const void *d, size_t len)
+{
+    struct cap *c = u;
+    c->nput++;
+    c->last_put = *t;
+    c->last_len = len;
+    memcpy(c->last_data, d, len);
+    return c->put_rc;
+}
+
+static void c_complete(void *u, void *ctx, int status)
+{
+    struct cap *c = u;
+    c->ncomplete++;
+    c->last_status = status;
+    c->last_ctx = ctx;
+}
+
+static void c_failed(void *u, uint16_t peer) { ((struct cap *)u)->nfailed++; }
+
+static const em_proto_ops_t OPS = {
+    .emit = c_emit, .recv = c_recv, .put = c_put, .complete = c_complete, .peer_failed = c_failed,
+};
+
+struct fx { struct cap c; em_proto_t *p; em_proto_cfg_t cfg; };
+
+static em_proto_t *mk(struct fx *x, em_recovery_t mode, uint32_t isn)
+{
+    int err;
+    memset(&x->c, 0, sizeof x->c);
+    em_proto_cfg_default(&x->cfg);
+    x->cfg.job_key = KEY;
+    x->cfg.self = 0;
+    x->cfg.npeers = 3;
+    x->cfg.frame_max = 1044;      /* 1000 B of DATA payload */
+    x->cfg.window = 4;
+    x->cfg.recovery = mode;
+    x->cfg.rto_ns = 1000;
+    x->cfg.rto_max_ns = 8000;
+    x->cfg.max_retries = 3;
+    x->cfg.ack_delay_ns = 100;
+    x->cfg.isn = isn;
+    x->p = em_proto_create(&x->cfg, &OPS, &x->c, &err);
+    assert_non_null(x->p);
+    return x->p;
+}
+
+/* Craft a frame from peer 1 and feed it in. */
+static void feed(struct fx *x, em_hdr_t h, const void *payload, uint64_t now)
+{
+    uint8_t b[4096];
+    if (!h.job_key) h.job_key = KEY;
+    if (!h.src && !h.dst) { h.src = 1; h.dst = 0; }
+    size_t n = em_hdr_encode(&h, b);
+    const uint8_t *pl = payload ? payload : (const void *)"";
+    memcpy(b + n, pl, h.len);
+    em_proto_rx(x->p, b, n + h.len, now);
+}
+
+static em_hdr_t data(uint32_t seq, uint32_t ack, const char *s)
+{
+    uint16_t n = (uint16_t)strlen(s);
+    return (em_hdr_t){ .type = EM_PT_DATA, .tag = 3, .seq = seq, .ack = ack, .len = n,
+                       .msg_len = n, .frag_cnt = 1, .msg_id = seq };
+}
+
+static em_hdr_t ack(uint32_t a, uint64_t sack)
+{
+    return (em_hdr_t){ .type = EM_PT_ACK, .ack = a, .sack = sack, .flags = sack ? EM_F_SACK : 0 };
+}
+
+/* ---- sending ---- */
+
+static void test_send_small_emits_one_data_frame(void **st)
+{
+    struct fx x; em_proto_op_t op; int ctx;
+    mk(&x, EM_RECOVERY_SR, 100);
+    assert_int_equal(em_proto_send(x.p, &op, 1, 9, "hello", 5, &ctx, 0), 0);
+    assert_int_equal(x.c.nf, 1);
+    em_hdr_t *h = &x.c.f[0].h;
+    assert_int_equal(h->type, EM_PT_DATA);
+    assert_int_equal(h->seq, 100);
+    assert_int_equal(h->ack, 100);
+    assert_int_equal(h->src, 0);
+    assert_int_equal(h->dst, 1);
+    assert_int_equal(h->tag, 9);
+    assert_int_equal(h->job_key, KEY);
+    assert_int_equal(h->frag_cnt, 1);
+    assert_int_equal(h->msg_len, 5);
+    assert_memory_equal(x.c.f[0].payload, "hello", 5);
+    assert_int_equal(x.c.ncomplete, 0);            /* not before the ACK */
+    feed(&x, ack(101, 0), NULL, 10);
+    assert_int_equal(x.c.ncomplete, 1);
+    assert_int_equal(x.c.last_status, 0);
+    assert_ptr_equal(x.c.last_ctx, &ctx);
+    assert_true(em_proto_idle(x.p));
+    em_proto_destroy(x.p);
+}
+
+static void test_fragmentation_and_window(void **st)
+{
+    struct fx x; em_proto_op_t op;
+    static uint8_t big[6500];
+    for (unsigned i = 0; i < sizeof big; i++) big[i] = (uint8_t)(i * 7);
+    mk(&x, EM_RECOVERY_SR, 0);
+    assert_int_equal(em_proto_send(x.p, &op, 2, 1, big, sizeof big, NULL, 0), 0);
+    /* 7 fragments of <= 1000 B, but only window = 4 go out */
+    assert_int_equal(x.c.nf, 4);
+    for (unsigned i = 0; i < 4; i++) {
+        assert_int_equal(x.c.f[i].h.frag_no, i);
+        assert_int_equal(x.c.f[i].h.frag_cnt, 7);
+        assert_int_equal(x.c.f[i].h.msg_len, sizeof big);
+        assert_int_equal(x.c.f[i].h.len, 1000);
+        assert_int_equal(x.c.f[i].peer, 2);
+        assert_memory_equal(x.c.f[i].payload, big + i * 1000, 1000);
+    }
+    em_hdr_t a = ack(2, 0); a.src = 2;           /* peer 2 acks two frames */
+    feed(&x, a, NULL, 5);
+    assert_int_equal(x.c.nf, 6);
+    assert_int_equal(x.c.f[5].h.seq, 5);
+    a.ack = 7;                                      /* acks a frame never sent */
+    feed(&x, a, NULL, 6);
+    assert_int_equal(em_proto_stats(x.p)->drop_window, 1);
+    a.ack = 6;
+    feed(&x, a, NULL, 6);
+    assert_int_equal(x.c.nf, 7);
+    assert_int_equal(x.c.f[6].h.len, 500);           /* last fragment */
+    assert_int_equal(x.c.ncomplete, 0);
+    a.ack = 7;
+    feed(&x, a, NULL, 7);
+    assert_int_equal(x.c.ncomplete, 1);
+    em_proto_destroy(x.p);
+}
+
+static void test_refused_emit_is_retried_on_poll(void **st)
+{
+    struct fx x; em_proto_op_t op;
+    mk(&x, EM_RECOVERY_SR, 0);
+    x.c.refuse = 1;
+    assert_int_equal(em_proto_send(x.p, &op, 1, 0, "x", 1, NULL, 0), 0);
+    assert_int_equal(x.c.nf, 0);
+    assert_int_equal(em_proto_stats(x.p)->tx_eagain, 1);
+    assert_true(em_proto_next_deadline(x.p) <= 1);
+    em_proto_poll(x.p, 1);
+    assert_int_equal(x.c.nf, 1);
+    assert_int_equal(x.c.f[0].h.seq, 0);
+    em_proto_destroy(x.p);
+}
+
+/* ---- receiving and ACK policy ---- */
+
+static void test_receive_delivers_from_frame_and_delays_ack(void **st)
+{
+    struct fx x;
+    mk(&x, EM_RECOVERY_SR, 7);
+    feed(&x, data(7, 7, "abc"), "abc", 0);
+    assert_int_equal(x.c.nrecv, 1);
+    assert_int_equal(x.c.last_tag, 3);
+    assert_int_equal(x.c.last_len, 3);
+    assert_memory_equal(x.c.last_data, "abc", 3);
+    assert_int_equal(x.c.nf, 0);                     /* ACK is delayed */
+    em_proto_poll(x.p, 50);
+    assert_int_equal(x.c.nf, 0);
+    em_proto_poll(x.p, 100);
+    assert_int_equal(x.c.nf, 1);
+    assert_int_equal(x.c.f[0].h.type, EM_PT_ACK);
+    assert_int_equal(x.c.f[0].h.ack, 8);
+    assert_int_equal(x.c.f[0].h.sack, 0);
+    em_proto_destroy(x.p);
+}
+
+static void test_reply_piggybacks_ack(void **st)
+{
+    struct fx x; em_proto_op_t op;
+    mk(&x, EM_RECOVERY_SR, 0);
+    feed(&x, data(0, 0, "req"), "req", 0);
+    assert_int_equal(em_proto_send(x.p, &op, 1, 0, "rep", 3, NULL, 1), 0);
+    assert_int_equal(x.c.nf, 1);
+    assert_int_equal(x.c.f[0].h.type, EM_PT_DATA);
+    assert_int_equal(x.c.f[0].h.ack, 1);             /* the request is acked */
+    em_proto_poll(x.p, 1000);
+    assert_int_equal(x.c.nf, 1);                     /* no standalone ACK needed */
+    assert_int_equal(em_proto_stats(x.p)->tx_acks, 0);
+    em_proto_destroy(x.p);
+}
+
+static void test_duplicate_acked_at_once_not_redelivered(void **st)
+{
+    struct fx x;
+    mk(&x, EM_RECOVERY_SR, 0);
+    feed(&x, data(0, 0, "a"), "a", 0);
+    em_proto_poll(x.p, 100);
+    assert_int_equal(x.c.nf, 1);
+    feed(&x, data(0, 0, "a"), "a", 200);
+    assert_int_equal(x.c.nrecv, 1);
+    assert_int_equal(em_proto_stats(x.p)->rx_dups, 1);
+    em_proto_poll(x.p, 200);                         /* no delay for a duplicate */
+    assert_int_equal(x.c.nf, 2);
+    assert_int_equal(x.c.f[1].h.ack, 1);
+    em_proto_destroy(x.p);
+}
+
+static void test_sr_buffers_out_of_order_and_sacks(void **st)
+{
+    struct fx x;
+    mk(&x, EM_RECOVERY_SR, 0);
+    feed(&x, data(2, 0, "c"), "c", 0);
+    feed(&x, data(1, 0, "b"), "b", 0);
+    assert_int_equal(x.c.nrecv, 0);
+    em_proto_poll(x.p, 0);
+    assert_int_equal(x.c.nf, 1);
+    assert_int_equal(x.c.f[0].h.ack, 0);
+    assert_int_equal(x.c.f[0].h.sack, 0x3);          /* 1 and 2 held */
+    assert_true(x.c.f[0].h.flags & EM_F_SACK);
+    feed(&x, data(0, 0, "a"), "a", 1);
+    assert_int_equal(x.c.nrecv, 3);
+    assert_memory_equal(x.c.last_data, "c", 1);      /* in order: a, b, c */
+    feed(&x, data(9, 0, "z"), "z", 2);               /* beyond the window (4) */
+    assert_int_equal(em_proto_stats(x.p)->drop_window, 1);
+    em_proto_destroy(x.p);
+}
+
+static void test_gbn_drops_out_of_order_and_nacks_once(void **st)
+{
+    struct fx x;
+    mk(&x, EM_RECOVERY_GBN, 0);
+    feed(&x, data(1, 0, "b"), "b", 0);
+    feed(&x, data(2, 0, "c"), "c", 0);
+    em_proto_poll(x.p, 0);
+    assert_int_equal(x.c.nrecv, 0);
+    assert_int_equal(em_proto_stats(x.p)->drop_gbn_ooo, 2);
+    assert_int_equal(x.c.nf, 1);
+    assert_int_equal(x.c.f[0].h.type, EM_PT_NACK);
+    assert_int_equal(x.c.f[0].h.ack, 0);
+    feed(&x, data(3, 0, "d"), "d", 1);
+    em_proto_poll(x.p, 1);
+    assert_int_equal(em_proto_stats(x.p)->tx_nacks, 1);  /* one NACK per gap */
+    feed(&x, data(0, 0, "a"), "a", 2);
+    assert_int_equal(x.c.nrecv, 1);
+    em_proto_destroy(x.p);
+}
+
+/* ---- loss recovery on the sending side ---- */
+
+static void test_sack_triggers_fast_retransmit_of_holes_only(void **st)
+{
+    struct fx x; em_proto_op_t op[4];
+    mk(&x, EM_RECOVERY_SR, 0);
+    for (int i = 0; i < 4; i++)
+        em_proto_send(x.p, &op[i], 1, 0, "m", 1, NULL, 0);
+    assert_int_equal(x.c.nf, 4);
+    /* peer got 2 (bit 1 -> ack+2), lost 0 and 1; 3 still in flight */
+    feed(&x, ack(0, 0x2), NULL, 10);
+    assert_int_equal(x.c.nf, 6);
+    assert_int_equal(x.c.f[4].h.seq, 0);
+    assert_int_equal(x.c.f[5].h.seq, 1);
+    assert_true(x.c.f[4].h.flags & EM_F_RETX);
+    assert_int_equal(em_proto_stats(x.p)->fast_retransmits, 2);
+    /* the same SACK again must not resend the holes once more */
+    feed(&x, ack(0, 0x2), NULL, 11);
+    assert_int_equal(x.c.nf, 6);
+    feed(&x, ack(4, 0), NULL, 12);
+    assert_int_equal(x.c.ncomplete, 4);
+    em_proto_destroy(x.p);
+}
+
+static void test_gbn_nack_resends_everything_outstanding(void **st)
+{
+    struct fx x; em_proto_op_t op[3];
+    mk(&x, EM_RECOVERY_GBN, 0);
+    for (int i = 0; i < 3; i++)
+        em_proto_send(x.p, &op[i], 1, 0, "m", 1, NULL, 0);
+    em_hdr_t n = ack(1, 0); n.type = EM_PT_NACK;
+    feed(&x, n, NULL, 5);
+    assert_int_equal(x.c.ncomplete, 1);
+    assert_int_equal(x.c.nf, 5);
+    assert_int_equal(x.c.f[3].h.seq, 1);
+    assert_int_equal(x.c.f[4].h.seq, 2);
+    em_proto_destroy(x.p);
+}
+
+static void test_timeout_backoff_then_peer_failure(void **st)
+{
+    struct fx x; em_proto_op_t op[2]; int a, b;
+    mk(&x, EM_RECOVERY_SR, 0);
+    em_proto_send(x.p, &op[0], 1, 0, "m", 1, &a, 0);
+    em_proto_send(x.p, &op[1], 1, 0, "n", 1, &b, 0);
+    assert_int_equal(x.c.nf, 2);
+    assert_int_equal(em_proto_next_deadline(x.p), 1000);
+    em_proto_poll(x.p, 999);
+    assert_int_equal(x.c.nf, 2);
+    em_proto_poll(x.p, 1000);                       /* timeout 1: both resent */
+    assert_int_equal(x.c.nf, 4);
+    assert_true(x.c.f[2].h.flags & EM_F_RETX);
+    assert_int_equal(em_proto_next_deadline(x.p), 3000);   /* back-off: 2 us */
+    em_proto_poll(x.p, 3000);                       /* timeout 2 */
+    assert_int_equal(em_proto_next_deadline(x.p), 7000);   /* 4 us */
+    em_proto_poll(x.p, 7000);                       /* timeout 3 */
+    assert_int_equal(em_proto_next_deadline(x.p), 15000);  /* capped at 8 us */
+    assert_int_equal(x.c.ncomplete, 0);
+    em_proto_poll(x.p, 15000);                      /* 4th > max_retries: failed */
+    assert_int_equal(x.c.ncomplete, 2);
+    assert_int_equal(x.c.last_status, -EM_EPEERFAIL);
+    assert_int_equal(x.c.nfailed, 1);
+    assert_true(em_proto_peer_failed(x.p, 1));
+    assert_int_equal(em_proto_send(x.p, &op[0], 1, 0, "m", 1, NULL, 16000), -EM_EPEERFAIL);
+    feed(&x, data(0, 0, "late"), "late", 16000);
+    assert_int_equal(x.c.nrecv, 0);
+    assert_int_equal(em_proto_stats(x.p)->drop_peer_failed, 1);
+    /* other peers are unaffected */
+    assert_int_equal(em_proto_send(x.p, &op[0], 2, 0, "m", 1, NULL, 16000), 0);
+    em_proto_destroy(x.p);
+}
+
+static void test_progress_resets_backoff(void **st)
+{
+    struct fx x; em_proto_op_t op[2];
+    mk(&x, EM_RECOVERY_SR, 0);
+    em_proto_send(x.p, &op[0], 1, 0, "m", 1, NULL, 0);
+    em_proto_send(x.p, &op[1], 1, 0, "n", 1, NULL, 0);
+    em_proto_poll(x.p, 1000);
+    em_proto_poll(x.p, 3000);
+    feed(&x, ack(1, 0), NULL, 3500);
+    assert_int_equal(em_proto_next_deadline(x.p), 4500);   /* rto back to 1 us */
+    em_proto_destroy(x.p);
+}
+
+/* ---- validation ---- */
+
+static void test_foreign_frames_dropped_and_counted(void **st)
+{
+    struct fx x;
+    mk(&x, EM_RECOVERY_SR, 0);
+    em_hdr_t h = data(0, 0, "x");
+    h.job_key = 0xBAD;
+    feed(&x, h, "x", 0);
+    h = data(0, 0, "x"); h.src = 1; h.dst = 2;      /* not for us */
+    feed(&x, h, "x", 0);
+    h = data(0, 0, "x"); h.src = 7; h.dst = 0;      /* no such peer */
+    feed(&x, h, "x", 0);
+    h = data(0, 0, "x"); h.src = 0; h.dst = 0;      /* "from ourselves" */
+    h.job_key = KEY;
+    { uint8_t b[128]; size_t n = em_hdr_encode(&h, b); b[n] = 'x'; em_proto_rx(x.p, b, n + 1, 0); }
+    h = data(0, 5, "x");                            /* acks what we never sent */
+    feed(&x, h, "x", 0);
+    uint8_t junk[60] = { 0x45, 0x00 };
+    em_proto_rx(x.p, junk, sizeof junk, 0);
+    junk[0] = 0xE5; junk[1] = 9;
+    em_proto_rx(x.p, junk, sizeof junk, 0);
+    em_proto_rx(x.p, junk, 1, 0);
+    const em_proto_stats_t *s = em_proto_stats(x.p);
+    assert_int_equal(s->drop_job_key, 1);
+    assert_int_equal(s->drop_endpoint, 3);
+    assert_int_equal(s->drop_window, 1);
+    assert_int_equal(s->drop_magic, 1);
+    assert_int_equal(s->drop_version, 1);
+    assert_int_equal(s->drop_short, 1);
+    assert_int_equal(x.c.nrecv, 0);
+    em_proto_destroy(x.p);
+}
+
+static void test_reassembly_rejects_inconsistent_fragments(void **st)
+{
+    struct fx x;
+    mk(&x, EM_RECOVERY_SR, 0);
+    char p[1000];
+    memset(p, 'q', sizeof p);
+    em_hdr_t h = { .type = EM_PT_DATA, .seq = 0, .len = 1000, .msg_len = 1500,
+                   .frag_no = 0, .frag_cnt = 2, .msg_id = 1 };
+    feed(&x, h, p, 0);
+    h.seq = 1; h.frag_no = 1; h.msg_id = 2; h.len = 500;   /* other message id */
+    feed(&x, h, p, 0);
+    assert_int_equal(x.c.nrecv, 0);
+    assert_int_equal(em_proto_stats(x.p)->drop_malformed, 1);
+    /* a message longer than its fragments can carry is refused up front */
+    em_hdr_t g = { .type = EM_PT_DATA, .seq = 2, .len = 10, .msg_len = 5000,
+                   .frag_no = 0, .frag_cnt = 2, .msg_id = 3 };
+    feed(&x, g, p, 0);
+    assert_int_equal(em_proto_stats(x.p)->drop_malformed, 2);
+    /* a proper two-fragment message is still reassembled afterwards */
+    h = (em_hdr_t){ .type = EM_PT_DATA, .seq = 2, .len = 1000, .msg_len = 1200,
+                    .frag_no = 0, .frag_cnt = 2, .msg_id = 4, .tag = 5 };
+    feed(&x, h, p, 1);
+    h.seq = 3; h.frag_no = 1; h.len = 200;
+    feed(&x, h, "0123456789", 1);
+    assert_int_equal(x.c.nrecv, 1);
+    assert_int_equal(x.c.last_len, 1200);
+    assert_int_equal(x.c.last_tag, 5);
+    em_proto_destroy(x.p);
+}
+
+/* ---- puts ---- */
+
+static void test_put_frames_carry_target_and_complete_on_ack(void **st)
+{
+    struct fx x; em_proto_op_t op;
+    static uint8_t buf[2500];
+    for (unsigned i = 0; i < sizeof buf; i++) buf[i] = (uint8_t)i;
+    mk(&x, EM_RECOVERY_SR, 0);
+    em_put_target_t t = { .region = 4, .key = 0xABCDEF, .offset = 100 };
+    assert_int_equal(em_proto_put(x.p, &op, 1, &t, buf, sizeof buf, NULL, 0), 0);
+    assert_int_equal(x.c.nf, 3);                     /* 976 B per PUT frame */
+    for (unsigned i = 0; i < 3; i++) {
+        assert_int_equal(x.c.f[i].h.type, EM_PT_PUT);
+        assert_int_equal(x.c.f[i].h.region, 4);
+        assert_int_equal(x.c.f[i].h.key, 0xABCDEF);
+        assert_int_equal(x.c.f[i].h.offset, 100 + i * 976);
+    }
+    feed(&x, ack(3, 0), NULL, 1);
+    assert_int_equal(x.c.ncomplete, 1);
+    assert_int_equal(em_proto_stats(x.p)->puts_done, 1);
+    em_proto_destroy(x.p);
+}
+
+static void test_put_received_is_placed_or_rejected(void **st)
+{
+    struct fx x;
+    mk(&x, EM_RECOVERY_SR, 0);
+    em_hdr_t h = { .type = EM_PT_PUT, .seq = 0, .len = 4, .msg_len = 4, .frag_cnt = 1,
+                   .region = 2, .key = 77, .offset = 8 };
+    feed(&x, h, "DATA", 0);
+    assert_int_equal(x.c.nput, 1);
+    assert_int_equal(x.c.last_put.region, 2);
+    assert_int_equal(x.c.last_put.key, 77);
+    assert_int_equal(x.c.last_put.offset, 8);
+    assert_memory_equal(x.c.last_data, "DATA", 4);
+    x.c.put_rc = -1;
+    h.seq = 1;
+    feed(&x, h, "DATA", 0);
+    assert_int_equal(em_proto_stats(x.p)->puts_placed, 1);
+    assert_int_equal(em_proto_stats(x.p)->puts_rejected, 1);
+    /* a rejected frame is still consumed: no retransmission storm */
+    em_proto_poll(x.p, 1000);
+    assert_int_equal(x.c.f[x.c.nf - 1].h.ack, 2);
+    em_proto_destroy(x.p);
+}
+
+/* ---- wrap-around ---- */
+
+static void test_sequence_wraps(void **st)
+{
+    struct fx x; em_proto_op_t op[8];
+    mk(&x, EM_RECOVERY_SR, 0xFFFFFFFEu);
+    for (int i = 0; i < 4; i++)
+        em_proto_send(x.p, &op[i], 1, 0, "w", 1, NULL, 0);
+    assert_int_equal(x.c.f[3].h.seq, 1);
+    feed(&x, ack(1, 0), NULL, 1);                   /* acks 0xFFFFFFFE .. 0 */
+    assert_int_equal(x.c.ncomplete, 3);
+    for (uint32_t s = 0xFFFFFFFEu, i = 0; i < 4; s++, i++)
+        feed(&x, data(s, 2, "r"), "r", 2);
+    assert_int_equal(x.c.nrecv, 4);
+    assert_int_equal(x.c.ncomplete, 4);
+    em_proto_destroy(x.p);
+}
+
+static void test_destroy_cancels_pending(void **st)
+{
+    struct fx x; em_proto_op_t op;
+    mk(&x, EM_RECOVERY_SR, 0);
+    em_proto_send(x.p, &op, 1, 0, "m", 1, NULL, 0);
+    em_proto_destroy(x.p);
+    assert_int_equal(x.c.ncomplete, 1);
+    assert_int_equal(x.c.last_status, -EM_ECANCELED);
+}
+
+static void test_bad_config_and_arguments(void **st)
+{
+    em_proto_cfg_t c; int err; struct cap cp = { 0 };
+    em_proto_cfg_default(&c);
+    c.window = 0;
+    assert_null(em_proto_create(&c, &OPS, &cp, &err));
+    assert_int_equal(err, EM_EINVAL);
+    c.window = EM_WINDOW_MAX + 1;
+    assert_null(em_proto_create(&c, &OPS, &cp, &err));
+    em_proto_cfg_default(&c);
+    c.frame_max = 60;
+    assert_null(em_proto_create(&c, &OPS, &cp, &err));
+    em_proto_cfg_default(&c);
+    c.self = 2;
+    assert_null(em_proto_create(&c, &OPS, &cp, &err));
+
+    struct fx x; em_proto_op_t op;
+    mk(&x, EM_RECOVERY_SR, 0);
+    assert_int_equal(em_proto_send(x.p, &op, 0, 0, "m", 1, NULL, 0), -EM_EINVAL);  /* self */
+    assert_int_equal(em_proto_send(x.p, &op, 3, 0, "m", 1, NULL, 0), -EM_EINVAL);
+    assert_int_equal(em_proto_send(x.p, &op, 1, 0, "m", em_proto_max_msg(x.p) + 1, NULL, 0), -EM_EINVAL);
+    em_proto_destroy(x.p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_send_small_emits_one_data_frame),
+        cmocka_unit_test(test_fragmentation_and_window),
+        cmocka_unit_test(test_refused_emit_is_retried_on_poll),
+        cmocka_unit_test(test_receive_delivers_from_frame_and_delays_ack),
+        cmocka_unit_test(test_reply_piggybacks_ack),
+        cmocka_unit_test(test_duplicate_acked_at_once_not_redelivered),
+        cmocka_unit_test(test_sr_buffers_out_of_order_and_sacks),
+        cmocka_unit_test(test_gbn_drops_out_of_order_and_nacks_once),
+        cmocka_unit_test(test_sack_triggers_fast_retransmit_of_holes_only),
+        cmocka_unit_test(test_gbn_nack_resends_everything_outstanding),
+        cmocka_unit_test(test_timeout_backoff_then_peer_failure),
+        cmocka_unit_test(test_progress_resets_backoff),
+        cmocka_unit_test(test_foreign_frames_dropped_and_counted),
+        cmocka_unit_test(test_reassembly_rejects_inconsistent_fragments),
+        cmocka_unit_test(test_put_frames_carry_target_and_complete_on_ack),
+        cmocka_unit_test(test_put_received_is_placed_or_rejected),
+        cmocka_unit_test(test_sequence_wraps),
+        cmocka_unit_test(test_destroy_cancels_pending),
+        cmocka_unit_test(test_bad_config_and_arguments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,130 @@
+/* Wire format: byte layout, round trip, and every refusal of the decoder. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "proto/seq.h"
+#include "proto/wire.h"
+
+static em_hdr_t sample(uint8_t type)
+{
+    em_hdr_t h = {
+        .type = type, .flags = EM_F_SACK, .tag = 7, .job_key = 0xA1B2C3D4u,
+        .src = 0x0102, .dst = 0x0304, .len = 5, .seq = 0x11223344u,
+        .ack = 0x55667788u, .sack = 0x8000000000000001ull, .msg_id = 42,
+        .msg_len = 5, .frag_no = 0, .frag_cnt = 1,
+    };
+    if (type == EM_PT_PUT) {
+        h.tag = 0;
+        h.region = 9;
+        h.key = 0x0102030405060708ull;
+        h.offset = 4096;
+    }
+    return h;
+}
+
+static void test_layout_is_big_endian(void **st)
+{
+    uint8_t b[EM_HDR_LEN + EM_PUT_EXT_LEN];
+    em_hdr_t h = sample(EM_PT_PUT);
+    assert_int_equal(em_hdr_encode(&h, b), EM_HDR_LEN + EM_PUT_EXT_LEN);
+    static const uint8_t want[] = {
+        0xE5, 0x01, 0x02, 0x02, 0xA1, 0xB2, 0xC3, 0xD4, 0x01, 0x02, 0x03, 0x04,
+        0x00, 0x05, 0x00, 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
+        0x80, 0, 0, 0, 0, 0, 0, 0x01, 0, 0, 0, 42, 0, 0, 0, 5, 0, 0, 0, 1,
+        0, 0, 0, 9, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0, 0, 0, 0x10, 0,
+    };
+    assert_int_equal(sizeof want, sizeof b);
+    assert_memory_equal(b, want, sizeof want);
+}
+
+static void test_round_trip(void **st)
+{
+    for (uint8_t t = EM_PT_DATA; t <= EM_PT_PUT; t++) {
+        uint8_t b[128] = { 0 };
+        em_hdr_t h = sample(t), d;
+        size_t n = em_hdr_encode(&h, b);
+        assert_int_equal(em_hdr_decode(b, n + h.len, &d), EM_DEC_OK);
+        assert_memory_equal(&h, &d, sizeof h);
+    }
+}
+
+static em_decode_err_t decode_mut(uint8_t type, size_t frame_len, void (*mut)(em_hdr_t *, uint8_t *))
+{
+    uint8_t b[256] = { 0 };
+    em_hdr_t h = sample(type), d;
+    if (type == EM_PT_ACK || type == EM_PT_NACK)
+        h.len = h.msg_len = h.frag_cnt = h.msg_id = h.tag = 0;
+    if (mut)
+        mut(&h, NULL);
+    em_hdr_encode(&h, b);
+    if (mut)
+        mut(NULL, b);
+    return em_hdr_decode(b, frame_len, &d);
+}
+
+static void m_frag_no(em_hdr_t *h, uint8_t *b) { if (h) { h->frag_no = 3; h->frag_cnt = 3; h->msg_len = 100; } }
+static void m_frag_cnt0(em_hdr_t *h, uint8_t *b) { if (h) { h->frag_cnt = 0; } }
+static void m_len_gt_msg(em_hdr_t *h, uint8_t *b) { if (h) { h->frag_cnt = 2; h->msg_len = 4; } }
+static void m_single_len(em_hdr_t *h, uint8_t *b) { if (h) { h->msg_len = 6; } }
+static void m_flags(em_hdr_t *h, uint8_t *b) { if (b) b[3] = 0x80; }
+static void m_rsvd(em_hdr_t *h, uint8_t *b) { if (b) b[15] = 1; }
+static void m_type(em_hdr_t *h, uint8_t *b) { if (b) b[2] = 9; }
+static void m_magic(em_hdr_t *h, uint8_t *b) { if (b) b[0] = 0x45; }
+static void m_version(em_hdr_t *h, uint8_t *b) { if (b) b[1] = 2; }
+static void m_ack_len(em_hdr_t *h, uint8_t *b) { if (h) h->len = 1; }
+static void m_put_rsvd(em_hdr_t *h, uint8_t *b) { if (b) b[EM_HDR_LEN + 4] = 1; }
+static void m_put_ovf(em_hdr_t *h, uint8_t *b) { if (h) h->offset = UINT64_MAX - 2; }
+
+static void test_refusals(void **st)
+{
+    size_t data = EM_HDR_LEN + 5, put = EM_HDR_LEN + EM_PUT_EXT_LEN + 5;
+    assert_int_equal(decode_mut(EM_PT_DATA, data, NULL), EM_DEC_OK);
+    assert_int_equal(decode_mut(EM_PT_DATA, data + 10, NULL), EM_DEC_OK); /* Ethernet padding */
+    assert_int_equal(decode_mut(EM_PT_DATA, 1, NULL), EM_DEC_SHORT);
+    assert_int_equal(decode_mut(EM_PT_DATA, EM_HDR_LEN - 1, NULL), EM_DEC_SHORT);
+    assert_int_equal(decode_mut(EM_PT_DATA, data - 1, NULL), EM_DEC_SHORT);
+    assert_int_equal(decode_mut(EM_PT_PUT, put - 1, NULL), EM_DEC_SHORT);
+    assert_int_equal(decode_mut(EM_PT_DATA, data, m_magic), EM_DEC_MAGIC);
+    assert_int_equal(decode_mut(EM_PT_DATA, data, m_version), EM_DEC_VERSION);
+    assert_int_equal(decode_mut(EM_PT_DATA, data, m_frag_no), EM_DEC_MALFORMED);
+    assert_int_equal(decode_mut(EM_PT_DATA, data, m_frag_cnt0), EM_DEC_MALFORMED);
+    assert_int_equal(decode_mut(EM_PT_DATA, data, m_len_gt_msg), EM_DEC_MALFORMED);
+    assert_int_equal(decode_mut(EM_PT_DATA, data, m_single_len), EM_DEC_MALFORMED);
+    assert_int_equal(decode_mut(EM_PT_DATA, data, m_flags), EM_DEC_MALFORMED);
+    assert_int_equal(decode_mut(EM_PT_DATA, data, m_rsvd), EM_DEC_MALFORMED);
+    assert_int_equal(decode_mut(EM_PT_DATA, data, m_type), EM_DEC_MALFORMED);
+    assert_int_equal(decode_mut(EM_PT_ACK, EM_HDR_LEN, NULL), EM_DEC_OK);
+    assert_int_equal(decode_mut(EM_PT_ACK, EM_HDR_LEN, m_ack_len), EM_DEC_MALFORMED);
+    assert_int_equal(decode_mut(EM_PT_NACK, EM_HDR_LEN, NULL), EM_DEC_OK);
+    assert_int_equal(decode_mut(EM_PT_PUT, put, NULL), EM_DEC_OK);
+    assert_int_equal(decode_mut(EM_PT_PUT, put, m_put_rsvd), EM_DEC_MALFORMED);
+    assert_int_equal(decode_mut(EM_PT_PUT, put, m_put_ovf), EM_DEC_MALFORMED);
+}
+
+static void test_seq_wrap(void **st)
+{
+    assert_true(em_seq_lt(0xFFFFFFFFu, 0));
+    assert_true(em_seq_gt(0, 0xFFFFFFFFu));
+    assert_true(em_seq_lt(0x7FFFFFF0u, 0x80000010u));
+    assert_true(em_seq_le(5, 5) && em_seq_ge(5, 5) && !em_seq_lt(5, 5));
+    assert_int_equal(em_seq_diff(2, 0xFFFFFFFEu), 4);
+    assert_int_equal(em_seq_diff(0xFFFFFFFEu, 2), -4);
+    assert_true(em_seq_in(1, 0xFFFFFFFFu, 3));
+    assert_false(em_seq_in(2, 0xFFFFFFFFu, 3));
+    assert_false(em_seq_in(0xFFFFFFFEu, 0xFFFFFFFFu, 3));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_layout_is_big_endian),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_seq_wrap),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
