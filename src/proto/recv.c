@@ -107,7 +107,8 @@ static bool deliver_data(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
         *malformed = true;
         return true;
     }
-    memcpy(pe->ra_buf + pe->ra_got, payload, h->len);
+    if (h->len)           /* a zero-length message may have no buffer at all */
+        memcpy(pe->ra_buf + pe->ra_got, payload, h->len);
     pe->ra_got += h->len;
     pe->ra_next++;
     return true;
@@ -150,7 +151,8 @@ static bool consume(struct em_proto *p, uint16_t peer, const em_hdr_t *h, const 
     } else if (h->frag_no == h->frag_cnt - 1) {
         pe->ra_active = 0;
         p->st.msgs_recv++;
-        p->ops.recv(p->uctx, peer, pe->ra_tag, pe->ra_buf, pe->ra_len);
+        /* never hand out NULL, even for an empty message */
+        p->ops.recv(p->uctx, peer, pe->ra_tag, pe->ra_buf ? pe->ra_buf : payload, pe->ra_len);
     }
     return true;
 }

@@ -449,10 +449,25 @@ static void test_reassembly_rejects_inconsistent_fragments(void **st)
                     .frag_no = 0, .frag_cnt = 2, .msg_id = 4, .tag = 5 };
     feed(&x, h, p, 1);
     h.seq = 3; h.frag_no = 1; h.len = 200;
-    feed(&x, h, "0123456789", 1);
+    feed(&x, h, p, 1);
     assert_int_equal(x.c.nrecv, 1);
     assert_int_equal(x.c.last_len, 1200);
     assert_int_equal(x.c.last_tag, 5);
+    em_proto_destroy(x.p);
+}
+
+static void test_empty_multi_fragment_message(void **st)
+{
+    /* found by fuzz_proto_rx: fragments of a 0-byte message, no buffer yet */
+    struct fx x;
+    mk(&x, EM_RECOVERY_SR, 0);
+    em_hdr_t h = { .type = EM_PT_DATA, .seq = 0, .len = 0, .msg_len = 0,
+                   .frag_no = 0, .frag_cnt = 2, .msg_id = 1 };
+    feed(&x, h, NULL, 0);
+    h.seq = 1; h.frag_no = 1;
+    feed(&x, h, NULL, 0);
+    assert_int_equal(x.c.nrecv, 1);
+    assert_int_equal(x.c.last_len, 0);
     em_proto_destroy(x.p);
 }
 
@@ -571,6 +586,7 @@ int main(void)
         cmocka_unit_test(test_progress_resets_backoff),
         cmocka_unit_test(test_foreign_frames_dropped_and_counted),
         cmocka_unit_test(test_reassembly_rejects_inconsistent_fragments),
+        cmocka_unit_test(test_empty_multi_fragment_message),
         cmocka_unit_test(test_put_frames_carry_target_and_complete_on_ack),
         cmocka_unit_test(test_put_received_is_placed_or_rejected),
         cmocka_unit_test(test_sequence_wraps),

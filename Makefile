@@ -1,0 +1,43 @@
+# ethermpi — the two commands a newcomer needs:
+#   make demo   install dependencies, build, run the main comparison, print the table
+#   make test   install dependencies, build, run every test (ends with "N passed, N failed")
+# Both need root on a fresh Debian 12 machine (they apt-get what is missing).
+
+BUILD        ?= build
+SAN_BUILD    ?= build-san
+FUZZ_SECONDS ?= 20
+PY           ?= /usr/bin/python3
+
+DEB_PKGS = build-essential meson ninja-build pkg-config libcmocka-dev \
+           clang-14 libclang-rt-14-dev \
+           dpdk libdpdk-dev dpdk-dev libxdp-dev libbpf-dev xdp-tools \
+           libopenmpi-dev openmpi-bin libfabric-dev libfabric-bin \
+           iproute2 iputils-ping procps util-linux python3 python3-matplotlib
+
+.PHONY: all deps build demo test bench fuzz clean
+
+all: build
+
+deps:
+	@tools/install-deps $(DEB_PKGS)
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD)
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+demo: build
+	@tools/demo --build $(BUILD)
+
+bench: build
+	@tools/demo --build $(BUILD) --all
+
+test: build
+	@BUILD=$(BUILD) SAN_BUILD=$(SAN_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tools/run-tests
+
+fuzz: deps
+	@BUILD=$(BUILD) SAN_BUILD=$(SAN_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tools/run-tests --only fuzz
+
+clean:
+	rm -rf $(BUILD) $(SAN_BUILD)
