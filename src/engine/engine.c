@@ -1,0 +1,229 @@
+/**
+ * @file engine.c
+ * Endpoint: protocol over a link (see engine.h).
+ *
+ * Transmit path: the protocol emits a frame -> it is copied once into a link
+ * tx buffer and appended to a batch -> the batch goes to the link as one
+ * burst at the end of the call (send, put or progress).  When the link
+ * refuses, the frame stays in the batch; when the batch is full, emit says
+ * -EM_EAGAIN and the protocol retries later: nothing is dropped here.
+ *
+ * Receive path: a burst from the link -> em_proto_rx() for each frame (the
+ * protocol hands single-frame messages to us straight from the link buffer)
+ * -> buffers released -> timers.
+ */
+#include "engine/engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define EM_BURST 32
+#define EM_TX_BATCH 64
+
+struct em_engine {
+    em_link_t *link;
+    em_proto_t *proto;
+    em_engine_ops_t ops;
+    void *uctx;
+    em_regions_t regions;
+    em_pkt_t *batch[EM_TX_BATCH];
+    unsigned nbatch;
+    unsigned events;        /* completions during the current call */
+    int in_progress;
+    em_engine_stats_t st;
+};
+
+uint64_t em_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/** Hand the batch to the link; what it does not take stays, in order. */
+static void flush_tx(em_engine_t *e)
+{
+    if (e->nbatch) {
+        unsigned k = em_link_tx_burst(e->link, e->batch, e->nbatch);
+        e->st.tx_frames += k;
+        if (k < e->nbatch) {
+            memmove(e->batch, e->batch + k, (e->nbatch - k) * sizeof e->batch[0]);
+            e->st.tx_backpressure++;
+        }
+        e->nbatch -= k;
+    }
+    em_link_flush(e->link);
+}
+
+static int e_emit(void *u, uint16_t peer, const void *hdr, size_t hlen,
+                  const void *payload, size_t plen)
+{
+    em_engine_t *e = u;
+    if (e->nbatch == EM_TX_BATCH) {
+        flush_tx(e);
+        if (e->nbatch == EM_TX_BATCH)
+            return -EM_EAGAIN;
+    }
+    em_pkt_t *pkt = em_link_tx_alloc(e->link);
+    if (!pkt) {
+        flush_tx(e);
+        pkt = em_link_tx_alloc(e->link);
+        if (!pkt) {
+            e->st.tx_backpressure++;
+            return -EM_EAGAIN;
+        }
+    }
+    memcpy(pkt->data, hdr, hlen);
+    if (plen)
+        memcpy(pkt->data + hlen, payload, plen);
+    pkt->len = (uint32_t)(hlen + plen);
+    pkt->peer = peer;
+    e->batch[e->nbatch++] = pkt;
+    return 0;
+}
+
+static void e_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t len)
+{
+    em_engine_t *e = u;
+    e->ops.recv(e->uctx, peer, tag, d, len);
+}
+
+static int e_put(void *u, uint16_t peer, const em_put_target_t *t, const void *d, size_t len)
+{
+    em_engine_t *e = u;
+    uint8_t *dst;
+    switch (em_regions_check(&e->regions, t->region, t->key, t->offset, len, &dst)) {
+    case EM_REGION_OK:
+        if (len)
+            memcpy(dst, d, len);
+        e->st.puts_placed++;
+        return 0;
+    case EM_REGION_BAD_ID:        e->st.put_bad_region++; break;
+    case EM_REGION_BAD_KEY:       e->st.put_bad_key++; break;
+    case EM_REGION_OUT_OF_BOUNDS: e->st.put_out_of_bounds++; break;
+    }
+    return -1;
+}
+
+static void e_complete(void *u, void *ctx, int status)
+{
+    em_engine_t *e = u;
+    e->events++;
+    e->ops.complete(e->uctx, ctx, status);
+}
+
+static void e_failed(void *u, uint16_t peer)
+{
+    em_engine_t *e = u;
+    if (e->ops.peer_failed)
+        e->ops.peer_failed(e->uctx, peer);
+}
+
+static const em_proto_ops_t engine_proto_ops = {
+    .emit = e_emit, .recv = e_recv, .put = e_put,
+    .complete = e_complete, .peer_failed = e_failed,
+};
+
+em_engine_t *em_engine_create(em_link_t *link, const em_proto_cfg_t *cfg,
+                              const em_engine_ops_t *ops, void *uctx, int *err)
+{
+    *err = EM_EINVAL;
+    if (!link || !cfg || !ops || !ops->recv || !ops->complete)
+        return NULL;
+    em_engine_t *e = calloc(1, sizeof *e);
+    if (!e) {
+        *err = EM_ENOMEM;
+        return NULL;
+    }
+    em_proto_cfg_t c = *cfg;
+    if (c.frame_max > link->mtu)
+        c.frame_max = link->mtu;
+    e->link = link;
+    e->ops = *ops;
+    e->uctx = uctx;
+    em_regions_init(&e->regions);
+    e->proto = em_proto_create(&c, &engine_proto_ops, e, err);
+    if (!e->proto) {
+        free(e);
+        return NULL;
+    }
+    return e;
+}
+
+void em_engine_destroy(em_engine_t *e)
+{
+    if (!e)
+        return;
+    e->in_progress = 1;            /* no progress from cancellation callbacks */
+    em_proto_destroy(e->proto);
+    for (unsigned i = 0; i < e->nbatch; i++)
+        em_link_tx_free(e->link, e->batch[i]);
+    em_regions_fini(&e->regions);
+    free(e);
+}
+
+int em_engine_set_peer(em_engine_t *e, uint16_t peer, const em_link_addr_t *addr)
+{
+    return em_link_set_peer(e->link, peer, addr);
+}
+
+int em_engine_progress(em_engine_t *e)
+{
+    if (e->in_progress)
+        return 0;
+    e->in_progress = 1;
+    e->events = 0;
+    e->st.progress_calls++;
+
+    em_pkt_t *pkts[EM_BURST];
+    unsigned n = em_link_rx_burst(e->link, pkts, EM_BURST);
+    uint64_t now = em_now_ns();
+    for (unsigned i = 0; i < n; i++)
+        em_proto_rx(e->proto, pkts[i]->data, pkts[i]->len, now);
+    if (n)
+        em_link_rx_release(e->link, pkts, n);
+    e->st.rx_frames += n;
+    em_proto_poll(e->proto, now);
+    if (e->nbatch || n)
+        flush_tx(e);
+    e->in_progress = 0;
+    return (int)(n + e->events);
+}
+
+int em_engine_send(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag,
+                   const void *buf, size_t len, void *ctx)
+{
+    int rc = em_proto_send(e->proto, op, peer, tag, buf, len, ctx, em_now_ns());
+    if (rc == 0)
+        flush_tx(e);
+    return rc;
+}
+
+int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint16_t peer,
+                  const em_region_handle_t *h, uint64_t offset,
+                  const void *buf, size_t len, void *ctx)
+{
+    em_put_target_t t = { .region = h->id, .key = h->key, .offset = offset };
+    int rc = em_proto_put(e->proto, op, peer, &t, buf, len, ctx, em_now_ns());
+    if (rc == 0)
+        flush_tx(e);
+    return rc;
+}
+
+int em_engine_register(em_engine_t *e, void *base, size_t len, em_region_handle_t *out)
+{
+    return em_regions_add(&e->regions, base, len, out);
+}
+
+int em_engine_deregister(em_engine_t *e, const em_region_handle_t *h)
+{
+    return em_regions_remove(&e->regions, h->id, h->key);
+}
+
+bool em_engine_idle(const em_engine_t *e) { return e->nbatch == 0 && em_proto_idle(e->proto); }
+size_t em_engine_max_msg(const em_engine_t *e) { return em_proto_max_msg(e->proto); }
+size_t em_engine_frame_payload(const em_engine_t *e) { return em_proto_data_payload(e->proto); }
+const em_engine_stats_t *em_engine_stats(const em_engine_t *e) { return &e->st; }
+const em_proto_stats_t *em_engine_proto_stats(const em_engine_t *e) { return em_proto_stats(e->proto); }
+em_link_t *em_engine_link(em_engine_t *e) { return e->link; }

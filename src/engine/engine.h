@@ -1,0 +1,88 @@
+/**
+ * @file engine.h
+ * An ethermpi endpoint: the protocol (src/proto) running over one link
+ * (src/link), with the peer table, the progress function, memory
+ * registration and put placement.  Both BTL components are thin glue over
+ * this API.
+ *
+ * Threading: an engine is single-threaded; every call, and every callback,
+ * happens on the thread that calls em_engine_progress().  Callbacks may call
+ * em_engine_send() and em_engine_put(); em_engine_progress() called from a
+ * callback returns 0 at once (no recursion).
+ */
+#ifndef EM_ENGINE_ENGINE_H
+#define EM_ENGINE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/region.h"
+#include "link/link.h"
+#include "proto/proto.h"
+
+typedef struct em_engine_ops {
+    /** A message from @p peer; @p data is valid during the call only. */
+    void (*recv)(void *uctx, uint16_t peer, uint8_t tag, const void *data, size_t len);
+    /** A send or put finished: 0, -EM_EPEERFAIL or -EM_ECANCELED. */
+    void (*complete)(void *uctx, void *op_ctx, int status);
+    /** @p peer was declared failed (optional). */
+    void (*peer_failed)(void *uctx, uint16_t peer);
+} em_engine_ops_t;
+
+typedef struct em_engine_stats {
+    uint64_t progress_calls;
+    uint64_t rx_frames;          /**< frames taken from the link */
+    uint64_t tx_frames;          /**< frames the link accepted */
+    uint64_t tx_backpressure;    /**< times the link had no room (the protocol retries) */
+    uint64_t puts_placed;        /**< put frames written into a region */
+    uint64_t put_bad_region;     /**< put frames naming no registered region */
+    uint64_t put_bad_key;        /**< put frames with the wrong key */
+    uint64_t put_out_of_bounds;  /**< put frames outside their region */
+} em_engine_stats_t;
+
+typedef struct em_engine em_engine_t;
+
+/**
+ * Create an engine over @p link (which it does not own).  @p cfg's
+ * frame_max is lowered to the link's MTU if larger.
+ * @return NULL with *@p err = EM_EINVAL or EM_ENOMEM.
+ */
+em_engine_t *em_engine_create(em_link_t *link, const em_proto_cfg_t *cfg,
+                              const em_engine_ops_t *ops, void *uctx, int *err);
+/** Destroy; pending operations complete with -EM_ECANCELED. */
+void em_engine_destroy(em_engine_t *e);
+
+/** Where peer @p peer is reached on the link. @return 0 or a negative errno. */
+int em_engine_set_peer(em_engine_t *e, uint16_t peer, const em_link_addr_t *addr);
+
+/** Receive a burst, run the protocol's timers, push out queued frames.
+ *  @return frames received + operations completed (0: nothing happened). */
+int em_engine_progress(em_engine_t *e);
+
+/** Send a message (see em_proto_send()); @p op and @p buf stay valid until completion. */
+int em_engine_send(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag,
+                   const void *buf, size_t len, void *ctx);
+/** Write @p len bytes at @p offset of the peer's region @p h. */
+int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint16_t peer,
+                  const em_region_handle_t *h, uint64_t offset,
+                  const void *buf, size_t len, void *ctx);
+
+/** Register [base, base+len) for puts from peers. @return 0 or -EM_ENOMEM. */
+int em_engine_register(em_engine_t *e, void *base, size_t len, em_region_handle_t *out);
+/** @return 0 or -EM_EINVAL. */
+int em_engine_deregister(em_engine_t *e, const em_region_handle_t *h);
+
+/** True when nothing is queued, in flight or owed. */
+bool em_engine_idle(const em_engine_t *e);
+size_t em_engine_max_msg(const em_engine_t *e);
+/** Payload of one DATA frame: a message up to this size travels in one frame. */
+size_t em_engine_frame_payload(const em_engine_t *e);
+const em_engine_stats_t *em_engine_stats(const em_engine_t *e);
+const em_proto_stats_t *em_engine_proto_stats(const em_engine_t *e);
+em_link_t *em_engine_link(em_engine_t *e);
+
+/** Monotonic clock in nanoseconds (the engine's time base). */
+uint64_t em_now_ns(void);
+
+#endif
