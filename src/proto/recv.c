@@ -4,7 +4,8 @@
  * (selective repeat) or discard + NACK (Go-Back-N), reassembly of
  * multi-fragment messages, placement of puts, and the ACK policy:
  *   - ACKs ride on every DATA/PUT frame going back (piggybacked);
- *   - after ack_every in-order frames, an ACK goes out on the next poll;
+ *   - after ack_every in-order frames, or a frame flagged ACKNOW (the last
+ *     frame of a put), an ACK goes out on the next poll;
  *   - otherwise a standalone ACK waits at most ack_delay_ns;
  *   - a duplicate or out-of-order frame is acknowledged on the next poll.
  */
@@ -225,7 +226,7 @@ void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
             break;
         }
     }
-    if (pe->ack_owed >= p->ack_every)
+    if (pe->ack_owed >= p->ack_every || (h->flags & EM_F_ACKNOW))
         ack_soon(p, pe, now);
     else if (pe->ack_deadline == EM_NEVER) {
         pe->ack_deadline = now + p->cfg.ack_delay_ns;

@@ -41,6 +41,8 @@ int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags)
     uint32_t len = op->len - off < pl ? op->len - off : pl;
     uint8_t hbuf[EM_HDR_LEN + EM_PUT_EXT_LEN];
 
+    if (op->type == EM_PT_PUT && s->frag_no == op->frag_cnt - 1)
+        flags |= EM_F_ACKNOW;
     em_hdr_t h = {
         .type = op->type, .flags = flags, .tag = op->tag,
         .job_key = p->cfg.job_key, .src = p->cfg.self, .dst = peer,

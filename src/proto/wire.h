@@ -67,8 +67,10 @@ enum em_pkt_type {
 enum em_pkt_flags {
     EM_F_RETX = 0x01, /**< this frame is a retransmission */
     EM_F_SACK = 0x02, /**< the SACK bitmap is meaningful */
+    EM_F_ACKNOW = 0x04, /**< acknowledge without delay (last frame of a put:
+                             the sender's completion, and so MPI's FIN, waits on it) */
 };
-#define EM_F_ALL (EM_F_RETX | EM_F_SACK)
+#define EM_F_ALL (EM_F_RETX | EM_F_SACK | EM_F_ACKNOW)
 
 /** The base header exactly as on the wire (big-endian fields). */
 struct em_wire_hdr {

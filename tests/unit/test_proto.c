@@ -488,6 +488,8 @@ static void test_put_frames_carry_target_and_complete_on_ack(void **st)
         assert_int_equal(x.c.f[i].h.key, 0xABCDEF);
         assert_int_equal(x.c.f[i].h.offset, 100 + i * 976);
     }
+    assert_false(x.c.f[1].h.flags & EM_F_ACKNOW);
+    assert_true(x.c.f[2].h.flags & EM_F_ACKNOW);     /* last frame: ack at once */
     feed(&x, ack(3, 0), NULL, 1);
     assert_int_equal(x.c.ncomplete, 1);
     assert_int_equal(em_proto_stats(x.p)->puts_done, 1);
@@ -502,13 +504,19 @@ static void test_put_received_is_placed_or_rejected(void **st)
                    .region = 2, .key = 77, .offset = 8 };
     feed(&x, h, "DATA", 0);
     assert_int_equal(x.c.nput, 1);
+    em_proto_poll(x.p, 0);                           /* no ACKNOW: ACK is delayed */
+    assert_int_equal(x.c.nf, 0);
     assert_int_equal(x.c.last_put.region, 2);
     assert_int_equal(x.c.last_put.key, 77);
     assert_int_equal(x.c.last_put.offset, 8);
     assert_memory_equal(x.c.last_data, "DATA", 4);
     x.c.put_rc = -1;
     h.seq = 1;
+    h.flags = EM_F_ACKNOW;
     feed(&x, h, "DATA", 0);
+    em_proto_poll(x.p, 0);                           /* ACKNOW: ACK without delay */
+    assert_int_equal(x.c.nf, 1);
+    assert_int_equal(x.c.f[0].h.ack, 2);
     assert_int_equal(em_proto_stats(x.p)->puts_placed, 1);
     assert_int_equal(em_proto_stats(x.p)->puts_rejected, 1);
     /* a rejected frame is still consumed: no retransmission storm */

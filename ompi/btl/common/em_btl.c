@@ -1,0 +1,619 @@
+/**
+ * @file em_btl.c
+ * BTL 3.1 module over the ethermpi engine (see em_btl.h).
+ */
+#include "em_btl.h"
+
+#include <dlfcn.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opal/class/opal_bitmap.h"
+#include "opal/datatype/opal_convertor.h"
+#include "opal/mca/btl/base/btl_base_error.h"
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/proc.h"
+#include "opal/util/show_help.h"
+
+#define HELP_FILE "help-mpi-btl-ethermpi.txt"
+#define FRAG_BATCH 16
+
+static em_btl_module_t *MOD(struct mca_btl_base_module_t *b) { return (em_btl_module_t *)b; }
+
+/* ---------------------------------------------------------------- memory */
+
+static void *track(em_btl_module_t *m, size_t sz)
+{
+    if (m->nchunks == m->chunks_cap) {
+        size_t nc = m->chunks_cap ? m->chunks_cap * 2 : 64;
+        void **n = realloc(m->chunks, nc * sizeof *n);
+        if (!n)
+            return NULL;
+        m->chunks = n;
+        m->chunks_cap = nc;
+    }
+    void *p = calloc(1, sz);
+    if (p)
+        m->chunks[m->nchunks++] = p;
+    return p;
+}
+
+static em_btl_frag_t *frag_get(em_btl_module_t *m, int cls)
+{
+    if (!m->free_frags[cls]) {
+        for (int i = 0; i < FRAG_BATCH; i++) {
+            em_btl_frag_t *f = track(m, sizeof *f + m->frag_cap[cls]);
+            if (!f)
+                break;
+            f->cap = m->frag_cap[cls];
+            f->cls = (uint8_t)cls;
+            f->kind = EM_BTL_OP_SEND;
+            f->next_free = m->free_frags[cls];
+            m->free_frags[cls] = f;
+        }
+        if (!m->free_frags[cls])
+            return NULL;
+    }
+    em_btl_frag_t *f = m->free_frags[cls];
+    m->free_frags[cls] = f->next_free;
+    return f;
+}
+
+static void frag_put(em_btl_module_t *m, em_btl_frag_t *f)
+{
+    f->next_free = m->free_frags[f->cls];
+    m->free_frags[f->cls] = f;
+}
+
+static em_btl_rdma_t *rdma_get(em_btl_module_t *m)
+{
+    if (!m->free_rdma) {
+        em_btl_rdma_t *r = track(m, sizeof *r);
+        if (!r)
+            return NULL;
+        r->kind = EM_BTL_OP_PUT;
+        return r;
+    }
+    em_btl_rdma_t *r = m->free_rdma;
+    m->free_rdma = r->next_free;
+    return r;
+}
+
+static void rdma_put(em_btl_module_t *m, em_btl_rdma_t *r)
+{
+    r->next_free = m->free_rdma;
+    m->free_rdma = r;
+}
+
+/* ------------------------------------------------------- engine callbacks */
+
+static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_t len)
+{
+    em_btl_module_t *m = u;
+    mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + tag;
+    mca_btl_base_segment_t seg = { .seg_addr.pval = (void *)data, .seg_len = len };
+    mca_btl_base_descriptor_t des;
+    memset(&des, 0, sizeof des);
+    des.des_segments = &seg;
+    des.des_segment_count = 1;
+    if (reg->cbfunc)
+        reg->cbfunc(&m->super, tag, &des, reg->cbdata);
+}
+
+static void cb_complete(void *u, void *ctx, int status)
+{
+    em_btl_module_t *m = u;
+    int rc = status == 0 ? OPAL_SUCCESS : OPAL_ERR_UNREACH;
+    if (m->finalizing)        /* ops cancelled by finalize: ob1 is gone, no upcalls */
+        return;
+    if (*(int *)ctx == EM_BTL_OP_SEND) {
+        em_btl_frag_t *f = (em_btl_frag_t *)((char *)ctx - offsetof(em_btl_frag_t, kind));
+        uint32_t flags = f->base.des_flags;
+        if (f->base.des_cbfunc)
+            f->base.des_cbfunc(&m->super, f->ep, &f->base, rc);
+        if (flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP)
+            frag_put(m, f);
+    } else {
+        em_btl_rdma_t *r = (em_btl_rdma_t *)((char *)ctx - offsetof(em_btl_rdma_t, kind));
+        mca_btl_base_rdma_completion_fn_t fn = r->cbfunc;
+        struct mca_btl_base_endpoint_t *ep = r->ep;
+        void *la = r->local_address, *cx = r->cbcontext, *cd = r->cbdata;
+        mca_btl_base_registration_handle_t *lh = r->local_handle;
+        rdma_put(m, r);
+        fn(&m->super, ep, la, lh, cx, cd, rc);
+    }
+}
+
+static void cb_peer_failed(void *u, uint16_t peer)
+{
+    em_btl_module_t *m = u;
+    struct mca_btl_base_endpoint_t *ep = peer < m->npeers ? &m->eps[peer] : NULL;
+    if (!ep || !ep->proc)
+        return;
+    ep->failed = 1;
+    opal_show_help(HELP_FILE, "peer-failed", true, m->name, opal_process_info.nodename,
+                   OPAL_NAME_PRINT(ep->proc->proc_name), m->params->retries);
+    if (m->error_cb)
+        m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, ep->proc, "ethermpi: peer stopped answering");
+}
+
+static const em_engine_ops_t engine_ops = {
+    .recv = cb_recv, .complete = cb_complete, .peer_failed = cb_peer_failed,
+};
+
+/* -------------------------------------------------------- module functions */
+
+static int em_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+                        struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
+                        opal_bitmap_t *reachable)
+{
+    em_btl_module_t *m = MOD(btl);
+    const opal_process_name_t me = OPAL_PROC_MY_NAME;
+
+    for (size_t i = 0; i < nprocs; i++) {
+        opal_proc_t *proc = procs[i];
+        if (0 == opal_compare_proc(proc->proc_name, me))
+            continue;
+        if (!m->params->same_node && OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags))
+            continue;                       /* vader's job */
+        if (proc->proc_name.jobid != me.jobid || proc->proc_name.vpid >= m->npeers)
+            continue;                       /* other jobs (spawn) are not supported */
+        struct em_btl_modex *mx = NULL;
+        size_t sz = 0;
+        int rc;
+        OPAL_MODEX_RECV(rc, &btl->btl_component->btl_version, &proc->proc_name, (void **)&mx, &sz);
+        if (OPAL_SUCCESS != rc || !mx || sz != sizeof *mx || mx->version != EM_BTL_MODEX_VERSION) {
+            BTL_VERBOSE(("%s: no usable address for %s", m->name, OPAL_NAME_PRINT(proc->proc_name)));
+            free(mx);
+            continue;
+        }
+        if (mx->frame_max < m->link->mtu) {
+            opal_show_help(HELP_FILE, "mtu-mismatch", true, m->name, opal_process_info.nodename,
+                           (unsigned)m->link->mtu, OPAL_NAME_PRINT(proc->proc_name),
+                           (unsigned)mx->frame_max, m->name);
+            free(mx);
+            continue;
+        }
+        uint16_t vpid = (uint16_t)proc->proc_name.vpid;
+        struct mca_btl_base_endpoint_t *ep = &m->eps[vpid];
+        if (em_engine_set_peer(m->engine, vpid, &mx->addr) != 0) {
+            free(mx);
+            continue;
+        }
+        free(mx);
+        ep->proc = proc;
+        ep->peer = vpid;
+        peers[i] = ep;
+        if (reachable)
+            opal_bitmap_set_bit(reachable, (int)i);
+    }
+    return OPAL_SUCCESS;
+}
+
+static int em_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+                        struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers)
+{
+    return OPAL_SUCCESS;
+}
+
+static mca_btl_base_descriptor_t *em_alloc(struct mca_btl_base_module_t *btl,
+                                           struct mca_btl_base_endpoint_t *ep,
+                                           uint8_t order, size_t size, uint32_t flags)
+{
+    em_btl_module_t *m = MOD(btl);
+    int cls = size <= m->frag_cap[0] ? 0 : 1;
+    if (size > m->frag_cap[1])
+        return NULL;
+    em_btl_frag_t *f = frag_get(m, cls);
+    if (!f)
+        return NULL;
+    f->seg.seg_addr.pval = f->buf;
+    f->seg.seg_len = size;
+    f->base.des_segments = &f->seg;
+    f->base.des_segment_count = 1;
+    f->base.des_flags = flags;
+    f->base.des_cbfunc = NULL;
+    f->base.des_cbdata = NULL;
+    f->base.des_context = NULL;
+    f->base.order = MCA_BTL_NO_ORDER;
+    f->ep = ep;
+    return &f->base;
+}
+
+static int em_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des)
+{
+    frag_put(MOD(btl), (em_btl_frag_t *)des);
+    return OPAL_SUCCESS;
+}
+
+static mca_btl_base_descriptor_t *em_prepare_src(struct mca_btl_base_module_t *btl,
+                                                 struct mca_btl_base_endpoint_t *ep,
+                                                 struct opal_convertor_t *conv, uint8_t order,
+                                                 size_t reserve, size_t *size, uint32_t flags)
+{
+    em_btl_module_t *m = MOD(btl);
+    if (reserve + *size > m->frag_cap[1])
+        *size = m->frag_cap[1] - reserve;
+    mca_btl_base_descriptor_t *des = em_alloc(btl, ep, order, reserve + *size, flags);
+    if (!des)
+        return NULL;
+    em_btl_frag_t *f = (em_btl_frag_t *)des;
+    struct iovec iov = { .iov_base = f->buf + reserve, .iov_len = *size };
+    uint32_t cnt = 1;
+    size_t max = *size;
+    if (opal_convertor_pack(conv, &iov, &cnt, &max) < 0) {
+        em_free(btl, des);
+        return NULL;
+    }
+    *size = max;
+    f->seg.seg_len = reserve + max;
+    return des;
+}
+
+static int map_err(int rc)
+{
+    return rc == -EM_EPEERFAIL ? OPAL_ERR_UNREACH : OPAL_ERROR;
+}
+
+static int em_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                   struct mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
+{
+    em_btl_module_t *m = MOD(btl);
+    em_btl_frag_t *f = (em_btl_frag_t *)des;
+    if (ep->failed)
+        return OPAL_ERR_UNREACH;
+    f->ep = ep;
+    int rc = em_engine_send(m->engine, &f->op, ep->peer, tag, f->buf,
+                            (size_t)des->des_segments[0].seg_len, &f->kind);
+    return rc == 0 ? OPAL_SUCCESS : map_err(rc);
+}
+
+static int em_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                    struct opal_convertor_t *conv, void *header, size_t header_size,
+                    size_t payload_size, uint8_t order, uint32_t flags,
+                    mca_btl_base_tag_t tag, mca_btl_base_descriptor_t **descriptor)
+{
+    em_btl_module_t *m = MOD(btl);
+    if (descriptor)
+        *descriptor = NULL;
+    if (ep->failed)
+        return OPAL_ERR_UNREACH;
+    mca_btl_base_descriptor_t *des = em_alloc(btl, ep, order, header_size + payload_size,
+                                              flags | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (!des)
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    em_btl_frag_t *f = (em_btl_frag_t *)des;
+    memcpy(f->buf, header, header_size);
+    if (payload_size) {
+        struct iovec iov = { .iov_base = f->buf + header_size, .iov_len = payload_size };
+        uint32_t cnt = 1;
+        size_t max = payload_size;
+        if (opal_convertor_pack(conv, &iov, &cnt, &max) < 0 || max != payload_size) {
+            em_free(btl, des);
+            return OPAL_ERROR;
+        }
+    }
+    int rc = em_engine_send(m->engine, &f->op, ep->peer, tag, f->buf,
+                            header_size + payload_size, &f->kind);
+    if (rc != 0) {
+        em_free(btl, des);
+        return map_err(rc);
+    }
+    return OPAL_SUCCESS;
+}
+
+static int em_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                  void *local_address, uint64_t remote_address,
+                  mca_btl_base_registration_handle_t *local_handle,
+                  mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
+                  int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                  void *cbdata)
+{
+    em_btl_module_t *m = MOD(btl);
+    if (ep->failed)
+        return OPAL_ERR_UNREACH;
+    if (!remote_handle || remote_address < remote_handle->region.base || size > btl->btl_put_limit)
+        return OPAL_ERR_BAD_PARAM;
+    em_btl_rdma_t *r = rdma_get(m);
+    if (!r)
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    r->ep = ep;
+    r->cbfunc = cbfunc;
+    r->cbcontext = cbcontext;
+    r->cbdata = cbdata;
+    r->local_address = local_address;
+    r->local_handle = local_handle;
+    int rc = em_engine_put(m->engine, &r->op, ep->peer, &remote_handle->region,
+                           remote_address - remote_handle->region.base, local_address, size,
+                           &r->kind);
+    if (rc != 0) {
+        rdma_put(m, r);
+        return map_err(rc);
+    }
+    return OPAL_SUCCESS;
+}
+
+static mca_btl_base_registration_handle_t *em_register_mem(struct mca_btl_base_module_t *btl,
+                                                           struct mca_btl_base_endpoint_t *ep,
+                                                           void *base, size_t size, uint32_t flags)
+{
+    em_btl_module_t *m = MOD(btl);
+    mca_btl_base_registration_handle_t *h = malloc(sizeof *h);
+    if (!h)
+        return NULL;
+    if (em_engine_register(m->engine, base, size, &h->region) != 0) {
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+static int em_deregister_mem(struct mca_btl_base_module_t *btl,
+                             mca_btl_base_registration_handle_t *h)
+{
+    em_btl_module_t *m = MOD(btl);
+    int rc = em_engine_deregister(m->engine, &h->region);
+    free(h);
+    return rc == 0 ? OPAL_SUCCESS : OPAL_ERR_BAD_PARAM;
+}
+
+static int em_register_error(struct mca_btl_base_module_t *btl,
+                             mca_btl_base_module_error_cb_fn_t cbfunc)
+{
+    MOD(btl)->error_cb = cbfunc;
+    return OPAL_SUCCESS;
+}
+
+static void print_stats(em_btl_module_t *m)
+{
+    const em_proto_stats_t *p = em_engine_proto_stats(m->engine);
+    const em_engine_stats_t *e = em_engine_stats(m->engine);
+    opal_output(0, "[%s] btl_%s stats: tx %llu frames (%llu data, %llu acks, %llu retransmits, "
+                   "%llu timeouts), rx %llu frames (%llu dups, %llu out-of-order), msgs %llu/%llu, "
+                   "puts placed %llu rejected %llu, drops: key %llu magic %llu malformed %llu "
+                   "window %llu, backpressure %llu",
+                opal_process_info.nodename, m->name,
+                (unsigned long long)p->tx_frames, (unsigned long long)p->tx_data_frames,
+                (unsigned long long)p->tx_acks, (unsigned long long)p->retransmits,
+                (unsigned long long)p->timeouts, (unsigned long long)p->rx_frames,
+                (unsigned long long)p->rx_dups, (unsigned long long)p->rx_ooo,
+                (unsigned long long)p->msgs_sent, (unsigned long long)p->msgs_recv,
+                (unsigned long long)e->puts_placed, (unsigned long long)p->puts_rejected,
+                (unsigned long long)p->drop_job_key, (unsigned long long)p->drop_magic,
+                (unsigned long long)p->drop_malformed, (unsigned long long)p->drop_window,
+                (unsigned long long)e->tx_backpressure);
+}
+
+static int em_finalize(struct mca_btl_base_module_t *btl)
+{
+    em_btl_module_t *m = MOD(btl);
+    if (m->engine) {
+        /* give the last ACKs a moment to leave, so peers need not retransmit */
+        uint64_t t0 = em_now_ns();
+        while (!em_engine_idle(m->engine) && em_now_ns() - t0 < 100000000ull)
+            em_engine_progress(m->engine);
+        if (m->params->print_stats)
+            print_stats(m);
+        m->finalizing = 1;
+        em_engine_destroy(m->engine);
+        m->engine = NULL;
+    }
+    em_link_close(m->link);
+    m->link = NULL;
+    for (size_t i = 0; i < m->nchunks; i++)
+        free(m->chunks[i]);
+    free(m->chunks);
+    m->chunks = NULL;
+    m->nchunks = m->chunks_cap = 0;
+    m->free_frags[0] = m->free_frags[1] = NULL;
+    m->free_rdma = NULL;
+    free(m->eps);
+    m->eps = NULL;
+    return OPAL_SUCCESS;
+}
+
+/* ----------------------------------------------------------- component side */
+
+void em_btl_module_defaults(mca_btl_base_module_t *b)
+{
+    /* See docs/design.md "BTL defaults" for how these were measured. */
+    b->btl_eager_limit = 12 * 1024;
+    b->btl_rndv_eager_limit = 12 * 1024;
+    b->btl_max_send_size = 64 * 1024;
+    b->btl_rdma_pipeline_send_length = 64 * 1024;
+    b->btl_rdma_pipeline_frag_size = 4 * 1024 * 1024;
+    b->btl_min_rdma_pipeline_size = 0;
+    b->btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 100;  /* preferred over tcp */
+    b->btl_latency = 10;
+    b->btl_bandwidth = 10000;
+    b->btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_PUT;
+    b->btl_put_limit = 64 * 1024 * 1024;   /* lowered at init to what one put can carry */
+    b->btl_put_alignment = 0;
+    b->btl_put_local_registration_threshold = SIZE_MAX;  /* puts read local memory directly */
+    b->btl_registration_handle_size = sizeof(struct mca_btl_base_registration_handle_t);
+    b->btl_add_procs = em_add_procs;
+    b->btl_del_procs = em_del_procs;
+    b->btl_finalize = em_finalize;
+    b->btl_alloc = em_alloc;
+    b->btl_free = em_free;
+    b->btl_prepare_src = em_prepare_src;
+    b->btl_send = em_send;
+    b->btl_sendi = em_sendi;
+    b->btl_put = em_put;
+    b->btl_get = NULL;
+    b->btl_dump = mca_btl_base_dump;
+    b->btl_register_mem = em_register_mem;
+    b->btl_deregister_mem = em_deregister_mem;
+    b->btl_register_error = em_register_error;
+}
+
+void em_btl_add_help_dir(const void *symbol_in_component)
+{
+    Dl_info info;
+    if (dladdr(symbol_in_component, &info) && info.dli_fname) {
+        char *copy = strdup(info.dli_fname);
+        if (copy) {
+            opal_show_help_add_dir(dirname(copy));
+            free(copy);
+        }
+    }
+}
+
+static uint32_t job_key_of(opal_jobid_t jobid)
+{
+    /* every rank derives the same key; frames of other jobs are dropped */
+    uint32_t x = (uint32_t)jobid ^ 0x45E7A11Du;
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x ? x : 1;
+}
+
+mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t *comp,
+                                    const char *name, em_btl_params_t *params,
+                                    em_btl_link_open_fn open_link, int *num_btls,
+                                    bool enable_mpi_threads)
+{
+    char err[512] = "";
+    int rc;
+
+    *num_btls = 0;
+    m->name = name;
+    m->params = params;
+    m->super.btl_component = comp;
+    if (enable_mpi_threads) {
+        opal_show_help(HELP_FILE, "thread-multiple", true, name, opal_process_info.nodename);
+        return NULL;
+    }
+    em_recovery_t rec;
+    if (!params->recovery || 0 == strcmp(params->recovery, "sr"))
+        rec = EM_RECOVERY_SR;
+    else if (0 == strcmp(params->recovery, "gbn"))
+        rec = EM_RECOVERY_GBN;
+    else {
+        opal_show_help(HELP_FILE, "bad-param", true, name, opal_process_info.nodename,
+                       "recovery", params->recovery, "sr or gbn");
+        return NULL;
+    }
+    if (params->window < 1 || params->window > (int)EM_WINDOW_MAX) {
+        char v[32];
+        snprintf(v, sizeof v, "%d", params->window);
+        opal_show_help(HELP_FILE, "bad-param", true, name, opal_process_info.nodename,
+                       "window", v, "1 to 64");
+        return NULL;
+    }
+
+    /* job size: peer ids are vpids, 16 bits on the wire */
+    opal_process_name_t wild = { .jobid = OPAL_PROC_MY_NAME.jobid, .vpid = OPAL_VPID_WILDCARD };
+    uint32_t jsize = 0, *jsp = &jsize;
+    OPAL_MODEX_RECV_VALUE(rc, OPAL_PMIX_JOB_SIZE, &wild, &jsp, OPAL_UINT32);
+    if (OPAL_SUCCESS != rc || jsize == 0 || jsize > 65535) {
+        char v[32];
+        snprintf(v, sizeof v, "%u", jsize);
+        opal_show_help(HELP_FILE, "job-size", true, name, opal_process_info.nodename, v);
+        return NULL;
+    }
+
+    m->link = open_link(err, sizeof err);
+    if (!m->link) {
+        opal_show_help(HELP_FILE, "link-open-failed", true, name, opal_process_info.nodename, err, name);
+        return NULL;
+    }
+
+    em_proto_cfg_t cfg;
+    em_proto_cfg_default(&cfg);
+    cfg.job_key = job_key_of(OPAL_PROC_MY_NAME.jobid);
+    cfg.self = (uint16_t)OPAL_PROC_MY_NAME.vpid;
+    cfg.npeers = (uint16_t)jsize;
+    cfg.frame_max = m->link->mtu;
+    cfg.window = (uint16_t)params->window;
+    cfg.recovery = rec;
+    cfg.rto_ns = (uint64_t)params->rto_us * 1000u;
+    cfg.rto_max_ns = (uint64_t)params->rto_max_us * 1000u;
+    cfg.max_retries = (uint32_t)params->retries;
+    cfg.ack_delay_ns = (uint64_t)params->ack_delay_us * 1000u;
+    int e;
+    m->engine = em_engine_create(m->link, &cfg, &engine_ops, m, &e);
+    if (!m->engine) {
+        snprintf(err, sizeof err, "engine: %s (check rto/rto_max/window parameters)", em_strerror(e));
+        opal_show_help(HELP_FILE, "link-open-failed", true, name, opal_process_info.nodename, err, name);
+        em_link_close(m->link);
+        m->link = NULL;
+        return NULL;
+    }
+    m->npeers = jsize;
+    m->eps = calloc(jsize, sizeof *m->eps);
+    if (!m->eps)
+        goto fail;
+
+    struct em_btl_modex mx = { .version = EM_BTL_MODEX_VERSION, .frame_max = m->link->mtu,
+                               .addr = m->link->local };
+    OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &comp->btl_version, &mx, sizeof mx);
+    if (OPAL_SUCCESS != rc)
+        goto fail;
+
+    m->frag_cap[0] = (uint32_t)em_engine_frame_payload(m->engine);
+    m->frag_cap[1] = (uint32_t)m->super.btl_max_send_size;
+    if (m->frag_cap[1] < m->frag_cap[0])
+        m->frag_cap[1] = m->frag_cap[0];
+    if (m->super.btl_put_limit > em_engine_max_msg(m->engine))
+        m->super.btl_put_limit = em_engine_max_msg(m->engine);
+
+    mca_btl_base_module_t **mods = malloc(sizeof *mods);
+    if (!mods)
+        goto fail;
+    mods[0] = &m->super;
+    *num_btls = 1;
+    return mods;
+
+fail:
+    em_finalize(&m->super);
+    return NULL;
+}
+
+int em_btl_progress(em_btl_module_t *m)
+{
+    return m->engine ? em_engine_progress(m->engine) : 0;
+}
+
+int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
+{
+    /* Defaults: docs/design.md "Defaults" (protocol) and "BTL defaults". */
+    p->window = 32;
+    p->recovery = "sr";
+    p->rto_us = 1000;
+    p->rto_max_us = 250000;
+    p->retries = 40;
+    p->ack_delay_us = 20;
+    p->same_node = 0;
+    p->print_stats = 0;
+    (void)mca_base_component_var_register(c, "window",
+        "Packets in flight per peer before waiting for an ACK (1-64)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->window);
+    (void)mca_base_component_var_register(c, "recovery",
+        "Loss recovery: 'sr' (selective repeat with SACK, default) or 'gbn' (Go-Back-N with NACK)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->recovery);
+    (void)mca_base_component_var_register(c, "rto_us",
+        "Initial retransmit timeout in microseconds (doubled on each timeout)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->rto_us);
+    (void)mca_base_component_var_register(c, "rto_max_us",
+        "Largest retransmit timeout in microseconds",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->rto_max_us);
+    (void)mca_base_component_var_register(c, "retries",
+        "Consecutive timeouts without progress before a peer is declared failed "
+        "(the job then aborts instead of hanging)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->retries);
+    (void)mca_base_component_var_register(c, "ack_delay_us",
+        "Longest delay of a standalone ACK when no reply carries it, in microseconds",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->ack_delay_us);
+    (void)mca_base_component_var_register(c, "same_node",
+        "Also carry traffic between ranks of the same node (normally vader's job; for testing)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->same_node);
+    (void)mca_base_component_var_register(c, "print_stats",
+        "Print protocol counters (retransmits, drops by reason, ...) at MPI_Finalize",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->print_stats);
+    return OPAL_SUCCESS;
+}

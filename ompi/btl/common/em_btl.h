@@ -1,0 +1,129 @@
+/**
+ * @file em_btl.h
+ * Glue between Open MPI's BTL 3.1 interface and the ethermpi engine, shared
+ * by the `rudp` and `dpdk` components: each component supplies only its
+ * link (how to open it, its parameters) and its component struct.
+ *
+ * Mapping:
+ *   ob1 send/sendi (active messages, tag) -> em_engine_send (one message)
+ *   ob1 put + registration handles        -> em_engine_put into a region
+ *                                            named by (id, key, offset)
+ *   component progress                    -> em_engine_progress
+ *   peer declared failed                  -> pending ops complete with
+ *                                            OPAL_ERR_UNREACH, error callback
+ *                                            (FATAL) so the job ends, not hangs
+ * Peer ids on the wire are MPI process vpids within the job; the job key is
+ * derived from the job id so two jobs on one wire never mix.
+ *
+ * Threading: MPI_THREAD_SINGLE/FUNNELED/SERIALIZED use (no locks); the
+ * component refuses to initialise when MPI_THREAD_MULTIPLE is requested.
+ */
+#ifndef EM_BTL_H
+#define EM_BTL_H
+
+#include "opal_config.h"
+
+#include "opal/mca/btl/btl.h"
+#include "opal/mca/btl/base/base.h"
+#include "opal/util/proc.h"
+
+#include "engine/engine.h"
+
+/** What a peer publishes in the modex. */
+struct em_btl_modex {
+    uint32_t version;        /**< EM_BTL_MODEX_VERSION */
+    uint32_t frame_max;      /**< the publisher's link MTU */
+    em_link_addr_t addr;
+};
+#define EM_BTL_MODEX_VERSION 1u
+
+/** Registration handle: exactly what travels to the peer in the rendezvous. */
+struct mca_btl_base_registration_handle_t {
+    em_region_handle_t region;
+};
+
+struct mca_btl_base_endpoint_t {
+    opal_proc_t *proc;
+    uint16_t peer;           /**< the peer's vpid */
+    uint8_t failed;
+};
+
+enum em_btl_op_kind { EM_BTL_OP_SEND = 1, EM_BTL_OP_PUT = 2 };
+
+/** A send descriptor with its buffer (one contiguous message). */
+typedef struct em_btl_frag {
+    mca_btl_base_descriptor_t base;   /* must be first: ob1 hands it back */
+    mca_btl_base_segment_t seg;
+    em_proto_op_t op;
+    int kind;                         /* EM_BTL_OP_SEND; the engine's op_ctx points here */
+    struct mca_btl_base_endpoint_t *ep;
+    struct em_btl_frag *next_free;
+    uint32_t cap;                     /* bytes in buf */
+    uint8_t cls;                      /* size class it returns to */
+    uint8_t buf[];
+} em_btl_frag_t;
+
+/** A put in flight. */
+typedef struct em_btl_rdma {
+    em_proto_op_t op;
+    int kind;                         /* EM_BTL_OP_PUT */
+    struct mca_btl_base_endpoint_t *ep;
+    mca_btl_base_rdma_completion_fn_t cbfunc;
+    void *cbcontext, *cbdata;
+    void *local_address;
+    mca_btl_base_registration_handle_t *local_handle;
+    struct em_btl_rdma *next_free;
+} em_btl_rdma_t;
+
+/** Parameters common to every ethermpi BTL (registered by em_btl_register_params). */
+typedef struct em_btl_params {
+    int window;
+    char *recovery;          /**< "sr" or "gbn" */
+    int rto_us, rto_max_us, retries, ack_delay_us;
+    int same_node;           /**< also reach ranks on this node (testing without namespaces) */
+    int print_stats;         /**< print counters at finalize */
+} em_btl_params_t;
+
+/** Opens a component's link; writes a user-facing reason on failure. */
+typedef em_link_t *(*em_btl_link_open_fn)(char *err, size_t errlen);
+
+typedef struct em_btl_module {
+    mca_btl_base_module_t super;
+    const char *name;                 /**< component name ("rudp", "dpdk") */
+    em_btl_params_t *params;
+    em_link_t *link;
+    em_engine_t *engine;
+    uint32_t npeers;
+    struct mca_btl_base_endpoint_t *eps;   /**< indexed by vpid */
+    mca_btl_base_module_error_cb_fn_t error_cb;
+    em_btl_frag_t *free_frags[2];
+    uint32_t frag_cap[2];             /**< buffer size per class: one frame, max_send_size */
+    em_btl_rdma_t *free_rdma;
+    void **chunks;                    /**< everything allocated, for finalize */
+    size_t nchunks, chunks_cap;
+    int finalizing;
+} em_btl_module_t;
+
+/** Register the common MCA parameters of component @p c into @p p. */
+int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p);
+
+/** Defaults for the base BTL parameters (eager limit etc.) before registration. */
+void em_btl_module_defaults(mca_btl_base_module_t *m);
+
+/**
+ * Component init: open the link, create the engine, publish the address.
+ * @return the module array (one module) or NULL (component disqualified;
+ *         a help message has been printed).
+ */
+mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t *comp,
+                                    const char *name, em_btl_params_t *params,
+                                    em_btl_link_open_fn open_link, int *num_btls,
+                                    bool enable_mpi_threads);
+
+/** Component progress: drives the engine of @p m (if initialised). */
+int em_btl_progress(em_btl_module_t *m);
+
+/** Add the help-file directory (next to the component .so) to Open MPI's search path. */
+void em_btl_add_help_dir(const void *symbol_in_component);
+
+#endif

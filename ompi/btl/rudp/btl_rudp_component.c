@@ -1,0 +1,85 @@
+/**
+ * @file btl_rudp_component.c
+ * The `rudp` BTL: ethermpi's reliable datagram protocol over one kernel UDP
+ * socket per process (seed 001).  Everything but the link lives in
+ * ../common/em_btl.c; this file holds the component, its link parameters
+ * and the link opener.
+ *
+ * Select with: --mca btl self,vader,rudp
+ */
+#include "opal_config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/em_btl.h"
+#include "link/link_udp.h"
+
+/* exported: the component Open MPI looks up by name */
+extern mca_btl_base_component_3_0_0_t mca_btl_rudp_component;
+
+static em_btl_params_t rudp_params;
+static char *rudp_if_include;
+static int rudp_mtu;
+static int rudp_sock_buf;
+
+static em_btl_module_t rudp_module;
+
+static int rudp_register(void)
+{
+    em_btl_register_params(&mca_btl_rudp_component.btl_version, &rudp_params);
+    rudp_if_include = "";
+    rudp_mtu = 0;
+    rudp_sock_buf = 4 * 1024 * 1024;
+    (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "if_include",
+        "Interface for the UDP socket: a name (eth0), an IPv4 address, or a subnet "
+        "(10.77.0.0/24); empty = the first non-loopback IPv4 interface",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1, MCA_BASE_VAR_SCOPE_READONLY,
+        &rudp_if_include);
+    (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "mtu",
+        "Largest datagram in bytes; 0 = interface MTU minus IP/UDP headers",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &rudp_mtu);
+    (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "sock_buf",
+        "Socket send and receive buffer size in bytes",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &rudp_sock_buf);
+    em_btl_module_defaults(&rudp_module.super);
+    return mca_btl_base_param_register(&mca_btl_rudp_component.btl_version, &rudp_module.super);
+}
+
+static int rudp_open(void)
+{
+    em_btl_add_help_dir((const void *)&mca_btl_rudp_component);
+    return OPAL_SUCCESS;
+}
+
+static int rudp_close(void) { return OPAL_SUCCESS; }
+
+static em_link_t *rudp_open_link(char *err, size_t errlen)
+{
+    em_udp_cfg_t c = { .iface = rudp_if_include, .mtu = rudp_mtu > 0 ? (uint32_t)rudp_mtu : 0,
+                       .sock_buf = rudp_sock_buf };
+    return em_link_udp_open(&c, err, errlen);
+}
+
+static mca_btl_base_module_t **rudp_init(int *num_btls, bool progress_threads, bool mpi_threads)
+{
+    return em_btl_init(&rudp_module, &mca_btl_rudp_component, "rudp", &rudp_params,
+                       rudp_open_link, num_btls, mpi_threads);
+}
+
+static int rudp_progress(void) { return em_btl_progress(&rudp_module); }
+
+__attribute__((visibility("default")))
+mca_btl_base_component_3_0_0_t mca_btl_rudp_component = {
+    .btl_version = {
+        MCA_BTL_DEFAULT_VERSION("rudp"),
+        .mca_open_component = rudp_open,
+        .mca_close_component = rudp_close,
+        .mca_register_component_params = rudp_register,
+    },
+    .btl_data = {
+        .param_field = MCA_BASE_METADATA_PARAM_CHECKPOINT,
+    },
+    .btl_init = rudp_init,
+    .btl_progress = rudp_progress,
+};
