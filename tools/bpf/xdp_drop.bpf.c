@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * xdp_drop.bpf.c - random drop of received frames at XDP, for the emulated
+ * cluster (tools/emcluster xdploss).  Used for traffic that never passes
+ * through tc, e.g. frames sent by an AF_XDP socket on the peer.
+ *
+ *   ip link set dev eth0 xdpdrv obj xdp_drop.o sec xdp
+ *
+ * The drop probability is fixed at compile time, like tc_drop.bpf.c:
+ *   -DEMC_DROP_THRESH=T   drop when bpf_get_prandom_u32() < T (T / 2^32).
+ * bpf_get_prandom_u32() cannot be seeded.
+ *
+ * Frames that are not dropped are redirected to an AF_XDP socket registered
+ * in "xsks_map" for the receive queue, or passed to the kernel stack when
+ * there is none.  So the same object can be given to DPDK's af_xdp PMD as
+ * its custom program (devarg xdp_prog=<obj>, which looks up "xsks_map"),
+ * giving random ingress loss in front of the PMD's socket.
+ *
+ * Two entry points: "xdp" (single-buffer) and "xdp.frags" (multi-buffer,
+ * needed for native XDP on a veth whose MTU exceeds one page, e.g. 9000).
+ */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#ifndef EMC_DROP_THRESH
+#define EMC_DROP_THRESH 0ULL
+#endif
+
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u32);
+} xsks_map SEC(".maps");
+
+static __always_inline int emc_xdp_drop(struct xdp_md *ctx)
+{
+	if ((__u64)bpf_get_prandom_u32() < (__u64)(EMC_DROP_THRESH))
+		return XDP_DROP;
+	/* the low bits of flags are the action when the map slot is empty */
+	return bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
+}
+
+SEC("xdp")
+int emc_xdp_drop_sb(struct xdp_md *ctx)
+{
+	return emc_xdp_drop(ctx);
+}
+
+SEC("xdp.frags")
+int emc_xdp_drop_mb(struct xdp_md *ctx)
+{
+	return emc_xdp_drop(ctx);
+}
+
+char _license[] SEC("license") = "GPL";
