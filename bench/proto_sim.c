@@ -117,7 +117,6 @@ static struct result run(em_recovery_t mode, unsigned window, double loss, unsig
     em_proto_cfg_default(&pc);
     pc.recovery = mode;
     pc.window = (uint16_t)window;
-    pc.rto_ns = 200000;         /* 0.2 ms: ~20 RTTs of this link */
     em_sim_cfg_default(&sc);
     sc.mtu = mtu;
     sc.loss = loss;

@@ -18,7 +18,8 @@ void em_proto_cfg_default(em_proto_cfg_t *cfg)
         .frame_max = 1500,
         .window = 32,
         .recovery = EM_RECOVERY_SR,
-        .rto_ns = 1000000,          /* 1 ms */
+        .rto_ns = 1000000,          /* 1 ms until the first RTT sample */
+        .rto_min_ns = 200000,       /* 200 us */
         .rto_max_ns = 250000000,    /* 250 ms */
         .max_retries = 40,          /* ~9.5 s of silence before a peer is declared failed */
         .ack_delay_ns = 20000,      /* 20 us */
@@ -54,7 +55,7 @@ em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops
         return NULL;
     if (cfg->recovery != EM_RECOVERY_SR && cfg->recovery != EM_RECOVERY_GBN)
         return NULL;
-    if (cfg->rto_ns == 0 || cfg->rto_max_ns < cfg->rto_ns)
+    if (cfg->rto_min_ns == 0 || cfg->rto_ns < cfg->rto_min_ns || cfg->rto_max_ns < cfg->rto_ns)
         return NULL;
 
     *err = EM_ENOMEM;
@@ -76,7 +77,7 @@ em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops
     for (uint32_t i = 0; i < cfg->npeers; i++) {
         struct em_peer *pe = &p->peers[i];
         pe->snd_una = pe->snd_nxt = pe->rcv_nxt = cfg->isn;
-        pe->rto_cur = cfg->rto_ns;
+        pe->rto_base = pe->rto_cur = cfg->rto_ns;
         pe->rto_deadline = EM_NEVER;
         pe->ack_deadline = EM_NEVER;
     }
@@ -149,6 +150,16 @@ size_t em_proto_data_payload(const em_proto_t *p) { return p->data_payload; }
 size_t em_proto_max_msg(const em_proto_t *p)
 {
     return (size_t)UINT16_MAX * p->put_payload;
+}
+
+uint64_t em_proto_rto(const em_proto_t *p, uint16_t peer)
+{
+    return peer < p->cfg.npeers ? p->peers[peer].rto_base : 0;
+}
+
+uint64_t em_proto_srtt(const em_proto_t *p, uint16_t peer)
+{
+    return peer < p->cfg.npeers ? p->peers[peer].srtt : 0;
 }
 
 bool em_proto_peer_failed(const em_proto_t *p, uint16_t peer)

@@ -58,8 +58,9 @@ typedef struct em_proto_cfg {
     uint32_t frame_max;     /**< max bytes per frame, headers included (the link's payload size) */
     uint16_t window;        /**< packets in flight per peer, 1 .. EM_WINDOW_MAX */
     em_recovery_t recovery; /**< loss recovery mode */
-    uint64_t rto_ns;        /**< initial retransmit timeout */
-    uint64_t rto_max_ns;    /**< cap of the exponential back-off */
+    uint64_t rto_ns;        /**< retransmit timeout before the first RTT sample */
+    uint64_t rto_min_ns;    /**< floor of the adaptive timeout (srtt + 4 rttvar) */
+    uint64_t rto_max_ns;    /**< cap of the adaptive timeout and of the back-off */
     uint32_t max_retries;   /**< consecutive timeouts without progress before peer failure */
     uint64_t ack_delay_ns;  /**< delay of a standalone ACK when there is no reverse data */
     uint32_t isn;           /**< initial sequence number, identical on every endpoint of a job */
@@ -135,6 +136,7 @@ typedef struct em_proto_stats {
     uint64_t retransmits;      /**< frames sent again (all causes) */
     uint64_t timeouts;         /**< retransmit timer expiries */
     uint64_t fast_retransmits; /**< retransmits triggered by SACK or NACK */
+    uint64_t rtt_samples;      /**< round-trip samples taken (Karn: never from retransmitted frames) */
     uint64_t rx_frames;        /**< frames accepted by the decoder and the checks */
     uint64_t rx_payload_bytes; /**< payload bytes delivered in order */
     uint64_t rx_acks;          /**< standalone ACK frames received */
@@ -210,6 +212,12 @@ size_t em_proto_max_msg(const em_proto_t *p);
 
 /** Payload bytes per DATA frame. */
 size_t em_proto_data_payload(const em_proto_t *p);
+
+/** Current retransmit timeout towards @p peer before back-off (ns). */
+uint64_t em_proto_rto(const em_proto_t *p, uint16_t peer);
+
+/** Smoothed round-trip time towards @p peer (ns; 0 before the first sample). */
+uint64_t em_proto_srtt(const em_proto_t *p, uint16_t peer);
 
 /** True when @p peer was declared failed. */
 bool em_proto_peer_failed(const em_proto_t *p, uint16_t peer);

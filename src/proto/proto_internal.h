@@ -18,8 +18,10 @@ _Static_assert(EM_WINDOW_MAX <= 64, "the SACK bitmap (64 bits) must cover the wi
 struct em_tx_slot {
     em_proto_op_t *op;  /**< NULL when free */
     uint64_t stamp;     /**< transmission order: larger = sent later (RACK-style loss detection) */
+    uint64_t tx_time;   /**< when it was last (re)transmitted */
     uint16_t frag_no;
     uint8_t sacked;     /**< the receiver holds it out of order: do not resend */
+    uint8_t retx;       /**< sent more than once: no RTT sample from it (Karn) */
 };
 
 /** One frame held out of order (receiver side, selective repeat). */
@@ -42,6 +44,8 @@ struct em_peer {
     em_proto_op_t *q_send;     /**< first op with fragments not yet sent */
     struct em_tx_slot tx[EM_WINDOW_MAX];
     uint64_t stamp;            /**< last transmission stamp handed out */
+    uint64_t srtt, rttvar;     /**< smoothed RTT and its variation (RFC 6298), 0 = no sample */
+    uint64_t rto_base;         /**< clamp(srtt + 4 rttvar, rto_min, rto_max), or cfg.rto_ns */
     uint64_t rto_cur;          /**< current (backed-off) retransmit timeout */
     uint64_t rto_deadline;     /**< when the oldest unacked frame times out */
     uint32_t retries;          /**< consecutive timeouts without progress */
@@ -88,7 +92,7 @@ static inline void em_arm(struct em_proto *p, uint64_t t)
 }
 
 /* send.c */
-int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags);
+int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags, uint64_t now);
 void em_pump(struct em_proto *p, uint16_t peer, uint64_t now);
 bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t now);
 void em_on_nack(struct em_proto *p, uint16_t peer, uint64_t now);

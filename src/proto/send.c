@@ -31,7 +31,7 @@ static void ack_sent(struct em_peer *pe)
  * (Re)transmit the frame with sequence number @p seq (must be in flight).
  * @return 0 or -EM_EAGAIN.
  */
-int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags)
+int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
     struct em_tx_slot *s = &pe->tx[seq & EM_SLOT_MASK];
@@ -65,7 +65,9 @@ int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags)
         return -EM_EAGAIN;
     }
     s->stamp = ++pe->stamp;
+    s->tx_time = now;
     s->sacked = 0;
+    s->retx = (flags & EM_F_RETX) != 0;
     ack_sent(pe);
     p->st.tx_frames++;
     if (flags & EM_F_RETX) {
@@ -90,7 +92,7 @@ void em_pump(struct em_proto *p, uint16_t peer, uint64_t now)
 
         s->op = op;
         s->frag_no = op->frags_sent;
-        if (em_send_frag(p, peer, seq, 0) != 0) {
+        if (em_send_frag(p, peer, seq, 0, now) != 0) {
             s->op = NULL;
             return;
         }
@@ -102,6 +104,26 @@ void em_pump(struct em_proto *p, uint16_t peer, uint64_t now)
         if (++op->frags_sent == op->frag_cnt)
             pe->q_send = op->next;
     }
+}
+
+/** RFC 6298 update from one round-trip sample @p r (ns). */
+static void rtt_sample(struct em_proto *p, struct em_peer *pe, uint64_t r)
+{
+    if (pe->srtt == 0) {
+        pe->srtt = r ? r : 1;
+        pe->rttvar = r / 2;
+    } else {
+        uint64_t dev = pe->srtt > r ? pe->srtt - r : r - pe->srtt;
+        pe->rttvar = (3 * pe->rttvar + dev) / 4;
+        pe->srtt = (7 * pe->srtt + r) / 8;
+        if (pe->srtt == 0)
+            pe->srtt = 1;
+    }
+    uint64_t rto = pe->srtt + 4 * pe->rttvar;
+    if (rto < p->cfg.rto_min_ns) rto = p->cfg.rto_min_ns;
+    if (rto > p->cfg.rto_max_ns) rto = p->cfg.rto_max_ns;
+    pe->rto_base = rto;
+    p->st.rtt_samples++;
 }
 
 /** Remove the (completed) head op and report it. */
@@ -119,16 +141,24 @@ static void complete_head(struct em_proto *p, struct em_peer *pe)
     p->ops.complete(p->uctx, op->ctx, 0);
 }
 
-/** Resend every unacked frame the receiver does not hold; @return frames sent. */
-static unsigned resend_outstanding(struct em_proto *p, uint16_t peer, bool skip_sacked)
+/**
+ * Resend unacked frames.  Go-Back-N resends all of them.  Selective repeat
+ * (@p selective) resends the oldest one and every other frame the receiver
+ * does not hold that has itself been waiting a whole (un-backed-off) RTO: frames
+ * sent a moment ago are not presumed lost just because an older one was.
+ * @return frames sent.
+ */
+static unsigned resend_outstanding(struct em_proto *p, uint16_t peer, bool selective, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
     unsigned n = 0;
 
     for (uint32_t seq = pe->snd_una; em_seq_lt(seq, pe->snd_nxt); seq++) {
-        if (skip_sacked && pe->tx[seq & EM_SLOT_MASK].sacked)
+        const struct em_tx_slot *s = &pe->tx[seq & EM_SLOT_MASK];
+        if (selective && seq != pe->snd_una &&
+            (s->sacked || now - s->tx_time < pe->rto_base))
             continue;
-        if (em_send_frag(p, peer, seq, EM_F_RETX) != 0)
+        if (em_send_frag(p, peer, seq, EM_F_RETX, now) != 0)
             break;
         n++;
     }
@@ -148,6 +178,11 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
         return false;
 
     if (em_seq_gt(h->ack, pe->snd_una)) {
+        /* One RTT sample per ACK, from the newest frame it covers, if that
+         * frame was sent only once (Karn). */
+        const struct em_tx_slot *newest = &pe->tx[(h->ack - 1) & EM_SLOT_MASK];
+        if (!newest->retx && now >= newest->tx_time)
+            rtt_sample(p, pe, now - newest->tx_time);
         /* Cumulative progress: free slots, complete ops in FIFO order.
          * snd_una moves before each completion so that a send issued from
          * the callback sees a consistent window. */
@@ -163,7 +198,7 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
                 return true;
         }
         pe->retries = 0;
-        pe->rto_cur = p->cfg.rto_ns;
+        pe->rto_cur = pe->rto_base;
         pe->rto_deadline = pe->snd_una == pe->snd_nxt ? EM_NEVER : now + pe->rto_cur;
         em_arm(p, pe->rto_deadline);
     }
@@ -188,7 +223,7 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
                 struct em_tx_slot *s = &pe->tx[seq & EM_SLOT_MASK];
                 if (s->sacked || s->stamp >= newest)
                     continue;
-                if (em_send_frag(p, peer, seq, EM_F_RETX) != 0)
+                if (em_send_frag(p, peer, seq, EM_F_RETX, now) != 0)
                     break;
                 p->st.fast_retransmits++;
             }
@@ -205,7 +240,7 @@ void em_on_nack(struct em_proto *p, uint16_t peer, uint64_t now)
 
     if (p->cfg.recovery != EM_RECOVERY_GBN)
         return;
-    p->st.fast_retransmits += resend_outstanding(p, peer, false);
+    p->st.fast_retransmits += resend_outstanding(p, peer, false, now);
     if (pe->snd_una != pe->snd_nxt) {
         pe->rto_deadline = now + pe->rto_cur;
         em_arm(p, pe->rto_deadline);
@@ -222,7 +257,7 @@ void em_on_timeout(struct em_proto *p, uint16_t peer, uint64_t now)
         em_fail_peer(p, peer);
         return;
     }
-    resend_outstanding(p, peer, p->cfg.recovery == EM_RECOVERY_SR);
+    resend_outstanding(p, peer, p->cfg.recovery == EM_RECOVERY_SR, now);
     pe->rto_cur = pe->rto_cur * 2 > p->cfg.rto_max_ns ? p->cfg.rto_max_ns : pe->rto_cur * 2;
     pe->rto_deadline = now + pe->rto_cur;
     em_arm(p, pe->rto_deadline);

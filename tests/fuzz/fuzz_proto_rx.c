@@ -63,6 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     c.window = (uint16_t)(1 + (data[0] >> 1) % EM_WINDOW_MAX);
     c.recovery = (data[0] & 1) ? EM_RECOVERY_GBN : EM_RECOVERY_SR;
     c.rto_ns = 1000;
+    c.rto_min_ns = 500;
     c.rto_max_ns = 4000;
     c.max_retries = 3;
     c.isn = 0xFFFFFFF0u;

@@ -124,6 +124,7 @@ static void run_case(em_recovery_t mode, double loss, unsigned nodes, unsigned n
     pc.recovery = mode;
     pc.window = 16;
     pc.rto_ns = 200000;
+    pc.rto_min_ns = 50000;
     pc.rto_max_ns = 2000000;
     pc.max_retries = 30;
     pc.isn = 0xFFFFFF00u;            /* wrap during every run */
@@ -213,7 +214,8 @@ static void test_silent_peer_fails_within_bound(void **st)
     em_proto_cfg_t pc;
     em_sim_cfg_t sc;
     em_proto_cfg_default(&pc);
-    pc.rto_ns = 100000;          /* 0.1 ms */
+    pc.rto_ns = 100000;          /* 0.1 ms (no ACK ever comes: no RTT sample) */
+    pc.rto_min_ns = 100000;
     pc.rto_max_ns = 1000000;     /* 1 ms */
     pc.max_retries = 8;
     em_sim_cfg_default(&sc);
@@ -268,6 +270,7 @@ static void test_puts_placed_exactly_under_loss(void **st)
     em_sim_cfg_t sc;
     em_proto_cfg_default(&pc);
     pc.rto_ns = 200000;
+    pc.rto_min_ns = 50000;
     em_sim_cfg_default(&sc);
     sc.loss = 0.05; sc.reorder = 0.05; sc.dup = 0.05; sc.seed = 3;
     em_simnet_t *net = em_simnet_create(2, &pc, &sc, &cb, x);

@@ -103,6 +103,7 @@ static em_proto_t *mk(struct fx *x, em_recovery_t mode, uint32_t isn)
     x->cfg.window = 4;
     x->cfg.recovery = mode;
     x->cfg.rto_ns = 1000;
+    x->cfg.rto_min_ns = 500;
     x->cfg.rto_max_ns = 8000;
     x->cfg.max_retries = 3;
     x->cfg.ack_delay_ns = 100;
@@ -392,6 +393,29 @@ static void test_progress_resets_backoff(void **st)
     em_proto_destroy(x.p);
 }
 
+static void test_adaptive_rto_follows_rtt_and_karn(void **st)
+{
+    struct fx x; em_proto_op_t op[3];
+    mk(&x, EM_RECOVERY_SR, 0);
+    assert_int_equal(em_proto_rto(x.p, 1), 1000);           /* before any sample */
+    em_proto_send(x.p, &op[0], 1, 0, "a", 1, NULL, 0);
+    feed(&x, ack(1, 0), NULL, 2000);                       /* RTT 2 us */
+    assert_int_equal(em_proto_srtt(x.p, 1), 2000);
+    assert_int_equal(em_proto_rto(x.p, 1), 2000 + 4 * 1000);  /* srtt + 4 rttvar */
+    em_proto_send(x.p, &op[1], 1, 0, "b", 1, NULL, 3000);
+    em_proto_poll(x.p, 3000);                               /* refreshes the bound */
+    assert_int_equal(em_proto_next_deadline(x.p), 3000 + 6000);
+    em_proto_poll(x.p, 9000);                               /* times out, resent */
+    feed(&x, ack(2, 0), NULL, 9100);                        /* acks a resent frame */
+    assert_int_equal(em_proto_stats(x.p)->rtt_samples, 1);  /* Karn: no sample */
+    em_proto_send(x.p, &op[2], 1, 0, "c", 1, NULL, 10000);
+    feed(&x, ack(3, 0), NULL, 10100);                       /* RTT 100 ns */
+    /* srtt = (7*2000 + 100)/8 = 1762, rttvar = (3*1000 + 1900)/4 = 1225 */
+    assert_int_equal(em_proto_srtt(x.p, 1), 1762);
+    assert_int_equal(em_proto_rto(x.p, 1), 1762 + 4900);
+    em_proto_destroy(x.p);
+}
+
 /* ---- validation ---- */
 
 static void test_foreign_frames_dropped_and_counted(void **st)
@@ -592,6 +616,7 @@ int main(void)
         cmocka_unit_test(test_gbn_nack_resends_everything_outstanding),
         cmocka_unit_test(test_timeout_backoff_then_peer_failure),
         cmocka_unit_test(test_progress_resets_backoff),
+        cmocka_unit_test(test_adaptive_rto_follows_rtt_and_karn),
         cmocka_unit_test(test_foreign_frames_dropped_and_counted),
         cmocka_unit_test(test_reassembly_rejects_inconsistent_fragments),
         cmocka_unit_test(test_empty_multi_fragment_message),

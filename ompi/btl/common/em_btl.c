@@ -532,6 +532,7 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
     cfg.window = (uint16_t)params->window;
     cfg.recovery = rec;
     cfg.rto_ns = (uint64_t)params->rto_us * 1000u;
+    cfg.rto_min_ns = (uint64_t)params->rto_min_us * 1000u;
     cfg.rto_max_ns = (uint64_t)params->rto_max_us * 1000u;
     cfg.max_retries = (uint32_t)params->retries;
     cfg.ack_delay_ns = (uint64_t)params->ack_delay_us * 1000u;
@@ -585,6 +586,7 @@ int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
     p->window = 32;
     p->recovery = "sr";
     p->rto_us = 1000;
+    p->rto_min_us = 200;
     p->rto_max_us = 250000;
     p->retries = 40;
     p->ack_delay_us = 20;
@@ -597,8 +599,13 @@ int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
         "Loss recovery: 'sr' (selective repeat with SACK, default) or 'gbn' (Go-Back-N with NACK)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->recovery);
     (void)mca_base_component_var_register(c, "rto_us",
-        "Initial retransmit timeout in microseconds (doubled on each timeout)",
+        "Retransmit timeout in microseconds before the first round-trip sample "
+        "(doubled on each consecutive timeout)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->rto_us);
+    (void)mca_base_component_var_register(c, "rto_min_us",
+        "Smallest adaptive retransmit timeout in microseconds (the timeout follows the "
+        "measured round-trip time: srtt + 4 rttvar)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->rto_min_us);
     (void)mca_base_component_var_register(c, "rto_max_us",
         "Largest retransmit timeout in microseconds",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->rto_max_us);
