@@ -20,8 +20,8 @@ void em_proto_cfg_default(em_proto_cfg_t *cfg)
         .recovery = EM_RECOVERY_SR,
         .rto_ns = 1000000,          /* 1 ms until the first RTT sample */
         .rto_min_ns = 200000,       /* 200 us */
-        .rto_max_ns = 250000000,    /* 250 ms */
-        .max_retries = 40,          /* ~9.5 s of silence before a peer is declared failed */
+        .rto_max_ns = 1000000000,   /* 1 s */
+        .max_retries = 70,          /* ~61 s of silence before a peer is declared failed */
         .ack_delay_ns = 20000,      /* 20 us */
         .isn = 0,
     };

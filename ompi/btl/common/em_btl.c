@@ -587,8 +587,8 @@ int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
     p->recovery = "sr";
     p->rto_us = 1000;
     p->rto_min_us = 200;
-    p->rto_max_us = 250000;
-    p->retries = 40;
+    p->rto_max_us = 1000000;
+    p->retries = 70;
     p->ack_delay_us = 20;
     p->same_node = 0;
     p->print_stats = 0;
