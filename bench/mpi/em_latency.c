@@ -1,0 +1,89 @@
+/*
+ * em_latency -- ping-pong between ranks 0 and 1; one-way latency = RTT / 2.
+ * Ranks beyond 1 only take part in the barriers.
+ */
+#include "em_common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static const struct em_prog prog = {
+    .prog = "em_latency",
+    .bench = "latency",
+    .summary = "ping-pong between ranks 0 and 1, one-way latency (RTT/2) in us",
+    .optmask = EM_OPT_SIZES | EM_OPT_ITERS | EM_OPT_WARMUP,
+    .normal = { .min_size = 0, .max_size = 4u << 20,
+                .iters_small = 10000, .iters_large = 100,
+                .warmup_small = 1000, .warmup_large = 10 },
+    .quick = { .min_size = 0, .max_size = 1u << 20,
+               .iters_small = 200, .iters_large = 20,
+               .warmup_small = 20, .warmup_large = 2 },
+};
+
+int main(int argc, char **argv)
+{
+    int rank, nranks;
+    struct em_opts o = em_setup(&argc, &argv, &prog, &rank, &nranks);
+    size_t sizes[64];
+    size_t nsizes = em_sizes(&o, sizes, 64);
+    unsigned char *sbuf, *rbuf;
+
+    if (nranks < 2) {
+        if (rank == 0)
+            fprintf(stderr, "em_latency: needs at least 2 ranks\n");
+        MPI_Finalize();
+        return 2;
+    }
+    sbuf = em_alloc(o.max_size + 1);
+    rbuf = em_alloc(o.max_size + 1);
+
+    if (rank == 0) {
+        static const char *const metric[] = { "latency" };
+        static const char *const unit[] = { "us" };
+
+        printf("# em_latency: %d ranks (0 <-> 1 measured), iterations "
+               "%ld:%ld, warm-up %ld:%ld, large above %zu B%s\n", nranks,
+               o.iters_small, o.iters_large, o.warmup_small, o.warmup_large,
+               EM_LARGE_THRESHOLD, o.quick ? ", quick" : "");
+        em_print_header(prog.bench, 1, metric, unit);
+    }
+
+    for (size_t k = 0; k < nsizes; k++) {
+        size_t size = sizes[k];
+        int n = (int)size;
+        long iters = em_iters(&o, size);
+        long warm = em_warmup(&o, size);
+        double t0 = 0.0, t1;
+
+        if (rank <= 1)
+            em_verify_exchange(&o, rank, 0, 1, size, sbuf, rbuf);
+        EM_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+
+        if (rank == 0) {
+            for (long i = 0; i < warm + iters; i++) {
+                if (i == warm)
+                    t0 = MPI_Wtime();
+                EM_CHECK(MPI_Send(sbuf, n, MPI_BYTE, 1, EM_TAG_DATA,
+                                  MPI_COMM_WORLD));
+                EM_CHECK(MPI_Recv(rbuf, n, MPI_BYTE, 1, EM_TAG_DATA,
+                                  MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            }
+            t1 = MPI_Wtime();
+            double lat = (t1 - t0) * 1e6 / (2.0 * (double)iters);
+            em_print_row(size, 1, &lat);
+        } else if (rank == 1) {
+            for (long i = 0; i < warm + iters; i++) {
+                EM_CHECK(MPI_Recv(rbuf, n, MPI_BYTE, 0, EM_TAG_DATA,
+                                  MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+                EM_CHECK(MPI_Send(sbuf, n, MPI_BYTE, 0, EM_TAG_DATA,
+                                  MPI_COMM_WORLD));
+            }
+        }
+    }
+
+    EM_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    free(sbuf);
+    free(rbuf);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,55 @@
+#!/bin/sh
+# smoke.sh BINDIR -- quick host-only check of the MPI benchmark programs:
+# every program runs in quick mode over Open MPI's tcp BTL (no shared memory)
+# (2 ranks; 3 for the 2:1 patterns) and must print a well-formed table,
+# and the -C self-test (one received byte corrupted on purpose) must make
+# every program exit non-zero.  Used by 'meson test --suite bench'.
+set -u
+bindir=${1:?usage: smoke.sh BINDIR}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi="mpirun --oversubscribe --bind-to none --mca pml ob1 --mca btl self,tcp"
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+check() { # name np args...
+	name=$1 np=$2
+	shift 2
+	if ! timeout 60 $mpi -np "$np" "$bindir/$name" "$@" >"$tmp/out" 2>"$tmp/err"; then
+		echo "FAIL: $name -np $np $*: exit status $?"; sed 's/^/  /' "$tmp/err" | head -20
+		fail=1
+		return
+	fi
+	bench=${name#em_}
+	if ! grep -q "^# em-bench $bench transport-neutral v1\$" "$tmp/out" ||
+		! grep -q '^# size_bytes ' "$tmp/out" ||
+		[ "$(grep -c '^[0-9]' "$tmp/out")" -lt 3 ]; then
+		echo "FAIL: $name -np $np $*: malformed table"; sed 's/^/  /' "$tmp/out"
+		fail=1
+		return
+	fi
+	echo "ok: $name -np $np $* ($(grep -c '^[0-9]' "$tmp/out") sizes)"
+}
+
+must_fail() { # name np args...
+	name=$1 np=$2
+	shift 2
+	if timeout 60 $mpi -np "$np" "$bindir/$name" "$@" >"$tmp/out" 2>"$tmp/err"; then
+		echo "FAIL: $name -np $np $*: corrupted content was not detected"
+		fail=1
+	elif ! grep -q 'content mismatch' "$tmp/err"; then
+		echo "FAIL: $name -np $np $*: failed, but not with a content mismatch"
+		sed 's/^/  /' "$tmp/err" | head -20
+		fail=1
+	else
+		echo "ok: $name -np $np $* fails as it must"
+	fi
+}
+
+for b in em_latency em_bw em_bibw em_burst em_pingpong; do
+	check "$b" 2 -q -m 0:64K
+	must_fail "$b" 2 -q -m 1:16 -C
+done
+check em_burst 3 -q -m 0:1K
+check em_pingpong 3 -q -m 0:1K
+exit $fail

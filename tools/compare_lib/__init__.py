@@ -1,0 +1,11 @@
+"""Library behind tools/compare.py (ethermpi transport comparison runner).
+
+table    -- parser for the "# em-bench <name> transport-neutral v1" tables
+results  -- medians over repetitions, row schema, merge into compare.json
+report   -- markdown tables and the matplotlib plot
+runner   -- transport / benchmark tables, timeouts, process-tree cleanup
+"""
+
+from .table import BenchTable, ParseError, parse_bench_output  # noqa: F401
+from .results import (RunOutcome, aggregate, merge, status_row,  # noqa: F401
+                      row_key, combo_key, load_rows, write_json_atomic)

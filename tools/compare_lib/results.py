@@ -1,0 +1,160 @@
+"""Result rows: aggregation of repeated runs, and merging into compare.json.
+
+Row schema (a contract, see docs/benchmarks.md):
+
+    {"transport": "tcp", "benchmark": "latency", "size_bytes": 1024,
+     "median": 6.1, "unit": "us", "runs": [6.0, 6.1, 6.3],
+     "status": "ok", "failed_runs": 0,
+     "pattern": "1:1",                       # burst / pingpong only
+     "secondary": {"rtt_mean": {"median": 6.4, "unit": "us/rt"}}}  # optional
+
+A failed or skipped combination is one row with "size_bytes": null,
+"median": null, "runs": [], "status": "failed"|"skipped" and "reason".
+"""
+
+import json
+import os
+import statistics
+import tempfile
+
+# Fields that identify a row.  A "combination" is the key without size_bytes;
+# a runner that produces rows for a combination replaces all old rows of it.
+KEY_FIELDS = ("transport", "benchmark", "pattern", "size_bytes")
+COMBO_FIELDS = ("transport", "benchmark", "pattern")
+
+
+def row_key(row):
+    return tuple(row.get(f) for f in KEY_FIELDS)
+
+
+def combo_key(row):
+    return tuple(row.get(f) for f in COMBO_FIELDS)
+
+
+def median(values):
+    if not values:
+        raise ValueError("median of nothing")
+    # rounded: the programs print 3 decimals; this only drops float noise
+    return round(statistics.median(values), 6)
+
+
+class RunOutcome:
+    """What one repetition of one (transport, benchmark) produced."""
+
+    def __init__(self, ok, table=None, reason=None):
+        self.ok = ok
+        self.table = table    # BenchTable when ok
+        self.reason = reason  # short text when not ok
+
+
+def _base(transport, benchmark, pattern):
+    row = {"transport": transport, "benchmark": benchmark}
+    if pattern is not None:
+        row["pattern"] = pattern
+    return row
+
+
+def status_row(transport, benchmark, pattern, unit, status, reason):
+    """The single row recorded for a failed or skipped combination."""
+    row = _base(transport, benchmark, pattern)
+    row.update({"size_bytes": None, "median": None, "unit": unit, "runs": [],
+                "status": status, "reason": reason})
+    return row
+
+
+def aggregate(transport, benchmark, pattern, unit, outcomes):
+    """Rows for one combination from its repetitions (list of RunOutcome).
+
+    Medians are taken per size over the successful runs; if no run
+    succeeded, one failed row carries the reasons.
+    """
+    good = [o for o in outcomes if o.ok]
+    bad = [o for o in outcomes if not o.ok]
+    if not good:
+        reasons = "; ".join("run %d: %s" % (i + 1, o.reason)
+                            for i, o in enumerate(outcomes) if not o.ok)
+        return [status_row(transport, benchmark, pattern, unit, "failed",
+                           "%d/%d runs failed: %s" % (len(bad), len(outcomes), reasons))]
+    for o in good:
+        if o.table.unit != unit:
+            raise ValueError("benchmark %s reports unit %r, expected %r"
+                             % (benchmark, o.table.unit, unit))
+    sizes = []
+    for o in good:
+        for s in o.table.rows:
+            if s not in sizes:
+                sizes.append(s)
+    sizes.sort()
+    columns = good[0].table.columns
+    rows = []
+    for s in sizes:
+        per_run = [o.table.rows[s] for o in good if s in o.table.rows]
+        runs = [vals[0] for vals in per_run]
+        row = _base(transport, benchmark, pattern)
+        row.update({"size_bytes": s, "median": median(runs), "unit": unit,
+                    "runs": runs, "status": "ok", "failed_runs": len(bad)})
+        secondary = {}
+        for c, (metric, cunit) in enumerate(columns[1:], start=1):
+            vals = [v[c] for v in per_run if len(v) > c]
+            if vals:
+                secondary[metric] = {"median": median(vals), "unit": cunit}
+        if secondary:
+            row["secondary"] = secondary
+        rows.append(row)
+    return rows
+
+
+def merge(existing, new):
+    """Rows of `existing` whose combination is not in `new`, then `new`.
+
+    Replacing whole combinations (not just equal keys) keeps a combination
+    from holding a stale failed row next to fresh results, or sizes from an
+    older sweep that the new one did not measure.
+    """
+    replaced = {combo_key(r) for r in new}
+    kept = [r for r in existing if combo_key(r) not in replaced]
+    return kept + list(new)
+
+
+def sort_rows(rows, transport_order=(), benchmark_order=()):
+    def rank(order, value):
+        try:
+            return (0, order.index(value), "")
+        except ValueError:
+            return (1, 0, str(value))
+
+    def key(r):
+        size = r.get("size_bytes")
+        return (rank(list(benchmark_order), r.get("benchmark")),
+                str(r.get("pattern") or ""),
+                rank(list(transport_order), r.get("transport")),
+                -1 if size is None else size)
+    return sorted(rows, key=key)
+
+
+def load_rows(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        data = json.load(f)
+    if not isinstance(data, list):
+        raise ValueError("%s: expected a JSON list of rows" % path)
+    for r in data:
+        if not isinstance(r, dict) or "transport" not in r or "benchmark" not in r:
+            raise ValueError("%s: malformed row %r" % (path, r))
+    return data
+
+
+def write_json_atomic(path, data):
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".compare-", suffix=".json", dir=d)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

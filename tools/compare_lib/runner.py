@@ -1,0 +1,323 @@
+"""Running the benchmark programs: transport and benchmark tables, command
+lines, timeouts that kill the whole process tree, the emulated cluster."""
+
+import datetime
+import os
+import platform
+import re
+import shlex
+import signal
+import subprocess
+import time
+
+from .table import ParseError, parse_bench_output
+from .results import RunOutcome
+
+SYSTEM_MCA_DIR = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
+
+
+class Transport:
+    """One way of running MPI.  `mca` and `env` values may use {build}
+    (absolute meson build dir) and {iface} (the cluster's interface name).
+    `requires` lists files (templates too) that must exist, else the
+    transport is recorded as skipped."""
+
+    def __init__(self, name, mca, env=None, requires=(), note=""):
+        self.name = name
+        self.mca = list(mca)
+        self.env = dict(env or {})
+        self.requires = list(requires)
+        self.note = note
+
+    def _subst(self, s, ctx):
+        return s.format(**ctx)
+
+    def mca_args(self, ctx):
+        out = []
+        for k, v in self.mca:
+            out += ["--mca", k, self._subst(v, ctx)]
+        return out
+
+    def env_vars(self, ctx):
+        return {k: self._subst(v, ctx) for k, v in self.env.items()}
+
+    def skip_reason(self, ctx):
+        for req in self.requires:
+            path = self._subst(req, ctx)
+            if not os.path.exists(path):
+                return "%s not found (component not built)" % path
+        return None
+
+
+# The transport table.  Later issues add entries here (dpdk-memif,
+# dpdk-afxdp, raw-memif, raw-afxdp, daemon modes ...).
+TRANSPORTS = [
+    Transport("tcp", [("pml", "ob1"), ("btl", "self,vader,tcp")],
+              note="Open MPI tcp BTL over the kernel stack"),
+    Transport("rudp",
+              [("pml", "ob1"), ("btl", "self,vader,rudp"),
+               ("mca_base_component_path", SYSTEM_MCA_DIR + ":{build}/ompi/btl/rudp")],
+              requires=["{build}/ompi/btl/rudp/mca_btl_rudp.so"],
+              note="ethermpi reliable-UDP BTL (seed 001)"),
+    Transport("ofi-rxd",
+              [("pml", "cm"), ("mtl", "ofi"), ("mtl_ofi_provider_include", "udp;ofi_rxd"),
+               # libfabric 1.17 RxD segfaults (NULL deref in its progress) in
+               # Open MPI's default recursive-doubling MPI_Barrier with 3 ranks;
+               # the linear barrier works.  Barriers are never timed.
+               ("coll_tuned_use_dynamic_rules", "1"), ("coll_tuned_barrier_algorithm", "1")],
+              # Open MPI excludes udp unless named; FI_PROVIDER keeps libfabric
+              # from falling back to another provider, FI_UDP_IFACE keeps the
+              # udp provider off loopback inside the cluster namespaces.
+              env={"FI_PROVIDER": "udp,ofi_rxd", "FI_UDP_IFACE": "{iface}"},
+              note="libfabric RxD (reliable datagram) over the udp provider"),
+]
+
+
+class Benchmark:
+    def __init__(self, name, program, np, unit, pattern=None, args=()):
+        self.name = name          # benchmark name in the JSON rows
+        self.program = program    # executable in <build>/bench/mpi
+        self.np = np
+        self.unit = unit          # primary unit the program must report
+        self.pattern = pattern
+        self.args = list(args)
+
+    @property
+    def label(self):
+        return self.name if self.pattern is None else "%s@%s" % (self.name, self.pattern)
+
+
+BENCHMARKS = [
+    Benchmark("latency", "em_latency", 2, "us"),
+    Benchmark("bw", "em_bw", 2, "MB/s"),
+    Benchmark("bibw", "em_bibw", 2, "MB/s"),
+    Benchmark("burst", "em_burst", 2, "us/msg", pattern="1:1"),
+    Benchmark("burst", "em_burst", 3, "us/msg", pattern="2:1"),
+    Benchmark("pingpong", "em_pingpong", 2, "us/rt", pattern="1:1"),
+    Benchmark("pingpong", "em_pingpong", 3, "us/rt", pattern="2:1"),
+]
+
+
+def select(items, spec, key, what):
+    """Filters a table by a comma list (None = all).  Benchmarks match by
+    name ("burst") or name@pattern ("burst@2:1")."""
+    if not spec:
+        return list(items)
+    wanted = [s.strip() for s in spec.split(",") if s.strip()]
+    out = []
+    for w in wanted:
+        hit = [it for it in items if w in key(it)]
+        if not hit:
+            raise SystemExit("unknown %s %r (known: %s)" % (
+                what, w, ", ".join(sorted({k for it in items for k in key(it)}))))
+        out += [h for h in hit if h not in out]
+    return [it for it in items if it in out]
+
+
+# ---- process handling --------------------------------------------------------
+
+def _children_map():
+    kids = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # the command name may contain spaces and parentheses
+        rest = stat[stat.rfind(")") + 2:].split()
+        if len(rest) < 2:
+            continue
+        kids.setdefault(int(rest[1]), []).append(int(d))
+    return kids
+
+
+def descendants(pid):
+    kids = _children_map()
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        for c in kids.get(p, []):
+            if c not in out:
+                out.append(c)
+                todo.append(c)
+    return out
+
+
+def kill_tree(proc, grace=3.0):
+    """Ends a child started with start_new_session=True, its process group
+    and every descendant (remote orteds started through the rsh agent run
+    in other namespaces but are still our descendants)."""
+    if proc.poll() is not None and not descendants(proc.pid):
+        return
+    victims = descendants(proc.pid)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for p in victims + [proc.pid]:
+            try:
+                os.kill(p, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.time() + grace
+        while time.time() < deadline:
+            proc.poll()
+            alive = [p for p in victims if os.path.exists("/proc/%d" % p)
+                     and not _is_zombie(p)]
+            if proc.returncode is not None and not alive:
+                return
+            time.sleep(0.1)
+        victims = [p for p in victims if os.path.exists("/proc/%d" % p)] + descendants(proc.pid)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _is_zombie(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            s = f.read()
+        return s[s.rfind(")") + 2:].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+class Runner:
+    """Runs commands with a timeout, output to log files; tracks the one
+    child currently running so a signal handler can end it."""
+
+    def __init__(self):
+        self.current = None
+
+    def run(self, cmd, env, timeout, log_prefix, cwd=None):
+        out_path, err_path = log_prefix + ".out", log_prefix + ".err"
+        os.makedirs(os.path.dirname(out_path), exist_ok=True)
+        t0 = time.time()
+        timed_out = False
+        with open(out_path, "w") as out, open(err_path, "w") as err:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                    env=env, cwd=cwd, start_new_session=True)
+            self.current = proc
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            finally:
+                # also reaps stragglers a finished mpirun may leave behind
+                kill_tree(proc)
+                self.current = None
+        with open(out_path, errors="replace") as f:
+            stdout = f.read()
+        with open(err_path, errors="replace") as f:
+            stderr = f.read()
+        return {"rc": proc.returncode, "timed_out": timed_out, "seconds": time.time() - t0,
+                "stdout": stdout, "stderr": stderr, "log": log_prefix}
+
+    def abort_current(self):
+        if self.current is not None:
+            kill_tree(self.current)
+
+
+_NOISE = re.compile(r"^(-+|\s*)$")
+
+
+def failure_reason(res, timeout):
+    if res["timed_out"]:
+        done = ""
+        try:
+            sizes = sorted(parse_bench_output(res["stdout"]).rows)
+            done = " (sizes up to %d B had completed)" % sizes[-1]
+        except ParseError:
+            pass
+        return "timeout after %g s%s" % (timeout, done)
+    lines = [ln.strip() for ln in (res["stderr"] + "\n" + res["stdout"]).splitlines()
+             if not _NOISE.match(ln)]
+    pick = [ln for ln in lines if ln.startswith("em_")] or \
+           [ln for ln in lines if re.search(r"error|abort|fail|unable|cannot|not", ln, re.I)] or lines
+    text = pick[0] if pick else "no output"
+    if len(text) > 240:
+        text = text[:237] + "..."
+    return "exit %s: %s" % (res["rc"], text)
+
+
+def outcome_of(res, bench, timeout):
+    if res["timed_out"] or res["rc"] != 0:
+        return RunOutcome(False, reason=failure_reason(res, timeout))
+    try:
+        table = parse_bench_output(res["stdout"])
+    except ParseError as e:
+        return RunOutcome(False, reason="bad output: %s" % e)
+    if table.name != bench.name:
+        return RunOutcome(False, reason="program reported benchmark %r, expected %r"
+                          % (table.name, bench.name))
+    if table.unit != bench.unit:
+        return RunOutcome(False, reason="program reported unit %r, expected %r"
+                          % (table.unit, bench.unit))
+    return RunOutcome(True, table=table)
+
+
+# ---- cluster -------------------------------------------------------------------
+
+def cluster_nodes(prefix):
+    """Node namespaces <prefix>-n<i> that exist now."""
+    try:
+        out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                             timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    names = {ln.split()[0] for ln in out.splitlines() if ln.strip()}
+    i, found = 0, []
+    while "%s-n%d" % (prefix, i) in names:
+        found.append("%s-n%d" % (prefix, i))
+        i += 1
+    return found
+
+
+# ---- environment -----------------------------------------------------------------
+
+def _first_line(cmd):
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+        for ln in (r.stdout + r.stderr).splitlines():
+            if ln.strip():
+                return ln.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return None
+
+
+def environment(repo):
+    cpu_model = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for ln in f:
+                if ln.startswith("model name"):
+                    cpu_model = ln.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    commit = _first_line(["git", "-C", repo, "rev-parse", "--short", "HEAD"])
+    if commit and not re.match(r"^[0-9a-f]+$", commit):
+        commit = None
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "hostname": platform.node(),
+        "kernel": platform.release(),
+        "uname": " ".join(platform.uname()),
+        "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model,
+        "openmpi": _first_line(["mpirun", "--version"]),
+        "libfabric": _first_line(["fi_info", "--version"]),
+        "python": platform.python_version(),
+        "git_commit": commit,
+    }
+
+
+def shell_line(cmd, env_delta):
+    pre = " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in sorted(env_delta.items()))
+    return (pre + " " if pre else "") + " ".join(shlex.quote(c) for c in cmd)
