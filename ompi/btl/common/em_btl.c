@@ -91,6 +91,8 @@ static void rdma_put(em_btl_module_t *m, em_btl_rdma_t *r)
 static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_t len)
 {
     em_btl_module_t *m = u;
+    if (m->finalizing)        /* the PML may already be gone (and unloaded) */
+        return;
     mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + tag;
     mca_btl_base_segment_t seg = { .seg_addr.pval = (void *)data, .seg_len = len };
     mca_btl_base_descriptor_t des;
@@ -105,7 +107,7 @@ static void cb_complete(void *u, void *ctx, int status)
 {
     em_btl_module_t *m = u;
     int rc = status == 0 ? OPAL_SUCCESS : OPAL_ERR_UNREACH;
-    if (m->finalizing)        /* ops cancelled by finalize: ob1 is gone, no upcalls */
+    if (m->finalizing)        /* ops drained or cancelled by finalize: no upcalls */
         return;
     if (*(int *)ctx == EM_BTL_OP_SEND) {
         em_btl_frag_t *f = (em_btl_frag_t *)((char *)ctx - offsetof(em_btl_frag_t, kind));
@@ -129,7 +131,7 @@ static void cb_peer_failed(void *u, uint16_t peer)
 {
     em_btl_module_t *m = u;
     struct mca_btl_base_endpoint_t *ep = peer < m->npeers ? &m->eps[peer] : NULL;
-    if (!ep || !ep->proc)
+    if (!ep || !ep->proc || m->finalizing)
         return;
     ep->failed = 1;
     opal_show_help(HELP_FILE, "peer-failed", true, m->name, opal_process_info.nodename,
@@ -388,6 +390,10 @@ static void print_stats(em_btl_module_t *m)
 static int em_finalize(struct mca_btl_base_module_t *btl)
 {
     em_btl_module_t *m = MOD(btl);
+    /* From here on no upcall reaches the PML: it has been finalized, and its
+     * component may be unloaded (a late frame during the drain below used to
+     * call into unmapped memory: a segfault in MPI_Finalize, ~1 run in 4). */
+    m->finalizing = 1;
     if (m->engine) {
         /* give the last ACKs a moment to leave, so peers need not retransmit */
         uint64_t t0 = em_now_ns();
@@ -395,7 +401,6 @@ static int em_finalize(struct mca_btl_base_module_t *btl)
             em_engine_progress(m->engine);
         if (m->params->print_stats)
             print_stats(m);
-        m->finalizing = 1;
         em_engine_destroy(m->engine);
         m->engine = NULL;
     }
