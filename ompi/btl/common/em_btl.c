@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <libgen.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,8 +135,18 @@ static void cb_peer_failed(void *u, uint16_t peer)
     if (!ep || !ep->proc || m->finalizing)
         return;
     ep->failed = 1;
-    opal_show_help(HELP_FILE, "peer-failed", true, m->name, opal_process_info.nodename,
-                   OPAL_NAME_PRINT(ep->proc->proc_name), m->params->retries);
+    /* Rendered here and written to stderr rather than opal_show_help(): the
+     * latter is forwarded to mpirun through the PMIx log, and Open MPI 4.1.4's
+     * mpirun crashed (orte_rml_oob_send_buffer_nb from pmix_server_log_fn)
+     * when that log raced with the abort that follows. */
+    char *msg = opal_show_help_string(HELP_FILE, "peer-failed", true, m->name,
+                                      opal_process_info.nodename,
+                                      OPAL_NAME_PRINT(ep->proc->proc_name), m->params->retries);
+    if (msg) {
+        fputs(msg, stderr);
+        fflush(stderr);
+        free(msg);
+    }
     if (m->error_cb)
         m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, ep->proc, "ethermpi: peer stopped answering");
 }
