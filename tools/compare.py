@@ -148,7 +148,7 @@ def main(argv):
         # default bind-to-core pins rank 0 (node 0) and rank 1 (node 1) to
         # the same core 0; two busy-polling ranks then share one core and
         # ping-pong takes scheduler slices (~4 ms).  Never bind.
-        cmd = launch + ["--bind-to", "none", "-np", str(b.np)] + t.mca_args(ctx)
+        cmd = launch + ["--bind-to", "none", "-np", str(b.np)] + t.mca_args(ctx) + b.mpirun_args
         tenv = t.env_vars(ctx)
         for k, v in sorted(tenv.items()):
             cmd += ["-x", "%s=%s" % (k, v)]
@@ -188,7 +188,7 @@ def main(argv):
     if mode == "cluster" and not args.nodes:
         by_nodes = {}
         for b in benches:
-            by_nodes.setdefault(max(2, b.np), []).append(b)
+            by_nodes.setdefault(b.nodes or max(2, b.np), []).append(b)
         phases = [(n, by_nodes[n]) for n in sorted(by_nodes)]
     else:
         phases = [(args.nodes if mode == "cluster" else None, benches)]
@@ -237,6 +237,7 @@ def main(argv):
                         cmd, tenv = command(t, b)
                         env = dict(base_env)
                         env.update(tenv)
+                        env.update(b.env)
                         name = combo_name(t, b)
                         logp = os.path.join(logs, "%s-%s%s-r%d" % (
                             t.name, b.name,

@@ -3,10 +3,10 @@
  * message with every other rank (so connection-oriented transports open all
  * their connections), then counts the socket descriptors it holds
  * (/proc/self/fd -> "socket:[...]").  Rank 0 prints per-rank counts and the
- * median in the em-bench table format:
+ * median in the em-bench table format (size 0: the count is per process):
  *   # em-bench sockets transport-neutral v1
- *   # ranks sockets_per_process count
- *   16 <median>
+ *   # size_bytes sockets_per_process count
+ *   0 <median>
  * The count includes Open MPI's own runtime sockets (the same for every
  * BTL); differences between BTLs are the BTLs'.
  */
@@ -69,8 +69,8 @@ int main(int argc, char **argv)
             printf(" %d", all[i]);
         printf("\n");
         qsort(all, (size_t)size, sizeof *all, cmp);
-        printf("# em-bench sockets transport-neutral v1\n# ranks sockets_per_process count\n");
-        printf("%d %d\n", size, all[size / 2]);
+        printf("# em-bench sockets transport-neutral v1\n# size_bytes sockets_per_process count\n");
+        printf("0 %d\n", all[size / 2]);
         printf("# min %d max %d\n", all[0], all[size - 1]);
         free(all);
     }

@@ -2,9 +2,12 @@
  * @file engine.c
  * Endpoint: protocol over a link (see engine.h).
  *
- * Transmit path: the protocol emits a frame -> it is copied once into a link
- * tx buffer and appended to a batch -> the batch goes to the link as one
- * burst at the end of the call (send, put or progress).  When the link
+ * Transmit path: the protocol emits a frame -> the header (and, on links
+ * that cannot gather or for small payloads, the payload) is copied into a
+ * link tx buffer, which is appended to a batch -> the batch goes to the
+ * link as one burst at the end of the call (send, put or progress).  On
+ * gathering links (UDP) payloads of EM_GATHER_MIN bytes or more are sent
+ * straight from the op's buffer.  When the link
  * refuses, the frame stays in the batch; when the batch is full, emit says
  * -EM_EAGAIN and the protocol retries later: nothing is dropped here.
  *
@@ -20,6 +23,8 @@
 
 #define EM_BURST 32
 #define EM_TX_BATCH 64
+/* Below this a copy into the frame is cheaper than a second iovec. */
+#define EM_GATHER_MIN 512
 
 struct em_engine {
     em_link_t *link;
@@ -41,13 +46,19 @@ uint64_t em_now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-/** Hand the batch to the link; what it does not take stays, in order. */
+/**
+ * Hand the batch to the link; what it does not take stays, in order.  A
+ * frame that stays gets its external payload copied in first: the payload
+ * belongs to an op that may complete (and be reused) before the retry.
+ */
 static void flush_tx(em_engine_t *e)
 {
     if (e->nbatch) {
         unsigned k = em_link_tx_burst(e->link, e->batch, e->nbatch);
         e->st.tx_frames += k;
         if (k < e->nbatch) {
+            for (unsigned i = k; i < e->nbatch; i++)
+                em_link_pkt_flatten(e->batch[i]);
             memmove(e->batch, e->batch + k, (e->nbatch - k) * sizeof e->batch[0]);
             e->st.tx_backpressure++;
         }
@@ -75,9 +86,16 @@ static int e_emit(void *u, uint16_t peer, const void *hdr, size_t hlen,
         }
     }
     memcpy(pkt->data, hdr, hlen);
-    if (plen)
+    pkt->len = (uint32_t)hlen;
+    pkt->ext = NULL;
+    pkt->ext_len = 0;
+    if (plen >= EM_GATHER_MIN && (e->link->flags & EM_LINK_F_GATHER)) {
+        pkt->ext = payload;           /* the link sends it from the op's buffer */
+        pkt->ext_len = (uint32_t)plen;
+    } else if (plen) {
         memcpy(pkt->data + hlen, payload, plen);
-    pkt->len = (uint32_t)(hlen + plen);
+        pkt->len += (uint32_t)plen;
+    }
     pkt->peer = peer;
     e->batch[e->nbatch++] = pkt;
     return 0;

@@ -25,11 +25,22 @@ typedef struct em_link_addr {
 /** A frame buffer owned by the link, lent to the caller. */
 typedef struct em_pkt {
     uint8_t *data;  /**< first byte of the protocol frame */
-    uint32_t len;   /**< bytes in the frame (tx: set by the caller) */
+    uint32_t len;   /**< bytes at data (tx: set by the caller) */
     uint16_t peer;  /**< tx: destination peer index */
     uint16_t rsvd;
+    /** tx only, links with EM_LINK_F_GATHER: ext_len more bytes of frame,
+     *  sent from the caller's memory after the len bytes at data.  Valid
+     *  only until tx_burst returns: a frame the link does not take must
+     *  have ext copied into data (em_link_pkt_flatten) before it waits. */
+    const uint8_t *ext;
+    uint32_t ext_len;
     void *priv;     /**< link private (mbuf, slot index, ...) */
 } em_pkt_t;
+
+/** em_link::flags */
+enum em_link_flags {
+    EM_LINK_F_GATHER = 0x1,  /**< tx frames may carry an external payload (em_pkt_t::ext) */
+};
 
 typedef struct em_link em_link_t;
 
@@ -59,6 +70,7 @@ typedef struct em_link_ops {
 struct em_link {
     const em_link_ops_t *ops;
     uint32_t mtu;           /**< bytes of protocol frame per packet */
+    uint32_t flags;         /**< enum em_link_flags */
     em_link_addr_t local;   /**< this link's address, for the peers */
 };
 
@@ -70,5 +82,17 @@ static inline void em_link_rx_release(em_link_t *l, em_pkt_t **p, unsigned n) { 
 static inline int em_link_flush(em_link_t *l) { return l->ops->flush(l); }
 static inline int em_link_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a) { return l->ops->set_peer(l, peer, a); }
 static inline void em_link_close(em_link_t *l) { if (l) l->ops->close(l); }
+
+/** Copy a frame's external payload into its own buffer (so it may wait). */
+static inline void em_link_pkt_flatten(em_pkt_t *p)
+{
+    if (p->ext_len) {
+        for (uint32_t i = 0; i < p->ext_len; i++)
+            p->data[p->len + i] = p->ext[i];
+        p->len += p->ext_len;
+    }
+    p->ext = NULL;
+    p->ext_len = 0;
+}
 
 #endif

@@ -41,7 +41,12 @@ struct udp_link {
 static em_pkt_t *udp_tx_alloc(em_link_t *l)
 {
     struct udp_link *u = (struct udp_link *)l;
-    return u->ntx_free ? u->tx_free[--u->ntx_free] : NULL;
+    if (!u->ntx_free)
+        return NULL;
+    em_pkt_t *p = u->tx_free[--u->ntx_free];
+    p->ext = NULL;
+    p->ext_len = 0;
+    return p;
 }
 
 static void udp_tx_free(em_link_t *l, em_pkt_t *p)
@@ -54,7 +59,7 @@ static unsigned udp_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
 {
     struct udp_link *u = (struct udp_link *)l;
     struct mmsghdr msgs[64];
-    struct iovec iov[64];
+    struct iovec iov[64][2];
     unsigned done = 0;
 
     while (done < n) {
@@ -64,10 +69,11 @@ static unsigned udp_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
             if (p->peer >= u->npeers || u->peers[p->peer].sin_port == 0) {
                 break;
             }
-            iov[k] = (struct iovec){ .iov_base = p->data, .iov_len = p->len };
+            iov[k][0] = (struct iovec){ .iov_base = p->data, .iov_len = p->len };
+            iov[k][1] = (struct iovec){ .iov_base = (void *)p->ext, .iov_len = p->ext_len };
             msgs[k] = (struct mmsghdr){ .msg_hdr = {
                 .msg_name = &u->peers[p->peer], .msg_namelen = sizeof(struct sockaddr_in),
-                .msg_iov = &iov[k], .msg_iovlen = 1 } };
+                .msg_iov = iov[k], .msg_iovlen = p->ext_len ? 2 : 1 } };
             k++;
         }
         if (k == 0) {
@@ -245,7 +251,8 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
     if (mtu == 0) {
         struct ifreq ifr;
         memset(&ifr, 0, sizeof ifr);
-        strncpy(ifr.ifr_name, ifname, sizeof ifr.ifr_name - 1);
+        size_t nl = strnlen(ifname, sizeof ifr.ifr_name - 1);
+        memcpy(ifr.ifr_name, ifname, nl);
         mtu = ioctl(u->fd, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > 28 ? (uint32_t)ifr.ifr_mtu - 28 : 1472;
     }
     if (mtu > 65507)
@@ -281,6 +288,7 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
     u->ntx_free = UDP_TX_POOL;
     u->link.ops = &udp_ops;
     u->link.mtu = mtu;
+    u->link.flags = EM_LINK_F_GATHER;
     u->link.local.len = 6;
     memcpy(u->link.local.bytes, &sa.sin_addr.s_addr, 4);
     memcpy(u->link.local.bytes + 4, &sa.sin_port, 2);

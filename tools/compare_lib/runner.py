@@ -74,13 +74,17 @@ TRANSPORTS = [
 
 
 class Benchmark:
-    def __init__(self, name, program, np, unit, pattern=None, args=()):
+    def __init__(self, name, program, np, unit, pattern=None, args=(), nodes=None,
+                 env=None, mpirun_args=()):
         self.name = name          # benchmark name in the JSON rows
         self.program = program    # executable in <build>/bench/mpi
         self.np = np
         self.unit = unit          # primary unit the program must report
         self.pattern = pattern
         self.args = list(args)
+        self.nodes = nodes        # cluster size; default: one node per rank (>= 2)
+        self.env = dict(env or {})            # e.g. EMC_SLOTS for several ranks per node
+        self.mpirun_args = list(mpirun_args)
 
     @property
     def label(self):
@@ -95,6 +99,11 @@ BENCHMARKS = [
     Benchmark("burst", "em_burst", 3, "us/msg", pattern="2:1"),
     Benchmark("pingpong", "em_pingpong", 2, "us/rt", pattern="1:1"),
     Benchmark("pingpong", "em_pingpong", 3, "us/rt", pattern="2:1"),
+    # seed 001's scaling argument: descriptors per process with 16 ranks on
+    # 2 nodes (8 per node, so tcp needs a connection per remote rank); the
+    # ranks oversubscribe 2 cores, so they yield when idle.
+    Benchmark("sockets", "em_sockets", 16, "count", pattern="16 ranks/2 nodes", nodes=2,
+              env={"EMC_SLOTS": "8"}, mpirun_args=["--mca", "mpi_yield_when_idle", "1"]),
 ]
 
 
