@@ -1,0 +1,407 @@
+/**
+ * @file link_dpdk.c
+ * DPDK link (see link_dpdk.h).  Each mbuf carries its em_pkt_t in the mbuf
+ * private area, so lending frames to the engine allocates nothing.  The
+ * protocol frame starts right after the 14-byte Ethernet header, which
+ * tx_burst fills in from the peer table.
+ */
+#include "link/link_dpdk.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_ether.h>
+#include <rte_mbuf.h>
+
+#define ETH_HDR 14u
+#define BURST 32
+#define MAX_ARGS 48
+
+struct dpdk_link {
+    em_link_t link;                 /* must be first */
+    uint16_t port;
+    struct rte_mempool *pool;
+    struct rte_ether_addr mac;
+    struct rte_ether_addr *peers;
+    uint32_t npeers;
+    uint64_t rng;
+    double rx_loss;
+    uint8_t *scratch;               /* BURST linear copies of multi-segment frames */
+    em_dpdk_stats_t st;
+};
+
+static int eal_started;             /* EAL runs once per process */
+
+static em_pkt_t *pkt_of(struct rte_mbuf *m) { return rte_mbuf_to_priv(m); }
+
+static em_pkt_t *dpdk_tx_alloc(em_link_t *l)
+{
+    struct dpdk_link *d = (struct dpdk_link *)l;
+    struct rte_mbuf *m = rte_pktmbuf_alloc(d->pool);
+    if (!m)
+        return NULL;
+    em_pkt_t *p = pkt_of(m);
+    p->data = rte_pktmbuf_mtod(m, uint8_t *) + ETH_HDR;
+    p->len = 0;
+    p->ext = NULL;
+    p->ext_len = 0;
+    p->priv = m;
+    return p;
+}
+
+static void dpdk_tx_free(em_link_t *l, em_pkt_t *p) { rte_pktmbuf_free(p->priv); }
+
+static unsigned dpdk_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
+{
+    struct dpdk_link *d = (struct dpdk_link *)l;
+    struct rte_mbuf *m[64];
+    unsigned done = 0;
+
+    while (done < n) {
+        unsigned k = n - done < 64 ? n - done : 64;
+        for (unsigned i = 0; i < k; i++) {
+            em_pkt_t *p = pkts[done + i];
+            struct rte_mbuf *mb = p->priv;
+            struct rte_ether_hdr *eh = rte_pktmbuf_mtod(mb, struct rte_ether_hdr *);
+            if (p->peer < d->npeers)
+                rte_ether_addr_copy(&d->peers[p->peer], &eh->dst_addr);
+            else
+                memset(&eh->dst_addr, 0xff, sizeof eh->dst_addr);  /* never happens: checked by set_peer */
+            rte_ether_addr_copy(&d->mac, &eh->src_addr);
+            eh->ether_type = rte_cpu_to_be_16(EM_ETHERTYPE);
+            mb->data_len = (uint16_t)(ETH_HDR + p->len);
+            mb->pkt_len = mb->data_len;
+            m[i] = mb;
+        }
+        uint16_t sent = rte_eth_tx_burst(d->port, 0, m, (uint16_t)k);
+        d->st.tx_frames += sent;
+        done += sent;
+        if (sent < k) {
+            d->st.tx_full++;
+            break;
+        }
+    }
+    return done;
+}
+
+static uint64_t rnd(struct dpdk_link *d)
+{
+    d->rng ^= d->rng << 13;
+    d->rng ^= d->rng >> 7;
+    d->rng ^= d->rng << 17;
+    return d->rng;
+}
+
+static unsigned dpdk_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
+{
+    struct dpdk_link *d = (struct dpdk_link *)l;
+    struct rte_mbuf *m[BURST];
+    if (max > BURST)
+        max = BURST;
+    uint16_t n = rte_eth_rx_burst(d->port, 0, m, (uint16_t)max);
+    unsigned k = 0;
+    for (uint16_t i = 0; i < n; i++) {
+        struct rte_mbuf *mb = m[i];
+        struct rte_ether_hdr *eh = rte_pktmbuf_mtod(mb, struct rte_ether_hdr *);
+        if (mb->pkt_len < ETH_HDR || eh->ether_type != rte_cpu_to_be_16(EM_ETHERTYPE) ||
+            mb->pkt_len - ETH_HDR > d->link.mtu) {
+            d->st.rx_foreign++;
+            rte_pktmbuf_free(mb);
+            continue;
+        }
+        if (d->rx_loss > 0 && (double)(rnd(d) >> 11) / 9007199254740992.0 < d->rx_loss) {
+            d->st.rx_dropped_loss++;
+            rte_pktmbuf_free(mb);
+            continue;
+        }
+        em_pkt_t *p = pkt_of(mb);
+        p->priv = mb;
+        p->len = mb->pkt_len - ETH_HDR;
+        if (mb->nb_segs > 1) {
+            /* chained mbufs (frame larger than one buffer): one linear copy */
+            uint8_t *lin = d->scratch + (size_t)k * (d->link.mtu + ETH_HDR);
+            const uint8_t *src = rte_pktmbuf_read(mb, 0, mb->pkt_len, lin);
+            if (src != lin)
+                memcpy(lin, src, mb->pkt_len);
+            p->data = lin + ETH_HDR;
+            d->st.rx_multiseg++;
+        } else {
+            p->data = (uint8_t *)eh + ETH_HDR;
+        }
+        pkts[k++] = p;
+    }
+    d->st.rx_frames += k;
+    return k;
+}
+
+static void dpdk_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        rte_pktmbuf_free(pkts[i]->priv);
+}
+
+static int dpdk_flush(em_link_t *l) { (void)l; return 0; }
+
+static int dpdk_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+{
+    struct dpdk_link *d = (struct dpdk_link *)l;
+    if (a->len != 8)
+        return -EINVAL;
+    if (peer >= d->npeers) {
+        uint32_t nn = d->npeers ? d->npeers : 16;
+        while (nn <= peer)
+            nn *= 2;
+        struct rte_ether_addr *np = realloc(d->peers, nn * sizeof *np);
+        if (!np)
+            return -ENOMEM;
+        memset(np + d->npeers, 0, (nn - d->npeers) * sizeof *np);
+        d->peers = np;
+        d->npeers = nn;
+    }
+    memcpy(d->peers[peer].addr_bytes, a->bytes, 6);
+    return 0;
+}
+
+static void dpdk_close(em_link_t *l)
+{
+    struct dpdk_link *d = (struct dpdk_link *)l;
+    rte_eth_dev_stop(d->port);
+    rte_eth_dev_close(d->port);
+    rte_mempool_free(d->pool);
+    free(d->peers);
+    free(d->scratch);
+    free(d);
+    /* one port per process: EAL goes too (no hugepage files are left: EAL
+     * runs --in-memory or --no-huge) */
+    rte_eal_cleanup();
+}
+
+static const em_link_ops_t dpdk_ops = {
+    .name = "dpdk",
+    .tx_alloc = dpdk_tx_alloc, .tx_burst = dpdk_tx_burst, .tx_free = dpdk_tx_free,
+    .rx_burst = dpdk_rx_burst, .rx_release = dpdk_rx_release, .flush = dpdk_flush,
+    .set_peer = dpdk_set_peer, .close = dpdk_close,
+};
+
+/** "--lcores=0@(a,b,...)": EAL's main thread keeps the affinity it has now. */
+static void lcores_arg(char *buf, size_t len)
+{
+    cpu_set_t set;
+    size_t n = (size_t)snprintf(buf, len, "--lcores=0@(");
+    int first = 1;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        for (int c = 0; c < CPU_SETSIZE && n + 8 < len; c++)
+            if (CPU_ISSET(c, &set)) {
+                n += (size_t)snprintf(buf + n, len - n, "%s%d", first ? "" : ",", c);
+                first = 0;
+            }
+    }
+    if (first)
+        n += (size_t)snprintf(buf + n, len - n, "0");
+    snprintf(buf + n, len - n, ")");
+}
+
+static long free_hugepages(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[128];
+    long v = 0;
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "HugePages_Free: %ld", &v) == 1)
+            break;
+    fclose(f);
+    return v;
+}
+
+static int start_eal(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
+{
+    static char store[2048];
+    static char lcores[512], prefix[128], vdev[1024];
+    char *argv[MAX_ARGS];
+    int argc = 0;
+
+    if (eal_started) {
+        snprintf(err, errlen, "DPDK is already initialised in this process (one ethermpi port per process)");
+        return -1;
+    }
+    argv[argc++] = "ethermpi";
+    if (cfg->file_prefix && *cfg->file_prefix)
+        snprintf(prefix, sizeof prefix, "--file-prefix=%s", cfg->file_prefix);
+    else
+        snprintf(prefix, sizeof prefix, "--file-prefix=em%ld", (long)getpid());
+    argv[argc++] = prefix;
+    lcores_arg(lcores, sizeof lcores);
+    argv[argc++] = lcores;
+    argv[argc++] = "--no-telemetry";
+    argv[argc++] = "--log-level=*:error";
+    const char *extra = cfg->eal_args;
+    if (!extra || !*extra)
+        /* hugepages when there are some (no files: --in-memory), else plain memory */
+        extra = free_hugepages() >= 128 ? "--in-memory -m 256" : "--no-huge -m 256";
+    snprintf(store, sizeof store, "%s", extra);
+    for (char *tok = strtok(store, " "); tok && argc < MAX_ARGS - 3; tok = strtok(NULL, " "))
+        argv[argc++] = tok;
+    if (cfg->vdev && *cfg->vdev) {
+        argv[argc++] = "--no-pci";
+        snprintf(vdev, sizeof vdev, "--vdev=%s", cfg->vdev);
+        argv[argc++] = vdev;
+    }
+    argv[argc] = NULL;
+    if (rte_eal_init(argc, argv) < 0) {
+        int e = rte_errno;
+        const char *hint = "";
+        if (e == EACCES || e == EPERM)
+            hint = " (DPDK needs root, or CAP_NET_ADMIN, CAP_NET_RAW, CAP_IPC_LOCK and CAP_SYS_ADMIN)";
+        else if (e == ENOMEM)
+            hint = " (not enough memory: with hugepages reserve more, e.g. "
+                   "echo 256 > /proc/sys/vm/nr_hugepages, or pass --no-huge -m 256 in the EAL arguments)";
+        else if (e == EALREADY)
+            hint = " (EAL was already initialised by something else in this process)";
+        snprintf(err, errlen, "DPDK EAL failed to start: %s%s; EAL arguments: %s%s%s",
+                 rte_strerror(e), hint, extra, cfg->vdev && *cfg->vdev ? " --vdev=" : "",
+                 cfg->vdev ? cfg->vdev : "");
+        return -1;
+    }
+    eal_started = 1;
+    return 0;
+}
+
+em_link_t *em_link_dpdk_open(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
+{
+    if (start_eal(cfg, err, errlen) != 0)
+        return NULL;
+    if (rte_eth_dev_count_avail() == 0) {
+        snprintf(err, errlen, "DPDK found no usable port%s%s (check the device/interface "
+                 "name, that the interface exists in this network namespace, and that the "
+                 "PMD is installed)", cfg->vdev && *cfg->vdev ? " for " : "",
+                 cfg->vdev ? cfg->vdev : "");
+        rte_eal_cleanup();
+        return NULL;
+    }
+    struct dpdk_link *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, errlen, "out of memory");
+        rte_eal_cleanup();
+        return NULL;
+    }
+    uint16_t port = 0;
+    RTE_ETH_FOREACH_DEV(port) break;
+    d->port = port;
+
+    struct rte_eth_dev_info info;
+    int rc = rte_eth_dev_info_get(port, &info);
+    if (rc != 0) {
+        snprintf(err, errlen, "rte_eth_dev_info_get: %s", rte_strerror(-rc));
+        goto fail;
+    }
+    /* af_xdp UMEM frames are one page: keep its mbufs small; others may
+     * carry jumbo frames in one buffer */
+    int small = info.driver_name && strstr(info.driver_name, "af_xdp") != NULL;
+    uint16_t room = small ? RTE_MBUF_DEFAULT_BUF_SIZE : (uint16_t)(9216 + RTE_PKTMBUF_HEADROOM);
+    uint32_t want = cfg->mtu ? cfg->mtu : 9000;
+    uint32_t lim = (uint32_t)room - RTE_PKTMBUF_HEADROOM - ETH_HDR;
+    if (want > lim)
+        want = lim;
+    if (info.max_mtu && want > info.max_mtu)
+        want = info.max_mtu;
+
+    char name[64];
+    snprintf(name, sizeof name, "em_pool_%u", port);
+    uint32_t nb = cfg->nb_mbufs ? cfg->nb_mbufs : 8191;
+    d->pool = rte_pktmbuf_pool_create(name, nb, 256, RTE_ALIGN(sizeof(em_pkt_t), RTE_MBUF_PRIV_ALIGN),
+                                      room, (int)rte_socket_id());
+    if (!d->pool) {
+        snprintf(err, errlen, "cannot create a pool of %u mbufs of %u bytes: %s (raise -m in the "
+                 "EAL arguments)", nb, room, rte_strerror(rte_errno));
+        goto fail;
+    }
+    struct rte_eth_conf conf;
+    memset(&conf, 0, sizeof conf);
+    conf.rxmode.mtu = want;
+    uint16_t nd = cfg->nb_desc ? cfg->nb_desc : 1024;
+    if ((rc = rte_eth_dev_configure(port, 1, 1, &conf)) != 0) {
+        /* some PMDs refuse a large MTU at configure time: retry with theirs */
+        conf.rxmode.mtu = 0;
+        if ((rc = rte_eth_dev_configure(port, 1, 1, &conf)) != 0) {
+            snprintf(err, errlen, "rte_eth_dev_configure(%s): %s", info.driver_name, rte_strerror(-rc));
+            goto fail;
+        }
+    }
+    rte_eth_dev_adjust_nb_rx_tx_desc(port, &nd, &nd);
+    if ((rc = rte_eth_rx_queue_setup(port, 0, nd, rte_eth_dev_socket_id(port), NULL, d->pool)) != 0 ||
+        (rc = rte_eth_tx_queue_setup(port, 0, nd, rte_eth_dev_socket_id(port), NULL)) != 0) {
+        snprintf(err, errlen, "queue setup on %s: %s", info.driver_name, rte_strerror(-rc));
+        goto fail;
+    }
+    if ((rc = rte_eth_dev_start(port)) != 0) {
+        snprintf(err, errlen, "cannot start %s: %s", info.driver_name, rte_strerror(-rc));
+        goto fail;
+    }
+    uint16_t mtu = 0;
+    if (rte_eth_dev_set_mtu(port, (uint16_t)want) != 0 && rte_eth_dev_get_mtu(port, &mtu) == 0 && mtu < want)
+        want = mtu;
+    rte_eth_macaddr_get(port, &d->mac);
+
+    struct rte_eth_link lk;
+    uint32_t wait = cfg->link_wait_ms ? cfg->link_wait_ms : 10000;
+    for (uint32_t t = 0;; t += 10) {
+        memset(&lk, 0, sizeof lk);
+        rte_eth_link_get_nowait(port, &lk);
+        if (lk.link_status == RTE_ETH_LINK_UP)
+            break;
+        if (t >= wait) {
+            snprintf(err, errlen, "link of %s is still down after %u ms (for a memif cable, is "
+                     "the other side running?)", info.driver_name, wait);
+            rte_eth_dev_stop(port);
+            goto fail;
+        }
+        rte_delay_ms(10);
+    }
+    d->scratch = malloc((size_t)BURST * (want + ETH_HDR));
+    if (!d->scratch) {
+        snprintf(err, errlen, "out of memory");
+        rte_eth_dev_stop(port);
+        goto fail;
+    }
+    d->rx_loss = cfg->rx_loss;
+    d->rng = cfg->loss_seed ? cfg->loss_seed : 0x9E3779B97F4A7C15ull;
+    d->link.ops = &dpdk_ops;
+    d->link.mtu = want;
+    d->link.flags = 0;
+    d->link.local.len = 8;
+    memcpy(d->link.local.bytes, d->mac.addr_bytes, 6);
+    d->link.local.bytes[6] = 0;   /* queue 0 */
+    d->link.local.bytes[7] = 0;
+    return &d->link;
+
+fail:
+    rte_eth_dev_close(port);
+    if (d->pool)
+        rte_mempool_free(d->pool);
+    free(d->scratch);
+    free(d);
+    rte_eal_cleanup();
+    return NULL;
+}
+
+const em_dpdk_stats_t *em_link_dpdk_stats(const em_link_t *l) { return &((const struct dpdk_link *)l)->st; }
+
+void em_link_dpdk_addr_str(const em_link_addr_t *a, char *buf, size_t len)
+{
+    if (a->len != 8) {
+        snprintf(buf, len, "?");
+        return;
+    }
+    snprintf(buf, len, "%02x:%02x:%02x:%02x:%02x:%02x/%u", a->bytes[0], a->bytes[1], a->bytes[2],
+             a->bytes[3], a->bytes[4], a->bytes[5], (unsigned)(a->bytes[6] << 8 | a->bytes[7]));
+}

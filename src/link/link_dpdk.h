@@ -1,0 +1,57 @@
+/**
+ * @file link_dpdk.h
+ * The burst interface over a DPDK poll-mode driver at layer 2: ethertype
+ * 0x88B5 (IEEE 802 local experimental), MAC addressing, no IP stack (seed
+ * 000).  The PMD comes from a devargs string, so the same code runs on
+ * net_memif (shared-memory "cable"), net_af_xdp (a kernel interface) and a
+ * real NIC's PMD.
+ *
+ * Address blob: 6 bytes MAC + 2 bytes queue id (big-endian).
+ *
+ * One DPDK port, one rx and one tx queue per process (direct mode).  The
+ * process becomes a DPDK primary: EAL is started here, once per process,
+ * with a unique file prefix and the calling thread's current CPU affinity
+ * (EAL would otherwise pin the MPI rank to core 0).
+ */
+#ifndef EM_LINK_DPDK_H
+#define EM_LINK_DPDK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "link/link.h"
+
+#define EM_ETHERTYPE 0x88B5u
+
+typedef struct em_dpdk_cfg {
+    /** PMD devargs, e.g. "net_memif0,role=server,socket=/run/x.sock,socket-abstract=no"
+     *  or "net_af_xdp0,iface=eth0,start_queue=0,queue_count=1".  NULL/"": use
+     *  the first port EAL finds with @p eal_args (e.g. a PCI NIC). */
+    const char *vdev;
+    /** Extra EAL arguments, space separated (default "--no-huge -m 256"). */
+    const char *eal_args;
+    /** --file-prefix; NULL = "em<pid>" (must be unique per process). */
+    const char *file_prefix;
+    uint32_t mtu;          /**< wanted L2 payload bytes; 0 = as large as port and mbufs allow (<= 9000) */
+    uint32_t nb_mbufs;     /**< mempool size; 0 = 8191 (af_xdp pre-fills >= 2048 per queue) */
+    uint16_t nb_desc;      /**< ring descriptors per queue; 0 = 1024 */
+    double rx_loss;        /**< seeded drop probability on receive (loss injection for wires no kernel sees) */
+    uint64_t loss_seed;
+    uint32_t link_wait_ms; /**< how long to wait for link up; 0 = 10000 */
+} em_dpdk_cfg_t;
+
+typedef struct em_dpdk_stats {
+    uint64_t rx_frames, rx_foreign, rx_multiseg, rx_dropped_loss, tx_frames, tx_full;
+} em_dpdk_stats_t;
+
+/**
+ * Start EAL (first call only), probe the device, configure and start the
+ * port, wait for link up.  On failure returns NULL with a sentence a user
+ * can act on in @p err (no hugepages, no permission, interface missing...).
+ */
+em_link_t *em_link_dpdk_open(const em_dpdk_cfg_t *cfg, char *err, size_t errlen);
+const em_dpdk_stats_t *em_link_dpdk_stats(const em_link_t *l);
+/** Render an address blob as "aa:bb:cc:dd:ee:ff/q". */
+void em_link_dpdk_addr_str(const em_link_addr_t *a, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,159 @@
+/*
+ * link_dpdk on a virtual device with no wire: net_ring0 loops every frame
+ * sent on its tx queue back to its rx queue.  EAL starts once per process,
+ * so the program has three modes, each its own meson test:
+ *   (no argument)  framing and contents through the loopback; a frame of
+ *                  another ethertype, injected with raw DPDK calls, is
+ *                  dropped and counted
+ *   --loss         seeded 50 % receive loss drops about half, counted
+ *   --bad-device   an af_xdp port on a missing interface fails with a
+ *                  message naming it
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <rte_ethdev.h>
+#include <rte_ether.h>
+#include <rte_mbuf.h>
+
+#include "link/link_dpdk.h"
+
+static em_link_t *L;
+
+static int open_ring(double loss)
+{
+    char err[512] = "";
+    em_dpdk_cfg_t c = { .vdev = "net_ring0", .eal_args = "--no-huge -m 128 --no-shconf",
+                        .nb_mbufs = 2047, .rx_loss = loss, .loss_seed = 5,
+                        .link_wait_ms = 2000 };
+    L = em_link_dpdk_open(&c, err, sizeof err);
+    if (!L)
+        fprintf(stderr, "cannot open net_ring0: %s\n", err);
+    return L ? 0 : -1;
+}
+
+static void send_frame(uint16_t peer, const char *s)
+{
+    em_pkt_t *p = em_link_tx_alloc(L);
+    assert_non_null(p);
+    p->len = (uint32_t)strlen(s);
+    memcpy(p->data, s, p->len);
+    p->peer = peer;
+    assert_int_equal(em_link_tx_burst(L, &p, 1), 1);
+}
+
+/* receive up to max frames (copies, NUL-terminated) */
+static unsigned drain(char (*out)[64], unsigned max)
+{
+    em_pkt_t *pk[32];
+    unsigned got = 0;
+    for (int tries = 0; tries < 2000 && got < max; tries++) {
+        unsigned n = em_link_rx_burst(L, pk, 32);
+        for (unsigned i = 0; i < n && got < max; i++, got++) {
+            unsigned l = pk[i]->len < 63 ? pk[i]->len : 63;
+            memcpy(out[got], pk[i]->data, l);
+            out[got][l] = 0;
+        }
+        em_link_rx_release(L, pk, n);
+    }
+    return got;
+}
+
+static void test_loopback_frames(void **st)
+{
+    em_link_addr_t self = L->local;
+    assert_int_equal(self.len, 8);
+    assert_int_equal(em_link_set_peer(L, 3, &self), 0);
+    assert_true(L->mtu >= 1500);
+    send_frame(3, "hello");
+    send_frame(3, "world!");
+    char got[4][64];
+    assert_int_equal(drain(got, 4), 2);
+    assert_string_equal(got[0], "hello");
+    assert_string_equal(got[1], "world!");
+    assert_int_equal(em_link_dpdk_stats(L)->rx_frames, 2);
+    em_link_addr_t bad = { .len = 6 };
+    assert_int_not_equal(em_link_set_peer(L, 4, &bad), 0);
+}
+
+static void test_foreign_ethertype_dropped(void **st)
+{
+    struct rte_mempool *mp = rte_pktmbuf_pool_create("test_raw", 63, 0, 0,
+                                                     RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+    assert_non_null(mp);
+    struct rte_mbuf *m = rte_pktmbuf_alloc(mp);
+    char *d = rte_pktmbuf_append(m, 60);
+    memset(d, 0, 60);
+    struct rte_ether_hdr *eh = (struct rte_ether_hdr *)d;
+    memcpy(eh->dst_addr.addr_bytes, L->local.bytes, 6);
+    eh->ether_type = rte_cpu_to_be_16(0x0800);            /* IPv4, not ours */
+    assert_int_equal(rte_eth_tx_burst(0, 0, &m, 1), 1);
+    send_frame(3, "after");
+    char got[4][64];
+    assert_int_equal(drain(got, 4), 1);                    /* only ours */
+    assert_string_equal(got[0], "after");
+    assert_int_equal(em_link_dpdk_stats(L)->rx_foreign, 1);
+    rte_mempool_free(mp);
+}
+
+static int loss_mode(void)
+{
+    if (open_ring(0.5) != 0)
+        return 1;
+    em_link_set_peer(L, 1, &L->local);
+    int sent = 0;
+    for (int i = 0; i < 1000; i++) {
+        em_pkt_t *p = em_link_tx_alloc(L);
+        if (!p)
+            break;
+        p->len = 1;
+        p->data[0] = 'z';
+        p->peer = 1;
+        sent += (int)em_link_tx_burst(L, &p, 1);
+        if (i % 100 == 99) {                               /* keep the ring from filling */
+            char got[128][64];
+            drain(got, 128);
+        }
+    }
+    char got[128][64];
+    drain(got, 128);
+    const em_dpdk_stats_t *s = em_link_dpdk_stats(L);
+    printf("sent %d: received %llu, dropped by injected loss %llu\n", sent,
+           (unsigned long long)s->rx_frames, (unsigned long long)s->rx_dropped_loss);
+    int ok = sent == 1000 && s->rx_frames + s->rx_dropped_loss == 1000 &&
+             s->rx_dropped_loss > 400 && s->rx_dropped_loss < 600;
+    em_link_close(L);
+    return ok ? 0 : 1;
+}
+
+static int bad_device_mode(void)
+{
+    char err[512] = "";
+    em_dpdk_cfg_t c = { .vdev = "net_af_xdp0,iface=nosuchif0", .eal_args = "--no-huge -m 64 --no-shconf" };
+    em_link_t *l = em_link_dpdk_open(&c, err, sizeof err);
+    printf("error message: %s\n", err);
+    return l == NULL && strstr(err, "nosuchif0") ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--bad-device") == 0)
+        return bad_device_mode();
+    if (argc > 1 && strcmp(argv[1], "--loss") == 0)
+        return loss_mode();
+    if (open_ring(0) != 0)
+        return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_loopback_frames),
+        cmocka_unit_test(test_foreign_ethertype_dropped),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    em_link_close(L);
+    return rc;
+}
