@@ -314,6 +314,8 @@ em_link_t *em_link_dpdk_open(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
         want = lim;
     if (info.max_mtu && want > info.max_mtu)
         want = info.max_mtu;
+    if (info.max_rx_pktlen > ETH_HDR + 4 && want > info.max_rx_pktlen - ETH_HDR - 4)
+        want = info.max_rx_pktlen - ETH_HDR - 4; /* memif: 1518-byte frames incl. CRC */
 
     char name[64];
     snprintf(name, sizeof name, "em_pool_%u", port);

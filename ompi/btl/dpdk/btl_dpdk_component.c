@@ -1,0 +1,149 @@
+/**
+ * @file btl_dpdk_component.c
+ * The `dpdk` BTL (seed 000): ethermpi's protocol at layer 2 through a DPDK
+ * poll-mode driver, in user space.  Everything but the link lives in
+ * ../common/em_btl.c; this file holds the component, its link parameters
+ * and the link opener.  In this "direct" mode each MPI process owns its
+ * DPDK port (one rank per node).
+ *
+ * Select with: --mca btl self,vader,dpdk --mca btl_dpdk_vdev <devargs>
+ *
+ * btl_dpdk_vdev is a DPDK devargs string, or "@FILE" to read it from FILE
+ * (first line); "%h" in either is replaced by the host name, so one mpirun
+ * command line can give each node its own device (a memif cable has a
+ * server end and a client end): --mca btl_dpdk_vdev @/etc/ethermpi/%h.vdev
+ */
+#include "opal_config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/em_btl.h"
+#include "link/link_dpdk.h"
+
+extern mca_btl_base_component_3_0_0_t mca_btl_dpdk_component;
+
+static em_btl_params_t dpdk_params;
+static char *dpdk_vdev;
+static char *dpdk_eal_args;
+static int dpdk_mtu;
+static double dpdk_rx_loss;
+static int dpdk_loss_seed;
+static int dpdk_link_wait_ms;
+
+static em_btl_module_t dpdk_module;
+
+static int dpdk_register(void)
+{
+    mca_base_component_t *c = &mca_btl_dpdk_component.btl_version;
+    em_btl_register_params(c, &dpdk_params);
+    dpdk_vdev = "";
+    dpdk_eal_args = "";
+    dpdk_mtu = 0;
+    dpdk_rx_loss = 0.0;
+    dpdk_loss_seed = 0;
+    dpdk_link_wait_ms = 20000;
+    (void)mca_base_component_var_register(c, "vdev",
+        "DPDK device: devargs (e.g. net_memif0,role=client,socket=/run/x.sock,socket-abstract=no "
+        "or net_af_xdp0,iface=eth0), or @FILE to read them from FILE; %h is replaced by the "
+        "host name.  Empty: the first port EAL finds (e.g. a NIC given in eal_args with -a)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_vdev);
+    (void)mca_base_component_var_register(c, "eal_args",
+        "Extra DPDK EAL arguments; empty = '--in-memory -m 256' with hugepages, else "
+        "'--no-huge -m 256' (no hugepage files either way)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_eal_args);
+    (void)mca_base_component_var_register(c, "mtu",
+        "L2 payload bytes per frame; 0 = as large as the port and mbufs allow (<= 9000)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_mtu);
+    (void)mca_base_component_var_register(c, "rx_loss",
+        "Testing: drop this fraction of received frames (seeded; for wires no kernel sees, e.g. memif)",
+        MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_rx_loss);
+    (void)mca_base_component_var_register(c, "loss_seed",
+        "Testing: seed of rx_loss (0 = fixed default)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_loss_seed);
+    (void)mca_base_component_var_register(c, "link_wait_ms",
+        "How long to wait for the port's link to come up (a memif cable waits for its other end)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_link_wait_ms);
+    em_btl_module_defaults(&dpdk_module.super);
+    return mca_btl_base_param_register(c, &dpdk_module.super);
+}
+
+static int dpdk_open(void)
+{
+    em_btl_add_help_dir((const void *)&mca_btl_dpdk_component);
+    return OPAL_SUCCESS;
+}
+
+static int dpdk_close(void) { return OPAL_SUCCESS; }
+
+/** Replace every "%h" of @p in by the host name. */
+static void expand_host(const char *in, char *out, size_t len)
+{
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    size_t o = 0;
+    for (const char *p = in; *p && o + 1 < len; p++) {
+        if (p[0] == '%' && p[1] == 'h') {
+            o += (size_t)snprintf(out + o, len - o, "%s", host);
+            if (o >= len)
+                o = len - 1;
+            p++;
+        } else {
+            out[o++] = *p;
+        }
+    }
+    out[o] = 0;
+}
+
+static em_link_t *dpdk_open_link(char *err, size_t errlen)
+{
+    char vdev[1024], path[1024];
+    expand_host(dpdk_vdev ? dpdk_vdev : "", vdev, sizeof vdev);
+    if (vdev[0] == '@') {
+        snprintf(path, sizeof path, "%s", vdev + 1);
+        FILE *f = fopen(path, "r");
+        if (!f) {
+            snprintf(err, errlen, "cannot read the device file '%s' (btl_dpdk_vdev): %s",
+                     path, strerror(errno));
+            return NULL;
+        }
+        if (!fgets(vdev, sizeof vdev, f))
+            vdev[0] = 0;
+        fclose(f);
+        vdev[strcspn(vdev, "\r\n")] = 0;
+    }
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "em%ld", (long)getpid());
+    em_dpdk_cfg_t c = {
+        .vdev = vdev, .eal_args = dpdk_eal_args, .file_prefix = prefix,
+        .mtu = dpdk_mtu > 0 ? (uint32_t)dpdk_mtu : 0,
+        .rx_loss = dpdk_rx_loss, .loss_seed = (uint64_t)dpdk_loss_seed,
+        .link_wait_ms = dpdk_link_wait_ms > 0 ? (uint32_t)dpdk_link_wait_ms : 0,
+    };
+    return em_link_dpdk_open(&c, err, errlen);
+}
+
+static mca_btl_base_module_t **dpdk_init(int *num_btls, bool progress_threads, bool mpi_threads)
+{
+    return em_btl_init(&dpdk_module, &mca_btl_dpdk_component, "dpdk", &dpdk_params,
+                       dpdk_open_link, num_btls, mpi_threads);
+}
+
+static int dpdk_progress(void) { return em_btl_progress(&dpdk_module); }
+
+__attribute__((visibility("default")))
+mca_btl_base_component_3_0_0_t mca_btl_dpdk_component = {
+    .btl_version = {
+        MCA_BTL_DEFAULT_VERSION("dpdk"),
+        .mca_open_component = dpdk_open,
+        .mca_close_component = dpdk_close,
+        .mca_register_component_params = dpdk_register,
+    },
+    .btl_data = {
+        .param_field = MCA_BASE_METADATA_PARAM_CHECKPOINT,
+    },
+    .btl_init = dpdk_init,
+    .btl_progress = dpdk_progress,
+};
