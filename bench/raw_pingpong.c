@@ -11,7 +11,8 @@
  * The client prints an em-bench table: one-way latency = RTT/2, median of N
  * round trips (after warm-up), for payloads of 0 B up to the link MTU.
  * Frame payload byte 0 is the opcode: 'P' ping (echoed), 'Q' quit.
- * "@FILE" and "%h" in DEVARGS work as for the dpdk BTL's btl_dpdk_vdev.
+ * "@FILE" and "%h" in DEVARGS work as for the dpdk BTL's btl_dpdk_vdev;
+ * "%j" becomes "raw".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,14 +50,15 @@ static int cmpd(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static void expand(const char *in, char *out, size_t len);
 static void expand(const char *in, char *out, size_t len)
 {
     char host[256] = "", tmp[1024];
     gethostname(host, sizeof host - 1);
     size_t o = 0;
     for (const char *p = in; *p && o + 1 < sizeof tmp; p++) {
-        if (p[0] == '%' && p[1] == 'h') {
-            o += (size_t)snprintf(tmp + o, sizeof tmp - o, "%s", host);
+        if (p[0] == '%' && (p[1] == 'h' || p[1] == 'j')) {
+            o += (size_t)snprintf(tmp + o, sizeof tmp - o, "%s", p[1] == 'h' ? host : "raw");
             p++;
         } else {
             tmp[o++] = *p;
@@ -65,13 +67,14 @@ static void expand(const char *in, char *out, size_t len)
     tmp[o < sizeof tmp ? o : sizeof tmp - 1] = 0;
     if (tmp[0] == '@') {
         FILE *f = fopen(tmp + 1, "r");
-        out[0] = 0;
+        char line[1024] = "";
         if (f) {
-            if (!fgets(out, (int)len, f))
-                out[0] = 0;
+            if (!fgets(line, sizeof line, f))
+                line[0] = 0;
             fclose(f);
         }
-        out[strcspn(out, "\r\n")] = 0;
+        line[strcspn(line, "\r\n")] = 0;
+        expand(line, out, len);          /* the file may use %h / %j too */
     } else {
         snprintf(out, len, "%s", tmp);
     }

@@ -345,8 +345,18 @@ em_link_t *em_link_dpdk_open(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "queue setup on %s: %s", info.driver_name, rte_strerror(-rc));
         goto fail;
     }
-    if ((rc = rte_eth_dev_start(port)) != 0) {
-        snprintf(err, errlen, "cannot start %s: %s", info.driver_name, rte_strerror(-rc));
+    /* A memif client connects once, in dev_start, and fails if the server
+     * end has not created its socket yet (which rank starts first is a
+     * race): retry until the link wait runs out. */
+    uint32_t wait = cfg->link_wait_ms ? cfg->link_wait_ms : 10000;
+    uint32_t waited = 0;
+    while ((rc = rte_eth_dev_start(port)) != 0 && waited < wait) {
+        rte_delay_ms(20);
+        waited += 20;
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot start %s: %s (for a memif client: no server end "
+                 "appeared within %u ms)", info.driver_name, rte_strerror(rc < 0 ? -rc : rc), wait);
         goto fail;
     }
     uint16_t mtu = 0;
@@ -354,13 +364,22 @@ em_link_t *em_link_dpdk_open(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
         want = mtu;
     rte_eth_macaddr_get(port, &d->mac);
 
+    /* The memif server end listens from probe time (inside rte_eal_init)
+     * but refuses the handshake until its own dev_start ("device
+     * disabled"), and a refused client never tries again: so a client end
+     * whose link stays down restarts its port every 500 ms to reconnect. */
+    int memif_client = cfg->vdev && strstr(cfg->vdev, "net_memif") && strstr(cfg->vdev, "role=client");
     struct rte_eth_link lk;
-    uint32_t wait = cfg->link_wait_ms ? cfg->link_wait_ms : 10000;
-    for (uint32_t t = 0;; t += 10) {
+    for (uint32_t t = waited;; t += 10) {
         memset(&lk, 0, sizeof lk);
         rte_eth_link_get_nowait(port, &lk);
         if (lk.link_status == RTE_ETH_LINK_UP)
             break;
+        if (memif_client && t > waited && (t - waited) % 500 == 0) {
+            rte_eth_dev_stop(port);
+            for (uint32_t r = 0; rte_eth_dev_start(port) != 0 && r < 50; r++)
+                rte_delay_ms(10);
+        }
         if (t >= wait) {
             snprintf(err, errlen, "link of %s is still down after %u ms (for a memif cable, is "
                      "the other side running?)", info.driver_name, wait);

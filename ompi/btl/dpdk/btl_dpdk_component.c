@@ -11,7 +11,8 @@
  * btl_dpdk_vdev is a DPDK devargs string, or "@FILE" to read it from FILE
  * (first line); "%h" in either is replaced by the host name, so one mpirun
  * command line can give each node its own device (a memif cable has a
- * server end and a client end): --mca btl_dpdk_vdev @/etc/ethermpi/%h.vdev
+ * server end and a client end): --mca btl_dpdk_vdev @/etc/ethermpi/%h.vdev;
+ * "%j" is replaced by the job id (a memif socket of its own for every job).
  */
 #include "opal_config.h"
 
@@ -78,15 +79,20 @@ static int dpdk_open(void)
 
 static int dpdk_close(void) { return OPAL_SUCCESS; }
 
-/** Replace every "%h" of @p in by the host name. */
-static void expand_host(const char *in, char *out, size_t len)
+/**
+ * Replace "%h" by the host name and "%j" by the MPI job id.  %j gives every
+ * job its own memif socket: a job starting while the last one's processes
+ * are still exiting must not connect to their dying end of the cable.
+ */
+static void expand(const char *in, char *out, size_t len)
 {
-    char host[256] = "";
+    char host[256] = "", job[32];
     gethostname(host, sizeof host - 1);
+    snprintf(job, sizeof job, "%u", (unsigned)OPAL_PROC_MY_NAME.jobid);
     size_t o = 0;
     for (const char *p = in; *p && o + 1 < len; p++) {
-        if (p[0] == '%' && p[1] == 'h') {
-            o += (size_t)snprintf(out + o, len - o, "%s", host);
+        if (p[0] == '%' && (p[1] == 'h' || p[1] == 'j')) {
+            o += (size_t)snprintf(out + o, len - o, "%s", p[1] == 'h' ? host : job);
             if (o >= len)
                 o = len - 1;
             p++;
@@ -99,20 +105,20 @@ static void expand_host(const char *in, char *out, size_t len)
 
 static em_link_t *dpdk_open_link(char *err, size_t errlen)
 {
-    char vdev[1024], path[1024];
-    expand_host(dpdk_vdev ? dpdk_vdev : "", vdev, sizeof vdev);
+    char vdev[1024], line[1024];
+    expand(dpdk_vdev ? dpdk_vdev : "", vdev, sizeof vdev);
     if (vdev[0] == '@') {
-        snprintf(path, sizeof path, "%s", vdev + 1);
-        FILE *f = fopen(path, "r");
+        FILE *f = fopen(vdev + 1, "r");
         if (!f) {
             snprintf(err, errlen, "cannot read the device file '%s' (btl_dpdk_vdev): %s",
-                     path, strerror(errno));
+                     vdev + 1, strerror(errno));
             return NULL;
         }
-        if (!fgets(vdev, sizeof vdev, f))
-            vdev[0] = 0;
+        if (!fgets(line, sizeof line, f))
+            line[0] = 0;
         fclose(f);
-        vdev[strcspn(vdev, "\r\n")] = 0;
+        line[strcspn(line, "\r\n")] = 0;
+        expand(line, vdev, sizeof vdev);     /* the file may use %h / %j too */
     }
     char prefix[64];
     snprintf(prefix, sizeof prefix, "em%ld", (long)getpid());
