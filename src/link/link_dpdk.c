@@ -8,7 +8,10 @@
 #include "link/link_dpdk.h"
 
 #include <errno.h>
+#include <net/if.h>
 #include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,6 +212,27 @@ static void lcores_arg(char *buf, size_t len)
     snprintf(buf + n, len - n, ")");
 }
 
+/** MTU of the kernel interface named by "iface=" in @p vdev (0: unknown). */
+static uint32_t kernel_mtu(const char *vdev)
+{
+    const char *p = vdev ? strstr(vdev, "iface=") : NULL;
+    if (!p)
+        return 0;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    p += 6;
+    size_t n = strcspn(p, ",");
+    if (n == 0 || n >= sizeof ifr.ifr_name)
+        return 0;
+    memcpy(ifr.ifr_name, p, n);
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    if (fd < 0)
+        return 0;
+    int rc = ioctl(fd, SIOCGIFMTU, &ifr);
+    close(fd);
+    return rc == 0 && ifr.ifr_mtu > 0 ? (uint32_t)ifr.ifr_mtu : 0;
+}
+
 static long free_hugepages(void)
 {
     FILE *f = fopen("/proc/meminfo", "r");
@@ -316,6 +340,11 @@ em_link_t *em_link_dpdk_open(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
         want = info.max_mtu;
     if (info.max_rx_pktlen > ETH_HDR + 4 && want > info.max_rx_pktlen - ETH_HDR - 4)
         want = info.max_rx_pktlen - ETH_HDR - 4; /* memif: 1518-byte frames incl. CRC */
+    /* af_xdp rides a kernel interface: use its MTU, never change it (the
+     * peer's end would not follow) */
+    uint32_t kmtu = small ? kernel_mtu(cfg->vdev) : 0;
+    if (kmtu && want > kmtu)
+        want = kmtu;
 
     char name[64];
     snprintf(name, sizeof name, "em_pool_%u", port);
@@ -360,7 +389,8 @@ em_link_t *em_link_dpdk_open(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
         goto fail;
     }
     uint16_t mtu = 0;
-    if (rte_eth_dev_set_mtu(port, (uint16_t)want) != 0 && rte_eth_dev_get_mtu(port, &mtu) == 0 && mtu < want)
+    if (!kmtu && rte_eth_dev_set_mtu(port, (uint16_t)want) != 0 &&
+        rte_eth_dev_get_mtu(port, &mtu) == 0 && mtu < want)
         want = mtu;
     rte_eth_macaddr_get(port, &d->mac);
 
