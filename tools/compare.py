@@ -129,7 +129,7 @@ def main(argv):
               file=sys.stderr)
         return 2
 
-    ctx = {"build": build, "iface": args.iface}
+    ctx = {"build": build, "iface": args.iface, "prefix": args.prefix}
     mode = "local" if args.local else ("cluster-external" if args.no_cluster else "cluster")
     base_env = dict(os.environ)
     base_env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
@@ -142,6 +142,9 @@ def main(argv):
                      "build": build})
 
     def command(t, b):
+        if t.raw_vdev:
+            cmd = [os.path.join(REPO, "tools", "raw-floor"), "--vdev", t.raw_vdev.format(**ctx)]
+            return cmd + (["-q"] if args.quick else []), {"BUILD": build}
         launch = ["mpirun", "--oversubscribe"] if mode == "local" else \
                  [args.emcluster, "mpirun", "--map-by", "node"]
         # Every node namespace believes it owns all cores, so Open MPI's
@@ -149,6 +152,8 @@ def main(argv):
         # the same core 0; two busy-polling ranks then share one core and
         # ping-pong takes scheduler slices (~4 ms).  Never bind.
         cmd = launch + ["--bind-to", "none", "-np", str(b.np)] + t.mca_args(ctx) + b.mpirun_args
+        for k, v in b.mca:
+            cmd += ["--mca", k.format(btl=t.btl or ""), v]
         tenv = t.env_vars(ctx)
         for k, v in sorted(tenv.items()):
             cmd += ["-x", "%s=%s" % (k, v)]
@@ -174,6 +179,7 @@ def main(argv):
     outcomes = {}   # combo name -> [RunOutcome]
     meta_cmds = {}  # combo name -> [command records]
     skipped = {}    # transport name -> reason
+    not_applicable = {}  # combo name -> reason (e.g. a memif cable on 3 nodes)
     interrupted = False
     cluster_up = False
     layout = {}
@@ -234,6 +240,10 @@ def main(argv):
                     if t.name in skipped:
                         continue
                     for b in phase_benches:
+                        why = t.not_applicable(b, len(have) if mode != "local" else None)
+                        if why:
+                            not_applicable[combo_name(t, b)] = why
+                            continue
                         cmd, tenv = command(t, b)
                         env = dict(base_env)
                         env.update(tenv)
@@ -285,6 +295,9 @@ def main(argv):
                                                    "skipped", skipped[t.name]))
             elif name in outcomes:
                 new_rows += results.aggregate(t.name, b.name, b.pattern, b.unit, outcomes[name])
+            elif name in not_applicable:
+                new_rows.append(results.status_row(t.name, b.name, b.pattern, b.unit,
+                                                   "skipped", not_applicable[name]))
     json_path = os.path.join(out_dir, "compare.json")
     meta_path = os.path.join(out_dir, "compare-meta.json")
     tnames = [t.name for t in TRANSPORTS]

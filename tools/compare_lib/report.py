@@ -12,7 +12,7 @@ BENCH_TITLES = {
     "burst": "one-way burst, time per message at the receiver",
     "pingpong": "request/reply round trip (median)",
 }
-BENCH_ORDER = ["latency", "bw", "bibw", "burst", "pingpong"]
+BENCH_ORDER = ["latency", "latency-eager", "latency-rndv", "bw", "bibw", "burst", "pingpong", "sockets"]
 
 
 def fmt_size(n):

@@ -22,12 +22,30 @@ class Transport:
     `requires` lists files (templates too) that must exist, else the
     transport is recorded as skipped."""
 
-    def __init__(self, name, mca, env=None, requires=(), note=""):
+    def __init__(self, name, mca, env=None, requires=(), note="", btl=None, max_nodes=None,
+                 per_node=None, raw_vdev=None):
         self.name = name
         self.mca = list(mca)
         self.env = dict(env or {})
         self.requires = list(requires)
         self.note = note
+        self.btl = btl              # Open MPI BTL name, for per-BTL benchmark MCA ({btl})
+        self.max_nodes = max_nodes  # e.g. a memif cable joins exactly 2 nodes
+        self.per_node = per_node    # most ranks per node (dpdk direct mode: 1)
+        self.raw_vdev = raw_vdev    # not MPI: tools/raw-floor on this DPDK device
+
+    def not_applicable(self, bench, nodes):
+        """Why this transport cannot run `bench` on a cluster of `nodes`, or None."""
+        if self.max_nodes and nodes and nodes > self.max_nodes:
+            return "%s works on %d nodes at most (this phase has %d)" % (self.name, self.max_nodes, nodes)
+        if self.per_node and nodes and bench.np > nodes * self.per_node:
+            return "%s holds %d rank(s) per node; %s needs %d ranks on %d nodes" % (
+                self.name, self.per_node, bench.label, bench.np, nodes)
+        if self.raw_vdev and bench.name != "latency":
+            return "%s is the raw L2 floor: latency only" % self.name
+        if bench.mca and not self.btl:
+            return "%s is not a BTL (%s sets BTL parameters)" % (self.name, bench.label)
+        return None
 
     def _subst(self, s, ctx):
         return s.format(**ctx)
@@ -52,13 +70,26 @@ class Transport:
 # The transport table.  Later issues add entries here (dpdk-memif,
 # dpdk-afxdp, raw-memif, raw-afxdp, daemon modes ...).
 TRANSPORTS = [
-    Transport("tcp", [("pml", "ob1"), ("btl", "self,vader,tcp")],
+    Transport("tcp", [("pml", "ob1"), ("btl", "self,vader,tcp")], btl="tcp",
               note="Open MPI tcp BTL over the kernel stack"),
     Transport("rudp",
               [("pml", "ob1"), ("btl", "self,vader,rudp"),
                ("mca_base_component_path", SYSTEM_MCA_DIR + ":{build}/ompi/btl/rudp")],
-              requires=["{build}/ompi/btl/rudp/mca_btl_rudp.so"],
+              requires=["{build}/ompi/btl/rudp/mca_btl_rudp.so"], btl="rudp",
               note="ethermpi reliable-UDP BTL (seed 001)"),
+    # seed 000's BTL on the memif "cable" of a 2-node cluster (emcluster
+    # writes each node's end into <rundir>/dpdk/<node>.memif); direct mode:
+    # each process owns its node's DPDK port, so one rank per node.
+    Transport("dpdk-memif",
+              [("pml", "ob1"), ("btl", "self,vader,dpdk"),
+               ("mca_base_component_path", SYSTEM_MCA_DIR + ":{build}/ompi/btl/dpdk"),
+               ("btl_dpdk_vdev", "@/run/ethermpi/{prefix}/dpdk/%h.memif")],
+              requires=["{build}/ompi/btl/dpdk/mca_btl_dpdk.so"], btl="dpdk",
+              max_nodes=2, per_node=1,
+              note="ethermpi dpdk BTL over a memif cable (kernel bypass, seed 000)"),
+    Transport("raw-memif", [], raw_vdev="@/run/ethermpi/{prefix}/dpdk/%h.memif",
+              requires=["{build}/bench/raw_pingpong"], max_nodes=2,
+              note="raw L2 ping-pong on the same memif cable, no protocol: the floor"),
     Transport("ofi-rxd",
               [("pml", "cm"), ("mtl", "ofi"), ("mtl_ofi_provider_include", "udp;ofi_rxd"),
                # libfabric 1.17 RxD segfaults (NULL deref in its progress) in
@@ -75,7 +106,7 @@ TRANSPORTS = [
 
 class Benchmark:
     def __init__(self, name, program, np, unit, pattern=None, args=(), nodes=None,
-                 env=None, mpirun_args=()):
+                 env=None, mpirun_args=(), mca=()):
         self.name = name          # benchmark name in the JSON rows
         self.program = program    # executable in <build>/bench/mpi
         self.np = np
@@ -85,6 +116,9 @@ class Benchmark:
         self.nodes = nodes        # cluster size; default: one node per rank (>= 2)
         self.env = dict(env or {})            # e.g. EMC_SLOTS for several ranks per node
         self.mpirun_args = list(mpirun_args)
+        self.mca = list(mca)      # (name, value) with {btl}: per-BTL parameters
+        # the table name the program prints (variants reuse a program)
+        self.table = name.split("-")[0] if name.startswith("latency-") else name
 
     @property
     def label(self):
@@ -99,6 +133,13 @@ BENCHMARKS = [
     Benchmark("burst", "em_burst", 3, "us/msg", pattern="2:1"),
     Benchmark("pingpong", "em_pingpong", 2, "us/rt", pattern="1:1"),
     Benchmark("pingpong", "em_pingpong", 3, "us/rt", pattern="2:1"),
+    # seed 000 Fig. 11: every size forced through one protocol.  Eager up to
+    # 64 KiB (the largest eager message both tcp and our BTLs take by
+    # default); rendezvous from 0 B (eager limit = ob1's header alone).
+    Benchmark("latency-eager", "em_latency", 2, "us", args=["-m", "0:65536"],
+              mca=[("btl_{btl}_eager_limit", "65664"), ("btl_{btl}_max_send_size", "65664")]),
+    Benchmark("latency-rndv", "em_latency", 2, "us",
+              mca=[("btl_{btl}_eager_limit", "128"), ("btl_{btl}_rndv_eager_limit", "128")]),
     # seed 001's scaling argument: descriptors per process with 16 ranks on
     # 2 nodes (8 per node, so tcp needs a connection per remote rank); the
     # ranks oversubscribe 2 cores, so they yield when idle.
@@ -261,9 +302,9 @@ def outcome_of(res, bench, timeout):
         table = parse_bench_output(res["stdout"])
     except ParseError as e:
         return RunOutcome(False, reason="bad output: %s" % e)
-    if table.name != bench.name:
+    if table.name != bench.table:
         return RunOutcome(False, reason="program reported benchmark %r, expected %r"
-                          % (table.name, bench.name))
+                          % (table.name, bench.table))
     if table.unit != bench.unit:
         return RunOutcome(False, reason="program reported unit %r, expected %r"
                           % (table.unit, bench.unit))
