@@ -251,9 +251,13 @@ void em_proto_rx(em_proto_t *p, const void *frame, size_t len, uint64_t now)
         p->st.drop_peer_failed++;
         return;
     }
+    /* No frame may carry more than our frames can (a peer with a larger
+     * MTU, or a forged frame): the out-of-order slots hold frame_max bytes.
+     * Found by fuzz_proto_rx (heap overflow in buffer_ooo). */
     if ((h.type == EM_PT_DATA || h.type == EM_PT_PUT) &&
-        h.msg_len > (uint64_t)h.frag_cnt *
-                    (h.type == EM_PT_PUT ? p->put_payload : p->data_payload)) {
+        (em_hdr_len(h.type) + h.len > p->cfg.frame_max ||
+         h.msg_len > (uint64_t)h.frag_cnt *
+                     (h.type == EM_PT_PUT ? p->put_payload : p->data_payload))) {
         p->st.drop_malformed++;
         return;
     }

@@ -480,6 +480,24 @@ static void test_reassembly_rejects_inconsistent_fragments(void **st)
     em_proto_destroy(x.p);
 }
 
+static void test_frame_larger_than_ours_is_malformed(void **st)
+{
+    /* found by fuzz_proto_rx: an out-of-order frame carrying more than
+     * frame_max overflowed the out-of-order slot */
+    struct fx x;
+    mk(&x, EM_RECOVERY_SR, 0);
+    static char big[1200];
+    memset(big, 'b', sizeof big);
+    /* first of 2 fragments: message length plausible (<= 2 x 1000), but
+     * this frame alone carries 1100 B: 44 + 1100 > frame_max 1044 */
+    em_hdr_t h = { .type = EM_PT_DATA, .seq = 1, .len = 1100, .msg_len = 1100,
+                   .frag_no = 0, .frag_cnt = 2 };
+    feed(&x, h, big, 0);
+    assert_int_equal(em_proto_stats(x.p)->drop_malformed, 1);
+    assert_int_equal(em_proto_stats(x.p)->rx_ooo, 0);
+    em_proto_destroy(x.p);
+}
+
 static void test_empty_multi_fragment_message(void **st)
 {
     /* found by fuzz_proto_rx: fragments of a 0-byte message, no buffer yet */
@@ -620,6 +638,7 @@ int main(void)
         cmocka_unit_test(test_foreign_frames_dropped_and_counted),
         cmocka_unit_test(test_reassembly_rejects_inconsistent_fragments),
         cmocka_unit_test(test_empty_multi_fragment_message),
+        cmocka_unit_test(test_frame_larger_than_ours_is_malformed),
         cmocka_unit_test(test_put_frames_carry_target_and_complete_on_ack),
         cmocka_unit_test(test_put_received_is_placed_or_rejected),
         cmocka_unit_test(test_sequence_wraps),
