@@ -7,7 +7,9 @@
  */
 #include "link/link_dpdk.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <net/if.h>
 #include <sched.h>
 #include <sys/ioctl.h>
@@ -173,6 +175,23 @@ static int dpdk_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     return 0;
 }
 
+/** Remove @p dir and the plain files in it (EAL's runtime directory). */
+static void remove_dir(const char *dir)
+{
+    DIR *dp = opendir(dir);
+    struct dirent *e;
+    char path[PATH_MAX + 256];
+    if (!dp)
+        return;
+    while ((e = readdir(dp)))
+        if (e->d_name[0] != '.') {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+    closedir(dp);
+    rmdir(dir);
+}
+
 static void dpdk_close(em_link_t *l)
 {
     struct dpdk_link *d = (struct dpdk_link *)l;
@@ -183,8 +202,12 @@ static void dpdk_close(em_link_t *l)
     free(d->scratch);
     free(d);
     /* one port per process: EAL goes too (no hugepage files are left: EAL
-     * runs --in-memory or --no-huge) */
+     * runs --in-memory or --no-huge --no-shconf), and so does the runtime
+     * directory EAL creates (and never removes) under /var/run/dpdk */
+    char rundir[PATH_MAX];
+    snprintf(rundir, sizeof rundir, "%s", rte_eal_get_runtime_dir());
     rte_eal_cleanup();
+    remove_dir(rundir);
 }
 
 static const em_link_ops_t dpdk_ops = {
@@ -270,8 +293,10 @@ static int start_eal(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
     argv[argc++] = "--log-level=*:error";
     const char *extra = cfg->eal_args;
     if (!extra || !*extra)
-        /* hugepages when there are some (no files: --in-memory), else plain memory */
-        extra = free_hugepages() >= 128 ? "--in-memory -m 256" : "--no-huge -m 256";
+        /* hugepages when there are some, else plain memory; either way no
+         * files: --in-memory / --no-shconf leave nothing in /dev/hugepages
+         * or /var/run/dpdk after a crash */
+        extra = free_hugepages() >= 128 ? "--in-memory -m 256" : "--no-huge --no-shconf -m 256";
     snprintf(store, sizeof store, "%s", extra);
     for (char *tok = strtok(store, " "); tok && argc < MAX_ARGS - 3; tok = strtok(NULL, " "))
         argv[argc++] = tok;

@@ -53,7 +53,7 @@ static int dpdk_register(void)
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_vdev);
     (void)mca_base_component_var_register(c, "eal_args",
         "Extra DPDK EAL arguments; empty = '--in-memory -m 256' with hugepages, else "
-        "'--no-huge -m 256' (no hugepage files either way)",
+        "'--no-huge --no-shconf -m 256' (no files left behind either way)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_eal_args);
     (void)mca_base_component_var_register(c, "mtu",
         "L2 payload bytes per frame; 0 = as large as the port and mbufs allow (<= 9000)",
