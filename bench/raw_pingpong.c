@@ -50,36 +50,6 @@ static int cmpd(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void expand(const char *in, char *out, size_t len);
-static void expand(const char *in, char *out, size_t len)
-{
-    char host[256] = "", tmp[1024];
-    gethostname(host, sizeof host - 1);
-    size_t o = 0;
-    for (const char *p = in; *p && o + 1 < sizeof tmp; p++) {
-        if (p[0] == '%' && (p[1] == 'h' || p[1] == 'j')) {
-            o += (size_t)snprintf(tmp + o, sizeof tmp - o, "%s", p[1] == 'h' ? host : "raw");
-            p++;
-        } else {
-            tmp[o++] = *p;
-        }
-    }
-    tmp[o < sizeof tmp ? o : sizeof tmp - 1] = 0;
-    if (tmp[0] == '@') {
-        FILE *f = fopen(tmp + 1, "r");
-        char line[1024] = "";
-        if (f) {
-            if (!fgets(line, sizeof line, f))
-                line[0] = 0;
-            fclose(f);
-        }
-        line[strcspn(line, "\r\n")] = 0;
-        expand(line, out, len);          /* the file may use %h / %j too */
-    } else {
-        snprintf(out, len, "%s", tmp);
-    }
-}
-
 int main(int argc, char **argv)
 {
     int server = 0, quick = 0, iters = 10000;
@@ -102,7 +72,10 @@ int main(int argc, char **argv)
     if (quick)
         iters = 1000;
     char vdev[1024], err[1024], prefix[64];
-    expand(vdev_arg, vdev, sizeof vdev);
+    if (em_dpdk_devargs(vdev_arg, "raw", vdev, sizeof vdev, err, sizeof err) != 0) {
+        fprintf(stderr, "raw_pingpong: %s\n", err);
+        return 1;
+    }
     snprintf(prefix, sizeof prefix, "emraw%ld", (long)getpid());
     em_dpdk_cfg_t c = { .vdev = vdev, .file_prefix = prefix, .nb_mbufs = 4095, .link_wait_ms = 30000 };
     em_link_t *l = em_link_dpdk_open(&c, err, sizeof err);

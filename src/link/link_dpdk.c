@@ -6,14 +6,13 @@
  * tx_burst fills in from the peer table.
  */
 #include "link/link_dpdk.h"
+#include "link/link_util.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <net/if.h>
 #include <sched.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,17 +159,8 @@ static int dpdk_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     struct dpdk_link *d = (struct dpdk_link *)l;
     if (a->len != 8)
         return -EINVAL;
-    if (peer >= d->npeers) {
-        uint32_t nn = d->npeers ? d->npeers : 16;
-        while (nn <= peer)
-            nn *= 2;
-        struct rte_ether_addr *np = realloc(d->peers, nn * sizeof *np);
-        if (!np)
-            return -ENOMEM;
-        memset(np + d->npeers, 0, (nn - d->npeers) * sizeof *np);
-        d->peers = np;
-        d->npeers = nn;
-    }
+    if (em_peer_table_reserve((void **)&d->peers, &d->npeers, sizeof *d->peers, peer) != 0)
+        return -ENOMEM;
     memcpy(d->peers[peer].addr_bytes, a->bytes, 6);
     return 0;
 }
@@ -239,21 +229,16 @@ static void lcores_arg(char *buf, size_t len)
 static uint32_t kernel_mtu(const char *vdev)
 {
     const char *p = vdev ? strstr(vdev, "iface=") : NULL;
+    char name[IF_NAMESIZE];
     if (!p)
         return 0;
-    struct ifreq ifr;
-    memset(&ifr, 0, sizeof ifr);
     p += 6;
     size_t n = strcspn(p, ",");
-    if (n == 0 || n >= sizeof ifr.ifr_name)
+    if (n == 0 || n >= sizeof name)
         return 0;
-    memcpy(ifr.ifr_name, p, n);
-    int fd = socket(AF_INET, SOCK_DGRAM, 0);
-    if (fd < 0)
-        return 0;
-    int rc = ioctl(fd, SIOCGIFMTU, &ifr);
-    close(fd);
-    return rc == 0 && ifr.ifr_mtu > 0 ? (uint32_t)ifr.ifr_mtu : 0;
+    memcpy(name, p, n);
+    name[n] = 0;
+    return em_if_mtu(name);
 }
 
 static long free_hugepages(void)
@@ -468,6 +453,45 @@ fail:
     free(d);
     rte_eal_cleanup();
     return NULL;
+}
+
+/** Copy @p in to @p out with %h -> host name, %j -> @p job. */
+static void expand_spec(const char *in, const char *job, char *out, size_t len)
+{
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    size_t o = 0;
+    for (const char *p = in; *p && o + 1 < len; p++) {
+        if (p[0] == '%' && (p[1] == 'h' || p[1] == 'j')) {
+            o += (size_t)snprintf(out + o, len - o, "%s", p[1] == 'h' ? host : job);
+            if (o >= len)
+                o = len - 1;
+            p++;
+        } else {
+            out[o++] = *p;
+        }
+    }
+    out[o] = 0;
+}
+
+int em_dpdk_devargs(const char *spec, const char *job, char *out, size_t len,
+                    char *err, size_t errlen)
+{
+    char line[1024];
+    expand_spec(spec ? spec : "", job, out, len);
+    if (out[0] != '@')
+        return 0;
+    FILE *f = fopen(out + 1, "r");
+    if (!f) {
+        snprintf(err, errlen, "cannot read the device file '%s': %s", out + 1, strerror(errno));
+        return -1;
+    }
+    if (!fgets(line, sizeof line, f))
+        line[0] = 0;
+    fclose(f);
+    line[strcspn(line, "\r\n")] = 0;
+    expand_spec(line, job, out, len);
+    return 0;
 }
 
 const em_dpdk_stats_t *em_link_dpdk_stats(const em_link_t *l) { return &((const struct dpdk_link *)l)->st; }

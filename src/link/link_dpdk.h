@@ -51,6 +51,17 @@ typedef struct em_dpdk_stats {
  */
 em_link_t *em_link_dpdk_open(const em_dpdk_cfg_t *cfg, char *err, size_t errlen);
 const em_dpdk_stats_t *em_link_dpdk_stats(const em_link_t *l);
+
+/**
+ * Turn a device specification into devargs: "%h" becomes the host name and
+ * "%j" @p job (e.g. the MPI job id, so a memif socket is per job); "@FILE"
+ * means the first line of FILE, in which %h and %j are replaced too.  One
+ * spec can so give every node its own device (a memif cable has a server
+ * end and a client end).
+ * @return 0, or -1 with a sentence in @p err (unreadable FILE).
+ */
+int em_dpdk_devargs(const char *spec, const char *job, char *out, size_t len,
+                    char *err, size_t errlen);
 /** Render an address blob as "aa:bb:cc:dd:ee:ff/q". */
 void em_link_dpdk_addr_str(const em_link_addr_t *a, char *buf, size_t len);
 

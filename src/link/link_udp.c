@@ -6,6 +6,7 @@
  * valid until the next rx_burst (the engine releases before it asks again).
  */
 #include "link/link_udp.h"
+#include "link/link_util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -138,17 +138,8 @@ static int udp_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     struct udp_link *u = (struct udp_link *)l;
     if (a->len != 6)
         return -EINVAL;
-    if (peer >= u->npeers) {
-        uint32_t nn = u->npeers ? u->npeers : 16;
-        while (nn <= peer)
-            nn *= 2;
-        struct sockaddr_in *np = realloc(u->peers, nn * sizeof *np);
-        if (!np)
-            return -ENOMEM;
-        memset(np + u->npeers, 0, (nn - u->npeers) * sizeof *np);
-        u->peers = np;
-        u->npeers = nn;
-    }
+    if (em_peer_table_reserve((void **)&u->peers, &u->npeers, sizeof *u->peers, peer) != 0)
+        return -ENOMEM;
     struct sockaddr_in *s = &u->peers[peer];
     s->sin_family = AF_INET;
     memcpy(&s->sin_addr.s_addr, a->bytes, 4);
@@ -249,11 +240,8 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
     }
     uint32_t mtu = cfg->mtu;
     if (mtu == 0) {
-        struct ifreq ifr;
-        memset(&ifr, 0, sizeof ifr);
-        size_t nl = strnlen(ifname, sizeof ifr.ifr_name - 1);
-        memcpy(ifr.ifr_name, ifname, nl);
-        mtu = ioctl(u->fd, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > 28 ? (uint32_t)ifr.ifr_mtu - 28 : 1472;
+        uint32_t ifmtu = em_if_mtu(ifname);
+        mtu = ifmtu > 28 ? ifmtu - 28 : 1472;
     }
     if (mtu > 65507)
         mtu = 65507;

@@ -16,7 +16,6 @@
  */
 #include "opal_config.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -79,47 +78,15 @@ static int dpdk_open(void)
 
 static int dpdk_close(void) { return OPAL_SUCCESS; }
 
-/**
- * Replace "%h" by the host name and "%j" by the MPI job id.  %j gives every
- * job its own memif socket: a job starting while the last one's processes
- * are still exiting must not connect to their dying end of the cable.
- */
-static void expand(const char *in, char *out, size_t len)
-{
-    char host[256] = "", job[32];
-    gethostname(host, sizeof host - 1);
-    snprintf(job, sizeof job, "%u", (unsigned)OPAL_PROC_MY_NAME.jobid);
-    size_t o = 0;
-    for (const char *p = in; *p && o + 1 < len; p++) {
-        if (p[0] == '%' && (p[1] == 'h' || p[1] == 'j')) {
-            o += (size_t)snprintf(out + o, len - o, "%s", p[1] == 'h' ? host : job);
-            if (o >= len)
-                o = len - 1;
-            p++;
-        } else {
-            out[o++] = *p;
-        }
-    }
-    out[o] = 0;
-}
-
 static em_link_t *dpdk_open_link(char *err, size_t errlen)
 {
-    char vdev[1024], line[1024];
-    expand(dpdk_vdev ? dpdk_vdev : "", vdev, sizeof vdev);
-    if (vdev[0] == '@') {
-        FILE *f = fopen(vdev + 1, "r");
-        if (!f) {
-            snprintf(err, errlen, "cannot read the device file '%s' (btl_dpdk_vdev): %s",
-                     vdev + 1, strerror(errno));
-            return NULL;
-        }
-        if (!fgets(line, sizeof line, f))
-            line[0] = 0;
-        fclose(f);
-        line[strcspn(line, "\r\n")] = 0;
-        expand(line, vdev, sizeof vdev);     /* the file may use %h / %j too */
-    }
+    /* %j = the job id: every job gets its own memif socket, so a job that
+     * starts while the last one's processes are exiting never connects to
+     * their dying end of the cable */
+    char vdev[1024], job[32];
+    snprintf(job, sizeof job, "%u", (unsigned)OPAL_PROC_MY_NAME.jobid);
+    if (em_dpdk_devargs(dpdk_vdev, job, vdev, sizeof vdev, err, errlen) != 0)
+        return NULL;
     char prefix[64];
     snprintf(prefix, sizeof prefix, "em%ld", (long)getpid());
     em_dpdk_cfg_t c = {

@@ -1,0 +1,45 @@
+/**
+ * @file link_util.c
+ * Small pieces shared by the link implementations (see link_util.h).
+ */
+#include "link/link_util.h"
+
+#include <errno.h>
+#include <net/if.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int em_peer_table_reserve(void **tab, uint32_t *n, size_t elem, uint16_t peer)
+{
+    if (peer < *n)
+        return 0;
+    uint32_t nn = *n ? *n : 16;
+    while (nn <= peer)
+        nn *= 2;
+    uint8_t *np = realloc(*tab, (size_t)nn * elem);
+    if (!np)
+        return -ENOMEM;
+    memset(np + (size_t)*n * elem, 0, (size_t)(nn - *n) * elem);
+    *tab = np;
+    *n = nn;
+    return 0;
+}
+
+uint32_t em_if_mtu(const char *ifname)
+{
+    struct ifreq ifr;
+    size_t len = ifname ? strnlen(ifname, sizeof ifr.ifr_name) : 0;
+    if (len == 0 || len >= sizeof ifr.ifr_name)
+        return 0;
+    memset(&ifr, 0, sizeof ifr);
+    memcpy(ifr.ifr_name, ifname, len);
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    int rc = ioctl(fd, SIOCGIFMTU, &ifr);
+    close(fd);
+    return rc == 0 && ifr.ifr_mtu > 0 ? (uint32_t)ifr.ifr_mtu : 0;
+}

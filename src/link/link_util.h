@@ -1,0 +1,21 @@
+/**
+ * @file link_util.h
+ * Small pieces shared by the link implementations.
+ */
+#ifndef EM_LINK_UTIL_H
+#define EM_LINK_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/**
+ * Make the peer table *@p tab (*@p n entries of @p elem bytes) hold index
+ * @p peer, growing it (doubling, new entries zeroed) when needed.
+ * @return 0 or -ENOMEM.
+ */
+int em_peer_table_reserve(void **tab, uint32_t *n, size_t elem, uint16_t peer);
+
+/** MTU of kernel interface @p ifname (SIOCGIFMTU), 0 when unknown. */
+uint32_t em_if_mtu(const char *ifname);
+
+#endif
