@@ -14,6 +14,7 @@ compare-meta.json.  See docs/benchmarks.md.
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 
@@ -86,7 +87,7 @@ def selftest():
 
 
 def combo_name(t, b):
-    return "%s|%s|%s" % (t.name, b.name, b.pattern or "")
+    return "%s|%s" % (t.name, b.label)
 
 
 def bench_extra_args(args):
@@ -194,10 +195,10 @@ def main(argv):
     if mode == "cluster" and not args.nodes:
         by_nodes = {}
         for b in benches:
-            by_nodes.setdefault(b.nodes or max(2, b.np), []).append(b)
+            by_nodes.setdefault((b.nodes or max(2, b.np), tuple(b.up_args)), []).append(b)
         phases = [(n, by_nodes[n]) for n in sorted(by_nodes)]
     else:
-        phases = [(args.nodes if mode == "cluster" else None, benches)]
+        phases = [((args.nodes if mode == "cluster" else None, ()), benches)]
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
@@ -206,11 +207,14 @@ def main(argv):
             if reason:
                 skipped[t.name] = reason
                 print("compare.py: %s skipped: %s" % (t.name, reason), file=sys.stderr)
-        for nodes, phase_benches in phases:
+        for (nodes, up_args), phase_benches in phases:
             if all(t.name in skipped for t in transports):
                 break
             if mode == "cluster":
-                up = [args.emcluster, "up", "-n", str(nodes)]
+                if cluster_up:
+                    run.run([args.emcluster, "down"], base_env, 120,
+                            os.path.join(logs, "emcluster-down"), cwd=REPO)
+                up = [args.emcluster, "up", "-n", str(nodes)] + list(up_args)
                 if args.links:
                     up += ["--links", str(args.links)]
                 if args.mtu:
@@ -249,9 +253,9 @@ def main(argv):
                         env.update(tenv)
                         env.update(b.env)
                         name = combo_name(t, b)
-                        logp = os.path.join(logs, "%s-%s%s-r%d" % (
-                            t.name, b.name,
-                            "-" + b.pattern.replace(":", "to") if b.pattern else "", rep + 1))
+                        logp = os.path.join(logs, "%s-%s-r%d" % (
+                            t.name, re.sub(r"[^A-Za-z0-9_.=-]+", "_", b.label.replace(":", "to")),
+                            rep + 1))
                         res = run.run(cmd, env, timeout, logp, cwd=REPO)
                         oc = runner.outcome_of(res, b, timeout)
                         outcomes.setdefault(name, []).append(oc)
@@ -292,12 +296,13 @@ def main(argv):
             name = combo_name(t, b)
             if t.name in skipped:
                 new_rows.append(results.status_row(t.name, b.name, b.pattern, b.unit,
-                                                   "skipped", skipped[t.name]))
+                                                   "skipped", skipped[t.name], b.fields))
             elif name in outcomes:
-                new_rows += results.aggregate(t.name, b.name, b.pattern, b.unit, outcomes[name])
+                new_rows += results.aggregate(t.name, b.name, b.pattern, b.unit, outcomes[name],
+                                              b.fields)
             elif name in not_applicable:
                 new_rows.append(results.status_row(t.name, b.name, b.pattern, b.unit,
-                                                   "skipped", not_applicable[name]))
+                                                   "skipped", not_applicable[name], b.fields))
     json_path = os.path.join(out_dir, "compare.json")
     meta_path = os.path.join(out_dir, "compare-meta.json")
     tnames = [t.name for t in TRANSPORTS]

@@ -192,8 +192,22 @@ class MergeTests(unittest.TestCase):
                 results.load_rows(p)
 
     def test_row_keys(self):
-        self.assertEqual(results.row_key(self.old[2]), ("tcp", "burst", "1:1", 0))
-        self.assertEqual(results.combo_key(self.old[0]), ("tcp", "latency", None))
+        none = (None,) * len(results.VARIANT_FIELDS)
+        self.assertEqual(results.row_key(self.old[2]), ("tcp", "burst", "1:1") + none + (0,))
+        self.assertEqual(results.combo_key(self.old[0]), ("tcp", "latency", None) + none)
+
+    def test_variant_fields_are_separate_combinations(self):
+        one = results.aggregate("dpdk-memif", "halo-oneway", None, "MB/s",
+                                [ok("halo-oneway", "MB/s", [(64, [10.0])])], {"links": 1})
+        two = results.aggregate("dpdk-memif", "halo-oneway", None, "MB/s",
+                                [ok("halo-oneway", "MB/s", [(64, [19.0])])], {"links": 2})
+        self.assertEqual(one[0]["links"], 1)
+        merged = results.merge(one, two)
+        self.assertEqual(sorted(r["links"] for r in merged), [1, 2])
+        again = results.merge(merged, results.aggregate(
+            "dpdk-memif", "halo-oneway", None, "MB/s",
+            [ok("halo-oneway", "MB/s", [(64, [11.0])])], {"links": 1}))
+        self.assertEqual(sorted((r["links"], r["median"]) for r in again), [(1, 11.0), (2, 19.0)])
 
 
 class ReportTests(unittest.TestCase):

@@ -19,8 +19,12 @@ import tempfile
 
 # Fields that identify a row.  A "combination" is the key without size_bytes;
 # a runner that produces rows for a combination replaces all old rows of it.
-KEY_FIELDS = ("transport", "benchmark", "pattern", "size_bytes")
-COMBO_FIELDS = ("transport", "benchmark", "pattern")
+# VARIANT_FIELDS are the extra fields later benchmarks name their variants
+# by (halo: links; compute-burst: mode; relax: elements_per_packet, n,
+# ranks; loss_pct for loss-injected runs); a row without one has None there.
+VARIANT_FIELDS = ("links", "mode", "elements_per_packet", "n", "ranks", "loss_pct")
+KEY_FIELDS = ("transport", "benchmark", "pattern") + VARIANT_FIELDS + ("size_bytes",)
+COMBO_FIELDS = ("transport", "benchmark", "pattern") + VARIANT_FIELDS
 
 
 def row_key(row):
@@ -47,22 +51,25 @@ class RunOutcome:
         self.reason = reason  # short text when not ok
 
 
-def _base(transport, benchmark, pattern):
+def _base(transport, benchmark, pattern, fields=None):
     row = {"transport": transport, "benchmark": benchmark}
     if pattern is not None:
         row["pattern"] = pattern
+    for k, v in (fields or {}).items():
+        row[k] = v
     return row
 
 
-def status_row(transport, benchmark, pattern, unit, status, reason):
-    """The single row recorded for a failed or skipped combination."""
-    row = _base(transport, benchmark, pattern)
+def status_row(transport, benchmark, pattern, unit, status, reason, fields=None):
+    """The single row recorded for a failed or skipped combination.
+    @p fields: extra fields (VARIANT_FIELDS and others) copied into the row."""
+    row = _base(transport, benchmark, pattern, fields)
     row.update({"size_bytes": None, "median": None, "unit": unit, "runs": [],
                 "status": status, "reason": reason})
     return row
 
 
-def aggregate(transport, benchmark, pattern, unit, outcomes):
+def aggregate(transport, benchmark, pattern, unit, outcomes, fields=None):
     """Rows for one combination from its repetitions (list of RunOutcome).
 
     Medians are taken per size over the successful runs; if no run
@@ -74,7 +81,8 @@ def aggregate(transport, benchmark, pattern, unit, outcomes):
         reasons = "; ".join("run %d: %s" % (i + 1, o.reason)
                             for i, o in enumerate(outcomes) if not o.ok)
         return [status_row(transport, benchmark, pattern, unit, "failed",
-                           "%d/%d runs failed: %s" % (len(bad), len(outcomes), reasons))]
+                           "%d/%d runs failed: %s" % (len(bad), len(outcomes), reasons),
+                           fields)]
     for o in good:
         if o.table.unit != unit:
             raise ValueError("benchmark %s reports unit %r, expected %r"
@@ -90,7 +98,7 @@ def aggregate(transport, benchmark, pattern, unit, outcomes):
     for s in sizes:
         per_run = [o.table.rows[s] for o in good if s in o.table.rows]
         runs = [vals[0] for vals in per_run]
-        row = _base(transport, benchmark, pattern)
+        row = _base(transport, benchmark, pattern, fields)
         row.update({"size_bytes": s, "median": median(runs), "unit": unit,
                     "runs": runs, "status": "ok", "failed_runs": len(bad)})
         secondary = {}

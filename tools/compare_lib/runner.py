@@ -106,7 +106,7 @@ TRANSPORTS = [
 
 class Benchmark:
     def __init__(self, name, program, np, unit, pattern=None, args=(), nodes=None,
-                 env=None, mpirun_args=(), mca=()):
+                 env=None, mpirun_args=(), mca=(), fields=None, up_args=()):
         self.name = name          # benchmark name in the JSON rows
         self.program = program    # executable in <build>/bench/mpi
         self.np = np
@@ -117,12 +117,22 @@ class Benchmark:
         self.env = dict(env or {})            # e.g. EMC_SLOTS for several ranks per node
         self.mpirun_args = list(mpirun_args)
         self.mca = list(mca)      # (name, value) with {btl}: per-BTL parameters
+        # extra row fields naming this variant (results.VARIANT_FIELDS, e.g.
+        # {"links": 2}); part of the combination key
+        self.fields = dict(fields or {})
+        # extra `emcluster up` arguments this benchmark's cluster needs
+        # (e.g. --links 2); benchmarks with different up_args run in
+        # different phases
+        self.up_args = list(up_args)
         # the table name the program prints (variants reuse a program)
         self.table = name.split("-")[0] if name.startswith("latency-") else name
 
     @property
     def label(self):
-        return self.name if self.pattern is None else "%s@%s" % (self.name, self.pattern)
+        base = self.name if self.pattern is None else "%s@%s" % (self.name, self.pattern)
+        for k, v in sorted(self.fields.items()):
+            base += ",%s=%s" % (k, v)
+        return base
 
 
 BENCHMARKS = [
