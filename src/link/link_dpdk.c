@@ -38,6 +38,7 @@ struct dpdk_link {
     uint32_t npeers;
     uint64_t rng;
     double rx_loss;
+    uint16_t ethertype_be;          /* our ethertype, network order */
     uint8_t *scratch;               /* BURST linear copies of multi-segment frames */
     em_dpdk_stats_t st;
 };
@@ -80,7 +81,7 @@ static unsigned dpdk_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
             else
                 memset(&eh->dst_addr, 0xff, sizeof eh->dst_addr);  /* never happens: checked by set_peer */
             rte_ether_addr_copy(&d->mac, &eh->src_addr);
-            eh->ether_type = rte_cpu_to_be_16(EM_ETHERTYPE);
+            eh->ether_type = d->ethertype_be;
             mb->data_len = (uint16_t)(ETH_HDR + p->len);
             mb->pkt_len = mb->data_len;
             m[i] = mb;
@@ -115,7 +116,7 @@ static unsigned dpdk_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     for (uint16_t i = 0; i < n; i++) {
         struct rte_mbuf *mb = m[i];
         struct rte_ether_hdr *eh = rte_pktmbuf_mtod(mb, struct rte_ether_hdr *);
-        if (mb->pkt_len < ETH_HDR || eh->ether_type != rte_cpu_to_be_16(EM_ETHERTYPE) ||
+        if (mb->pkt_len < ETH_HDR || eh->ether_type != d->ethertype_be ||
             mb->pkt_len - ETH_HDR > d->link.mtu) {
             d->st.rx_foreign++;
             rte_pktmbuf_free(mb);
@@ -435,6 +436,7 @@ em_link_t *em_link_dpdk_open(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
         goto fail;
     }
     d->rx_loss = cfg->rx_loss;
+    d->ethertype_be = rte_cpu_to_be_16(cfg->ethertype ? cfg->ethertype : EM_ETHERTYPE);
     d->rng = cfg->loss_seed ? cfg->loss_seed : 0x9E3779B97F4A7C15ull;
     d->link.ops = &dpdk_ops;
     d->link.mtu = want;

@@ -22,6 +22,8 @@
 #include "link/link.h"
 
 #define EM_ETHERTYPE 0x88B5u
+/** The lossy broadcast channel's frames (IEEE 802 local experimental 2). */
+#define EM_ETHERTYPE_BCAST 0x88B6u
 
 typedef struct em_dpdk_cfg {
     /** PMD devargs, e.g. "net_memif0,role=server,socket=/run/x.sock,socket-abstract=no"
@@ -38,6 +40,10 @@ typedef struct em_dpdk_cfg {
     double rx_loss;        /**< seeded drop probability on receive (loss injection for wires no kernel sees) */
     uint64_t loss_seed;
     uint32_t link_wait_ms; /**< how long to wait for link up; 0 = 10000 */
+    /** ethertype of our frames (host order); 0 = EM_ETHERTYPE.  Another
+     *  value (e.g. EM_ETHERTYPE_BCAST) keeps a second user of the wire
+     *  apart: frames of other ethertypes are counted as rx_foreign. */
+    uint16_t ethertype;
 } em_dpdk_cfg_t;
 
 typedef struct em_dpdk_stats {
