@@ -193,12 +193,17 @@ def main(argv):
     # 3-node cluster (through the emulated switch) so every rank has its own
     # node.  --nodes N forces one cluster for everything.
     if mode == "cluster" and not args.nodes:
-        by_nodes = {}
-        for b in benches:
-            by_nodes.setdefault((b.nodes or max(2, b.np), tuple(b.up_args)), []).append(b)
-        phases = [(n, by_nodes[n]) for n in sorted(by_nodes)]
+        # a benchmark or a transport may need its own cluster shape too
+        # (up_args: --links 2, --mtu 3402 for AF_XDP)
+        by_shape = {}
+        for t in transports:
+            for b in benches:
+                by_shape.setdefault((b.nodes or max(2, b.np), tuple(b.up_args) + tuple(t.up_args)),
+                                    []).append((t, b))
+        phases = [(k, by_shape[k]) for k in sorted(by_shape)]
     else:
-        phases = [((args.nodes if mode == "cluster" else None, ()), benches)]
+        phases = [((args.nodes if mode == "cluster" else None, ()),
+                   [(t, b) for t in transports for b in benches])]
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
@@ -207,9 +212,13 @@ def main(argv):
             if reason:
                 skipped[t.name] = reason
                 print("compare.py: %s skipped: %s" % (t.name, reason), file=sys.stderr)
-        for (nodes, up_args), phase_benches in phases:
-            if all(t.name in skipped for t in transports):
-                break
+        for (nodes, up_args), phase_combos in phases:
+            if all(t.name in skipped for t, _ in phase_combos):
+                continue
+            phase_benches = []
+            for _, b in phase_combos:
+                if b not in phase_benches:
+                    phase_benches.append(b)
             if mode == "cluster":
                 if cluster_up:
                     run.run([args.emcluster, "down"], base_env, 120,
@@ -240,38 +249,37 @@ def main(argv):
                                        "%d ranks on %d nodes (%s, map-by node)"
                                        % (b.np, len(have), topo))
             for rep in range(args.repeat):
-                for t in transports:
+                for t, b in phase_combos:
                     if t.name in skipped:
                         continue
-                    for b in phase_benches:
-                        why = t.not_applicable(b, len(have) if mode != "local" else None)
-                        if why:
-                            not_applicable[combo_name(t, b)] = why
-                            continue
-                        cmd, tenv = command(t, b)
-                        env = dict(base_env)
-                        env.update(tenv)
-                        env.update(b.env)
-                        name = combo_name(t, b)
-                        logp = os.path.join(logs, "%s-%s-r%d" % (
-                            t.name, re.sub(r"[^A-Za-z0-9_.=-]+", "_", b.label.replace(":", "to")),
-                            rep + 1))
-                        res = run.run(cmd, env, timeout, logp, cwd=REPO)
-                        oc = runner.outcome_of(res, b, timeout)
-                        outcomes.setdefault(name, []).append(oc)
-                        shown = dict(tenv)
-                        if mode != "local":
-                            shown["EMC_PREFIX"] = args.prefix
-                        rec = {"repeat": rep + 1, "cmd": runner.shell_line(cmd, shown),
-                               "rc": res["rc"], "seconds": round(res["seconds"], 2),
-                               "status": "ok" if oc.ok else "failed", "log": res["log"]}
-                        if not oc.ok:
-                            rec["reason"] = oc.reason
-                        meta_cmds.setdefault(name, []).append(rec)
-                        print("[%d/%d] %-8s %-14s %s (%.1f s)%s" % (
-                            rep + 1, args.repeat, t.name, b.label, rec["status"],
-                            res["seconds"], "" if oc.ok else ": " + oc.reason),
-                            file=sys.stderr)
+                    why = t.not_applicable(b, len(have) if mode != "local" else None)
+                    if why:
+                        not_applicable[combo_name(t, b)] = why
+                        continue
+                    cmd, tenv = command(t, b)
+                    env = dict(base_env)
+                    env.update(tenv)
+                    env.update(b.env)
+                    name = combo_name(t, b)
+                    logp = os.path.join(logs, "%s-%s-r%d" % (
+                        t.name, re.sub(r"[^A-Za-z0-9_.=-]+", "_", b.label.replace(":", "to")),
+                        rep + 1))
+                    res = run.run(cmd, env, timeout, logp, cwd=REPO)
+                    oc = runner.outcome_of(res, b, timeout)
+                    outcomes.setdefault(name, []).append(oc)
+                    shown = dict(tenv)
+                    if mode != "local":
+                        shown["EMC_PREFIX"] = args.prefix
+                    rec = {"repeat": rep + 1, "cmd": runner.shell_line(cmd, shown),
+                           "rc": res["rc"], "seconds": round(res["seconds"], 2),
+                           "status": "ok" if oc.ok else "failed", "log": res["log"]}
+                    if not oc.ok:
+                        rec["reason"] = oc.reason
+                    meta_cmds.setdefault(name, []).append(rec)
+                    print("[%d/%d] %-8s %-14s %s (%.1f s)%s" % (
+                        rep + 1, args.repeat, t.name, b.label, rec["status"],
+                        res["seconds"], "" if oc.ok else ": " + oc.reason),
+                        file=sys.stderr)
     except Interrupted as e:
         interrupted = True
         print("compare.py: interrupted (%s); writing what was measured" % e, file=sys.stderr)

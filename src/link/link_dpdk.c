@@ -7,6 +7,7 @@
  */
 #include "link/link_dpdk.h"
 #include "link/link_util.h"
+#include "link/xdp_guard.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -40,6 +41,7 @@ struct dpdk_link {
     double rx_loss;
     uint16_t ethertype_be;          /* our ethertype, network order */
     uint8_t *scratch;               /* BURST linear copies of multi-segment frames */
+    em_xdp_guard_t guard;           /* af_xdp: this process owns the interface queue */
     em_dpdk_stats_t st;
 };
 
@@ -187,7 +189,8 @@ static void dpdk_close(em_link_t *l)
 {
     struct dpdk_link *d = (struct dpdk_link *)l;
     rte_eth_dev_stop(d->port);
-    rte_eth_dev_close(d->port);
+    rte_eth_dev_close(d->port);   /* af_xdp: detaches its XDP program */
+    em_xdp_guard_release(&d->guard);
     rte_mempool_free(d->pool);
     free(d->peers);
     free(d->scratch);
@@ -229,17 +232,9 @@ static void lcores_arg(char *buf, size_t len)
 /** MTU of the kernel interface named by "iface=" in @p vdev (0: unknown). */
 static uint32_t kernel_mtu(const char *vdev)
 {
-    const char *p = vdev ? strstr(vdev, "iface=") : NULL;
     char name[IF_NAMESIZE];
-    if (!p)
-        return 0;
-    p += 6;
-    size_t n = strcspn(p, ",");
-    if (n == 0 || n >= sizeof name)
-        return 0;
-    memcpy(name, p, n);
-    name[n] = 0;
-    return em_if_mtu(name);
+    unsigned q;
+    return em_xdp_devargs_iface(vdev, name, sizeof name, &q) ? em_if_mtu(name) : 0;
 }
 
 static long free_hugepages(void)
@@ -313,22 +308,35 @@ static int start_eal(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
 
 em_link_t *em_link_dpdk_open(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
 {
-    if (start_eal(cfg, err, errlen) != 0)
+    /* af_xdp: own the interface queue, and clear what a crashed owner left
+     * (its XDP program) before the PMD attaches ours */
+    em_xdp_guard_t guard = {.lock_fd = -1};
+    char ifname[IF_NAMESIZE];
+    unsigned queue;
+    if (em_xdp_devargs_iface(cfg->vdev, ifname, sizeof ifname, &queue) &&
+        em_xdp_guard_acquire(ifname, queue, &guard, err, errlen) != 0)
         return NULL;
+    if (start_eal(cfg, err, errlen) != 0) {
+        em_xdp_guard_release(&guard);
+        return NULL;
+    }
     if (rte_eth_dev_count_avail() == 0) {
         snprintf(err, errlen, "DPDK found no usable port%s%s (check the device/interface "
                  "name, that the interface exists in this network namespace, and that the "
                  "PMD is installed)", cfg->vdev && *cfg->vdev ? " for " : "",
                  cfg->vdev ? cfg->vdev : "");
         rte_eal_cleanup();
+        em_xdp_guard_release(&guard);
         return NULL;
     }
     struct dpdk_link *d = calloc(1, sizeof *d);
     if (!d) {
         snprintf(err, errlen, "out of memory");
         rte_eal_cleanup();
+        em_xdp_guard_release(&guard);
         return NULL;
     }
+    d->guard = guard;
     uint16_t port = 0;
     RTE_ETH_FOREACH_DEV(port) break;
     d->port = port;
@@ -339,12 +347,31 @@ em_link_t *em_link_dpdk_open(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "rte_eth_dev_info_get: %s", rte_strerror(-rc));
         goto fail;
     }
-    /* af_xdp UMEM frames are one page: keep its mbufs small; others may
-     * carry jumbo frames in one buffer */
+    /* af_xdp: the PMD hands our mempool to the kernel as its UMEM, one
+     * element per UMEM chunk, and a chunk is at most a page.  So the
+     * element (object header + mbuf + our private area + data room) is
+     * made as large as fits a page, and a received frame must also leave
+     * the kernel's XDP headroom free in it: at 4 KiB pages that is a
+     * 3402-byte MTU.  (With DPDK's default 2 KiB room the kernel could place only
+     * ~1.8 KB frames, and anything larger was dropped silently.)  Other
+     * PMDs may carry a jumbo frame in one buffer. */
     int small = info.driver_name && strstr(info.driver_name, "af_xdp") != NULL;
-    uint16_t room = small ? RTE_MBUF_DEFAULT_BUF_SIZE : (uint16_t)(9216 + RTE_PKTMBUF_HEADROOM);
+    uint16_t priv = (uint16_t)RTE_ALIGN(sizeof(em_pkt_t), RTE_MBUF_PRIV_ALIGN);
+    uint16_t room = (uint16_t)(9216 + RTE_PKTMBUF_HEADROOM);
+    uint32_t xdp_headroom = 0;
+    if (small) {
+        /* The mempool pads an object to an odd number of cache lines (it
+         * spreads objects over memory channels), so a page-sized object
+         * would become 65 lines: aim at one line less than a page. */
+        long page = sysconf(_SC_PAGESIZE);
+        size_t total = (page >= 4096 ? (size_t)page : 4096u) - RTE_CACHE_LINE_SIZE;
+        size_t elt = total - RTE_CACHE_LINE_ROUNDUP(sizeof(struct rte_mempool_objhdr));
+        room = (uint16_t)(elt - sizeof(struct rte_mbuf) - priv);
+        room = (uint16_t)(room - (sizeof(struct rte_mbuf) + priv + room) % RTE_CACHE_LINE_SIZE);
+        xdp_headroom = 256; /* XDP_PACKET_HEADROOM */
+    }
     uint32_t want = cfg->mtu ? cfg->mtu : 9000;
-    uint32_t lim = (uint32_t)room - RTE_PKTMBUF_HEADROOM - ETH_HDR;
+    uint32_t lim = (uint32_t)room - RTE_PKTMBUF_HEADROOM - xdp_headroom - ETH_HDR;
     if (want > lim)
         want = lim;
     if (info.max_mtu && want > info.max_mtu)
@@ -360,8 +387,7 @@ em_link_t *em_link_dpdk_open(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
     char name[64];
     snprintf(name, sizeof name, "em_pool_%u", port);
     uint32_t nb = cfg->nb_mbufs ? cfg->nb_mbufs : 8191;
-    d->pool = rte_pktmbuf_pool_create(name, nb, 256, RTE_ALIGN(sizeof(em_pkt_t), RTE_MBUF_PRIV_ALIGN),
-                                      room, (int)rte_socket_id());
+    d->pool = rte_pktmbuf_pool_create(name, nb, 256, priv, room, (int)rte_socket_id());
     if (!d->pool) {
         snprintf(err, errlen, "cannot create a pool of %u mbufs of %u bytes: %s (raise -m in the "
                  "EAL arguments)", nb, room, rte_strerror(rte_errno));
@@ -449,6 +475,7 @@ em_link_t *em_link_dpdk_open(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
 
 fail:
     rte_eth_dev_close(port);
+    em_xdp_guard_release(&d->guard);
     if (d->pool)
         rte_mempool_free(d->pool);
     free(d->scratch);

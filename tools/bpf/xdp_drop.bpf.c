@@ -10,16 +10,24 @@
  *   -DEMC_DROP_THRESH=T   drop when bpf_get_prandom_u32() < T (T / 2^32).
  * bpf_get_prandom_u32() cannot be seeded.
  *
- * Frames that are not dropped are redirected to an AF_XDP socket registered
- * in "xsks_map" for the receive queue, or passed to the kernel stack when
- * there is none.  So the same object can be given to DPDK's af_xdp PMD as
- * its custom program (devarg xdp_prog=<obj>, which looks up "xsks_map"),
- * giving random ingress loss in front of the PMD's socket.
+ * Frames that are not dropped and carry an ethermpi ethertype (0x88B5, the
+ * reliable protocol; 0x88B6, the lossy broadcast channel) are redirected to
+ * the AF_XDP socket registered in "xsks_map" for the receive queue (or
+ * passed to the kernel stack when there is none); every other frame goes to
+ * the kernel stack.  So the object is the custom program to give DPDK's
+ * af_xdp PMD (devarg xdp_prog=<obj>, which looks up "xsks_map"):
+ *  - with threshold 0 it is the filter the af_xdp wire needs: the PMD's
+ *    default program takes *every* frame of the queue, so on an interface
+ *    that also carries IP (the MPI launcher's out-of-band TCP, ARP, the tcp
+ *    BTL) the job's control plane goes dark and MPI_Init hangs in its fence;
+ *  - with a threshold it adds random ingress loss in front of the socket.
  *
  * Two entry points: "xdp" (single-buffer) and "xdp.frags" (multi-buffer,
  * needed for native XDP on a veth whose MTU exceeds one page, e.g. 9000).
  */
 #include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
 #ifndef EMC_DROP_THRESH
@@ -35,8 +43,16 @@ struct {
 
 static __always_inline int emc_xdp_drop(struct xdp_md *ctx)
 {
+	const void *data = (const void *)(long)ctx->data;
+	const void *end = (const void *)(long)ctx->data_end;
+	const struct ethhdr *eth = data;
+
 	if ((__u64)bpf_get_prandom_u32() < (__u64)(EMC_DROP_THRESH))
 		return XDP_DROP;
+	if ((const void *)(eth + 1) > end)
+		return XDP_PASS;
+	if (eth->h_proto != bpf_htons(0x88B5) && eth->h_proto != bpf_htons(0x88B6))
+		return XDP_PASS;
 	/* the low bits of flags are the action when the map slot is empty */
 	return bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
 }

@@ -23,7 +23,7 @@ class Transport:
     transport is recorded as skipped."""
 
     def __init__(self, name, mca, env=None, requires=(), note="", btl=None, max_nodes=None,
-                 per_node=None, raw_vdev=None):
+                 per_node=None, raw_vdev=None, up_args=()):
         self.name = name
         self.mca = list(mca)
         self.env = dict(env or {})
@@ -33,6 +33,7 @@ class Transport:
         self.max_nodes = max_nodes  # e.g. a memif cable joins exactly 2 nodes
         self.per_node = per_node    # most ranks per node (dpdk direct mode: 1)
         self.raw_vdev = raw_vdev    # not MPI: tools/raw-floor on this DPDK device
+        self.up_args = list(up_args)  # the cluster this transport needs (e.g. --mtu)
 
     def not_applicable(self, bench, nodes):
         """Why this transport cannot run `bench` on a cluster of `nodes`, or None."""
@@ -90,6 +91,20 @@ TRANSPORTS = [
     Transport("raw-memif", [], raw_vdev="@/run/ethermpi/{prefix}/dpdk/%h.memif",
               requires=["{build}/bench/raw_pingpong"], max_nodes=2,
               note="raw L2 ping-pong on the same memif cable, no protocol: the floor"),
+    # the same BTL over AF_XDP on the veth tcp uses: what a user without a
+    # DPDK NIC runs.  The cluster's MTU is what one page-sized UMEM frame
+    # holds (link_dpdk.c); the tcp rows come from the 9000-byte cluster,
+    # which is tcp's better case (docs/benchmarks.md).
+    Transport("dpdk-afxdp",
+              [("pml", "ob1"), ("btl", "self,vader,dpdk"),
+               ("mca_base_component_path", SYSTEM_MCA_DIR + ":{build}/ompi/btl/dpdk"),
+               ("btl_dpdk_vdev", "@/run/ethermpi/{prefix}/dpdk/%h.afxdp")],
+              requires=["{build}/ompi/btl/dpdk/mca_btl_dpdk.so"], btl="dpdk",
+              per_node=1, up_args=["--mtu", "3402"],
+              note="ethermpi dpdk BTL over AF_XDP on the veth (kernel carries the frames)"),
+    Transport("raw-afxdp", [], raw_vdev="@/run/ethermpi/{prefix}/dpdk/%h.afxdp",
+              requires=["{build}/bench/raw_pingpong"], max_nodes=2, up_args=["--mtu", "3402"],
+              note="raw L2 ping-pong over AF_XDP on the same veth, no protocol: the floor"),
     Transport("ofi-rxd",
               [("pml", "cm"), ("mtl", "ofi"), ("mtl_ofi_provider_include", "udp;ofi_rxd"),
                # libfabric 1.17 RxD segfaults (NULL deref in its progress) in

@@ -1,0 +1,204 @@
+/**
+ * @file xdp_guard.c
+ * AF_XDP interface-queue ownership and leftover-program removal (see
+ * xdp_guard.h).
+ */
+#include "link/xdp_guard.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifdef EM_HAVE_LIBBPF
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+#endif
+
+/* Overridable for tests (EM_LOCK_DIR); the default is shared by every
+ * network namespace of the host, which is what makes the netns part of
+ * the file name necessary. */
+static const char *lock_dir(void)
+{
+    const char *d = getenv("EM_LOCK_DIR");
+    return d && *d ? d : "/run/ethermpi/locks";
+}
+
+static int mkdir_p(const char *path)
+{
+    char buf[256];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return -1;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0755) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+/* value of "key=" in a comma-separated devargs string */
+static int devarg(const char *devargs, const char *key, char *out, size_t len)
+{
+    size_t kl = strlen(key);
+    const char *p = devargs;
+    while ((p = strstr(p, key)) != NULL) {
+        if ((p == devargs || p[-1] == ',') && p[kl] == '=') {
+            p += kl + 1;
+            size_t n = strcspn(p, ",");
+            if (n == 0 || n >= len)
+                return 0;
+            memcpy(out, p, n);
+            out[n] = 0;
+            return 1;
+        }
+        p += kl;
+    }
+    return 0;
+}
+
+int em_xdp_devargs_iface(const char *devargs, char *ifname, size_t len, unsigned *queue)
+{
+    char q[16];
+    if (!devargs || strncmp(devargs, "net_af_xdp", 10) != 0)
+        return 0;
+    if (!devarg(devargs, "iface", ifname, len))
+        return 0;
+    *queue = 0;
+    if (devarg(devargs, "start_queue", q, sizeof q)) {
+        char *end;
+        unsigned long v = strtoul(q, &end, 10);
+        if (*end == 0 && v < 4096)
+            *queue = (unsigned)v;
+    }
+    return 1;
+}
+
+#ifdef EM_HAVE_LIBBPF
+/* Programs a dead ethermpi/DPDK owner can have left behind: our filter
+ * (tools/bpf/xdp_drop.bpf.c), libbpf's default AF_XDP program and libxdp's
+ * dispatcher that carries it.  Kernel program names hold 15 characters. */
+static int known_program(const char *name)
+{
+    static const char *const known[] = {"emc_xdp_drop_sb", "emc_xdp_drop_mb", "xsk_def_prog",
+                                        "xdp_dispatcher"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(name, known[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static int remove_leftover(const char *ifname, int ifindex, em_xdp_guard_t *g, char *err,
+                           size_t errlen)
+{
+    struct bpf_xdp_query_opts q;
+    memset(&q, 0, sizeof q);
+    q.sz = sizeof q;
+    if (bpf_xdp_query(ifindex, 0, &q) != 0 || q.prog_id == 0)
+        return 0; /* nothing attached (or no way to tell: let the PMD try) */
+    char name[BPF_OBJ_NAME_LEN] = "?";
+    int fd = bpf_prog_get_fd_by_id(q.prog_id);
+    if (fd >= 0) {
+        struct bpf_prog_info info;
+        __u32 il = sizeof info;
+        memset(&info, 0, sizeof info);
+        if (bpf_obj_get_info_by_fd(fd, &info, &il) == 0)
+            snprintf(name, sizeof name, "%s", info.name);
+        close(fd);
+    }
+    if (!known_program(name)) {
+        snprintf(err, errlen, "interface %s already has an XDP program ('%s', id %u) that "
+                 "ethermpi did not load; AF_XDP needs its own (remove it with "
+                 "'ip link set dev %s xdp off' if it is not needed)", ifname, name, q.prog_id, ifname);
+        return -1;
+    }
+    __u32 modes[3] = {0, 0, 0};
+    int n = 0;
+    switch (q.attach_mode) {
+    case XDP_ATTACHED_DRV: modes[n++] = XDP_FLAGS_DRV_MODE; break;
+    case XDP_ATTACHED_SKB: modes[n++] = XDP_FLAGS_SKB_MODE; break;
+    case XDP_ATTACHED_HW: modes[n++] = XDP_FLAGS_HW_MODE; break;
+    default:
+        if (q.drv_prog_id)
+            modes[n++] = XDP_FLAGS_DRV_MODE;
+        if (q.skb_prog_id)
+            modes[n++] = XDP_FLAGS_SKB_MODE;
+        if (q.hw_prog_id)
+            modes[n++] = XDP_FLAGS_HW_MODE;
+    }
+    for (int i = 0; i < n; i++) {
+        int rc = bpf_xdp_detach(ifindex, modes[i], NULL);
+        if (rc != 0) {
+            snprintf(err, errlen, "cannot remove the XDP program '%s' (id %u) a crashed process "
+                     "left on %s: %s", name, q.prog_id, ifname, strerror(-rc));
+            return -1;
+        }
+    }
+    g->detached++;
+    return 0;
+}
+#endif
+
+int em_xdp_guard_acquire(const char *ifname, unsigned queue, em_xdp_guard_t *g,
+                         char *err, size_t errlen)
+{
+    g->lock_fd = -1;
+    g->detached = 0;
+    int ifindex = (int)if_nametoindex(ifname);
+    if (ifindex == 0) {
+        snprintf(err, errlen, "no network interface '%s' in this network namespace", ifname);
+        return -1;
+    }
+    if (mkdir_p(lock_dir()) != 0)
+        return 0; /* no permission: no guard; DPDK itself will say what it cannot do */
+    struct stat st;
+    unsigned long long ns = stat("/proc/self/ns/net", &st) == 0 ? (unsigned long long)st.st_ino : 0;
+    char path[512];
+    snprintf(path, sizeof path, "%s/afxdp-%llu-%s-q%u.lock", lock_dir(), ns, ifname, queue);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return 0;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char pid[32] = "";
+        ssize_t r = pread(fd, pid, sizeof pid - 1, 0);
+        if (r > 0)
+            pid[strcspn(pid, "\n")] = 0;
+        else
+            snprintf(pid, sizeof pid, "?");
+        close(fd);
+        snprintf(err, errlen, "AF_XDP queue %u of %s is in use by another ethermpi process "
+                 "(pid %s); in direct mode each process needs its own interface queue",
+                 queue, ifname, pid);
+        return -1;
+    }
+    char pid[32];
+    int pl = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)pl, 0) != pl) {
+        /* the lock still works; only the pid in error messages is lost */
+    }
+    g->lock_fd = fd;
+#ifdef EM_HAVE_LIBBPF
+    if (remove_leftover(ifname, ifindex, g, err, errlen) != 0) {
+        em_xdp_guard_release(g);
+        return -1;
+    }
+#endif
+    return 0;
+}
+
+void em_xdp_guard_release(em_xdp_guard_t *g)
+{
+    if (g && g->lock_fd >= 0) {
+        close(g->lock_fd); /* drops the flock; the file stays for the next owner */
+        g->lock_fd = -1;
+    }
+}

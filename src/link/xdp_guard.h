@@ -1,0 +1,48 @@
+/**
+ * @file xdp_guard.h
+ * One live owner per AF_XDP interface queue, and recovery from a crashed
+ * one.
+ *
+ * DPDK's af_xdp PMD attaches an XDP program to the interface when its
+ * queue is set up and detaches it when the port is closed.  A process that
+ * dies without closing (SIGKILL, an MPI abort) leaves the program
+ * attached, and the next start fails with "XDP program already attached".
+ * The guard, taken before the port is probed:
+ *  - holds an flock on /run/ethermpi/locks/afxdp-<netns>-<iface>-q<queue>.lock
+ *    for the life of the port (the kernel drops it when the process dies),
+ *    so a second live user of the same queue gets a clear error naming the
+ *    owner's pid instead of stealing its frames;
+ *  - with the lock held, nobody alive owns the queue, so an XDP program
+ *    still attached that ethermpi or DPDK loaded (known program names) is
+ *    a crashed owner's leftover and is detached.  A program anyone else
+ *    loaded is left alone and reported.
+ */
+#ifndef EM_LINK_XDP_GUARD_H
+#define EM_LINK_XDP_GUARD_H
+
+#include <stddef.h>
+
+typedef struct em_xdp_guard {
+    int lock_fd;       /**< -1: no lock held */
+    unsigned detached; /**< leftover programs removed at acquire */
+} em_xdp_guard_t;
+
+/**
+ * Parse "iface=" and "start_queue=" out of af_xdp devargs.
+ * @return 1 if @p devargs names a net_af_xdp device (then @p ifname and
+ * @p queue are set), 0 otherwise.
+ */
+int em_xdp_devargs_iface(const char *devargs, char *ifname, size_t len, unsigned *queue);
+
+/**
+ * Take ownership of @p ifname queue @p queue in this network namespace and
+ * remove a crashed owner's XDP program.  @return 0, or -1 with a sentence
+ * in @p err (queue owned by a live process, no such interface, a foreign
+ * XDP program attached).  Without permission to create the lock directory
+ * it returns 0 with no lock (the PMD then reports what it cannot do).
+ */
+int em_xdp_guard_acquire(const char *ifname, unsigned queue, em_xdp_guard_t *g,
+                         char *err, size_t errlen);
+void em_xdp_guard_release(em_xdp_guard_t *g);
+
+#endif

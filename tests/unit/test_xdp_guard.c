@@ -1,0 +1,122 @@
+/**
+ * @file test_xdp_guard.c
+ * The AF_XDP ownership guard: devargs parsing, one owner per interface
+ * queue (a second one is refused with the owner's pid, a released or dead
+ * owner's lock is free again), unknown interfaces.  Uses loopback, which
+ * exists in every network namespace, and a private lock directory; the
+ * leftover-program removal is exercised by the af_xdp MPI suite (a killed
+ * rank's program is removed by the next job).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "link/xdp_guard.h"
+
+static char dir[] = "/tmp/em_xdp_guard_XXXXXX";
+
+static void test_devargs(void **st)
+{
+    char ifname[16];
+    unsigned q = 99;
+    assert_int_equal(em_xdp_devargs_iface("net_af_xdp0,iface=eth1,start_queue=3,queue_count=1",
+                                          ifname, sizeof ifname, &q), 1);
+    assert_string_equal(ifname, "eth1");
+    assert_int_equal(q, 3);
+    assert_int_equal(em_xdp_devargs_iface("net_af_xdp,iface=veth0", ifname, sizeof ifname, &q), 1);
+    assert_string_equal(ifname, "veth0");
+    assert_int_equal(q, 0);
+    /* "xiface=" is not "iface=", and other PMDs are not af_xdp */
+    assert_int_equal(em_xdp_devargs_iface("net_af_xdp0,xiface=eth0", ifname, sizeof ifname, &q), 0);
+    assert_int_equal(em_xdp_devargs_iface("net_memif0,iface=eth0", ifname, sizeof ifname, &q), 0);
+    assert_int_equal(em_xdp_devargs_iface(NULL, ifname, sizeof ifname, &q), 0);
+    /* a name longer than the buffer is refused, not truncated */
+    assert_int_equal(em_xdp_devargs_iface("net_af_xdp0,iface=averyveryverylongname", ifname,
+                                          sizeof ifname, &q), 0);
+}
+
+static void test_one_owner(void **st)
+{
+    char err[256];
+    em_xdp_guard_t a, b;
+    assert_int_equal(em_xdp_guard_acquire("lo", 0, &a, err, sizeof err), 0);
+    assert_true(a.lock_fd >= 0);
+    assert_int_equal(em_xdp_guard_acquire("lo", 0, &b, err, sizeof err), -1);
+    char pid[32];
+    snprintf(pid, sizeof pid, "pid %ld", (long)getpid());
+    assert_non_null(strstr(err, pid));
+    /* another queue of the same interface is another owner */
+    assert_int_equal(em_xdp_guard_acquire("lo", 1, &b, err, sizeof err), 0);
+    em_xdp_guard_release(&b);
+    em_xdp_guard_release(&a);
+    assert_int_equal(a.lock_fd, -1);
+    assert_int_equal(em_xdp_guard_acquire("lo", 0, &b, err, sizeof err), 0);
+    em_xdp_guard_release(&b);
+}
+
+static void test_dead_owner_frees_the_queue(void **st)
+{
+    char err[256];
+    int to_parent[2];
+    assert_int_equal(pipe(to_parent), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        em_xdp_guard_t g;
+        char c = em_xdp_guard_acquire("lo", 5, &g, err, sizeof err) == 0 ? 'y' : 'n';
+        if (write(to_parent[1], &c, 1) != 1)
+            _exit(2);
+        pause();  /* dies by SIGKILL holding the lock, like a crashed rank */
+        _exit(0);
+    }
+    char c = 0;
+    assert_int_equal(read(to_parent[0], &c, 1), 1);
+    assert_int_equal(c, 'y');
+    em_xdp_guard_t g;
+    assert_int_equal(em_xdp_guard_acquire("lo", 5, &g, err, sizeof err), -1);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    assert_int_equal(em_xdp_guard_acquire("lo", 5, &g, err, sizeof err), 0);
+    em_xdp_guard_release(&g);
+    close(to_parent[0]);
+    close(to_parent[1]);
+}
+
+static void test_unknown_interface(void **st)
+{
+    char err[256];
+    em_xdp_guard_t g;
+    assert_int_equal(em_xdp_guard_acquire("em-no-such-if", 0, &g, err, sizeof err), -1);
+    assert_non_null(strstr(err, "no network interface 'em-no-such-if'"));
+    assert_int_equal(g.lock_fd, -1);
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    setenv("EM_LOCK_DIR", dir, 1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_devargs),
+        cmocka_unit_test(test_one_owner),
+        cmocka_unit_test(test_dead_owner_frees_the_queue),
+        cmocka_unit_test(test_unknown_interface),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return rc;
+}
