@@ -46,6 +46,9 @@ struct dpdk_link {
 };
 
 static int eal_started;             /* EAL runs once per process */
+static int eal_ports;               /* ports open; EAL is cleaned up with the last */
+static int eal_gone;                /* cleaned up: EAL cannot start again */
+static char eal_vdevs[2048];        /* the device list EAL was started with */
 
 static em_pkt_t *pkt_of(struct rte_mbuf *m) { return rte_mbuf_to_priv(m); }
 
@@ -185,22 +188,58 @@ static void remove_dir(const char *dir)
     rmdir(dir);
 }
 
+static void eal_release(void);
+
+/* Ports closed while others are still open are only stopped: their close
+ * waits for the last one.  With two memif cables, closing one port while
+ * the other still ran crashed EAL's interrupt thread (memif's socket
+ * handler met freed memory) at MPI_Finalize. */
+static struct {
+    uint16_t port;
+    em_xdp_guard_t guard;
+    struct rte_mempool *pool;   /* freed after the close (the rx ring holds its mbufs) */
+} stopped[EM_DPDK_MAX_PORTS];
+static unsigned nstopped;
+
 static void dpdk_close(em_link_t *l)
 {
     struct dpdk_link *d = (struct dpdk_link *)l;
     rte_eth_dev_stop(d->port);
-    rte_eth_dev_close(d->port);   /* af_xdp: detaches its XDP program */
-    em_xdp_guard_release(&d->guard);
-    rte_mempool_free(d->pool);
+    if (nstopped < EM_DPDK_MAX_PORTS) {
+        stopped[nstopped].port = d->port;
+        stopped[nstopped].guard = d->guard;
+        stopped[nstopped].pool = d->pool;
+        nstopped++;
+    } else {
+        rte_eth_dev_close(d->port);
+        em_xdp_guard_release(&d->guard);
+        rte_mempool_free(d->pool);
+    }
     free(d->peers);
     free(d->scratch);
     free(d);
-    /* one port per process: EAL goes too (no hugepage files are left: EAL
-     * runs --in-memory or --no-huge --no-shconf), and so does the runtime
-     * directory EAL creates (and never removes) under /var/run/dpdk */
+    if (eal_ports == 1) {
+        for (unsigned i = 0; i < nstopped; i++) {
+            rte_eth_dev_close(stopped[i].port);   /* af_xdp: detaches its XDP program */
+            em_xdp_guard_release(&stopped[i].guard);
+            rte_mempool_free(stopped[i].pool);
+        }
+        nstopped = 0;
+    }
+    eal_release();
+}
+
+/* the last port closed: EAL goes too (no hugepage files are left: EAL
+ * runs --in-memory or --no-huge --no-shconf), and so does the runtime
+ * directory EAL creates (and never removes) under /var/run/dpdk */
+static void eal_release(void)
+{
+    if (--eal_ports > 0)
+        return;
     char rundir[PATH_MAX];
     snprintf(rundir, sizeof rundir, "%s", rte_eal_get_runtime_dir());
     rte_eal_cleanup();
+    eal_gone = 1;
     remove_dir(rundir);
 }
 
@@ -253,13 +292,17 @@ static long free_hugepages(void)
 
 static int start_eal(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
 {
-    static char store[2048];
-    static char lcores[512], prefix[128], vdev[1024];
+    static char store[2048], vstore[2048];
+    static char lcores[512], prefix[128];
     char *argv[MAX_ARGS];
     int argc = 0;
 
     if (eal_started) {
-        snprintf(err, errlen, "DPDK is already initialised in this process (one ethermpi port per process)");
+        /* a further port of the device list EAL was started with */
+        if (!eal_gone && 0 == strcmp(eal_vdevs, cfg->vdev ? cfg->vdev : ""))
+            return 0;
+        snprintf(err, errlen, "DPDK is already initialised in this process with other devices "
+                 "(one ethermpi device list per process)");
         return -1;
     }
     argv[argc++] = "ethermpi";
@@ -282,9 +325,17 @@ static int start_eal(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
     for (char *tok = strtok(store, " "); tok && argc < MAX_ARGS - 3; tok = strtok(NULL, " "))
         argv[argc++] = tok;
     if (cfg->vdev && *cfg->vdev) {
+        /* "dev0;dev1": one --vdev each, probed in this order */
+        static char vargs[EM_DPDK_MAX_PORTS][1100];
         argv[argc++] = "--no-pci";
-        snprintf(vdev, sizeof vdev, "--vdev=%s", cfg->vdev);
-        argv[argc++] = vdev;
+        snprintf(vstore, sizeof vstore, "%s", cfg->vdev);
+        char *save = NULL;
+        int nv = 0;
+        for (char *tok = strtok_r(vstore, ";", &save); tok && nv < EM_DPDK_MAX_PORTS &&
+             argc < MAX_ARGS - 2; tok = strtok_r(NULL, ";", &save)) {
+            snprintf(vargs[nv], sizeof vargs[nv], "--vdev=%s", tok);
+            argv[argc++] = vargs[nv++];
+        }
     }
     argv[argc] = NULL;
     if (rte_eal_init(argc, argv) < 0) {
@@ -303,43 +354,98 @@ static int start_eal(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
         return -1;
     }
     eal_started = 1;
+    snprintf(eal_vdevs, sizeof eal_vdevs, "%s", cfg->vdev ? cfg->vdev : "");
+    return 0;
+}
+
+/* item @p index of the ';'-separated device list, or -1 past its end */
+static int vdev_item(const char *list, unsigned index, char *out, size_t len)
+{
+    const char *p = list ? list : "";
+    for (unsigned i = 0; i < index; i++) {
+        p = strchr(p, ';');
+        if (!p)
+            return -1;
+        p++;
+    }
+    size_t n = strcspn(p, ";");
+    if (n == 0 || n >= len)
+        return -1;
+    memcpy(out, p, n);
+    out[n] = 0;
     return 0;
 }
 
 em_link_t *em_link_dpdk_open(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
 {
-    /* af_xdp: own the interface queue, and clear what a crashed owner left
-     * (its XDP program) before the PMD attaches ours */
-    em_xdp_guard_t guard = {.lock_fd = -1};
-    char ifname[IF_NAMESIZE];
-    unsigned queue;
-    if (em_xdp_devargs_iface(cfg->vdev, ifname, sizeof ifname, &queue) &&
-        em_xdp_guard_acquire(ifname, queue, &guard, err, errlen) != 0)
+    em_link_t *l = em_link_dpdk_open_port(cfg, 0, err, errlen);
+    if (!l && !err[0])
+        snprintf(err, errlen, "no DPDK device given");
+    return l;
+}
+
+em_link_t *em_link_dpdk_open_port(const em_dpdk_cfg_t *cfg, unsigned index, char *err,
+                                  size_t errlen)
+{
+    char item[1024] = "";
+    int have_vdev = cfg->vdev && *cfg->vdev;
+    err[0] = 0;
+    if (have_vdev && vdev_item(cfg->vdev, index, item, sizeof item) != 0)
+        return NULL;                        /* no such device: not an error */
+    if (index >= EM_DPDK_MAX_PORTS)
         return NULL;
-    if (start_eal(cfg, err, errlen) != 0) {
-        em_xdp_guard_release(&guard);
+    if (start_eal(cfg, err, errlen) != 0)
         return NULL;
+    eal_ports++;                            /* from here on, eal_release() on failure */
+
+    /* the port: by device name ("net_memif1" of "net_memif1,role=..."),
+     * or the index-th port EAL found (a NIC given in the EAL arguments) */
+    uint16_t port = RTE_MAX_ETHPORTS;
+    if (have_vdev) {
+        char name[64];
+        size_t n = strcspn(item, ",");
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), item);
+        if (rte_eth_dev_get_port_by_name(name, &port) != 0)
+            port = RTE_MAX_ETHPORTS;
+    } else {
+        unsigned k = 0;
+        uint16_t p;
+        RTE_ETH_FOREACH_DEV(p) {
+            if (k++ == index) {
+                port = p;
+                break;
+            }
+        }
+        if (port == RTE_MAX_ETHPORTS && index > 0) {
+            eal_release();
+            return NULL;                    /* no more ports: not an error */
+        }
     }
-    if (rte_eth_dev_count_avail() == 0) {
+    if (port == RTE_MAX_ETHPORTS) {
         snprintf(err, errlen, "DPDK found no usable port%s%s (check the device/interface "
                  "name, that the interface exists in this network namespace, and that the "
-                 "PMD is installed)", cfg->vdev && *cfg->vdev ? " for " : "",
-                 cfg->vdev ? cfg->vdev : "");
-        rte_eal_cleanup();
-        em_xdp_guard_release(&guard);
+                 "PMD is installed)", have_vdev ? " for " : "", item);
+        eal_release();
         return NULL;
     }
     struct dpdk_link *d = calloc(1, sizeof *d);
     if (!d) {
         snprintf(err, errlen, "out of memory");
-        rte_eal_cleanup();
-        em_xdp_guard_release(&guard);
+        eal_release();
         return NULL;
     }
-    d->guard = guard;
-    uint16_t port = 0;
-    RTE_ETH_FOREACH_DEV(port) break;
     d->port = port;
+    /* af_xdp: own the interface queue, and clear what a crashed owner left
+     * (its XDP program) before the PMD attaches ours at queue setup */
+    d->guard.lock_fd = -1;
+    char ifname[IF_NAMESIZE];
+    unsigned queue;
+    if (em_xdp_devargs_iface(item, ifname, sizeof ifname, &queue) &&
+        em_xdp_guard_acquire(ifname, queue, &d->guard, err, errlen) != 0) {
+        free(d);
+        eal_release();
+        return NULL;
+    }
 
     struct rte_eth_dev_info info;
     int rc = rte_eth_dev_info_get(port, &info);
@@ -380,7 +486,7 @@ em_link_t *em_link_dpdk_open(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
         want = info.max_rx_pktlen - ETH_HDR - 4; /* memif: 1518-byte frames incl. CRC */
     /* af_xdp rides a kernel interface: use its MTU, never change it (the
      * peer's end would not follow) */
-    uint32_t kmtu = small ? kernel_mtu(cfg->vdev) : 0;
+    uint32_t kmtu = small ? kernel_mtu(item) : 0;
     if (kmtu && want > kmtu)
         want = kmtu;
 
@@ -435,7 +541,7 @@ em_link_t *em_link_dpdk_open(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
      * but refuses the handshake until its own dev_start ("device
      * disabled"), and a refused client never tries again: so a client end
      * whose link stays down restarts its port every 500 ms to reconnect. */
-    int memif_client = cfg->vdev && strstr(cfg->vdev, "net_memif") && strstr(cfg->vdev, "role=client");
+    int memif_client = strstr(item, "net_memif") && strstr(item, "role=client");
     struct rte_eth_link lk;
     for (uint32_t t = waited;; t += 10) {
         memset(&lk, 0, sizeof lk);
@@ -480,7 +586,7 @@ fail:
         rte_mempool_free(d->pool);
     free(d->scratch);
     free(d);
-    rte_eal_cleanup();
+    eal_release();
     return NULL;
 }
 
@@ -503,11 +609,12 @@ static void expand_spec(const char *in, const char *job, char *out, size_t len)
     out[o] = 0;
 }
 
-int em_dpdk_devargs(const char *spec, const char *job, char *out, size_t len,
-                    char *err, size_t errlen)
+/* one device of a spec: "@FILE" (its first line) or devargs; %h/%j expanded */
+static int devargs_one(const char *spec, const char *job, char *out, size_t len,
+                       char *err, size_t errlen)
 {
     char line[1024];
-    expand_spec(spec ? spec : "", job, out, len);
+    expand_spec(spec, job, out, len);
     if (out[0] != '@')
         return 0;
     FILE *f = fopen(out + 1, "r");
@@ -520,6 +627,35 @@ int em_dpdk_devargs(const char *spec, const char *job, char *out, size_t len,
     fclose(f);
     line[strcspn(line, "\r\n")] = 0;
     expand_spec(line, job, out, len);
+    return 0;
+}
+
+int em_dpdk_devargs(const char *spec, const char *job, char *out, size_t len,
+                    char *err, size_t errlen)
+{
+    /* "A;B": each part expanded on its own (two cables: two device files) */
+    char part[1024], one[1024];
+    size_t o = 0;
+    const char *p = spec ? spec : "";
+    out[0] = 0;
+    do {
+        size_t n = strcspn(p, ";");
+        if (n >= sizeof part) {
+            snprintf(err, errlen, "device specification too long");
+            return -1;
+        }
+        memcpy(part, p, n);
+        part[n] = 0;
+        if (devargs_one(part, job, one, sizeof one, err, errlen) != 0)
+            return -1;
+        int w = snprintf(out + o, len - o, "%s%s", o ? ";" : "", one);
+        if (w < 0 || (size_t)w >= len - o) {
+            snprintf(err, errlen, "device specification too long");
+            return -1;
+        }
+        o += (size_t)w;
+        p += n;
+    } while (*p++ == ';');
     return 0;
 }
 

@@ -22,6 +22,8 @@
 #include "link/link.h"
 
 #define EM_ETHERTYPE 0x88B5u
+/** Most ports one process opens (e.g. two memif cables: two links). */
+#define EM_DPDK_MAX_PORTS 4
 /** The lossy broadcast channel's frames (IEEE 802 local experimental 2). */
 #define EM_ETHERTYPE_BCAST 0x88B6u
 
@@ -56,6 +58,16 @@ typedef struct em_dpdk_stats {
  * can act on in @p err (no hugepages, no permission, interface missing...).
  */
 em_link_t *em_link_dpdk_open(const em_dpdk_cfg_t *cfg, char *err, size_t errlen);
+/**
+ * Port @p index of a device list: cfg->vdev may name several devices
+ * separated by ';' ("net_memif0,...;net_memif1,..."), one link each.  The
+ * first call starts EAL with all of them; later calls (same cfg->vdev)
+ * open further ports; EAL is cleaned up when the last port closes.
+ * @return the link; NULL with an empty @p err when there is no device
+ * @p index; NULL with a sentence on failure.
+ */
+em_link_t *em_link_dpdk_open_port(const em_dpdk_cfg_t *cfg, unsigned index, char *err,
+                                  size_t errlen);
 const em_dpdk_stats_t *em_link_dpdk_stats(const em_link_t *l);
 
 /**
@@ -63,7 +75,8 @@ const em_dpdk_stats_t *em_link_dpdk_stats(const em_link_t *l);
  * "%j" @p job (e.g. the MPI job id, so a memif socket is per job); "@FILE"
  * means the first line of FILE, in which %h and %j are replaced too.  One
  * spec can so give every node its own device (a memif cable has a server
- * end and a client end).
+ * end and a client end).  Several devices are separated by ';' ("@F0;@F1":
+ * two cables, one link each), each part expanded on its own.
  * @return 0, or -1 with a sentence in @p err (unreadable FILE).
  */
 int em_dpdk_devargs(const char *spec, const char *job, char *out, size_t len,

@@ -176,21 +176,27 @@ static int em_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
         size_t sz = 0;
         int rc;
         OPAL_MODEX_RECV(rc, &btl->btl_component->btl_version, &proc->proc_name, (void **)&mx, &sz);
-        if (OPAL_SUCCESS != rc || !mx || sz != sizeof *mx || mx->version != EM_BTL_MODEX_VERSION) {
+        if (OPAL_SUCCESS != rc || !mx || sz != sizeof *mx || mx->version != EM_BTL_MODEX_VERSION ||
+            mx->count < 1 || mx->count > EM_BTL_MAX_LINKS) {
             BTL_VERBOSE(("%s: no usable address for %s", m->name, OPAL_NAME_PRINT(proc->proc_name)));
             free(mx);
             continue;
         }
-        if (mx->frame_max < m->link->mtu) {
+        if (m->index >= mx->count) {        /* the peer has fewer links: not via this one */
+            free(mx);
+            continue;
+        }
+        if (mx->link[m->index].frame_max < m->link->mtu ||
+            mx->link[m->index].addr.len > sizeof mx->link[m->index].addr.bytes) {
             opal_show_help(HELP_FILE, "mtu-mismatch", true, m->name, opal_process_info.nodename,
                            (unsigned)m->link->mtu, OPAL_NAME_PRINT(proc->proc_name),
-                           (unsigned)mx->frame_max, m->name);
+                           (unsigned)mx->link[m->index].frame_max, m->name);
             free(mx);
             continue;
         }
         uint16_t vpid = (uint16_t)proc->proc_name.vpid;
         struct mca_btl_base_endpoint_t *ep = &m->eps[vpid];
-        if (em_engine_set_peer(m->engine, vpid, &mx->addr) != 0) {
+        if (em_engine_set_peer(m->engine, vpid, &mx->link[m->index].addr) != 0) {
             free(mx);
             continue;
         }
@@ -489,6 +495,60 @@ static uint32_t job_key_of(opal_jobid_t jobid)
     return x ? x : 1;
 }
 
+/* One link's module: engine, endpoints, fragment sizes. */
+static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, em_recovery_t rec,
+                        char *err, size_t errlen)
+{
+    em_btl_params_t *params = m->params;
+    m->link = link;
+    em_proto_cfg_t cfg;
+    em_proto_cfg_default(&cfg);
+    cfg.job_key = job_key_of(OPAL_PROC_MY_NAME.jobid);
+    cfg.self = (uint16_t)OPAL_PROC_MY_NAME.vpid;
+    cfg.npeers = (uint16_t)jsize;
+    cfg.frame_max = link->mtu;
+    cfg.window = (uint16_t)params->window;
+    cfg.recovery = rec;
+    cfg.rto_ns = (uint64_t)params->rto_us * 1000u;
+    cfg.rto_min_ns = (uint64_t)params->rto_min_us * 1000u;
+    cfg.rto_max_ns = (uint64_t)params->rto_max_us * 1000u;
+    cfg.max_retries = (uint32_t)params->retries;
+    cfg.ack_delay_ns = (uint64_t)params->ack_delay_us * 1000u;
+    int e;
+    m->engine = em_engine_create(link, &cfg, &engine_ops, m, &e);
+    if (!m->engine) {
+        snprintf(err, errlen, "engine: %s (check rto/rto_max/window parameters)", em_strerror(e));
+        return -1;
+    }
+    m->npeers = jsize;
+    m->eps = calloc(jsize, sizeof *m->eps);
+    if (!m->eps) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    m->frag_cap[0] = (uint32_t)em_engine_frame_payload(m->engine);
+    m->frag_cap[1] = (uint32_t)m->super.btl_max_send_size;
+    if (m->frag_cap[1] < m->frag_cap[0])
+        m->frag_cap[1] = m->frag_cap[0];
+    if (m->super.btl_put_limit > em_engine_max_msg(m->engine))
+        m->super.btl_put_limit = em_engine_max_msg(m->engine);
+    return 0;
+}
+
+/* finalize and free the sibling modules of @p first (init failed) */
+static void drop_modules(em_btl_module_t *first)
+{
+    em_btl_module_t *n = first->next;
+    first->next = NULL;
+    em_finalize(&first->super);
+    while (n) {
+        em_btl_module_t *k = n->next;
+        em_finalize(&n->super);
+        free(n);
+        n = k;
+    }
+}
+
 mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t *comp,
                                     const char *name, em_btl_params_t *params,
                                     em_btl_link_open_fn open_link, int *num_btls,
@@ -501,6 +561,8 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
     m->name = name;
     m->params = params;
     m->super.btl_component = comp;
+    m->index = 0;
+    m->next = NULL;
     if (enable_mpi_threads) {
         opal_show_help(HELP_FILE, "thread-multiple", true, name, opal_process_info.nodename);
         return NULL;
@@ -534,67 +596,72 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
         return NULL;
     }
 
-    m->link = open_link(err, sizeof err);
-    if (!m->link) {
-        opal_show_help(HELP_FILE, "link-open-failed", true, name, opal_process_info.nodename, err, name);
-        return NULL;
+    /* one module per link: link 0 is @p m, the others are copies of its
+     * (registered) parameters; a failure on any link disqualifies the
+     * component, since the peers expect every link they were told of */
+    struct em_btl_modex mx;
+    memset(&mx, 0, sizeof mx);
+    mx.version = EM_BTL_MODEX_VERSION;
+    em_btl_module_t *last = NULL;
+    unsigned n = 0;
+    for (; n < EM_BTL_MAX_LINKS; n++) {
+        err[0] = 0;
+        em_link_t *link = open_link(n, err, sizeof err);
+        if (!link) {
+            if (n > 0 && !err[0])
+                break;                      /* no more links */
+            if (!err[0])
+                snprintf(err, sizeof err, "no link");
+            goto fail_open;
+        }
+        em_btl_module_t *mod = m;
+        if (n > 0) {
+            mod = calloc(1, sizeof *mod);
+            if (!mod) {
+                em_link_close(link);
+                snprintf(err, sizeof err, "out of memory");
+                goto fail_open;
+            }
+            mod->super = m->super;
+            mod->name = name;
+            mod->params = params;
+            mod->index = n;
+            last->next = mod;
+        }
+        last = mod;
+        if (module_setup(mod, link, jsize, rec, err, sizeof err) != 0)
+            goto fail_open;
+        mx.link[n].frame_max = link->mtu;
+        mx.link[n].addr = link->local;
     }
-
-    em_proto_cfg_t cfg;
-    em_proto_cfg_default(&cfg);
-    cfg.job_key = job_key_of(OPAL_PROC_MY_NAME.jobid);
-    cfg.self = (uint16_t)OPAL_PROC_MY_NAME.vpid;
-    cfg.npeers = (uint16_t)jsize;
-    cfg.frame_max = m->link->mtu;
-    cfg.window = (uint16_t)params->window;
-    cfg.recovery = rec;
-    cfg.rto_ns = (uint64_t)params->rto_us * 1000u;
-    cfg.rto_min_ns = (uint64_t)params->rto_min_us * 1000u;
-    cfg.rto_max_ns = (uint64_t)params->rto_max_us * 1000u;
-    cfg.max_retries = (uint32_t)params->retries;
-    cfg.ack_delay_ns = (uint64_t)params->ack_delay_us * 1000u;
-    int e;
-    m->engine = em_engine_create(m->link, &cfg, &engine_ops, m, &e);
-    if (!m->engine) {
-        snprintf(err, sizeof err, "engine: %s (check rto/rto_max/window parameters)", em_strerror(e));
-        opal_show_help(HELP_FILE, "link-open-failed", true, name, opal_process_info.nodename, err, name);
-        em_link_close(m->link);
-        m->link = NULL;
-        return NULL;
-    }
-    m->npeers = jsize;
-    m->eps = calloc(jsize, sizeof *m->eps);
-    if (!m->eps)
-        goto fail;
-
-    struct em_btl_modex mx = { .version = EM_BTL_MODEX_VERSION, .frame_max = m->link->mtu,
-                               .addr = m->link->local };
+    mx.count = n;
     OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &comp->btl_version, &mx, sizeof mx);
     if (OPAL_SUCCESS != rc)
         goto fail;
 
-    m->frag_cap[0] = (uint32_t)em_engine_frame_payload(m->engine);
-    m->frag_cap[1] = (uint32_t)m->super.btl_max_send_size;
-    if (m->frag_cap[1] < m->frag_cap[0])
-        m->frag_cap[1] = m->frag_cap[0];
-    if (m->super.btl_put_limit > em_engine_max_msg(m->engine))
-        m->super.btl_put_limit = em_engine_max_msg(m->engine);
-
-    mca_btl_base_module_t **mods = malloc(sizeof *mods);
+    mca_btl_base_module_t **mods = malloc(n * sizeof *mods);
     if (!mods)
         goto fail;
-    mods[0] = &m->super;
-    *num_btls = 1;
+    unsigned k = 0;
+    for (em_btl_module_t *it = m; it; it = it->next)
+        mods[k++] = &it->super;
+    *num_btls = (int)k;
     return mods;
 
+fail_open:
+    opal_show_help(HELP_FILE, "link-open-failed", true, name, opal_process_info.nodename, err, name);
 fail:
-    em_finalize(&m->super);
+    drop_modules(m);
     return NULL;
 }
 
 int em_btl_progress(em_btl_module_t *m)
 {
-    return m->engine ? em_engine_progress(m->engine) : 0;
+    int n = 0;
+    for (; m; m = m->next)
+        if (m->engine)
+            n += em_engine_progress(m->engine);
+    return n;
 }
 
 int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)

@@ -30,12 +30,21 @@
 #include "engine/engine.h"
 
 /** What a peer publishes in the modex. */
+/** Most links (modules) one component opens in a process. */
+#define EM_BTL_MAX_LINKS 4
+
+/** What a process publishes through the modex: one address per link,
+ *  link i of every process being module i's (e.g. the first and second
+ *  memif cable, eth0 and eth1). */
 struct em_btl_modex {
     uint32_t version;        /**< EM_BTL_MODEX_VERSION */
-    uint32_t frame_max;      /**< the publisher's link MTU */
-    em_link_addr_t addr;
+    uint32_t count;          /**< links in use, 1..EM_BTL_MAX_LINKS */
+    struct {
+        uint32_t frame_max;  /**< the publisher's link MTU */
+        em_link_addr_t addr;
+    } link[EM_BTL_MAX_LINKS];
 };
-#define EM_BTL_MODEX_VERSION 1u
+#define EM_BTL_MODEX_VERSION 2u
 
 /** Registration handle: exactly what travels to the peer in the rendezvous. */
 struct mca_btl_base_registration_handle_t {
@@ -85,7 +94,9 @@ typedef struct em_btl_params {
 } em_btl_params_t;
 
 /** Opens a component's link; writes a user-facing reason on failure. */
-typedef em_link_t *(*em_btl_link_open_fn)(char *err, size_t errlen);
+/** Open link @p index (0, 1, ...).  NULL with an empty @p err: there is no
+ *  such link (the component has fewer); NULL with a sentence: failure. */
+typedef em_link_t *(*em_btl_link_open_fn)(unsigned index, char *err, size_t errlen);
 
 typedef struct em_btl_module {
     mca_btl_base_module_t super;
@@ -102,6 +113,8 @@ typedef struct em_btl_module {
     void **chunks;                    /**< everything allocated, for finalize */
     size_t nchunks, chunks_cap;
     int finalizing;
+    unsigned index;                   /**< which of the process's links (modex entry) */
+    struct em_btl_module *next;       /**< the component's next module (next link) */
 } em_btl_module_t;
 
 /** Register the common MCA parameters of component @p c into @p p. */
@@ -111,16 +124,18 @@ int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p);
 void em_btl_module_defaults(mca_btl_base_module_t *m);
 
 /**
- * Component init: open the link, create the engine, publish the address.
- * @return the module array (one module) or NULL (component disqualified;
- *         a help message has been printed).
+ * Component init: open the links (open_link(0), open_link(1), ... until it
+ * reports no more), one module with its own engine per link (@p m is the
+ * first; ob1 stripes over them), and publish every link's address.
+ * @return the module array or NULL (component disqualified; a help message
+ *         has been printed).
  */
 mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t *comp,
                                     const char *name, em_btl_params_t *params,
                                     em_btl_link_open_fn open_link, int *num_btls,
                                     bool enable_mpi_threads);
 
-/** Component progress: drives the engine of @p m (if initialised). */
+/** Component progress: drives the engines of @p m and its sibling modules. */
 int em_btl_progress(em_btl_module_t *m);
 
 /** Add the help-file directory (next to the component .so) to Open MPI's search path. */

@@ -48,7 +48,9 @@ static int dpdk_register(void)
     (void)mca_base_component_var_register(c, "vdev",
         "DPDK device: devargs (e.g. net_memif0,role=client,socket=/run/x.sock,socket-abstract=no "
         "or net_af_xdp0,iface=eth0), or @FILE to read them from FILE; %h is replaced by the "
-        "host name.  Empty: the first port EAL finds (e.g. a NIC given in eal_args with -a)",
+        "host name.  Several devices separated by ';' (@/x/%h.memif;@/x/%h.memif1): one "
+        "module per device, ob1 stripes over them.  Empty: the ports EAL finds (e.g. NICs "
+        "given in eal_args with -a)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_vdev);
     (void)mca_base_component_var_register(c, "eal_args",
         "Extra DPDK EAL arguments; empty = '--in-memory -m 256' with hugepages, else "
@@ -78,7 +80,7 @@ static int dpdk_open(void)
 
 static int dpdk_close(void) { return OPAL_SUCCESS; }
 
-static em_link_t *dpdk_open_link(char *err, size_t errlen)
+static em_link_t *dpdk_open_link(unsigned index, char *err, size_t errlen)
 {
     /* %j = the job id: every job gets its own memif socket, so a job that
      * starts while the last one's processes are exiting never connects to
@@ -95,7 +97,8 @@ static em_link_t *dpdk_open_link(char *err, size_t errlen)
         .rx_loss = dpdk_rx_loss, .loss_seed = (uint64_t)dpdk_loss_seed,
         .link_wait_ms = dpdk_link_wait_ms > 0 ? (uint32_t)dpdk_link_wait_ms : 0,
     };
-    return em_link_dpdk_open(&c, err, errlen);
+    /* "A;B" in btl_dpdk_vdev: one port and module per device (two cables) */
+    return em_link_dpdk_open_port(&c, index, err, errlen);
 }
 
 static mca_btl_base_module_t **dpdk_init(int *num_btls, bool progress_threads, bool mpi_threads)

@@ -33,7 +33,8 @@ static int rudp_register(void)
     rudp_sock_buf = 4 * 1024 * 1024;
     (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "if_include",
         "Interface for the UDP socket: a name (eth0), an IPv4 address, or a subnet "
-        "(10.77.0.0/24); empty = the first non-loopback IPv4 interface",
+        "(10.77.0.0/24); empty = the first non-loopback IPv4 interface.  A comma list "
+        "(eth0,eth1) opens one socket and module per entry (several links)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1, MCA_BASE_VAR_SCOPE_READONLY,
         &rudp_if_include);
     (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "mtu",
@@ -54,9 +55,28 @@ static int rudp_open(void)
 
 static int rudp_close(void) { return OPAL_SUCCESS; }
 
-static em_link_t *rudp_open_link(char *err, size_t errlen)
+/* link @p index: the index-th entry of btl_rudp_if_include ("eth0,eth1":
+ * one socket, one module per interface; ob1 stripes over them) */
+static em_link_t *rudp_open_link(unsigned index, char *err, size_t errlen)
 {
-    em_udp_cfg_t c = { .iface = rudp_if_include, .mtu = rudp_mtu > 0 ? (uint32_t)rudp_mtu : 0,
+    char iface[256] = "";
+    const char *p = rudp_if_include ? rudp_if_include : "";
+    for (unsigned i = 0; i < index; i++) {
+        p = strchr(p, ',');
+        if (!p)
+            return NULL;                    /* no such link */
+        p++;
+    }
+    size_t n = strcspn(p, ",");
+    if (index > 0 && n == 0)
+        return NULL;
+    if (n >= sizeof iface) {
+        snprintf(err, errlen, "btl_rudp_if_include entry too long");
+        return NULL;
+    }
+    memcpy(iface, p, n);
+    iface[n] = 0;
+    em_udp_cfg_t c = { .iface = iface, .mtu = rudp_mtu > 0 ? (uint32_t)rudp_mtu : 0,
                        .sock_buf = rudp_sock_buf };
     return em_link_udp_open(&c, err, errlen);
 }
