@@ -92,9 +92,11 @@ static int e_emit(void *u, uint16_t peer, const void *hdr, size_t hlen,
     if (plen >= EM_GATHER_MIN && (e->link->flags & EM_LINK_F_GATHER)) {
         pkt->ext = payload;           /* the link sends it from the op's buffer */
         pkt->ext_len = (uint32_t)plen;
+        e->st.tx_gather_bytes += plen;
     } else if (plen) {
         memcpy(pkt->data + hlen, payload, plen);
         pkt->len += (uint32_t)plen;
+        e->st.tx_copy_bytes += plen;
     }
     pkt->peer = peer;
     e->batch[e->nbatch++] = pkt;
@@ -104,6 +106,7 @@ static int e_emit(void *u, uint16_t peer, const void *hdr, size_t hlen,
 static void e_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t len)
 {
     em_engine_t *e = u;
+    e->st.recv_bytes += len;
     e->ops.recv(e->uctx, peer, tag, d, len);
 }
 
@@ -116,6 +119,7 @@ static int e_put(void *u, uint16_t peer, const em_put_target_t *t, const void *d
         if (len)
             memcpy(dst, d, len);
         e->st.puts_placed++;
+        e->st.put_bytes += len;
         return 0;
     case EM_REGION_BAD_ID:        e->st.put_bad_region++; break;
     case EM_REGION_BAD_KEY:       e->st.put_bad_key++; break;

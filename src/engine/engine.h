@@ -39,6 +39,12 @@ typedef struct em_engine_stats {
     uint64_t put_bad_region;     /**< put frames naming no registered region */
     uint64_t put_bad_key;        /**< put frames with the wrong key */
     uint64_t put_out_of_bounds;  /**< put frames outside their region */
+    /* Where payload bytes are copied by ethermpi's own code (docs/design.md
+     * "Copies per byte"); the PMD's or kernel's copies are not counted. */
+    uint64_t tx_copy_bytes;      /**< payload copied into a link frame */
+    uint64_t tx_gather_bytes;    /**< payload the link sent from the op's own buffer (no copy here) */
+    uint64_t put_bytes;          /**< put payload copied from the frame into its region (the one placement copy) */
+    uint64_t recv_bytes;         /**< message bytes handed to the receiver in place (the consumer copies) */
 } em_engine_stats_t;
 
 typedef struct em_engine em_engine_t;

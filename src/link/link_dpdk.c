@@ -34,6 +34,7 @@ struct dpdk_link {
     em_link_t link;                 /* must be first */
     uint16_t port;
     struct rte_mempool *pool;
+    struct rte_mempool *ext_pool;   /* data-less mbufs that point at a caller's payload */
     struct rte_ether_addr mac;
     struct rte_ether_addr *peers;
     uint32_t npeers;
@@ -69,6 +70,34 @@ static em_pkt_t *dpdk_tx_alloc(em_link_t *l)
 
 static void dpdk_tx_free(em_link_t *l, em_pkt_t *p) { rte_pktmbuf_free(p->priv); }
 
+/* The payload's memory belongs to the protocol op (kept until the peer's
+ * ACK, after the PMD has read it): nothing to free when DPDK is done. */
+static void ext_done(void *addr, void *opaque) { (void)addr; (void)opaque; }
+
+/* Chain a data-less mbuf pointing at the caller's payload behind the
+ * header mbuf: the frame is built with no copy of the payload (seed 002's
+ * zero-copy send; the PMD reads it from there).  0, or -1 when no such
+ * mbuf is free (the caller then copies). */
+static int attach_payload(struct dpdk_link *d, struct rte_mbuf *head, const uint8_t *ext,
+                          uint32_t len)
+{
+    struct rte_mbuf *x = rte_pktmbuf_alloc(d->ext_pool);
+    if (!x)
+        return -1;
+    struct rte_mbuf_ext_shared_info *sh = rte_mbuf_to_priv(x);
+    sh->free_cb = ext_done;
+    sh->fcb_opaque = NULL;
+    rte_mbuf_ext_refcnt_set(sh, 1);
+    void *va = (void *)(uintptr_t)ext;
+    rte_pktmbuf_attach_extbuf(x, va, rte_mem_virt2iova(va), (uint16_t)len, sh);
+    x->data_off = 0;
+    x->data_len = (uint16_t)len;
+    x->pkt_len = len;
+    head->next = x;
+    head->nb_segs = 2;
+    return 0;
+}
+
 static unsigned dpdk_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
 {
     struct dpdk_link *d = (struct dpdk_link *)l;
@@ -87,13 +116,33 @@ static unsigned dpdk_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
                 memset(&eh->dst_addr, 0xff, sizeof eh->dst_addr);  /* never happens: checked by set_peer */
             rte_ether_addr_copy(&d->mac, &eh->src_addr);
             eh->ether_type = d->ethertype_be;
-            mb->data_len = (uint16_t)(ETH_HDR + p->len);
-            mb->pkt_len = mb->data_len;
+            if (p->ext_len && attach_payload(d, mb, p->ext, p->ext_len) == 0) {
+                mb->data_len = (uint16_t)(ETH_HDR + p->len);
+                mb->pkt_len = mb->data_len + p->ext_len;
+                d->st.tx_extbuf++;
+            } else {
+                if (p->ext_len)
+                    em_link_pkt_flatten(p);   /* no ext mbuf free: copy after all */
+                mb->data_len = (uint16_t)(ETH_HDR + p->len);
+                mb->pkt_len = mb->data_len;
+            }
             m[i] = mb;
         }
         uint16_t sent = rte_eth_tx_burst(d->port, 0, m, (uint16_t)k);
         d->st.tx_frames += sent;
         done += sent;
+        /* frames not taken stay the caller's, and their payload is copied
+         * into them (em_link_pkt_flatten) before they wait: drop the chain */
+        for (unsigned i = sent; i < k; i++) {
+            struct rte_mbuf *mb = m[i];
+            if (mb->next) {
+                rte_pktmbuf_free_seg(mb->next);
+                mb->next = NULL;
+                mb->nb_segs = 1;
+                mb->pkt_len = mb->data_len;
+                d->st.tx_extbuf--;
+            }
+        }
         if (sent < k) {
             d->st.tx_full++;
             break;
@@ -198,6 +247,7 @@ static struct {
     uint16_t port;
     em_xdp_guard_t guard;
     struct rte_mempool *pool;   /* freed after the close (the rx ring holds its mbufs) */
+    struct rte_mempool *ext_pool;
 } stopped[EM_DPDK_MAX_PORTS];
 static unsigned nstopped;
 
@@ -209,11 +259,13 @@ static void dpdk_close(em_link_t *l)
         stopped[nstopped].port = d->port;
         stopped[nstopped].guard = d->guard;
         stopped[nstopped].pool = d->pool;
+        stopped[nstopped].ext_pool = d->ext_pool;
         nstopped++;
     } else {
         rte_eth_dev_close(d->port);
         em_xdp_guard_release(&d->guard);
         rte_mempool_free(d->pool);
+        rte_mempool_free(d->ext_pool);
     }
     free(d->peers);
     free(d->scratch);
@@ -223,6 +275,7 @@ static void dpdk_close(em_link_t *l)
             rte_eth_dev_close(stopped[i].port);   /* af_xdp: detaches its XDP program */
             em_xdp_guard_release(&stopped[i].guard);
             rte_mempool_free(stopped[i].pool);
+            rte_mempool_free(stopped[i].ext_pool);
         }
         nstopped = 0;
     }
@@ -502,6 +555,21 @@ em_link_t *em_link_dpdk_open_port(const em_dpdk_cfg_t *cfg, unsigned index, char
     struct rte_eth_conf conf;
     memset(&conf, 0, sizeof conf);
     conf.rxmode.mtu = want;
+    /* zero-copy send: a PMD that takes chained mbufs gets the payload as an
+     * external buffer pointing into the caller's memory (memif: yes; af_xdp
+     * in DPDK 22.11: no, every frame is copied into the UMEM anyway) */
+    int gather = !cfg->no_gather && (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS);
+    if (gather) {
+        char xname[64];
+        snprintf(xname, sizeof xname, "em_ext_%u", port);
+        d->ext_pool = rte_pktmbuf_pool_create(xname, nb, 256,
+            RTE_ALIGN(sizeof(struct rte_mbuf_ext_shared_info), RTE_MBUF_PRIV_ALIGN), 0,
+            (int)rte_socket_id());
+        if (d->ext_pool)
+            conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+        else
+            gather = 0;                     /* copy instead: slower, still correct */
+    }
     uint16_t nd = cfg->nb_desc ? cfg->nb_desc : 1024;
     if ((rc = rte_eth_dev_configure(port, 1, 1, &conf)) != 0) {
         /* some PMDs refuse a large MTU at configure time: retry with theirs */
@@ -572,7 +640,7 @@ em_link_t *em_link_dpdk_open_port(const em_dpdk_cfg_t *cfg, unsigned index, char
     d->rng = cfg->loss_seed ? cfg->loss_seed : 0x9E3779B97F4A7C15ull;
     d->link.ops = &dpdk_ops;
     d->link.mtu = want;
-    d->link.flags = 0;
+    d->link.flags = gather ? EM_LINK_F_GATHER : 0;
     d->link.local.len = 8;
     memcpy(d->link.local.bytes, d->mac.addr_bytes, 6);
     d->link.local.bytes[6] = 0;   /* queue 0 */
@@ -584,6 +652,7 @@ fail:
     em_xdp_guard_release(&d->guard);
     if (d->pool)
         rte_mempool_free(d->pool);
+    rte_mempool_free(d->ext_pool);
     free(d->scratch);
     free(d);
     eal_release();

@@ -46,10 +46,14 @@ typedef struct em_dpdk_cfg {
      *  value (e.g. EM_ETHERTYPE_BCAST) keeps a second user of the wire
      *  apart: frames of other ethertypes are counted as rx_foreign. */
     uint16_t ethertype;
+    /** 1: never send a payload from the caller's memory (EM_LINK_F_GATHER
+     *  off: every payload is copied into the mbuf), for comparison. */
+    int no_gather;
 } em_dpdk_cfg_t;
 
 typedef struct em_dpdk_stats {
     uint64_t rx_frames, rx_foreign, rx_multiseg, rx_dropped_loss, tx_frames, tx_full;
+    uint64_t tx_extbuf;    /**< frames whose payload went out from the caller's memory (extbuf) */
 } em_dpdk_stats_t;
 
 /**

@@ -159,6 +159,8 @@ typedef struct em_proto_stats {
     uint64_t drop_gbn_ooo;     /**< out-of-order frames discarded (Go-Back-N) */
     uint64_t drop_peer_failed; /**< frames from a peer already declared failed */
     uint64_t drop_nomem;       /**< frames dropped for lack of memory (will be retransmitted) */
+    uint64_t rx_copy_bytes;    /**< payload copied inside the protocol: reassembly of
+                                    multi-frame messages, out-of-order frames kept */
     uint64_t peer_failures;    /**< peers declared failed */
 } em_proto_stats_t;
 

@@ -110,6 +110,7 @@ static bool deliver_data(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
     }
     if (h->len)           /* a zero-length message may have no buffer at all */
         memcpy(pe->ra_buf + pe->ra_got, payload, h->len);
+    p->st.rx_copy_bytes += h->len;
     pe->ra_got += h->len;
     pe->ra_next++;
     return true;
@@ -179,6 +180,7 @@ static void buffer_ooo(struct em_proto *p, struct em_peer *pe, uint32_t d,
     }
     s->hdr = *h;
     memcpy(s->payload, payload, h->len);
+    p->st.rx_copy_bytes += h->len;
     pe->ooo_bits |= (uint64_t)1 << d;
     p->st.rx_ooo++;
 }

@@ -391,7 +391,9 @@ static void print_stats(em_btl_module_t *m)
     opal_output(0, "[%s] btl_%s stats: tx %llu frames (%llu data, %llu acks, %llu retransmits, "
                    "%llu timeouts), rx %llu frames (%llu dups, %llu out-of-order), msgs %llu/%llu, "
                    "puts placed %llu rejected %llu, drops: key %llu magic %llu malformed %llu "
-                   "window %llu, backpressure %llu",
+                   "window %llu, backpressure %llu; payload bytes copied by ethermpi: tx %llu "
+                   "(sent from the user's memory: %llu), rx reassembly/out-of-order %llu, "
+                   "rx put placement %llu (handed over in place: %llu)",
                 opal_process_info.nodename, m->name,
                 (unsigned long long)p->tx_frames, (unsigned long long)p->tx_data_frames,
                 (unsigned long long)p->tx_acks, (unsigned long long)p->retransmits,
@@ -401,7 +403,9 @@ static void print_stats(em_btl_module_t *m)
                 (unsigned long long)e->puts_placed, (unsigned long long)p->puts_rejected,
                 (unsigned long long)p->drop_job_key, (unsigned long long)p->drop_magic,
                 (unsigned long long)p->drop_malformed, (unsigned long long)p->drop_window,
-                (unsigned long long)e->tx_backpressure);
+                (unsigned long long)e->tx_backpressure, (unsigned long long)e->tx_copy_bytes,
+                (unsigned long long)e->tx_gather_bytes, (unsigned long long)p->rx_copy_bytes,
+                (unsigned long long)e->put_bytes, (unsigned long long)e->recv_bytes);
 }
 
 static int em_finalize(struct mca_btl_base_module_t *btl)

@@ -32,6 +32,7 @@ static int dpdk_mtu;
 static double dpdk_rx_loss;
 static int dpdk_loss_seed;
 static int dpdk_link_wait_ms;
+static int dpdk_zero_copy;
 
 static em_btl_module_t dpdk_module;
 
@@ -45,6 +46,7 @@ static int dpdk_register(void)
     dpdk_rx_loss = 0.0;
     dpdk_loss_seed = 0;
     dpdk_link_wait_ms = 20000;
+    dpdk_zero_copy = 1;
     (void)mca_base_component_var_register(c, "vdev",
         "DPDK device: devargs (e.g. net_memif0,role=client,socket=/run/x.sock,socket-abstract=no "
         "or net_af_xdp0,iface=eth0), or @FILE to read them from FILE; %h is replaced by the "
@@ -65,6 +67,11 @@ static int dpdk_register(void)
     (void)mca_base_component_var_register(c, "loss_seed",
         "Testing: seed of rx_loss (0 = fixed default)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_loss_seed);
+    (void)mca_base_component_var_register(c, "zero_copy",
+        "Send payloads of 512 bytes or more straight from the user's buffer (DPDK external "
+        "buffers chained behind the header) where the PMD takes chained mbufs (memif); "
+        "0 = copy every payload into the frame",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_zero_copy);
     (void)mca_base_component_var_register(c, "link_wait_ms",
         "How long to wait for the port's link to come up (a memif cable waits for its other end)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_link_wait_ms);
@@ -96,6 +103,7 @@ static em_link_t *dpdk_open_link(unsigned index, char *err, size_t errlen)
         .mtu = dpdk_mtu > 0 ? (uint32_t)dpdk_mtu : 0,
         .rx_loss = dpdk_rx_loss, .loss_seed = (uint64_t)dpdk_loss_seed,
         .link_wait_ms = dpdk_link_wait_ms > 0 ? (uint32_t)dpdk_link_wait_ms : 0,
+        .no_gather = !dpdk_zero_copy,
     };
     /* "A;B" in btl_dpdk_vdev: one port and module per device (two cables) */
     return em_link_dpdk_open_port(&c, index, err, errlen);
