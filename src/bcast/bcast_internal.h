@@ -1,0 +1,16 @@
+/**
+ * @file bcast_internal.h
+ * The backends' entry points (one file each), called by em_bcast_open.
+ */
+#ifndef EM_BCAST_INTERNAL_H
+#define EM_BCAST_INTERNAL_H
+
+#include "bcast/em_bcast.h"
+
+/** A link over kernel UDP broadcast; peer 0 is the broadcast address. */
+em_link_t *em_bcast_udp_link_open(const em_bcast_cfg_t *cfg, char *err, size_t errlen);
+
+/** A link_dpdk port under EM_ETHERTYPE_BCAST; peer 0 is ff:ff:ff:ff:ff:ff. */
+em_link_t *em_bcast_dpdk_link_open(const em_bcast_cfg_t *cfg, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,124 @@
+/**
+ * @file em_bcast.h
+ * em_bcast: a lossy broadcast channel for small typed updates (seed 003).
+ *
+ * A member sends an update (a run of elements of a shared vector, given by
+ * element offset and count) to every other member in ONE broadcast frame,
+ * and receives whatever arrives: no acknowledgement, no retransmission, no
+ * ordering promise.  Applications that tolerate lost and stale updates
+ * (asynchronous relaxation) use it where a reliable transport would wait.
+ *
+ * Backends, chosen at run time (em_bcast_cfg::kind):
+ *   EM_BCAST_DPDK  L2 broadcast (ff:ff:ff:ff:ff:ff) through link_dpdk, under
+ *                  its own ethertype EM_ETHERTYPE_BCAST (0x88B6), on any
+ *                  DPDK PMD (memif cable, af_xdp on a veth, a real NIC).
+ *   EM_BCAST_UDP   kernel UDP to the interface's broadcast address
+ *                  (SO_BROADCAST): the baseline of Koishi et al.
+ * em_bcast_open_link() runs the channel over any em_link_t (tests).
+ *
+ * Counters per channel (em_bcast_stats): frames sent, frames received
+ * (accepted), dropped = gaps in the per-sender sequence numbers + frames
+ * rejected by validation (bcast_wire.h lists every check).
+ *
+ * One DPDK port per process: a process that already runs the dpdk BTL
+ * cannot open an EM_BCAST_DPDK channel (EAL is started once per process);
+ * em_bcast_open then fails with a message saying so (see docs/relax.md).
+ *
+ * Threading: a channel is used by one thread at a time.
+ */
+#ifndef EM_BCAST_H
+#define EM_BCAST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "link/link.h"
+
+typedef enum em_bcast_kind {
+    EM_BCAST_UDP = 1,
+    EM_BCAST_DPDK = 2,
+} em_bcast_kind_t;
+
+typedef struct em_bcast_cfg {
+    em_bcast_kind_t kind;
+    uint32_t key;          /**< job key: frames carrying another key are rejected */
+    uint16_t channel;      /**< channel id: several channels may share a wire */
+    uint16_t self;         /**< this member's id (0 .. members-1) */
+    uint16_t members;      /**< number of members (senders) */
+    uint32_t vec_len;      /**< length of the shared vector (bounds check) */
+    uint32_t mtu;          /**< largest frame payload wanted; 0 = what the wire allows */
+    /* EM_BCAST_UDP */
+    const char *iface;     /**< interface whose IPv4 broadcast address is used (e.g. "eth0") */
+    uint16_t port;         /**< UDP port (same on every member); 0 = 47603 */
+    /* EM_BCAST_DPDK (see link_dpdk.h) */
+    const char *vdev;      /**< devargs, after em_dpdk_devargs() expansion */
+    const char *eal_args;
+    const char *file_prefix;
+    double rx_loss;        /**< injected receive loss (wires no kernel sees) */
+    uint64_t loss_seed;
+    uint32_t link_wait_ms;
+} em_bcast_cfg_t;
+
+typedef struct em_bcast_stats {
+    uint64_t sent;          /**< frames handed to the wire */
+    uint64_t send_full;     /**< updates not sent: no tx buffer / ring full (lost at the sender) */
+    uint64_t received;      /**< frames accepted and delivered */
+    uint64_t elements;      /**< elements delivered */
+    uint64_t dropped;       /**< gaps + rejected */
+    uint64_t gaps;          /**< frames missing in per-sender sequence numbers */
+    uint64_t late;          /**< frames older than one already seen (reordered or duplicated) */
+    uint64_t own;           /**< own frames looped back (ignored, not counted as received) */
+    uint64_t rejected;      /**< frames failing validation (sum of rejected_by) */
+    uint64_t rejected_by[12]; /**< per em_bc_dec reason (index = enum em_bc_dec) */
+} em_bcast_stats_t;
+
+typedef struct em_bcast em_bcast_t;
+
+/**
+ * Called once per accepted frame with the update decoded to host order.
+ * @p vals is valid only during the call.
+ */
+typedef void (*em_bcast_rx_fn)(void *arg, uint16_t sender, uint32_t offset, uint32_t count,
+                               const double *vals);
+
+/**
+ * Open a channel.  @return NULL with a sentence a user can act on in @p err
+ * (bad configuration, no such interface, DPDK cannot start, ...).
+ */
+em_bcast_t *em_bcast_open(const em_bcast_cfg_t *cfg, char *err, size_t errlen);
+
+/**
+ * Run a channel over an open link (taken over: closed by em_bcast_close).
+ * Frames go to peer @p bcast_peer, which the caller has pointed at the
+ * broadcast address (em_link_set_peer).  cfg->kind is ignored.
+ */
+em_bcast_t *em_bcast_open_link(em_link_t *link, uint16_t bcast_peer, const em_bcast_cfg_t *cfg,
+                               char *err, size_t errlen);
+
+/** Most elements one frame carries on this channel's wire. */
+uint32_t em_bcast_max_elems(const em_bcast_t *b);
+
+/**
+ * Broadcast elements [offset, offset+count) of the shared vector, values
+ * @p vals, in one frame.
+ * @return 0; -EAGAIN when the wire has no room now (the update is lost, and
+ * counted in send_full); -EMSGSIZE when count is 0 or > em_bcast_max_elems;
+ * -ERANGE when the run is outside the vector.
+ */
+int em_bcast_send(em_bcast_t *b, uint32_t offset, const double *vals, uint32_t count);
+
+/**
+ * Receive what has arrived (up to @p max_frames, 0 = everything queued now)
+ * and call @p cb for each accepted frame.  Never blocks.
+ * @return the number of frames delivered.
+ */
+unsigned em_bcast_poll(em_bcast_t *b, em_bcast_rx_fn cb, void *arg, unsigned max_frames);
+
+const em_bcast_stats_t *em_bcast_stats(const em_bcast_t *b);
+
+/** The underlying link (e.g. for link_dpdk's own counters). */
+em_link_t *em_bcast_link(const em_bcast_t *b);
+
+void em_bcast_close(em_bcast_t *b);
+
+#endif
