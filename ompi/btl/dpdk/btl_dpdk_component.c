@@ -13,6 +13,11 @@
  * command line can give each node its own device (a memif cable has a
  * server end and a client end): --mca btl_dpdk_vdev @/etc/ethermpi/%h.vdev;
  * "%j" is replaced by the job id (a memif socket of its own for every job).
+ *
+ * Daemon mode (--mca btl_dpdk_mode daemon, docs/daemon.md): the node's
+ * `emd` owns the port and many ranks per node share it; the rank attaches
+ * to the daemon's socket (btl_dpdk_emd_socket) and runs the same engine
+ * over link_emd (shared-memory rings, no DPDK in the rank).
  */
 #include "opal_config.h"
 
@@ -22,6 +27,7 @@
 
 #include "../common/em_btl.h"
 #include "link/link_dpdk.h"
+#include "link/link_emd.h"
 
 extern mca_btl_base_component_3_0_0_t mca_btl_dpdk_component;
 
@@ -33,6 +39,9 @@ static double dpdk_rx_loss;
 static int dpdk_loss_seed;
 static int dpdk_link_wait_ms;
 static int dpdk_zero_copy;
+static char *dpdk_mode;           /* "direct" or "daemon" */
+static char *dpdk_emd_socket;
+static int dpdk_emd_heartbeat_ms;
 
 static em_btl_module_t dpdk_module;
 
@@ -47,6 +56,19 @@ static int dpdk_register(void)
     dpdk_loss_seed = 0;
     dpdk_link_wait_ms = 20000;
     dpdk_zero_copy = 1;
+    dpdk_mode = "direct";
+    dpdk_emd_socket = "/run/ethermpi/emd/%h.sock";
+    dpdk_emd_heartbeat_ms = 3000;
+    (void)mca_base_component_var_register(c, "mode",
+        "direct: this process owns the DPDK port (one rank per node); daemon: the node's emd "
+        "daemon owns it and the node's ranks attach to it (docs/daemon.md)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_mode);
+    (void)mca_base_component_var_register(c, "emd_socket",
+        "Daemon mode: the emd daemon's control socket (%h = host name, @FILE = first line of FILE)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_emd_socket);
+    (void)mca_base_component_var_register(c, "emd_heartbeat_ms",
+        "Daemon mode: the job is aborted when the daemon has not run for this long",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_emd_heartbeat_ms);
     (void)mca_base_component_var_register(c, "vdev",
         "DPDK device: devargs (e.g. net_memif0,role=client,socket=/run/x.sock,socket-abstract=no "
         "or net_af_xdp0,iface=eth0), or @FILE to read them from FILE; %h is replaced by the "
@@ -87,8 +109,38 @@ static int dpdk_open(void)
 
 static int dpdk_close(void) { return OPAL_SUCCESS; }
 
+/* daemon mode: the daemon went away under us; the job cannot go on */
+static void emd_dead(void *ctx, const char *why)
+{
+    (void)ctx;
+    fprintf(stderr, "[%s] ethermpi dpdk BTL (daemon mode): %s\n", opal_process_info.nodename, why);
+    fflush(stderr);
+    if (dpdk_module.error_cb)
+        dpdk_module.error_cb(&dpdk_module.super, MCA_BTL_ERROR_FLAGS_FATAL, NULL,
+                             "ethermpi: the emd node daemon is gone");
+}
+
+static em_link_t *emd_open_link(char *err, size_t errlen)
+{
+    char path[1024];
+    if (em_dpdk_devargs(dpdk_emd_socket, "", path, sizeof path, err, errlen) != 0)
+        return NULL;
+    em_emd_cfg_t c = {
+        .socket_path = path, .rx_loss = dpdk_rx_loss, .loss_seed = (uint64_t)dpdk_loss_seed,
+        .heartbeat_timeout_ms = dpdk_emd_heartbeat_ms > 0 ? (uint32_t)dpdk_emd_heartbeat_ms : 0,
+        .dead_cb = emd_dead,
+    };
+    return em_link_emd_open(&c, err, errlen);
+}
+
 static em_link_t *dpdk_open_link(unsigned index, char *err, size_t errlen)
 {
+    if (dpdk_mode && 0 == strcmp(dpdk_mode, "daemon"))
+        return index == 0 ? emd_open_link(err, errlen) : NULL;  /* one link: the daemon's */
+    if (dpdk_mode && 0 != strcmp(dpdk_mode, "direct")) {
+        snprintf(err, errlen, "btl_dpdk_mode must be 'direct' or 'daemon', not '%s'", dpdk_mode);
+        return NULL;
+    }
     /* %j = the job id: every job gets its own memif socket, so a job that
      * starts while the last one's processes are exiting never connects to
      * their dying end of the cable */
@@ -116,6 +168,39 @@ static mca_btl_base_module_t **dpdk_init(int *num_btls, bool progress_threads, b
 }
 
 static int dpdk_progress(void) { return em_btl_progress(&dpdk_module); }
+
+/**
+ * Counters for benchmarks (bench/mpi/em_compute_burst.c finds this symbol
+ * with dlsym): fills @p out[0..n) with mode (0 direct, 1 daemon), frames
+ * dropped before the protocol saw them (daemon: rx ring full + injected;
+ * direct: injected), protocol retransmits, retransmit timeouts, times the
+ * link had no room for a frame.  @return values written (0: no module).
+ */
+__attribute__((visibility("default"))) int em_btl_dpdk_counters(uint64_t *out, int n);
+int em_btl_dpdk_counters(uint64_t *out, int n)
+{
+    if (!dpdk_module.engine || !dpdk_module.link || n < 5)
+        return 0;
+    const em_proto_stats_t *p = em_engine_proto_stats(dpdk_module.engine);
+    int daemon = 0 == strcmp(dpdk_module.link->ops->name, "emd");
+    uint64_t drops, full;
+    if (daemon) {
+        em_emd_stats_t s;
+        em_link_emd_stats(dpdk_module.link, &s);
+        drops = s.daemon_rx_ring_full + s.rx_dropped_loss + s.daemon_port_rx_loss;
+        full = s.tx_ring_full;
+    } else {
+        const em_dpdk_stats_t *s = em_link_dpdk_stats(dpdk_module.link);
+        drops = s->rx_dropped_loss;
+        full = s->tx_full;
+    }
+    out[0] = (uint64_t)daemon;
+    out[1] = drops;
+    out[2] = p->retransmits;
+    out[3] = p->timeouts;
+    out[4] = full;
+    return 5;
+}
 
 __attribute__((visibility("default")))
 mca_btl_base_component_3_0_0_t mca_btl_dpdk_component = {

@@ -1,0 +1,504 @@
+/**
+ * @file link_emd.c
+ * Client side of the node daemon (see link_emd.h, daemon/emd_shm.h).
+ *
+ * tx: tx_alloc lends a private buffer; tx_burst copies it (and a gather
+ * payload) straight into the tx ring, one copy in all, and publishes the
+ * tail once per burst.  rx: rx_burst lends the ring records themselves (zero
+ * copy); rx_release publishes the new head.  The daemon's liveness is
+ * checked every few milliseconds of polling: socket hang-up, state, and
+ * heartbeat age.
+ */
+#include "link/link_emd.h"
+#include "link/link_util.h"
+#include "daemon/emd_shm.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EMD_TX_POOL 256
+#define EMD_RX_BURST 32
+#define EMD_CHECK_NS 20000000ull      /* liveness check period while polling */
+
+struct peer_addr {
+    uint8_t mac[6];
+    uint16_t ep;
+    uint8_t set;
+};
+
+struct emd_link {
+    em_link_t link;                   /* must be first */
+    int fd;                           /* control socket */
+    struct emd_shm_hdr *h;
+    uint64_t size;
+    uint32_t mtu;
+    uint32_t rx_head;                 /* our copy of h->rx.head (we are the only consumer) */
+    uint32_t rx_pending;              /* slots lent by the last rx_burst */
+    uint32_t tx_tail;                 /* our copy of h->tx.tail (we are the only producer) */
+    struct peer_addr *peers;
+    uint32_t npeers;
+    em_pkt_t tx_pkts[EMD_TX_POOL];
+    em_pkt_t *tx_free[EMD_TX_POOL];
+    unsigned ntx_free;
+    uint8_t *tx_mem;
+    em_pkt_t rx_pkts[EMD_RX_BURST];
+    double rx_loss;
+    uint64_t rng;
+    uint64_t hb_timeout_ns, last_check_ns;
+    unsigned poll_count;
+    int dead;
+    void (*dead_cb)(void *, const char *);
+    void *dead_ctx;
+    em_emd_stats_t st;
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void declare_dead(struct emd_link *d, const char *why)
+{
+    if (d->dead)
+        return;
+    d->dead = 1;
+    if (d->dead_cb)
+        d->dead_cb(d->dead_ctx, why);
+    else
+        fprintf(stderr, "ethermpi link_emd: %s\n", why);
+}
+
+/** Is the daemon still there?  Cheap enough to run every EMD_CHECK_NS. */
+static void check_daemon(struct emd_link *d, uint64_t now)
+{
+    d->last_check_ns = now;
+    struct pollfd p = { .fd = d->fd, .events = POLLIN };
+    if (d->fd >= 0 && poll(&p, 1, 0) > 0) {
+        if (p.revents & (POLLHUP | POLLERR)) {
+            declare_dead(d, "the emd daemon closed its connection (daemon killed or restarted); "
+                            "this process's link is gone");
+            return;
+        }
+        if (p.revents & POLLIN) {     /* the daemon sends nothing after ATTACH_OK: drain */
+            char buf[64];
+            ssize_t r = recv(d->fd, buf, sizeof buf, MSG_DONTWAIT);
+            if (r == 0) {
+                declare_dead(d, "the emd daemon closed its connection (daemon killed or restarted)");
+                return;
+            }
+        }
+    }
+    if (atomic_load_explicit(&d->h->state, memory_order_acquire) != EMD_STATE_RUNNING) {
+        declare_dead(d, "the emd daemon stopped (emd stop or SIGTERM) while this process used it");
+        return;
+    }
+    uint64_t hb = atomic_load_explicit(&d->h->heartbeat_ns, memory_order_relaxed);
+    if (hb && now > hb && now - hb > d->hb_timeout_ns) {
+        char why[160];
+        snprintf(why, sizeof why, "the emd daemon has not run for %llu ms (hung or stopped; "
+                 "heartbeat timeout %llu ms)", (unsigned long long)((now - hb) / 1000000u),
+                 (unsigned long long)(d->hb_timeout_ns / 1000000u));
+        declare_dead(d, why);
+    }
+}
+
+static void maybe_check(struct emd_link *d)
+{
+    if ((++d->poll_count & 63u) != 0)
+        return;
+    uint64_t now = now_ns();
+    if (now - d->last_check_ns >= EMD_CHECK_NS)
+        check_daemon(d, now);
+}
+
+static em_pkt_t *emd_tx_alloc(em_link_t *l)
+{
+    struct emd_link *d = (struct emd_link *)l;
+    if (!d->ntx_free)
+        return NULL;
+    em_pkt_t *p = d->tx_free[--d->ntx_free];
+    p->len = 0;
+    p->ext = NULL;
+    p->ext_len = 0;
+    return p;
+}
+
+static void emd_tx_free(em_link_t *l, em_pkt_t *p)
+{
+    struct emd_link *d = (struct emd_link *)l;
+    d->tx_free[d->ntx_free++] = p;
+}
+
+static void wake_daemon(struct emd_link *d)
+{
+    struct emd_ctl_msg m;
+    emd_ctl_init(&m, EMD_CTL_WAKE);
+    if (send(d->fd, &m, sizeof m, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof m)
+        d->st.wakes_sent++;
+}
+
+static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
+{
+    struct emd_link *d = (struct emd_link *)l;
+    struct emd_shm_hdr *h = d->h;
+    if (d->dead)
+        return 0;
+    uint32_t head = atomic_load_explicit(&h->tx.head, memory_order_acquire);
+    uint32_t room = h->tx_slots - (d->tx_tail - head);
+    unsigned k = 0, used = 0;
+    for (; k < n && used < room; k++) {
+        em_pkt_t *p = pkts[k];
+        if (p->peer >= d->npeers || !d->peers[p->peer].set || p->len + p->ext_len > d->mtu) {
+            d->st.tx_bad++;                /* engine bug: drop, as a wire would */
+            d->tx_free[d->ntx_free++] = p;
+            continue;
+        }
+        const struct peer_addr *pa = &d->peers[p->peer];
+        uint8_t *s = emd_tx_slot(h, d->tx_tail + used);
+        used++;
+        struct emd_slot_hdr sh = { .len = p->len + p->ext_len, .endpoint = pa->ep };
+        memcpy(sh.mac, pa->mac, 6);
+        memcpy(s, &sh, sizeof sh);
+        memcpy(s + sizeof sh, p->data, p->len);
+        if (p->ext_len)
+            memcpy(s + sizeof sh + p->len, p->ext, p->ext_len);
+        d->tx_free[d->ntx_free++] = p;   /* copied: the buffer is free again */
+    }
+    if (k < n)
+        d->st.tx_ring_full++;
+    if (used) {
+        d->tx_tail += used;
+        /* seq_cst store then load: pairs with the daemon's "sleeping = 1,
+         * then look at the rings once more" (no lost wake-up) */
+        atomic_store(&h->tx.tail, d->tx_tail);
+        d->st.tx_frames += used;
+        if (atomic_load(&h->daemon_sleeping))
+            wake_daemon(d);
+    }
+    return k;
+}
+
+static uint64_t rnd(struct emd_link *d)
+{
+    d->rng ^= d->rng << 13;
+    d->rng ^= d->rng >> 7;
+    d->rng ^= d->rng << 17;
+    return d->rng;
+}
+
+static unsigned emd_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
+{
+    struct emd_link *d = (struct emd_link *)l;
+    struct emd_shm_hdr *h = d->h;
+    maybe_check(d);
+    if (d->dead)
+        return 0;
+    if (max > EMD_RX_BURST)
+        max = EMD_RX_BURST;
+    uint32_t tail = atomic_load_explicit(&h->rx.tail, memory_order_acquire);
+    uint32_t avail = tail - d->rx_head;
+    if (avail > h->rx_size || (avail & 63u)) {  /* the daemon wrote nonsense: stop trusting the ring */
+        declare_dead(d, "the emd daemon's rx ring indices are corrupt");
+        return 0;
+    }
+    uint32_t used = 0;
+    unsigned k = 0;
+    while (used < avail && k < max) {
+        uint32_t pos = d->rx_head + used;
+        uint32_t to_end = h->rx_size - (pos & (h->rx_size - 1));
+        uint8_t *s = emd_rx_at(h, pos);
+        struct emd_slot_hdr sh;
+        memcpy(&sh, s, sizeof sh);        /* one read; the checks use this copy */
+        if (sh.len == EMD_REC_WRAP) {     /* filler up to the ring's end */
+            if (to_end > avail - used) {
+                declare_dead(d, "the emd daemon's rx ring holds a bad wrap record");
+                return 0;
+            }
+            used += to_end;
+            continue;
+        }
+        uint32_t need = sh.len <= d->mtu ? emd_rec_size(sh.len) : 0;
+        if (sh.len == 0 || need == 0 || need > to_end || need > avail - used) {
+            /* a record we cannot step over safely: the ring is unusable */
+            d->st.rx_bad++;
+            declare_dead(d, "the emd daemon's rx ring holds a record of a bad length");
+            return 0;
+        }
+        used += need;
+        if (d->rx_loss > 0 && (double)(rnd(d) >> 11) / 9007199254740992.0 < d->rx_loss) {
+            d->st.rx_dropped_loss++;
+            continue;
+        }
+        em_pkt_t *p = &d->rx_pkts[k];
+        p->data = s + sizeof sh;
+        p->len = sh.len;
+        p->peer = 0;
+        p->ext = NULL;
+        p->ext_len = 0;
+        pkts[k++] = p;
+    }
+    if (k == 0 && used) {                 /* nothing lent: give the slots back now */
+        d->rx_head += used;
+        atomic_store_explicit(&h->rx.head, d->rx_head, memory_order_release);
+        used = 0;
+    }
+    d->rx_pending = used;
+    d->st.rx_frames += k;
+    return k;
+}
+
+static void emd_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
+{
+    struct emd_link *d = (struct emd_link *)l;
+    (void)pkts;
+    (void)n;                               /* a burst is always released whole */
+    d->rx_head += d->rx_pending;
+    d->rx_pending = 0;
+    atomic_store_explicit(&d->h->rx.head, d->rx_head, memory_order_release);
+}
+
+static int emd_flush(em_link_t *l)
+{
+    struct emd_link *d = (struct emd_link *)l;
+    return d->dead ? -EPIPE : 0;
+}
+
+static int emd_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+{
+    struct emd_link *d = (struct emd_link *)l;
+    if (a->len != 8)
+        return -EINVAL;
+    uint16_t ep = (uint16_t)(a->bytes[6] << 8 | a->bytes[7]);
+    if (ep == 0)
+        return -EINVAL;                    /* a direct-mode address: not reachable through emd */
+    if (em_peer_table_reserve((void **)&d->peers, &d->npeers, sizeof *d->peers, peer) != 0)
+        return -ENOMEM;
+    memcpy(d->peers[peer].mac, a->bytes, 6);
+    d->peers[peer].ep = ep;
+    d->peers[peer].set = 1;
+    return 0;
+}
+
+static void emd_close(em_link_t *l)
+{
+    struct emd_link *d = (struct emd_link *)l;
+    if (d->fd >= 0) {                      /* (from_region: the caller owns the region) */
+        munmap(d->h, d->size);
+        close(d->fd);                      /* = detach: the daemon frees our endpoint */
+    }
+    free(d->peers);
+    free(d->tx_mem);
+    free(d);
+}
+
+static const em_link_ops_t emd_ops = {
+    .name = "emd",
+    .tx_alloc = emd_tx_alloc, .tx_burst = emd_tx_burst, .tx_free = emd_tx_free,
+    .rx_burst = emd_rx_burst, .rx_release = emd_rx_release, .flush = emd_flush,
+    .set_peer = emd_set_peer, .close = emd_close,
+};
+
+/** Receive one control message and the fd that may come with it. */
+static int recv_ctl(int fd, struct emd_ctl_msg *m, int *memfd, uint32_t timeout_ms,
+                    char *err, size_t errlen)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    int r = poll(&p, 1, (int)timeout_ms);
+    if (r <= 0) {
+        snprintf(err, errlen, "the emd daemon did not answer within %u ms (hung, or overloaded?)",
+                 timeout_ms);
+        return -1;
+    }
+    uint8_t buf[sizeof *m + 1];
+    union { struct cmsghdr c; char b[CMSG_SPACE(sizeof(int))]; } ctl;
+    struct iovec iov = { .iov_base = buf, .iov_len = sizeof buf };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
+                         .msg_controllen = sizeof ctl.b };
+    ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+    *memfd = -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+            c->cmsg_len == CMSG_LEN(sizeof(int)))
+            memcpy(memfd, CMSG_DATA(c), sizeof(int));
+    if (n <= 0) {
+        snprintf(err, errlen, "the emd daemon closed the connection during attach%s%s",
+                 n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
+        goto bad;
+    }
+    const char *why = NULL;
+    if (emd_ctl_check(buf, (size_t)n, m, &why) != 0) {
+        snprintf(err, errlen, "bad answer from the emd daemon: %s", why);
+        goto bad;
+    }
+    return 0;
+bad:
+    if (*memfd >= 0)
+        close(*memfd);
+    *memfd = -1;
+    return -1;
+}
+
+static em_link_t *make_link(struct emd_shm_hdr *h, uint64_t size, int fd, uint16_t endpoint,
+                            const em_emd_cfg_t *cfg, char *err, size_t errlen);
+
+em_link_t *em_link_emd_from_region(void *region, uint64_t size, uint64_t instance, uint16_t endpoint,
+                                   const em_emd_cfg_t *cfg, char *err, size_t errlen)
+{
+    const char *why = NULL;
+    if (emd_shm_check(region, size, instance, endpoint, &why) != 0) {
+        snprintf(err, errlen, "the emd shared region is unusable: %s", why);
+        return NULL;
+    }
+    return make_link(region, size, -1, endpoint, cfg, err, errlen);
+}
+
+em_link_t *em_link_emd_open(const em_emd_cfg_t *cfg, char *err, size_t errlen)
+{
+    const char *path = cfg->socket_path;
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    if (!path || !*path || strlen(path) >= sizeof sa.sun_path) {
+        snprintf(err, errlen, "no usable emd socket path given ('%s')", path ? path : "");
+        return NULL;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "socket(AF_UNIX): %s", strerror(errno));
+        return NULL;
+    }
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        int e = errno;
+        if (e == ENOENT || e == ECONNREFUSED)
+            snprintf(err, errlen, "the emd daemon is not running on this node (%s at %s); start it "
+                     "first (tools/emcluster emd start, or the ethermpi-emd service, see "
+                     "docs/daemon.md), or use --mca btl_dpdk_mode direct",
+                     e == ENOENT ? "no socket" : "nobody listens", path);
+        else
+            snprintf(err, errlen, "cannot connect to the emd daemon at %s: %s", path, strerror(e));
+        close(fd);
+        return NULL;
+    }
+    struct emd_ctl_msg m;
+    emd_ctl_init(&m, EMD_CTL_ATTACH_REQ);
+    m.pid = (uint32_t)getpid();
+    if (send(fd, &m, sizeof m, MSG_NOSIGNAL) != (ssize_t)sizeof m) {
+        snprintf(err, errlen, "cannot talk to the emd daemon at %s: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    int memfd = -1;
+    uint32_t tmo = cfg->attach_timeout_ms ? cfg->attach_timeout_ms : 5000;
+    if (recv_ctl(fd, &m, &memfd, tmo, err, errlen) != 0) {
+        close(fd);
+        return NULL;
+    }
+    if (m.type == EMD_CTL_ATTACH_ERR || m.type != EMD_CTL_ATTACH_OK || memfd < 0) {
+        if (m.type == EMD_CTL_ATTACH_ERR)
+            snprintf(err, errlen, "the emd daemon refused to attach this process: %s (%s)",
+                     m.text, strerror((int)m.status));
+        else
+            snprintf(err, errlen, "the emd daemon answered without a shared region");
+        if (memfd >= 0)
+            close(memfd);
+        close(fd);
+        return NULL;
+    }
+    struct stat stb;
+    if (fstat(memfd, &stb) != 0 || (uint64_t)stb.st_size != m.shm_size) {
+        snprintf(err, errlen, "the emd daemon's shared region has the wrong size");
+        close(memfd);
+        close(fd);
+        return NULL;
+    }
+    void *mem = mmap(NULL, m.shm_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+    close(memfd);
+    if (mem == MAP_FAILED) {
+        snprintf(err, errlen, "cannot map the emd shared region: %s", strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    const char *why = NULL;
+    struct emd_shm_hdr *h = mem;
+    if (emd_shm_check(h, m.shm_size, m.instance, m.endpoint, &why) != 0 ||
+        atomic_load(&h->state) != EMD_STATE_RUNNING) {
+        snprintf(err, errlen, "the emd shared region is unusable: %s", why ? why : "daemon not running");
+        munmap(mem, m.shm_size);
+        close(fd);
+        return NULL;
+    }
+    em_link_t *l = make_link(h, m.shm_size, fd, m.endpoint, cfg, err, errlen);
+    if (!l) {
+        munmap(mem, m.shm_size);
+        close(fd);
+    }
+    return l;
+}
+
+static em_link_t *make_link(struct emd_shm_hdr *h, uint64_t size, int fd, uint16_t endpoint,
+                            const em_emd_cfg_t *cfg, char *err, size_t errlen)
+{
+    if ((h->flags & EMD_SHM_F_DAEMON_ACKS) && cfg->rx_loss > 0) {
+        /* the daemon acknowledged the frames already: dropping one here
+         * would lose it for good */
+        snprintf(err, errlen, "receive-loss injection in the process (btl_dpdk_rx_loss) cannot be "
+                 "used with an emd that acknowledges for it; inject loss in the daemon instead "
+                 "(emd --rx-loss, tools/emcluster emd loss)");
+        return NULL;
+    }
+    struct emd_link *d = calloc(1, sizeof *d);
+    uint32_t mtu = h->mtu;
+    uint8_t *txm = d ? malloc((size_t)EMD_TX_POOL * mtu) : NULL;
+    if (!d || !txm) {
+        snprintf(err, errlen, "out of memory");
+        free(d);
+        return NULL;
+    }
+    d->fd = fd;
+    d->h = h;
+    d->size = size;
+    d->mtu = mtu;
+    d->rx_head = atomic_load(&h->rx.head);
+    d->tx_tail = atomic_load(&h->tx.tail);
+    d->tx_mem = txm;
+    for (unsigned i = 0; i < EMD_TX_POOL; i++) {
+        d->tx_pkts[i].data = txm + (size_t)i * mtu;
+        d->tx_free[i] = &d->tx_pkts[i];
+    }
+    d->ntx_free = EMD_TX_POOL;
+    d->rx_loss = cfg->rx_loss;
+    d->rng = cfg->loss_seed ? cfg->loss_seed : 0x9E3779B97F4A7C15ull;
+    d->hb_timeout_ns = (uint64_t)(cfg->heartbeat_timeout_ms ? cfg->heartbeat_timeout_ms : 3000) * 1000000ull;
+    d->last_check_ns = now_ns();
+    d->dead_cb = cfg->dead_cb;
+    d->dead_ctx = cfg->dead_ctx;
+    d->link.ops = &emd_ops;
+    d->link.mtu = mtu;
+    d->link.flags = EM_LINK_F_GATHER;
+    d->link.local.len = 8;
+    memcpy(d->link.local.bytes, h->mac, 6);
+    d->link.local.bytes[6] = (uint8_t)(endpoint >> 8);
+    d->link.local.bytes[7] = (uint8_t)endpoint;
+    return &d->link;
+}
+
+void em_link_emd_stats(const em_link_t *l, em_emd_stats_t *out)
+{
+    const struct emd_link *d = (const struct emd_link *)l;
+    *out = d->st;
+    out->daemon_rx_ring_full = atomic_load_explicit(&d->h->st.rx_ring_full, memory_order_relaxed);
+    out->daemon_tx_bad = atomic_load_explicit(&d->h->st.tx_bad, memory_order_relaxed);
+    out->daemon_port_rx_loss = atomic_load_explicit(&d->h->st.port_rx_loss, memory_order_relaxed);
+}
+
+int em_link_emd_alive(const em_link_t *l) { return !((const struct emd_link *)l)->dead; }

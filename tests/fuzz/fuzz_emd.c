@@ -1,0 +1,125 @@
+/*
+ * Fuzz target: everything emd and link_emd read from the other process.
+ * The first input byte picks what the rest is:
+ *   0  a control message         (emd_ctl_check)
+ *   1  a region header           (emd_shm_check over a valid region whose
+ *                                 header the input overwrites)
+ *   2  a frame after Ethernet    (emd_wire_decode)
+ *   3  the rx ring as a daemon   (link_emd's rx_burst/rx_release: u32 start,
+ *      could have left it         u32 length, then the ring's bytes from start
+ *                                 on, wrapping at the end)
+ * Properties beyond "no crash": what is accepted is in bounds (slots inside
+ * the region, lengths inside the frame, lent frames inside their slot).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/emd_shm.h"
+#include "link/link_emd.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define MTU 256u
+#define RX_SIZE (1u << 16)
+#define SLOTS 16u
+
+static uint8_t region[1u << 17] __attribute__((aligned(64)));
+
+static uint64_t fresh_region(void)
+{
+    static const uint8_t mac[6] = { 2, 0xe7, 0, 0, 0, 1 };
+    uint32_t ss;
+    uint64_t sz = emd_shm_size(MTU, RX_SIZE, SLOTS, &ss);
+    if (sz == 0 || sz > sizeof region)
+        abort();
+    memset(region, 0, (size_t)sz);
+    emd_shm_init((struct emd_shm_hdr *)region, sz, MTU, RX_SIZE, SLOTS, 42, 3, mac);
+    return sz;
+}
+
+static void ctl(const uint8_t *d, size_t n)
+{
+    struct emd_ctl_msg m;
+    const char *why;
+    if (emd_ctl_check(d, n, &m, &why) != 0)
+        return;
+    if (m.type < EMD_CTL_ATTACH_REQ || m.type > EMD_CTL_WAKE || m.text[sizeof m.text - 1])
+        abort();
+    if (m.type == EMD_CTL_ATTACH_OK && (m.endpoint == 0 || m.shm_size > EMD_REGION_MAX))
+        abort();
+}
+
+static void header(const uint8_t *d, size_t n)
+{
+    uint64_t sz = fresh_region();
+    struct emd_shm_hdr *h = (struct emd_shm_hdr *)region;
+    memcpy(region, d, n < EMD_SHM_HDR_SIZE ? n : EMD_SHM_HDR_SIZE);
+    const char *why;
+    if (emd_shm_check(h, sz, h->instance, h->endpoint, &why) != 0)
+        return;
+    if ((uint64_t)h->rx_off + h->rx_size > h->tx_off ||
+        (uint64_t)h->tx_off + (uint64_t)h->tx_slots * h->slot_size > sz ||
+        h->slot_size < sizeof(struct emd_slot_hdr) + h->mtu || h->rx_off < EMD_SHM_HDR_SIZE)
+        abort();
+}
+
+static void wire(const uint8_t *d, size_t n)
+{
+    uint16_t len, dst, src;
+    uint8_t mac[6];
+    if (emd_wire_decode(d, n, &len, &dst, &src, mac) != 0)
+        return;
+    if ((size_t)len + EMD_WIRE_HDR_LEN > n || dst == 0 || len == 0)
+        abort();
+}
+
+static void quiet(void *ctx, const char *why) { (void)ctx; (void)why; }
+
+static void ring(const uint8_t *d, size_t n)
+{
+    uint64_t sz = fresh_region();
+    struct emd_shm_hdr *h = (struct emd_shm_hdr *)region;
+    char err[256];
+    em_emd_cfg_t cfg = { .rx_loss = (n && d[0] & 1) ? 0.5 : 0, .dead_cb = quiet };
+    uint32_t start = 0, len = 0;
+    if (n >= 8) {
+        memcpy(&start, d, 4);
+        memcpy(&len, d + 4, 4);
+        d += 8;
+        n -= 8;
+    }
+    start &= ~63u;                      /* the daemon's positions are record boundaries */
+    for (size_t i = 0; i < n && i < RX_SIZE; i++)
+        *emd_rx_at(h, start + (uint32_t)i) = d[i];
+    atomic_store(&h->rx.head, start);
+    atomic_store(&h->rx.tail, start + len);
+    em_link_t *l = em_link_emd_from_region(region, sz, 42, 3, &cfg, err, sizeof err);
+    if (!l)
+        abort();
+    for (int round = 0; round < 4; round++) {
+        em_pkt_t *p[32];
+        unsigned k = em_link_rx_burst(l, p, 32);
+        for (unsigned i = 0; i < k; i++) {
+            const uint8_t *lo = region + h->rx_off, *hi = region + h->rx_off + h->rx_size;
+            if (p[i]->data < lo || p[i]->data + p[i]->len > hi || p[i]->len > MTU || p[i]->len == 0)
+                abort();
+        }
+        if (k)
+            em_link_rx_release(l, p, k);
+    }
+    em_link_close(l);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    switch (data[0] & 3) {
+    case 0: ctl(data + 1, size - 1); break;
+    case 1: header(data + 1, size - 1); break;
+    case 2: wire(data + 1, size - 1); break;
+    default: ring(data + 1, size - 1); break;
+    }
+    return 0;
+}
