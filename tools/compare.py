@@ -35,6 +35,10 @@ class Interrupted(Exception):
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--suite", choices=["mpi", "relax"], default="mpi",
+                   help="mpi: the MPI transport benchmarks (default); relax: the seed 003 "
+                        "solver sweep, with its own options (must come first: "
+                        "tools/compare.py --suite relax --help)")
     p.add_argument("--prefix", default="emc", help="emulated cluster prefix (default emc)")
     p.add_argument("--no-cluster", action="store_true",
                    help="use an already running cluster; do not bring it up or down")
@@ -101,6 +105,11 @@ def bench_extra_args(args):
 
 
 def main(argv):
+    # seed 003's relaxation-solver sweep: not MPI BTL benchmarks, so it has
+    # its own options and runner (compare_lib/relax.py, docs/relax.md)
+    if argv[:1] == ["--suite"] and argv[1:2] == ["relax"] or argv[:1] == ["--suite=relax"]:
+        from compare_lib import relax
+        return relax.main(argv[1:] if argv[0] == "--suite=relax" else argv[2:], REPO)
     args = parse_args(argv)
     if args.selftest:
         return selftest()
@@ -152,7 +161,7 @@ def main(argv):
         # default bind-to-core pins rank 0 (node 0) and rank 1 (node 1) to
         # the same core 0; two busy-polling ranks then share one core and
         # ping-pong takes scheduler slices (~4 ms).  Never bind.
-        cmd = launch + ["--bind-to", "none", "-np", str(b.np)] + t.mca_args(ctx) + b.mpirun_args
+        cmd = launch + ["--bind-to", "none", "-np", str(b.np)] + b.mca_for(t, ctx) + b.mpirun_args
         for k, v in b.mca:
             cmd += ["--mca", k.format(btl=t.btl or ""), v]
         tenv = t.env_vars(ctx)
@@ -306,8 +315,9 @@ def main(argv):
                 new_rows.append(results.status_row(t.name, b.name, b.pattern, b.unit,
                                                    "skipped", skipped[t.name], b.fields))
             elif name in outcomes:
-                new_rows += results.aggregate(t.name, b.name, b.pattern, b.unit, outcomes[name],
-                                              b.fields)
+                new_rows += results.promote(
+                    results.aggregate(t.name, b.name, b.pattern, b.unit, outcomes[name], b.fields),
+                    b.top_fields)
             elif name in not_applicable:
                 new_rows.append(results.status_row(t.name, b.name, b.pattern, b.unit,
                                                    "skipped", not_applicable[name], b.fields))

@@ -298,5 +298,101 @@ class RunnerTests(unittest.TestCase):
             self.assertIn("exit 3: err", runner.failure_reason(res, 10))
 
 
+HALO_APP_OUT = """\
+# em_halo_app: 2 ranks, grid 64 x 64 x 34 doubles split along z, 50 steps
+# rank 0: sync 0.001399 s, compute 0.001931 s
+# verify: identical to the single-process reference (bit-exact, tolerance 0)
+# em-bench halo-app transport-neutral v1
+# size_bytes sync_s s compute_s s
+32768            0.001389       0.001939
+"""
+
+
+class HaloTests(unittest.TestCase):
+    """Seed 002 rows: variants by link count, halo-app's compute_s."""
+
+    def halo_rows(self):
+        rows = []
+        for t, links, v in (("tcp", 1, 100.0), ("dpdk-memif", 1, 150.0),
+                            ("tcp", 2, 180.0), ("dpdk-memif", 2, 400.0)):
+            rows += results.aggregate(t, "halo-oneway", None, "MB/s",
+                                      [ok("halo-oneway", "MB/s", [(512, [v])])], {"links": links})
+        return rows
+
+    def test_markdown_one_table_per_link_count(self):
+        md = report.markdown(self.halo_rows(), ["tcp", "rudp", "dpdk-memif"])
+        self.assertIn("## halo-oneway (1 link)", md)
+        self.assertIn("## halo-oneway (2 links)", md)
+        self.assertLess(md.index("## halo-oneway (1 link)"), md.index("## halo-oneway (2 links)"))
+        one = md[md.index("(1 link)"):md.index("(2 links)")]
+        two = md[md.index("(2 links)"):]
+        self.assertIn("| 512 B | 100.0 | 150.0 | 1.50x |", one)
+        self.assertIn("| 512 B | 180.0 | 400.0 | 2.22x |", two)
+        self.assertNotIn("180.0", one)
+
+    def test_variant_label(self):
+        self.assertEqual(report.variant_label(()), "")
+        self.assertEqual(report.variant_label((("links", 1),)), "1 link")
+        self.assertEqual(report.variant_label((("links", 2), ("mode", "daemon"))),
+                         "2 links, daemon mode")
+        self.assertEqual(report.variant_of({"links": 2, "pattern": "1:1", "mode": None}),
+                         (("links", 2),))
+
+    def test_plot_with_variants(self):
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            self.skipTest("no matplotlib")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "x.png")
+            self.assertTrue(report.plot(self.halo_rows(), path, ["tcp", "dpdk-memif"]))
+            self.assertGreater(os.path.getsize(path), 1000)
+
+    def test_halo_app_compute_s(self):
+        b = [x for x in runner.BENCHMARKS if x.name == "halo-app"][0]
+        res = {"rc": 0, "timed_out": False, "stdout": HALO_APP_OUT, "stderr": "", "log": "x"}
+        oc = runner.outcome_of(res, b, 60)
+        self.assertTrue(oc.ok, oc.reason)
+        rows = results.promote(results.aggregate("tcp", b.name, b.pattern, b.unit, [oc, oc],
+                                                 b.fields), b.top_fields)
+        self.assertEqual(len(rows), 1)
+        r = rows[0]
+        self.assertEqual((r["size_bytes"], r["median"], r["unit"]), (32768, 0.001389, "s"))
+        self.assertEqual(r["compute_s"], 0.001939)
+        self.assertEqual(r["secondary"]["compute_s"], {"median": 0.001939, "unit": "s"})
+        md = report.markdown(rows, ["tcp"])
+        self.assertIn("## halo-app (1 link)", md)
+        self.assertIn("compute_s, s:", md)
+        # a failed row has nothing to promote
+        self.assertNotIn("compute_s", results.promote(
+            [results.status_row("tcp", "halo-app", None, "s", "failed", "x")], ["compute_s"])[0])
+
+    def test_benchmarks_and_link_variants(self):
+        by = {b.label: b for b in runner.BENCHMARKS}
+        for pat in ("oneway", "twoway", "alternating"):
+            one, two = by["halo-%s,links=1" % pat], by["halo-%s,links=2" % pat]
+            self.assertEqual((one.table, one.unit, one.np), ("halo-" + pat, "MB/s", 2))
+            self.assertEqual(one.up_args, [])
+            self.assertEqual(two.up_args, ["--links", "2"])
+        tr = {t.name: t for t in runner.TRANSPORTS}
+        ctx = {"build": "/b", "iface": "eth0", "prefix": "h6"}
+        two, one = by["halo-twoway,links=2"], by["halo-twoway,links=1"]
+        for name in ("tcp", "rudp", "dpdk-memif"):
+            self.assertIsNone(tr[name].not_applicable(two, 2))
+            self.assertIsNone(tr[name].not_applicable(one, 2))
+            self.assertEqual(one.mca_for(tr[name], ctx), tr[name].mca_args(ctx))
+        # appended for tcp, replaced (not given twice) for dpdk
+        args = two.mca_for(tr["tcp"], ctx)
+        self.assertEqual(args[-3:], ["--mca", "btl_tcp_if_include", "eth0,eth1"])
+        args = two.mca_for(tr["dpdk-memif"], ctx)
+        self.assertEqual(args.count("btl_dpdk_vdev"), 1)
+        self.assertEqual(args[args.index("btl_dpdk_vdev") + 1],
+                         "@/run/ethermpi/h6/dpdk/%h.memif;@/run/ethermpi/h6/dpdk/%h.memif1")
+        self.assertEqual(len(args), len(tr["dpdk-memif"].mca_args(ctx)))
+        self.assertIn("several-link", tr["ofi-rxd"].not_applicable(two, 2))
+        self.assertEqual(runner.select(runner.BENCHMARKS, "halo-oneway", lambda b: [b.name, b.label],
+                                       "benchmark"), [by["halo-oneway,links=1"], by["halo-oneway,links=2"]])
+
+
 if __name__ == "__main__":
     unittest.main()

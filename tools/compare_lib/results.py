@@ -23,6 +23,9 @@ import tempfile
 # by (halo: links; compute-burst: mode; relax: elements_per_packet, n,
 # ranks; loss_pct for loss-injected runs); a row without one has None there.
 VARIANT_FIELDS = ("links", "mode", "elements_per_packet", "n", "ranks", "loss_pct")
+# secondary columns whose median also becomes a plain row field (compute-burst's
+# drops and retransmits, issue 5)
+PROMOTED_COLUMNS = ("drops", "retransmits")
 KEY_FIELDS = ("transport", "benchmark", "pattern") + VARIANT_FIELDS + ("size_bytes",)
 COMBO_FIELDS = ("transport", "benchmark", "pattern") + VARIANT_FIELDS
 
@@ -108,7 +111,21 @@ def aggregate(transport, benchmark, pattern, unit, outcomes, fields=None):
                 secondary[metric] = {"median": median(vals), "unit": cunit}
         if secondary:
             row["secondary"] = secondary
+            for k in PROMOTED_COLUMNS:
+                if k in secondary:
+                    row[k] = secondary[k]["median"]
         rows.append(row)
+    return rows
+
+
+def promote(rows, names):
+    """Copies the medians of the named secondary columns to the rows' top
+    level (e.g. halo-app's "compute_s" next to the primary sync time)."""
+    for r in rows:
+        for n in names:
+            sec = (r.get("secondary") or {}).get(n)
+            if sec is not None:
+                r[n] = sec["median"]
     return rows
 
 

@@ -23,7 +23,7 @@ class Transport:
     transport is recorded as skipped."""
 
     def __init__(self, name, mca, env=None, requires=(), note="", btl=None, max_nodes=None,
-                 per_node=None, raw_vdev=None, up_args=()):
+                 per_node=None, raw_vdev=None, up_args=(), mode=None):
         self.name = name
         self.mca = list(mca)
         self.env = dict(env or {})
@@ -34,6 +34,7 @@ class Transport:
         self.per_node = per_node    # most ranks per node (dpdk direct mode: 1)
         self.raw_vdev = raw_vdev    # not MPI: tools/raw-floor on this DPDK device
         self.up_args = list(up_args)  # the cluster this transport needs (e.g. --mtu)
+        self.mode = mode            # dpdk BTL mode ("direct"/"daemon"): benchmarks with a mode field
 
     def not_applicable(self, bench, nodes):
         """Why this transport cannot run `bench` on a cluster of `nodes`, or None."""
@@ -46,6 +47,11 @@ class Transport:
             return "%s is the raw L2 floor: latency only" % self.name
         if bench.mca and not self.btl:
             return "%s is not a BTL (%s sets BTL parameters)" % (self.name, bench.label)
+        if (bench.fields.get("links") or 1) > 1 and self.name not in LINK_MCA:
+            return "%s has no several-link setting (runner.LINK_MCA lists the transports that do)" % (
+                self.name)
+        if "mode" in bench.fields and bench.fields["mode"] != self.mode:
+            return "%s is for the dpdk BTL in %s mode" % (bench.label, bench.fields["mode"])
         return None
 
     def _subst(self, s, ctx):
@@ -86,8 +92,21 @@ TRANSPORTS = [
                ("mca_base_component_path", SYSTEM_MCA_DIR + ":{build}/ompi/btl/dpdk"),
                ("btl_dpdk_vdev", "@/run/ethermpi/{prefix}/dpdk/%h.memif")],
               requires=["{build}/ompi/btl/dpdk/mca_btl_dpdk.so"], btl="dpdk",
-              max_nodes=2, per_node=1,
+              max_nodes=2, per_node=1, mode="direct",
               note="ethermpi dpdk BTL over a memif cable (kernel bypass, seed 000)"),
+    # daemon mode (docs/daemon.md): one emd per node owns the cable end and
+    # the ranks attach to it over shared memory; 'up --emd' starts the
+    # daemons.  The ranks yield when idle: on 2 shared cores a spinning rank
+    # starves its node's daemon (ms latencies; measured in docs/daemon.md).
+    Transport("dpdk-memif-daemon",
+              [("pml", "ob1"), ("btl", "self,vader,dpdk"),
+               ("mca_base_component_path", SYSTEM_MCA_DIR + ":{build}/ompi/btl/dpdk"),
+               ("btl_dpdk_mode", "daemon"),
+               ("btl_dpdk_emd_socket", "/run/ethermpi/{prefix}/emd/%h.sock"),
+               ("mpi_yield_when_idle", "1")],
+              requires=["{build}/ompi/btl/dpdk/mca_btl_dpdk.so", "{build}/src/emd"], btl="dpdk",
+              max_nodes=2, up_args=["--emd", "memif"], mode="daemon",
+              note="ethermpi dpdk BTL, daemon mode: emd owns the memif cable end (seed 000 §4.1)"),
     Transport("raw-memif", [], raw_vdev="@/run/ethermpi/{prefix}/dpdk/%h.memif",
               requires=["{build}/bench/raw_pingpong"], max_nodes=2,
               note="raw L2 ping-pong on the same memif cable, no protocol: the floor"),
@@ -100,8 +119,20 @@ TRANSPORTS = [
                ("mca_base_component_path", SYSTEM_MCA_DIR + ":{build}/ompi/btl/dpdk"),
                ("btl_dpdk_vdev", "@/run/ethermpi/{prefix}/dpdk/%h.afxdp")],
               requires=["{build}/ompi/btl/dpdk/mca_btl_dpdk.so"], btl="dpdk",
-              per_node=1, up_args=["--mtu", "3402"],
+              per_node=1, up_args=["--mtu", "3402"], mode="direct",
               note="ethermpi dpdk BTL over AF_XDP on the veth (kernel carries the frames)"),
+    # daemon mode over AF_XDP: emd is the only AF_XDP user of each veth
+    # (one process per interface is all libxdp allows here), the ranks
+    # attach to it; put frames go through the daemon too (docs/daemon.md)
+    Transport("dpdk-afxdp-daemon",
+              [("pml", "ob1"), ("btl", "self,vader,dpdk"),
+               ("mca_base_component_path", SYSTEM_MCA_DIR + ":{build}/ompi/btl/dpdk"),
+               ("btl_dpdk_mode", "daemon"),
+               ("btl_dpdk_emd_socket", "/run/ethermpi/{prefix}/emd/%h.sock"),
+               ("mpi_yield_when_idle", "1")],
+              requires=["{build}/ompi/btl/dpdk/mca_btl_dpdk.so", "{build}/src/emd"], btl="dpdk",
+              up_args=["--mtu", "3402", "--emd", "afxdp"], mode="daemon",
+              note="ethermpi dpdk BTL, daemon mode: emd owns the AF_XDP socket of each veth"),
     Transport("raw-afxdp", [], raw_vdev="@/run/ethermpi/{prefix}/dpdk/%h.afxdp",
               requires=["{build}/bench/raw_pingpong"], max_nodes=2, up_args=["--mtu", "3402"],
               note="raw L2 ping-pong over AF_XDP on the same veth, no protocol: the floor"),
@@ -119,9 +150,26 @@ TRANSPORTS = [
 ]
 
 
+# Per transport: the MCA parameters that make it use both links of a
+# `--links 2` cluster (one BTL module per interface or memif cable; ob1
+# stripes over them).  A value replaces the transport's own value of the
+# same parameter (btl_dpdk_vdev), templates as in Transport.  Benchmarks
+# with a "links" field above 1 are skipped, with the reason, for transports
+# not listed.
+LINK_MCA = {
+    "tcp": [("btl_tcp_if_include", "eth0,eth1")],
+    "rudp": [("btl_rudp_if_include", "eth0,eth1")],
+    "dpdk-memif": [("btl_dpdk_vdev",
+                    "@/run/ethermpi/{prefix}/dpdk/%h.memif;@/run/ethermpi/{prefix}/dpdk/%h.memif1")],
+    "dpdk-afxdp": [("btl_dpdk_vdev",
+                    "@/run/ethermpi/{prefix}/dpdk/%h.afxdp;@/run/ethermpi/{prefix}/dpdk/%h.afxdp1")],
+}
+
+
 class Benchmark:
     def __init__(self, name, program, np, unit, pattern=None, args=(), nodes=None,
-                 env=None, mpirun_args=(), mca=(), fields=None, up_args=()):
+                 env=None, mpirun_args=(), mca=(), fields=None, up_args=(), transport_mca=None,
+                 top_fields=()):
         self.name = name          # benchmark name in the JSON rows
         self.program = program    # executable in <build>/bench/mpi
         self.np = np
@@ -139,8 +187,31 @@ class Benchmark:
         # (e.g. --links 2); benchmarks with different up_args run in
         # different phases
         self.up_args = list(up_args)
+        # {transport name: [(name, value), ...]}: MCA parameters for one
+        # transport only, replacing its own value of the same parameter (e.g.
+        # the interface or device list on a 2-link cluster); see mca_for()
+        self.transport_mca = {k: list(v) for k, v in (transport_mca or {}).items()}
+        # secondary columns also copied to the row's top level (halo-app:
+        # compute_s next to the primary sync time)
+        self.top_fields = list(top_fields)
         # the table name the program prints (variants reuse a program)
         self.table = name.split("-")[0] if name.startswith("latency-") else name
+
+    def mca_for(self, transport, ctx):
+        """The transport's "--mca NAME VALUE" arguments with this benchmark's
+        transport_mca entries for it applied: a parameter the transport sets
+        gets the new value (Open MPI refuses a parameter given twice), others
+        are appended."""
+        args = transport.mca_args(ctx)
+        for k, v in self.transport_mca.get(transport.name, []):
+            v = v.format(**ctx)
+            for i in range(1, len(args), 3):     # "--mca", name, value
+                if args[i] == k:
+                    args[i + 1] = v
+                    break
+            else:
+                args += ["--mca", k, v]
+        return args
 
     @property
     def label(self):
@@ -170,6 +241,27 @@ BENCHMARKS = [
     # ranks oversubscribe 2 cores, so they yield when idle.
     Benchmark("sockets", "em_sockets", 16, "count", pattern="16 ranks/2 nodes", nodes=2,
               env={"EMC_SLOTS": "8"}, mpirun_args=["--mca", "mpi_yield_when_idle", "1"]),
+    # seed 000's argument for the daemon: the receiver computes 100 ms
+    # without MPI calls while the sender bursts 10,000 eager messages;
+    # median = completion seconds, plus drops and retransmits
+    # (the daemon transport makes its ranks yield when idle; direct mode's
+    # two ranks on two cores do not need to)
+    Benchmark("compute-burst", "em_compute_burst", 2, "s", fields={"mode": "direct"}),
+    Benchmark("compute-burst", "em_compute_burst", 2, "s", fields={"mode": "daemon"}),
+] + [
+    # seed 002 (docs/halo.md): 10 boundary items x 10,000 repetitions of
+    # 64 B - 9,000 B with em_halo's persistent requests, on 1 and on 2 links
+    # between the two nodes.  tcp stripes over both interfaces when given
+    # both (LINK_MCA), our BTLs open one module per interface / memif cable.
+    Benchmark("halo-" + pat, "em_halo", 2, "MB/s", args=["-p", pat], fields={"links": links},
+              up_args=["--links", "2"] if links == 2 else [],
+              transport_mca=LINK_MCA if links == 2 else None)
+    for pat in ("oneway", "twoway", "alternating") for links in (1, 2)
+] + [
+    # the DDM-BDS sample program (seed 002 Fig. 15): median = synchronisation
+    # seconds, compute_s = computation seconds (means over the ranks)
+    Benchmark("halo-app", "../../apps/halo/em_halo_app", 2, "s", fields={"links": 1},
+              top_fields=["compute_s"]),
 ]
 
 
