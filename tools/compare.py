@@ -74,6 +74,8 @@ def parse_args(argv):
                    help="exit 1 if any combination failed")
     p.add_argument("--dry-run", action="store_true", help="print the commands only")
     p.add_argument("--list", action="store_true", help="list transports and benchmarks")
+    p.add_argument("--render", action="store_true",
+                   help="only rewrite compare.md and compare.png from <out>/compare.json")
     p.add_argument("--selftest", action="store_true",
                    help="run the unit tests of the parsing/median/merge logic")
     return p.parse_args(argv)
@@ -104,6 +106,27 @@ def bench_extra_args(args):
     return extra
 
 
+def render_only(out_dir, baseline):
+    """compare.md/png from compare.json as it is (after removing rows by
+    hand, or merging results of two machines)."""
+    rows = results.load_rows(os.path.join(out_dir, "compare.json"))
+    tnames = [t.name for t in TRANSPORTS]
+    title = "ethermpi transport comparison"
+    md = report.markdown(rows, tnames, baseline=baseline, title=title)
+    try:
+        with open(os.path.join(out_dir, "compare-meta.json")) as f:
+            env = json.load(f).get("environment", {})
+        md += "\nEnvironment: %s, kernel %s, %s CPU(s), %s. Details: compare-meta.json.\n" % (
+            env.get("date"), env.get("kernel"), env.get("cpu_count"), env.get("openmpi"))
+    except (OSError, ValueError, AttributeError):
+        pass
+    with open(os.path.join(out_dir, "compare.md"), "w") as f:
+        f.write(md)
+    report.plot(rows, os.path.join(out_dir, "compare.png"), tnames, title=title)
+    print(md)
+    return 0
+
+
 def main(argv):
     # seed 003's relaxation-solver sweep: not MPI BTL benchmarks, so it has
     # its own options and runner (compare_lib/relax.py, docs/relax.md)
@@ -113,6 +136,8 @@ def main(argv):
     args = parse_args(argv)
     if args.selftest:
         return selftest()
+    if args.render:
+        return render_only(os.path.abspath(args.out), args.baseline)
     if args.list:
         for t in TRANSPORTS:
             print("transport %-10s %s" % (t.name, t.note))
@@ -161,7 +186,19 @@ def main(argv):
         # default bind-to-core pins rank 0 (node 0) and rank 1 (node 1) to
         # the same core 0; two busy-polling ranks then share one core and
         # ping-pong takes scheduler slices (~4 ms).  Never bind.
-        cmd = launch + ["--bind-to", "none", "-np", str(b.np)] + b.mca_for(t, ctx) + b.mpirun_args
+        tmca = b.mca_for(t, ctx)
+        # a parameter the transport already sets (e.g. mpi_yield_when_idle
+        # for the daemon transports) is not repeated: mpirun refuses that
+        given = {tmca[i + 1] for i in range(len(tmca) - 1) if tmca[i] == "--mca"}
+        bargs, i = [], 0
+        while i < len(b.mpirun_args):
+            a = b.mpirun_args[i]
+            if a == "--mca" and i + 2 < len(b.mpirun_args) + 1 and b.mpirun_args[i + 1] in given:
+                i += 3
+                continue
+            bargs.append(a)
+            i += 1
+        cmd = launch + ["--bind-to", "none", "-np", str(b.np)] + tmca + bargs
         for k, v in b.mca:
             cmd += ["--mca", k.format(btl=t.btl or ""), v]
         tenv = t.env_vars(ctx)

@@ -361,7 +361,7 @@ class HaloTests(unittest.TestCase):
         self.assertEqual(r["compute_s"], 0.001939)
         self.assertEqual(r["secondary"]["compute_s"], {"median": 0.001939, "unit": "s"})
         md = report.markdown(rows, ["tcp"])
-        self.assertIn("## halo-app (1 link)", md)
+        self.assertIn("## halo-app 128x128x66 (1 link)", md)
         self.assertIn("compute_s, s:", md)
         # a failed row has nothing to promote
         self.assertNotIn("compute_s", results.promote(
