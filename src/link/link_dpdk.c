@@ -24,7 +24,10 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_ether.h>
+#include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_memzone.h>
+#include <rte_ring.h>
 
 #define ETH_HDR 14u
 #define BURST 32
@@ -43,10 +46,43 @@ struct dpdk_link {
     uint16_t ethertype_be;          /* our ethertype, network order */
     uint8_t *scratch;               /* BURST linear copies of multi-segment frames */
     em_xdp_guard_t guard;           /* af_xdp: this process owns the interface queue */
+    struct port_share *share;       /* the port's sharing table (NULL: not published) */
+    const struct rte_memzone *share_mz;  /* owner: the memzone holding it */
+    struct rte_ring *ring;          /* sharer: frames of our ethertype the others passed on */
+    int sharer;                     /* 1: not the port's owner */
+    int share_slot;                 /* sharer: our entry in share->user[] */
     em_dpdk_stats_t st;
 };
 
+/*
+ * Port sharing (one DPDK port, several users in one process, told apart
+ * by ethertype: the dpdk BTL's protocol 0x88B5 and an application's
+ * em_bcast channel 0x88B6).  The user that opened the port (the owner)
+ * publishes it in a memzone; a later open of the same device finds it
+ * there, even from another copy of this file (the BTL's .so and the
+ * application each link their own; DPDK's state is one per process), and
+ * becomes a sharer: own mempool for sending, the owner's tx queue, and a
+ * ring for the frames of its ethertype.  Whoever polls the port hands
+ * each frame of another user's ethertype to that user's ring.  All users
+ * must run in one thread (MPI's single-threaded progress), and sharers
+ * must close before the owner.
+ */
+#define SHARE_USERS 4
+struct port_share {
+    uint32_t magic;                 /* SHARE_MAGIC once filled in */
+    uint16_t port;
+    uint16_t users;                 /* registered users besides the owner */
+    uint32_t mtu;
+    uint8_t mac[6];
+    struct {
+        uint16_t ethertype_be;      /* 0: free */
+        struct rte_ring *ring;
+    } user[SHARE_USERS];
+};
+#define SHARE_MAGIC 0x454d5348u     /* "EMSH" */
+
 static int eal_started;             /* EAL runs once per process */
+static int eal_foreign;             /* EAL was started by another copy of this code (a sharer's) */
 static int eal_ports;               /* ports open; EAL is cleaned up with the last */
 static int eal_gone;                /* cleaned up: EAL cannot start again */
 static char eal_vdevs[2048];        /* the device list EAL was started with */
@@ -159,17 +195,43 @@ static uint64_t rnd(struct dpdk_link *d)
     return d->rng;
 }
 
+/* A frame of another user's ethertype goes to that user's ring (the
+ * owner's ring is user[0] when a sharer polls).  1: taken. */
+static int pass_on(struct port_share *sh, struct dpdk_link *d, struct rte_mbuf *mb)
+{
+    const struct rte_ether_hdr *eh = rte_pktmbuf_mtod(mb, const struct rte_ether_hdr *);
+    for (int u = 0; u < SHARE_USERS; u++) {
+        if (sh->user[u].ethertype_be == eh->ether_type && sh->user[u].ring) {
+            if (rte_ring_enqueue(sh->user[u].ring, mb) == 0)
+                return 1;
+            d->st.rx_foreign++;     /* its ring is full: lost, like a full rx queue */
+            rte_pktmbuf_free(mb);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static unsigned dpdk_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
 {
     struct dpdk_link *d = (struct dpdk_link *)l;
     struct rte_mbuf *m[BURST];
     if (max > BURST)
         max = BURST;
-    uint16_t n = rte_eth_rx_burst(d->port, 0, m, (uint16_t)max);
+    uint16_t n = 0;
+    struct port_share *sh = d->share;
+    int shared = sh && sh->users > 0;
+    if (shared && d->ring)          /* what the other users passed on to us */
+        n = (uint16_t)rte_ring_dequeue_burst(d->ring, (void **)m, max, NULL);
+    if (n < max)
+        n = (uint16_t)(n + rte_eth_rx_burst(d->port, 0, m + n, (uint16_t)(max - n)));
     unsigned k = 0;
     for (uint16_t i = 0; i < n; i++) {
         struct rte_mbuf *mb = m[i];
         struct rte_ether_hdr *eh = rte_pktmbuf_mtod(mb, struct rte_ether_hdr *);
+        if (mb->pkt_len >= ETH_HDR && eh->ether_type != d->ethertype_be && shared &&
+            pass_on(sh, d, mb))
+            continue;
         if (mb->pkt_len < ETH_HDR || eh->ether_type != d->ethertype_be ||
             mb->pkt_len - ETH_HDR > d->link.mtu) {
             d->st.rx_foreign++;
@@ -251,9 +313,21 @@ static struct {
 } stopped[EM_DPDK_MAX_PORTS];
 static unsigned nstopped;
 
+static void share_close(struct dpdk_link *d);
+
 static void dpdk_close(em_link_t *l)
 {
     struct dpdk_link *d = (struct dpdk_link *)l;
+    if (d->sharer) {
+        share_close(d);
+        return;
+    }
+    if (d->share) {                 /* unpublish: nobody may find the port any more */
+        rte_ring_free(d->ring);
+        d->share->magic = 0;
+        rte_memzone_free(d->share_mz);
+        d->share = NULL;
+    }
     rte_eth_dev_stop(d->port);
     if (nstopped < EM_DPDK_MAX_PORTS) {
         stopped[nstopped].port = d->port;
@@ -287,7 +361,7 @@ static void dpdk_close(em_link_t *l)
  * directory EAL creates (and never removes) under /var/run/dpdk */
 static void eal_release(void)
 {
-    if (--eal_ports > 0)
+    if (--eal_ports > 0 || eal_foreign)
         return;
     char rundir[PATH_MAX];
     snprintf(rundir, sizeof rundir, "%s", rte_eal_get_runtime_dir());
@@ -391,7 +465,18 @@ static int start_eal(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
         }
     }
     argv[argc] = NULL;
-    if (rte_eal_init(argc, argv) < 0) {
+    /* EAL already up (no lcore before it): rte_eal_init would only print
+     * "FATAL: already called initialization" and fail with EALREADY */
+    int init_rc = rte_lcore_count() > 0 ? (rte_errno = EALREADY, -1) : rte_eal_init(argc, argv);
+    if (init_rc < 0 && rte_errno == EALREADY) {
+        /* started by another copy of this file in the process (the dpdk
+         * BTL's): its ports can be shared, and it cleans up, not us */
+        eal_started = 1;
+        eal_foreign = 1;
+        snprintf(eal_vdevs, sizeof eal_vdevs, "%s", cfg->vdev ? cfg->vdev : "");
+        return 0;
+    }
+    if (init_rc < 0) {
         int e = rte_errno;
         const char *hint = "";
         if (e == EACCES || e == EPERM)
@@ -427,6 +512,116 @@ static int vdev_item(const char *list, unsigned index, char *out, size_t len)
     memcpy(out, p, n);
     out[n] = 0;
     return 0;
+}
+
+static const em_link_ops_t dpdk_ops;
+
+/* The owner publishes its port (best effort: without the memzone or the
+ * ring the port simply cannot be shared). */
+static void share_publish(struct dpdk_link *d, const char *mzname)
+{
+    char rname[RTE_RING_NAMESIZE];
+    snprintf(rname, sizeof rname, "em_rx_p%u_%04x", d->port, rte_be_to_cpu_16(d->ethertype_be));
+    d->ring = rte_ring_create(rname, 1024, (int)rte_socket_id(), 0);
+    const struct rte_memzone *mz = d->ring ?
+        rte_memzone_reserve(mzname, sizeof(struct port_share), (int)rte_socket_id(), 0) : NULL;
+    if (!mz) {
+        rte_ring_free(d->ring);
+        d->ring = NULL;
+        return;
+    }
+    struct port_share *sh = mz->addr;
+    memset(sh, 0, sizeof *sh);
+    sh->port = d->port;
+    sh->mtu = d->link.mtu;
+    memcpy(sh->mac, d->mac.addr_bytes, 6);
+    sh->user[0].ethertype_be = d->ethertype_be;
+    sh->user[0].ring = d->ring;
+    sh->magic = SHARE_MAGIC;
+    d->share = sh;
+    d->share_mz = mz;
+}
+
+static em_link_t *share_open(const em_dpdk_cfg_t *cfg, uint16_t port, struct port_share *sh,
+                             char *err, size_t errlen)
+{
+    uint16_t et = rte_cpu_to_be_16(cfg->ethertype ? cfg->ethertype : EM_ETHERTYPE);
+    int slot = -1;
+    for (int u = 0; u < SHARE_USERS; u++) {
+        if (sh->user[u].ethertype_be == et) {
+            snprintf(err, errlen, "the DPDK port is already used in this process for ethertype "
+                     "0x%04x (one user per ethertype)", rte_be_to_cpu_16(et));
+            return NULL;
+        }
+        if (slot < 0 && sh->user[u].ethertype_be == 0)
+            slot = u;
+    }
+    if (slot < 0) {
+        snprintf(err, errlen, "the DPDK port already has %d users in this process", SHARE_USERS);
+        return NULL;
+    }
+    struct dpdk_link *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    char name[RTE_RING_NAMESIZE];
+    snprintf(name, sizeof name, "em_rx_p%u_%04x", port, rte_be_to_cpu_16(et));
+    d->ring = rte_ring_lookup(name);        /* a previous sharer's, still here */
+    if (!d->ring)
+        d->ring = rte_ring_create(name, 1024, (int)rte_socket_id(), 0);
+    /* our own mbufs for sending (never freed: the PMD may hold some after
+     * we close; they go with EAL) */
+    snprintf(name, sizeof name, "em_pool_p%u_%04x", port, rte_be_to_cpu_16(et));
+    d->pool = rte_mempool_lookup(name);
+    if (!d->pool)
+        d->pool = rte_pktmbuf_pool_create(name, 2047, 256,
+                                          RTE_ALIGN(sizeof(em_pkt_t), RTE_MBUF_PRIV_ALIGN),
+                                          (uint16_t)(sh->mtu + ETH_HDR + RTE_PKTMBUF_HEADROOM),
+                                          (int)rte_socket_id());
+    d->scratch = malloc((size_t)BURST * (sh->mtu + ETH_HDR));
+    if (!d->ring || !d->pool || !d->scratch) {
+        snprintf(err, errlen, "cannot share the DPDK port: no memory for a ring or mbufs (%s)",
+                 rte_strerror(rte_errno));
+        free(d->scratch);
+        free(d);
+        return NULL;
+    }
+    d->port = port;
+    d->guard.lock_fd = -1;
+    d->sharer = 1;
+    d->share = sh;
+    d->share_slot = slot;
+    memcpy(d->mac.addr_bytes, sh->mac, 6);
+    d->rx_loss = cfg->rx_loss;
+    d->ethertype_be = et;
+    d->rng = cfg->loss_seed ? cfg->loss_seed : 0x9E3779B97F4A7C15ull;
+    d->link.ops = &dpdk_ops;
+    d->link.mtu = cfg->mtu && cfg->mtu < sh->mtu ? cfg->mtu : sh->mtu;
+    d->link.flags = 0;
+    d->link.local.len = 8;
+    memcpy(d->link.local.bytes, sh->mac, 6);
+    sh->user[slot].ring = d->ring;
+    sh->user[slot].ethertype_be = et;
+    sh->users++;
+    return &d->link;
+}
+
+static void share_close(struct dpdk_link *d)
+{
+    struct port_share *sh = d->share;
+    if (sh->magic == SHARE_MAGIC) {
+        sh->user[d->share_slot].ethertype_be = 0;
+        sh->user[d->share_slot].ring = NULL;
+        sh->users--;
+    }
+    void *mb;
+    while (rte_ring_dequeue(d->ring, &mb) == 0)
+        rte_pktmbuf_free(mb);
+    free(d->peers);
+    free(d->scratch);
+    free(d);
+    eal_release();
 }
 
 em_link_t *em_link_dpdk_open(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
@@ -480,6 +675,16 @@ em_link_t *em_link_dpdk_open_port(const em_dpdk_cfg_t *cfg, unsigned index, char
                  "PMD is installed)", have_vdev ? " for " : "", item);
         eal_release();
         return NULL;
+    }
+    /* a port another user of this process already runs: share it */
+    char mzname[RTE_MEMZONE_NAMESIZE];
+    snprintf(mzname, sizeof mzname, "em_share_p%u", port);
+    const struct rte_memzone *mz = rte_memzone_lookup(mzname);
+    if (mz && ((const struct port_share *)mz->addr)->magic == SHARE_MAGIC) {
+        em_link_t *l = share_open(cfg, port, (struct port_share *)mz->addr, err, errlen);
+        if (!l)
+            eal_release();
+        return l;
     }
     struct dpdk_link *d = calloc(1, sizeof *d);
     if (!d) {
@@ -663,6 +868,7 @@ em_link_t *em_link_dpdk_open_port(const em_dpdk_cfg_t *cfg, unsigned index, char
     memcpy(d->link.local.bytes, d->mac.addr_bytes, 6);
     d->link.local.bytes[6] = 0;   /* queue 0 */
     d->link.local.bytes[7] = 0;
+    share_publish(d, mzname);
     return &d->link;
 
 fail:

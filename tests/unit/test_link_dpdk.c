@@ -175,6 +175,63 @@ static int bad_device_mode(void)
     return l == NULL && strstr(err, "nosuchif0") ? 0 : 1;
 }
 
+/* Two users of one port in one process, told apart by ethertype (the
+ * dpdk BTL and an em_bcast channel): the second open of the same device
+ * shares the port, and whoever polls it passes the other's frames on. */
+static void test_shared_port(void **st)
+{
+    char err[512] = "";
+    em_dpdk_cfg_t c = { .vdev = "net_ring0", .eal_args = "--no-huge -m 128 --no-shconf",
+                        .nb_mbufs = 2047, .link_wait_ms = 2000, .ethertype = EM_ETHERTYPE_BCAST };
+    em_link_t *B = em_link_dpdk_open(&c, err, sizeof err);
+    if (!B)
+        fail_msg("second user could not share the port: %s", err);
+    assert_memory_equal(B->local.bytes, L->local.bytes, 6);   /* same port, same MAC */
+    /* a second user with the same ethertype is refused */
+    em_link_t *C = em_link_dpdk_open(&c, err, sizeof err);
+    assert_null(C);
+    assert_non_null(strstr(err, "already used"));
+
+    em_link_addr_t self = L->local;
+    assert_int_equal(em_link_set_peer(L, 0, &self), 0);
+    assert_int_equal(em_link_set_peer(B, 0, &self), 0);
+    /* B sends; A polls first (takes the frame off the port, passes it on) */
+    em_pkt_t *p = em_link_tx_alloc(B);
+    assert_non_null(p);
+    memcpy(p->data, "to-B", 4);
+    p->len = 4;
+    p->peer = 0;
+    assert_int_equal(em_link_tx_burst(B, &p, 1), 1);
+    p = em_link_tx_alloc(L);
+    assert_non_null(p);
+    memcpy(p->data, "to-A", 4);
+    p->len = 4;
+    p->peer = 0;
+    assert_int_equal(em_link_tx_burst(L, &p, 1), 1);
+    char a[4][64], b[4][64];
+    unsigned na = 0, nb = 0;
+    em_pkt_t *pk[8];
+    for (int tries = 0; tries < 2000 && (na < 1 || nb < 1); tries++) {
+        unsigned n = em_link_rx_burst(L, pk, 8);
+        for (unsigned i = 0; i < n && na < 4; i++, na++) {
+            memcpy(a[na], pk[i]->data, 4);
+            a[na][4] = 0;
+        }
+        em_link_rx_release(L, pk, n);
+        n = em_link_rx_burst(B, pk, 8);
+        for (unsigned i = 0; i < n && nb < 4; i++, nb++) {
+            memcpy(b[nb], pk[i]->data, 4);
+            b[nb][4] = 0;
+        }
+        em_link_rx_release(B, pk, n);
+    }
+    assert_int_equal(na, 1);
+    assert_int_equal(nb, 1);
+    assert_string_equal(a[0], "to-A");
+    assert_string_equal(b[0], "to-B");
+    em_link_close(B);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--bad-device") == 0)
@@ -187,6 +244,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_loopback_frames),
         cmocka_unit_test(test_foreign_ethertype_dropped),
         cmocka_unit_test(test_gather_payload),
+        cmocka_unit_test(test_shared_port),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     em_link_close(L);
