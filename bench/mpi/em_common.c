@@ -27,6 +27,8 @@ _Noreturn void em_mpi_fail(int rc, const char *what, const char *file, int line)
     exit(2); /* not reached unless MPI_Abort returns */
 }
 
+void em_set_progname(const char *name) { em_progname = name; }
+
 _Noreturn void em_fail(const char *fmt, ...)
 {
     va_list ap;

@@ -79,6 +79,8 @@ struct em_opts em_setup(int *argc, char ***argv, const struct em_prog *p,
 
 _Noreturn void em_mpi_fail(int rc, const char *what, const char *file, int line);
 _Noreturn void em_fail(const char *fmt, ...);
+/** The program name em_fail and em_mpi_fail print (em_setup sets it too). */
+void em_set_progname(const char *name);
 
 /* The sizes to measure: 0 (if in range), then powers of two. */
 size_t em_sizes(const struct em_opts *o, size_t *out, size_t cap);

@@ -31,7 +31,6 @@
 #include "em_common.h"
 #include "em_halo.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,25 +51,11 @@ static const size_t quick_sizes[] = { 64, 512, 1500, 4500, 9000 };
 
 static int g_rank;
 
-static _Noreturn void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "em_halo: rank %d: ", g_rank);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	fflush(stderr);
-	MPI_Abort(MPI_COMM_WORLD, 3);
-	exit(3);
-}
-
 #define HALO(h, call)                                                        \
 	do {                                                                 \
 		int hrc_ = (call);                                           \
 		if (hrc_ != EM_HALO_OK)                                      \
-			fail("%s: %s", #call, em_halo_errmsg(h));            \
+			em_fail("%s: %s", #call, em_halo_errmsg(h));            \
 	} while (0)
 
 #define MPICHK(call)                                                         \
@@ -113,7 +98,7 @@ static long parse_count(const char *s, const char *what, long min, long max)
 	long v = strtol(s, &end, 10);
 
 	if (*s == '\0' || *end != '\0' || v < min || v > max)
-		fail("bad %s '%s' (a number %ld..%ld)", what, s, min, max);
+		em_fail("bad %s '%s' (a number %ld..%ld)", what, s, min, max);
 	return v;
 }
 
@@ -181,7 +166,7 @@ static struct opts parse(int argc, char **argv)
 	if (sizes) {
 		o.nsizes = parse_sizes(sizes, o.sizes);
 		if (o.nsizes <= 0)
-			fail("bad -s '%s' (comma-separated sizes 1..%llu)", sizes, 1ull << 26);
+			em_fail("bad -s '%s' (comma-separated sizes 1..%llu)", sizes, 1ull << 26);
 	} else if (o.quick) {
 		o.nsizes = (int)(sizeof(quick_sizes) / sizeof(quick_sizes[0]));
 		memcpy(o.sizes, quick_sizes, sizeof(quick_sizes));
@@ -234,7 +219,7 @@ static void check(const unsigned char *area, size_t size, int n, int dir, int fr
 			unsigned char want = b < size ? pat_byte(b, i, size, dir) : 0xa5;
 
 			if (got != want)
-				fail("content mismatch: %s of item %d (%zu bytes) from rank %d, "
+				em_fail("content mismatch: %s of item %d (%zu bytes) from rank %d, "
 				     "byte %zu is 0x%02x, expected 0x%02x",
 				     b < size ? "data" : "gap after the data", i, size, from,
 				     b < size ? b : b - size, got, want);
@@ -263,10 +248,10 @@ static em_halo_t *make_handle(int peer, unsigned char *sarea, unsigned char *rar
 	int rc;
 
 	if (s == NULL || r == NULL)
-		fail("out of memory");
+		em_fail("out of memory");
 	rc = em_halo_create(MPI_COMM_WORLD, &h);
 	if (rc != EM_HALO_OK)
-		fail("em_halo_create: %s", em_halo_strerror(rc));
+		em_fail("em_halo_create: %s", em_halo_strerror(rc));
 	if (sarea)
 		items_in(sarea, size, items, s);
 	if (rarea)
@@ -440,6 +425,7 @@ int main(int argc, char **argv)
 	struct run R;
 	double *vals;
 
+	em_set_progname("em_halo");
 	MPICHK(MPI_Init(&argc, &argv));
 	MPICHK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
 	MPICHK(MPI_Comm_rank(MPI_COMM_WORLD, &g_rank));
@@ -466,7 +452,7 @@ int main(int argc, char **argv)
 	MPICHK(MPI_Comm_dup(MPI_COMM_WORLD, &R.ccomm));
 	vals = calloc((size_t)o.nsizes, sizeof(*vals));
 	if (vals == NULL)
-		fail("out of memory");
+		em_fail("out of memory");
 
 	if (g_rank == 0) {
 		char bench[32];

@@ -74,6 +74,23 @@ class Transport:
         return None
 
 
+def _dpdk(name, mca, requires=(), **kw):
+    """A transport over our dpdk BTL: the common selection plus @p mca."""
+    return Transport(name,
+                     [("pml", "ob1"), ("btl", "self,vader,dpdk"),
+                      ("mca_base_component_path", SYSTEM_MCA_DIR + ":{build}/ompi/btl/dpdk")]
+                     + list(mca),
+                     requires=["{build}/ompi/btl/dpdk/mca_btl_dpdk.so"] + list(requires),
+                     btl="dpdk", **kw)
+
+
+# daemon mode: the node's emd socket; the ranks yield when idle (on 2
+# shared cores a spinning rank starves its node's daemon: ms latencies)
+DAEMON_MCA = [("btl_dpdk_mode", "daemon"),
+              ("btl_dpdk_emd_socket", "/run/ethermpi/{prefix}/emd/%h.sock"),
+              ("mpi_yield_when_idle", "1")]
+
+
 # The transport table.  Later issues add entries here (dpdk-memif,
 # dpdk-afxdp, raw-memif, raw-afxdp, daemon modes ...).
 TRANSPORTS = [
@@ -87,24 +104,14 @@ TRANSPORTS = [
     # seed 000's BTL on the memif "cable" of a 2-node cluster (emcluster
     # writes each node's end into <rundir>/dpdk/<node>.memif); direct mode:
     # each process owns its node's DPDK port, so one rank per node.
-    Transport("dpdk-memif",
-              [("pml", "ob1"), ("btl", "self,vader,dpdk"),
-               ("mca_base_component_path", SYSTEM_MCA_DIR + ":{build}/ompi/btl/dpdk"),
-               ("btl_dpdk_vdev", "@/run/ethermpi/{prefix}/dpdk/%h.memif")],
-              requires=["{build}/ompi/btl/dpdk/mca_btl_dpdk.so"], btl="dpdk",
+    _dpdk("dpdk-memif", [("btl_dpdk_vdev", "@/run/ethermpi/{prefix}/dpdk/%h.memif")],
               max_nodes=2, per_node=1, mode="direct",
               note="ethermpi dpdk BTL over a memif cable (kernel bypass, seed 000)"),
     # daemon mode (docs/daemon.md): one emd per node owns the cable end and
     # the ranks attach to it over shared memory; 'up --emd' starts the
     # daemons.  The ranks yield when idle: on 2 shared cores a spinning rank
     # starves its node's daemon (ms latencies; measured in docs/daemon.md).
-    Transport("dpdk-memif-daemon",
-              [("pml", "ob1"), ("btl", "self,vader,dpdk"),
-               ("mca_base_component_path", SYSTEM_MCA_DIR + ":{build}/ompi/btl/dpdk"),
-               ("btl_dpdk_mode", "daemon"),
-               ("btl_dpdk_emd_socket", "/run/ethermpi/{prefix}/emd/%h.sock"),
-               ("mpi_yield_when_idle", "1")],
-              requires=["{build}/ompi/btl/dpdk/mca_btl_dpdk.so", "{build}/src/emd"], btl="dpdk",
+    _dpdk("dpdk-memif-daemon", DAEMON_MCA, requires=["{build}/src/emd"],
               max_nodes=2, up_args=["--emd", "memif"], mode="daemon",
               note="ethermpi dpdk BTL, daemon mode: emd owns the memif cable end (seed 000 §4.1)"),
     Transport("raw-memif", [], raw_vdev="@/run/ethermpi/{prefix}/dpdk/%h.memif",
@@ -114,23 +121,13 @@ TRANSPORTS = [
     # DPDK NIC runs.  The cluster's MTU is what one page-sized UMEM frame
     # holds (link_dpdk.c); the tcp rows come from the 9000-byte cluster,
     # which is tcp's better case (docs/benchmarks.md).
-    Transport("dpdk-afxdp",
-              [("pml", "ob1"), ("btl", "self,vader,dpdk"),
-               ("mca_base_component_path", SYSTEM_MCA_DIR + ":{build}/ompi/btl/dpdk"),
-               ("btl_dpdk_vdev", "@/run/ethermpi/{prefix}/dpdk/%h.afxdp")],
-              requires=["{build}/ompi/btl/dpdk/mca_btl_dpdk.so"], btl="dpdk",
+    _dpdk("dpdk-afxdp", [("btl_dpdk_vdev", "@/run/ethermpi/{prefix}/dpdk/%h.afxdp")],
               per_node=1, up_args=["--mtu", "3402"], mode="direct",
               note="ethermpi dpdk BTL over AF_XDP on the veth (kernel carries the frames)"),
     # daemon mode over AF_XDP: emd is the only AF_XDP user of each veth
     # (one process per interface is all libxdp allows here), the ranks
     # attach to it; put frames go through the daemon too (docs/daemon.md)
-    Transport("dpdk-afxdp-daemon",
-              [("pml", "ob1"), ("btl", "self,vader,dpdk"),
-               ("mca_base_component_path", SYSTEM_MCA_DIR + ":{build}/ompi/btl/dpdk"),
-               ("btl_dpdk_mode", "daemon"),
-               ("btl_dpdk_emd_socket", "/run/ethermpi/{prefix}/emd/%h.sock"),
-               ("mpi_yield_when_idle", "1")],
-              requires=["{build}/ompi/btl/dpdk/mca_btl_dpdk.so", "{build}/src/emd"], btl="dpdk",
+    _dpdk("dpdk-afxdp-daemon", DAEMON_MCA, requires=["{build}/src/emd"],
               up_args=["--mtu", "3402", "--emd", "afxdp"], mode="daemon",
               note="ethermpi dpdk BTL, daemon mode: emd owns the AF_XDP socket of each veth"),
     Transport("raw-afxdp", [], raw_vdev="@/run/ethermpi/{prefix}/dpdk/%h.afxdp",
