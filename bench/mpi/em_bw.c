@@ -10,9 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Receive windows of large messages share this much memory (slots wrap). */
-#define RECV_AREA_CAP ((size_t)64 << 20)
-
 static const struct em_prog prog = {
     .prog = "em_bw",
     .bench = "bw",
@@ -27,6 +24,7 @@ static const struct em_prog prog = {
                .iters_small = 10, .iters_large = 4,
                .warmup_small = 2, .warmup_large = 1,
                .window = 64, .budget = (size_t)16 << 20 },
+    .min_ranks = 2,
 };
 
 int main(int argc, char **argv)
@@ -39,15 +37,7 @@ int main(int argc, char **argv)
     unsigned char *sbuf, *rbuf;
     MPI_Request *req;
 
-    if (nranks < 2) {
-        if (rank == 0)
-            fprintf(stderr, "em_bw: needs at least 2 ranks\n");
-        MPI_Finalize();
-        return 2;
-    }
-    area = (size_t)o.window * o.max_size;
-    if (area > RECV_AREA_CAP)
-        area = o.max_size > RECV_AREA_CAP ? o.max_size : RECV_AREA_CAP;
+    area = em_recv_area(&o);
     sbuf = em_alloc(o.max_size + 1);
     rbuf = em_alloc(area + 1);
     req = calloc((size_t)o.window, sizeof *req);

@@ -151,6 +151,15 @@ static void usage(const struct em_prog *p, FILE *f)
                "  -h          this help\n");
 }
 
+size_t em_recv_area(const struct em_opts *o)
+{
+    const size_t cap = (size_t)64 << 20;
+    size_t area = (size_t)o->window * o->max_size;
+    if (area > cap)
+        area = o->max_size > cap ? o->max_size : cap;
+    return area;
+}
+
 static _Noreturn void setup_exit(int code)
 {
     MPI_Finalize();
@@ -268,6 +277,11 @@ struct em_opts em_setup(int *argc, char ***argv, const struct em_prog *p,
             fprintf(stderr, "%s: invalid arguments\n", p->prog);
             usage(p, stderr);
         }
+        setup_exit(2);
+    }
+    if (*nranks < p->min_ranks) {
+        if (*rank == 0)
+            fprintf(stderr, "%s: needs at least %d ranks\n", p->prog, p->min_ranks);
         setup_exit(2);
     }
     return o;

@@ -62,6 +62,7 @@ struct em_prog {
     unsigned optmask;
     struct em_opts normal;
     struct em_opts quick;
+    int min_ranks;      /* em_setup refuses fewer ranks (exit 2); 0 = any */
 };
 
 /* Error path for MPI calls: print the MPI error string and abort the job. */
@@ -81,6 +82,11 @@ _Noreturn void em_mpi_fail(int rc, const char *what, const char *file, int line)
 _Noreturn void em_fail(const char *fmt, ...);
 /** The program name em_fail and em_mpi_fail print (em_setup sets it too). */
 void em_set_progname(const char *name);
+
+/* Bytes of receive buffer for a window of messages up to o->max_size: one
+ * slot per window entry, but at most 64 MiB (slots then wrap), and never
+ * less than one message. */
+size_t em_recv_area(const struct em_opts *o);
 
 /* The sizes to measure: 0 (if in range), then powers of two. */
 size_t em_sizes(const struct em_opts *o, size_t *out, size_t cap);

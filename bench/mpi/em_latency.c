@@ -18,6 +18,7 @@ static const struct em_prog prog = {
     .quick = { .min_size = 0, .max_size = 1u << 20,
                .iters_small = 200, .iters_large = 20,
                .warmup_small = 20, .warmup_large = 2 },
+    .min_ranks = 2,
 };
 
 int main(int argc, char **argv)
@@ -28,12 +29,6 @@ int main(int argc, char **argv)
     size_t nsizes = em_sizes(&o, sizes, 64);
     unsigned char *sbuf, *rbuf;
 
-    if (nranks < 2) {
-        if (rank == 0)
-            fprintf(stderr, "em_latency: needs at least 2 ranks\n");
-        MPI_Finalize();
-        return 2;
-    }
     sbuf = em_alloc(o.max_size + 1);
     rbuf = em_alloc(o.max_size + 1);
 

@@ -20,6 +20,7 @@ static const struct em_prog prog = {
                 .count = 10000, .count_warmup = 1000 },
     .quick = { .min_size = 0, .max_size = 4u << 10,
                .count = 1000, .count_warmup = 100 },
+    .min_ranks = 2,
 };
 
 int main(int argc, char **argv)
@@ -32,12 +33,6 @@ int main(int argc, char **argv)
     double *samples, *all = NULL;
     int clients;
 
-    if (nranks < 2) {
-        if (rank == 0)
-            fprintf(stderr, "em_pingpong: needs at least 2 ranks\n");
-        MPI_Finalize();
-        return 2;
-    }
     if (o.count > (long)(1 << 30) / nranks)
         em_fail("-n %ld is too large", o.count);
     clients = nranks - 1;
