@@ -539,30 +539,26 @@ def plot(rows, path, a=None):
         ax.set_title("time vs elements per packet (n=%d, %d ranks)" % (n, ranks), fontsize=9)
     ax.set_xlabel("elements per packet")
     ax.set_ylabel("time to solution (s)")
-    # (b) ranks (Figs. 6/9/12)
-    ax = axes[0][1]
-    for t in TRANSPORTS:
-        pts = sorted((r["ranks"], r["median"]) for r in plain if r["transport"] == t
-                     and (a is None or r["n"] == a.n)
-                     and (t not in ASYNC or r.get("elements_per_packet") == (a.k_default if a else 20)))
-        if len(pts) > 1:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=colors[t], label=t)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_title("time vs iterative ranks (log-log)", fontsize=9)
-    ax.set_xlabel("iterative ranks")
-    # (c) size (Figs. 7/10)
-    ax = axes[1][0]
-    for t in TRANSPORTS:
-        pts = sorted((r["n"], r["median"]) for r in plain if r["transport"] == t
-                     and r["ranks"] == (a.max_ranks if a else 2)
-                     and (t not in ASYNC or r.get("elements_per_packet") == (a.k_default if a else 20)))
-        if len(pts) > 1:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=colors[t], label=t)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_title("time vs matrix size (log-log)", fontsize=9)
-    ax.set_xlabel("n")
+    k_default = a.k_default if a else 20
+
+    def loglog(ax, x, keep, title, xlabel):
+        """time against row field @p x, one line per transport, over the
+        rows @p keep accepts (async transports at the default k only)"""
+        for t in TRANSPORTS:
+            pts = sorted((r[x], r["median"]) for r in plain if r["transport"] == t and keep(r)
+                         and (t not in ASYNC or r.get("elements_per_packet") == k_default))
+            if len(pts) > 1:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=colors[t], label=t)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel(xlabel)
+
+    # (b) ranks (Figs. 6/9/12), (c) size (Figs. 7/10)
+    loglog(axes[0][1], "ranks", lambda r: a is None or r["n"] == a.n,
+           "time vs iterative ranks (log-log)", "iterative ranks")
+    loglog(axes[1][0], "n", lambda r: r["ranks"] == (a.max_ranks if a else 2),
+           "time vs matrix size (log-log)", "n")
     # (d) sweeps per rank (Table 2) and loss
     ax = axes[1][1]
     for t in ASYNC:
