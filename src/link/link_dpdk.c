@@ -417,9 +417,11 @@ static long free_hugepages(void)
     return v;
 }
 
+static int vdev_item(const char *list, unsigned index, char *out, size_t len);
+
 static int start_eal(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
 {
-    static char store[2048], vstore[2048];
+    static char store[2048];
     static char lcores[512], prefix[128];
     char *argv[MAX_ARGS];
     int argc = 0;
@@ -455,13 +457,11 @@ static int start_eal(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
         /* "dev0;dev1": one --vdev each, probed in this order */
         static char vargs[EM_DPDK_MAX_PORTS][1100];
         argv[argc++] = "--no-pci";
-        snprintf(vstore, sizeof vstore, "%s", cfg->vdev);
-        char *save = NULL;
-        int nv = 0;
-        for (char *tok = strtok_r(vstore, ";", &save); tok && nv < EM_DPDK_MAX_PORTS &&
-             argc < MAX_ARGS - 2; tok = strtok_r(NULL, ";", &save)) {
-            snprintf(vargs[nv], sizeof vargs[nv], "--vdev=%s", tok);
-            argv[argc++] = vargs[nv++];
+        char item[1024];
+        for (unsigned nv = 0; nv < EM_DPDK_MAX_PORTS && argc < MAX_ARGS - 2 &&
+             vdev_item(cfg->vdev, nv, item, sizeof item) == 0; nv++) {
+            snprintf(vargs[nv], sizeof vargs[nv], "--vdev=%s", item);
+            argv[argc++] = vargs[nv];
         }
     }
     argv[argc] = NULL;
@@ -748,11 +748,9 @@ em_link_t *em_link_dpdk_open_port(const em_dpdk_cfg_t *cfg, unsigned index, char
      * larger frames: 2.5x the bandwidth of 1500-byte ones on this machine. */
     int memif = info.driver_name && strstr(info.driver_name, "memif") != NULL;
     uint32_t memif_bsize = 0;
-    if (memif) {
-        const char *b = strstr(item, "bsize=");
-        if (b && (b == item || b[-1] == ','))
-            memif_bsize = (uint32_t)strtoul(b + 6, NULL, 10);
-    }
+    char bsize[16];
+    if (memif && em_devarg(item, "bsize", bsize, sizeof bsize))
+        memif_bsize = (uint32_t)strtoul(bsize, NULL, 10);
     if (memif_bsize > 1518) {
         if (want > memif_bsize - ETH_HDR)
             want = memif_bsize - ETH_HDR;

@@ -12,6 +12,25 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+int em_devarg(const char *devargs, const char *key, char *out, size_t len)
+{
+    size_t kl = strlen(key);
+    const char *p = devargs;
+    while ((p = strstr(p, key)) != NULL) {
+        if ((p == devargs || p[-1] == ',') && p[kl] == '=') {
+            p += kl + 1;
+            size_t n = strcspn(p, ",");
+            if (n == 0 || n >= len)
+                return 0;
+            memcpy(out, p, n);
+            out[n] = 0;
+            return 1;
+        }
+        p += kl;
+    }
+    return 0;
+}
+
 int em_peer_table_reserve(void **tab, uint32_t *n, size_t elem, uint16_t peer)
 {
     if (peer < *n)

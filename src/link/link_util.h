@@ -15,6 +15,10 @@
  */
 int em_peer_table_reserve(void **tab, uint32_t *n, size_t elem, uint16_t peer);
 
+/** The value of "key=" in a comma-separated devargs string ("a=1,key=v"):
+ *  1 with it in @p out, 0 when absent, empty or longer than @p len - 1. */
+int em_devarg(const char *devargs, const char *key, char *out, size_t len);
+
 /** MTU of kernel interface @p ifname (SIOCGIFMTU), 0 when unknown. */
 uint32_t em_if_mtu(const char *ifname);
 

@@ -4,6 +4,7 @@
  * xdp_guard.h).
  */
 #include "link/xdp_guard.h"
+#include "link/link_util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,35 +47,15 @@ static int mkdir_p(const char *path)
     return mkdir(buf, 0755) == 0 || errno == EEXIST ? 0 : -1;
 }
 
-/* value of "key=" in a comma-separated devargs string */
-static int devarg(const char *devargs, const char *key, char *out, size_t len)
-{
-    size_t kl = strlen(key);
-    const char *p = devargs;
-    while ((p = strstr(p, key)) != NULL) {
-        if ((p == devargs || p[-1] == ',') && p[kl] == '=') {
-            p += kl + 1;
-            size_t n = strcspn(p, ",");
-            if (n == 0 || n >= len)
-                return 0;
-            memcpy(out, p, n);
-            out[n] = 0;
-            return 1;
-        }
-        p += kl;
-    }
-    return 0;
-}
-
 int em_xdp_devargs_iface(const char *devargs, char *ifname, size_t len, unsigned *queue)
 {
     char q[16];
     if (!devargs || strncmp(devargs, "net_af_xdp", 10) != 0)
         return 0;
-    if (!devarg(devargs, "iface", ifname, len))
+    if (!em_devarg(devargs, "iface", ifname, len))
         return 0;
     *queue = 0;
-    if (devarg(devargs, "start_queue", q, sizeof q)) {
+    if (em_devarg(devargs, "start_queue", q, sizeof q)) {
         char *end;
         unsigned long v = strtoul(q, &end, 10);
         if (*end == 0 && v < 4096)
