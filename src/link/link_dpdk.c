@@ -50,6 +50,7 @@ struct dpdk_link {
     const struct rte_memzone *share_mz;  /* owner: the memzone holding it */
     struct rte_ring *ring;          /* sharer: frames of our ethertype the others passed on */
     int sharer;                     /* 1: not the port's owner */
+    int memif;                      /* a memif port: never stopped or closed (dpdk_close) */
     int share_slot;                 /* sharer: our entry in share->user[] */
     em_dpdk_stats_t st;
 };
@@ -305,6 +306,7 @@ static void eal_release(void);
  * waits for the last one.  With two memif cables, closing one port while
  * the other still ran crashed EAL's interrupt thread (memif's socket
  * handler met freed memory) at MPI_Finalize. */
+static unsigned memif_left;         /* memif ports left running (dpdk_close) */
 static struct {
     uint16_t port;
     em_xdp_guard_t guard;
@@ -328,14 +330,25 @@ static void dpdk_close(em_link_t *l)
         rte_memzone_free(d->share_mz);
         d->share = NULL;
     }
-    rte_eth_dev_stop(d->port);
-    if (nstopped < EM_DPDK_MAX_PORTS) {
+    if (d->memif) {
+        /* A memif port is left running until the process exits.  Its stop
+         * runs memif_disconnect in this thread while EAL's interrupt
+         * thread may run the same function for the peer's disconnect (the
+         * peer finalizing at the same moment): DPDK 22.11 then frees the
+         * rings twice ("EAL: Error: Invalid memory"), and the process
+         * crashed in the interrupt thread or hung in MPI_Finalize, a few
+         * runs in a hundred.  Untouched, only the interrupt thread ever
+         * disconnects it, and process exit releases the rest. */
+        memif_left++;
+    } else if (nstopped < EM_DPDK_MAX_PORTS) {
+        rte_eth_dev_stop(d->port);
         stopped[nstopped].port = d->port;
         stopped[nstopped].guard = d->guard;
         stopped[nstopped].pool = d->pool;
         stopped[nstopped].ext_pool = d->ext_pool;
         nstopped++;
     } else {
+        rte_eth_dev_stop(d->port);
         rte_eth_dev_close(d->port);
         em_xdp_guard_release(&d->guard);
         rte_mempool_free(d->pool);
@@ -365,7 +378,10 @@ static void eal_release(void)
         return;
     char rundir[PATH_MAX];
     snprintf(rundir, sizeof rundir, "%s", rte_eal_get_runtime_dir());
-    rte_eal_cleanup();
+    /* with memif ports left running, EAL must stay: their interrupt
+     * handlers still use its memory (cleanup detaches it) */
+    if (!memif_left)
+        rte_eal_cleanup();
     eal_gone = 1;
     remove_dir(rundir);
 }
@@ -747,6 +763,7 @@ em_link_t *em_link_dpdk_open_port(const em_dpdk_cfg_t *cfg, unsigned index, char
      * crashed DPDK 22.11's memif rx here, so the limit is bsize.)  Fewer,
      * larger frames: 2.5x the bandwidth of 1500-byte ones on this machine. */
     int memif = info.driver_name && strstr(info.driver_name, "memif") != NULL;
+    d->memif = memif;
     uint32_t memif_bsize = 0;
     char bsize[16];
     if (memif && em_devarg(item, "bsize", bsize, sizeof bsize))
