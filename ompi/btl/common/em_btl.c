@@ -22,6 +22,10 @@
 
 static em_btl_module_t *MOD(struct mca_btl_base_module_t *b) { return (em_btl_module_t *)b; }
 
+/* the order number is sent from order_hdr: it must run straight into buf */
+_Static_assert(offsetof(em_btl_frag_t, buf) == offsetof(em_btl_frag_t, order_hdr) + EM_BTL_ORDER_HDR,
+               "order_hdr sits right before buf");
+
 /* ---------------------------------------------------------------- memory */
 
 static void *track(em_btl_module_t *m, size_t sz)
@@ -89,11 +93,9 @@ static void rdma_put(em_btl_module_t *m, em_btl_rdma_t *r)
 
 /* ------------------------------------------------------- engine callbacks */
 
-static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_t len)
+/* hand one message to the PML */
+static void deliver(em_btl_module_t *m, uint8_t tag, const void *data, size_t len)
 {
-    em_btl_module_t *m = u;
-    if (m->finalizing)        /* the PML may already be gone (and unloaded) */
-        return;
     mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + tag;
     mca_btl_base_segment_t seg = { .seg_addr.pval = (void *)data, .seg_len = len };
     mca_btl_base_descriptor_t des;
@@ -102,6 +104,110 @@ static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_
     des.des_segment_count = 1;
     if (reg->cbfunc)
         reg->cbfunc(&m->super, tag, &des, reg->cbdata);
+}
+
+/* ------------------------------------------- one order over several links */
+
+struct em_btl_held {
+    struct em_btl_held *next;
+    em_btl_module_t *m;          /* the module it arrived on (the PML is told) */
+    uint32_t num;
+    uint8_t tag;
+    size_t len;
+    uint8_t data[];
+};
+
+static uint32_t get_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+/* Keep an early message, sorted by number.  Numbers within the window of
+ * what is in flight; a number already kept (impossible: the engines deliver
+ * exactly once) is dropped. */
+static int hold(em_btl_module_t *m, struct em_btl_order *o, uint32_t num, uint8_t tag,
+                const uint8_t *data, size_t len)
+{
+    struct em_btl_held **pp = &o->held;
+    while (*pp && (int32_t)((*pp)->num - num) < 0)
+        pp = &(*pp)->next;
+    if (*pp && (*pp)->num == num)
+        return -1;
+    struct em_btl_held *h = malloc(sizeof *h + len);
+    if (!h)
+        return -1;
+    h->m = m;
+    h->num = num;
+    h->tag = tag;
+    h->len = len;
+    if (len)
+        memcpy(h->data, data, len);
+    h->next = *pp;
+    *pp = h;
+    o->nheld++;
+    m->held_msgs++;
+    return 0;
+}
+
+static void order_free(struct em_btl_order *o, uint32_t npeers)
+{
+    if (!o)
+        return;
+    for (uint32_t i = 0; i < npeers; i++)
+        while (o[i].held) {
+            struct em_btl_held *h = o[i].held;
+            o[i].held = h->next;
+            free(h);
+        }
+    free(o);
+}
+
+static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_t len)
+{
+    em_btl_module_t *m = u;
+    if (m->finalizing)        /* the PML may already be gone (and unloaded) */
+        return;
+    struct em_btl_order *o = m->order && peer < m->npeers ? &m->order[peer] : NULL;
+    if (!o || !o->on) {
+        deliver(m, tag, data, len);
+        return;
+    }
+    if (len < EM_BTL_ORDER_HDR) {
+        m->order_bad++;
+        return;
+    }
+    const uint8_t *d = data;
+    uint32_t num = get_be32(d);
+    int32_t ahead = (int32_t)(num - o->rx_next);
+    if (ahead < 0) {                          /* already handed over: never from a correct peer */
+        m->order_bad++;
+        return;
+    }
+    if (ahead > 0) {
+        if (hold(m, o, num, tag, d + EM_BTL_ORDER_HDR, len - EM_BTL_ORDER_HDR) != 0)
+            m->order_bad++;
+        return;
+    }
+    /* the number counts before the PML sees the message: a message sent
+     * from the callback, and a nested delivery, see the order already moved */
+    o->rx_next++;
+    deliver(m, tag, d + EM_BTL_ORDER_HDR, len - EM_BTL_ORDER_HDR);
+    while (o->held && o->held->num == o->rx_next && !m->finalizing) {
+        struct em_btl_held *h = o->held;
+        o->held = h->next;
+        o->nheld--;
+        o->rx_next++;
+        deliver(h->m, h->tag, h->data, h->len);
+        free(h);
+    }
 }
 
 static void cb_complete(void *u, void *ctx, int status)
@@ -200,6 +306,8 @@ static int em_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
             free(mx);
             continue;
         }
+        if (m->order)
+            m->order[vpid].on = mx->count >= 2;
         free(mx);
         ep->proc = proc;
         ep->peer = vpid;
@@ -275,6 +383,22 @@ static int map_err(int rc)
     return rc == -EM_EPEERFAIL ? OPAL_ERR_UNREACH : OPAL_ERROR;
 }
 
+/* Send the @p len bytes at f->buf; with several links, behind the peer's
+ * next order number (which counts only once the engine took the message). */
+static int ordered_send(em_btl_module_t *m, em_btl_frag_t *f, uint16_t peer, uint8_t tag,
+                        size_t len)
+{
+    struct em_btl_order *o = m->order && peer < m->npeers ? &m->order[peer] : NULL;
+    if (!o || !o->on)
+        return em_engine_send(m->engine, &f->op, peer, tag, f->buf, len, &f->kind);
+    put_be32(f->order_hdr, o->tx_next);
+    int rc = em_engine_send(m->engine, &f->op, peer, tag, f->order_hdr, len + EM_BTL_ORDER_HDR,
+                            &f->kind);
+    if (rc == 0)
+        o->tx_next++;
+    return rc;
+}
+
 static int em_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                    struct mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
 {
@@ -283,8 +407,7 @@ static int em_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoi
     if (ep->failed)
         return OPAL_ERR_UNREACH;
     f->ep = ep;
-    int rc = em_engine_send(m->engine, &f->op, ep->peer, tag, f->buf,
-                            (size_t)des->des_segments[0].seg_len, &f->kind);
+    int rc = ordered_send(m, f, ep->peer, tag, (size_t)des->des_segments[0].seg_len);
     return rc == 0 ? OPAL_SUCCESS : map_err(rc);
 }
 
@@ -313,8 +436,7 @@ static int em_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
             return OPAL_ERROR;
         }
     }
-    int rc = em_engine_send(m->engine, &f->op, ep->peer, tag, f->buf,
-                            header_size + payload_size, &f->kind);
+    int rc = ordered_send(m, f, ep->peer, tag, header_size + payload_size);
     if (rc != 0) {
         em_free(btl, des);
         return map_err(rc);
@@ -393,7 +515,8 @@ static void print_stats(em_btl_module_t *m)
                    "puts placed %llu rejected %llu, drops: key %llu magic %llu malformed %llu "
                    "window %llu, backpressure %llu; payload bytes copied by ethermpi: tx %llu "
                    "(sent from the user's memory: %llu), rx reassembly/out-of-order %llu, "
-                   "rx put placement %llu (handed over in place: %llu)",
+                   "rx put placement %llu (handed over in place: %llu); links: %llu messages "
+                   "kept until their turn, %llu without a valid order number",
                 opal_process_info.nodename, m->name,
                 (unsigned long long)p->tx_frames, (unsigned long long)p->tx_data_frames,
                 (unsigned long long)p->tx_acks, (unsigned long long)p->retransmits,
@@ -405,7 +528,8 @@ static void print_stats(em_btl_module_t *m)
                 (unsigned long long)p->drop_malformed, (unsigned long long)p->drop_window,
                 (unsigned long long)e->tx_backpressure, (unsigned long long)e->tx_copy_bytes,
                 (unsigned long long)e->tx_gather_bytes, (unsigned long long)p->rx_copy_bytes,
-                (unsigned long long)e->put_bytes, (unsigned long long)e->recv_bytes);
+                (unsigned long long)e->put_bytes, (unsigned long long)e->recv_bytes,
+                (unsigned long long)m->held_msgs, (unsigned long long)m->order_bad);
 }
 
 static int em_finalize(struct mca_btl_base_module_t *btl)
@@ -415,6 +539,16 @@ static int em_finalize(struct mca_btl_base_module_t *btl)
      * component may be unloaded (a late frame during the drain below used to
      * call into unmapped memory: a segfault in MPI_Finalize, ~1 run in 4). */
     m->finalizing = 1;
+    if (m->order && m->index == 0) {
+        /* the order state is the first module's: the siblings stop handing
+         * messages up with it (the PML is finalized before any BTL) */
+        for (em_btl_module_t *s = m->next; s; s = s->next) {
+            s->finalizing = 1;
+            s->order = NULL;
+        }
+        order_free(m->order, m->npeers);
+    }
+    m->order = NULL;
     if (m->engine) {
         /* give the last ACKs a moment to leave, so peers need not retransmit */
         uint64_t t0 = em_now_ns();
@@ -567,6 +701,8 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
     m->super.btl_component = comp;
     m->index = 0;
     m->next = NULL;
+    m->order = NULL;
+    m->held_msgs = m->order_bad = 0;
     if (enable_mpi_threads) {
         opal_show_help(HELP_FILE, "thread-multiple", true, name, opal_process_info.nodename);
         return NULL;
@@ -639,6 +775,19 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
         mx.link[n].addr = link->local;
     }
     mx.count = n;
+    if (n >= 2) {
+        m->order = calloc(jsize, sizeof *m->order);
+        if (!m->order) {
+            snprintf(err, sizeof err, "out of memory");
+            goto fail_open;
+        }
+        for (em_btl_module_t *it = m; it; it = it->next) {
+            it->order = m->order;
+            /* a one-frame message stays one frame with its order number */
+            if (it->frag_cap[0] > EM_BTL_ORDER_HDR)
+                it->frag_cap[0] -= EM_BTL_ORDER_HDR;
+        }
+    }
     OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &comp->btl_version, &mx, sizeof mx);
     if (OPAL_SUCCESS != rc)
         goto fail;

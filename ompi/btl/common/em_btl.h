@@ -57,6 +57,30 @@ struct mca_btl_base_endpoint_t {
     uint8_t failed;
 };
 
+/**
+ * Several links: messages to one peer leave in one order (ob1's) but travel
+ * on independent engines, so they can arrive in another.  ob1 accepts that
+ * in principle, but Open MPI 4.1's convertor does not: positioning a
+ * receive convertor of a non-contiguous datatype at an earlier offset
+ * overflows its static stack (docs/design.md, "Several links: one order").
+ * So with two or more links every active message carries a 4-byte
+ * big-endian order number per (sender, receiver), and the receiver hands
+ * messages to ob1 in that order, keeping early ones (copied) until the gap
+ * is filled.  Puts carry no number: their completion, not their order, is
+ * what ob1 waits for.
+ */
+#define EM_BTL_ORDER_HDR 4u
+
+struct em_btl_held;              /* a message that arrived early */
+
+struct em_btl_order {
+    uint32_t tx_next;            /**< number of the next message to this peer */
+    uint32_t rx_next;            /**< number of the next message to hand to ob1 */
+    uint8_t on;                  /**< both sides have several links: numbers in use */
+    struct em_btl_held *held;    /**< early messages, sorted by number */
+    uint32_t nheld;
+};
+
 enum em_btl_op_kind { EM_BTL_OP_SEND = 1, EM_BTL_OP_PUT = 2 };
 
 /** A send descriptor with its buffer (one contiguous message). */
@@ -69,6 +93,7 @@ typedef struct em_btl_frag {
     struct em_btl_frag *next_free;
     uint32_t cap;                     /* bytes in buf */
     uint8_t cls;                      /* size class it returns to */
+    uint8_t order_hdr[EM_BTL_ORDER_HDR]; /* room for the order number, right before buf */
     uint8_t buf[];
 } em_btl_frag_t;
 
@@ -115,6 +140,9 @@ typedef struct em_btl_module {
     int finalizing;
     unsigned index;                   /**< which of the process's links (modex entry) */
     struct em_btl_module *next;       /**< the component's next module (next link) */
+    struct em_btl_order *order;       /**< per peer, shared by the modules; NULL with one link */
+    uint64_t held_msgs;               /**< messages kept because they arrived early */
+    uint64_t order_bad;               /**< messages dropped: no or stale order number */
 } em_btl_module_t;
 
 /** Register the common MCA parameters of component @p c into @p p. */
