@@ -23,7 +23,7 @@
 static em_btl_module_t *MOD(struct mca_btl_base_module_t *b) { return (em_btl_module_t *)b; }
 
 /* the order number is sent from order_hdr: it must run straight into buf */
-_Static_assert(offsetof(em_btl_frag_t, buf) == offsetof(em_btl_frag_t, order_hdr) + EM_BTL_ORDER_HDR,
+_Static_assert(offsetof(em_btl_frag_t, buf) == offsetof(em_btl_frag_t, order_hdr) + EM_ORDER_HDR,
                "order_hdr sits right before buf");
 
 /* ---------------------------------------------------------------- memory */
@@ -108,53 +108,12 @@ static void deliver(em_btl_module_t *m, uint8_t tag, const void *data, size_t le
 
 /* ------------------------------------------- one order over several links */
 
-struct em_btl_held {
-    struct em_btl_held *next;
-    em_btl_module_t *m;          /* the module it arrived on (the PML is told) */
-    uint32_t num;
-    uint8_t tag;
-    size_t len;
-    uint8_t data[];
-};
-
-static uint32_t get_be32(const uint8_t *p)
+static int deliver_in_order(void *ctx, void *origin, uint8_t tag, const uint8_t *data, size_t len)
 {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-/* Keep an early message, sorted by number.  Numbers within the window of
- * what is in flight; a number already kept (impossible: the engines deliver
- * exactly once) is dropped. */
-static int hold(em_btl_module_t *m, struct em_btl_order *o, uint32_t num, uint8_t tag,
-                const uint8_t *data, size_t len)
-{
-    struct em_btl_held **pp = &o->held;
-    while (*pp && (int32_t)((*pp)->num - num) < 0)
-        pp = &(*pp)->next;
-    if (*pp && (*pp)->num == num)
-        return -1;
-    struct em_btl_held *h = malloc(sizeof *h + len);
-    if (!h)
-        return -1;
-    h->m = m;
-    h->num = num;
-    h->tag = tag;
-    h->len = len;
-    if (len)
-        memcpy(h->data, data, len);
-    h->next = *pp;
-    *pp = h;
-    o->nheld++;
-    m->held_msgs++;
-    return 0;
+    em_btl_module_t *m = origin;     /* the module it arrived on */
+    (void)ctx;
+    deliver(m, tag, data, len);
+    return m->finalizing;            /* the PML is gone: hand nothing more up */
 }
 
 static void order_free(struct em_btl_order *o, uint32_t npeers)
@@ -162,12 +121,41 @@ static void order_free(struct em_btl_order *o, uint32_t npeers)
     if (!o)
         return;
     for (uint32_t i = 0; i < npeers; i++)
-        while (o[i].held) {
-            struct em_btl_held *h = o[i].held;
-            o[i].held = h->next;
-            free(h);
-        }
+        em_order_reset(&o[i].o);
     free(o);
+}
+
+/* A process's modex entry, checked; NULL when it has none we can use. */
+static struct em_btl_modex *read_modex(em_btl_module_t *m, const opal_process_name_t *name)
+{
+    struct em_btl_modex *mx = NULL;
+    size_t sz = 0;
+    int rc;
+    OPAL_MODEX_RECV(rc, &m->super.btl_component->btl_version, name, (void **)&mx, &sz);
+    if (OPAL_SUCCESS != rc || !mx || sz != sizeof *mx || mx->version != EM_BTL_MODEX_VERSION ||
+        mx->count < 1 || mx->count > EM_BTL_MAX_LINKS) {
+        free(mx);
+        return NULL;
+    }
+    return mx;
+}
+
+/* Whether messages from @p peer carry order numbers.  Known from add_procs
+ * normally; but Open MPI adds remote processes on first use
+ * (mpi_add_procs_cutoff 0), so a peer's first message can come before
+ * add_procs ran for it: then its modex entry decides, as ob1 itself reads
+ * it in the same callback. */
+static int order_on(em_btl_module_t *m, struct em_btl_order *o, uint16_t peer)
+{
+    if (o->on == EM_BTL_ORDER_UNKNOWN) {
+        opal_process_name_t name = { .jobid = OPAL_PROC_MY_NAME.jobid, .vpid = peer };
+        struct em_btl_modex *mx = read_modex(m, &name);
+        if (!mx)
+            return 0;       /* no address: nothing of ours can come from it */
+        o->on = mx->count >= 2 ? EM_BTL_ORDER_ON : EM_BTL_ORDER_OFF;
+        free(mx);
+    }
+    return o->on == EM_BTL_ORDER_ON;
 }
 
 static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_t len)
@@ -176,38 +164,10 @@ static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_
     if (m->finalizing)        /* the PML may already be gone (and unloaded) */
         return;
     struct em_btl_order *o = m->order && peer < m->npeers ? &m->order[peer] : NULL;
-    if (!o || !o->on) {
+    if (!o || !order_on(m, o, peer))
         deliver(m, tag, data, len);
-        return;
-    }
-    if (len < EM_BTL_ORDER_HDR) {
-        m->order_bad++;
-        return;
-    }
-    const uint8_t *d = data;
-    uint32_t num = get_be32(d);
-    int32_t ahead = (int32_t)(num - o->rx_next);
-    if (ahead < 0) {                          /* already handed over: never from a correct peer */
-        m->order_bad++;
-        return;
-    }
-    if (ahead > 0) {
-        if (hold(m, o, num, tag, d + EM_BTL_ORDER_HDR, len - EM_BTL_ORDER_HDR) != 0)
-            m->order_bad++;
-        return;
-    }
-    /* the number counts before the PML sees the message: a message sent
-     * from the callback, and a nested delivery, see the order already moved */
-    o->rx_next++;
-    deliver(m, tag, d + EM_BTL_ORDER_HDR, len - EM_BTL_ORDER_HDR);
-    while (o->held && o->held->num == o->rx_next && !m->finalizing) {
-        struct em_btl_held *h = o->held;
-        o->held = h->next;
-        o->nheld--;
-        o->rx_next++;
-        deliver(h->m, h->tag, h->data, h->len);
-        free(h);
-    }
+    else
+        (void)em_order_rx(&o->o, m, tag, data, len, deliver_in_order, NULL);
 }
 
 static void cb_complete(void *u, void *ctx, int status)
@@ -278,14 +238,9 @@ static int em_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
             continue;                       /* vader's job */
         if (proc->proc_name.jobid != me.jobid || proc->proc_name.vpid >= m->npeers)
             continue;                       /* other jobs (spawn) are not supported */
-        struct em_btl_modex *mx = NULL;
-        size_t sz = 0;
-        int rc;
-        OPAL_MODEX_RECV(rc, &btl->btl_component->btl_version, &proc->proc_name, (void **)&mx, &sz);
-        if (OPAL_SUCCESS != rc || !mx || sz != sizeof *mx || mx->version != EM_BTL_MODEX_VERSION ||
-            mx->count < 1 || mx->count > EM_BTL_MAX_LINKS) {
+        struct em_btl_modex *mx = read_modex(m, &proc->proc_name);
+        if (!mx) {
             BTL_VERBOSE(("%s: no usable address for %s", m->name, OPAL_NAME_PRINT(proc->proc_name)));
-            free(mx);
             continue;
         }
         if (m->index >= mx->count) {        /* the peer has fewer links: not via this one */
@@ -307,7 +262,7 @@ static int em_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
             continue;
         }
         if (m->order)
-            m->order[vpid].on = mx->count >= 2;
+            m->order[vpid].on = mx->count >= 2 ? EM_BTL_ORDER_ON : EM_BTL_ORDER_OFF;
         free(mx);
         ep->proc = proc;
         ep->peer = vpid;
@@ -389,13 +344,13 @@ static int ordered_send(em_btl_module_t *m, em_btl_frag_t *f, uint16_t peer, uin
                         size_t len)
 {
     struct em_btl_order *o = m->order && peer < m->npeers ? &m->order[peer] : NULL;
-    if (!o || !o->on)
+    if (!o || !order_on(m, o, peer))
         return em_engine_send(m->engine, &f->op, peer, tag, f->buf, len, &f->kind);
-    put_be32(f->order_hdr, o->tx_next);
-    int rc = em_engine_send(m->engine, &f->op, peer, tag, f->order_hdr, len + EM_BTL_ORDER_HDR,
+    em_order_stamp(&o->o, f->order_hdr);
+    int rc = em_engine_send(m->engine, &f->op, peer, tag, f->order_hdr, len + EM_ORDER_HDR,
                             &f->kind);
     if (rc == 0)
-        o->tx_next++;
+        em_order_sent(&o->o);
     return rc;
 }
 
@@ -515,8 +470,7 @@ static void print_stats(em_btl_module_t *m)
                    "puts placed %llu rejected %llu, drops: key %llu magic %llu malformed %llu "
                    "window %llu, backpressure %llu; payload bytes copied by ethermpi: tx %llu "
                    "(sent from the user's memory: %llu), rx reassembly/out-of-order %llu, "
-                   "rx put placement %llu (handed over in place: %llu); links: %llu messages "
-                   "kept until their turn, %llu without a valid order number",
+                   "rx put placement %llu (handed over in place: %llu)",
                 opal_process_info.nodename, m->name,
                 (unsigned long long)p->tx_frames, (unsigned long long)p->tx_data_frames,
                 (unsigned long long)p->tx_acks, (unsigned long long)p->retransmits,
@@ -528,8 +482,17 @@ static void print_stats(em_btl_module_t *m)
                 (unsigned long long)p->drop_malformed, (unsigned long long)p->drop_window,
                 (unsigned long long)e->tx_backpressure, (unsigned long long)e->tx_copy_bytes,
                 (unsigned long long)e->tx_gather_bytes, (unsigned long long)p->rx_copy_bytes,
-                (unsigned long long)e->put_bytes, (unsigned long long)e->recv_bytes,
-                (unsigned long long)m->held_msgs, (unsigned long long)m->order_bad);
+                (unsigned long long)e->put_bytes, (unsigned long long)e->recv_bytes);
+    if (m->order && m->index == 0) {
+        uint64_t kept = 0, dropped = 0;
+        for (uint32_t i = 0; i < m->npeers; i++) {
+            kept += m->order[i].o.kept;
+            dropped += m->order[i].o.dropped;
+        }
+        opal_output(0, "[%s] btl_%s links: %llu messages kept until their turn, %llu dropped "
+                       "(no valid order number)", opal_process_info.nodename, m->name,
+                    (unsigned long long)kept, (unsigned long long)dropped);
+    }
 }
 
 static int em_finalize(struct mca_btl_base_module_t *btl)
@@ -702,7 +665,6 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
     m->index = 0;
     m->next = NULL;
     m->order = NULL;
-    m->held_msgs = m->order_bad = 0;
     if (enable_mpi_threads) {
         opal_show_help(HELP_FILE, "thread-multiple", true, name, opal_process_info.nodename);
         return NULL;
@@ -784,8 +746,8 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
         for (em_btl_module_t *it = m; it; it = it->next) {
             it->order = m->order;
             /* a one-frame message stays one frame with its order number */
-            if (it->frag_cap[0] > EM_BTL_ORDER_HDR)
-                it->frag_cap[0] -= EM_BTL_ORDER_HDR;
+            if (it->frag_cap[0] > EM_ORDER_HDR)
+                it->frag_cap[0] -= EM_ORDER_HDR;
         }
     }
     OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &comp->btl_version, &mx, sizeof mx);

@@ -28,6 +28,7 @@
 #include "opal/util/proc.h"
 
 #include "engine/engine.h"
+#include "engine/order.h"
 
 /** What a peer publishes in the modex. */
 /** Most links (modules) one component opens in a process. */
@@ -69,16 +70,11 @@ struct mca_btl_base_endpoint_t {
  * is filled.  Puts carry no number: their completion, not their order, is
  * what ob1 waits for.
  */
-#define EM_BTL_ORDER_HDR 4u
-
-struct em_btl_held;              /* a message that arrived early */
+enum { EM_BTL_ORDER_UNKNOWN = 0, EM_BTL_ORDER_OFF, EM_BTL_ORDER_ON };
 
 struct em_btl_order {
-    uint32_t tx_next;            /**< number of the next message to this peer */
-    uint32_t rx_next;            /**< number of the next message to hand to ob1 */
-    uint8_t on;                  /**< both sides have several links: numbers in use */
-    struct em_btl_held *held;    /**< early messages, sorted by number */
-    uint32_t nheld;
+    em_order_t o;                /* numbers, early messages (engine/order.h) */
+    uint8_t on;                  /* EM_BTL_ORDER_ON: both sides have several links */
 };
 
 enum em_btl_op_kind { EM_BTL_OP_SEND = 1, EM_BTL_OP_PUT = 2 };
@@ -93,7 +89,7 @@ typedef struct em_btl_frag {
     struct em_btl_frag *next_free;
     uint32_t cap;                     /* bytes in buf */
     uint8_t cls;                      /* size class it returns to */
-    uint8_t order_hdr[EM_BTL_ORDER_HDR]; /* room for the order number, right before buf */
+    uint8_t order_hdr[EM_ORDER_HDR];  /* room for the order number, right before buf */
     uint8_t buf[];
 } em_btl_frag_t;
 
@@ -141,8 +137,6 @@ typedef struct em_btl_module {
     unsigned index;                   /**< which of the process's links (modex entry) */
     struct em_btl_module *next;       /**< the component's next module (next link) */
     struct em_btl_order *order;       /**< per peer, shared by the modules; NULL with one link */
-    uint64_t held_msgs;               /**< messages kept because they arrived early */
-    uint64_t order_bad;               /**< messages dropped: no or stale order number */
 } em_btl_module_t;
 
 /** Register the common MCA parameters of component @p c into @p p. */
