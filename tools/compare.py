@@ -170,6 +170,9 @@ def main(argv):
     base_env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
     if mode != "local":
         base_env["EMC_PREFIX"] = args.prefix
+        # the node daemons (daemon-mode transports) from the same build as
+        # the BTL: the contract is versioned, a mix is refused
+        base_env.setdefault("EMC_EMD", os.path.join(build, "src", "emd"))
     env_info = runner.environment(REPO)
     env_info.update({"runner_argv": [sys.argv[0]] + list(argv), "mode": mode,
                      "prefix": args.prefix if mode != "local" else None,

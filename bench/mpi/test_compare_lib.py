@@ -255,7 +255,8 @@ class RunnerTests(unittest.TestCase):
     def test_select(self):
         names = [b.label for b in runner.select(runner.BENCHMARKS, "burst@2:1,latency",
                                                 lambda b: [b.name, b.label], "benchmark")]
-        self.assertEqual(names, ["latency", "burst@2:1"])
+        # (a name selects its variants too: latency's rdv rows, issue 5)
+        self.assertEqual(names, ["latency", "burst@2:1", "latency,rdv=own-queue", "latency,rdv=daemon"])
         self.assertEqual(len(runner.select(runner.BENCHMARKS, None, lambda b: [b.name], "b")),
                          len(runner.BENCHMARKS))
         with self.assertRaises(SystemExit):

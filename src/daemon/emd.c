@@ -23,6 +23,16 @@
  * loss injection when the daemon acknowledges; the daemon's --rx-loss
  * drops before the decision).  Off with --no-ack.
  *
+ * Own queues (seed 000: rendezvous data on the MPI process's own queue;
+ * daemon/emd_shm.h): on the memif wire, with hugepages, the daemon is a
+ * DPDK primary with a file prefix (not --in-memory) and 1 + S*S queue
+ * pairs; it hands each attaching process a slot (the lowest free one, up to
+ * S = --rdv-slots), whose queues that process then drives itself as a DPDK
+ * secondary: put frames never pass here.  When a slot's process detaches,
+ * the slot's mbuf pools are reset (it may have died holding mbufs).  The
+ * daemon still sees the process's own ACKs going out and moves its eager
+ * flow state up to them (the puts it never saw took sequence numbers).
+ *
  * Idle policy: spin while there is work and for --spin-us after it; then
  * sleep in ppoll() with a doubling timeout (up to --max-sleep-us), woken
  * early by a client's WAKE message.  The port cannot wake us, so a frame
@@ -32,6 +42,7 @@
  */
 #include "daemon/emd_shm.h"
 #include "link/link_dpdk.h"
+#include "link/link_util.h"
 #include "proto/wire.h"
 
 #include <errno.h>
@@ -83,6 +94,7 @@ struct client {
     int rx_dirty;
     struct flow *flows;           /* MAX_FLOWS, with --ack */
     unsigned nflows;
+    uint16_t slot;                /* own-queue slot, or EMD_RDV_NO_SLOT */
 };
 
 static struct {
@@ -110,8 +122,19 @@ static struct {
     double loss;                  /* testing: drop this fraction of port frames */
     uint64_t rng;
     char loss_path[300];          /* re-read on SIGHUP */
+    /* own queues (rdv_slots 0: none, rdv_why says why) */
+    uint16_t rdv_slots;
+    uint8_t slot_used[EMD_RDV_SLOTS_MAX];
+    char rdv_prefix[EMD_RDV_NAME_LEN], rdv_port[EMD_RDV_NAME_LEN], rdv_why[EMD_RDV_WHY_LEN];
     /* node totals */
     uint64_t rx_frames, rx_bad, rx_no_ep, tx_frames, local, attaches, detaches, loss_drops, acks;
+    uint64_t put_frames, put_bytes, ack_resyncs;  /* puts the daemon carried; flows moved by the client's ACKs */
+    uint64_t notes;               /* copies of ACKs the clients sent on their own queues */
+    /* memif: the other end's queue layout (hello) */
+    int hello;                    /* 1: check it (memif wire) */
+    int peer_seen;                /* a hello or reply arrived */
+    uint16_t peer_slots, peer_queues;
+    int mismatch_logged;
 } D;
 
 static volatile sig_atomic_t stop_flag, dump_flag, hup_flag;
@@ -155,6 +178,14 @@ static void detach(unsigned i, const char *why)
               (unsigned long long)atomic_load(&c->h->st.rx_delivered),
               (unsigned long long)atomic_load(&c->h->st.rx_ring_full));
     D.ep2cl[c->ep] = 0;
+    if (c->slot != EMD_RDV_NO_SLOT) {
+        /* the slot's next owner starts with every mbuf free, whatever
+         * this one held when it died */
+        if (em_link_dpdk_rdv_reset(D.link, c->slot) != 0)
+            logf_("warning: could not reset the pools of own-queue slot %u", c->slot);
+        D.slot_used[c->slot] = 0;
+        c->slot = EMD_RDV_NO_SLOT;
+    }
     free(c->flows);
     c->flows = NULL;
     c->nflows = 0;
@@ -227,7 +258,7 @@ static void accept_client(int fd)
      * a late frame for a dead process seldom reaches its successor (and
      * when it does, the protocol's job key and sequence checks drop it) */
     uint16_t ep = D.next_ep;
-    for (unsigned tries = 0; D.ep2cl[ep] || ep == 0; tries++) {
+    for (unsigned tries = 0; D.ep2cl[ep] || ep == 0 || ep == EMD_EP_CONTROL; tries++) {
         ep++;
         if (tries > 70000) {
             send_err(fd, EBUSY, "no free endpoint");
@@ -257,6 +288,26 @@ static void accept_client(int fd)
     emd_shm_init(h, size, D.mtu, D.rx_size, D.tx_slots, D.instance, ep, D.mac);
     if (D.ack)
         h->flags |= EMD_SHM_F_DAEMON_ACKS;
+    atomic_store(&h->rx_loss_ppm, (uint32_t)(D.loss * 1e6));
+    uint16_t slot = EMD_RDV_NO_SLOT;
+    if (D.rdv_slots) {
+        h->rdv.slots = D.rdv_slots;
+        h->rdv.queues = (uint16_t)(1u + (unsigned)D.rdv_slots * D.rdv_slots);
+        memcpy(h->rdv.prefix, D.rdv_prefix, sizeof h->rdv.prefix);
+        memcpy(h->rdv.port, D.rdv_port, sizeof h->rdv.port);
+        for (uint16_t k = 0; k < D.rdv_slots; k++)
+            if (!D.slot_used[k]) {
+                slot = k;
+                break;
+            }
+        memset(h->rdv.why, 0, sizeof h->rdv.why);
+        if (slot == EMD_RDV_NO_SLOT)
+            snprintf(h->rdv.why, sizeof h->rdv.why, "all %u slots in use (emd --rdv-slots)", D.rdv_slots);
+    } else {
+        memset(h->rdv.why, 0, sizeof h->rdv.why);
+        snprintf(h->rdv.why, sizeof h->rdv.why, "%s", D.rdv_why);
+    }
+    h->rdv.slot = slot;
     atomic_store(&h->heartbeat_ns, now_ns());
 
     struct emd_ctl_msg ok;
@@ -283,13 +334,16 @@ static void accept_client(int fd)
         return;
     }
     struct client *c = &D.cl[i];
-    *c = (struct client){ .fd = fd, .h = h, .size = size, .ep = ep, .pid = m.pid };
+    *c = (struct client){ .fd = fd, .h = h, .size = size, .ep = ep, .pid = m.pid, .slot = slot };
+    if (slot != EMD_RDV_NO_SLOT)
+        D.slot_used[slot] = 1;
     if (D.ack)
         c->flows = calloc(MAX_FLOWS, sizeof *c->flows);   /* NULL: no ACKs for this one */
     D.ep2cl[ep] = (uint16_t)(i + 1);
     D.attaches++;
     if (D.verbose)
-        logf_("pid %u attached as endpoint %u (%llu-byte region)", m.pid, ep, (unsigned long long)size);
+        logf_("pid %u attached as endpoint %u (%llu-byte region), own-queue slot %d", m.pid, ep,
+              (unsigned long long)size, slot == EMD_RDV_NO_SLOT ? -1 : (int)slot);
 }
 
 /** Control traffic: new clients, WAKEs, hang-ups.  @p timeout_ns 0: just look. */
@@ -492,6 +546,84 @@ static void send_acks(void)
     }
 }
 
+/** A put frame carried by the daemon (its own queue would have spared us). */
+static void count_put(struct client *c, const uint8_t *f, uint32_t len)
+{
+    if (len >= EM_HDR_LEN && f[0] == EM_WIRE_MAGIC && f[2] == EM_PT_PUT) {
+        D.put_frames++;
+        D.put_bytes += len;
+        atomic_fetch_add_explicit(&c->h->st.put_frames, 1, memory_order_relaxed);
+    }
+}
+
+/**
+ * A frame the client sends carries its protocol's cumulative ACK for the
+ * reverse flow: everything below it has reached the process, whichever way
+ * (frames on its own queue never pass here).  Move that flow's eager-ACK
+ * state up to it, else the daemon would wait forever for sequence numbers
+ * it never sees.  (A client that lies only hurts its own flows.)
+ */
+static void resync_flow(struct client *c, const uint8_t *f, uint32_t len)
+{
+    em_hdr_t h;
+    if (!c->flows || em_hdr_decode(f, len, &h) != EM_DEC_OK)
+        return;
+    for (unsigned i = 0; i < c->nflows; i++) {
+        struct flow *fl = &c->flows[i];
+        if (fl->job_key == h.job_key && fl->src == h.dst && fl->dst == h.src) {
+            int32_t ahead = (int32_t)(h.ack - fl->rcv_nxt);
+            if (ahead > 0 && ahead < (1 << 24)) {
+                fl->rcv_nxt = h.ack;
+                D.ack_resyncs++;
+            }
+            return;
+        }
+    }
+}
+
+static uint16_t our_queues(void)
+{
+    return (uint16_t)(D.rdv_slots ? 1u + (unsigned)D.rdv_slots * D.rdv_slots : 1u);
+}
+
+/** A hello (or its reply) to every node on the wire: our queue layout. */
+static void send_hello(uint8_t kind)
+{
+    static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+    int ni = node_index(bcast);
+    em_pkt_t *p = ni >= 0 ? em_link_tx_alloc(D.link) : NULL;
+    if (!p)
+        return;
+    emd_wire_encode(p->data, (uint16_t)sizeof(struct emd_hello), EMD_EP_CONTROL, 0, D.mac);
+    emd_hello_encode(p->data + EMD_WIRE_HDR_LEN, kind, D.rdv_slots, our_queues());
+    p->len = EMD_WIRE_HDR_LEN + (uint32_t)sizeof(struct emd_hello);
+    p->peer = (uint16_t)ni;
+    if (em_link_tx_burst(D.link, &p, 1) != 1)
+        em_link_tx_free(D.link, p);
+}
+
+static void handle_hello(const uint8_t *f, uint16_t len)
+{
+    uint8_t kind;
+    uint16_t slots, queues;
+    if (emd_hello_decode(f, len, &kind, &slots, &queues) != 0) {
+        D.rx_bad++;
+        return;
+    }
+    D.peer_seen = 1;
+    D.peer_slots = slots;
+    D.peer_queues = queues;
+    if (queues != our_queues() && !D.mismatch_logged) {
+        /* (a daemon that starts so finds out and exits; this one serves on) */
+        logf_("error: the daemon at the other end of the cable has %u queue pairs (--rdv-slots %u), "
+              "this one %u (--rdv-slots %u): their own queues do not pair up; restart both with the "
+              "same --rdv-slots", queues, slots, our_queues(), D.rdv_slots);
+        D.mismatch_logged = 1;
+    }
+    if (kind == EMD_HELLO)
+        send_hello(EMD_HELLO_REPLY);
+}
+
 /** Port -> rx rings.  @return frames handled. */
 static unsigned poll_port(void)
 {
@@ -505,6 +637,10 @@ static unsigned poll_port(void)
             D.rx_bad++;
             continue;
         }
+        if (dst == EMD_EP_CONTROL) {
+            handle_hello(pk[i]->data + EMD_WIRE_HDR_LEN, len);
+            continue;
+        }
         if (D.loss > 0 && (double)(rnd() >> 11) / 9007199254740992.0 < D.loss) {
             D.loss_drops++;
             continue;
@@ -514,6 +650,7 @@ static unsigned poll_port(void)
             D.rx_no_ep++;          /* the process is gone (or never was) */
             continue;
         }
+        count_put(c, pk[i]->data + EMD_WIRE_HDR_LEN, len);
         if (c->flows) {
             (void)deliver_acked(c, pk[i]->data + EMD_WIRE_HDR_LEN, len, src, smac);
             acks = 1;
@@ -575,6 +712,12 @@ static unsigned drain_client(unsigned ci)
             atomic_fetch_add_explicit(&h->st.tx_bad, 1, memory_order_relaxed);
             continue;
         }
+        resync_flow(c, s + sizeof sh, sh.len);
+        if (sh.flags & EMD_SLOT_F_NOTE) {
+            D.notes++;               /* its frame went on the client's own queue */
+            continue;
+        }
+        count_put(c, s + sizeof sh, sh.len);
         if (memcmp(sh.mac, D.mac, 6) == 0) {          /* on this node */
             struct client *dc = client_of(sh.endpoint);
             if (dc)
@@ -623,6 +766,21 @@ static unsigned drain_client(unsigned ci)
     return avail ? avail : done;
 }
 
+/** The latest own-queue activity any client reported (0: none). */
+static uint64_t own_activity(void)
+{
+    uint64_t t = 0;
+    if (!D.rdv_slots)
+        return 0;
+    for (unsigned i = 0; i < D.max_clients; i++)
+        if (D.cl[i].fd >= 0 && D.cl[i].slot != EMD_RDV_NO_SLOT) {
+            uint64_t v = atomic_load_explicit(&D.cl[i].h->own_active_ns, memory_order_relaxed);
+            if (v > t)
+                t = v;
+        }
+    return t;
+}
+
 static void set_sleeping(uint32_t v)
 {
     for (unsigned i = 0; i < D.max_clients; i++)
@@ -664,6 +822,25 @@ static void dump_stats(void)
           (unsigned long long)D.rx_no_ep, (unsigned long long)D.loss_drops,
           (unsigned long long)D.tx_frames, (unsigned long long)ps->tx_full,
           (unsigned long long)D.local, (unsigned long long)D.acks, (unsigned long long)full);
+    if (!D.rdv_slots) {
+        logf_("own queues: none (%s); puts carried by the daemon: %llu frames, %llu bytes", D.rdv_why,
+              (unsigned long long)D.put_frames, (unsigned long long)D.put_bytes);
+        return;
+    }
+    em_dpdk_port_stats_t q;
+    unsigned used = 0;
+    for (unsigned k = 0; k < D.rdv_slots; k++)
+        used += D.slot_used[k];
+    if (em_link_dpdk_port_stats(D.link, &q) == 0)
+        logf_("own queues: %u slots (%u in use), %u queue pairs; ranks' own queues rx %llu frames "
+              "%llu bytes, tx %llu frames %llu bytes (memif counts queues < 16); puts carried by "
+              "the daemon: %llu frames, %llu bytes; eager flows moved by clients' ACKs %llu (notes of "
+              "own-queue ACKs %llu)",
+              D.rdv_slots, used, 1u + (unsigned)D.rdv_slots * D.rdv_slots,
+              (unsigned long long)(q.rx_pkts - q.q0_rx_pkts), (unsigned long long)(q.rx_bytes - q.q0_rx_bytes),
+              (unsigned long long)(q.tx_pkts - q.q0_tx_pkts), (unsigned long long)(q.tx_bytes - q.q0_tx_bytes),
+              (unsigned long long)D.put_frames, (unsigned long long)D.put_bytes,
+              (unsigned long long)D.ack_resyncs, (unsigned long long)D.notes);
 }
 
 /** Testing: the loss fraction in <socket>.loss (emcluster emd loss), on SIGHUP. */
@@ -698,6 +875,10 @@ static void run(void)
         if (now - last_hb >= 1000000ull) {          /* 1 ms */
             heartbeat(now);
             last_hb = now;
+            uint32_t ppm = (uint32_t)(D.loss * 1e6);
+            for (unsigned i = 0; i < D.max_clients; i++)
+                if (D.cl[i].fd >= 0 && atomic_load_explicit(&D.cl[i].h->rx_loss_ppm, memory_order_relaxed) != ppm)
+                    atomic_store_explicit(&D.cl[i].h->rx_loss_ppm, ppm, memory_order_relaxed);
             uint64_t l = D.loss_drops;
             if (l != loss_seen) {
                 loss_seen = l;
@@ -722,6 +903,15 @@ static void run(void)
             /* nothing this round: let a rank that shares our core run
              * (what mpi_yield_when_idle does for the ranks) */
             if (!work && D.yield)
+                sched_yield();
+            continue;
+        }
+        /* a client busy on its own queues is in a rendezvous, whose eager
+         * frames pass here: keep spinning for them */
+        uint64_t own = own_activity();
+        if (own && own > last_work && own + D.spin_ns > now) {
+            last_work = own;
+            if (D.yield)
                 sched_yield();
             continue;
         }
@@ -817,6 +1007,55 @@ static void remove_stale_memif_socket(const char *vdev)
         logf_("removed the stale memif socket %s", path);
 }
 
+static int hugetlbfs_mounted(void)
+{
+    FILE *f = fopen("/proc/mounts", "r");
+    char line[512];
+    int found = 0;
+    if (!f)
+        return 0;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, " hugetlbfs ") != NULL;
+    fclose(f);
+    return found;
+}
+
+/* hugepages the own-queue daemon needs (2 MB pages): its port pool
+ * (8191 mbufs of ~9.5 KB) and the slots' pools */
+#define RDV_HUGEPAGES_MIN 96
+
+/**
+ * Can the ranks have own queues?  Sets D.rdv_slots to 0 and D.rdv_why when
+ * not.  @return the EAL arguments to use: the given ones, or for own
+ * queues a hugepage-backed primary with the file prefix (link_dpdk adds
+ * it), or "" (link_dpdk's default: in memory, no files).
+ */
+static const char *rdv_possible(const char *vdev, const char *eal_args, const char *prefix)
+{
+    const char *why = NULL;
+    static char hp[EMD_RDV_WHY_LEN];
+    if (D.rdv_slots == 0)
+        why = "emd --rdv-slots 0";
+    else if (strncmp(vdev, "net_memif", 9) != 0 || strchr(vdev, ';'))
+        why = strstr(vdev, "af_xdp") ? "the af_xdp wire (DPDK secondaries cannot rx/tx on it)"
+                                     : "not a memif wire (no per-process queues without rte_flow)";
+    else if (strstr(eal_args, "--in-memory") || strstr(eal_args, "--no-shconf") ||
+             strstr(eal_args, "--no-huge"))
+        why = "the daemon runs --in-memory/--no-shconf/--no-huge (DPDK secondaries cannot attach)";
+    else if (!*eal_args && (!hugetlbfs_mounted() || em_hugepages_free() < RDV_HUGEPAGES_MIN)) {
+        snprintf(hp, sizeof hp, "no hugepages: echo 256 >/proc/sys/vm/nr_hugepages; "
+                 "mount -t hugetlbfs nodev /dev/hugepages");
+        why = hp;
+    }
+    if (why) {
+        D.rdv_slots = 0;
+        snprintf(D.rdv_why, sizeof D.rdv_why, "%s", why);
+        return eal_args;
+    }
+    (void)prefix;
+    return *eal_args ? eal_args : "--proc-type=primary";
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -840,6 +1079,12 @@ static void usage(FILE *f)
         "  --no-yield         never sched_yield() while spinning (a core of its own)\n"
         "  --loss-seed N      seed of --rx-loss\n"
         "  --link-wait-ms N   wait this long for the port's link (default 30000)\n"
+        "  --rdv-slots N      own queues: up to N processes get queues of their own for\n"
+        "                     rendezvous data (1 + N*N queue pairs; memif wire and\n"
+        "                     hugepages only; both daemons of a cable must agree);\n"
+        "                     0 = none, puts go through the daemon (default 4)\n"
+        "  --file-prefix P    EAL file prefix (default emd-%%h); the ranks attach to it as\n"
+        "                     DPDK secondaries\n"
         "  -v, --verbose      log attaches and detaches\n"
         "  SIGUSR1 logs the counters; SIGTERM/SIGINT stop (clients see the stop).\n");
 }
@@ -865,9 +1110,12 @@ int main(int argc, char **argv)
         { "max-sleep-us", required_argument, NULL, 'Z' }, { "rx-loss", required_argument, NULL, 'l' },
         { "loss-seed", required_argument, NULL, 'L' }, { "link-wait-ms", required_argument, NULL, 'w' },
         { "verbose", no_argument, NULL, 'v' }, { "no-ack", no_argument, NULL, 'A' },
-        { "no-yield", no_argument, NULL, 'Y' }, { "help", no_argument, NULL, 'h' }, { 0, 0, 0, 0 }
+        { "no-yield", no_argument, NULL, 'Y' }, { "help", no_argument, NULL, 'h' },
+        { "rdv-slots", required_argument, NULL, 'Q' }, { "file-prefix", required_argument, NULL, 'P' },
+        { 0, 0, 0, 0 }
     };
-    const char *sock_spec = NULL, *vdev_spec = "", *eal_args = "";
+    const char *sock_spec = NULL, *vdev_spec = "", *eal_args = "", *prefix_spec = "emd-%h";
+    uint32_t rdv_slots = 4;
     uint32_t mtu = 0, spin_us = 50, max_sleep_us = 200, loss_seed = 0, link_wait = 30000;
     double rx_loss = 0;
     uint32_t rx_kib = 16384;
@@ -887,6 +1135,8 @@ int main(int argc, char **argv)
         case 'Z': bad |= parse_u32(optarg, &max_sleep_us); break;
         case 'L': bad |= parse_u32(optarg, &loss_seed); break;
         case 'w': bad |= parse_u32(optarg, &link_wait); break;
+        case 'Q': bad |= parse_u32(optarg, &rdv_slots); break;
+        case 'P': prefix_spec = optarg; break;
         case 'l': {
             char *e;
             rx_loss = strtod(optarg, &e);
@@ -901,7 +1151,7 @@ int main(int argc, char **argv)
         }
     }
     if (bad || !sock_spec || optind != argc || D.max_clients == 0 || D.max_clients > MAX_CLIENTS_LIMIT ||
-        max_sleep_us == 0) {
+        max_sleep_us == 0 || rdv_slots > EMD_RDV_SLOTS_MAX) {
         fprintf(stderr, "emd: bad or missing arguments\n");
         usage(stderr);
         return 2;
@@ -935,10 +1185,15 @@ int main(int argc, char **argv)
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, "emd%ld", (long)getpid());
-    em_dpdk_cfg_t cfg = { .vdev = vdev, .eal_args = eal_args, .file_prefix = prefix, .mtu = mtu,
-                          .link_wait_ms = link_wait };
+    char prefix[EMD_RDV_NAME_LEN];
+    if (em_dpdk_devargs(prefix_spec, "emd", prefix, sizeof prefix, err, sizeof err) != 0) {
+        fprintf(stderr, "emd: %s\n", err);
+        return 1;
+    }
+    D.rdv_slots = (uint16_t)rdv_slots;
+    const char *eal = rdv_possible(vdev, eal_args, prefix);
+    em_dpdk_cfg_t cfg = { .vdev = vdev, .eal_args = eal, .file_prefix = prefix, .mtu = mtu,
+                          .link_wait_ms = link_wait, .rdv_slots = D.rdv_slots };
     D.link = em_link_dpdk_open(&cfg, err, sizeof err);
     if (!D.link) {
         fprintf(stderr, "emd: %s\n", err);
@@ -951,6 +1206,20 @@ int main(int argc, char **argv)
     }
     D.mtu = D.link->mtu - EMD_WIRE_HDR_LEN;
     memcpy(D.mac, D.link->local.bytes, 6);
+    if (D.rdv_slots) {
+        snprintf(D.rdv_prefix, sizeof D.rdv_prefix, "%s", prefix);
+        em_link_dpdk_port_name(D.link, D.rdv_port, sizeof D.rdv_port);
+        struct emd_rdv_info probe = { .slots = D.rdv_slots, .slot = 0,
+                                      .queues = (uint16_t)(1u + (unsigned)D.rdv_slots * D.rdv_slots) };
+        memcpy(probe.prefix, D.rdv_prefix, sizeof probe.prefix);
+        memcpy(probe.port, D.rdv_port, sizeof probe.port);
+        const char *why = NULL;
+        if (emd_rdv_check(&probe, &why) != 0) {   /* what the clients will check */
+            fprintf(stderr, "emd: own queues: %s (prefix '%s', port '%s')\n", why, prefix, D.rdv_port);
+            em_link_close(D.link);
+            return 2;
+        }
+    }
     uint32_t ss;
     /* what arrives while a process computes must fit: the compute-burst
      * experiment's 10,000 eager frames of 256 B take 3.2 MB */
@@ -976,6 +1245,35 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < D.max_clients; i++)
         D.cl[i].fd = -1;
     D.next_ep = (uint16_t)(1 + (D.instance % 60000));
+    /* memif: both ends must have the same queue pairs (own queues pair up
+     * by index); ask the other end before serving anyone */
+    D.hello = strncmp(vdev, "net_memif", 9) == 0;
+    if (D.hello) {
+        uint64_t t0 = now_ns(), last = 0;
+        while (!D.peer_seen && !stop_flag && now_ns() - t0 < (uint64_t)link_wait * 1000000ull) {
+            if (now_ns() - last >= 100000000ull) {     /* every 100 ms */
+                send_hello(EMD_HELLO);
+                last = now_ns();
+            }
+            if (!poll_port())
+                usleep(1000);
+        }
+        if (!D.peer_seen) {
+            fprintf(stderr, "emd: no answer from the daemon at the other end of the memif cable within "
+                    "%u ms (is it an older emd?  both ends must be this version)\n", link_wait);
+            em_link_close(D.link);
+            return 1;
+        }
+        if (D.peer_queues != our_queues()) {
+            fprintf(stderr, "emd: the daemon at the other end of the memif cable has %u queue pairs "
+                    "(--rdv-slots %u), this one %u (--rdv-slots %u%s%s): own queues pair up by index, "
+                    "so both must be started with the same --rdv-slots (and both with hugepages)\n",
+                    D.peer_queues, D.peer_slots, our_queues(), D.rdv_slots,
+                    D.rdv_slots ? "" : ": ", D.rdv_slots ? "" : D.rdv_why);
+            em_link_close(D.link);
+            return 2;
+        }
+    }
     if (listen_on(sock, err, sizeof err) != 0) {
         fprintf(stderr, "emd: %s\n", err);
         em_link_close(D.link);
@@ -985,6 +1283,12 @@ int main(int argc, char **argv)
           "tx %u slots%s",
           vdev[0] ? vdev : "(first port)", D.mac[0], D.mac[1], D.mac[2], D.mac[3], D.mac[4], D.mac[5],
           D.mtu, sock, D.rx_size >> 10, D.tx_slots, D.ack ? ", eager ACKs" : "");
+    if (D.rdv_slots)
+        logf_("own queues: %u slots, %u queue pairs on %s, DPDK primary with --file-prefix=%s "
+              "(ranks attach as secondaries)", D.rdv_slots, 1u + (unsigned)D.rdv_slots * D.rdv_slots,
+              D.rdv_port, D.rdv_prefix);
+    else
+        logf_("own queues: none: %s; rendezvous data goes through the daemon", D.rdv_why);
     run();
     logf_("stopping");
     dump_stats();

@@ -21,7 +21,8 @@
  *   client as POLLHUP on the socket (or a stale heartbeat, if it hangs).
  *
  *   shared region (memfd, mapped by both):
- *      0      struct emd_shm_hdr    (EMD_SHM_HDR_SIZE bytes)
+ *      0      struct emd_shm_hdr    (EMD_SHM_HDR_SIZE bytes, incl. the own-queue
+ *                                    block struct emd_rdv_info at 448)
  *      rx_off rx_size bytes          daemon -> client: a byte ring of records
  *      tx_off tx_slots x slot_size   client -> daemon: fixed slots
  *   an rx record: struct emd_slot_hdr, the frame, padding to 64 bytes; a
@@ -46,7 +47,9 @@
 
 #define EMD_CTL_MAGIC   0x454D4443u   /* "EMDC" */
 #define EMD_SHM_MAGIC   0x454D4453u   /* "EMDS" */
-#define EMD_VERSION     1u
+/* 2: the region's header carries the own-queue ("rendezvous queue") block,
+ *    the live receive-loss fraction, and put counters; rx_off moved to 768 */
+#define EMD_VERSION     2u
 
 /* ------------------------------------------------------------ control -- */
 
@@ -100,8 +103,46 @@ struct emd_client_stats {
     _Atomic uint64_t port_rx_loss;   /**< node total: frames dropped by the daemon's loss injection */
     _Atomic uint64_t acks_sent;      /**< ACKs the daemon sent on this client's behalf */
     _Atomic uint64_t rx_dups;        /**< already-acknowledged frames the daemon dropped */
-    uint64_t rsvd;
+    _Atomic uint64_t put_frames;     /**< put (rendezvous) frames the daemon carried for this
+                                          client, both ways (0 when its own queue carries them) */
 };
+
+/*
+ * Own queues (seed 000: rendezvous data on the MPI process's own queue).
+ * On the memif wire the daemon is a hugepage-backed DPDK primary with
+ * 1 + S*S queue pairs on its port (S = emd --rdv-slots): queue 0 is the
+ * daemon's; queue emd_rdv_queue(S, s, r) carries put frames from local slot
+ * s of one node to slot r of the other (memif queue i feeds queue i of the
+ * other end).  A client with a slot runs as a DPDK secondary of the daemon
+ * and owns the TX side of queues (S, my slot, *) and the RX side of queues
+ * (S, *, my slot): no two processes touch one ring.  Frames on these queues
+ * carry the same shim as the daemon's (emd_wire_hdr), so a receiver drops
+ * what was meant for the previous owner of its slot.
+ */
+#define EMD_RDV_SLOTS_MAX  15u          /* 1 + 15*15 = 226 queue pairs (memif: <= 255) */
+#define EMD_RDV_NO_SLOT    0xFFFFu
+#define EMD_RDV_NAME_LEN   64u
+#define EMD_RDV_WHY_LEN    96u
+
+/** The queue carrying put frames from slot @p from (sender's node) to slot @p to. */
+static inline uint16_t emd_rdv_queue(uint16_t slots, uint16_t from, uint16_t to)
+{
+    return (uint16_t)(1u + (uint32_t)from * slots + to);
+}
+
+/** What the daemon tells a client about its own queues (constant). */
+struct emd_rdv_info {
+    uint16_t slots;                  /**< S; 0: no own queues on this daemon (see why) */
+    uint16_t slot;                   /**< the client's slot, or EMD_RDV_NO_SLOT (see why) */
+    uint16_t queues;                 /**< queue pairs of the port: 1 + S*S (0 when S = 0) */
+    uint16_t rsvd0;
+    uint32_t rsvd1[2];
+    char prefix[EMD_RDV_NAME_LEN];   /**< the daemon's EAL --file-prefix (NUL-terminated) */
+    char port[EMD_RDV_NAME_LEN];     /**< the DPDK port's name, e.g. "net_memif0" */
+    char why[EMD_RDV_WHY_LEN];       /**< no own queue: the reason, for the user */
+    uint8_t pad[16];
+};
+_Static_assert(sizeof(struct emd_rdv_info) == 256, "emd_rdv_info is 256 bytes");
 
 /** The region's header, written by the daemon before the memfd is sent. */
 struct emd_shm_hdr {
@@ -123,24 +164,44 @@ struct emd_shm_hdr {
     _Atomic uint64_t heartbeat_ns;   /**< CLOCK_MONOTONIC of the daemon's last loop */
     _Atomic uint32_t state;          /**< enum emd_state */
     _Atomic uint32_t daemon_sleeping; /**< 1: the daemon sleeps; send WAKE after adding tx slots */
-    uint8_t pad1[48];
+    /** testing: the daemon's receive-loss fraction in parts per million
+     *  (emd --rx-loss, emcluster emd loss); the client applies it to the
+     *  frames of its own queues, which the daemon never sees */
+    _Atomic uint32_t rx_loss_ppm;
+    uint32_t rsvd_live;
+    /** written by the client: CLOCK_MONOTONIC of its last own-queue
+     *  traffic; the daemon keeps spinning (does not sleep) for spin-us after
+     *  it, so the eager frames that interleave a rendezvous (CTS, FIN, ...)
+     *  do not wait for a sleeping daemon */
+    _Atomic uint64_t own_active_ns;
+    uint8_t pad1[32];
     struct emd_client_stats st;      /**< 64 bytes */
     struct emd_ring_idx rx;          /**< daemon produces, client consumes */
     struct emd_ring_idx tx;          /**< client produces, daemon consumes */
+    struct emd_rdv_info rdv;         /**< constant: the client's own queues (or why none) */
 };
 _Static_assert(offsetof(struct emd_shm_hdr, heartbeat_ns) == 64, "live part on its own line");
 _Static_assert(offsetof(struct emd_shm_hdr, st) == 128, "stats at 128");
 _Static_assert(offsetof(struct emd_shm_hdr, rx) == 192, "rx ring at 192");
-_Static_assert(sizeof(struct emd_shm_hdr) == 448, "emd_shm_hdr is 448 bytes");
+_Static_assert(offsetof(struct emd_shm_hdr, rdv) == 448, "own-queue block at 448");
+_Static_assert(sizeof(struct emd_shm_hdr) == 704, "emd_shm_hdr is 704 bytes");
 
-#define EMD_SHM_HDR_SIZE 448u
+#define EMD_SHM_HDR_SIZE 704u
+/** where the rx ring starts (the header rounded up, plus a spare line) */
+#define EMD_SHM_RX_OFF   768u
 
 /** Each slot starts with this. */
 struct emd_slot_hdr {
     uint32_t len;                    /**< frame bytes after this header */
     uint16_t endpoint;               /**< tx: destination; rx: source */
     uint8_t mac[6];                  /**< tx: destination node; rx: source node */
-    uint32_t rsvd;
+    uint32_t flags;                  /**< tx: enum emd_slot_flags; rx: 0 */
+};
+
+enum emd_slot_flags {
+    /** a copy of an ACK the client sent on its own queue: the daemon moves
+     *  its eager-ACK state by it and sends nothing */
+    EMD_SLOT_F_NOTE = 0x1,
 };
 _Static_assert(sizeof(struct emd_slot_hdr) == 16, "emd_slot_hdr is 16 bytes");
 
@@ -176,6 +237,53 @@ _Static_assert(sizeof(struct emd_wire_hdr) == 14, "emd_wire_hdr is 14 bytes");
 #define EMD_WIRE_MAGIC 0xEDu
 #define EMD_WIRE_HDR_LEN 14u
 
+/*
+ * The daemons of a memif cable check at start that their ports have the
+ * same number of queue pairs (memif pairs queue i with queue i; a server
+ * with more queues than its client reads ring 0 through the extra ones).
+ * Each sends a hello to the broadcast address, with the shim's destination
+ * EMD_EP_CONTROL (an endpoint never given to a client), and answers one.
+ */
+#define EMD_EP_CONTROL 0xFFFFu
+#define EMD_HELLO_MAGIC "EMDH"
+enum emd_hello_kind { EMD_HELLO = 1, EMD_HELLO_REPLY = 2 };
+
+/** The hello body after the shim (big-endian fields). */
+struct emd_hello {
+    uint8_t magic[4];                /**< "EMDH" */
+    uint8_t version;                 /**< EMD_VERSION */
+    uint8_t kind;                    /**< enum emd_hello_kind */
+    uint8_t slots_be[2];             /**< --rdv-slots in effect (0: no own queues) */
+    uint8_t queues_be[2];            /**< queue pairs of the port */
+    uint8_t rsvd[6];                 /**< 0 */
+};
+_Static_assert(sizeof(struct emd_hello) == 16, "emd_hello is 16 bytes");
+
+void emd_hello_encode(uint8_t *p, uint8_t kind, uint16_t slots, uint16_t queues);
+/** @return 0 with the fields, or -1 (not a hello of this version, or inconsistent). */
+int emd_hello_decode(const uint8_t *p, size_t len, uint8_t *kind, uint16_t *slots, uint16_t *queues);
+
+/* ----------------------------------------------------------- address -- */
+/*
+ * A client's address in the modex (em_link_addr_t): node MAC (6), endpoint
+ * (2, big-endian) and, when it has its own queues, 4 more bytes: the
+ * format EMD_ADDR_RDV_V1, its slot, S, 0.  8 bytes: no own queue (puts to
+ * it go through the daemons).
+ */
+#define EMD_ADDR_LEN       8u
+#define EMD_ADDR_LEN_RDV   12u
+#define EMD_ADDR_RDV_V1    1u
+
+/** Fill @p out (>= EMD_ADDR_LEN_RDV bytes); slots 0: no own queue. @return the length. */
+uint8_t emd_addr_encode(uint8_t *out, const uint8_t mac[6], uint16_t ep, uint16_t slots, uint16_t slot);
+/**
+ * Decode a peer's address: endpoint != 0; for 12 bytes the format, S in
+ * 1..EMD_RDV_SLOTS_MAX, slot < S, the last byte 0.  @p slots = 0 for an
+ * 8-byte address.  @return 0, or -1 (not a daemon-mode address).
+ */
+int emd_addr_decode(const uint8_t *a, size_t len, uint8_t mac[6], uint16_t *ep, uint16_t *slots,
+                    uint16_t *slot);
+
 /* ----------------------------------------------------------- functions -- */
 
 /** Fill a control message of @p type (all other fields 0). */
@@ -192,7 +300,15 @@ uint64_t emd_shm_size(uint32_t mtu, uint32_t rx_size, uint32_t tx_slots, uint32_
 void emd_shm_init(struct emd_shm_hdr *h, uint64_t size, uint32_t mtu, uint32_t rx_size,
                   uint32_t tx_slots, uint64_t instance, uint16_t endpoint, const uint8_t mac[6]);
 /**
- * Client side: check a region of @p size bytes against what ATTACH_OK said.
+ * Check an own-queue block (client side, part of emd_shm_check): S within
+ * limits, queues = 1 + S*S, the slot below S (or none), names non-empty,
+ * terminated and made of [A-Za-z0-9_.-] (they become EAL arguments), the
+ * reason terminated.  @return 0, or -1 with the reason in @p why.
+ */
+int emd_rdv_check(const struct emd_rdv_info *r, const char **why);
+/**
+ * Client side: check a region of @p size bytes against what ATTACH_OK said
+ * (and its own-queue block, emd_rdv_check).
  * @return 0, or -1 with the reason in @p why.
  */
 int emd_shm_check(const struct emd_shm_hdr *h, uint64_t size, uint64_t instance,

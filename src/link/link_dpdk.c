@@ -51,6 +51,8 @@ struct dpdk_link {
     struct rte_ring *ring;          /* sharer: frames of our ethertype the others passed on */
     int sharer;                     /* 1: not the port's owner */
     int memif;                      /* a memif port: never stopped or closed (dpdk_close) */
+    uint16_t rdv_slots;             /* own-queue layout (0: one queue) */
+    struct rte_mempool *rdv_pools[2 * 15];  /* per slot: rx pool, tx pool */
     int share_slot;                 /* sharer: our entry in share->user[] */
     em_dpdk_stats_t st;
 };
@@ -419,20 +421,6 @@ static uint32_t kernel_mtu(const char *vdev)
     return em_xdp_devargs_iface(vdev, name, sizeof name, &q) ? em_if_mtu(name) : 0;
 }
 
-static long free_hugepages(void)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    char line[128];
-    long v = 0;
-    if (!f)
-        return 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "HugePages_Free: %ld", &v) == 1)
-            break;
-    fclose(f);
-    return v;
-}
-
 static int vdev_item(const char *list, unsigned index, char *out, size_t len);
 
 static int start_eal(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
@@ -465,7 +453,7 @@ static int start_eal(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
         /* hugepages when there are some, else plain memory; either way no
          * files: --in-memory / --no-shconf leave nothing in /dev/hugepages
          * or /var/run/dpdk after a crash */
-        extra = free_hugepages() >= 128 ? "--in-memory -m 256" : "--no-huge --no-shconf -m 256";
+        extra = em_hugepages_free() >= 128 ? "--in-memory -m 256" : "--no-huge --no-shconf -m 256";
     snprintf(store, sizeof store, "%s", extra);
     for (char *tok = strtok(store, " "); tok && argc < MAX_ARGS - 3; tok = strtok(NULL, " "))
         argv[argc++] = tok;
@@ -809,19 +797,49 @@ em_link_t *em_link_dpdk_open_port(const em_dpdk_cfg_t *cfg, unsigned index, char
             gather = 0;                     /* copy instead: slower, still correct */
     }
     uint16_t nd = cfg->nb_desc ? cfg->nb_desc : 1024;
-    if ((rc = rte_eth_dev_configure(port, 1, 1, &conf)) != 0) {
+    uint16_t nq = 1;
+    if (cfg->rdv_slots) {
+        if (cfg->rdv_slots > 15 || 1u + (unsigned)cfg->rdv_slots * cfg->rdv_slots > info.max_rx_queues ||
+            1u + (unsigned)cfg->rdv_slots * cfg->rdv_slots > info.max_tx_queues) {
+            snprintf(err, errlen, "%s cannot have the %u queue pairs of %u own-queue slots",
+                     info.driver_name, 1u + (unsigned)cfg->rdv_slots * cfg->rdv_slots, cfg->rdv_slots);
+            goto fail;
+        }
+        nq = (uint16_t)(1u + (unsigned)cfg->rdv_slots * cfg->rdv_slots);
+        d->rdv_slots = cfg->rdv_slots;
+        for (unsigned s = 0; s < cfg->rdv_slots; s++) {
+            for (unsigned k = 0; k < 2; k++) {
+                char pn[RTE_MEMPOOL_NAMESIZE];
+                snprintf(pn, sizeof pn, k ? EM_DPDK_RDV_TX_POOL : EM_DPDK_RDV_RX_POOL, port, s);
+                /* no cache (secondaries share lcore ids), sp/sc ring: one user */
+                d->rdv_pools[2 * s + k] = rte_pktmbuf_pool_create_by_ops(pn,
+                    k ? EM_DPDK_RDV_TX_MBUFS : EM_DPDK_RDV_RX_MBUFS, 0, priv, room,
+                    (int)rte_socket_id(), "ring_sp_sc");
+                if (!d->rdv_pools[2 * s + k]) {
+                    snprintf(err, errlen, "cannot create the own-queue pool %s: %s (more hugepages?)",
+                             pn, rte_strerror(rte_errno));
+                    goto fail;
+                }
+            }
+        }
+    }
+    if ((rc = rte_eth_dev_configure(port, nq, nq, &conf)) != 0) {
         /* some PMDs refuse a large MTU at configure time: retry with theirs */
         conf.rxmode.mtu = 0;
-        if ((rc = rte_eth_dev_configure(port, 1, 1, &conf)) != 0) {
+        if ((rc = rte_eth_dev_configure(port, nq, nq, &conf)) != 0) {
             snprintf(err, errlen, "rte_eth_dev_configure(%s): %s", info.driver_name, rte_strerror(-rc));
             goto fail;
         }
     }
     rte_eth_dev_adjust_nb_rx_tx_desc(port, &nd, &nd);
-    if ((rc = rte_eth_rx_queue_setup(port, 0, nd, rte_eth_dev_socket_id(port), NULL, d->pool)) != 0 ||
-        (rc = rte_eth_tx_queue_setup(port, 0, nd, rte_eth_dev_socket_id(port), NULL)) != 0) {
-        snprintf(err, errlen, "queue setup on %s: %s", info.driver_name, rte_strerror(-rc));
-        goto fail;
+    for (uint16_t q = 0; q < nq; q++) {
+        /* own queue q >= 1 is received by slot (q - 1) % S */
+        struct rte_mempool *rp = q ? d->rdv_pools[2 * ((q - 1u) % d->rdv_slots)] : d->pool;
+        if ((rc = rte_eth_rx_queue_setup(port, q, nd, rte_eth_dev_socket_id(port), NULL, rp)) != 0 ||
+            (rc = rte_eth_tx_queue_setup(port, q, nd, rte_eth_dev_socket_id(port), NULL)) != 0) {
+            snprintf(err, errlen, "queue %u setup on %s: %s", q, info.driver_name, rte_strerror(-rc));
+            goto fail;
+        }
     }
     /* A memif client connects once, in dev_start, and fails if the server
      * end has not created its socket yet (which rank starts first is a
@@ -889,6 +907,8 @@ em_link_t *em_link_dpdk_open_port(const em_dpdk_cfg_t *cfg, unsigned index, char
 fail:
     rte_eth_dev_close(port);
     em_xdp_guard_release(&d->guard);
+    for (unsigned i = 0; i < 2 * 15; i++)
+        rte_mempool_free(d->rdv_pools[i]);
     if (d->pool)
         rte_mempool_free(d->pool);
     rte_mempool_free(d->ext_pool);
@@ -968,6 +988,69 @@ int em_dpdk_devargs(const char *spec, const char *job, char *out, size_t len,
 }
 
 const em_dpdk_stats_t *em_link_dpdk_stats(const em_link_t *l) { return &((const struct dpdk_link *)l)->st; }
+
+int em_link_dpdk_port_stats(const em_link_t *l, em_dpdk_port_stats_t *out)
+{
+    const struct dpdk_link *d = (const struct dpdk_link *)l;
+    struct rte_eth_stats st;
+    memset(out, 0, sizeof *out);
+    if (rte_eth_stats_get(d->port, &st) != 0)
+        return -1;
+    *out = (em_dpdk_port_stats_t){
+        .rx_pkts = st.ipackets, .rx_bytes = st.ibytes, .tx_pkts = st.opackets, .tx_bytes = st.obytes,
+        .q0_rx_pkts = st.q_ipackets[0], .q0_rx_bytes = st.q_ibytes[0],
+        .q0_tx_pkts = st.q_opackets[0], .q0_tx_bytes = st.q_obytes[0],
+    };
+    return 0;
+}
+
+void em_link_dpdk_port_name(const em_link_t *l, char *buf, size_t len)
+{
+    const struct dpdk_link *d = (const struct dpdk_link *)l;
+    char name[RTE_ETH_NAME_MAX_LEN];
+    if (rte_eth_dev_get_name_by_port(d->port, name) != 0)
+        name[0] = 0;
+    snprintf(buf, len, "%s", name);
+}
+
+struct pool_reset {
+    void **objs;
+    unsigned n, cap;
+};
+
+static void reset_one(struct rte_mempool *mp, void *opaque, void *obj, unsigned idx)
+{
+    struct pool_reset *r = opaque;
+    rte_pktmbuf_init(mp, NULL, obj, idx);   /* refcount, segments, lengths as new */
+    if (r->n < r->cap)
+        r->objs[r->n++] = obj;
+}
+
+/* Every object of a ring-backed pool back into its (emptied) ring.  Safe
+ * only while nobody else uses the pool; the ring is reset first, so a user
+ * killed inside an enqueue or dequeue leaves nothing behind. */
+static int pool_reset(struct rte_mempool *mp)
+{
+    struct rte_ring *ring = mp->pool_data;
+    struct pool_reset r = { .cap = mp->size };
+    r.objs = malloc(sizeof *r.objs * mp->size);
+    if (!r.objs || !ring)
+        return free(r.objs), -1;
+    rte_ring_reset(ring);
+    rte_mempool_obj_iter(mp, reset_one, &r);
+    unsigned put = rte_ring_enqueue_bulk(ring, r.objs, r.n, NULL);
+    free(r.objs);
+    return put == r.n ? 0 : -1;
+}
+
+int em_link_dpdk_rdv_reset(em_link_t *l, uint16_t slot)
+{
+    struct dpdk_link *d = (struct dpdk_link *)l;
+    if (slot >= d->rdv_slots)
+        return -1;
+    int rc = pool_reset(d->rdv_pools[2 * slot]);
+    return pool_reset(d->rdv_pools[2 * slot + 1]) | rc;
+}
 
 void em_link_dpdk_addr_str(const em_link_addr_t *a, char *buf, size_t len)
 {

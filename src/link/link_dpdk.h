@@ -49,7 +49,25 @@ typedef struct em_dpdk_cfg {
     /** 1: never send a payload from the caller's memory (EM_LINK_F_GATHER
      *  off: every payload is copied into the mbuf), for comparison. */
     int no_gather;
+    /** emd's own-queue layout (daemon/emd_shm.h): S > 0 configures 1 + S*S
+     *  queue pairs; this link uses queue 0, and for each slot s the pools
+     *  EM_DPDK_RDV_RX_POOL (the rx queues of slot s) and EM_DPDK_RDV_TX_POOL
+     *  are created here (no per-lcore cache, single producer and consumer:
+     *  the slot's DPDK secondary is their only user).  0: one queue pair. */
+    uint16_t rdv_slots;
 } em_dpdk_cfg_t;
+
+/** Pool names of own-queue slot s on port p (printf formats: port, slot). */
+#define EM_DPDK_RDV_RX_POOL "emq_rx_p%u_s%u"
+#define EM_DPDK_RDV_TX_POOL "emq_tx_p%u_s%u"
+#define EM_DPDK_RDV_RX_MBUFS 1023u
+#define EM_DPDK_RDV_TX_MBUFS 511u
+
+/** Port counters (rte_eth_stats): all queues, and queue 0 alone. */
+typedef struct em_dpdk_port_stats {
+    uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
+    uint64_t q0_rx_pkts, q0_rx_bytes, q0_tx_pkts, q0_tx_bytes;
+} em_dpdk_port_stats_t;
 
 typedef struct em_dpdk_stats {
     uint64_t rx_frames, rx_foreign, rx_multiseg, rx_dropped_loss, tx_frames, tx_full;
@@ -73,6 +91,17 @@ em_link_t *em_link_dpdk_open(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
 em_link_t *em_link_dpdk_open_port(const em_dpdk_cfg_t *cfg, unsigned index, char *err,
                                   size_t errlen);
 const em_dpdk_stats_t *em_link_dpdk_stats(const em_link_t *l);
+/** The port's counters (0, or -1 when the PMD has none). */
+int em_link_dpdk_port_stats(const em_link_t *l, em_dpdk_port_stats_t *out);
+/** The DPDK name of the link's port ("net_memif0"). */
+void em_link_dpdk_port_name(const em_link_t *l, char *buf, size_t len);
+/**
+ * Own queues: put slot @p slot's pools back in their initial state (every
+ * mbuf free), after the slot's process is gone (it may have been killed
+ * holding mbufs, or inside a pool operation).  Only while nobody uses the
+ * slot.  @return 0, or -1 (no such slot).
+ */
+int em_link_dpdk_rdv_reset(em_link_t *l, uint16_t slot);
 
 /**
  * Turn a device specification into devargs: "%h" becomes the host name and

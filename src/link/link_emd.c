@@ -12,6 +12,7 @@
 #include "link/link_emd.h"
 #include "link/link_util.h"
 #include "daemon/emd_shm.h"
+#include "proto/wire.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -33,6 +34,7 @@ struct peer_addr {
     uint8_t mac[6];
     uint16_t ep;
     uint8_t set;
+    uint8_t rdv;                      /* its puts go on our own queue */
 };
 
 struct emd_link {
@@ -59,7 +61,31 @@ struct emd_link {
     void (*dead_cb)(void *, const char *);
     void *dead_ctx;
     em_emd_stats_t st;
+    /* own queues (NULL rdv: none, puts go through the daemon) */
+    em_link_t *rdv;
+    uint16_t rdv_slots, rdv_slot;
+    em_pkt_t *rdv_lent[EMD_RX_BURST]; /* frames of the last rx burst that are the own queue's */
+    unsigned rdv_nlent;
+    int rdv_first;                    /* alternate which source is polled first */
+    void (*close_cb)(void *, const struct em_emd_stats *);
+    void (*note_cb)(void *, const char *);
+    void *cb_ctx;
+    int rdv_mode, layout_warned;
 };
+
+/** A protocol PUT frame (the rendezvous data)?  Only the fixed bytes are
+ *  looked at; the receiver's protocol checks the rest. */
+static int is_put(const uint8_t *f, uint32_t len)
+{
+    return len >= EM_HDR_LEN && f[0] == EM_WIRE_MAGIC && f[2] == EM_PT_PUT;
+}
+
+/** A standalone ACK or NACK (they go on the own queue too: the sender of
+ *  the puts waits for them). */
+static int is_ack(const uint8_t *f, uint32_t len)
+{
+    return len >= EM_HDR_LEN && f[0] == EM_WIRE_MAGIC && (f[2] == EM_PT_ACK || f[2] == EM_PT_NACK);
+}
 
 static uint64_t now_ns(void)
 {
@@ -148,6 +174,60 @@ static void wake_daemon(struct emd_link *d)
         d->st.wakes_sent++;
 }
 
+/** Copy one frame into tx slot @p idx of the ring. */
+static void fill_slot(struct emd_link *d, uint32_t idx, const struct peer_addr *pa, const uint8_t *a,
+                      uint32_t alen, const uint8_t *b, uint32_t blen, uint32_t flags)
+{
+    uint8_t *s = emd_tx_slot(d->h, idx);
+    struct emd_slot_hdr sh = { .len = alen + blen, .endpoint = pa->ep, .flags = flags };
+    memcpy(sh.mac, pa->mac, 6);
+    memcpy(s, &sh, sizeof sh);
+    memcpy(s + sizeof sh, a, alen);
+    if (blen)
+        memcpy(s + sizeof sh + alen, b, blen);
+    if (!flags && is_put(a, alen + blen)) {
+        d->st.put_tx_daemon++;
+        d->st.put_tx_daemon_bytes += alen + blen;
+    }
+}
+
+/** Frames of one tx burst bound for the own queue. */
+struct own_batch {
+    em_pkt_t *pk[EMD_RX_BURST];
+    uint32_t bytes[EMD_RX_BURST];
+    uint8_t put[EMD_RX_BURST];
+    unsigned n;
+};
+
+/** Send the batch on the own queue; what it refuses goes through the
+ *  daemon (ring slots from @p used on, up to @p room). */
+static void flush_own(struct emd_link *d, struct own_batch *b, unsigned *used, uint32_t room)
+{
+    if (!b->n)
+        return;
+    unsigned sent = em_link_tx_burst(d->rdv, b->pk, b->n);
+    if (sent)
+        atomic_store_explicit(&d->h->own_active_ns, now_ns(), memory_order_relaxed);
+    for (unsigned j = 0; j < sent; j++)
+        if (b->put[j]) {
+            d->st.put_tx_own++;
+            d->st.put_tx_own_bytes += b->bytes[j];
+        }
+    for (unsigned j = sent; j < b->n; j++) {
+        /* the queue toward that slot is full: the daemon carries it */
+        em_pkt_t *q = b->pk[j];
+        if (*used < room) {
+            fill_slot(d, d->tx_tail + *used, &d->peers[q->peer], q->data, q->len, NULL, 0, 0);
+            (*used)++;
+            d->st.own_tx_fallback++;
+        } else {
+            d->st.own_tx_dropped++;    /* lost like a full wire: retransmitted */
+        }
+        em_link_tx_free(d->rdv, q);
+    }
+    b->n = 0;
+}
+
 static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
 {
     struct emd_link *d = (struct emd_link *)l;
@@ -157,6 +237,8 @@ static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
     uint32_t head = atomic_load_explicit(&h->tx.head, memory_order_acquire);
     uint32_t room = h->tx_slots - (d->tx_tail - head);
     unsigned k = 0, used = 0;
+    struct own_batch own;
+    own.n = 0;
     for (; k < n && used < room; k++) {
         em_pkt_t *p = pkts[k];
         if (p->peer >= d->npeers || !d->peers[p->peer].set || p->len + p->ext_len > d->mtu) {
@@ -165,16 +247,42 @@ static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
             continue;
         }
         const struct peer_addr *pa = &d->peers[p->peer];
-        uint8_t *s = emd_tx_slot(h, d->tx_tail + used);
+        int put = 0, ack = 0;
+        if (pa->rdv && ((put = is_put(p->data, p->len + p->ext_len)) || (ack = is_ack(p->data, p->len)))) {
+            /* rendezvous data, and the ACKs its sender waits for: on our
+             * own queue, toward the peer's slot */
+            if (own.n == EMD_RX_BURST)
+                flush_own(d, &own, &used, room);
+            em_pkt_t *q = used < room ? em_link_tx_alloc(d->rdv) : NULL;
+            if (q && ack && !p->ext_len) {
+                /* the daemon keeps acknowledging eager frames for us only
+                 * if it knows how far we are: a note of the ACK, not sent */
+                fill_slot(d, d->tx_tail + used, pa, p->data, p->len, NULL, 0, EMD_SLOT_F_NOTE);
+                used++;
+                d->st.ack_tx_own++;
+            }
+            if (q) {
+                memcpy(q->data, p->data, p->len);
+                if (p->ext_len)
+                    memcpy(q->data + p->len, p->ext, p->ext_len);
+                q->len = p->len + p->ext_len;
+                q->peer = p->peer;
+                own.bytes[own.n] = q->len;
+                own.put[own.n] = (uint8_t)put;
+                own.pk[own.n++] = q;
+                d->tx_free[d->ntx_free++] = p;
+                continue;
+            }
+            if (used == room)
+                break;                     /* (the note took the last slot) */
+            if (put)
+                d->st.own_tx_fallback++;   /* no mbuf free: through the daemon */
+        }
+        fill_slot(d, d->tx_tail + used, pa, p->data, p->len, p->ext, p->ext_len, 0);
         used++;
-        struct emd_slot_hdr sh = { .len = p->len + p->ext_len, .endpoint = pa->ep };
-        memcpy(sh.mac, pa->mac, 6);
-        memcpy(s, &sh, sizeof sh);
-        memcpy(s + sizeof sh, p->data, p->len);
-        if (p->ext_len)
-            memcpy(s + sizeof sh + p->len, p->ext, p->ext_len);
         d->tx_free[d->ntx_free++] = p;   /* copied: the buffer is free again */
     }
+    flush_own(d, &own, &used, room);
     if (k < n)
         d->st.tx_ring_full++;
     if (used) {
@@ -197,15 +305,13 @@ static uint64_t rnd(struct emd_link *d)
     return d->rng;
 }
 
-static unsigned emd_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
+/** Up to @p max frames from the daemon's rx ring (sets rx_pending). */
+static unsigned daemon_rx(struct emd_link *d, em_pkt_t **pkts, unsigned max)
 {
-    struct emd_link *d = (struct emd_link *)l;
     struct emd_shm_hdr *h = d->h;
-    maybe_check(d);
-    if (d->dead)
+    d->rx_pending = 0;
+    if (max == 0)
         return 0;
-    if (max > EMD_RX_BURST)
-        max = EMD_RX_BURST;
     uint32_t tail = atomic_load_explicit(&h->rx.tail, memory_order_acquire);
     uint32_t avail = tail - d->rx_head;
     if (avail > h->rx_size || (avail & 63u)) {  /* the daemon wrote nonsense: stop trusting the ring */
@@ -246,6 +352,10 @@ static unsigned emd_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
         p->peer = 0;
         p->ext = NULL;
         p->ext_len = 0;
+        if (is_put(p->data, p->len)) {
+            d->st.put_rx_daemon++;
+            d->st.put_rx_daemon_bytes += p->len;
+        }
         pkts[k++] = p;
     }
     if (k == 0 && used) {                 /* nothing lent: give the slots back now */
@@ -258,14 +368,72 @@ static unsigned emd_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     return k;
 }
 
+/** Own-queue traffic: the daemon keeps spinning a while (the eager frames
+ *  of the rendezvous protocol pass through it), and a sleeping one is woken. */
+static void own_active(struct emd_link *d)
+{
+    atomic_store_explicit(&d->h->own_active_ns, now_ns(), memory_order_relaxed);
+    if (atomic_load(&d->h->daemon_sleeping))
+        wake_daemon(d);
+}
+
+/** Up to @p max frames from our own queues (remembered for rx_release). */
+static unsigned own_rx(struct emd_link *d, em_pkt_t **pkts, unsigned max)
+{
+    if (max == 0)
+        return 0;
+    unsigned k = em_link_rx_burst(d->rdv, pkts, max);
+    if (k)
+        own_active(d);
+    for (unsigned i = 0; i < k; i++) {
+        d->rdv_lent[d->rdv_nlent++] = pkts[i];
+        if (is_put(pkts[i]->data, pkts[i]->len)) {
+            d->st.put_rx_own++;
+            d->st.put_rx_own_bytes += pkts[i]->len;
+        }
+    }
+    d->st.rx_frames += k;
+    return k;
+}
+
+static unsigned emd_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
+{
+    struct emd_link *d = (struct emd_link *)l;
+    maybe_check(d);
+    if (d->dead)
+        return 0;
+    if (max > EMD_RX_BURST)
+        max = EMD_RX_BURST;
+    d->rdv_nlent = 0;
+    if (!d->rdv)
+        return daemon_rx(d, pkts, max);
+    /* both sources, the one polled first alternating (neither starves) */
+    unsigned k;
+    d->rdv_first ^= 1;
+    if (d->rdv_first) {
+        k = own_rx(d, pkts, max);
+        k += daemon_rx(d, pkts + k, max - k);
+    } else {
+        k = daemon_rx(d, pkts, max);
+        k += own_rx(d, pkts + k, max - k);
+    }
+    return k;
+}
+
 static void emd_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
 {
     struct emd_link *d = (struct emd_link *)l;
     (void)pkts;
     (void)n;                               /* a burst is always released whole */
-    d->rx_head += d->rx_pending;
-    d->rx_pending = 0;
-    atomic_store_explicit(&d->h->rx.head, d->rx_head, memory_order_release);
+    if (d->rx_pending) {
+        d->rx_head += d->rx_pending;
+        d->rx_pending = 0;
+        atomic_store_explicit(&d->h->rx.head, d->rx_head, memory_order_release);
+    }
+    if (d->rdv_nlent) {
+        em_link_rx_release(d->rdv, d->rdv_lent, d->rdv_nlent);
+        d->rdv_nlent = 0;
+    }
 }
 
 static int emd_flush(em_link_t *l)
@@ -277,22 +445,45 @@ static int emd_flush(em_link_t *l)
 static int emd_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     struct emd_link *d = (struct emd_link *)l;
-    if (a->len != 8)
-        return -EINVAL;
-    uint16_t ep = (uint16_t)(a->bytes[6] << 8 | a->bytes[7]);
-    if (ep == 0)
-        return -EINVAL;                    /* a direct-mode address: not reachable through emd */
+    uint8_t mac[6];
+    uint16_t ep, slots, slot;
+    if (emd_addr_decode(a->bytes, a->len, mac, &ep, &slots, &slot) != 0)
+        return -EINVAL;                    /* e.g. a direct-mode address: not reachable through emd */
     if (em_peer_table_reserve((void **)&d->peers, &d->npeers, sizeof *d->peers, peer) != 0)
         return -ENOMEM;
-    memcpy(d->peers[peer].mac, a->bytes, 6);
-    d->peers[peer].ep = ep;
-    d->peers[peer].set = 1;
+    struct peer_addr *pa = &d->peers[peer];
+    memcpy(pa->mac, mac, 6);
+    pa->ep = ep;
+    pa->set = 1;
+    /* its own queue is reachable from ours when both daemons have the same
+     * layout (then the memif queues pair up) and it is on the other node */
+    int remote = memcmp(mac, d->h->mac, 6) != 0;
+    pa->rdv = d->rdv && slots == d->rdv_slots && remote && em_link_set_peer(d->rdv, peer, a) == 0;
+    if (d->rdv && remote && slots && slots != d->rdv_slots && !d->layout_warned) {
+        /* the two daemons of the cable were started with different
+         * --rdv-slots: their queues do not pair up */
+        char msg[300];
+        snprintf(msg, sizeof msg, "the emd daemon of peer %u has %u own-queue slots, ours %u: start "
+                 "both daemons with the same --rdv-slots; until then rendezvous data to and from "
+                 "that node goes through the daemons", peer, slots, d->rdv_slots);
+        if (d->rdv_mode == EM_EMD_RDV_ON || !d->note_cb)
+            fprintf(stderr, "ethermpi link_emd: %s\n", msg);
+        else
+            d->note_cb(d->cb_ctx, msg);
+        d->layout_warned = 1;
+    }
     return 0;
 }
 
 static void emd_close(em_link_t *l)
 {
     struct emd_link *d = (struct emd_link *)l;
+    if (d->close_cb) {
+        em_emd_stats_t st;
+        em_link_emd_stats(l, &st);
+        d->close_cb(d->cb_ctx, &st);
+    }
+    em_link_close(d->rdv);                 /* before the region: it reads the loss fraction there */
     if (d->fd >= 0) {                      /* (from_region: the caller owns the region) */
         munmap(d->h, d->size);
         close(d->fd);                      /* = detach: the daemon frees our endpoint */
@@ -445,6 +636,58 @@ em_link_t *em_link_emd_open(const em_emd_cfg_t *cfg, char *err, size_t errlen)
     return l;
 }
 
+/** Own queues: open them if the daemon offers a slot (AUTO: else say why
+ *  once; ON: else fail with the reason).  @return 0, or -1 with @p err. */
+static int open_own_queue(struct emd_link *d, struct emd_shm_hdr *h, uint16_t endpoint,
+                          const em_emd_cfg_t *cfg, char *err, size_t errlen)
+{
+    char why[400] = "", e2[300] = "";
+    const struct emd_rdv_info *r = &h->rdv;
+    if (r->slots == 0)
+        snprintf(why, sizeof why, "the emd daemon offers no own queues: %s", r->why);
+    else if (r->slot == EMD_RDV_NO_SLOT)
+        snprintf(why, sizeof why, "the emd daemon has no own-queue slot left for this process: %s",
+                 r->why);
+    else if (!cfg->rdv_open)
+        snprintf(why, sizeof why, "this build cannot open own queues (no DPDK)");
+    if (!why[0]) {
+        em_emd_rdv_t info = {
+            .file_prefix = r->prefix, .port = r->port, .slots = r->slots, .slot = r->slot,
+            .endpoint = endpoint, .mtu = h->mtu,
+            .loss_ppm = (const volatile uint32_t *)(const void *)&h->rx_loss_ppm,
+        };
+        memcpy(info.mac, h->mac, 6);
+        d->rdv = cfg->rdv_open(cfg->rdv_ctx, &info, e2, sizeof e2);
+        if (d->rdv && d->rdv->mtu < h->mtu) {
+            snprintf(e2, sizeof e2, "its frames are smaller (%u bytes) than the daemon's (%u)",
+                     d->rdv->mtu, h->mtu);
+            em_link_close(d->rdv);
+            d->rdv = NULL;
+        }
+        if (!d->rdv)
+            snprintf(why, sizeof why, "cannot open this process's own queue (slot %u of %u on %s): %s",
+                     r->slot, r->slots, r->port, e2);
+    }
+    if (!d->rdv) {
+        if (cfg->rdv_mode == EM_EMD_RDV_ON) {
+            snprintf(err, errlen, "own queue for rendezvous data requested (btl_dpdk_rdv_queue on) "
+                     "but not possible: %s", why);
+            return -1;
+        }
+        if (cfg->note_cb) {
+            char msg[480];
+            snprintf(msg, sizeof msg, "rendezvous data goes through the emd daemon (no own queue): %s",
+                     why);
+            cfg->note_cb(cfg->rdv_ctx, msg);
+        }
+        return 0;
+    }
+    d->rdv_slots = r->slots;
+    d->rdv_slot = r->slot;
+    d->link.local.len = emd_addr_encode(d->link.local.bytes, h->mac, endpoint, r->slots, r->slot);
+    return 0;
+}
+
 static em_link_t *make_link(struct emd_shm_hdr *h, uint64_t size, int fd, uint16_t endpoint,
                             const em_emd_cfg_t *cfg, char *err, size_t errlen)
 {
@@ -485,10 +728,16 @@ static em_link_t *make_link(struct emd_shm_hdr *h, uint64_t size, int fd, uint16
     d->link.ops = &emd_ops;
     d->link.mtu = mtu;
     d->link.flags = EM_LINK_F_GATHER;
-    d->link.local.len = 8;
-    memcpy(d->link.local.bytes, h->mac, 6);
-    d->link.local.bytes[6] = (uint8_t)(endpoint >> 8);
-    d->link.local.bytes[7] = (uint8_t)endpoint;
+    d->link.local.len = emd_addr_encode(d->link.local.bytes, h->mac, endpoint, 0, 0);
+    d->close_cb = cfg->close_cb;
+    d->note_cb = cfg->note_cb;
+    d->cb_ctx = cfg->rdv_ctx;
+    d->rdv_mode = cfg->rdv_mode;
+    if (cfg->rdv_mode != EM_EMD_RDV_OFF && open_own_queue(d, h, endpoint, cfg, err, errlen) != 0) {
+        free(d->tx_mem);
+        free(d);
+        return NULL;
+    }
     return &d->link;
 }
 
@@ -499,6 +748,10 @@ void em_link_emd_stats(const em_link_t *l, em_emd_stats_t *out)
     out->daemon_rx_ring_full = atomic_load_explicit(&d->h->st.rx_ring_full, memory_order_relaxed);
     out->daemon_tx_bad = atomic_load_explicit(&d->h->st.tx_bad, memory_order_relaxed);
     out->daemon_port_rx_loss = atomic_load_explicit(&d->h->st.port_rx_loss, memory_order_relaxed);
+    out->daemon_put_frames = atomic_load_explicit(&d->h->st.put_frames, memory_order_relaxed);
+    out->own_queue = d->rdv != NULL;
+    out->slot = d->rdv ? d->rdv_slot : EMD_RDV_NO_SLOT;
+    out->slots = d->rdv_slots;
 }
 
 int em_link_emd_alive(const em_link_t *l) { return !((const struct emd_link *)l)->dead; }

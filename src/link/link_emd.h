@@ -10,7 +10,16 @@
  * Address blob: 6 bytes node MAC + 2 bytes endpoint id (big-endian), the
  * same shape as link_dpdk's (MAC + queue); the daemon demultiplexes
  * received frames on the endpoint.  Endpoint 0 is never given out (it is a
- * direct-mode address): set_peer refuses it.
+ * direct-mode address): set_peer refuses it.  A process with its own
+ * queues adds 4 bytes (format, slot, S, 0: emd_addr_encode).
+ *
+ * Own queues (seed 000's rendezvous path; daemon/emd_shm.h): when the
+ * daemon offers a slot and cfg->rdv_open opens it (link_emq: this process
+ * as the daemon's DPDK secondary), put frames to a peer on another node
+ * whose address has a slot of the same layout go on our own queue toward
+ * its slot; everything else goes through the daemon.  rx_burst polls the
+ * daemon's ring and the own queues in turn.  This file stays DPDK-free:
+ * the own-queue link is an em_link_t given by the opener.
  *
  * Threading: one thread at a time, like every link.
  */
@@ -22,6 +31,18 @@
 
 #include "link/link.h"
 
+/** What the daemon offers for the own queues (from the region's header). */
+typedef struct em_emd_rdv {
+    const char *file_prefix, *port;   /**< the daemon's EAL prefix and port name */
+    uint16_t slots, slot, endpoint;
+    uint8_t mac[6];
+    uint32_t mtu;
+    const volatile uint32_t *loss_ppm; /**< live: the daemon's receive-loss fraction (testing) */
+} em_emd_rdv_t;
+
+enum em_emd_rdv_mode { EM_EMD_RDV_AUTO = 0, EM_EMD_RDV_ON = 1, EM_EMD_RDV_OFF = 2 };
+
+struct em_emd_stats;
 typedef struct em_emd_cfg {
     const char *socket_path;      /**< the daemon's control socket */
     double rx_loss;               /**< seeded drop probability on receive (testing) */
@@ -33,12 +54,31 @@ typedef struct em_emd_cfg {
      *  NULL: a line on stderr.  Afterwards the link sends and receives nothing. */
     void (*dead_cb)(void *ctx, const char *why);
     void *dead_ctx;
+    /** own queues: AUTO (use them when the daemon offers a slot and
+     *  rdv_open succeeds, else say why through note_cb), ON (fail the open
+     *  with the reason when not possible), OFF (puts through the daemon) */
+    int rdv_mode;
+    /** opens the own-queue link (NULL: never) */
+    em_link_t *(*rdv_open)(void *ctx, const em_emd_rdv_t *info, char *err, size_t errlen);
+    void *rdv_ctx;
+    /** AUTO without own queues: called once with the reason (NULL: silent) */
+    void (*note_cb)(void *ctx, const char *msg);
+    /** called by close with the final counters (NULL: none) */
+    void (*close_cb)(void *ctx, const struct em_emd_stats *st);
 } em_emd_cfg_t;
 
 typedef struct em_emd_stats {
     uint64_t rx_frames, rx_dropped_loss, rx_bad, tx_frames, tx_bad, tx_ring_full, wakes_sent;
     /* the daemon's counters for this endpoint */
-    uint64_t daemon_rx_ring_full, daemon_tx_bad, daemon_port_rx_loss;
+    uint64_t daemon_rx_ring_full, daemon_tx_bad, daemon_port_rx_loss, daemon_put_frames;
+    /* put (rendezvous) frames and their bytes, by path */
+    uint64_t put_tx_own, put_tx_own_bytes, put_tx_daemon, put_tx_daemon_bytes;
+    uint64_t put_rx_own, put_rx_own_bytes, put_rx_daemon, put_rx_daemon_bytes;
+    uint64_t own_tx_fallback;          /**< put frames the own queue refused, sent via the daemon */
+    uint64_t own_tx_dropped;           /**< ... and neither path had room for (retransmitted) */
+    uint64_t ack_tx_own;               /**< standalone ACKs/NACKs sent on the own queue */
+    int own_queue;                     /**< 1: this process has its own queues */
+    uint16_t slot, slots;
 } em_emd_stats_t;
 
 /**

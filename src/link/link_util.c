@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <net/if.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -61,4 +62,18 @@ uint32_t em_if_mtu(const char *ifname)
     int rc = ioctl(fd, SIOCGIFMTU, &ifr);
     close(fd);
     return rc == 0 && ifr.ifr_mtu > 0 ? (uint32_t)ifr.ifr_mtu : 0;
+}
+
+long em_hugepages_free(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[128];
+    long v = 0;
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "HugePages_Free: %ld", &v) == 1)
+            break;
+    fclose(f);
+    return v;
 }

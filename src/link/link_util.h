@@ -22,4 +22,7 @@ int em_devarg(const char *devargs, const char *key, char *out, size_t len);
 /** MTU of kernel interface @p ifname (SIOCGIFMTU), 0 when unknown. */
 uint32_t em_if_mtu(const char *ifname);
 
+/** Free hugepages of the default size (/proc/meminfo), 0 when unknown. */
+long em_hugepages_free(void);
+
 #endif

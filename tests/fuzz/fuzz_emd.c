@@ -8,10 +8,16 @@
  *   3  the rx ring as a daemon   (link_emd's rx_burst/rx_release: u32 start,
  *      could have left it         u32 length, then the ring's bytes from start
  *                                 on, wrapping at the end)
+ *   4  a peer's address          (emd_addr_decode: the modex blob)
+ *   5  another daemon's hello    (emd_hello_decode)
+ * (mode 1 covers the own-queue block too: it is part of the header, and an
+ * accepted header is also opened as a link whose own-queue opener checks
+ * what it is handed)
  * Properties beyond "no crash": what is accepted is in bounds (slots inside
  * the region, lengths inside the frame, lent frames inside their slot).
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +56,20 @@ static void ctl(const uint8_t *d, size_t n)
         abort();
 }
 
+static void quiet(void *ctx, const char *why);
+
+/* the own-queue opener: what it is handed must be what the checks allow */
+static em_link_t *check_rdv(void *ctx, const em_emd_rdv_t *r, char *err, size_t errlen)
+{
+    (void)ctx;
+    if (!r->slots || r->slots > EMD_RDV_SLOTS_MAX || r->slot >= r->slots || !r->endpoint ||
+        strlen(r->file_prefix) >= EMD_RDV_NAME_LEN || strlen(r->port) >= EMD_RDV_NAME_LEN ||
+        !r->file_prefix[0] || !r->port[0] || strpbrk(r->file_prefix, " /;") || strpbrk(r->port, " /;"))
+        abort();
+    snprintf(err, errlen, "fuzzing: no own queue");
+    return NULL;
+}
+
 static void header(const uint8_t *d, size_t n)
 {
     uint64_t sz = fresh_region();
@@ -61,6 +81,39 @@ static void header(const uint8_t *d, size_t n)
     if ((uint64_t)h->rx_off + h->rx_size > h->tx_off ||
         (uint64_t)h->tx_off + (uint64_t)h->tx_slots * h->slot_size > sz ||
         h->slot_size < sizeof(struct emd_slot_hdr) + h->mtu || h->rx_off < EMD_SHM_HDR_SIZE)
+        abort();
+    const struct emd_rdv_info *r = &h->rdv;
+    if (r->slots > EMD_RDV_SLOTS_MAX || memchr(r->why, 0, sizeof r->why) == NULL ||
+        (r->slots == 0 && (r->slot != EMD_RDV_NO_SLOT || r->queues)) ||
+        (r->slots && (r->queues != 1u + (unsigned)r->slots * r->slots ||
+                      (r->slot != EMD_RDV_NO_SLOT && r->slot >= r->slots) ||
+                      !memchr(r->prefix, 0, sizeof r->prefix) || !memchr(r->port, 0, sizeof r->port))))
+        abort();
+    /* open it as a link: the own-queue opener sees only checked values */
+    char err[600];
+    em_emd_cfg_t cfg = { .dead_cb = quiet, .rdv_open = check_rdv, .note_cb = quiet,
+                         .rdv_mode = (n > 8 && (d[8] & 1)) ? EM_EMD_RDV_ON : EM_EMD_RDV_AUTO };
+    em_link_t *l = em_link_emd_from_region(region, sz, h->instance, h->endpoint, &cfg, err, sizeof err);
+    if (l) {
+        if (l->local.len != EMD_ADDR_LEN)   /* check_rdv never gives a link */
+            abort();
+        em_link_close(l);
+    } else if (!memchr(err, 0, sizeof err)) {
+        abort();
+    }
+}
+
+static void addr(const uint8_t *d, size_t n)
+{
+    uint8_t mac[6];
+    uint16_t ep, slots, slot;
+    if (emd_addr_decode(d, n, mac, &ep, &slots, &slot) != 0)
+        return;
+    if (ep == 0 || (n != EMD_ADDR_LEN && n != EMD_ADDR_LEN_RDV) || slots > EMD_RDV_SLOTS_MAX ||
+        (n == EMD_ADDR_LEN && slots != 0) || (slots && slot >= slots) || memcmp(mac, d, 6) != 0)
+        abort();
+    uint8_t back[EMD_ADDR_LEN_RDV];
+    if (emd_addr_encode(back, mac, ep, slots, slot) != n || memcmp(back, d, n) != 0)
         abort();
 }
 
@@ -111,15 +164,31 @@ static void ring(const uint8_t *d, size_t n)
     em_link_close(l);
 }
 
+static void hello(const uint8_t *d, size_t n)
+{
+    uint8_t kind, back[16];
+    uint16_t slots, queues;
+    if (emd_hello_decode(d, n, &kind, &slots, &queues) != 0)
+        return;
+    if (slots > EMD_RDV_SLOTS_MAX || queues != (slots ? 1u + (unsigned)slots * slots : 1u) ||
+        (kind != EMD_HELLO && kind != EMD_HELLO_REPLY))
+        abort();
+    emd_hello_encode(back, kind, slots, queues);
+    if (memcmp(back, d, 16) != 0)
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    switch (data[0] & 3) {
+    switch (data[0] % 6) {
     case 0: ctl(data + 1, size - 1); break;
     case 1: header(data + 1, size - 1); break;
     case 2: wire(data + 1, size - 1); break;
-    default: ring(data + 1, size - 1); break;
+    case 3: ring(data + 1, size - 1); break;
+    case 4: addr(data + 1, size - 1); break;
+    default: hello(data + 1, size - 1); break;
     }
     return 0;
 }

@@ -59,5 +59,23 @@ int main(int argc, char **argv)
     memcpy(buf + 9 + 128, &w, sizeof w);
     memcpy(buf + 9 + 192, &r2, sizeof r2);
     put(argv[1], "emd_ring.bin", buf, 9 + len);
+    /* 1 again: a header whose own-queue block offers slot 1 of 4 */
+    struct emd_shm_hdr *h = (struct emd_shm_hdr *)region;
+    h->rdv.slots = 4;
+    h->rdv.slot = 1;
+    h->rdv.queues = 17;
+    memset(h->rdv.why, 0, sizeof h->rdv.why);
+    snprintf(h->rdv.prefix, sizeof h->rdv.prefix, "emd-node0");
+    snprintf(h->rdv.port, sizeof h->rdv.port, "net_memif0");
+    buf[0] = 1;
+    memcpy(buf + 1, region, EMD_SHM_HDR_SIZE);
+    put(argv[1], "emd_hdr_rdv.bin", buf, 1 + EMD_SHM_HDR_SIZE);
+    /* 4: a 12-byte address (endpoint 3, slot 2 of 4) */
+    buf[0] = 4;
+    put(argv[1], "emd_addr.bin", buf, 1u + emd_addr_encode(buf + 1, mac, 3, 4, 2));
+    /* 5: a hello (4 slots, 17 queue pairs) */
+    buf[0] = 5;
+    emd_hello_encode(buf + 1, EMD_HELLO, 4, 17);
+    put(argv[1], "emd_hello.bin", buf, 1 + sizeof(struct emd_hello));
     return 0;
 }

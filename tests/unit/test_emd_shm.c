@@ -23,6 +23,7 @@
 
 #include "daemon/emd_shm.h"
 #include "link/link_emd.h"
+#include "proto/wire.h"
 
 static const uint8_t MAC[6] = { 0x02, 0xe7, 0, 0, 0, 1 };
 
@@ -52,7 +53,7 @@ static void test_ctl_check(void **st)
     b.magic ^= 1;
     assert_int_equal(emd_ctl_check(&b, sizeof b, &out, &why), -1);
     b = m;
-    b.version = 2;
+    b.version = EMD_VERSION + 1;
     assert_int_equal(emd_ctl_check(&b, sizeof b, &out, &why), -1);
     assert_non_null(strstr(why, "version"));
     b = m;
@@ -97,6 +98,9 @@ static void test_region_check(void **st)
     assert_int_equal(emd_shm_check(h, size, 0x1234, 6, &why), -1);
     assert_int_equal(emd_shm_check(h, size - 64, 0x1234, 5, &why), -1);
     assert_int_equal(emd_shm_check(h, 100, 0x1234, 5, &why), -1);
+    h->endpoint = 0;                    /* never given out (a direct-mode address) */
+    assert_int_equal(emd_shm_check(h, size, 0x1234, 0, &why), -1);
+    h->endpoint = 5;
     /* every layout field is checked */
     struct { size_t off; uint32_t bad; } cases[] = {
         { offsetof(struct emd_shm_hdr, magic), 0 },
@@ -420,6 +424,366 @@ static void test_link_rings_and_death(void **st)
     fake_stop(&f);
 }
 
+
+/* ------------------------------------------------------- own queues -- */
+
+static void fill_rdv(struct emd_rdv_info *r, uint16_t slots, uint16_t slot)
+{
+    memset(r, 0, sizeof *r);
+    r->slots = slots;
+    r->slot = slot;
+    r->queues = slots ? (uint16_t)(1u + (unsigned)slots * slots) : 0;
+    if (slots) {
+        snprintf(r->prefix, sizeof r->prefix, "emd-h5-n0");
+        snprintf(r->port, sizeof r->port, "net_memif0");
+    }
+}
+
+static void test_rdv_check(void **st)
+{
+    (void)st;
+    struct emd_rdv_info r;
+    const char *why;
+    fill_rdv(&r, 4, 3);
+    assert_int_equal(emd_rdv_check(&r, &why), 0);
+    fill_rdv(&r, 4, EMD_RDV_NO_SLOT);                    /* all slots taken */
+    assert_int_equal(emd_rdv_check(&r, &why), 0);
+    fill_rdv(&r, 0, EMD_RDV_NO_SLOT);                    /* no own queues */
+    snprintf(r.why, sizeof r.why, "the af_xdp wire");
+    assert_int_equal(emd_rdv_check(&r, &why), 0);
+    fill_rdv(&r, 0, 0);                                  /* a slot without a layout */
+    assert_int_equal(emd_rdv_check(&r, &why), -1);
+    fill_rdv(&r, 0, EMD_RDV_NO_SLOT);
+    r.queues = 5;
+    assert_int_equal(emd_rdv_check(&r, &why), -1);
+    fill_rdv(&r, 4, 4);                                  /* slot beyond S */
+    assert_int_equal(emd_rdv_check(&r, &why), -1);
+    assert_non_null(strstr(why, "slot"));
+    fill_rdv(&r, 4, 0);
+    r.queues = 16;                                       /* not 1 + S*S */
+    assert_int_equal(emd_rdv_check(&r, &why), -1);
+    fill_rdv(&r, EMD_RDV_SLOTS_MAX + 1, 0);
+    assert_int_equal(emd_rdv_check(&r, &why), -1);
+    fill_rdv(&r, EMD_RDV_SLOTS_MAX, EMD_RDV_SLOTS_MAX - 1);
+    assert_int_equal(emd_rdv_check(&r, &why), 0);
+    /* the names become EAL arguments: non-empty, terminated, harmless */
+    const char *bad[] = { "", "a b", "x;rm", "--in-memory x", "../p", "a/b" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fill_rdv(&r, 2, 0);
+        snprintf(r.prefix, sizeof r.prefix, "%s", bad[i]);
+        assert_int_equal(emd_rdv_check(&r, &why), -1);
+        fill_rdv(&r, 2, 0);
+        snprintf(r.port, sizeof r.port, "%s", bad[i]);
+        assert_int_equal(emd_rdv_check(&r, &why), -1);
+    }
+    fill_rdv(&r, 2, 0);
+    memset(r.prefix, 'a', sizeof r.prefix);              /* unterminated */
+    assert_int_equal(emd_rdv_check(&r, &why), -1);
+    fill_rdv(&r, 2, 0);
+    memset(r.why, 'a', sizeof r.why);
+    assert_int_equal(emd_rdv_check(&r, &why), -1);
+    /* and it is part of the region check */
+    uint64_t size;
+    struct emd_shm_hdr *h = make_region(&size, 1492, 1u << 16, 32);
+    assert_int_equal(h->rdv.slot, EMD_RDV_NO_SLOT);      /* a fresh region offers no own queue */
+    assert_int_equal(emd_shm_check(h, size, 0x1234, 5, &why), 0);
+    fill_rdv(&h->rdv, 4, 1);
+    assert_int_equal(emd_shm_check(h, size, 0x1234, 5, &why), 0);
+    h->rdv.slot = 9;
+    assert_int_equal(emd_shm_check(h, size, 0x1234, 5, &why), -1);
+    munmap(h, size);
+}
+
+static void test_addr(void **st)
+{
+    (void)st;
+    uint8_t a[16], mac[6];
+    uint16_t ep, slots, slot;
+    assert_int_equal(emd_addr_encode(a, MAC, 0x1234, 0, 0), EMD_ADDR_LEN);
+    assert_int_equal(emd_addr_decode(a, 8, mac, &ep, &slots, &slot), 0);
+    assert_int_equal(ep, 0x1234);
+    assert_int_equal(slots, 0);
+    assert_int_equal(slot, EMD_RDV_NO_SLOT);
+    assert_memory_equal(mac, MAC, 6);
+    assert_int_equal(emd_addr_encode(a, MAC, 7, 4, 3), EMD_ADDR_LEN_RDV);
+    assert_int_equal(emd_addr_decode(a, 12, mac, &ep, &slots, &slot), 0);
+    assert_int_equal(ep, 7);
+    assert_int_equal(slots, 4);
+    assert_int_equal(slot, 3);
+    assert_int_equal(emd_addr_decode(a, 10, mac, &ep, &slots, &slot), -1);   /* length */
+    uint8_t b[12];
+    struct { int at; uint8_t v; } bad[] = {
+        { 8, 2 },                      /* unknown format */
+        { 9, 4 },                      /* slot = S */
+        { 10, 0 },                     /* S = 0 */
+        { 10, EMD_RDV_SLOTS_MAX + 1 },
+        { 11, 1 },                     /* reserved byte */
+        { 6, 0 },                      /* endpoint 0 (with [7] below) */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memcpy(b, a, 12);
+        b[bad[i].at] = bad[i].v;
+        if (bad[i].at == 6)
+            b[7] = 0;
+        assert_int_equal(emd_addr_decode(b, 12, mac, &ep, &slots, &slot), -1);
+    }
+    emd_addr_encode(a, MAC, 0, 0, 0);                    /* a direct-mode address */
+    assert_int_equal(emd_addr_decode(a, 8, mac, &ep, &slots, &slot), -1);
+}
+
+/* a stand-in for the own-queue link (link_emq): records what it is given */
+struct fake_rdv {
+    em_link_t link;
+    em_pkt_t pk[8];
+    uint8_t buf[8][2048];
+    unsigned nfree, sent, peers_set, refuse, rx_ready, released, closed;
+    uint16_t last_peer;
+    uint8_t last[2048], first[2048];
+    uint32_t last_len, first_len;
+};
+static struct fake_rdv fake;
+static em_emd_rdv_t fake_info;
+static char note[600];
+
+static em_pkt_t *f_alloc(em_link_t *l)
+{
+    (void)l;
+    if (!fake.nfree)
+        return NULL;
+    em_pkt_t *p = &fake.pk[--fake.nfree];
+    p->data = fake.buf[fake.nfree];
+    p->len = 0;
+    return p;
+}
+static void f_free(em_link_t *l, em_pkt_t *p) { (void)l; (void)p; fake.nfree++; }
+static unsigned f_burst(em_link_t *l, em_pkt_t **p, unsigned n)
+{
+    (void)l;
+    if (fake.refuse)
+        return 0;
+    for (unsigned i = 0; i < n; i++) {
+        fake.sent++;
+        fake.last_peer = p[i]->peer;
+        fake.last_len = p[i]->len;
+        memcpy(fake.last, p[i]->data, p[i]->len);
+        if (fake.sent == 1) {
+            fake.first_len = p[i]->len;
+            memcpy(fake.first, p[i]->data, p[i]->len);
+        }
+        fake.nfree++;
+    }
+    return n;
+}
+static unsigned f_rx(em_link_t *l, em_pkt_t **p, unsigned max)
+{
+    (void)l;
+    unsigned k = 0;
+    for (; k < fake.rx_ready && k < max; k++) {
+        em_pkt_t *q = &fake.pk[k];
+        q->data = fake.buf[k];
+        /* put frames of sequence 0, 1, 2... from protocol endpoint 0 */
+        em_hdr_t h = { .type = EM_PT_PUT, .job_key = 7, .src = 0, .dst = 5, .len = 8, .seq = k,
+                       .msg_id = k + 1, .msg_len = 8, .frag_cnt = 1, .region = 1, .key = 2 };
+        q->len = (uint32_t)em_hdr_encode(&h, q->data) + 8;
+        p[k] = q;
+    }
+    fake.rx_ready = 0;
+    return k;
+}
+static void f_release(em_link_t *l, em_pkt_t **p, unsigned n) { (void)l; (void)p; fake.released += n; }
+static int f_flush(em_link_t *l) { (void)l; return 0; }
+static int f_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+{
+    (void)l;
+    (void)peer;
+    fake.peers_set++;
+    return a->len == EMD_ADDR_LEN_RDV ? 0 : -EINVAL;
+}
+static void f_close(em_link_t *l) { (void)l; fake.closed++; }
+static const em_link_ops_t fake_ops = {
+    .name = "fake-emq", .tx_alloc = f_alloc, .tx_burst = f_burst, .tx_free = f_free,
+    .rx_burst = f_rx, .rx_release = f_release, .flush = f_flush, .set_peer = f_peer, .close = f_close,
+};
+static int fake_fail;
+static em_link_t *fake_open(void *ctx, const em_emd_rdv_t *info, char *err, size_t errlen)
+{
+    (void)ctx;
+    fake_info = *info;
+    if (fake_fail) {
+        snprintf(err, errlen, "EAL said no");
+        return NULL;
+    }
+    memset(&fake, 0, sizeof fake);
+    fake.link.ops = &fake_ops;
+    fake.link.mtu = info->mtu;
+    fake.nfree = 8;
+    return &fake.link;
+}
+static void on_note(void *ctx, const char *msg) { (void)ctx; snprintf(note, sizeof note, "%s", msg); }
+
+static em_pkt_t *frame(em_link_t *l, uint16_t peer, uint8_t type, uint32_t len)
+{
+    em_pkt_t *p = em_link_tx_alloc(l);
+    assert_non_null(p);
+    memset(p->data, 0, len);
+    p->data[0] = EM_WIRE_MAGIC;
+    p->data[2] = type;
+    p->len = len;
+    p->peer = peer;
+    return p;
+}
+
+static void test_own_queue(void **st)
+{
+    (void)st;
+    uint64_t size;
+    char err[600];
+    struct emd_shm_hdr *h = make_region(&size, 1492, 1u << 16, 32);
+    em_emd_cfg_t c = { .rdv_open = fake_open, .note_cb = on_note };
+    /* no own queue offered: AUTO says why, ON fails with the reason */
+    snprintf(h->rdv.why, sizeof h->rdv.why, "no hugepages: echo 256 >/proc/sys/vm/nr_hugepages");
+    note[0] = 0;
+    em_link_t *l = em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err);
+    assert_non_null(l);
+    assert_int_equal(l->local.len, EMD_ADDR_LEN);
+    assert_non_null(strstr(note, "hugepages"));
+    em_link_close(l);
+    c.rdv_mode = EM_EMD_RDV_ON;
+    assert_null(em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err));
+    assert_non_null(strstr(err, "nr_hugepages"));
+    /* offered, but the open fails */
+    fill_rdv(&h->rdv, 2, 1);
+    fake_fail = 1;
+    assert_null(em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err));
+    assert_non_null(strstr(err, "EAL said no"));
+    c.rdv_mode = EM_EMD_RDV_AUTO;
+    note[0] = 0;
+    l = em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err);
+    assert_non_null(l);
+    assert_non_null(strstr(note, "EAL said no"));
+    assert_int_equal(l->local.len, EMD_ADDR_LEN);
+    em_link_close(l);
+    /* OFF: never opened */
+    fake_fail = 0;
+    c.rdv_mode = EM_EMD_RDV_OFF;
+    memset(&fake_info, 0, sizeof fake_info);
+    l = em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err);
+    assert_null(fake_info.port);
+    em_link_close(l);
+    /* opened: the address says slot 1 of 2, puts to a peer with a slot go
+     * on the own queue, everything else through the ring */
+    c.rdv_mode = EM_EMD_RDV_ON;
+    l = em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err);
+    assert_non_null(l);
+    assert_string_equal(fake_info.port, "net_memif0");
+    assert_string_equal(fake_info.file_prefix, "emd-h5-n0");
+    assert_int_equal(fake_info.slot, 1);
+    assert_int_equal(fake_info.endpoint, 5);
+    assert_int_equal(l->local.len, EMD_ADDR_LEN_RDV);
+    assert_int_equal(l->local.bytes[9], 1);
+    assert_int_equal(l->local.bytes[10], 2);
+    static const uint8_t OTHER[6] = { 0x02, 0xe7, 0, 0, 0, 2 };
+    em_link_addr_t a = { 0 };
+    a.len = emd_addr_encode(a.bytes, OTHER, 9, 2, 0);
+    assert_int_equal(em_link_set_peer(l, 0, &a), 0);       /* peer 0: own queue */
+    assert_int_equal(fake.peers_set, 1);
+    a.len = emd_addr_encode(a.bytes, OTHER, 10, 0, 0);
+    assert_int_equal(em_link_set_peer(l, 1, &a), 0);       /* peer 1: no slot */
+    a.len = emd_addr_encode(a.bytes, OTHER, 11, 3, 0);
+    assert_int_equal(em_link_set_peer(l, 2, &a), 0);       /* peer 2: another layout (said once) */
+    a.len = emd_addr_encode(a.bytes, MAC, 12, 2, 0);
+    assert_int_equal(em_link_set_peer(l, 3, &a), 0);       /* peer 3: this node */
+    assert_int_equal(fake.peers_set, 1);
+    a.len = 10;
+    assert_int_equal(em_link_set_peer(l, 4, &a), -EINVAL);
+    em_pkt_t *b[6] = {
+        frame(l, 0, EM_PT_PUT, 200), frame(l, 0, EM_PT_DATA, 100), frame(l, 1, EM_PT_PUT, 120),
+        frame(l, 2, EM_PT_PUT, 130), frame(l, 3, EM_PT_PUT, 140), frame(l, 0, EM_PT_ACK, EM_HDR_LEN),
+    };
+    /* gather: part of the put's payload from the caller's memory */
+    static const uint8_t payload[50] = { 7 };
+    b[0]->len = 150;
+    b[0]->ext = payload;
+    b[0]->ext_len = 50;
+    fake.refuse = 0;
+    assert_int_equal(em_link_tx_burst(l, b, 6), 6);
+    assert_int_equal(fake.sent, 2);                        /* the put and the ACK */
+    assert_int_equal(fake.first_len, 200);                 /* the put, gathered */
+    assert_int_equal(fake.first[150], 7);
+    assert_int_equal(fake.last_len, EM_HDR_LEN);
+    assert_int_equal(fake.last_peer, 0);
+    /* the other four, and a note of the ACK (for the daemon's flow state,
+     * not to be sent): the daemon's ring */
+    assert_int_equal(atomic_load(&h->tx.tail), 5);
+    struct emd_slot_hdr sh;
+    memcpy(&sh, emd_tx_slot(h, 4), sizeof sh);
+    assert_int_equal(sh.flags, EMD_SLOT_F_NOTE);
+    assert_int_equal(sh.len, EM_HDR_LEN);
+    memcpy(&sh, emd_tx_slot(h, 0), sizeof sh);
+    assert_int_equal(sh.flags, 0);
+    em_emd_stats_t s;
+    em_link_emd_stats(l, &s);
+    assert_int_equal(s.put_tx_own, 1);
+    assert_int_equal(s.put_tx_own_bytes, 200);
+    assert_int_equal(s.put_tx_daemon, 3);
+    assert_int_equal(s.ack_tx_own, 1);
+    assert_int_equal(s.own_queue, 1);
+    /* the own queue refuses: the frame goes through the daemon after all */
+    fake.refuse = 1;
+    b[0] = frame(l, 0, EM_PT_PUT, 64);
+    assert_int_equal(em_link_tx_burst(l, b, 1), 1);
+    assert_int_equal(atomic_load(&h->tx.tail), 6);
+    em_link_emd_stats(l, &s);
+    assert_int_equal(s.own_tx_fallback, 1);
+    assert_int_equal(fake.nfree, 8);                       /* its mbuf went back */
+    /* rx: both sources, released together */
+    fake.refuse = 0;
+    fake.rx_ready = 3;
+    em_pkt_t *rx[8];
+    unsigned n = 0, sent_before = fake.sent;
+    for (int i = 0; i < 2 && n == 0; i++)
+        n = em_link_rx_burst(l, rx, 8);
+    assert_int_equal(n, 3);
+    em_link_rx_release(l, rx, n);
+    assert_int_equal(fake.released, 3);
+    em_link_emd_stats(l, &s);
+    assert_int_equal(s.put_rx_own, 3);
+    assert_int_equal(fake.sent, sent_before);             /* receiving sends nothing */
+    em_link_close(l);
+    assert_int_equal(fake.closed, 1);
+    /* all slots in use: ON names it */
+    fill_rdv(&h->rdv, 2, EMD_RDV_NO_SLOT);
+    snprintf(h->rdv.why, sizeof h->rdv.why, "all 2 slots in use (emd --rdv-slots)");
+    assert_null(em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err));
+    assert_non_null(strstr(err, "slots in use"));
+    munmap(h, size);
+}
+
+static void test_hello(void **st)
+{
+    (void)st;
+    uint8_t b[32];
+    uint8_t kind;
+    uint16_t slots, queues;
+    emd_hello_encode(b, EMD_HELLO, 4, 17);
+    assert_int_equal(emd_hello_decode(b, 16, &kind, &slots, &queues), 0);
+    assert_int_equal(kind, EMD_HELLO);
+    assert_int_equal(slots, 4);
+    assert_int_equal(queues, 17);
+    emd_hello_encode(b, EMD_HELLO_REPLY, 0, 1);          /* no own queues: one queue pair */
+    assert_int_equal(emd_hello_decode(b, 16, &kind, &slots, &queues), 0);
+    assert_int_equal(emd_hello_decode(b, 15, &kind, &slots, &queues), -1);   /* short */
+    struct { int at; uint8_t v; } bad[] = {
+        { 0, 'X' }, { 4, EMD_VERSION + 1 }, { 5, 3 }, { 9, 2 } /* queues != 1 + S*S */,
+        { 7, EMD_RDV_SLOTS_MAX + 1 }, { 15, 1 },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        emd_hello_encode(b, EMD_HELLO, 0, 1);
+        b[bad[i].at] = bad[i].v;
+        assert_int_equal(emd_hello_decode(b, 16, &kind, &slots, &queues), -1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -431,6 +795,10 @@ int main(void)
         cmocka_unit_test(test_link_no_daemon),
         cmocka_unit_test(test_link_corrupt_region),
         cmocka_unit_test(test_link_rings_and_death),
+        cmocka_unit_test(test_rdv_check),
+        cmocka_unit_test(test_addr),
+        cmocka_unit_test(test_own_queue),
+        cmocka_unit_test(test_hello),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,6 +34,7 @@ _VARIANT_FMT = {
     "n": lambda v: "n = %s" % v,
     "ranks": lambda v: "%s ranks" % v,
     "loss_pct": lambda v: "%s %% loss" % v,
+    "rdv": lambda v: "rendezvous %s" % ("on own queue" if v == "own-queue" else "through the daemon"),
 }
 
 

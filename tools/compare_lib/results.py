@@ -21,8 +21,9 @@ import tempfile
 # a runner that produces rows for a combination replaces all old rows of it.
 # VARIANT_FIELDS are the extra fields later benchmarks name their variants
 # by (halo: links; compute-burst: mode; relax: elements_per_packet, n,
-# ranks; loss_pct for loss-injected runs); a row without one has None there.
-VARIANT_FIELDS = ("links", "mode", "elements_per_packet", "n", "ranks", "loss_pct")
+# ranks; loss_pct for loss-injected runs; rdv: dpdk-memif-daemon's rendezvous
+# path, "own-queue" or "daemon"); a row without one has None there.
+VARIANT_FIELDS = ("links", "mode", "elements_per_packet", "n", "ranks", "loss_pct", "rdv")
 # secondary columns whose median also becomes a plain row field (compute-burst's
 # drops and retransmits, issue 5)
 PROMOTED_COLUMNS = ("drops", "retransmits")

@@ -23,7 +23,7 @@ class Transport:
     transport is recorded as skipped."""
 
     def __init__(self, name, mca, env=None, requires=(), note="", btl=None, max_nodes=None,
-                 per_node=None, raw_vdev=None, up_args=(), mode=None):
+                 per_node=None, raw_vdev=None, up_args=(), mode=None, rdv_variants=False):
         self.name = name
         self.mca = list(mca)
         self.env = dict(env or {})
@@ -35,6 +35,7 @@ class Transport:
         self.raw_vdev = raw_vdev    # not MPI: tools/raw-floor on this DPDK device
         self.up_args = list(up_args)  # the cluster this transport needs (e.g. --mtu)
         self.mode = mode            # dpdk BTL mode ("direct"/"daemon"): benchmarks with a mode field
+        self.rdv_variants = rdv_variants  # benchmarks with an rdv field (own queue vs daemon) apply
 
     def not_applicable(self, bench, nodes):
         """Why this transport cannot run `bench` on a cluster of `nodes`, or None."""
@@ -52,6 +53,9 @@ class Transport:
                 self.name)
         if "mode" in bench.fields and bench.fields["mode"] != self.mode:
             return "%s is for the dpdk BTL in %s mode" % (bench.label, bench.fields["mode"])
+        if "rdv" in bench.fields and not self.rdv_variants:
+            return "%s compares dpdk-memif-daemon's rendezvous paths (own queue / through the daemon)" % (
+                bench.label)
         return None
 
     def _subst(self, s, ctx):
@@ -111,9 +115,13 @@ TRANSPORTS = [
     # the ranks attach to it over shared memory; 'up --emd' starts the
     # daemons.  The ranks yield when idle: on 2 shared cores a spinning rank
     # starves its node's daemon (ms latencies; measured in docs/daemon.md).
+    # Rendezvous (put) frames go on each rank's own queue of the port (the
+    # rank a DPDK secondary of its daemon; btl_dpdk_rdv_queue auto): the
+    # paper's design.  The rows with field rdv compare the two paths.
     _dpdk("dpdk-memif-daemon", DAEMON_MCA, requires=["{build}/src/emd"],
-              max_nodes=2, up_args=["--emd", "memif"], mode="daemon",
-              note="ethermpi dpdk BTL, daemon mode: emd owns the memif cable end (seed 000 §4.1)"),
+              max_nodes=2, up_args=["--emd", "memif"], mode="daemon", rdv_variants=True,
+              note="ethermpi dpdk BTL, daemon mode: emd owns the memif cable end, rendezvous "
+                   "data on each rank's own queue (seed 000 §4.1-4.2)"),
     Transport("raw-memif", [], raw_vdev="@/run/ethermpi/{prefix}/dpdk/%h.memif",
               requires=["{build}/bench/raw_pingpong"], max_nodes=2,
               note="raw L2 ping-pong on the same memif cable, no protocol: the floor"),
@@ -245,6 +253,14 @@ BENCHMARKS = [
     # two ranks on two cores do not need to)
     Benchmark("compute-burst", "em_compute_burst", 2, "s", fields={"mode": "direct"}),
     Benchmark("compute-burst", "em_compute_burst", 2, "s", fields={"mode": "daemon"}),
+] + [
+    # issue 5: dpdk-memif-daemon's rendezvous data on the rank's own queue
+    # (required: btl_dpdk_rdv_queue on) against the old path through both
+    # daemons (off); field rdv = own-queue / daemon
+    Benchmark(name, prog, 2, unit, fields={"rdv": rdv},
+              transport_mca={"dpdk-memif-daemon": [("btl_dpdk_rdv_queue", val)]})
+    for name, prog, unit in (("latency", "em_latency", "us"), ("bw", "em_bw", "MB/s"))
+    for rdv, val in (("own-queue", "on"), ("daemon", "off"))
 ] + [
     # seed 002 (docs/halo.md): 10 boundary items x 10,000 repetitions of
     # 64 B - 9,000 B with em_halo's persistent requests, on 1 and on 2 links

@@ -17,7 +17,10 @@
  * Daemon mode (--mca btl_dpdk_mode daemon, docs/daemon.md): the node's
  * `emd` owns the port and many ranks per node share it; the rank attaches
  * to the daemon's socket (btl_dpdk_emd_socket) and runs the same engine
- * over link_emd (shared-memory rings, no DPDK in the rank).
+ * over link_emd (shared-memory rings).  Rendezvous (put) frames go on the
+ * rank's own queue when the daemon offers one (btl_dpdk_rdv_queue): the
+ * rank then is a DPDK secondary of the daemon (link_emq); otherwise the
+ * rank runs no DPDK at all.
  */
 #include "opal_config.h"
 
@@ -28,6 +31,8 @@
 #include "../common/em_btl.h"
 #include "link/link_dpdk.h"
 #include "link/link_emd.h"
+#include "link/link_emq.h"
+#include "opal/mca/btl/base/base.h"
 
 extern mca_btl_base_component_3_0_0_t mca_btl_dpdk_component;
 
@@ -42,6 +47,7 @@ static int dpdk_zero_copy;
 static char *dpdk_mode;           /* "direct" or "daemon" */
 static char *dpdk_emd_socket;
 static int dpdk_emd_heartbeat_ms;
+static char *dpdk_rdv_queue;      /* "auto", "on" or "off" */
 
 static em_btl_module_t dpdk_module;
 
@@ -59,7 +65,13 @@ static int dpdk_register(void)
     dpdk_mode = "direct";
     dpdk_emd_socket = "/run/ethermpi/emd/%h.sock";
     dpdk_emd_heartbeat_ms = 3000;
-    (void)mca_base_component_var_register(c, "mode",
+    dpdk_rdv_queue = "auto";
+    (void)mca_base_component_var_register(c, "rdv_queue",
+        "Daemon mode: rendezvous (put) data on this process's own queue of the daemon's port "
+        "(seed 000; memif wire, the daemon a hugepage-backed DPDK primary): auto = when the daemon "
+        "offers one (else through the daemon, said at btl_base_verbose 10), on = required "
+        "(the job fails with the reason), off = always through the daemon",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_rdv_queue);    (void)mca_base_component_var_register(c, "mode",
         "direct: this process owns the DPDK port (one rank per node); daemon: the node's emd "
         "daemon owns it and the node's ranks attach to it (docs/daemon.md)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_mode);
@@ -120,15 +132,67 @@ static void emd_dead(void *ctx, const char *why)
                              "ethermpi: the emd node daemon is gone");
 }
 
+/* daemon mode: this process's own queues (a DPDK secondary of the daemon) */
+static em_link_t *rdv_open(void *ctx, const em_emd_rdv_t *r, char *err, size_t errlen)
+{
+    (void)ctx;
+    em_emq_cfg_t c = {
+        .file_prefix = r->file_prefix, .port = r->port, .slots = r->slots, .slot = r->slot,
+        .endpoint = r->endpoint, .mtu = r->mtu, .loss_ppm = r->loss_ppm,
+        .loss_seed = (uint64_t)dpdk_loss_seed + r->endpoint,
+    };
+    memcpy(c.mac, r->mac, 6);
+    return em_link_emq_open(&c, err, errlen);
+}
+
+static void rdv_note(void *ctx, const char *msg)
+{
+    (void)ctx;
+    opal_output_verbose(10, opal_btl_base_framework.framework_output, "[%s] btl_dpdk: %s",
+                        opal_process_info.nodename, msg);
+}
+
+/* btl_dpdk_print_stats: which path the rendezvous data took */
+static void emd_closing(void *ctx, const em_emd_stats_t *s)
+{
+    (void)ctx;
+    if (!dpdk_params.print_stats)
+        return;
+    opal_output(0, "[%s] btl_dpdk daemon-mode stats: own queue %s; put frames on the own queue: "
+                   "tx %llu (%llu bytes) rx %llu (%llu bytes); through the daemon: tx %llu (%llu "
+                   "bytes) rx %llu (%llu bytes); own queue full, sent via the daemon %llu, dropped %llu; "
+                   "ACKs on the own queue %llu",
+                opal_process_info.nodename, s->own_queue ? "yes" : "no",
+                (unsigned long long)s->put_tx_own, (unsigned long long)s->put_tx_own_bytes,
+                (unsigned long long)s->put_rx_own, (unsigned long long)s->put_rx_own_bytes,
+                (unsigned long long)s->put_tx_daemon, (unsigned long long)s->put_tx_daemon_bytes,
+                (unsigned long long)s->put_rx_daemon, (unsigned long long)s->put_rx_daemon_bytes,
+                (unsigned long long)s->own_tx_fallback, (unsigned long long)s->own_tx_dropped,
+                (unsigned long long)s->ack_tx_own);
+}
+
 static em_link_t *emd_open_link(char *err, size_t errlen)
 {
     char path[1024];
     if (em_dpdk_devargs(dpdk_emd_socket, "", path, sizeof path, err, errlen) != 0)
         return NULL;
+    int mode;
+    const char *rq = dpdk_rdv_queue ? dpdk_rdv_queue : "auto";
+    if (0 == strcmp(rq, "auto"))
+        mode = EM_EMD_RDV_AUTO;
+    else if (0 == strcmp(rq, "on"))
+        mode = EM_EMD_RDV_ON;
+    else if (0 == strcmp(rq, "off"))
+        mode = EM_EMD_RDV_OFF;
+    else {
+        snprintf(err, errlen, "btl_dpdk_rdv_queue must be 'auto', 'on' or 'off', not '%s'", rq);
+        return NULL;
+    }
     em_emd_cfg_t c = {
         .socket_path = path, .rx_loss = dpdk_rx_loss, .loss_seed = (uint64_t)dpdk_loss_seed,
         .heartbeat_timeout_ms = dpdk_emd_heartbeat_ms > 0 ? (uint32_t)dpdk_emd_heartbeat_ms : 0,
         .dead_cb = emd_dead,
+        .rdv_mode = mode, .rdv_open = rdv_open, .note_cb = rdv_note, .close_cb = emd_closing,
     };
     return em_link_emd_open(&c, err, errlen);
 }
