@@ -987,25 +987,6 @@ static int listen_on(const char *path, char *err, size_t errlen)
     return 0;
 }
 
-/** A memif server end left by a killed daemon: its socket file would make
- *  the new server fail to bind.  We hold our node's lock, so it is ours. */
-static void remove_stale_memif_socket(const char *vdev)
-{
-    if (!strstr(vdev, "net_memif") || !strstr(vdev, "role=server"))
-        return;
-    const char *p = strstr(vdev, "socket=");
-    if (!p)
-        return;
-    char path[256];
-    size_t n = strcspn(p + 7, ",");
-    if (n == 0 || n >= sizeof path)
-        return;
-    memcpy(path, p + 7, n);
-    path[n] = 0;
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISSOCK(st.st_mode) && unlink(path) == 0)
-        logf_("removed the stale memif socket %s", path);
-}
 
 static int hugetlbfs_mounted(void)
 {
@@ -1175,7 +1156,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "emd: %s\n", err);
         return 1;
     }
-    remove_stale_memif_socket(vdev);
     struct sigaction sa = { .sa_handler = on_stop };
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);

@@ -464,6 +464,7 @@ static int start_eal(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
         char item[1024];
         for (unsigned nv = 0; nv < EM_DPDK_MAX_PORTS && argc < MAX_ARGS - 2 &&
              vdev_item(cfg->vdev, nv, item, sizeof item) == 0; nv++) {
+            em_memif_remove_stale_socket(item);   /* an exited server's (ports stay open to the end) */
             snprintf(vargs[nv], sizeof vargs[nv], "--vdev=%s", item);
             argv[argc++] = vargs[nv];
         }

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 int em_devarg(const char *devargs, const char *key, char *out, size_t len)
@@ -76,4 +78,24 @@ long em_hugepages_free(void)
             break;
     fclose(f);
     return v;
+}
+
+int em_memif_remove_stale_socket(const char *devargs)
+{
+    char role[16], abstract[8], path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    if (strncmp(devargs, "net_memif", 9) != 0 || !em_devarg(devargs, "role", role, sizeof role) ||
+        strcmp(role, "server") != 0 || !em_devarg(devargs, "socket-abstract", abstract, sizeof abstract) ||
+        strcmp(abstract, "no") != 0 || !em_devarg(devargs, "socket", path, sizeof path))
+        return 0;
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
+        return 0;
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    memcpy(a.sun_path, path, strlen(path) + 1);
+    int live = connect(fd, (struct sockaddr *)&a, sizeof a) == 0 || errno != ECONNREFUSED;
+    close(fd);
+    return !live && unlink(path) == 0;
 }

@@ -25,4 +25,13 @@ uint32_t em_if_mtu(const char *ifname);
 /** Free hugepages of the default size (/proc/meminfo), 0 when unknown. */
 long em_hugepages_free(void);
 
+/**
+ * A memif server end (devargs "net_memif...,role=server,socket=PATH,
+ * socket-abstract=no") whose socket file is left from a process that has
+ * exited (memif ports are never closed: link_dpdk.c) makes the next server
+ * on that path fail to bind.  Removes PATH when it is a socket nobody
+ * listens on (connect refused).  @return 1 if removed, 0 otherwise.
+ */
+int em_memif_remove_stale_socket(const char *devargs);
+
 #endif
