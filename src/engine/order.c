@@ -4,6 +4,7 @@
  */
 #include "engine/order.h"
 
+#include <endian.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,10 +19,8 @@ struct em_order_held {
 
 void em_order_stamp(const em_order_t *o, uint8_t hdr[EM_ORDER_HDR])
 {
-    hdr[0] = (uint8_t)(o->tx_next >> 24);
-    hdr[1] = (uint8_t)(o->tx_next >> 16);
-    hdr[2] = (uint8_t)(o->tx_next >> 8);
-    hdr[3] = (uint8_t)o->tx_next;
+    uint32_t be = htobe32(o->tx_next);
+    memcpy(hdr, &be, EM_ORDER_HDR);
 }
 
 /* Numbers compare within half the number space (wrap-safe). */
@@ -74,7 +73,9 @@ int em_order_rx(em_order_t *o, void *origin, uint8_t tag, const uint8_t *msg, si
         o->dropped++;
         return EM_ORDER_DROPPED;
     }
-    uint32_t num = (uint32_t)msg[0] << 24 | (uint32_t)msg[1] << 16 | (uint32_t)msg[2] << 8 | msg[3];
+    uint32_t num;
+    memcpy(&num, msg, EM_ORDER_HDR);
+    num = be32toh(num);
     int32_t ahead = num_diff(num, o->rx_next);
     if (ahead < 0) {
         o->dropped++;

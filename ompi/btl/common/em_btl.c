@@ -140,22 +140,25 @@ static struct em_btl_modex *read_modex(em_btl_module_t *m, const opal_process_na
     return mx;
 }
 
-/* Whether messages from @p peer carry order numbers.  Known from add_procs
- * normally; but Open MPI adds remote processes on first use
- * (mpi_add_procs_cutoff 0), so a peer's first message can come before
- * add_procs ran for it: then its modex entry decides, as ob1 itself reads
- * it in the same callback. */
-static int order_on(em_btl_module_t *m, struct em_btl_order *o, uint16_t peer)
+/* The order state of @p peer when its messages carry order numbers, else
+ * NULL.  Known from add_procs normally; but Open MPI adds remote processes
+ * on first use (mpi_add_procs_cutoff 0), so a peer's first message can
+ * come before add_procs ran for it: then its modex entry decides, as ob1
+ * itself reads it in the same callback. */
+static em_order_t *numbered(em_btl_module_t *m, uint16_t peer)
 {
+    if (!m->order || peer >= m->npeers)
+        return NULL;
+    struct em_btl_order *o = &m->order[peer];
     if (o->on == EM_BTL_ORDER_UNKNOWN) {
         opal_process_name_t name = { .jobid = OPAL_PROC_MY_NAME.jobid, .vpid = peer };
         struct em_btl_modex *mx = read_modex(m, &name);
         if (!mx)
-            return 0;       /* no address: nothing of ours can come from it */
+            return NULL;    /* no address: nothing of ours can come from it */
         o->on = mx->count >= 2 ? EM_BTL_ORDER_ON : EM_BTL_ORDER_OFF;
         free(mx);
     }
-    return o->on == EM_BTL_ORDER_ON;
+    return o->on == EM_BTL_ORDER_ON ? &o->o : NULL;
 }
 
 static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_t len)
@@ -163,11 +166,11 @@ static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_
     em_btl_module_t *m = u;
     if (m->finalizing)        /* the PML may already be gone (and unloaded) */
         return;
-    struct em_btl_order *o = m->order && peer < m->npeers ? &m->order[peer] : NULL;
-    if (!o || !order_on(m, o, peer))
+    em_order_t *o = numbered(m, peer);
+    if (!o)
         deliver(m, tag, data, len);
     else
-        (void)em_order_rx(&o->o, m, tag, data, len, deliver_in_order, NULL);
+        (void)em_order_rx(o, m, tag, data, len, deliver_in_order, NULL);
 }
 
 static void cb_complete(void *u, void *ctx, int status)
@@ -343,14 +346,14 @@ static int map_err(int rc)
 static int ordered_send(em_btl_module_t *m, em_btl_frag_t *f, uint16_t peer, uint8_t tag,
                         size_t len)
 {
-    struct em_btl_order *o = m->order && peer < m->npeers ? &m->order[peer] : NULL;
-    if (!o || !order_on(m, o, peer))
+    em_order_t *o = numbered(m, peer);
+    if (!o)
         return em_engine_send(m->engine, &f->op, peer, tag, f->buf, len, &f->kind);
-    em_order_stamp(&o->o, f->order_hdr);
+    em_order_stamp(o, f->order_hdr);
     int rc = em_engine_send(m->engine, &f->op, peer, tag, f->order_hdr, len + EM_ORDER_HDR,
                             &f->kind);
     if (rc == 0)
-        em_order_sent(&o->o);
+        em_order_sent(o);
     return rc;
 }
 

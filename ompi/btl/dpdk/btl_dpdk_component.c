@@ -71,7 +71,8 @@ static int dpdk_register(void)
         "(seed 000; memif wire, the daemon a hugepage-backed DPDK primary): auto = when the daemon "
         "offers one (else through the daemon, said at btl_base_verbose 10), on = required "
         "(the job fails with the reason), off = always through the daemon",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_rdv_queue);    (void)mca_base_component_var_register(c, "mode",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_rdv_queue);
+    (void)mca_base_component_var_register(c, "mode",
         "direct: this process owns the DPDK port (one rank per node); daemon: the node's emd "
         "daemon owns it and the node's ranks attach to it (docs/daemon.md)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_mode);
