@@ -2,12 +2,15 @@
 """Compare MPI transports on the emulated cluster.
 
 Runs the bench/mpi programs (em_latency, em_bw, em_bibw, em_burst,
-em_pingpong) for several transports, repeats each, takes medians and writes
-<out>/compare.json (merged with what is there), compare.md, compare.png and
+em_pingpong, ...) for several transports, repeats each, takes medians and
+writes <out>/compare.json (merged with what is there; every row names the
+commit and date of the run that measured it), compare.md, one figure per
+question (latency-ratio.png, bandwidth-ratio.png, ...: figures.py) and
 compare-meta.json.  See docs/benchmarks.md.
 
     tools/compare.py --quick --repeat 1
     tools/compare.py --only-transports tcp,ofi-rxd --only-benchmarks latency,burst@2:1
+    tools/compare.py --mtu-rows --quick        # latency/bw/bibw at MTU 1500 and 9000
     tools/compare.py --selftest
 """
 
@@ -22,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from compare_lib import report, results, runner  # noqa: E402
+from compare_lib import figures, report, results, runner  # noqa: E402
 from compare_lib.runner import BENCHMARKS, TRANSPORTS  # noqa: E402
 
 SELFTEST = os.path.join(REPO, "bench", "mpi", "test_compare_lib.py")
@@ -49,7 +52,15 @@ def parse_args(argv):
                    help="bring up one cluster of N nodes for everything (default: 2 nodes "
                         "for the 2-rank benchmarks, then 3 nodes for the 2:1 patterns)")
     p.add_argument("--links", type=int, default=None, help="passed to emcluster up")
-    p.add_argument("--mtu", type=int, default=None, help="passed to emcluster up")
+    p.add_argument("--mtu", type=int, default=None,
+                   help="passed to every emcluster up (overrides the MTU rows' own MTU: those "
+                        "whose MTU the cluster then lacks are recorded as skipped)")
+    p.add_argument("--mtu-rows", action="store_true",
+                   help="only the MTU rows (latency, bw, bibw at MTU 1500 and 9000 for tcp, rudp, "
+                        "dpdk-afxdp; combine with --only-benchmarks, --only-transports, --mtus)")
+    p.add_argument("--no-mtu-rows", action="store_true", help="leave the MTU rows out")
+    p.add_argument("--mtus", default=None, metavar="LIST",
+                   help="the MTU rows to run, e.g. 1500 (default: 1500,9000)")
     p.add_argument("--iface", default="eth0", help="cluster interface name (default eth0)")
     p.add_argument("--emcluster", default=os.path.join(REPO, "tools", "emcluster"))
     p.add_argument("--quick", action="store_true", help="fewer sizes and iterations (-q)")
@@ -75,7 +86,7 @@ def parse_args(argv):
     p.add_argument("--dry-run", action="store_true", help="print the commands only")
     p.add_argument("--list", action="store_true", help="list transports and benchmarks")
     p.add_argument("--render", action="store_true",
-                   help="only rewrite compare.md and compare.png from <out>/compare.json")
+                   help="only rewrite compare.md and the figures from <out>/compare.json")
     p.add_argument("--selftest", action="store_true",
                    help="run the unit tests of the parsing/median/merge logic")
     return p.parse_args(argv)
@@ -106,25 +117,112 @@ def bench_extra_args(args):
     return extra
 
 
-def render_only(out_dir, baseline):
-    """compare.md/png from compare.json as it is (after removing rows by
-    hand, or merging results of two machines)."""
-    rows = results.load_rows(os.path.join(out_dir, "compare.json"))
-    tnames = [t.name for t in TRANSPORTS]
-    title = "ethermpi transport comparison"
-    md = report.markdown(rows, tnames, baseline=baseline, title=title)
+def load_meta(out_dir):
+    """<out>/compare-meta.json as a dict ({} if missing or unreadable)."""
     try:
         with open(os.path.join(out_dir, "compare-meta.json")) as f:
-            env = json.load(f).get("environment", {})
-        md += "\nEnvironment: %s, kernel %s, %s CPU(s), %s. Details: compare-meta.json.\n" % (
-            env.get("date"), env.get("kernel"), env.get("cpu_count"), env.get("openmpi"))
-    except (OSError, ValueError, AttributeError):
-        pass
+            meta = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def write_reports(out_dir, rows, baseline, this_run, env_line, run_name="This run"):
+    """compare.md and the figures from @p rows (merged compare.json);
+    @p this_run = (commit, date) of the run whose rows count as fresh."""
+    tnames = [t.name for t in TRANSPORTS]
+    figs = figures.write_all(rows, out_dir, tnames, baseline=baseline, this_run=this_run,
+                             run_name="the last run" if run_name != "This run" else "this run")
+    if figs is None:
+        print("compare.py: matplotlib not available; figures not written (use /usr/bin/python3)",
+              file=sys.stderr)
+        figs = []
+    md = report.markdown(rows, tnames, baseline=baseline, title="ethermpi transport comparison",
+                         this_run=this_run, figures=[(os.path.basename(p), what) for p, what in figs],
+                         default_mtu=runner.DEFAULT_MTU, afxdp_mtu=runner.AFXDP_MAX_MTU,
+                         run_name=run_name)
+    if env_line:
+        md += "\n" + env_line + "\n"
     with open(os.path.join(out_dir, "compare.md"), "w") as f:
         f.write(md)
-    report.plot(rows, os.path.join(out_dir, "compare.png"), tnames, title=title)
     print(md)
+
+
+def render_only(out_dir, baseline):
+    """compare.md and the figures from compare.json as it is (after removing
+    rows by hand, or merging results of two machines).  "This run" is the
+    last one compare-meta.json names."""
+    rows = results.load_rows(os.path.join(out_dir, "compare.json"))
+    meta = load_meta(out_dir)
+    results.backfill_provenance(rows, meta)
+    env = meta.get("environment") if isinstance(meta.get("environment"), dict) else {}
+    this_run = (runner.run_commit(env), env.get("date"))
+    line = None
+    if env:
+        line = "Environment of the last run: %s, kernel %s, %s CPU(s), %s. Details: compare-meta.json." % (
+            env.get("date"), env.get("kernel"), env.get("cpu_count"), env.get("openmpi"))
+    write_reports(out_dir, rows, baseline, this_run, line,
+                  run_name="The last run (compare-meta.json, `compare.py --render`)")
     return 0
+
+
+def plan_phases(args, mode, pairs):
+    """[((nodes, up_args), [(t, b), ...])]: one cluster per shape.  2-rank
+    benchmarks on a 2-node cluster (one direct veth "cable", like the
+    papers' two hosts), 3-rank ones on 3 nodes (through the emulated switch)
+    so every rank has its own node; a benchmark or a transport may need its
+    own shape too (up_args: --links 2, --mtu M).  --nodes N forces one
+    cluster for everything."""
+    if mode == "cluster" and not args.nodes:
+        by_shape = {}
+        for t, b in pairs:
+            by_shape.setdefault((b.nodes or max(2, b.np), tuple(t.up_args_for(b))), []).append((t, b))
+        return [(k, by_shape[k]) for k in sorted(by_shape)]
+    return [((args.nodes if mode == "cluster" else None, ()), list(pairs))]
+
+
+def aggregate_rows(pairs, skipped, outcomes, not_applicable):
+    """The new rows of a run from its outcomes."""
+    new_rows = []
+    for t, b in pairs:
+        name = combo_name(t, b)
+        fields = t.row_fields(b)
+        if t.name in skipped:
+            new_rows.append(results.status_row(t.name, b.name, b.pattern, b.unit,
+                                               "skipped", skipped[t.name], fields))
+        elif name in outcomes:
+            new_rows += results.promote(
+                results.aggregate(t.name, b.name, b.pattern, b.unit, outcomes[name], fields),
+                b.top_fields)
+        elif name in not_applicable:
+            new_rows.append(results.status_row(t.name, b.name, b.pattern, b.unit,
+                                               "skipped", not_applicable[name], fields))
+    return new_rows
+
+
+def write_meta(meta_path, meta, env_info, interrupted, pairs, skipped, meta_cmds, layout,
+               cluster_mtus, mode, quick):
+    meta["schema"] = "em-compare-meta v1"
+    meta["environment"] = env_info
+    meta["interrupted"] = interrupted
+    combos = meta.setdefault("combos", {})
+    if not isinstance(combos, dict):
+        combos = meta["combos"] = {}
+    for t, b in pairs:
+        name = combo_name(t, b)
+        if t.name not in skipped and name not in meta_cmds:
+            continue
+        combos[name] = {"date": env_info["date"], "commit": runner.run_commit(env_info),
+                        "np": b.np, "mode": mode,
+                        "layout": layout.get(b.label, "local host" if mode == "local" else None),
+                        "cluster_mtu": cluster_mtus.get(name),
+                        "quick": quick, "status": "skipped" if t.name in skipped else None,
+                        "reason": skipped.get(t.name), "commands": meta_cmds.get(name, []),
+                        "environment": env_info}
+        if t.name not in skipped:
+            oks = sum(1 for c in meta_cmds[name] if c["status"] == "ok")
+            combos[name]["status"] = "ok" if oks else "failed"
+    results.write_json_atomic(meta_path, meta)
 
 
 def main(argv):
@@ -151,12 +249,21 @@ def main(argv):
     out_dir = os.path.abspath(args.out)
     logs = os.path.abspath(args.logs or os.path.join(build, "compare-logs"))
     timeout = args.timeout if args.timeout else (60.0 if args.quick else 120.0)
-    transports = runner.select(TRANSPORTS, args.only_transports, lambda t: [t.name], "transport")
+    only_t = args.only_transports
+    if args.mtu_rows and not only_t:
+        only_t = ",".join(t.name for t in TRANSPORTS if t.mtu_variants)
+    transports = runner.select(TRANSPORTS, only_t, lambda t: [t.name], "transport")
     benches = runner.select(BENCHMARKS, args.only_benchmarks, lambda b: [b.name, b.label],
                             "benchmark")
+    benches = runner.select_mtu_rows(benches, args.mtu_rows, args.mtus, args.no_mtu_rows)
+    pairs = runner.combos(transports, benches)
+    if not pairs:
+        raise SystemExit("nothing to run: no selected transport has the selected benchmarks "
+                         "(the MTU rows are for %s)"
+                         % ", ".join(t.name for t in TRANSPORTS if t.mtu_variants))
     extra = bench_extra_args(args)
     bindir = os.path.join(build, "bench", "mpi")
-    missing = [b.program for b in benches
+    missing = [b.program for _, b in pairs
                if not os.access(os.path.join(bindir, b.program), os.X_OK)]
     if missing and not args.dry_run:
         print("compare.py: missing programs in %s: %s\n  build them: meson setup %s && "
@@ -214,10 +321,16 @@ def main(argv):
         cmd += extra.get(b.name, [])
         return cmd, tenv
 
+    phases = plan_phases(args, mode, pairs)
     if args.dry_run:
-        for t in transports:
-            reason = t.skip_reason(ctx)
-            for b in benches:
+        for (nodes, up_args), phase_pairs in phases:
+            if mode == "cluster":
+                print("# " + runner.shell_line(
+                    [args.emcluster, "up", "-n", str(nodes)] + list(up_args) +
+                    (["--links", str(args.links)] if args.links else []) +
+                    (["--mtu", str(args.mtu)] if args.mtu else []), {"EMC_PREFIX": args.prefix}))
+            for t, b in phase_pairs:
+                reason = t.skip_reason(ctx)
                 cmd, tenv = command(t, b)
                 if mode != "local":
                     tenv = dict(tenv, EMC_PREFIX=args.prefix)
@@ -230,29 +343,13 @@ def main(argv):
     meta_cmds = {}  # combo name -> [command records]
     skipped = {}    # transport name -> reason
     not_applicable = {}  # combo name -> reason (e.g. a memif cable on 3 nodes)
+    cluster_mtus = {}    # combo name -> the MTU of the cluster it ran on
     interrupted = False
     cluster_up = False
     layout = {}
 
     def on_signal(signum, frame):
         raise Interrupted("signal %d" % signum)
-
-    # Phases by cluster size: 2-rank benchmarks on a 2-node cluster (one
-    # direct veth "cable", like the papers' two hosts), 3-rank ones on a
-    # 3-node cluster (through the emulated switch) so every rank has its own
-    # node.  --nodes N forces one cluster for everything.
-    if mode == "cluster" and not args.nodes:
-        # a benchmark or a transport may need its own cluster shape too
-        # (up_args: --links 2, --mtu 3402 for AF_XDP)
-        by_shape = {}
-        for t in transports:
-            for b in benches:
-                by_shape.setdefault((b.nodes or max(2, b.np), tuple(b.up_args) + tuple(t.up_args)),
-                                    []).append((t, b))
-        phases = [(k, by_shape[k]) for k in sorted(by_shape)]
-    else:
-        phases = [((args.nodes if mode == "cluster" else None, ()),
-                   [(t, b) for t in transports for b in benches])]
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
@@ -285,12 +382,14 @@ def main(argv):
                     print("compare.py: emcluster up failed: %s (log %s.err)"
                           % (runner.failure_reason(res, 180), res["log"]), file=sys.stderr)
                     return 2
+            phase_mtu = None
             if mode != "local":
                 have = runner.cluster_nodes(args.prefix)
                 if len(have) < 2:
                     print("compare.py: cluster %r has %d node(s); need 2 (start it, or drop "
                           "--no-cluster)" % (args.prefix, len(have)), file=sys.stderr)
                     return 2
+                phase_mtu = runner.cluster_mtu(args.prefix, args.iface)
                 topo = "direct veth" if len(have) == 2 else "switched"
                 for b in phase_benches:
                     layout[b.label] = ("%d nodes (%s), one rank per node" % (len(have), topo)
@@ -301,20 +400,24 @@ def main(argv):
                 for t, b in phase_combos:
                     if t.name in skipped:
                         continue
+                    name = combo_name(t, b)
                     why = t.not_applicable(b, len(have) if mode != "local" else None)
+                    if not why and "mtu" in b.fields:
+                        why = ("the MTU rows need the emulated cluster (emcluster up --mtu M)"
+                               if mode == "local" else runner.mtu_mismatch(t, b, phase_mtu))
                     if why:
-                        not_applicable[combo_name(t, b)] = why
+                        not_applicable[name] = why
                         continue
+                    cluster_mtus[name] = phase_mtu
                     cmd, tenv = command(t, b)
                     env = dict(base_env)
                     env.update(tenv)
                     env.update(b.env)
-                    name = combo_name(t, b)
                     logp = os.path.join(logs, "%s-%s-r%d" % (
                         t.name, re.sub(r"[^A-Za-z0-9_.=-]+", "_", b.label.replace(":", "to")),
                         rep + 1))
                     res = run.run(cmd, env, timeout, logp, cwd=REPO)
-                    oc = runner.outcome_of(res, b, timeout)
+                    oc = runner.outcome_of(res, b, timeout, t)
                     outcomes.setdefault(name, []).append(oc)
                     shown = dict(tenv)
                     if mode != "local":
@@ -324,6 +427,8 @@ def main(argv):
                            "status": "ok" if oc.ok else "failed", "log": res["log"]}
                     if not oc.ok:
                         rec["reason"] = oc.reason
+                    if oc.counters:
+                        rec["counters"] = oc.counters
                     meta_cmds.setdefault(name, []).append(rec)
                     print("[%d/%d] %-8s %-14s %s (%.1f s)%s" % (
                         rep + 1, args.repeat, t.name, b.label, rec["status"],
@@ -347,68 +452,25 @@ def main(argv):
             signal.signal(s, h)
 
     # ---- aggregate, merge, write ----
-    new_rows = []
-    for t in transports:
-        for b in benches:
-            name = combo_name(t, b)
-            if t.name in skipped:
-                new_rows.append(results.status_row(t.name, b.name, b.pattern, b.unit,
-                                                   "skipped", skipped[t.name], b.fields))
-            elif name in outcomes:
-                new_rows += results.promote(
-                    results.aggregate(t.name, b.name, b.pattern, b.unit, outcomes[name], b.fields),
-                    b.top_fields)
-            elif name in not_applicable:
-                new_rows.append(results.status_row(t.name, b.name, b.pattern, b.unit,
-                                                   "skipped", not_applicable[name], b.fields))
+    this_run = (runner.run_commit(env_info), env_info["date"])
+    new_rows = results.stamp(aggregate_rows(pairs, skipped, outcomes, not_applicable), *this_run)
     json_path = os.path.join(out_dir, "compare.json")
     meta_path = os.path.join(out_dir, "compare-meta.json")
     tnames = [t.name for t in TRANSPORTS]
-    bnames = report.BENCH_ORDER
-    merged = results.sort_rows(results.merge(results.load_rows(json_path), new_rows),
-                               tnames, bnames)
+    meta = load_meta(out_dir)
+    old_rows = results.load_rows(json_path)
+    # rows from before rows carried provenance: the run compare-meta.json
+    # recorded for their combination (read before this run's entries land)
+    results.backfill_provenance(old_rows, meta)
+    merged = results.sort_rows(results.merge(old_rows, new_rows), tnames, report.BENCH_ORDER)
     results.write_json_atomic(json_path, merged)
-
-    meta = {}
-    if os.path.exists(meta_path):
-        try:
-            with open(meta_path) as f:
-                meta = json.load(f)
-        except (OSError, ValueError):
-            meta = {}
-    if not isinstance(meta, dict):
-        meta = {}
-    meta["schema"] = "em-compare-meta v1"
-    meta["environment"] = env_info
-    meta["interrupted"] = interrupted
-    combos = meta.setdefault("combos", {})
-    for t in transports:
-        for b in benches:
-            name = combo_name(t, b)
-            if t.name not in skipped and name not in meta_cmds:
-                continue
-            combos[name] = {"date": env_info["date"], "np": b.np, "mode": mode,
-                            "layout": layout.get(b.label, "local host" if mode == "local" else None),
-                            "quick": args.quick, "status": "skipped" if t.name in skipped else None,
-                            "reason": skipped.get(t.name), "commands": meta_cmds.get(name, []),
-                            "environment": env_info}
-            if t.name not in skipped:
-                oks = sum(1 for c in meta_cmds[name] if c["status"] == "ok")
-                combos[name]["status"] = "ok" if oks else "failed"
-    results.write_json_atomic(meta_path, meta)
-
-    title = "ethermpi transport comparison"
-    md = report.markdown(merged, tnames, baseline=args.baseline, title=title)
-    md += "\nEnvironment: %s, kernel %s, %s CPU(s), %s; mode %s%s. Details: compare-meta.json.\n" % (
-        env_info["date"], env_info["kernel"], env_info["cpu_count"], env_info["openmpi"],
-        mode, ", quick" if args.quick else "")
-    with open(os.path.join(out_dir, "compare.md"), "w") as f:
-        f.write(md)
-    print(md)
-    png = os.path.join(out_dir, "compare.png")
-    if not report.plot(merged, png, tnames, title=title):
-        print("compare.py: matplotlib not available; %s not written (use /usr/bin/python3)"
-              % png, file=sys.stderr)
+    write_meta(meta_path, meta, env_info, interrupted, pairs, skipped, meta_cmds, layout,
+               cluster_mtus, mode, args.quick)
+    write_reports(out_dir, merged, args.baseline, this_run,
+                  "Environment of this run: %s, kernel %s, %s CPU(s), %s; mode %s%s. Details: "
+                  "compare-meta.json." % (env_info["date"], env_info["kernel"],
+                                          env_info["cpu_count"], env_info["openmpi"], mode,
+                                          ", quick" if args.quick else ""))
     if interrupted:
         return 130
     if args.strict and any(r.get("status") == "failed" or r.get("failed_runs") for r in new_rows):

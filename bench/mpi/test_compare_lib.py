@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Unit tests for tools/compare_lib (parsing, medians, merge, report,
-timeouts).  Stdlib unittest only:
+timeouts, MTU rows, BTL counters, provenance, figures).  Stdlib unittest
+only:
 
     /usr/bin/python3 bench/mpi/test_compare_lib.py
     tools/compare.py --selftest
@@ -16,7 +17,7 @@ import unittest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "tools"))
 
-from compare_lib import report, results, runner  # noqa: E402
+from compare_lib import btlstats, figures, report, results, runner  # noqa: E402
 from compare_lib.table import ParseError, parse_bench_output  # noqa: E402
 from compare_lib.results import RunOutcome  # noqa: E402
 
@@ -255,8 +256,10 @@ class RunnerTests(unittest.TestCase):
     def test_select(self):
         names = [b.label for b in runner.select(runner.BENCHMARKS, "burst@2:1,latency",
                                                 lambda b: [b.name, b.label], "benchmark")]
-        # (a name selects its variants too: latency's rdv rows, issue 5)
-        self.assertEqual(names, ["latency", "burst@2:1", "latency,rdv=own-queue", "latency,rdv=daemon"])
+        # (a name selects its variants too: latency's rdv rows, issue 5, and
+        # its MTU rows, issue 12)
+        self.assertEqual(names, ["latency", "burst@2:1", "latency,rdv=own-queue", "latency,rdv=daemon",
+                                 "latency,mtu=1500", "latency,mtu=9000"])
         self.assertEqual(len(runner.select(runner.BENCHMARKS, None, lambda b: [b.name], "b")),
                          len(runner.BENCHMARKS))
         with self.assertRaises(SystemExit):
@@ -339,15 +342,13 @@ class HaloTests(unittest.TestCase):
         self.assertEqual(report.variant_of({"links": 2, "pattern": "1:1", "mode": None}),
                          (("links", 2),))
 
-    def test_plot_with_variants(self):
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            self.skipTest("no matplotlib")
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "x.png")
-            self.assertTrue(report.plot(self.halo_rows(), path, ["tcp", "dpdk-memif"]))
-            self.assertGreater(os.path.getsize(path), 1000)
+    def test_halo_figure_with_variants(self):
+        built = figures.build_all(self.halo_rows(), ["tcp", "rudp", "dpdk-memif"])
+        self.assertEqual([f for f, _, _ in built], ["halo-ratio.png"])
+        (panel,) = built[0][2]
+        got = {(s["label"], s.get("dashed", False)): s["y"] for s in panel["series"]}
+        self.assertEqual(got, {("dpdk-memif, 1 link", False): [1.5],
+                               ("dpdk-memif, 2 links", True): [400.0 / 180.0]})
 
     def test_halo_app_compute_s(self):
         b = [x for x in runner.BENCHMARKS if x.name == "halo-app"][0]
@@ -393,6 +394,393 @@ class HaloTests(unittest.TestCase):
         self.assertIn("several-link", tr["ofi-rxd"].not_applicable(two, 2))
         self.assertEqual(runner.select(runner.BENCHMARKS, "halo-oneway", lambda b: [b.name, b.label],
                                        "benchmark"), [by["halo-oneway,links=1"], by["halo-oneway,links=2"]])
+
+
+
+def load_compare_py():
+    """tools/compare.py as a module (plan_phases, render)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("compare_py", os.path.join(REPO, "tools", "compare.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+TR = {t.name: t for t in runner.TRANSPORTS}
+BY_LABEL = {b.label: b for b in runner.BENCHMARKS}
+THIS_RUN = ("abc1234", "2026-11-24T00:10:00+00:00")
+OLD_RUN = ("dea1e94", "2026-11-22T03:05:18+00:00")
+
+
+def mtu_rows(bench, unit, values, prov=THIS_RUN, counters=None):
+    """Rows of @p bench's MTU variants as the runner writes them:
+    values = {(transport, mtu asked): {size: median}}."""
+    rows = []
+    for (t, mtu), by_size in values.items():
+        b = BY_LABEL["%s,mtu=%d" % (bench, mtu)]
+        oc = ok(bench, unit, sorted((s, [v]) for s, v in by_size.items()))
+        oc.counters = (counters or {}).get((t, mtu))
+        rows += results.stamp(results.aggregate(t, bench, None, unit, [oc], TR[t].row_fields(b)),
+                              *prov)
+    return rows
+
+
+class MtuTests(unittest.TestCase):
+    """Issue 12: latency, bw, bibw at MTU 1500 and 9000 for the wires of a
+    real network; AF_XDP at the largest MTU it opens."""
+
+    def test_benchmarks(self):
+        for name in ("latency", "bw", "bibw"):
+            for mtu in (1500, 9000):
+                b = BY_LABEL["%s,mtu=%d" % (name, mtu)]
+                self.assertEqual((b.name, b.fields, b.up_args), (name, {"mtu": mtu}, ["--mtu", str(mtu)]))
+        self.assertEqual(runner.MTUS, (1500, 9000))
+
+    def test_only_three_transports_have_mtu_rows(self):
+        pairs = runner.combos(runner.TRANSPORTS, [BY_LABEL["bw,mtu=1500"], BY_LABEL["bw"]])
+        with_mtu = sorted(t.name for t, b in pairs if "mtu" in b.fields)
+        self.assertEqual(with_mtu, ["dpdk-afxdp", "rudp", "tcp"])
+        self.assertEqual(len([1 for _, b in pairs if "mtu" not in b.fields]), len(runner.TRANSPORTS))
+        self.assertIn("MTU rows", TR["dpdk-memif"].not_applicable(BY_LABEL["bw,mtu=1500"], 2))
+
+    def test_cluster_args_one_mtu(self):
+        af = TR["dpdk-afxdp"]
+        self.assertEqual(af.up_args_for(BY_LABEL["bw,mtu=9000"]), ["--mtu", "3402"])
+        self.assertEqual(af.up_args_for(BY_LABEL["bw,mtu=1500"]), ["--mtu", "1500"])
+        self.assertEqual(af.up_args_for(BY_LABEL["bw"]), ["--mtu", "3402"])
+        self.assertEqual(TR["tcp"].up_args_for(BY_LABEL["latency,mtu=9000"]), ["--mtu", "9000"])
+        self.assertEqual(TR["tcp"].up_args_for(BY_LABEL["latency"]), [])
+        self.assertEqual(TR["tcp"].up_args_for(BY_LABEL["halo-oneway,links=2"]), ["--links", "2"])
+
+    def test_row_fields_state_the_mtu(self):
+        f = TR["dpdk-afxdp"].row_fields(BY_LABEL["latency,mtu=9000"])
+        self.assertEqual((f["mtu"], f["mtu_requested"]), (3402, 9000))
+        self.assertIn("3402", f["mtu_note"])
+        self.assertEqual(TR["tcp"].row_fields(BY_LABEL["latency,mtu=1500"]),
+                         {"mtu": 1500, "mtu_requested": 1500})
+        self.assertEqual(TR["dpdk-afxdp"].row_fields(BY_LABEL["latency,mtu=1500"]),
+                         {"mtu": 1500, "mtu_requested": 1500})
+        self.assertEqual(TR["tcp"].row_fields(BY_LABEL["latency"]), {})
+        # mtu is part of the key: the MTU rows never replace the default ones
+        plain = results.aggregate("tcp", "latency", None, "us", [ok("latency", "us", [(8, [5.0])])])
+        merged = results.merge(plain, mtu_rows("latency", "us", {("tcp", 1500): {8: 6.0}}))
+        self.assertEqual(sorted((r.get("mtu") or 0, r["median"]) for r in merged),
+                         [(0, 5.0), (1500, 6.0)])
+
+    def test_mtu_mismatch(self):
+        b = BY_LABEL["bw,mtu=9000"]
+        self.assertIsNone(runner.mtu_mismatch(TR["dpdk-afxdp"], b, 3402))
+        self.assertIn("MTU 3402, it is at 9000", runner.mtu_mismatch(TR["dpdk-afxdp"], b, 9000))
+        self.assertIsNone(runner.mtu_mismatch(TR["tcp"], b, 9000))
+        self.assertIn("unknown", runner.mtu_mismatch(TR["tcp"], b, None))
+        self.assertIsNone(runner.mtu_mismatch(TR["tcp"], BY_LABEL["bw"], 1500))
+
+    def test_select_mtu_rows(self):
+        allb = runner.BENCHMARKS
+        only = runner.select_mtu_rows(allb, True, None, False)
+        self.assertEqual(sorted(b.label for b in only), sorted(
+            "%s,mtu=%d" % (n, m) for n in ("latency", "bw", "bibw") for m in (1500, 9000)))
+        self.assertEqual([b.label for b in runner.select_mtu_rows(
+            runner.select(allb, "bw", lambda b: [b.name, b.label], "b"), True, "1500", False)],
+            ["bw,mtu=1500"])
+        none = runner.select_mtu_rows(allb, False, None, True)
+        self.assertFalse(any("mtu" in b.fields for b in none))
+        self.assertEqual(len(runner.select_mtu_rows(allb, False, None, False)), len(allb))
+        for bad in ("4000", "x"):
+            with self.assertRaises(SystemExit):
+                runner.select_mtu_rows(allb, True, bad, False)
+        with self.assertRaises(SystemExit):
+            runner.select_mtu_rows(allb, True, None, True)
+
+    def test_phases_share_a_cluster_per_mtu(self):
+        cp = load_compare_py()
+        args = cp.parse_args(["--mtu-rows"])
+        trs = [TR[n] for n in ("tcp", "rudp", "dpdk-afxdp")]
+        pairs = runner.combos(trs, [BY_LABEL["latency,mtu=1500"], BY_LABEL["latency,mtu=9000"]])
+        phases = {k: sorted(t.name for t, _ in v) for k, v in cp.plan_phases(args, "cluster", pairs)}
+        self.assertEqual(phases, {(2, ("--mtu", "1500")): ["dpdk-afxdp", "rudp", "tcp"],
+                                  (2, ("--mtu", "3402")): ["dpdk-afxdp"],
+                                  (2, ("--mtu", "9000")): ["rudp", "tcp"]})
+
+    def test_markdown_mtu_tables(self):
+        rows = mtu_rows("bw", "MB/s", {("tcp", 1500): {65536: 1000.0}, ("rudp", 1500): {65536: 500.0},
+                                       ("tcp", 9000): {65536: 2000.0},
+                                       ("dpdk-afxdp", 9000): {65536: 1000.0}})
+        md = report.markdown(rows, [t.name for t in runner.TRANSPORTS], this_run=THIS_RUN)
+        t1500 = md[md.index("## bw (MTU 1500)"):md.index("## bw (MTU 9000)")]
+        t9000 = md[md.index("## bw (MTU 9000)"):]
+        self.assertIn("| size | tcp | rudp | rudp/tcp |", t1500)
+        self.assertIn("| 64 KiB | 1000 | 500.0 | 0.50x |", t1500)
+        # AF_XDP's row for 9000 sits next to tcp's at 9000 and says it ran at 3402
+        self.assertIn("| size | tcp | dpdk-afxdp @ MTU 3402 | dpdk-afxdp/tcp |", t9000)
+        self.assertIn("| 64 KiB | 2000 | 1000 | 0.50x |", t9000)
+        self.assertIn("its row for MTU 9000 ran at 3402", t9000)
+        self.assertNotIn("\u2020", md[md.index("## "):])   # all measured in this run
+
+
+STATS_LINE = ("[emc-n%d] btl_rudp stats: tx 900 frames (800 data, 100 acks, %d retransmits, 2 timeouts), "
+              "rx 850 frames (%d dups, %d spurious_retx, 0 out-of-order), msgs 64/64, puts placed 0 "
+              "rejected 0, drops: key 0 magic 0 malformed 0 window 0, backpressure 0")
+OLD_STATS_LINE = ("[emc-n%d] btl_rudp stats: tx 900 frames (800 data, 100 acks, 5 retransmits, 2 timeouts), "
+                  "rx 850 frames (5 dups, 0 out-of-order), msgs 64/64")
+BW_OUT = "# em-bench bw transport-neutral v1\n# size_bytes bw MB/s\n65536 1500.0\n"
+
+
+class CounterTests(unittest.TestCase):
+    """rudp bw's spurious_retx from the ranks' print_stats lines."""
+
+    def test_parse(self):
+        text = "\n".join([STATS_LINE % (0, 7, 7, 3), "noise 12 spurious_retx",
+                          "[emc-n0] btl_rudp links: 0 messages kept until their turn, 0 dropped",
+                          STATS_LINE % (1, 0, 0, 4)])
+        self.assertEqual(btlstats.parse_counters(text, "rudp", ["spurious_retx", "retransmits"]),
+                         {"spurious_retx": 7, "retransmits": 7})
+        self.assertEqual(btlstats.parse_counters("btl_rudp stats: rx 1 frames, spurious_retx=5\n",
+                                                 "rudp", ["spurious_retx"]), {"spurious_retx": 5})
+
+    def test_absent_is_none_never_zero(self):
+        old = OLD_STATS_LINE % 0 + "\n" + OLD_STATS_LINE % 1
+        self.assertEqual(btlstats.parse_counters(old, "rudp", ["spurious_retx"]), {"spurious_retx": None})
+        mixed = STATS_LINE % (0, 0, 0, 0) + "\n" + OLD_STATS_LINE % 1
+        self.assertEqual(btlstats.parse_counters(mixed, "rudp", ["spurious_retx"]), {"spurious_retx": None})
+        self.assertEqual(btlstats.parse_counters("no stats at all\n", "rudp", ["spurious_retx"]),
+                         {"spurious_retx": None})
+        # another BTL's line does not count for rudp
+        self.assertEqual(btlstats.parse_counters((STATS_LINE % (0, 0, 0, 9)).replace("btl_rudp", "btl_dpdk"),
+                                                 "rudp", ["spurious_retx"]), {"spurious_retx": None})
+
+    def test_bw_runs_ask_rudp_for_stats(self):
+        ctx = {"build": "/b", "iface": "eth0", "prefix": "hD"}
+        for label in ("bw", "bw,mtu=1500", "bw,mtu=9000"):
+            args = BY_LABEL[label].mca_for(TR["rudp"], ctx)
+            self.assertEqual(args[args.index("btl_rudp_print_stats") + 1], "1")
+            self.assertNotIn("btl_rudp_print_stats", BY_LABEL[label].mca_for(TR["tcp"], ctx))
+        self.assertNotIn("btl_rudp_print_stats", BY_LABEL["latency"].mca_for(TR["rudp"], ctx))
+
+    def test_outcome_and_rows(self):
+        b = BY_LABEL["bw,mtu=1500"]
+        res = {"rc": 0, "timed_out": False, "stdout": BW_OUT,
+               "stderr": STATS_LINE % (0, 4, 4, 2) + "\n" + STATS_LINE % (1, 0, 0, 1) + "\n", "log": "x"}
+        oc = runner.outcome_of(res, b, 60, TR["rudp"])
+        self.assertEqual(oc.counters, {"spurious_retx": 3})
+        self.assertIsNone(runner.outcome_of(res, b, 60, TR["tcp"]).counters)
+        self.assertIsNone(runner.outcome_of(res, BY_LABEL["latency"], 60, TR["rudp"]).counters)
+        old = dict(res, stderr=OLD_STATS_LINE % 0)
+        oc_old = runner.outcome_of(old, b, 60, TR["rudp"])
+        rows = results.aggregate("rudp", "bw", None, "MB/s", [oc, oc], TR["rudp"].row_fields(b))
+        self.assertEqual((rows[0]["spurious_retx"], rows[0]["spurious_retx_runs"]), (6, [3, 3]))
+        rows = results.aggregate("rudp", "bw", None, "MB/s", [oc, oc_old], TR["rudp"].row_fields(b))
+        self.assertIsNone(rows[0]["spurious_retx"])
+        self.assertEqual(rows[0]["spurious_retx_runs"], [3, None])
+        # a failed run has no counters and does not count
+        rows = results.aggregate("rudp", "bw", None, "MB/s",
+                                 [oc, RunOutcome(False, reason="timeout")], TR["rudp"].row_fields(b))
+        self.assertEqual(rows[0]["spurious_retx"], 3)
+        rows = results.aggregate("tcp", "bw", None, "MB/s", [runner.outcome_of(res, b, 60, TR["tcp"])])
+        self.assertNotIn("spurious_retx", rows[0])
+
+    def test_markdown_counts(self):
+        rows = mtu_rows("bw", "MB/s", {("tcp", 1500): {65536: 1000.0}, ("rudp", 1500): {65536: 900.0},
+                                       ("tcp", 9000): {65536: 1000.0}, ("rudp", 9000): {65536: 900.0}},
+                        counters={("rudp", 1500): {"spurious_retx": 0},
+                                  ("rudp", 9000): {"spurious_retx": None}})
+        md = report.markdown(rows, ["tcp", "rudp"])
+        t1500 = md[md.index("(MTU 1500)"):md.index("(MTU 9000)")]
+        self.assertIn("summed over 1 run(s): **0**", t1500)
+        self.assertIn("spurious retransmissions not reported", md[md.index("(MTU 9000)"):])
+
+
+class ProvenanceTests(unittest.TestCase):
+    """Every row names the run that measured it; compare.md marks the
+    columns not measured in this run."""
+
+    def rows(self):
+        fresh = results.stamp(results.aggregate("tcp", "latency", None, "us",
+                                                [ok("latency", "us", [(8, [10.0])])]), *THIS_RUN)
+        old = results.stamp(results.aggregate("rudp", "latency", None, "us",
+                                              [ok("latency", "us", [(8, [5.0])])]), *OLD_RUN)
+        skipped = results.stamp([results.status_row("ofi-rxd", "latency", None, "us", "failed",
+                                                    "timeout")], *OLD_RUN)
+        return fresh, old, skipped
+
+    def test_stamp_and_merge_keep_old_provenance(self):
+        fresh, old, skipped = self.rows()
+        self.assertEqual((fresh[0]["commit"], fresh[0]["date"]), THIS_RUN)
+        merged = results.merge(old + skipped, fresh)
+        self.assertEqual(sorted(results.provenance(r) for r in merged),
+                         sorted([THIS_RUN, OLD_RUN, OLD_RUN]))
+
+    def test_markdown_marks_old_columns_only(self):
+        fresh, old, skipped = self.rows()
+        md = report.markdown(fresh + old + skipped, ["tcp", "rudp", "ofi-rxd"], this_run=THIS_RUN)
+        self.assertIn("| size | tcp | rudp\u2020 | rudp/tcp |", md)
+        self.assertIn("\u2020 not measured in this run: rudp (2026-11-22 03:05:18 UTC, commit dea1e94)", md)
+        self.assertIn("ofi-rxd: **failed** - timeout \u2020(earlier run: 2026-11-22 03:05:18 UTC, "
+                      "commit dea1e94)", md)
+        self.assertIn("This run: 2026-11-24 00:10:00 UTC, commit abc1234", md)
+        # a row from another commit at the same date is not this run's either
+        other = results.stamp(results.aggregate("tcp", "latency", None, "us",
+                                                [ok("latency", "us", [(8, [10.0])])]), "fff0000", THIS_RUN[1])
+        self.assertFalse(report.is_fresh(other[0], THIS_RUN))
+        # without a run to compare with (plain markdown()), nothing is marked
+        self.assertNotIn("\u2020", report.markdown(fresh + old, ["tcp", "rudp"]))
+
+    def test_unrecorded_rows_are_marked(self):
+        plain = results.aggregate("tcp", "bw", None, "MB/s", [ok("bw", "MB/s", [(8, [10.0])])])
+        md = report.markdown(plain, ["tcp"], this_run=THIS_RUN)
+        self.assertIn("| size | tcp\u2020 |", md)
+        self.assertIn("tcp (date and commit not recorded)", md)
+
+    def test_backfill_from_meta(self):
+        rows = [{"transport": "tcp", "benchmark": "halo-app", "pattern": "128x128x66", "links": 1,
+                 "size_bytes": 1, "median": 1.0},
+                {"transport": "tcp", "benchmark": "latency", "size_bytes": 1, "median": 1.0},
+                {"transport": "rudp", "benchmark": "latency", "size_bytes": 1, "median": 1.0,
+                 "commit": "abc1234", "date": THIS_RUN[1]},
+                {"transport": "ofi-rxd", "benchmark": "bw", "size_bytes": 1, "median": 1.0}]
+        meta = {"combos": {
+            "tcp|halo-app@128x128x66,links=1": {"date": OLD_RUN[1], "environment": {"git_commit": "dea1e94"}},
+            "tcp|latency": {"date": "2026-11-22T05:50:26+00:00", "environment": {"git_commit": "21a5b78"}},
+            "rudp|latency": {"date": OLD_RUN[1], "environment": {"git_commit": "dea1e94"}}}}
+        self.assertEqual(results.row_label(rows[0]), "halo-app@128x128x66,links=1")
+        self.assertEqual(results.backfill_provenance(rows, meta), 2)
+        self.assertEqual(results.provenance(rows[0]), OLD_RUN)
+        self.assertEqual(results.provenance(rows[1]), ("21a5b78", "2026-11-22T05:50:26+00:00"))
+        self.assertEqual(results.provenance(rows[2]), THIS_RUN)   # its own is kept
+        self.assertEqual(results.provenance(rows[3]), (None, None))
+        self.assertEqual(results.backfill_provenance(rows, {"combos": "garbage"}), 0)
+
+    def test_run_commit(self):
+        self.assertEqual(runner.run_commit({"git_commit": "abc1234", "git_dirty": True}), "abc1234-dirty")
+        self.assertEqual(runner.run_commit({"git_commit": "abc1234", "git_dirty": False}), "abc1234")
+        self.assertIsNone(runner.run_commit({}))
+
+
+def synthetic_rows():
+    """Every kind of row the figures draw: MTU rows (fresh), default-cluster
+    rows (old), sockets, halo-app, compute-burst."""
+    rows = mtu_rows("latency", "us", {(t, m): {0: v, 8: v, 65536: 4 * v}
+                                      for t, v in (("tcp", 6.0), ("rudp", 4.8), ("dpdk-afxdp", 3.4))
+                                      for m in (1500, 9000)})
+    rows += mtu_rows("bw", "MB/s", {(t, m): {65536: v, 1 << 20: v}
+                                    for t, v in (("tcp", 2000.0), ("rudp", 1000.0), ("dpdk-afxdp", 800.0))
+                                    for m in (1500, 9000)},
+                     counters={("rudp", 1500): {"spurious_retx": 12}, ("rudp", 9000): {"spurious_retx": 0}})
+    for t, v in (("tcp", 6.0), ("dpdk-memif", 0.5), ("raw-memif", 0.1)):
+        rows += results.stamp(results.aggregate(t, "latency", None, "us",
+                                                [ok("latency", "us", [(8, [v]), (64, [v])])]), *OLD_RUN)
+    for t, v in (("tcp", 11.0), ("rudp", 2.0)):
+        rows += results.stamp(results.aggregate(t, "sockets", "16 ranks/2 nodes", "count",
+                                                [ok("sockets", "count", [(0, [v])])]), *THIS_RUN)
+    for t, sync, comp in (("tcp", 0.012, 0.068), ("dpdk-memif", 0.013, 0.066)):
+        oc = ok("halo-app", "s", [(131072, [sync, comp])], [("compute_s", "s")])
+        rows += results.promote(results.aggregate(t, "halo-app", "128x128x66", "s", [oc], {"links": 1}),
+                                ["compute_s"])
+    for t, mode, v, retx in (("dpdk-memif", "direct", 0.115, 192.0), ("dpdk-memif-daemon", "daemon", 0.12, 128.0)):
+        oc = ok("compute-burst", "s", [(256, [v, 0.0, retx])], [("drops", "count"), ("retransmits", "count")])
+        rows += results.aggregate(t, "compute-burst", None, "s", [oc], {"mode": mode})
+    rows.append(results.status_row("dpdk-memif", "sockets", "16 ranks/2 nodes", "count", "skipped", "1 per node"))
+    return rows
+
+
+class FigureTests(unittest.TestCase):
+    """One figure per question; what each panel shows, and that the PNGs
+    are written (and stale ones removed)."""
+
+    ORDER = [t.name for t in runner.TRANSPORTS]
+
+    def built(self, rows=None):
+        return {f: panels for f, _, panels in figures.build_all(rows or synthetic_rows(), self.ORDER)}
+
+    def test_latency_ratio_per_mtu(self):
+        panels = self.built()["latency-ratio.png"]
+        self.assertEqual([p["title"] for p in panels],
+                         ["latency, MTU 1500", "latency, MTU 9000", "latency, default cluster: every transport"])
+        s1500 = {s["label"]: (s["x"], s["y"]) for s in panels[0]["series"]}
+        # ratio to tcp at the same size and MTU; 0 B left out of the log axis
+        self.assertEqual(s1500["rudp"][0], [8, 65536])
+        self.assertAlmostEqual(s1500["rudp"][1][0], 0.8)
+        self.assertIn("dpdk-afxdp (at MTU 3402)", {s["label"] for s in panels[1]["series"]})
+        self.assertIn("dpdk-afxdp", s1500)
+        self.assertEqual(panels[0]["refs"], [(1.0, "= tcp")])
+        self.assertEqual(sorted(s["label"] for s in panels[2]["series"]), ["dpdk-memif", "raw-memif"])
+
+    def test_bandwidth_ratio_and_bars(self):
+        b = self.built()
+        self.assertEqual([p["title"] for p in b["bandwidth-ratio.png"]], ["bw, MTU 1500", "bw, MTU 9000"])
+        (sock,) = b["sockets.png"]
+        self.assertEqual((sock["kind"], sock["groups"], sock["series"][0]["values"]),
+                         ("bars", ["tcp", "rudp"], [11.0, 2.0]))
+        (app,) = b["halo-app.png"]
+        self.assertEqual((app["kind"], app["groups"]), ("bars", ["tcp", "dpdk-memif"]))
+        self.assertEqual([s["values"] for s in app["series"]], [[0.012, 0.013], [0.068, 0.066]])
+        cb = b["compute-burst.png"]
+        self.assertEqual([p["kind"] for p in cb], ["bars", "bars"])
+        self.assertEqual(cb[1]["series"][0]["values"], [192.0, 128.0])
+        (sp,) = b["spurious-retx.png"]
+        self.assertEqual((sp["groups"], sp["series"][0]["values"]), (["MTU 1500", "MTU 9000"], [12, 0]))
+
+    def test_no_empty_panel_no_empty_figure(self):
+        for f, panels in self.built().items():
+            for p in panels:
+                with self.subTest(figure=f, panel=p["title"]):
+                    self.assertTrue(p["series"])
+                    if p["kind"] == "lines":
+                        self.assertTrue(all(s["x"] for s in p["series"]))
+        only_tcp = [r for r in synthetic_rows() if r["transport"] == "tcp"]
+        self.assertNotIn("latency-ratio.png", self.built(only_tcp))
+
+    def test_null_spurious_count_is_shown_not_dropped(self):
+        rows = mtu_rows("bw", "MB/s", {("tcp", 1500): {65536: 1.0}, ("rudp", 1500): {65536: 1.0}},
+                        counters={("rudp", 1500): {"spurious_retx": None}})
+        (sp,) = self.built(rows)["spurious-retx.png"]
+        self.assertEqual(sp["series"][0]["values"], [None])
+
+    def test_write_all(self):
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            self.skipTest("no matplotlib")
+        with tempfile.TemporaryDirectory() as d:
+            stale = os.path.join(d, "halo-ratio.png")
+            with open(stale, "w") as f:
+                f.write("old")
+            out = figures.write_all(synthetic_rows(), d, self.ORDER, this_run=THIS_RUN)
+            names = sorted(os.path.basename(p) for p, _ in out)
+            self.assertEqual(names, sorted(["latency-ratio.png", "bandwidth-ratio.png", "sockets.png",
+                                            "halo-app.png", "compute-burst.png", "spurious-retx.png"]))
+            for p, _ in out:
+                with open(p, "rb") as f:
+                    self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            self.assertFalse(os.path.exists(stale))   # no halo exchange rows: no such figure
+
+    def test_render_the_committed_results(self):
+        """compare.py --render on results/compare.json (+ its meta) and the
+        synthetic MTU rows: tables and figures for both MTUs."""
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            self.skipTest("no matplotlib")
+        cp = load_compare_py()
+        with tempfile.TemporaryDirectory() as d:
+            rows = results.load_rows(os.path.join(REPO, "results", "compare.json"))
+            results.write_json_atomic(os.path.join(d, "compare.json"), rows + synthetic_rows())
+            with open(os.path.join(d, "compare-meta.json"), "w") as f:
+                json.dump({"environment": {"date": THIS_RUN[1], "git_commit": THIS_RUN[0]}}, f)
+            with open(os.devnull, "w") as null:
+                old, sys.stdout = sys.stdout, null
+                try:
+                    self.assertEqual(cp.render_only(d, "tcp"), 0)
+                finally:
+                    sys.stdout = old
+            with open(os.path.join(d, "compare.md")) as f:
+                md = f.read()
+            self.assertIn("## latency (MTU 1500)", md)
+            self.assertIn("## bw (MTU 9000)", md)
+            self.assertIn("[latency-ratio.png](latency-ratio.png)", md)
+            self.assertIn("tcp\u2020", md)           # the committed rows are an earlier run's
+            self.assertTrue(os.path.exists(os.path.join(d, "bandwidth-ratio.png")))
+            self.assertFalse(os.path.exists(os.path.join(d, "compare.png")))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,7 @@
-"""Markdown tables and the plot, built from (merged) compare.json rows."""
+"""Markdown tables built from (merged) compare.json rows; the figures are
+figures.py's."""
 
-import math
-
-from .results import VARIANT_FIELDS
+from .results import VARIANT_FIELDS, provenance
 
 HIGHER_IS_BETTER_UNITS = {"MB/s", "GB/s", "Gb/s", "Mb/s", "msg/s", "rt/s"}
 
@@ -17,9 +16,11 @@ BENCH_TITLES = {
     "halo-twoway": "seed 002 boundary exchange, two-way (both directions summed)",
     "halo-alternating": "seed 002 boundary exchange, alternating (both directions summed)",
     "halo-app": "DDM-BDS Jacobi (seed 002 Fig. 15): synchronisation time, size = plane bytes",
+    "compute-burst": "seed 000 §4: completion time of a 256 B burst while the receiver computes "
+                     "100 ms (row fields drops, retransmits)",
 }
 BENCH_ORDER = ["latency", "latency-eager", "latency-rndv", "bw", "bibw", "burst", "pingpong", "sockets",
-               "halo-oneway", "halo-twoway", "halo-alternating", "halo-app"]
+               "halo-oneway", "halo-twoway", "halo-alternating", "halo-app", "compute-burst"]
 # secondary columns shown as a table of their own under the primary one
 SHOW_SECONDARY = {"halo-app": ["compute_s"]}
 # benchmarks with a report of their own, left out of compare.md/png:
@@ -35,12 +36,44 @@ _VARIANT_FMT = {
     "ranks": lambda v: "%s ranks" % v,
     "loss_pct": lambda v: "%s %% loss" % v,
     "rdv": lambda v: "rendezvous %s" % ("on own queue" if v == "own-queue" else "through the daemon"),
+    "mtu": lambda v: "MTU %s" % v,
 }
+# the marker of a column (or a failed/skipped note) not measured in this run
+OLD_MARK = "\u2020"
 
 
 def variant_of(row):
     """The row's variant: ((field, value), ...) for the VARIANT_FIELDS it has."""
     return tuple((f, row[f]) for f in VARIANT_FIELDS if row.get(f) is not None)
+
+
+def group_variant(row):
+    """variant_of(), but an MTU row counts by the MTU it was asked for
+    (mtu_requested): AF_XDP's row for MTU 9000, run at its largest MTU,
+    sits in the MTU 9000 table next to tcp's."""
+    v = variant_of(row)
+    if row.get("mtu_requested") is None:
+        return v
+    return tuple((f, row["mtu_requested"] if f == "mtu" else x) for f, x in v)
+
+
+def provenance_text(prov):
+    """"2026-11-22 03:05 UTC, commit dea1e94" for (commit, date)."""
+    commit, date = prov
+    if not date:
+        return "date and commit not recorded"
+    d = str(date).replace("T", " ")
+    if d.endswith("+00:00"):
+        d = d[:-6] + " UTC"
+    return "%s, commit %s" % (d, commit or "not recorded")
+
+
+def is_fresh(row, this_run):
+    """Measured by @p this_run ((commit, date))?  Without a run to compare
+    with, every row counts as fresh."""
+    if not this_run or not this_run[1]:
+        return True
+    return provenance(row)[1] == this_run[1] and provenance(row)[0] == this_run[0]
 
 
 def variant_label(variant):
@@ -92,7 +125,7 @@ def groups(rows, transport_order=(), bench_order=BENCH_ORDER):
     for r in rows:
         if r.get("benchmark") in OWN_REPORT:
             continue
-        by.setdefault((r.get("benchmark"), r.get("pattern"), variant_of(r)), []).append(r)
+        by.setdefault((r.get("benchmark"), r.get("pattern"), group_variant(r)), []).append(r)
     benches = _order({b for b, _, _ in by}, list(bench_order))
     out = []
     for b in benches:
@@ -105,11 +138,13 @@ def groups(rows, transport_order=(), bench_order=BENCH_ORDER):
     return out
 
 
-def _value_table(values, sizes, cols, baseline):
-    """Lines of one markdown table: sizes down, cols across, ratio columns."""
+def _value_table(values, sizes, cols, baseline, names=None):
+    """Lines of one markdown table: sizes down, cols across, ratio columns;
+    @p names: {col: header text} (a column's marks)."""
     lines = []
+    names = names or {}
     ratio_cols = [t for t in cols if t != baseline] if baseline in cols else []
-    header = ["size"] + cols + ["%s/%s" % (t, baseline) for t in ratio_cols]
+    header = ["size"] + [names.get(t, t) for t in cols] + ["%s/%s" % (t, baseline) for t in ratio_cols]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---:|" * len(header))
     for s in sizes:
@@ -126,12 +161,82 @@ def _value_table(values, sizes, cols, baseline):
     return lines
 
 
-def markdown(rows, transport_order=(), baseline="tcp", title=None):
-    """Markdown text: one table per (benchmark, pattern); sizes down,
-    transports across, plus a ratio column per transport vs the baseline."""
+def _column_names(g, cols, this_run, mtu):
+    """{transport: header} with OLD_MARK on columns not measured in this run
+    and "@ MTU m" on a column run at another MTU than the table's; and the
+    footnote lines that explain them."""
+    names, old, notes = {}, [], []
+    for t in cols:
+        rows = [r for r in g if r["transport"] == t]
+        name = t
+        mtus = sorted({r.get("mtu") for r in rows if r.get("mtu") is not None})
+        if mtu is not None and mtus and mtus != [mtu]:
+            name += " @ MTU %s" % "/".join(str(m) for m in mtus)
+            note = next((r.get("mtu_note") for r in rows if r.get("mtu_note")), None)
+            if note:
+                notes.append("- %s: %s." % (t, note.rstrip(".")))
+        stale = [r for r in rows if not is_fresh(r, this_run)]
+        if stale:
+            name += OLD_MARK
+            old.append((t, "; ".join(sorted({provenance_text(provenance(r)) for r in stale}))))
+        names[t] = name
+    if old:
+        # transports of one earlier run together: "tcp, rudp (date, commit); ..."
+        by = {}
+        for t, prov in old:
+            by.setdefault(prov, []).append(t)
+        notes.insert(0, "- %s not measured in this run: %s." % (OLD_MARK, "; ".join(
+            "%s (%s)" % (", ".join(ts), prov) for prov, ts in sorted(by.items()))))
+    return names, notes
+
+
+def _counter_notes(ok, cols):
+    """Lines for the run counters of the rows (bw's spurious_retx)."""
+    lines = []
+    for t in cols:
+        rows = [r for r in ok if r["transport"] == t and "spurious_retx" in r]
+        if not rows:
+            continue
+        r = rows[0]
+        runs = r.get("spurious_retx_runs") or []
+        if r["spurious_retx"] is None:
+            lines.append("- %s: spurious retransmissions not reported (this build's "
+                         "print_stats has no spurious_retx): recorded as null." % t)
+        else:
+            lines.append("- %s: spurious retransmissions (the receiver already had the frame), "
+                         "both ranks, every size, summed over %d run(s): **%d** (per run: %s)."
+                         % (t, len(runs), r["spurious_retx"], ", ".join(str(x) for x in runs)))
+    return lines
+
+
+def _header_lines(title, this_run, figures, default_mtu, afxdp_mtu, run_name):
     lines = []
     if title:
         lines += ["# " + title, ""]
+    if this_run and this_run[1]:
+        lines += ["%s: %s. Columns marked %s were measured in an earlier run "
+                  "(their date and commit are under the table); every row of "
+                  "compare.json carries its own `commit` and `date`."
+                  % (run_name, provenance_text(this_run), OLD_MARK), ""]
+    if default_mtu:
+        lines += ["Tables without an MTU in their heading ran on the emulated cluster's "
+                  "default MTU, %d (the AF_XDP transports at %s, the largest MTU they "
+                  "open on a veth); the \"(MTU 1500)\" and \"(MTU 9000)\" tables ran on a "
+                  "cluster brought up at that MTU." % (default_mtu, afxdp_mtu or "?"), ""]
+    if figures:
+        lines += ["Figures: " + "; ".join("[%s](%s) (%s)" % (f, f, what) for f, what in figures)
+                  + ".", ""]
+    return lines
+
+
+def markdown(rows, transport_order=(), baseline="tcp", title=None, this_run=None, figures=(),
+             default_mtu=None, afxdp_mtu=None, run_name="This run"):
+    """Markdown text: one table per (benchmark, pattern, variant); sizes
+    down, transports across, plus a ratio column per transport vs the
+    baseline.  @p this_run = (commit, date): columns of rows with another
+    provenance are marked OLD_MARK and their date and commit noted;
+    @p figures = [(file, what)] are listed at the top."""
+    lines = _header_lines(title, this_run, figures, default_mtu, afxdp_mtu, run_name)
     for bench, pattern, transports, g in groups(rows, transport_order):
         ok = [r for r in g if r.get("size_bytes") is not None and r.get("median") is not None]
         notes = [r for r in g if r.get("size_bytes") is None or r.get("median") is None]
@@ -140,7 +245,8 @@ def markdown(rows, transport_order=(), baseline="tcp", title=None):
         head = "## %s" % bench
         if pattern:
             head += " %s" % pattern
-        vlabel = variant_label(variant_of(g[0]))
+        gv = group_variant(g[0])
+        vlabel = variant_label(gv)
         if vlabel:
             head += " (%s)" % vlabel
         desc = BENCH_TITLES.get(bench, bench)
@@ -149,12 +255,13 @@ def markdown(rows, transport_order=(), baseline="tcp", title=None):
         lines.append("%s, %s (%s is better)." % (desc, unit, "higher" if hib else "lower"))
         lines.append("")
         cols = [t for t in transports if any(r["transport"] == t for r in ok)]
+        names, col_notes = _column_names(g, cols, this_run, dict(gv).get("mtu"))
         if cols:
             values = {}
             for r in ok:
                 values[(r["transport"], r["size_bytes"])] = r["median"]
             sizes = sorted({r["size_bytes"] for r in ok})
-            lines += _value_table(values, sizes, cols, baseline)
+            lines += _value_table(values, sizes, cols, baseline, names)
             for metric in SHOW_SECONDARY.get(bench, []):
                 sec = {}
                 sunit = None
@@ -166,7 +273,9 @@ def markdown(rows, transport_order=(), baseline="tcp", title=None):
                 if sec:
                     lines.append("%s, %s:" % (metric, sunit or ""))
                     lines.append("")
-                    lines += _value_table(sec, sizes, cols, baseline)
+                    lines += _value_table(sec, sizes, cols, baseline, names)
+            lines += col_notes
+            lines += _counter_notes(ok, cols)
             partial = [r for r in ok if r.get("failed_runs")]
             for t in cols:
                 fr = max([r.get("failed_runs", 0) for r in partial if r["transport"] == t] or [0])
@@ -175,65 +284,11 @@ def markdown(rows, transport_order=(), baseline="tcp", title=None):
                     lines.append("- %s: %d run(s) failed; medians over %d successful run(s)."
                                  % (t, fr, n))
         for r in notes:
-            lines.append("- %s: **%s** - %s" % (r["transport"], r.get("status", "failed"),
-                                                r.get("reason", "no reason recorded")))
+            mark = ""
+            if not is_fresh(r, this_run):
+                mark = " %s(earlier run: %s)" % (OLD_MARK, provenance_text(provenance(r)))
+            lines.append("- %s: **%s** - %s%s" % (r["transport"], r.get("status", "failed"),
+                                                  r.get("reason", "no reason recorded"), mark))
         if lines[-1] != "":
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"
-
-
-def plot(rows, path, transport_order=(), title=None):
-    """Writes a PNG with one panel per (benchmark) and one line per
-    transport (and pattern).  Returns False if matplotlib is missing."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    ok = [r for r in rows if r.get("size_bytes") is not None and r.get("median") is not None
-          and r.get("benchmark") not in OWN_REPORT]
-    benches = _order({r["benchmark"] for r in ok}, BENCH_ORDER)
-    n = max(1, len(benches))
-    ncols = min(3, n)
-    nrows = int(math.ceil(n / float(ncols)))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 3.9 * nrows), squeeze=False)
-    transports = _order({r["transport"] for r in ok}, list(transport_order))
-    cmap = plt.get_cmap("tab10")
-    color = {t: cmap(i % 10) for i, t in enumerate(transports)}
-    styles = ["-", "--", ":", "-."]
-    for idx, bench in enumerate(benches):
-        ax = axes[idx // ncols][idx % ncols]
-        g = [r for r in ok if r["benchmark"] == bench]
-        unit = g[0].get("unit", "")
-        # one line style per (pattern, variant), e.g. 1 link solid, 2 links dashed
-        pats = sorted({(r.get("pattern"), variant_of(r)) for r in g},
-                      key=lambda pv: (str(pv[0]), _variant_sort_key(pv[1])))
-        for t in transports:
-            for pi, (p, v) in enumerate(pats):
-                pts = sorted((r["size_bytes"], r["median"]) for r in g
-                             if r["transport"] == t and r.get("pattern") == p
-                             and variant_of(r) == v
-                             and r["size_bytes"] > 0 and r["median"] > 0)
-                if not pts:
-                    continue
-                label = " ".join(x for x in (t, p, variant_label(v)) if x)
-                ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", markersize=3,
-                        linestyle=styles[pi % len(styles)], color=color[t], label=label)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_title("%s (%s)" % (bench, unit), fontsize=10)
-        ax.set_xlabel("message size (bytes; 0 B not shown)", fontsize=8)
-        ax.set_ylabel(unit, fontsize=8)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.tick_params(labelsize=7)
-        if ax.get_lines():
-            ax.legend(fontsize=7)
-    for idx in range(len(benches), nrows * ncols):
-        axes[idx // ncols][idx % ncols].axis("off")
-    if title:
-        fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True

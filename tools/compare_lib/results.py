@@ -6,7 +6,8 @@ Row schema (a contract, see docs/benchmarks.md):
      "median": 6.1, "unit": "us", "runs": [6.0, 6.1, 6.3],
      "status": "ok", "failed_runs": 0,
      "pattern": "1:1",                       # burst / pingpong only
-     "secondary": {"rtt_mean": {"median": 6.4, "unit": "us/rt"}}}  # optional
+     "secondary": {"rtt_mean": {"median": 6.4, "unit": "us/rt"}},  # optional
+     "commit": "bfd88c0", "date": "2026-11-23T23:50:00+00:00"}    # provenance
 
 A failed or skipped combination is one row with "size_bytes": null,
 "median": null, "runs": [], "status": "failed"|"skipped" and "reason".
@@ -22,8 +23,15 @@ import tempfile
 # VARIANT_FIELDS are the extra fields later benchmarks name their variants
 # by (halo: links; compute-burst: mode; relax: elements_per_packet, n,
 # ranks; loss_pct for loss-injected runs; rdv: dpdk-memif-daemon's rendezvous
-# path, "own-queue" or "daemon"); a row without one has None there.
-VARIANT_FIELDS = ("links", "mode", "elements_per_packet", "n", "ranks", "loss_pct", "rdv")
+# path, "own-queue" or "daemon"; mtu: the MTU of the cluster's interfaces for
+# the MTU rows of issue 12); a row without one has None there.
+VARIANT_FIELDS = ("links", "mode", "elements_per_packet", "n", "ranks", "loss_pct", "rdv", "mtu")
+# Provenance: every row written from now on names the run that measured it
+# (the runner's git commit, "-dirty" if tracked files outside results/ were
+# modified, and the run's start date, ISO 8601 UTC).  Rows written before
+# these fields existed get them from compare-meta.json (backfill_provenance)
+# or stay without them ("not recorded").
+PROVENANCE_FIELDS = ("commit", "date")
 # secondary columns whose median also becomes a plain row field (compute-burst's
 # drops and retransmits, issue 5)
 PROMOTED_COLUMNS = ("drops", "retransmits")
@@ -49,10 +57,13 @@ def median(values):
 class RunOutcome:
     """What one repetition of one (transport, benchmark) produced."""
 
-    def __init__(self, ok, table=None, reason=None):
+    def __init__(self, ok, table=None, reason=None, counters=None):
         self.ok = ok
         self.table = table    # BenchTable when ok
         self.reason = reason  # short text when not ok
+        # {name: int or None}: counters the run's processes printed (e.g. the
+        # rudp BTL's spurious_retx, summed over ranks); None = not printed
+        self.counters = counters
 
 
 def _base(transport, benchmark, pattern, fields=None):
@@ -115,8 +126,73 @@ def aggregate(transport, benchmark, pattern, unit, outcomes, fields=None):
             for k in PROMOTED_COLUMNS:
                 if k in secondary:
                     row[k] = secondary[k]["median"]
+        row.update(_counter_fields(good))
         rows.append(row)
     return rows
+
+
+def _counter_fields(good):
+    """Run counters (RunOutcome.counters) as row fields: NAME = the sum over
+    the successful repetitions, NAME_runs = each repetition's value.  A
+    counter some run did not print (an older build) is null, never 0: a
+    missing count is not a zero count."""
+    names = []
+    for o in good:
+        for k in (o.counters or {}):
+            if k not in names:
+                names.append(k)
+    out = {}
+    for k in names:
+        per_run = [(o.counters or {}).get(k) for o in good]
+        out[k] = None if any(v is None for v in per_run) else sum(per_run)
+        out[k + "_runs"] = per_run
+    return out
+
+
+def stamp(rows, commit, date):
+    """Marks @p rows as measured by the run (@p commit, @p date)."""
+    for r in rows:
+        r["commit"] = commit
+        r["date"] = date
+    return rows
+
+
+def row_label(row):
+    """The runner's combination label (Benchmark.label) of a row:
+    name[@pattern][,field=value...] over the variant fields it has."""
+    base = row.get("benchmark", "")
+    if row.get("pattern") is not None:
+        base += "@%s" % row["pattern"]
+    for f in sorted(f for f in VARIANT_FIELDS if row.get(f) is not None):
+        base += ",%s=%s" % (f, row[f])
+    return base
+
+
+def backfill_provenance(rows, meta):
+    """Rows without a date (written before rows carried provenance) get the
+    commit and date that compare-meta.json recorded for their combination
+    (its "combos", keyed transport|label, hold the run that last wrote
+    it).  Returns how many rows were filled; others stay unrecorded."""
+    combos = (meta or {}).get("combos") if isinstance(meta, dict) else None
+    if not isinstance(combos, dict):
+        return 0
+    n = 0
+    for r in rows:
+        if r.get("date"):
+            continue
+        c = combos.get("%s|%s" % (r.get("transport"), row_label(r)))
+        if not isinstance(c, dict) or not c.get("date"):
+            continue
+        env = c.get("environment") if isinstance(c.get("environment"), dict) else {}
+        r["date"] = c["date"]
+        r["commit"] = env.get("git_commit")
+        n += 1
+    return n
+
+
+def provenance(row):
+    """(commit, date) of the run that measured @p row; None where unknown."""
+    return row.get("commit"), row.get("date")
 
 
 def promote(rows, names):

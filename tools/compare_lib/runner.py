@@ -12,6 +12,7 @@ import time
 
 from .table import ParseError, parse_bench_output
 from .results import RunOutcome
+from .btlstats import STATS_MCA, parse_counters
 
 SYSTEM_MCA_DIR = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
 
@@ -23,7 +24,8 @@ class Transport:
     transport is recorded as skipped."""
 
     def __init__(self, name, mca, env=None, requires=(), note="", btl=None, max_nodes=None,
-                 per_node=None, raw_vdev=None, up_args=(), mode=None, rdv_variants=False):
+                 per_node=None, raw_vdev=None, up_args=(), mode=None, rdv_variants=False,
+                 mtu_variants=False, max_mtu=None, max_mtu_note=None):
         self.name = name
         self.mca = list(mca)
         self.env = dict(env or {})
@@ -36,6 +38,16 @@ class Transport:
         self.up_args = list(up_args)  # the cluster this transport needs (e.g. --mtu)
         self.mode = mode            # dpdk BTL mode ("direct"/"daemon"): benchmarks with a mode field
         self.rdv_variants = rdv_variants  # benchmarks with an rdv field (own queue vs daemon) apply
+        # benchmarks with an mtu field (issue 12: MTU 1500 and 9000) apply;
+        # max_mtu: the largest MTU the transport can open (its rows for a
+        # larger one run at this, and say so with max_mtu_note)
+        self.mtu_variants = mtu_variants
+        self.max_mtu = max_mtu
+        self.max_mtu_note = max_mtu_note
+
+    def mtu_for(self, asked):
+        """The MTU this transport's row for MTU @p asked runs at."""
+        return min(asked, self.max_mtu) if self.max_mtu else asked
 
     def not_applicable(self, bench, nodes):
         """Why this transport cannot run `bench` on a cluster of `nodes`, or None."""
@@ -56,7 +68,41 @@ class Transport:
         if "rdv" in bench.fields and not self.rdv_variants:
             return "%s compares dpdk-memif-daemon's rendezvous paths (own queue / through the daemon)" % (
                 bench.label)
+        if "mtu" in bench.fields and not self.mtu_variants:
+            return "%s: the MTU rows are for the wires of a real network (%s)" % (
+                bench.label, ", ".join(t.name for t in TRANSPORTS if t.mtu_variants))
         return None
+
+    def up_args_for(self, bench):
+        """`emcluster up` arguments of the cluster (@p bench on this
+        transport) needs: the benchmark's, then the transport's; for a row
+        with an mtu field, one --mtu (the transport's limit applied)."""
+        own = list(self.up_args)
+        if "mtu" not in bench.fields:
+            return list(bench.up_args) + own
+        out, i = [], 0
+        for args in (bench.up_args, own):
+            i = 0
+            while i < len(args):
+                if args[i] == "--mtu":
+                    i += 2
+                    continue
+                out.append(args[i])
+                i += 1
+        return out + ["--mtu", str(self.mtu_for(bench.fields["mtu"]))]
+
+    def row_fields(self, bench):
+        """The variant fields of this transport's rows of @p bench: the
+        benchmark's, with mtu = the MTU the row runs at, mtu_requested = the
+        MTU of the comparison it belongs to and, where they differ, why."""
+        fields = dict(bench.fields)
+        if "mtu" in fields:
+            asked = fields["mtu"]
+            fields["mtu"] = self.mtu_for(asked)
+            fields["mtu_requested"] = asked
+            if fields["mtu"] != asked:
+                fields["mtu_note"] = self.max_mtu_note or "largest MTU %s opens" % self.name
+        return fields
 
     def _subst(self, s, ctx):
         return s.format(**ctx)
@@ -95,15 +141,29 @@ DAEMON_MCA = [("btl_dpdk_mode", "daemon"),
               ("mpi_yield_when_idle", "1")]
 
 
+# emcluster's default MTU: the rows without an mtu field ran at this
+# (AF_XDP transports at AFXDP_MAX_MTU)
+DEFAULT_MTU = 9000
+# the MTUs of the MTU rows (issue 12): Ethernet's default and jumbo frames
+MTUS = (1500, 9000)
+# The largest MTU AF_XDP opens on a veth today: a frame plus the kernel's
+# XDP headroom must fit one page-sized UMEM chunk (link_dpdk.c).  Raise it
+# here when the link learns to open more.
+AFXDP_MAX_MTU = 3402
+AFXDP_MTU_NOTE = ("AF_XDP on a veth opens at most MTU %d (a frame and the kernel's XDP "
+                  "headroom must fit one 4 KiB UMEM chunk): its row for MTU 9000 ran at %d"
+                  % (AFXDP_MAX_MTU, AFXDP_MAX_MTU))
+
+
 # The transport table.  Later issues add entries here (dpdk-memif,
 # dpdk-afxdp, raw-memif, raw-afxdp, daemon modes ...).
 TRANSPORTS = [
-    Transport("tcp", [("pml", "ob1"), ("btl", "self,vader,tcp")], btl="tcp",
+    Transport("tcp", [("pml", "ob1"), ("btl", "self,vader,tcp")], btl="tcp", mtu_variants=True,
               note="Open MPI tcp BTL over the kernel stack"),
     Transport("rudp",
               [("pml", "ob1"), ("btl", "self,vader,rudp"),
                ("mca_base_component_path", SYSTEM_MCA_DIR + ":{build}/ompi/btl/rudp")],
-              requires=["{build}/ompi/btl/rudp/mca_btl_rudp.so"], btl="rudp",
+              requires=["{build}/ompi/btl/rudp/mca_btl_rudp.so"], btl="rudp", mtu_variants=True,
               note="ethermpi reliable-UDP BTL (seed 001)"),
     # seed 000's BTL on the memif "cable" of a 2-node cluster (emcluster
     # writes each node's end into <rundir>/dpdk/<node>.memif); direct mode:
@@ -129,17 +189,20 @@ TRANSPORTS = [
     # DPDK NIC runs.  The cluster's MTU is what one page-sized UMEM frame
     # holds (link_dpdk.c); the tcp rows come from the 9000-byte cluster,
     # which is tcp's better case (docs/benchmarks.md).
+    # Its MTU rows: 1500, and for 9000 the largest MTU it opens on a veth.
     _dpdk("dpdk-afxdp", [("btl_dpdk_vdev", "@/run/ethermpi/{prefix}/dpdk/%h.afxdp")],
-              per_node=1, up_args=["--mtu", "3402"], mode="direct",
+              per_node=1, up_args=["--mtu", str(AFXDP_MAX_MTU)], mode="direct",
+              mtu_variants=True, max_mtu=AFXDP_MAX_MTU, max_mtu_note=AFXDP_MTU_NOTE,
               note="ethermpi dpdk BTL over AF_XDP on the veth (kernel carries the frames)"),
     # daemon mode over AF_XDP: emd is the only AF_XDP user of each veth
     # (one process per interface is all libxdp allows here), the ranks
     # attach to it; put frames go through the daemon too (docs/daemon.md)
     _dpdk("dpdk-afxdp-daemon", DAEMON_MCA, requires=["{build}/src/emd"],
-              up_args=["--mtu", "3402", "--emd", "afxdp"], mode="daemon",
+              up_args=["--mtu", str(AFXDP_MAX_MTU), "--emd", "afxdp"], mode="daemon",
               note="ethermpi dpdk BTL, daemon mode: emd owns the AF_XDP socket of each veth"),
     Transport("raw-afxdp", [], raw_vdev="@/run/ethermpi/{prefix}/dpdk/%h.afxdp",
-              requires=["{build}/bench/raw_pingpong"], max_nodes=2, up_args=["--mtu", "3402"],
+              requires=["{build}/bench/raw_pingpong"], max_nodes=2,
+              up_args=["--mtu", str(AFXDP_MAX_MTU)],
               note="raw L2 ping-pong over AF_XDP on the same veth, no protocol: the floor"),
     Transport("ofi-rxd",
               [("pml", "cm"), ("mtl", "ofi"), ("mtl_ofi_provider_include", "udp;ofi_rxd"),
@@ -174,7 +237,7 @@ LINK_MCA = {
 class Benchmark:
     def __init__(self, name, program, np, unit, pattern=None, args=(), nodes=None,
                  env=None, mpirun_args=(), mca=(), fields=None, up_args=(), transport_mca=None,
-                 top_fields=()):
+                 top_fields=(), counters=()):
         self.name = name          # benchmark name in the JSON rows
         self.program = program    # executable in <build>/bench/mpi
         self.np = np
@@ -199,6 +262,10 @@ class Benchmark:
         # secondary columns also copied to the row's top level (halo-app:
         # compute_s next to the primary sync time)
         self.top_fields = list(top_fields)
+        # BTL counters (btlstats) to read from the ranks' print_stats lines
+        # on the transports that print them (btlstats.STATS_MCA), as row
+        # fields: e.g. rudp bw's spurious_retx (issue 12)
+        self.counters = list(counters)
         # the table name the program prints (variants reuse a program)
         self.table = name.split("-")[0] if name.startswith("latency-") else name
 
@@ -208,7 +275,10 @@ class Benchmark:
         gets the new value (Open MPI refuses a parameter given twice), others
         are appended."""
         args = transport.mca_args(ctx)
-        for k, v in self.transport_mca.get(transport.name, []):
+        extra = list(self.transport_mca.get(transport.name, []))
+        if self.counters:
+            extra += STATS_MCA.get(transport.name, [])
+        for k, v in extra:
             v = v.format(**ctx)
             for i in range(1, len(args), 3):     # "--mca", name, value
                 if args[i] == k:
@@ -226,9 +296,13 @@ class Benchmark:
         return base
 
 
+# bw rows count the receiver's spurious retransmissions (frames it already
+# had) where the BTL prints them: the goal at zero loss is 0 (issue 12)
+BW_COUNTERS = ("spurious_retx",)
+
 BENCHMARKS = [
     Benchmark("latency", "em_latency", 2, "us"),
-    Benchmark("bw", "em_bw", 2, "MB/s"),
+    Benchmark("bw", "em_bw", 2, "MB/s", counters=BW_COUNTERS),
     Benchmark("bibw", "em_bibw", 2, "MB/s"),
     Benchmark("burst", "em_burst", 2, "us/msg", pattern="1:1"),
     Benchmark("burst", "em_burst", 3, "us/msg", pattern="2:1"),
@@ -283,6 +357,16 @@ BENCHMARKS = [
     Benchmark("halo-app", "../../apps/halo/em_halo_app", 2, "s", pattern="256x256x18",
               args=["-x", "256", "-y", "256", "-z", "18"], fields={"links": 1},
               top_fields=["compute_s"]),
+] + [
+    # issue 12: the wires of a real network at Ethernet's default MTU and
+    # with jumbo frames, each on a cluster brought up at that MTU (the
+    # transport's max_mtu applied: Transport.up_args_for / row_fields).
+    # The rows without mtu keep their meaning: DEFAULT_MTU, AF_XDP at its max.
+    Benchmark(name, prog, 2, unit, fields={"mtu": mtu}, up_args=["--mtu", str(mtu)],
+              counters=BW_COUNTERS if name == "bw" else ())
+    for name, prog, unit in (("latency", "em_latency", "us"), ("bw", "em_bw", "MB/s"),
+                             ("bibw", "em_bibw", "MB/s"))
+    for mtu in MTUS
 ]
 
 
@@ -300,6 +384,44 @@ def select(items, spec, key, what):
                 what, w, ", ".join(sorted({k for it in items for k in key(it)}))))
         out += [h for h in hit if h not in out]
     return [it for it in items if it in out]
+
+
+def combos(transports, benches):
+    """The (transport, benchmark) pairs a run measures: every pair but the
+    MTU rows of transports without them (not a skipped row each: those
+    would only repeat that tcp, rudp and dpdk-afxdp are the ones with MTU
+    rows under every MTU table)."""
+    return [(t, b) for t in transports for b in benches
+            if "mtu" not in b.fields or t.mtu_variants]
+
+
+def select_mtu_rows(benches, only, mtus, none):
+    """The benchmarks after the MTU options: @p only = just the MTU rows,
+    @p none = none of them, @p mtus = comma list of the MTUs to run (None =
+    all of MTUS)."""
+    if only and none:
+        raise SystemExit("--mtu-rows and --no-mtu-rows contradict each other")
+    keep = set(MTUS)
+    if mtus:
+        try:
+            keep = {int(x) for x in mtus.split(",") if x.strip()}
+        except ValueError:
+            raise SystemExit("--mtus wants a comma list of numbers, got %r" % mtus) from None
+        unknown = keep - set(MTUS)
+        if unknown:
+            raise SystemExit("--mtus: no MTU rows for %s (known: %s; other MTUs: --mtu M "
+                             "for the whole run)" % (", ".join(map(str, sorted(unknown))),
+                                                     ", ".join(map(str, MTUS))))
+    out = []
+    for b in benches:
+        has = "mtu" in b.fields
+        if (only and not has) or (none and has) or (has and b.fields["mtu"] not in keep):
+            continue
+        out.append(b)
+    if not out:
+        raise SystemExit("no benchmark left after the MTU options (the MTU rows are %s)"
+                         % ", ".join(sorted({b.name for b in BENCHMARKS if "mtu" in b.fields})))
+    return out
 
 
 # ---- process handling --------------------------------------------------------
@@ -433,7 +555,9 @@ def failure_reason(res, timeout):
     return "exit %s: %s" % (res["rc"], text)
 
 
-def outcome_of(res, bench, timeout):
+def outcome_of(res, bench, timeout, transport=None):
+    """What run @p res of @p bench gives: its table, or why it failed; with
+    @p transport, also the BTL counters the benchmark collects."""
     if res["timed_out"] or res["rc"] != 0:
         return RunOutcome(False, reason=failure_reason(res, timeout))
     try:
@@ -446,7 +570,11 @@ def outcome_of(res, bench, timeout):
     if table.unit != bench.unit:
         return RunOutcome(False, reason="program reported unit %r, expected %r"
                           % (table.unit, bench.unit))
-    return RunOutcome(True, table=table)
+    counters = None
+    if bench.counters and transport is not None and transport.name in STATS_MCA:
+        counters = parse_counters(res["stdout"] + "\n" + res["stderr"], transport.btl,
+                                  bench.counters)
+    return RunOutcome(True, table=table, counters=counters)
 
 
 # ---- cluster -------------------------------------------------------------------
@@ -464,6 +592,36 @@ def cluster_nodes(prefix):
         found.append("%s-n%d" % (prefix, i))
         i += 1
     return found
+
+
+def cluster_mtu(prefix, iface):
+    """The smallest MTU of @p iface over the cluster's node namespaces (what
+    the rows measured on it ran at), or None if it cannot be read."""
+    mtus = []
+    for ns in cluster_nodes(prefix):
+        try:
+            out = subprocess.run(["ip", "-n", ns, "-o", "link", "show", "dev", iface],
+                                 capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        m = re.search(r"\bmtu (\d+)", out)
+        if not m:
+            return None
+        mtus.append(int(m.group(1)))
+    return min(mtus) if mtus else None
+
+
+def mtu_mismatch(transport, bench, mtu):
+    """Why @p bench's MTU row on @p transport cannot run on a cluster whose
+    MTU is @p mtu, or None (also None for rows without mtu)."""
+    if "mtu" not in bench.fields:
+        return None
+    want = transport.mtu_for(bench.fields["mtu"])
+    if mtu == want:
+        return None
+    return ("%s needs the cluster at MTU %d, it is at %s (a global --mtu overrides the MTU rows' "
+            "own; with --no-cluster bring it up with --mtu %d)" % (
+                bench.label, want, mtu if mtu is not None else "an unknown MTU", want))
 
 
 # ---- environment -----------------------------------------------------------------
@@ -492,6 +650,17 @@ def environment(repo):
     commit = _first_line(["git", "-C", repo, "rev-parse", "--short", "HEAD"])
     if commit and not re.match(r"^[0-9a-f]+$", commit):
         commit = None
+    # modified tracked files outside results/ (which the runs rewrite): the
+    # rows then come from code that is not exactly the commit
+    dirty = None
+    if commit:
+        try:
+            r = subprocess.run(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no",
+                                "--", ".", ":(exclude)results"],
+                               capture_output=True, text=True, timeout=20)
+            dirty = bool(r.stdout.strip()) if r.returncode == 0 else None
+        except (OSError, subprocess.TimeoutExpired):
+            dirty = None
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "hostname": platform.node(),
@@ -503,7 +672,15 @@ def environment(repo):
         "libfabric": _first_line(["fi_info", "--version"]),
         "python": platform.python_version(),
         "git_commit": commit,
+        "git_dirty": dirty,
     }
+
+
+def run_commit(env_info):
+    """The commit the rows of a run carry: the hash, "-dirty" appended when
+    tracked files outside results/ were modified."""
+    c = env_info.get("git_commit")
+    return c + "-dirty" if c and env_info.get("git_dirty") else c
 
 
 def shell_line(cmd, env_delta):
