@@ -200,22 +200,23 @@ def aggregate_rows(pairs, skipped, outcomes, not_applicable):
     return new_rows
 
 
-def write_meta(meta_path, meta, env_info, interrupted, pairs, skipped, meta_cmds, layout,
-               cluster_mtus, mode, quick):
+def write_meta(meta_path, meta, env_info, interrupted, pairs, sweep, mode, quick):
     meta["schema"] = "em-compare-meta v1"
     meta["environment"] = env_info
     meta["interrupted"] = interrupted
     combos = meta.setdefault("combos", {})
     if not isinstance(combos, dict):
         combos = meta["combos"] = {}
+    skipped, meta_cmds = sweep.skipped, sweep.meta_cmds
     for t, b in pairs:
         name = combo_name(t, b)
         if t.name not in skipped and name not in meta_cmds:
             continue
         combos[name] = {"date": env_info["date"], "commit": runner.run_commit(env_info),
                         "np": b.np, "mode": mode,
-                        "layout": layout.get(b.label, "local host" if mode == "local" else None),
-                        "cluster_mtu": cluster_mtus.get(name),
+                        "layout": sweep.layout.get(b.label,
+                                                   "local host" if mode == "local" else None),
+                        "cluster_mtu": sweep.cluster_mtus.get(name),
                         "quick": quick, "status": "skipped" if t.name in skipped else None,
                         "reason": skipped.get(t.name), "commands": meta_cmds.get(name, []),
                         "environment": env_info}
@@ -223,6 +224,192 @@ def write_meta(meta_path, meta, env_info, interrupted, pairs, skipped, meta_cmds
             oks = sum(1 for c in meta_cmds[name] if c["status"] == "ok")
             combos[name]["status"] = "ok" if oks else "failed"
     results.write_json_atomic(meta_path, meta)
+
+
+def build_command(args, mode, ctx, bindir, extra, t, b):
+    """(argv, environment) of one run of @p b over @p t."""
+    if t.raw_vdev:
+        cmd = [os.path.join(REPO, "tools", "raw-floor"), "--vdev", t.raw_vdev.format(**ctx)]
+        return cmd + (["-q"] if args.quick else []), {"BUILD": ctx["build"]}
+    launch = ["mpirun", "--oversubscribe"] if mode == "local" else \
+             [args.emcluster, "mpirun", "--map-by", "node"]
+    # Every node namespace believes it owns all cores, so Open MPI's
+    # default bind-to-core pins rank 0 (node 0) and rank 1 (node 1) to
+    # the same core 0; two busy-polling ranks then share one core and
+    # ping-pong takes scheduler slices (~4 ms).  Never bind.
+    tmca = b.mca_for(t, ctx)
+    # a parameter the transport already sets (e.g. mpi_yield_when_idle
+    # for the daemon transports) is not repeated: mpirun refuses that
+    given = {tmca[i + 1] for i in range(len(tmca) - 1) if tmca[i] == "--mca"}
+    bargs, i = [], 0
+    while i < len(b.mpirun_args):
+        a = b.mpirun_args[i]
+        if a == "--mca" and i + 2 < len(b.mpirun_args) + 1 and b.mpirun_args[i + 1] in given:
+            i += 3
+            continue
+        bargs.append(a)
+        i += 1
+    cmd = launch + ["--bind-to", "none", "-np", str(b.np)] + tmca + bargs
+    for k, v in b.mca:
+        cmd += ["--mca", k.format(btl=t.btl or ""), v]
+    tenv = t.env_vars(ctx)
+    for k, v in sorted(tenv.items()):
+        cmd += ["-x", "%s=%s" % (k, v)]
+    cmd += [os.path.join(bindir, b.program)] + b.args
+    if args.quick:
+        cmd.append("-q")
+    cmd += extra.get(b.label, []) if b.label != b.name else []
+    cmd += extra.get(b.name, [])
+    return cmd, tenv
+
+
+class Sweep:
+    """The measuring part of one invocation: brings up one cluster per
+    phase, runs every combination of it `repeat` times, and collects the
+    outcomes, command records, skip reasons and cluster facts."""
+
+    def __init__(self, args, mode, ctx, base_env, logs, timeout, command):
+        self.args, self.mode, self.ctx = args, mode, ctx
+        self.base_env, self.logs, self.timeout, self.command = base_env, logs, timeout, command
+        self.run = runner.Runner()
+        self.outcomes = {}        # combo name -> [RunOutcome]
+        self.meta_cmds = {}       # combo name -> [command records]
+        self.skipped = {}         # transport name -> reason
+        self.not_applicable = {}  # combo name -> reason (e.g. a memif cable on 3 nodes)
+        self.cluster_mtus = {}    # combo name -> the MTU of the cluster it ran on
+        self.layout = {}          # benchmark label -> where its ranks ran
+        self.cluster_up = False
+
+    def check_transports(self, transports):
+        for t in transports:
+            reason = t.skip_reason(self.ctx)
+            if reason:
+                self.skipped[t.name] = reason
+                print("compare.py: %s skipped: %s" % (t.name, reason), file=sys.stderr)
+
+    def bring_up(self, nodes, up_args):
+        """(Re)creates the cluster for a phase; False if that failed."""
+        args = self.args
+        if self.cluster_up:
+            self.run.run([args.emcluster, "down"], self.base_env, 120,
+                         os.path.join(self.logs, "emcluster-down"), cwd=REPO)
+        up = [args.emcluster, "up", "-n", str(nodes)] + list(up_args)
+        if args.links:
+            up += ["--links", str(args.links)]
+        if args.mtu:
+            up += ["--mtu", str(args.mtu)]
+        print("compare.py: %s" % runner.shell_line(up, {"EMC_PREFIX": args.prefix}), file=sys.stderr)
+        self.cluster_up = True  # bring it down even if 'up' half-worked
+        res = self.run.run(up, self.base_env, 180, os.path.join(self.logs, "emcluster-up"), cwd=REPO)
+        if res["rc"] != 0 or res["timed_out"]:
+            print("compare.py: emcluster up failed: %s (log %s.err)"
+                  % (runner.failure_reason(res, 180), res["log"]), file=sys.stderr)
+            return False
+        return True
+
+    def run_phase(self, nodes, up_args, phase_combos):
+        """Measures one phase; False on a fatal cluster problem."""
+        if all(t.name in self.skipped for t, _ in phase_combos):
+            return True
+        if self.mode == "cluster" and not self.bring_up(nodes, up_args):
+            return False
+        have, phase_mtu = None, None
+        if self.mode != "local":
+            have = runner.cluster_nodes(self.args.prefix)
+            if len(have) < 2:
+                print("compare.py: cluster %r has %d node(s); need 2 (start it, or drop "
+                      "--no-cluster)" % (self.args.prefix, len(have)), file=sys.stderr)
+                return False
+            phase_mtu = runner.cluster_mtu(self.args.prefix, self.args.iface)
+            topo = "direct veth" if len(have) == 2 else "switched"
+            for _, b in phase_combos:
+                self.layout[b.label] = ("%d nodes (%s), one rank per node" % (len(have), topo)
+                                        if b.np <= len(have) else
+                                        "%d ranks on %d nodes (%s, map-by node)"
+                                        % (b.np, len(have), topo))
+        for rep in range(self.args.repeat):
+            for t, b in phase_combos:
+                if t.name in self.skipped:
+                    continue
+                why = t.not_applicable(b, len(have) if have is not None else None)
+                if not why and "mtu" in b.fields:
+                    why = ("the MTU rows need the emulated cluster (emcluster up --mtu M)"
+                           if self.mode == "local" else runner.mtu_mismatch(t, b, phase_mtu))
+                if why:
+                    self.not_applicable[combo_name(t, b)] = why
+                    continue
+                self.cluster_mtus[combo_name(t, b)] = phase_mtu
+                self.run_one(t, b, rep)
+        return True
+
+    def run_one(self, t, b, rep):
+        name = combo_name(t, b)
+        cmd, tenv = self.command(t, b)
+        env = dict(self.base_env)
+        env.update(tenv)
+        env.update(b.env)
+        logp = os.path.join(self.logs, "%s-%s-r%d" % (
+            t.name, re.sub(r"[^A-Za-z0-9_.=-]+", "_", b.label.replace(":", "to")), rep + 1))
+        res = self.run.run(cmd, env, self.timeout, logp, cwd=REPO)
+        oc = runner.outcome_of(res, b, self.timeout, t)
+        self.outcomes.setdefault(name, []).append(oc)
+        shown = dict(tenv)
+        if self.mode != "local":
+            shown["EMC_PREFIX"] = self.args.prefix
+        rec = {"repeat": rep + 1, "cmd": runner.shell_line(cmd, shown),
+               "rc": res["rc"], "seconds": round(res["seconds"], 2),
+               "status": "ok" if oc.ok else "failed", "log": res["log"]}
+        if not oc.ok:
+            rec["reason"] = oc.reason
+        if oc.counters:
+            rec["counters"] = oc.counters
+        self.meta_cmds.setdefault(name, []).append(rec)
+        print("[%d/%d] %-8s %-14s %s (%.1f s)%s" % (
+            rep + 1, self.args.repeat, t.name, b.label, rec["status"],
+            res["seconds"], "" if oc.ok else ": " + oc.reason), file=sys.stderr)
+
+    def finish(self):
+        """Ends the running job and brings the cluster down."""
+        self.run.abort_current()
+        if self.cluster_up:
+            res = self.run.run([self.args.emcluster, "down"], self.base_env, 120,
+                               os.path.join(self.logs, "emcluster-down"), cwd=REPO)
+            if res["rc"] != 0:
+                print("compare.py: emcluster down failed: %s" % runner.failure_reason(res, 120),
+                      file=sys.stderr)
+
+
+def select_pairs(args):
+    """The (transport, benchmark) pairs the options select."""
+    only_t = args.only_transports
+    if args.mtu_rows and not only_t:
+        only_t = ",".join(t.name for t in TRANSPORTS if t.mtu_variants)
+    transports = runner.select(TRANSPORTS, only_t, lambda t: [t.name], "transport")
+    benches = runner.select(BENCHMARKS, args.only_benchmarks, lambda b: [b.name, b.label],
+                            "benchmark")
+    benches = runner.select_mtu_rows(benches, args.mtu_rows, args.mtus, args.no_mtu_rows)
+    pairs = runner.combos(transports, benches)
+    if not pairs:
+        raise SystemExit("nothing to run: no selected transport has the selected benchmarks "
+                         "(the MTU rows are for %s)"
+                         % ", ".join(t.name for t in TRANSPORTS if t.mtu_variants))
+    return transports, pairs
+
+
+def dry_run(args, mode, ctx, phases, command):
+    for (nodes, up_args), phase_pairs in phases:
+        if mode == "cluster":
+            print("# " + runner.shell_line(
+                [args.emcluster, "up", "-n", str(nodes)] + list(up_args) +
+                (["--links", str(args.links)] if args.links else []) +
+                (["--mtu", str(args.mtu)] if args.mtu else []), {"EMC_PREFIX": args.prefix}))
+        for t, b in phase_pairs:
+            reason = t.skip_reason(ctx)
+            cmd, tenv = command(t, b)
+            if mode != "local":
+                tenv = dict(tenv, EMC_PREFIX=args.prefix)
+            print(("# skipped (%s): " % reason if reason else "") + runner.shell_line(cmd, tenv))
+    return 0
 
 
 def main(argv):
@@ -249,18 +436,7 @@ def main(argv):
     out_dir = os.path.abspath(args.out)
     logs = os.path.abspath(args.logs or os.path.join(build, "compare-logs"))
     timeout = args.timeout if args.timeout else (60.0 if args.quick else 120.0)
-    only_t = args.only_transports
-    if args.mtu_rows and not only_t:
-        only_t = ",".join(t.name for t in TRANSPORTS if t.mtu_variants)
-    transports = runner.select(TRANSPORTS, only_t, lambda t: [t.name], "transport")
-    benches = runner.select(BENCHMARKS, args.only_benchmarks, lambda b: [b.name, b.label],
-                            "benchmark")
-    benches = runner.select_mtu_rows(benches, args.mtu_rows, args.mtus, args.no_mtu_rows)
-    pairs = runner.combos(transports, benches)
-    if not pairs:
-        raise SystemExit("nothing to run: no selected transport has the selected benchmarks "
-                         "(the MTU rows are for %s)"
-                         % ", ".join(t.name for t in TRANSPORTS if t.mtu_variants))
+    transports, pairs = select_pairs(args)
     extra = bench_extra_args(args)
     bindir = os.path.join(build, "bench", "mpi")
     missing = [b.program for _, b in pairs
@@ -287,153 +463,24 @@ def main(argv):
                      "build": build})
 
     def command(t, b):
-        if t.raw_vdev:
-            cmd = [os.path.join(REPO, "tools", "raw-floor"), "--vdev", t.raw_vdev.format(**ctx)]
-            return cmd + (["-q"] if args.quick else []), {"BUILD": build}
-        launch = ["mpirun", "--oversubscribe"] if mode == "local" else \
-                 [args.emcluster, "mpirun", "--map-by", "node"]
-        # Every node namespace believes it owns all cores, so Open MPI's
-        # default bind-to-core pins rank 0 (node 0) and rank 1 (node 1) to
-        # the same core 0; two busy-polling ranks then share one core and
-        # ping-pong takes scheduler slices (~4 ms).  Never bind.
-        tmca = b.mca_for(t, ctx)
-        # a parameter the transport already sets (e.g. mpi_yield_when_idle
-        # for the daemon transports) is not repeated: mpirun refuses that
-        given = {tmca[i + 1] for i in range(len(tmca) - 1) if tmca[i] == "--mca"}
-        bargs, i = [], 0
-        while i < len(b.mpirun_args):
-            a = b.mpirun_args[i]
-            if a == "--mca" and i + 2 < len(b.mpirun_args) + 1 and b.mpirun_args[i + 1] in given:
-                i += 3
-                continue
-            bargs.append(a)
-            i += 1
-        cmd = launch + ["--bind-to", "none", "-np", str(b.np)] + tmca + bargs
-        for k, v in b.mca:
-            cmd += ["--mca", k.format(btl=t.btl or ""), v]
-        tenv = t.env_vars(ctx)
-        for k, v in sorted(tenv.items()):
-            cmd += ["-x", "%s=%s" % (k, v)]
-        cmd += [os.path.join(bindir, b.program)] + b.args
-        if args.quick:
-            cmd.append("-q")
-        cmd += extra.get(b.label, []) if b.label != b.name else []
-        cmd += extra.get(b.name, [])
-        return cmd, tenv
+        return build_command(args, mode, ctx, bindir, extra, t, b)
 
     phases = plan_phases(args, mode, pairs)
     if args.dry_run:
-        for (nodes, up_args), phase_pairs in phases:
-            if mode == "cluster":
-                print("# " + runner.shell_line(
-                    [args.emcluster, "up", "-n", str(nodes)] + list(up_args) +
-                    (["--links", str(args.links)] if args.links else []) +
-                    (["--mtu", str(args.mtu)] if args.mtu else []), {"EMC_PREFIX": args.prefix}))
-            for t, b in phase_pairs:
-                reason = t.skip_reason(ctx)
-                cmd, tenv = command(t, b)
-                if mode != "local":
-                    tenv = dict(tenv, EMC_PREFIX=args.prefix)
-                print(("# skipped (%s): " % reason if reason else "") +
-                      runner.shell_line(cmd, tenv))
-        return 0
+        return dry_run(args, mode, ctx, phases, command)
 
-    run = runner.Runner()
-    outcomes = {}   # combo name -> [RunOutcome]
-    meta_cmds = {}  # combo name -> [command records]
-    skipped = {}    # transport name -> reason
-    not_applicable = {}  # combo name -> reason (e.g. a memif cable on 3 nodes)
-    cluster_mtus = {}    # combo name -> the MTU of the cluster it ran on
+    sweep = Sweep(args, mode, ctx, base_env, logs, timeout, command)
     interrupted = False
-    cluster_up = False
-    layout = {}
 
     def on_signal(signum, frame):
         raise Interrupted("signal %d" % signum)
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
-        for t in transports:
-            reason = t.skip_reason(ctx)
-            if reason:
-                skipped[t.name] = reason
-                print("compare.py: %s skipped: %s" % (t.name, reason), file=sys.stderr)
+        sweep.check_transports(transports)
         for (nodes, up_args), phase_combos in phases:
-            if all(t.name in skipped for t, _ in phase_combos):
-                continue
-            phase_benches = []
-            for _, b in phase_combos:
-                if b not in phase_benches:
-                    phase_benches.append(b)
-            if mode == "cluster":
-                if cluster_up:
-                    run.run([args.emcluster, "down"], base_env, 120,
-                            os.path.join(logs, "emcluster-down"), cwd=REPO)
-                up = [args.emcluster, "up", "-n", str(nodes)] + list(up_args)
-                if args.links:
-                    up += ["--links", str(args.links)]
-                if args.mtu:
-                    up += ["--mtu", str(args.mtu)]
-                print("compare.py: %s" % runner.shell_line(up, {"EMC_PREFIX": args.prefix}),
-                      file=sys.stderr)
-                cluster_up = True  # bring it down even if 'up' half-worked
-                res = run.run(up, base_env, 180, os.path.join(logs, "emcluster-up"), cwd=REPO)
-                if res["rc"] != 0 or res["timed_out"]:
-                    print("compare.py: emcluster up failed: %s (log %s.err)"
-                          % (runner.failure_reason(res, 180), res["log"]), file=sys.stderr)
-                    return 2
-            phase_mtu = None
-            if mode != "local":
-                have = runner.cluster_nodes(args.prefix)
-                if len(have) < 2:
-                    print("compare.py: cluster %r has %d node(s); need 2 (start it, or drop "
-                          "--no-cluster)" % (args.prefix, len(have)), file=sys.stderr)
-                    return 2
-                phase_mtu = runner.cluster_mtu(args.prefix, args.iface)
-                topo = "direct veth" if len(have) == 2 else "switched"
-                for b in phase_benches:
-                    layout[b.label] = ("%d nodes (%s), one rank per node" % (len(have), topo)
-                                       if b.np <= len(have) else
-                                       "%d ranks on %d nodes (%s, map-by node)"
-                                       % (b.np, len(have), topo))
-            for rep in range(args.repeat):
-                for t, b in phase_combos:
-                    if t.name in skipped:
-                        continue
-                    name = combo_name(t, b)
-                    why = t.not_applicable(b, len(have) if mode != "local" else None)
-                    if not why and "mtu" in b.fields:
-                        why = ("the MTU rows need the emulated cluster (emcluster up --mtu M)"
-                               if mode == "local" else runner.mtu_mismatch(t, b, phase_mtu))
-                    if why:
-                        not_applicable[name] = why
-                        continue
-                    cluster_mtus[name] = phase_mtu
-                    cmd, tenv = command(t, b)
-                    env = dict(base_env)
-                    env.update(tenv)
-                    env.update(b.env)
-                    logp = os.path.join(logs, "%s-%s-r%d" % (
-                        t.name, re.sub(r"[^A-Za-z0-9_.=-]+", "_", b.label.replace(":", "to")),
-                        rep + 1))
-                    res = run.run(cmd, env, timeout, logp, cwd=REPO)
-                    oc = runner.outcome_of(res, b, timeout, t)
-                    outcomes.setdefault(name, []).append(oc)
-                    shown = dict(tenv)
-                    if mode != "local":
-                        shown["EMC_PREFIX"] = args.prefix
-                    rec = {"repeat": rep + 1, "cmd": runner.shell_line(cmd, shown),
-                           "rc": res["rc"], "seconds": round(res["seconds"], 2),
-                           "status": "ok" if oc.ok else "failed", "log": res["log"]}
-                    if not oc.ok:
-                        rec["reason"] = oc.reason
-                    if oc.counters:
-                        rec["counters"] = oc.counters
-                    meta_cmds.setdefault(name, []).append(rec)
-                    print("[%d/%d] %-8s %-14s %s (%.1f s)%s" % (
-                        rep + 1, args.repeat, t.name, b.label, rec["status"],
-                        res["seconds"], "" if oc.ok else ": " + oc.reason),
-                        file=sys.stderr)
+            if not sweep.run_phase(nodes, up_args, phase_combos):
+                return 2
     except Interrupted as e:
         interrupted = True
         print("compare.py: interrupted (%s); writing what was measured" % e, file=sys.stderr)
@@ -441,21 +488,15 @@ def main(argv):
         # no more signals-as-exceptions while cleaning up
         for s in old:
             signal.signal(s, signal.SIG_IGN)
-        run.abort_current()
-        if cluster_up:
-            down = [args.emcluster, "down"]
-            res = run.run(down, base_env, 120, os.path.join(logs, "emcluster-down"), cwd=REPO)
-            if res["rc"] != 0:
-                print("compare.py: emcluster down failed: %s" % runner.failure_reason(res, 120),
-                      file=sys.stderr)
+        sweep.finish()
         for s, h in old.items():
             signal.signal(s, h)
 
     # ---- aggregate, merge, write ----
     this_run = (runner.run_commit(env_info), env_info["date"])
-    new_rows = results.stamp(aggregate_rows(pairs, skipped, outcomes, not_applicable), *this_run)
+    new_rows = results.stamp(aggregate_rows(pairs, sweep.skipped, sweep.outcomes,
+                                            sweep.not_applicable), *this_run)
     json_path = os.path.join(out_dir, "compare.json")
-    meta_path = os.path.join(out_dir, "compare-meta.json")
     tnames = [t.name for t in TRANSPORTS]
     meta = load_meta(out_dir)
     old_rows = results.load_rows(json_path)
@@ -464,8 +505,8 @@ def main(argv):
     results.backfill_provenance(old_rows, meta)
     merged = results.sort_rows(results.merge(old_rows, new_rows), tnames, report.BENCH_ORDER)
     results.write_json_atomic(json_path, merged)
-    write_meta(meta_path, meta, env_info, interrupted, pairs, skipped, meta_cmds, layout,
-               cluster_mtus, mode, args.quick)
+    write_meta(os.path.join(out_dir, "compare-meta.json"), meta, env_info, interrupted, pairs,
+               sweep, mode, args.quick)
     write_reports(out_dir, merged, args.baseline, this_run,
                   "Environment of this run: %s, kernel %s, %s CPU(s), %s; mode %s%s. Details: "
                   "compare-meta.json." % (env_info["date"], env_info["kernel"],

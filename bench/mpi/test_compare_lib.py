@@ -656,6 +656,52 @@ class ProvenanceTests(unittest.TestCase):
         self.assertIsNone(runner.run_commit({}))
 
 
+class SweepTests(unittest.TestCase):
+    """compare.py's measuring loop with a stand-in program (no MPI, no
+    cluster): counters reach the rows, MTU rows without a cluster are
+    skipped with the reason, every new row is stamped."""
+
+    def test_local_sweep(self):
+        cp = load_compare_py()
+        args = cp.parse_args(["--local", "--repeat", "2", "--only-transports", "tcp,rudp",
+                              "--only-benchmarks", "bw"])
+        transports, pairs = cp.select_pairs(args)
+        calls = []
+
+        def command(t, b):
+            calls.append((t.name, b.label))
+            n = len(calls)
+            script = "printf '%s'; printf '%s\\n%s\\n' >&2" % (
+                BW_OUT.replace("\n", "\\n"), STATS_LINE % (0, n, n, n), STATS_LINE % (1, 0, 0, 1))
+            return ["/bin/sh", "-c", script], {}
+
+        with tempfile.TemporaryDirectory() as d:
+            sweep = cp.Sweep(args, "local", {"build": d, "iface": "eth0", "prefix": "hD"},
+                             dict(os.environ), d, 30, command)
+            old, sys.stderr = sys.stderr, open(os.devnull, "w")
+            try:
+                for (nodes, up_args), combos in cp.plan_phases(args, "local", pairs):
+                    self.assertTrue(sweep.run_phase(nodes, up_args, combos))
+            finally:
+                sys.stderr.close()
+                sys.stderr = old
+        # the MTU rows and the rdv rows are not run here
+        self.assertEqual(sorted(set(calls)), [("rudp", "bw"), ("tcp", "bw")])
+        rows = results.stamp(cp.aggregate_rows(pairs, sweep.skipped, sweep.outcomes,
+                                               sweep.not_applicable), *THIS_RUN)
+        by = {(r["transport"], r.get("mtu"), r.get("rdv")): r for r in rows}
+        rudp = by[("rudp", None, None)]
+        # run k of rudp printed k + 1 on rank 0 and 1 on rank 1
+        ks = [i + 1 for i, c in enumerate(calls) if c[0] == "rudp"]
+        self.assertEqual(rudp["spurious_retx_runs"], [k + 1 for k in ks])
+        self.assertEqual(rudp["spurious_retx"], sum(k + 1 for k in ks))
+        self.assertNotIn("spurious_retx", by[("tcp", None, None)])
+        self.assertEqual(by[("tcp", 1500, None)]["status"], "skipped")
+        self.assertIn("emulated cluster", by[("rudp", 9000, None)]["reason"])
+        self.assertEqual(by[("rudp", 9000, None)]["mtu_requested"], 9000)
+        self.assertTrue(all(results.provenance(r) == THIS_RUN for r in rows))
+
+
 def synthetic_rows():
     """Every kind of row the figures draw: MTU rows (fresh), default-cluster
     rows (old), sockets, halo-app, compute-burst."""

@@ -412,7 +412,11 @@ def draw(fname, what, panels, path, transport_order, this_run=None, run_name="th
             for j in range(len(r)):
                 for h, lab in zip(*axes[i][j].get_legend_handles_labels()):
                     seen.setdefault(lab, h)
-            axes[i][len(r) - 1].legend(seen.values(), seen.keys(), fontsize=7,
+            # the transports first, then the reference lines
+            refs = {t for q in r for _, t in q.get("refs", [])}
+            refs |= {q["goal"]["label"] for q in r if q.get("goal")} | {"misses the goal"}
+            labels = [k for k in seen if k not in refs] + [k for k in seen if k in refs]
+            axes[i][len(r) - 1].legend([seen[k] for k in labels], labels, fontsize=7,
                                        loc="upper left", bbox_to_anchor=(1.02, 1.0))
     title = "ethermpi: %s" % what
     if this_run and this_run[1]:

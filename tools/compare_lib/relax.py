@@ -238,6 +238,8 @@ def main(argv, repo):
     logs = os.path.abspath(a.logs or os.path.join(build, "compare-logs", "relax"))
     relax_bin = os.path.join(build, "apps", "relax", "relax")
     cases = build_cases(a)
+    # the run's provenance, carried by every row it writes (results.stamp)
+    run_env = runner.environment(repo) if not a.dry_run else None
     if a.dry_run:
         for c in cases:
             pre = "EMC_PREFIX=%s " % a.prefix
@@ -316,7 +318,9 @@ def main(argv, repo):
         for s, h in old.items():
             signal.signal(s, h)
 
-    rows = [aggregate(c, outs[c.key()], reasons[c.key()]) for c in cases if outs[c.key()]]
+    rows = results.stamp([aggregate(c, outs[c.key()], reasons[c.key()])
+                          for c in cases if outs[c.key()]],
+                         runner.run_commit(run_env), run_env["date"])
     json_path = os.path.join(out_dir, "compare.json")
     merged = results.merge(results.load_rows(json_path), rows)
     results.write_json_atomic(json_path, merged)
