@@ -538,6 +538,17 @@ class CounterTests(unittest.TestCase):
         self.assertEqual(btlstats.parse_counters("btl_rudp stats: rx 1 frames, spurious_retx=5\n",
                                                  "rudp", ["spurious_retx"]), {"spurious_retx": 5})
 
+    def test_rudp_live_format(self):
+        # the exact line rudp-live's print_stats prints (commit 672a002)
+        line = ("[hD-n1:10362] [hD-n1] btl_rudp stats: tx 13645 frames (2138 data, 11360 acks, 147 "
+                "retransmits, 35 timeouts), rx 238564 frames (17514 dups, 0 out-of-order, 17490 "
+                "spurious_retx), msgs 651/3675, puts placed 186874 rejected 0, drops: key 0 magic 0 "
+                "malformed 0 window 0, backpressure 0; payload bytes copied by ethermpi: tx 58188 "
+                "(sent from the user's memory: 2174630), rx reassembly/out-of-order 46299334, rx put "
+                "placement 262012928 (handed over in place: 46332306)")
+        self.assertEqual(btlstats.parse_counters(line, "rudp", ["spurious_retx", "dups"]),
+                         {"spurious_retx": 17490, "dups": 17514})
+
     def test_absent_is_none_never_zero(self):
         old = OLD_STATS_LINE % 0 + "\n" + OLD_STATS_LINE % 1
         self.assertEqual(btlstats.parse_counters(old, "rudp", ["spurious_retx"]), {"spurious_retx": None})
