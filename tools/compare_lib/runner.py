@@ -80,7 +80,7 @@ class Transport:
         own = list(self.up_args)
         if "mtu" not in bench.fields:
             return list(bench.up_args) + own
-        out, i = [], 0
+        out = []
         for args in (bench.up_args, own):
             i = 0
             while i < len(args):
