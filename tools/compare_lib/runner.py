@@ -619,8 +619,9 @@ def mtu_mismatch(transport, bench, mtu):
     want = transport.mtu_for(bench.fields["mtu"])
     if mtu == want:
         return None
-    return ("%s needs the cluster at MTU %d, it is at %s (a global --mtu overrides the MTU rows' "
-            "own; with --no-cluster bring it up with --mtu %d)" % (
+    return ("%s needs the cluster at MTU %d, it is at %s (the MTU rows bring up a cluster of "
+            "their own unless --mtu, --nodes or --no-cluster is given; with --no-cluster, "
+            "bring it up with --mtu %d)" % (
                 bench.label, want, mtu if mtu is not None else "an unknown MTU", want))
 
 
