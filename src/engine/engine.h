@@ -94,7 +94,8 @@ int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint16_t peer,
                   const em_region_handle_t *h, uint64_t offset,
                   const void *buf, size_t len, void *ctx);
 
-/** Register [base, base+len) for puts from peers. @return 0 or -EM_ENOMEM. */
+/** Register [base, base+len) for puts from peers. @return 0, -EM_ENOMEM or
+ *  -EM_EAGAIN (getrandom failed: no region key). */
 int em_engine_register(em_engine_t *e, void *base, size_t len, em_region_handle_t *out);
 /** @return 0 or -EM_EINVAL. */
 int em_engine_deregister(em_engine_t *e, const em_region_handle_t *h);
