@@ -523,6 +523,14 @@ static mca_btl_base_registration_handle_t *em_register_mem(struct mca_btl_base_m
     mca_btl_base_registration_handle_t *h = malloc(sizeof *h);
     if (!h)
         return NULL;
+    if (!(flags & MCA_BTL_REG_FLAG_REMOTE_WRITE)) {
+        /* access flags honoured (issue 13, L5): puts are the only remote
+         * access we offer, so a region nobody may write gets a handle that
+         * names no region: every put into it is refused */
+        h->region = (em_region_handle_t){ .id = 0, .key = 0,
+                                          .base = (uint64_t)(uintptr_t)base, .len = size };
+        return h;
+    }
     if (em_engine_register(m->engine, base, size, &h->region) != 0) {
         free(h);
         return NULL;
@@ -534,7 +542,7 @@ static int em_deregister_mem(struct mca_btl_base_module_t *btl,
                              mca_btl_base_registration_handle_t *h)
 {
     em_btl_module_t *m = MOD(btl);
-    int rc = em_engine_deregister(m->engine, &h->region);
+    int rc = h->region.id == 0 ? 0 : em_engine_deregister(m->engine, &h->region);
     free(h);
     return rc == 0 ? OPAL_SUCCESS : OPAL_ERR_BAD_PARAM;
 }
