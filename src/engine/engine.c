@@ -36,6 +36,7 @@ struct em_engine {
     unsigned nbatch;
     unsigned events;        /* completions during the current call */
     const em_pkt_t *rx_cur; /* the frame em_proto_rx_from() is judging */
+    uint16_t self;          /* our protocol endpoint id (cfg.self) */
     int in_progress;
     em_engine_stats_t st;
 };
@@ -175,6 +176,7 @@ em_engine_t *em_engine_create(em_link_t *link, const em_proto_cfg_t *cfg,
     if (c.frame_max > link->mtu)
         c.frame_max = link->mtu;
     e->link = link;
+    e->self = c.self;
     e->ops = *ops;
     e->uctx = uctx;
     em_regions_init(&e->regions);
@@ -206,7 +208,11 @@ int em_engine_set_peer(em_engine_t *e, uint16_t peer, const em_link_addr_t *addr
 int em_engine_set_peer_keys(em_engine_t *e, uint16_t peer, uint64_t key, uint32_t tx_isn,
                             uint32_t rx_isn)
 {
-    return em_proto_set_peer(e->proto, peer, key, tx_isn, rx_isn);
+    int rc = em_proto_set_peer(e->proto, peer, key, tx_isn, rx_isn);
+    if (rc == 0 && e->link->ops->set_flow &&
+        e->link->ops->set_flow(e->link, e->self, peer, key, tx_isn, rx_isn) != 0)
+        return -EM_EINVAL;
+    return rc;
 }
 
 int em_engine_peer_params(const em_engine_t *e, uint16_t peer, uint64_t *key,

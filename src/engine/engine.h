@@ -71,7 +71,8 @@ void em_engine_destroy(em_engine_t *e);
 int em_engine_set_peer(em_engine_t *e, uint16_t peer, const em_link_addr_t *addr);
 
 /** The pair's key and ISNs (em_proto_set_peer()): @p tx_isn ours, @p rx_isn
- *  the peer's.  @return 0 or -EM_EINVAL. */
+ *  the peer's; the link hears of them too (em_link_ops::set_flow).
+ *  @return 0 or -EM_EINVAL. */
 int em_engine_set_peer_keys(em_engine_t *e, uint16_t peer, uint64_t key, uint32_t tx_isn,
                             uint32_t rx_isn);
 

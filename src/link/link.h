@@ -76,6 +76,15 @@ typedef struct em_link_ops {
      * (NULL: the link cannot tell; frames are not bound to addresses).
      */
     uint16_t (*rx_peer)(em_link_t *l, const em_pkt_t *pkt);
+    /**
+     * The protocol endpoint @p self now talks to @p peer with pair key
+     * @p key, its own frames starting at @p tx_isn and the peer's at
+     * @p rx_isn (called by em_engine_set_peer_keys() before any traffic with
+     * @p peer): for a link whose daemon acknowledges for the process (emd's
+     * FLOW message).  Optional.  @return 0 or a negative errno.
+     */
+    int (*set_flow)(em_link_t *l, uint16_t self, uint16_t peer, uint64_t key, uint32_t tx_isn,
+                    uint32_t rx_isn);
 } em_link_ops_t;
 
 /** Common part of every link (the first member of each implementation). */

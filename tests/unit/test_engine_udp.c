@@ -152,7 +152,11 @@ static void ch_rel(em_link_t *l, em_pkt_t **p, unsigned n) { em_link_rx_release(
 static int ch_flush(em_link_t *l) { return em_link_flush(((struct choppy *)l)->inner); }
 static int ch_peer(em_link_t *l, uint16_t i, const em_link_addr_t *a) { return em_link_set_peer(((struct choppy *)l)->inner, i, a); }
 static void ch_close(em_link_t *l) { em_link_close(((struct choppy *)l)->inner); }
-static const em_link_ops_t CHOPPY = { "choppy", ch_alloc, ch_burst, ch_free, ch_rx, ch_rel, ch_flush, ch_peer, ch_close, NULL };
+static const em_link_ops_t CHOPPY = {
+    .name = "choppy", .tx_alloc = ch_alloc, .tx_burst = ch_burst, .tx_free = ch_free,
+    .rx_burst = ch_rx, .rx_release = ch_rel, .flush = ch_flush, .set_peer = ch_peer,
+    .close = ch_close,
+};
 
 static void test_refused_gathered_frames_are_flattened(void **st)
 {
