@@ -75,7 +75,7 @@
 
 /** A sender -> this client stream, as the daemon acknowledges it. */
 struct flow {
-    uint32_t job_key;
+    uint64_t job_key;
     uint16_t src, dst;            /* protocol endpoints (MPI vpids) */
     uint32_t rcv_nxt;             /* next sequence number expected */
     uint16_t src_ep;              /* where the ACK goes */

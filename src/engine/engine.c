@@ -35,6 +35,8 @@ struct em_engine {
     em_pkt_t *batch[EM_TX_BATCH];
     unsigned nbatch;
     unsigned events;        /* completions during the current call */
+    const em_pkt_t *rx_cur; /* the frame em_proto_rx_from() is judging */
+    uint16_t self;          /* our protocol endpoint id (cfg.self) */
     int in_progress;
     em_engine_stats_t st;
 };
@@ -142,9 +144,21 @@ static void e_failed(void *u, uint16_t peer)
         e->ops.peer_failed(e->uctx, peer);
 }
 
+/* A frame from an unset peer, or from another address: let the owner add
+ * the peer (lazily, from the modex), then ask the link again. */
+static uint16_t e_resolve(void *u, uint16_t peer)
+{
+    em_engine_t *e = u;
+    if (e->ops.resolve)
+        e->ops.resolve(e->uctx, peer);
+    if (!e->rx_cur || !e->link->ops->rx_peer)
+        return EM_SRC_UNKNOWN;
+    return e->link->ops->rx_peer(e->link, e->rx_cur);
+}
+
 static const em_proto_ops_t engine_proto_ops = {
     .emit = e_emit, .recv = e_recv, .put = e_put,
-    .complete = e_complete, .peer_failed = e_failed,
+    .complete = e_complete, .peer_failed = e_failed, .resolve = e_resolve,
 };
 
 em_engine_t *em_engine_create(em_link_t *link, const em_proto_cfg_t *cfg,
@@ -162,6 +176,7 @@ em_engine_t *em_engine_create(em_link_t *link, const em_proto_cfg_t *cfg,
     if (c.frame_max > link->mtu)
         c.frame_max = link->mtu;
     e->link = link;
+    e->self = c.self;
     e->ops = *ops;
     e->uctx = uctx;
     em_regions_init(&e->regions);
@@ -190,6 +205,22 @@ int em_engine_set_peer(em_engine_t *e, uint16_t peer, const em_link_addr_t *addr
     return em_link_set_peer(e->link, peer, addr);
 }
 
+int em_engine_set_peer_keys(em_engine_t *e, uint16_t peer, uint64_t key, uint32_t tx_isn,
+                            uint32_t rx_isn)
+{
+    int rc = em_proto_set_peer(e->proto, peer, key, tx_isn, rx_isn);
+    if (rc == 0 && e->link->ops->set_flow &&
+        e->link->ops->set_flow(e->link, e->self, peer, key, tx_isn, rx_isn) != 0)
+        return -EM_EINVAL;
+    return rc;
+}
+
+int em_engine_peer_params(const em_engine_t *e, uint16_t peer, uint64_t *key,
+                          uint32_t *tx_isn, uint32_t *rx_isn)
+{
+    return em_proto_peer_params(e->proto, peer, key, tx_isn, rx_isn);
+}
+
 int em_engine_progress(em_engine_t *e)
 {
     if (e->in_progress)
@@ -201,8 +232,16 @@ int em_engine_progress(em_engine_t *e)
     em_pkt_t *pkts[EM_BURST];
     unsigned n = em_link_rx_burst(e->link, pkts, EM_BURST);
     uint64_t now = em_now_ns();
-    for (unsigned i = 0; i < n; i++)
-        em_proto_rx(e->proto, pkts[i]->data, pkts[i]->len, now);
+    for (unsigned i = 0; i < n; i++) {
+        if (e->link->ops->rx_peer) {
+            e->rx_cur = pkts[i];
+            em_proto_rx_from(e->proto, pkts[i]->data, pkts[i]->len,
+                             e->link->ops->rx_peer(e->link, pkts[i]), now);
+            e->rx_cur = NULL;
+        } else {
+            em_proto_rx(e->proto, pkts[i]->data, pkts[i]->len, now);
+        }
+    }
     if (n)
         em_link_rx_release(e->link, pkts, n);
     e->st.rx_frames += n;
@@ -249,3 +288,4 @@ size_t em_engine_frame_payload(const em_engine_t *e) { return em_proto_data_payl
 const em_engine_stats_t *em_engine_stats(const em_engine_t *e) { return &e->st; }
 const em_proto_stats_t *em_engine_proto_stats(const em_engine_t *e) { return em_proto_stats(e->proto); }
 em_link_t *em_engine_link(em_engine_t *e) { return e->link; }
+uint64_t em_engine_rx_mem(const em_engine_t *e) { return em_proto_rx_mem(e->proto); }

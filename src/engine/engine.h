@@ -24,10 +24,18 @@
 typedef struct em_engine_ops {
     /** A message from @p peer; @p data is valid during the call only. */
     void (*recv)(void *uctx, uint16_t peer, uint8_t tag, const void *data, size_t len);
-    /** A send or put finished: 0, -EM_EPEERFAIL or -EM_ECANCELED. */
+    /** A send or put finished: 0, -EM_EPEERFAIL, -EM_ECANCELED or -EM_EACCES
+     *  (a put the peer refused). */
     void (*complete)(void *uctx, void *op_ctx, int status);
     /** @p peer was declared failed (optional). */
     void (*peer_failed)(void *uctx, uint16_t peer);
+    /**
+     * A frame claims to come from @p peer, which is not set (no keys) or
+     * whose address is not the frame's source: set it now if it can be
+     * (em_engine_set_peer() and em_engine_set_peer_keys(), e.g. from the
+     * launcher's modex: Open MPI adds processes lazily).  Optional.
+     */
+    void (*resolve)(void *uctx, uint16_t peer);
 } em_engine_ops_t;
 
 typedef struct em_engine_stats {
@@ -62,6 +70,19 @@ void em_engine_destroy(em_engine_t *e);
 /** Where peer @p peer is reached on the link. @return 0 or a negative errno. */
 int em_engine_set_peer(em_engine_t *e, uint16_t peer, const em_link_addr_t *addr);
 
+/** The pair's key and ISNs (em_proto_set_peer()): @p tx_isn ours, @p rx_isn
+ *  the peer's; the link hears of them too (em_link_ops::set_flow).
+ *  @return 0 or -EM_EINVAL. */
+int em_engine_set_peer_keys(em_engine_t *e, uint16_t peer, uint64_t key, uint32_t tx_isn,
+                            uint32_t rx_isn);
+
+/** What the pair with @p peer uses (em_proto_peer_params()): for a daemon
+ *  that acknowledges on this endpoint's behalf (emd's FLOW: rx_key = tx_key
+ *  = @p key, rx_next = @p rx_isn, tx_next = @p tx_isn at the start).
+ *  @return 0 or -EM_EINVAL. */
+int em_engine_peer_params(const em_engine_t *e, uint16_t peer, uint64_t *key,
+                          uint32_t *tx_isn, uint32_t *rx_isn);
+
 /** Receive a burst, run the protocol's timers, push out queued frames.
  *  @return frames received + operations completed (0: nothing happened). */
 int em_engine_progress(em_engine_t *e);
@@ -74,7 +95,8 @@ int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint16_t peer,
                   const em_region_handle_t *h, uint64_t offset,
                   const void *buf, size_t len, void *ctx);
 
-/** Register [base, base+len) for puts from peers. @return 0 or -EM_ENOMEM. */
+/** Register [base, base+len) for puts from peers. @return 0, -EM_ENOMEM or
+ *  -EM_EAGAIN (getrandom failed: no region key). */
 int em_engine_register(em_engine_t *e, void *base, size_t len, em_region_handle_t *out);
 /** @return 0 or -EM_EINVAL. */
 int em_engine_deregister(em_engine_t *e, const em_region_handle_t *h);
@@ -86,6 +108,8 @@ size_t em_engine_max_msg(const em_engine_t *e);
 size_t em_engine_frame_payload(const em_engine_t *e);
 const em_engine_stats_t *em_engine_stats(const em_engine_t *e);
 const em_proto_stats_t *em_engine_proto_stats(const em_engine_t *e);
+/** Bytes of receive buffers the protocol holds (em_proto_rx_mem()). */
+uint64_t em_engine_rx_mem(const em_engine_t *e);
 em_link_t *em_engine_link(em_engine_t *e);
 
 /** Monotonic clock in nanoseconds (the engine's time base). */

@@ -31,6 +31,8 @@ static int keep(em_order_t *o, void *origin, uint32_t num, uint8_t tag, const ui
                 size_t len)
 {
     em_order_held_t **pp = &o->held;
+    if (o->last && num_diff(o->last->num, num) < 0)
+        pp = &o->last->next;           /* the usual case: after every kept one */
     while (*pp && num_diff((*pp)->num, num) < 0)
         pp = &(*pp)->next;
     if (*pp && (*pp)->num == num)
@@ -46,7 +48,10 @@ static int keep(em_order_t *o, void *origin, uint32_t num, uint8_t tag, const ui
         memcpy(h->data, data, len);
     h->next = *pp;
     *pp = h;
+    if (!h->next)
+        o->last = h;
     o->nheld++;
+    o->bytes_held += len;
     o->kept++;
     return 0;
 }
@@ -57,7 +62,10 @@ static void drain(em_order_t *o, em_order_deliver_fn fn, void *ctx)
     while (o->held && o->held->num == o->rx_next) {
         em_order_held_t *h = o->held;
         o->held = h->next;
+        if (!o->held)
+            o->last = NULL;
         o->nheld--;
+        o->bytes_held -= h->len;
         o->rx_next++;
         int stop = fn(ctx, h->origin, h->tag, h->data, h->len);
         free(h);
@@ -82,6 +90,11 @@ int em_order_rx(em_order_t *o, void *origin, uint8_t tag, const uint8_t *msg, si
         return EM_ORDER_DROPPED;
     }
     if (ahead > 0) {
+        if ((o->max_held && o->nheld >= o->max_held) ||
+            (o->max_bytes && len - EM_ORDER_HDR > o->max_bytes - o->bytes_held)) {
+            o->dropped++;
+            return EM_ORDER_OVERFLOW;
+        }
         if (keep(o, origin, num, tag, msg + EM_ORDER_HDR, len - EM_ORDER_HDR) != 0) {
             o->dropped++;
             return EM_ORDER_DROPPED;
@@ -102,5 +115,7 @@ void em_order_reset(em_order_t *o)
         o->held = h->next;
         free(h);
     }
+    o->last = NULL;
     o->nheld = 0;
+    o->bytes_held = 0;
 }

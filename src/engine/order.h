@@ -34,7 +34,15 @@ typedef struct em_order {
     uint32_t tx_next;        /**< number of the next message to the peer */
     uint32_t rx_next;        /**< number of the next message to hand on */
     em_order_held_t *held;   /**< early messages, sorted by number */
+    em_order_held_t *last;   /**< the last of them (an honest peer's next early one goes after it) */
     uint32_t nheld;
+    size_t bytes_held;       /**< payload bytes of the early messages */
+    /** Budget (0: none): more early messages or bytes than this and
+     *  em_order_rx() says EM_ORDER_OVERFLOW; the caller fails the peer (the
+     *  messages were acknowledged by the engine below: dropping one would
+     *  lose it). */
+    uint32_t max_held;
+    size_t max_bytes;
     uint64_t kept;           /**< messages kept because they came early */
     uint64_t dropped;        /**< messages dropped: too short, stale or kept twice */
 } em_order_t;
@@ -47,7 +55,10 @@ typedef struct em_order {
 typedef int (*em_order_deliver_fn)(void *ctx, void *origin, uint8_t tag, const uint8_t *data,
                                    size_t len);
 
-enum em_order_rc { EM_ORDER_DELIVERED = 0, EM_ORDER_KEPT = 1, EM_ORDER_DROPPED = 2 };
+enum em_order_rc {
+    EM_ORDER_DELIVERED = 0, EM_ORDER_KEPT = 1, EM_ORDER_DROPPED = 2,
+    EM_ORDER_OVERFLOW = 3,   /**< over max_held or max_bytes: not kept (counted in dropped) */
+};
 
 /** Write the next message's number into @p hdr (not yet counted). */
 void em_order_stamp(const em_order_t *o, uint8_t hdr[EM_ORDER_HDR]);
@@ -61,7 +72,8 @@ static inline void em_order_sent(em_order_t *o) { o->tx_next++; }
  * a message sent or received from within @p fn sees the order already
  * moved.
  * @return EM_ORDER_DELIVERED, EM_ORDER_KEPT (copied; EM_ORDER_DROPPED
- *         when the copy cannot be made) or EM_ORDER_DROPPED.
+ *         when the copy cannot be made), EM_ORDER_DROPPED or
+ *         EM_ORDER_OVERFLOW (the budget is exceeded).
  */
 int em_order_rx(em_order_t *o, void *origin, uint8_t tag, const uint8_t *msg, size_t len,
                 em_order_deliver_fn fn, void *ctx);

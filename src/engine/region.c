@@ -5,6 +5,7 @@
  */
 #include "engine/region.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -18,15 +19,17 @@ struct em_region_slot {
     uint32_t next_free;  /**< index + 1 */
 };
 
+/* A region key from the kernel's generator, or 0 when it failed: no
+ * guessable fallback (issue 13, L5): the registration fails instead. */
 static uint64_t random_key(void)
 {
     uint64_t k = 0;
-    while (k == 0) {
-        if (getrandom(&k, sizeof k, 0) != (ssize_t)sizeof k) {
-            /* getrandom cannot fail for 8 bytes after boot; keep a fallback anyway */
-            static uint64_t ctr = 0x9E3779B97F4A7C15ull;
-            ctr = ctr * 6364136223846793005ull + (uint64_t)(uintptr_t)&k;
-            k = ctr;
+    for (int tries = 0; k == 0 && tries < 16; tries++) {
+        ssize_t got = getrandom(&k, sizeof k, 0);
+        if (got != (ssize_t)sizeof k) {
+            k = 0;
+            if (!(got < 0 && errno == EINTR))
+                return 0;
         }
     }
     return k;
@@ -54,12 +57,15 @@ int em_regions_add(em_regions_t *r, void *base, size_t len, em_region_handle_t *
         r->slots = ns;
         r->cap = nc;
     }
+    uint64_t key = random_key();
+    if (key == 0)
+        return -EM_EAGAIN;        /* getrandom failed: no key we could trust */
     uint32_t idx = r->free_head - 1;
     struct em_region_slot *s = &r->slots[idx];
     r->free_head = s->next_free;
     s->base = base;
     s->len = len;
-    s->key = random_key();
+    s->key = key;
     s->next_free = 0;
     r->used++;
     *out = (em_region_handle_t){ .id = idx + 1, .key = s->key,

@@ -39,7 +39,9 @@ typedef struct em_regions {
 
 void em_regions_init(em_regions_t *r);
 void em_regions_fini(em_regions_t *r);
-/** Register [base, base + len).  @return 0 or -EM_ENOMEM. */
+/** Register [base, base + len) under a random key (getrandom).
+ *  @return 0, -EM_ENOMEM, or -EM_EAGAIN when getrandom failed (no weak
+ *  fallback key: the registration fails). */
 int em_regions_add(em_regions_t *r, void *base, size_t len, em_region_handle_t *out);
 /** Remove a registration.  @return 0 or -EM_EINVAL (unknown id or key). */
 int em_regions_remove(em_regions_t *r, uint32_t id, uint64_t key);

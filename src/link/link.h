@@ -37,6 +37,9 @@ typedef struct em_pkt {
     void *priv;     /**< link private (mbuf, slot index, ...) */
 } em_pkt_t;
 
+/** em_link_ops::rx_peer: the source address is no peer's. */
+#define EM_LINK_PEER_UNKNOWN 0xFFFFu
+
 /** em_link::flags */
 enum em_link_flags {
     EM_LINK_F_GATHER = 0x1,  /**< tx frames may carry an external payload (em_pkt_t::ext) */
@@ -64,6 +67,24 @@ typedef struct em_link_ops {
     /** Record where peer @p peer is reached. @return 0 or a negative errno. */
     int (*set_peer)(em_link_t *l, uint16_t peer, const em_link_addr_t *addr);
     void (*close)(em_link_t *l);
+    /**
+     * Which peer a received frame (from rx_burst, not yet released) came
+     * from: the peer whose address (set_peer) is the frame's source address
+     * (UDP source IP:port, Ethernet source MAC, the daemon's source (MAC,
+     * endpoint), the simulated node), or EM_LINK_PEER_UNKNOWN.  Judges the
+     * address only, never the protocol header (issue 14's rule).  Optional
+     * (NULL: the link cannot tell; frames are not bound to addresses).
+     */
+    uint16_t (*rx_peer)(em_link_t *l, const em_pkt_t *pkt);
+    /**
+     * The protocol endpoint @p self now talks to @p peer with pair key
+     * @p key, its own frames starting at @p tx_isn and the peer's at
+     * @p rx_isn (called by em_engine_set_peer_keys() before any traffic with
+     * @p peer): for a link whose daemon acknowledges for the process (emd's
+     * FLOW message).  Optional.  @return 0 or a negative errno.
+     */
+    int (*set_flow)(em_link_t *l, uint16_t self, uint16_t peer, uint64_t key, uint32_t tx_isn,
+                    uint32_t rx_isn);
 } em_link_ops_t;
 
 /** Common part of every link (the first member of each implementation). */

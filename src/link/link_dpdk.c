@@ -41,6 +41,7 @@ struct dpdk_link {
     struct rte_ether_addr mac;
     struct rte_ether_addr *peers;
     uint32_t npeers;
+    em_addr_map_t bysrc;            /* source MAC -> peer (rx_peer) */
     uint64_t rng;
     double rx_loss;
     uint16_t ethertype_be;          /* our ethertype, network order */
@@ -281,8 +282,21 @@ static int dpdk_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
         return -EINVAL;
     if (em_peer_table_reserve((void **)&d->peers, &d->npeers, sizeof *d->peers, peer) != 0)
         return -ENOMEM;
+    em_addr_map_del(&d->bysrc, em_addr_key6(d->peers[peer].addr_bytes, 0), peer);
     memcpy(d->peers[peer].addr_bytes, a->bytes, 6);
-    return 0;
+    return em_addr_map_put(&d->bysrc, em_addr_key6(a->bytes, 0), peer) == 0 ? 0 : -ENOMEM;
+}
+
+/* the peer whose MAC (set_peer) is the frame's source: in direct mode one
+ * process owns a port, so its MAC names it */
+static uint16_t dpdk_rx_peer(em_link_t *l, const em_pkt_t *p)
+{
+    const struct dpdk_link *d = (const struct dpdk_link *)l;
+    const struct rte_mbuf *mb = p->priv;
+    if (!mb || mb->data_len < ETH_HDR)
+        return EM_LINK_PEER_UNKNOWN;
+    const struct rte_ether_hdr *eh = rte_pktmbuf_mtod(mb, const struct rte_ether_hdr *);
+    return em_addr_map_get(&d->bysrc, em_addr_key6(eh->src_addr.addr_bytes, 0));
 }
 
 /** Remove @p dir and the plain files in it (EAL's runtime directory). */
@@ -359,6 +373,7 @@ static void dpdk_close(em_link_t *l)
         rte_mempool_free(d->ext_pool);
     }
     free(d->peers);
+    em_addr_map_free(&d->bysrc);
     free(d->scratch);
     free(d);
     if (eal_ports == 1) {
@@ -394,7 +409,7 @@ static const em_link_ops_t dpdk_ops = {
     .name = "dpdk",
     .tx_alloc = dpdk_tx_alloc, .tx_burst = dpdk_tx_burst, .tx_free = dpdk_tx_free,
     .rx_burst = dpdk_rx_burst, .rx_release = dpdk_rx_release, .flush = dpdk_flush,
-    .set_peer = dpdk_set_peer, .close = dpdk_close,
+    .set_peer = dpdk_set_peer, .close = dpdk_close, .rx_peer = dpdk_rx_peer,
 };
 
 /** "--lcores=0@(a,b,...)": EAL's main thread keeps the affinity it has now. */
@@ -626,6 +641,7 @@ static void share_close(struct dpdk_link *d)
     while (rte_ring_dequeue(d->ring, &mb) == 0)
         rte_pktmbuf_free(mb);
     free(d->peers);
+    em_addr_map_free(&d->bysrc);
     free(d->scratch);
     free(d);
     eal_release();

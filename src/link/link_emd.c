@@ -53,6 +53,8 @@ struct emd_link {
     unsigned ntx_free;
     uint8_t *tx_mem;
     em_pkt_t rx_pkts[EMD_RX_BURST];
+    uint64_t rx_src[EMD_RX_BURST];    /* (MAC, endpoint) the daemon says each came from */
+    em_addr_map_t bysrc;              /* (MAC, endpoint) -> peer (rx_peer) */
     double rx_loss;
     uint64_t rng;
     uint64_t hb_timeout_ns, last_check_ns;
@@ -347,6 +349,7 @@ static unsigned daemon_rx(struct emd_link *d, em_pkt_t **pkts, unsigned max)
             continue;
         }
         em_pkt_t *p = &d->rx_pkts[k];
+        d->rx_src[k] = em_addr_key6(sh.mac, sh.endpoint);
         p->data = s + sizeof sh;
         p->len = sh.len;
         p->peer = 0;
@@ -452,6 +455,10 @@ static int emd_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     if (em_peer_table_reserve((void **)&d->peers, &d->npeers, sizeof *d->peers, peer) != 0)
         return -ENOMEM;
     struct peer_addr *pa = &d->peers[peer];
+    if (pa->set)
+        em_addr_map_del(&d->bysrc, em_addr_key6(pa->mac, pa->ep), peer);
+    if (em_addr_map_put(&d->bysrc, em_addr_key6(mac, ep), peer) != 0)
+        return -ENOMEM;
     memcpy(pa->mac, mac, 6);
     pa->ep = ep;
     pa->set = 1;
@@ -475,6 +482,19 @@ static int emd_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     return 0;
 }
 
+/* the peer the frame came from: for the daemon's ring, the source (MAC,
+ * endpoint) the daemon wrote (it fixes them for frames from its clients);
+ * for our own queues, that link's judgement */
+static uint16_t emd_rx_peer(em_link_t *l, const em_pkt_t *p)
+{
+    const struct emd_link *d = (const struct emd_link *)l;
+    if (p >= d->rx_pkts && p < d->rx_pkts + EMD_RX_BURST)
+        return em_addr_map_get(&d->bysrc, d->rx_src[p - d->rx_pkts]);
+    if (d->rdv && d->rdv->ops->rx_peer)
+        return d->rdv->ops->rx_peer(d->rdv, p);
+    return EM_LINK_PEER_UNKNOWN;
+}
+
 static void emd_close(em_link_t *l)
 {
     struct emd_link *d = (struct emd_link *)l;
@@ -489,6 +509,7 @@ static void emd_close(em_link_t *l)
         close(d->fd);                      /* = detach: the daemon frees our endpoint */
     }
     free(d->peers);
+    em_addr_map_free(&d->bysrc);
     free(d->tx_mem);
     free(d);
 }
@@ -497,7 +518,7 @@ static const em_link_ops_t emd_ops = {
     .name = "emd",
     .tx_alloc = emd_tx_alloc, .tx_burst = emd_tx_burst, .tx_free = emd_tx_free,
     .rx_burst = emd_rx_burst, .rx_release = emd_rx_release, .flush = emd_flush,
-    .set_peer = emd_set_peer, .close = emd_close,
+    .set_peer = emd_set_peer, .close = emd_close, .rx_peer = emd_rx_peer,
 };
 
 /** Receive one control message and the fd that may come with it. */

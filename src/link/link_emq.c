@@ -41,6 +41,7 @@ struct emq_link {
     struct rte_mempool *txpool;
     struct emq_peer *peers;
     uint32_t npeers;
+    em_addr_map_t bysrc;          /* (source MAC, source endpoint) -> peer */
     unsigned rx_next;             /* the sending slot whose queue is polled first */
     const volatile uint32_t *loss_ppm;
     uint64_t rng;
@@ -206,6 +207,10 @@ static int emq_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     if (em_peer_table_reserve((void **)&d->peers, &d->npeers, sizeof *d->peers, peer) != 0)
         return -ENOMEM;
     struct emq_peer *pe = &d->peers[peer];
+    if (pe->set)
+        em_addr_map_del(&d->bysrc, em_addr_key6(pe->mac.addr_bytes, pe->ep), peer);
+    if (em_addr_map_put(&d->bysrc, em_addr_key6(mac, ep), peer) != 0)
+        return -ENOMEM;
     memcpy(pe->mac.addr_bytes, mac, 6);
     pe->ep = ep;
     pe->queue = emd_rdv_queue(d->slots, d->slot, slot);
@@ -213,9 +218,24 @@ static int emq_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     return 0;
 }
 
+/* the peer whose (MAC, endpoint) the frame's shim names as its source */
+static uint16_t emq_rx_peer(em_link_t *l, const em_pkt_t *p)
+{
+    const struct emq_link *d = (const struct emq_link *)l;
+    const struct rte_mbuf *mb = p->priv;
+    uint16_t len, dst, src;
+    uint8_t smac[6];
+    if (!mb || mb->data_len < HDRS ||
+        emd_wire_decode(rte_pktmbuf_mtod(mb, const uint8_t *) + ETH_HDR, mb->data_len - ETH_HDR,
+                        &len, &dst, &src, smac) != 0)
+        return EM_LINK_PEER_UNKNOWN;
+    return em_addr_map_get(&d->bysrc, em_addr_key6(smac, src));
+}
+
 static void emq_close(em_link_t *l)
 {
     struct emq_link *d = (struct emq_link *)l;
+    em_addr_map_free(&d->bysrc);
     /* the port is the daemon's: nothing to stop; our EAL goes (the
      * secondary's mp socket with it) */
     free(d->peers);
@@ -227,7 +247,7 @@ static const em_link_ops_t emq_ops = {
     .name = "emq",
     .tx_alloc = emq_tx_alloc, .tx_burst = emq_tx_burst, .tx_free = emq_tx_free,
     .rx_burst = emq_rx_burst, .rx_release = emq_rx_release, .flush = emq_flush,
-    .set_peer = emq_set_peer, .close = emq_close,
+    .set_peer = emq_set_peer, .close = emq_close, .rx_peer = emq_rx_peer,
 };
 
 em_link_t *em_link_emq_open(const em_emq_cfg_t *cfg, char *err, size_t errlen)

@@ -15,6 +15,7 @@ struct sim_frame {
     em_pkt_t pkt;          /* must be first: em_pkt_t* <-> sim_frame* */
     uint64_t arrival;
     uint64_t order;
+    uint16_t from;         /* sending node: the frame's "source address" */
     uint8_t buf[];
 };
 
@@ -137,6 +138,7 @@ static unsigned sim_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
     for (unsigned i = 0; i < n; i++) {
         struct sim_frame *f = (struct sim_frame *)pkts[i];
         unsigned dst = f->pkt.peer;
+        f->from = (uint16_t)src->idx;
         s->st.sent++;
         uint64_t start = src->busy_until > s->now ? src->busy_until : s->now;
         src->busy_until = start + f->pkt.len * s->cfg.ns_per_kb / 1000;
@@ -160,6 +162,7 @@ static unsigned sim_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
             if (c) {
                 c->pkt.len = f->pkt.len;
                 c->pkt.peer = f->pkt.peer;
+                c->from = f->from;
                 memcpy(c->buf, f->buf, f->pkt.len);
                 c->arrival = f->arrival + 1 + (s->cfg.reorder_ns ? rnd(s) % s->cfg.reorder_ns : 0);
                 s->st.duplicated++;
@@ -208,6 +211,13 @@ static int sim_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 
 static void sim_close(em_link_t *l) { (void)l; }
 
+/* peer index == node index: the sending node is the peer */
+static uint16_t sim_rx_peer(em_link_t *l, const em_pkt_t *p)
+{
+    (void)l;
+    return ((const struct sim_frame *)p)->from;
+}
+
 static const em_link_ops_t sim_ops = {
     .name = "sim",
     .tx_alloc = sim_tx_alloc,
@@ -218,6 +228,7 @@ static const em_link_ops_t sim_ops = {
     .flush = sim_flush,
     .set_peer = sim_set_peer,
     .close = sim_close,
+    .rx_peer = sim_rx_peer,
 };
 
 void em_sim_cfg_default(em_sim_cfg_t *cfg)

@@ -35,6 +35,8 @@ struct udp_link {
     uint8_t *rx_mem;
     struct mmsghdr rx_msgs[UDP_RX_BURST];
     struct iovec rx_iov[UDP_RX_BURST];
+    struct sockaddr_in rx_from[UDP_RX_BURST];  /* source of each datagram (rx_peer) */
+    em_addr_map_t bysrc;                       /* source IP:port -> peer */
     em_udp_stats_t st;
 };
 
@@ -110,7 +112,9 @@ static unsigned udp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     for (unsigned i = 0; i < max; i++) {
         u->rx_iov[i] = (struct iovec){ .iov_base = u->rx_mem + (size_t)i * u->link.mtu,
                                       .iov_len = u->link.mtu };
-        u->rx_msgs[i].msg_hdr = (struct msghdr){ .msg_iov = &u->rx_iov[i], .msg_iovlen = 1 };
+        u->rx_msgs[i].msg_hdr = (struct msghdr){ .msg_iov = &u->rx_iov[i], .msg_iovlen = 1,
+                                                 .msg_name = &u->rx_from[i],
+                                                 .msg_namelen = sizeof u->rx_from[i] };
     }
     int r = recvmmsg(u->fd, u->rx_msgs, max, MSG_DONTWAIT, NULL);
     if (r <= 0)
@@ -124,6 +128,7 @@ static unsigned udp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
         em_pkt_t *p = &u->rx_pkts[n];
         p->data = u->rx_iov[i].iov_base;
         p->len = u->rx_msgs[i].msg_len;
+        p->priv = &u->rx_from[i];
         pkts[n++] = p;
     }
     u->st.rx_dgrams += (uint64_t)r;
@@ -133,6 +138,21 @@ static unsigned udp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
 static void udp_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n) { (void)l; (void)pkts; (void)n; }
 static int udp_flush(em_link_t *l) { (void)l; return 0; }
 
+static uint64_t sin_key(const struct sockaddr_in *s)
+{
+    return (uint64_t)ntohl(s->sin_addr.s_addr) << 16 | ntohs(s->sin_port);
+}
+
+/* the peer whose address (set_peer) sent this datagram */
+static uint16_t udp_rx_peer(em_link_t *l, const em_pkt_t *p)
+{
+    const struct udp_link *u = (const struct udp_link *)l;
+    const struct sockaddr_in *s = p->priv;
+    if (!s || s->sin_family != AF_INET)
+        return EM_LINK_PEER_UNKNOWN;
+    return em_addr_map_get(&u->bysrc, sin_key(s));
+}
+
 static int udp_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     struct udp_link *u = (struct udp_link *)l;
@@ -141,10 +161,12 @@ static int udp_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     if (em_peer_table_reserve((void **)&u->peers, &u->npeers, sizeof *u->peers, peer) != 0)
         return -ENOMEM;
     struct sockaddr_in *s = &u->peers[peer];
+    if (s->sin_family == AF_INET)
+        em_addr_map_del(&u->bysrc, sin_key(s), peer);
     s->sin_family = AF_INET;
     memcpy(&s->sin_addr.s_addr, a->bytes, 4);
     memcpy(&s->sin_port, a->bytes + 4, 2);
-    return 0;
+    return em_addr_map_put(&u->bysrc, sin_key(s), peer) == 0 ? 0 : -ENOMEM;
 }
 
 static void udp_close(em_link_t *l)
@@ -153,6 +175,7 @@ static void udp_close(em_link_t *l)
     if (u->fd >= 0)
         close(u->fd);
     free(u->peers);
+    em_addr_map_free(&u->bysrc);
     free(u->tx_mem);
     free(u->rx_mem);
     free(u);
@@ -162,7 +185,7 @@ static const em_link_ops_t udp_ops = {
     .name = "udp",
     .tx_alloc = udp_tx_alloc, .tx_burst = udp_tx_burst, .tx_free = udp_tx_free,
     .rx_burst = udp_rx_burst, .rx_release = udp_rx_release, .flush = udp_flush,
-    .set_peer = udp_set_peer, .close = udp_close,
+    .set_peer = udp_set_peer, .close = udp_close, .rx_peer = udp_rx_peer,
 };
 
 /** Does @p a match the selector (name, address or subnet)? */

@@ -50,6 +50,97 @@ int em_peer_table_reserve(void **tab, uint32_t *n, size_t elem, uint16_t peer)
     return 0;
 }
 
+#define MAP_FREE 0xFFFFu
+
+static uint32_t map_slot(uint64_t key, uint32_t cap)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
+    return (uint32_t)key & (cap - 1);
+}
+
+static int map_grow(em_addr_map_t *m)
+{
+    uint32_t nc = m->cap ? m->cap * 2 : 64;
+    uint64_t *k = calloc(nc, sizeof *k);
+    uint16_t *p = malloc(nc * sizeof *p);
+    if (!k || !p) {
+        free(k);
+        free(p);
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < nc; i++)
+        p[i] = MAP_FREE;
+    for (uint32_t i = 0; i < m->cap; i++) {
+        if (m->peers[i] == MAP_FREE)
+            continue;
+        uint32_t s = map_slot(m->keys[i], nc);
+        while (p[s] != MAP_FREE)
+            s = (s + 1) & (nc - 1);
+        k[s] = m->keys[i];
+        p[s] = m->peers[i];
+    }
+    free(m->keys);
+    free(m->peers);
+    m->keys = k;
+    m->peers = p;
+    m->cap = nc;
+    return 0;
+}
+
+int em_addr_map_put(em_addr_map_t *m, uint64_t key, uint16_t peer)
+{
+    if ((m->n + 1) * 2 > m->cap && map_grow(m) != 0)
+        return -ENOMEM;
+    uint32_t s = map_slot(key, m->cap);
+    while (m->peers[s] != MAP_FREE && m->keys[s] != key)
+        s = (s + 1) & (m->cap - 1);
+    if (m->peers[s] == MAP_FREE)
+        m->n++;
+    m->keys[s] = key;
+    m->peers[s] = peer;
+    return 0;
+}
+
+uint16_t em_addr_map_get(const em_addr_map_t *m, uint64_t key)
+{
+    if (!m->cap)
+        return MAP_FREE;
+    for (uint32_t s = map_slot(key, m->cap);; s = (s + 1) & (m->cap - 1)) {
+        if (m->peers[s] == MAP_FREE)
+            return MAP_FREE;
+        if (m->keys[s] == key)
+            return m->peers[s];
+    }
+}
+
+void em_addr_map_del(em_addr_map_t *m, uint64_t key, uint16_t peer)
+{
+    if (em_addr_map_get(m, key) != peer || peer == MAP_FREE)
+        return;
+    /* linear probing: take the entry out and put the rest of its run back */
+    uint32_t s = map_slot(key, m->cap);
+    while (m->keys[s] != key)
+        s = (s + 1) & (m->cap - 1);
+    m->peers[s] = MAP_FREE;
+    m->n--;
+    for (uint32_t t = (s + 1) & (m->cap - 1); m->peers[t] != MAP_FREE; t = (t + 1) & (m->cap - 1)) {
+        uint64_t k = m->keys[t];
+        uint16_t v = m->peers[t];
+        m->peers[t] = MAP_FREE;
+        m->n--;
+        (void)em_addr_map_put(m, k, v);   /* never grows: n went down by one */
+    }
+}
+
+void em_addr_map_free(em_addr_map_t *m)
+{
+    free(m->keys);
+    free(m->peers);
+    *m = (em_addr_map_t){0};
+}
+
 uint32_t em_if_mtu(const char *ifname)
 {
     struct ifreq ifr;

@@ -15,6 +15,34 @@
  */
 int em_peer_table_reserve(void **tab, uint32_t *n, size_t elem, uint16_t peer);
 
+/**
+ * Source address -> peer index, for em_link_ops::rx_peer: an open-addressing
+ * hash of 64-bit address keys (IPv4 + port, MAC, MAC + endpoint), so a
+ * frame's source is judged in O(1) whatever the job size.  Zero-init is an
+ * empty map.
+ */
+typedef struct em_addr_map {
+    uint64_t *keys;
+    uint16_t *peers;     /**< EM_LINK_PEER_UNKNOWN (0xFFFF) marks a free cell */
+    uint32_t cap, n;     /**< cells (power of two), used cells */
+} em_addr_map_t;
+
+/** Map @p key to @p peer (replacing its previous peer). @return 0 or -ENOMEM. */
+int em_addr_map_put(em_addr_map_t *m, uint64_t key, uint16_t peer);
+/** The peer of @p key, or 0xFFFF (EM_LINK_PEER_UNKNOWN). */
+uint16_t em_addr_map_get(const em_addr_map_t *m, uint64_t key);
+/** Forget @p key's entry when it maps to @p peer (the peer's address changed). */
+void em_addr_map_del(em_addr_map_t *m, uint64_t key, uint16_t peer);
+void em_addr_map_free(em_addr_map_t *m);
+/** Six bytes (a MAC) and a 16-bit number as one key. */
+static inline uint64_t em_addr_key6(const uint8_t b[6], uint16_t x)
+{
+    uint64_t k = 0;
+    for (int i = 0; i < 6; i++)
+        k = k << 8 | b[i];
+    return k << 16 | x;
+}
+
 /** The value of "key=" in a comma-separated devargs string ("a=1,key=v"):
  *  1 with it in @p out, 0 when absent, empty or longer than @p len - 1. */
 int em_devarg(const char *devargs, const char *key, char *out, size_t len);

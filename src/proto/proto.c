@@ -24,6 +24,10 @@ void em_proto_cfg_default(em_proto_cfg_t *cfg)
         .max_retries = 70,          /* ~61 s of silence before a peer is declared failed */
         .ack_delay_ns = 20000,      /* 20 us */
         .isn = 0,
+        .peers_need_set = 0,
+        .bind_source = 0,
+        .max_msg = 0,                  /* em_proto_max_msg() */
+        .rx_mem_max = 256u << 20,      /* 256 MiB of reassembly + out-of-order buffers */
     };
 }
 
@@ -36,6 +40,7 @@ const char *em_strerror(int err)
     case EM_ENOMEM:    return "out of memory";
     case EM_EAGAIN:    return "resource temporarily unavailable";
     case EM_ECANCELED: return "operation canceled";
+    case EM_EACCES:    return "remote access error (the peer refused the put: region, key or bounds)";
     default:           return "unknown error";
     }
 }
@@ -74,8 +79,13 @@ em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops
     p->put_payload = cfg->frame_max - EM_HDR_LEN - EM_PUT_EXT_LEN;
     p->ack_every = cfg->window / 2 ? cfg->window / 2 : 1;
     p->next_deadline = EM_NEVER;
+    p->max_msg = cfg->max_msg && cfg->max_msg < em_proto_max_msg(p) ? cfg->max_msg
+                                                                      : (uint32_t)em_proto_max_msg(p);
     for (uint32_t i = 0; i < cfg->npeers; i++) {
         struct em_peer *pe = &p->peers[i];
+        pe->set = !cfg->peers_need_set;
+        pe->key = cfg->job_key;
+        pe->tx_isn = pe->rx_isn = cfg->isn;
         pe->snd_una = pe->snd_nxt = pe->rcv_nxt = cfg->isn;
         pe->rto_base = pe->rto_cur = cfg->rto_ns;
         pe->rto_deadline = EM_NEVER;
@@ -101,20 +111,6 @@ static void abort_ops(struct em_proto *p, struct em_peer *pe, int status)
     }
 }
 
-static void free_rx(struct em_peer *pe)
-{
-    if (pe->rx) {
-        for (unsigned i = 0; i < EM_WINDOW_MAX; i++)
-            free(pe->rx[i].payload);
-        free(pe->rx);
-        pe->rx = NULL;
-    }
-    free(pe->ra_buf);
-    pe->ra_buf = NULL;
-    pe->ra_cap = 0;
-    pe->ooo_bits = 0;
-    em_reassembly_reset(pe);
-}
 
 void em_fail_peer(struct em_proto *p, uint16_t peer)
 {
@@ -127,7 +123,7 @@ void em_fail_peer(struct em_proto *p, uint16_t peer)
     pe->nack_owed = 0;
     pe->tx_blocked = 0;
     p->st.peer_failures++;
-    free_rx(pe);
+    em_rx_free(p, pe);
     abort_ops(p, pe, -EM_EPEERFAIL);
     if (p->ops.peer_failed)
         p->ops.peer_failed(p->uctx, peer);
@@ -139,7 +135,7 @@ void em_proto_destroy(em_proto_t *p)
         return;
     for (uint32_t i = 0; i < p->cfg.npeers; i++) {
         abort_ops(p, &p->peers[i], -EM_ECANCELED);
-        free_rx(&p->peers[i]);
+        em_rx_free(p, &p->peers[i]);
     }
     free(p->peers);
     free(p);
@@ -150,6 +146,41 @@ size_t em_proto_data_payload(const em_proto_t *p) { return p->data_payload; }
 size_t em_proto_max_msg(const em_proto_t *p)
 {
     return (size_t)UINT16_MAX * p->put_payload;
+}
+
+uint64_t em_proto_rx_mem(const em_proto_t *p) { return p->rx_mem; }
+
+int em_proto_set_peer(em_proto_t *p, uint16_t peer, uint64_t key, uint32_t tx_isn,
+                      uint32_t rx_isn)
+{
+    if (peer >= p->cfg.npeers || peer == p->cfg.self)
+        return -EM_EINVAL;
+    struct em_peer *pe = &p->peers[peer];
+    if (pe->set && pe->key == key && pe->tx_isn == tx_isn && pe->rx_isn == rx_isn)
+        return 0;
+    /* nothing may have moved yet: the ISNs are where both sides start */
+    if (pe->q_head || pe->snd_nxt != pe->tx_isn || pe->rcv_nxt != pe->rx_isn ||
+        pe->ooo_bits || pe->ra_active || pe->state != EM_PEER_ACTIVE)
+        return -EM_EINVAL;
+    pe->key = key;
+    pe->tx_isn = tx_isn;
+    pe->rx_isn = rx_isn;
+    pe->snd_una = pe->snd_nxt = tx_isn;
+    pe->rcv_nxt = rx_isn;
+    pe->set = 1;
+    return 0;
+}
+
+int em_proto_peer_params(const em_proto_t *p, uint16_t peer, uint64_t *key,
+                         uint32_t *tx_isn, uint32_t *rx_isn)
+{
+    if (peer >= p->cfg.npeers || !p->peers[peer].set)
+        return -EM_EINVAL;
+    const struct em_peer *pe = &p->peers[peer];
+    if (key) *key = pe->key;
+    if (tx_isn) *tx_isn = pe->tx_isn;
+    if (rx_isn) *rx_isn = pe->rx_isn;
+    return 0;
 }
 
 uint64_t em_proto_rto(const em_proto_t *p, uint16_t peer)
@@ -192,6 +223,8 @@ static int submit(struct em_proto *p, em_proto_op_t *op, uint16_t peer, uint8_t 
     struct em_peer *pe = &p->peers[peer];
     if (pe->state == EM_PEER_FAILED)
         return -EM_EPEERFAIL;
+    if (!pe->set)
+        return -EM_EINVAL;     /* keys unknown: em_proto_set_peer() first */
 
     uint32_t pl = type == EM_PT_PUT ? p->put_payload : p->data_payload;
     *op = (em_proto_op_t){
@@ -227,7 +260,38 @@ int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint16_t peer,
     return submit(p, op, peer, EM_PT_PUT, 0, t, buf, len, ctx, now);
 }
 
+/** Is the frame's source address @p src the claimed peer's, and is the peer
+ *  known?  Asks ops.resolve once when not (lazy add of a peer). */
+static bool source_ok(struct em_proto *p, const em_hdr_t *h, uint16_t src, bool bind)
+{
+    struct em_peer *pe = &p->peers[h->src];
+    if (pe->set && (!bind || src == h->src))
+        return true;
+    if (p->ops.resolve)
+        src = p->ops.resolve(p->uctx, h->src);
+    if (!pe->set || (bind && src != h->src)) {
+        p->st.drop_source++;
+        return false;
+    }
+    return true;
+}
+
+static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint16_t src,
+                     bool judge_source, uint64_t now);
+
 void em_proto_rx(em_proto_t *p, const void *frame, size_t len, uint64_t now)
+{
+    rx_frame(p, frame, len, EM_SRC_UNKNOWN, false, now);
+}
+
+void em_proto_rx_from(em_proto_t *p, const void *frame, size_t len, uint16_t src,
+                      uint64_t now)
+{
+    rx_frame(p, frame, len, src, p->cfg.bind_source != 0, now);
+}
+
+static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint16_t src,
+                     bool judge_source, uint64_t now)
 {
     em_hdr_t h;
 
@@ -238,15 +302,17 @@ void em_proto_rx(em_proto_t *p, const void *frame, size_t len, uint64_t now)
     case EM_DEC_VERSION:   p->st.drop_version++; return;
     case EM_DEC_MALFORMED: p->st.drop_malformed++; return;
     }
-    if (h.job_key != p->cfg.job_key) {
-        p->st.drop_job_key++;
-        return;
-    }
     if (h.src >= p->cfg.npeers || h.src == p->cfg.self || h.dst != p->cfg.self) {
         p->st.drop_endpoint++;
         return;
     }
+    if (!source_ok(p, &h, src, judge_source))
+        return;
     struct em_peer *pe = &p->peers[h.src];
+    if (h.job_key != pe->key) {
+        p->st.drop_job_key++;
+        return;
+    }
     if (pe->state == EM_PEER_FAILED) {
         p->st.drop_peer_failed++;
         return;
@@ -259,6 +325,12 @@ void em_proto_rx(em_proto_t *p, const void *frame, size_t len, uint64_t now)
          h.msg_len > (uint64_t)h.frag_cnt *
                      (h.type == EM_PT_PUT ? p->put_payload : p->data_payload))) {
         p->st.drop_malformed++;
+        return;
+    }
+    /* Receiver budget: a message longer than any we accept is refused
+     * before it is acknowledged (an honest sender never sends one). */
+    if (h.type == EM_PT_DATA && h.msg_len > p->max_msg) {
+        p->st.drop_budget++;
         return;
     }
     if (!em_on_ack(p, h.src, &h, now)) {

@@ -42,7 +42,12 @@ enum em_err {
     EM_ENOMEM    = 3, /**< out of memory */
     EM_EAGAIN    = 4, /**< transient: no room now, try again */
     EM_ECANCELED = 5, /**< the protocol was destroyed with the operation pending */
+    EM_EACCES    = 6, /**< remote access error: the peer refused a put (region, key or
+                           bounds), like IBV_WC_REM_ACCESS_ERR */
 };
+
+/** em_proto_rx_from() source values that name no peer. */
+#define EM_SRC_UNKNOWN 0xFFFFu  /**< the link knows no peer at the frame's source address */
 
 /** Loss-recovery modes. */
 typedef enum em_recovery {
@@ -52,7 +57,10 @@ typedef enum em_recovery {
 
 /** Configuration of one protocol instance (one endpoint talking to many peers). */
 typedef struct em_proto_cfg {
-    uint32_t job_key;       /**< frames with another key are dropped and counted */
+    /** The key of every pair until em_proto_set_peer() gives the pair's own
+     *  (tests use one key for all): frames from a peer that carry another
+     *  key than the pair's are dropped (drop_job_key). */
+    uint64_t job_key;
     uint16_t self;          /**< this endpoint's id */
     uint16_t npeers;        /**< endpoint ids are 0 .. npeers-1 (self included) */
     uint32_t frame_max;     /**< max bytes per frame, headers included (the link's payload size) */
@@ -63,7 +71,23 @@ typedef struct em_proto_cfg {
     uint64_t rto_max_ns;    /**< cap of the adaptive timeout and of the back-off */
     uint32_t max_retries;   /**< consecutive timeouts without progress before peer failure */
     uint64_t ack_delay_ns;  /**< delay of a standalone ACK when there is no reverse data */
-    uint32_t isn;           /**< initial sequence number, identical on every endpoint of a job */
+    uint32_t isn;           /**< initial sequence number of every peer (both directions)
+                                 until em_proto_set_peer() gives the pair's own */
+    /** 1: peers are unknown until em_proto_set_peer() (the BTL: keys and ISNs
+     *  come from the modex); a frame from an unknown peer asks ops.resolve
+     *  first and is dropped (drop_source) if the peer stays unknown. */
+    uint8_t peers_need_set;
+    /** 1: em_proto_rx_from()'s source must be the header's source peer
+     *  (the link's address binding); otherwise drop_source. */
+    uint8_t bind_source;
+    /** Longest message (all fragments) accepted from a peer; larger ones are
+     *  dropped unacknowledged (drop_budget).  0 = em_proto_max_msg().  Puts
+     *  are placed frame by frame and are not limited by it. */
+    uint32_t max_msg;
+    /** Bytes of receive buffers (reassembly + out-of-order slots) over all
+     *  peers; a frame that would need more is dropped unacknowledged
+     *  (drop_budget) and comes again.  0 = unlimited. */
+    uint64_t rx_mem_max;
 } em_proto_cfg_t;
 
 /** Fill @p cfg with the defaults (see docs/design.md for how they were chosen). */
@@ -100,10 +124,21 @@ typedef struct em_proto_ops {
      */
     int (*put)(void *uctx, uint16_t peer, const em_put_target_t *t,
                const void *data, size_t len);
-    /** An operation finished: @p status is 0 or -EM_EPEERFAIL / -EM_ECANCELED. */
+    /** An operation finished: @p status is 0 or -EM_EPEERFAIL / -EM_ECANCELED,
+     *  or -EM_EACCES for a put the peer refused (see EM_F_REMERR). */
     void (*complete)(void *uctx, void *op_ctx, int status);
     /** @p peer was declared failed (called once, after its operations completed). Optional. */
     void (*peer_failed)(void *uctx, uint16_t peer);
+    /**
+     * The frame being received claims to come from @p peer, but @p peer is
+     * not set yet (cfg.peers_need_set) or the frame's source address is not
+     * @p peer's.  The caller may set the peer now (em_proto_set_peer(), and
+     * the link's address) and return where the frame's source address
+     * belongs now (a peer index or EM_SRC_UNKNOWN).  Runs inside
+     * em_proto_rx_from(); may call em_proto_set_peer() only.  Optional:
+     * when NULL the frame is judged as it came.
+     */
+    uint16_t (*resolve)(void *uctx, uint16_t peer);
 } em_proto_ops_t;
 
 /**
@@ -162,6 +197,10 @@ typedef struct em_proto_stats {
     uint64_t rx_copy_bytes;    /**< payload copied inside the protocol: reassembly of
                                     multi-frame messages, out-of-order frames kept */
     uint64_t peer_failures;    /**< peers declared failed */
+    /* refusals of hostile or stray input (issue 13; docs/design.md "Threat model") */
+    uint64_t drop_source;      /**< source address is not the claimed peer's, or the peer is unknown */
+    uint64_t drop_budget;      /**< over max_msg or rx_mem_max: dropped unacknowledged */
+    uint64_t puts_failed;      /**< put operations completed with -EM_EACCES (peer refused) */
 } em_proto_stats_t;
 
 typedef struct em_proto em_proto_t;
@@ -194,8 +233,38 @@ int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint16_t peer,
                  const em_put_target_t *t, const void *buf, size_t len, void *ctx,
                  uint64_t now);
 
-/** Process one received frame (its buffer must stay valid during the call). */
+/**
+ * Set what the pair with @p peer uses: @p key is the pair's key (every
+ * frame between the two carries it, both ways: docs/design.md "Threat
+ * model"), @p tx_isn our first sequence number to it and @p rx_isn its
+ * first to us.  Call before any traffic with @p peer; calling again with
+ * the same values is a no-op.
+ * @return 0, -EM_EINVAL (bad peer, or traffic already started).
+ */
+int em_proto_set_peer(em_proto_t *p, uint16_t peer, uint64_t key, uint32_t tx_isn,
+                      uint32_t rx_isn);
+
+/** What the pair with @p peer uses (for a daemon that acknowledges on our
+ *  behalf: its ACKs carry @p key and expect @p rx_isn first).
+ *  @return 0, or -EM_EINVAL when @p peer is out of range or not set. */
+int em_proto_peer_params(const em_proto_t *p, uint16_t peer, uint64_t *key,
+                         uint32_t *tx_isn, uint32_t *rx_isn);
+
+/** Process one received frame (its buffer must stay valid during the call);
+ *  the source address is not judged (tests, tools). */
 void em_proto_rx(em_proto_t *p, const void *frame, size_t len, uint64_t now);
+
+/**
+ * Process one frame that came from the peer @p src (where the link found
+ * its source address; EM_SRC_UNKNOWN: nobody we know).  With
+ * cfg.bind_source a frame whose header names another source is dropped
+ * (drop_source).
+ */
+void em_proto_rx_from(em_proto_t *p, const void *frame, size_t len, uint16_t src,
+                      uint64_t now);
+
+/** Bytes of receive buffers held now (reassembly + out-of-order slots). */
+uint64_t em_proto_rx_mem(const em_proto_t *p);
 
 /**
  * Run timers: retransmissions, delayed ACKs, back-off, peer failure; and

@@ -34,6 +34,11 @@ enum em_peer_state { EM_PEER_ACTIVE = 0, EM_PEER_FAILED = 1 };
 
 struct em_peer {
     uint8_t state;
+    uint8_t set;               /**< keys and ISNs known (em_proto_set_peer, or cfg defaults) */
+    uint8_t rem_err;           /**< it refused a put of ours: our puts complete with -EM_EACCES */
+    uint8_t refused_put;       /**< we refused a put of its: our frames carry EM_F_REMERR */
+    uint64_t key;              /**< the pair's key: on every frame both ways */
+    uint32_t tx_isn, rx_isn;   /**< the pair's initial sequence numbers */
 
     /* ---- sender half ---- */
     uint32_t snd_una;          /**< oldest sequence number not cumulatively acked */
@@ -81,6 +86,8 @@ struct em_proto {
     uint32_t put_payload;   /**< payload bytes per PUT frame */
     uint32_t ack_every;     /**< ACK at once after this many in-order frames */
     uint64_t next_deadline; /**< lower bound of every peer's deadlines */
+    uint32_t max_msg;       /**< receiver side: longest message accepted */
+    uint64_t rx_mem;        /**< bytes of reassembly buffers and out-of-order slots held */
     em_proto_stats_t st;
 };
 
@@ -103,6 +110,9 @@ void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
                      const uint8_t *payload, uint64_t now);
 int em_send_ack(struct em_proto *p, uint16_t peer, uint8_t type);
 void em_reassembly_reset(struct em_peer *pe);
+void em_rx_free(struct em_proto *p, struct em_peer *pe);
+/** Room for @p n more bytes of receive buffers? (counts drop_budget when not) */
+bool em_rx_mem_take(struct em_proto *p, uint64_t n);
 
 /* proto.c */
 void em_fail_peer(struct em_proto *p, uint16_t peer);

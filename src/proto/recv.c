@@ -19,11 +19,13 @@ int em_send_ack(struct em_proto *p, uint16_t peer, uint8_t type)
     struct em_peer *pe = &p->peers[peer];
     uint8_t hbuf[EM_HDR_LEN];
     em_hdr_t h = {
-        .type = type, .job_key = p->cfg.job_key, .src = p->cfg.self, .dst = peer,
+        .type = type, .job_key = pe->key, .src = p->cfg.self, .dst = peer,
         .seq = pe->snd_nxt, .ack = pe->rcv_nxt, .sack = pe->ooo_bits >> 1,
     };
     if (h.sack)
         h.flags |= EM_F_SACK;
+    if (pe->refused_put)
+        h.flags |= EM_F_REMERR;
     em_hdr_encode(&h, hbuf);
     if (p->ops.emit(p->uctx, peer, hbuf, EM_HDR_LEN, NULL, 0) != 0) {
         p->st.tx_eagain++;
@@ -47,6 +49,30 @@ void em_reassembly_reset(struct em_peer *pe)
     pe->ra_active = 0;
     pe->ra_got = 0;
 }
+
+bool em_rx_mem_take(struct em_proto *p, uint64_t n)
+{
+    if (p->cfg.rx_mem_max && (p->rx_mem > p->cfg.rx_mem_max || n > p->cfg.rx_mem_max - p->rx_mem)) {
+        p->st.drop_budget++;
+        return false;
+    }
+    p->rx_mem += n;
+    return true;
+}
+
+/** Give the reassembly buffer back (after a message larger than one that
+ *  is worth keeping, or when a message was cut): an idle peer holds little. */
+static void ra_release(struct em_proto *p, struct em_peer *pe)
+{
+    free(pe->ra_buf);
+    p->rx_mem -= pe->ra_cap;
+    pe->ra_buf = NULL;
+    pe->ra_cap = 0;
+}
+
+/** Keep reassembly buffers up to this size between messages (a 64 KiB eager
+ *  message reuses its buffer; a forged huge claim does not stay pinned). */
+#define EM_RA_KEEP (128u * 1024u)
 
 /** Ask for an ACK on the next poll. */
 static void ack_soon(struct em_proto *p, struct em_peer *pe, uint64_t now)
@@ -81,8 +107,13 @@ static bool deliver_data(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
             *malformed = true;
         }
         if (h->msg_len > pe->ra_cap) {
-            uint8_t *nb = realloc(pe->ra_buf, h->msg_len);
+            /* budget: the whole new buffer, as the old one goes */
+            ra_release(p, pe);
+            if (!em_rx_mem_take(p, h->msg_len))
+                return false;        /* not consumed, not acked: it comes again */
+            uint8_t *nb = malloc(h->msg_len);
             if (!nb) {
+                p->rx_mem -= h->msg_len;
                 p->st.drop_nomem++;
                 return false;
             }
@@ -143,10 +174,12 @@ static bool consume(struct em_proto *p, uint16_t peer, const em_hdr_t *h, const 
     if (h->type == EM_PT_PUT) {
         em_put_target_t t = { .region = h->region, .key = h->key, .offset = h->offset };
         int rc = p->ops.put ? p->ops.put(p->uctx, peer, &t, payload, h->len) : -1;
-        if (rc == 0)
+        if (rc == 0) {
             p->st.puts_placed++;
-        else
+        } else {
             p->st.puts_rejected++;
+            pe->refused_put = 1;   /* every later frame to it says so: EM_F_REMERR */
+        }
     } else if (h->frag_cnt == 1) {
         p->st.msgs_recv++;
         p->ops.recv(p->uctx, peer, h->tag, payload, h->len);
@@ -155,6 +188,8 @@ static bool consume(struct em_proto *p, uint16_t peer, const em_hdr_t *h, const 
         p->st.msgs_recv++;
         /* never hand out NULL, even for an empty message */
         p->ops.recv(p->uctx, peer, pe->ra_tag, pe->ra_buf ? pe->ra_buf : payload, pe->ra_len);
+        if (pe->ra_cap > EM_RA_KEEP && !pe->ra_active)
+            ra_release(p, pe);
     }
     return true;
 }
@@ -164,16 +199,22 @@ static void buffer_ooo(struct em_proto *p, struct em_peer *pe, uint32_t d,
                        const em_hdr_t *h, const uint8_t *payload)
 {
     if (!pe->rx) {
+        if (!em_rx_mem_take(p, EM_WINDOW_MAX * sizeof *pe->rx))
+            return;
         pe->rx = calloc(EM_WINDOW_MAX, sizeof *pe->rx);
         if (!pe->rx) {
+            p->rx_mem -= EM_WINDOW_MAX * sizeof *pe->rx;
             p->st.drop_nomem++;
             return;
         }
     }
     struct em_rx_slot *s = &pe->rx[h->seq & EM_SLOT_MASK];
     if (!s->payload) {
+        if (!em_rx_mem_take(p, p->cfg.frame_max))
+            return;               /* not buffered: SACK does not claim it, it comes again */
         s->payload = malloc(p->cfg.frame_max);
         if (!s->payload) {
+            p->rx_mem -= p->cfg.frame_max;
             p->st.drop_nomem++;
             return;
         }
@@ -183,6 +224,23 @@ static void buffer_ooo(struct em_proto *p, struct em_peer *pe, uint32_t d,
     p->st.rx_copy_bytes += h->len;
     pe->ooo_bits |= (uint64_t)1 << d;
     p->st.rx_ooo++;
+}
+
+void em_rx_free(struct em_proto *p, struct em_peer *pe)
+{
+    if (pe->rx) {
+        for (unsigned i = 0; i < EM_WINDOW_MAX; i++) {
+            if (pe->rx[i].payload)
+                p->rx_mem -= p->cfg.frame_max;
+            free(pe->rx[i].payload);
+        }
+        free(pe->rx);
+        p->rx_mem -= EM_WINDOW_MAX * sizeof *pe->rx;
+        pe->rx = NULL;
+    }
+    ra_release(p, pe);
+    pe->ooo_bits = 0;
+    em_reassembly_reset(pe);
 }
 
 void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h,

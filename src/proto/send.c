@@ -18,6 +18,8 @@ static void fill_ack(const struct em_peer *pe, em_hdr_t *h)
     h->sack = pe->ooo_bits >> 1;
     if (h->sack)
         h->flags |= EM_F_SACK;
+    if (pe->refused_put)
+        h->flags |= EM_F_REMERR;
 }
 
 /** Our ACK state reached the peer: nothing owed any more. */
@@ -45,7 +47,7 @@ int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags,
         flags |= EM_F_ACKNOW;
     em_hdr_t h = {
         .type = op->type, .flags = flags, .tag = op->tag,
-        .job_key = p->cfg.job_key, .src = p->cfg.self, .dst = peer,
+        .job_key = pe->key, .src = p->cfg.self, .dst = peer,
         .len = (uint16_t)len, .seq = seq,
         .msg_id = op->msg_id, .msg_len = op->len,
         .frag_no = s->frag_no, .frag_cnt = op->frag_cnt,
@@ -134,11 +136,16 @@ static void complete_head(struct em_proto *p, struct em_peer *pe)
     pe->q_head = op->next;
     if (!pe->q_head)
         pe->q_tail = NULL;
-    if (op->type == EM_PT_PUT)
+    int status = 0;
+    if (op->type == EM_PT_PUT && pe->rem_err) {
+        p->st.puts_failed++;      /* the peer refused a put of ours (EM_F_REMERR) */
+        status = -EM_EACCES;
+    } else if (op->type == EM_PT_PUT) {
         p->st.puts_done++;
-    else
+    } else {
         p->st.msgs_sent++;
-    p->ops.complete(p->uctx, op->ctx, 0);
+    }
+    p->ops.complete(p->uctx, op->ctx, status);
 }
 
 /**
@@ -176,6 +183,8 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
 
     if (em_seq_gt(h->ack, pe->snd_nxt))
         return false;
+    if (h->flags & EM_F_REMERR)
+        pe->rem_err = 1;          /* before the completions this ACK causes */
 
     if (em_seq_gt(h->ack, pe->snd_una)) {
         /* One RTT sample per ACK, from the newest frame it covers, if that

@@ -4,39 +4,45 @@
  * put extension on PUT frames.  All multi-byte fields are big-endian on the
  * wire; code only ever touches the decoded host-order struct em_hdr.
  *
- * Base header (EM_HDR_LEN = 44 bytes):
+ * Base header (EM_HDR_LEN = 48 bytes):
  *
  *    0               1               2               3
  *    0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7
  *   +---------------+---------------+---------------+---------------+
- *  0|  magic 0xE5   |  version 1    |     type      |     flags     |
+ *  0|  magic 0xE5   |  version 2    |     type      |     flags     |
  *   +---------------+---------------+---------------+---------------+
- *  4|                           job key                             |
+ *  4|        source endpoint        |     destination endpoint      |
  *   +-------------------------------+-------------------------------+
- *  8|        source endpoint        |     destination endpoint      |
+ *  8|   pair key (64 bits): mixed from the two endpoints' random     |
+ * 12|   secrets, published through the launcher (modex); both ways  |
  *   +-------------------------------+---------------+---------------+
- * 12|   payload length (this frame) |      tag      |  reserved (0) |
+ * 16|   payload length (this frame) |      tag      |  reserved (0) |
  *   +-------------------------------+---------------+---------------+
- * 16|                  sequence number (sender's)                   |
+ * 20|                  sequence number (sender's)                   |
  *   +---------------------------------------------------------------+
- * 20|       cumulative ACK: next sequence number expected from dst   |
+ * 24|       cumulative ACK: next sequence number expected from dst   |
  *   +---------------------------------------------------------------+
- * 24|   SACK bitmap: bit i set = (ACK + 1 + i) received and buffered |
- * 28|                           (64 bits)                           |
+ * 28|   SACK bitmap: bit i set = (ACK + 1 + i) received and buffered |
+ * 32|                           (64 bits)                           |
  *   +---------------------------------------------------------------+
- * 32|                         message id                            |
+ * 36|                         message id                            |
  *   +---------------------------------------------------------------+
- * 36|                 message length (all fragments)                |
+ * 40|                 message length (all fragments)                |
  *   +-------------------------------+-------------------------------+
- * 40|        fragment number        |        fragment count         |
+ * 44|        fragment number        |        fragment count         |
  *   +-------------------------------+-------------------------------+
  *
- * Put extension (PUT frames only, EM_PUT_EXT_LEN = 24 bytes, at offset 44):
+ * Put extension (PUT frames only, EM_PUT_EXT_LEN = 24 bytes, at offset 48):
  *
- * 44|                 region id (receiver's registry)               |
- * 48|                        reserved (0)                           |
- * 52|                     region key (64 bits)                      |
- * 60|      offset of this frame's first byte in the region (64)     |
+ * 48|                 region id (receiver's registry)               |
+ * 52|                        reserved (0)                           |
+ * 56|                     region key (64 bits)                      |
+ * 64|      offset of this frame's first byte in the region (64)     |
+ *
+ * Version 2 (issue 13): the 32-bit key derived from the job id became a
+ * 64-bit key per pair of endpoints, mixed from two random secrets (never
+ * from the job id), at offset 8; the ISNs are random too (docs/design.md,
+ * "Threat model").
  *
  * The payload follows the header(s).  Frames may be longer than header +
  * payload (Ethernet pads to 60 bytes); the length field is authoritative.
@@ -51,8 +57,8 @@
 #include <stdint.h>
 
 #define EM_WIRE_MAGIC   0xE5u
-#define EM_WIRE_VERSION 1u
-#define EM_HDR_LEN      44u
+#define EM_WIRE_VERSION 2u
+#define EM_HDR_LEN      48u
 #define EM_PUT_EXT_LEN  24u
 
 /** Packet types. */
@@ -69,8 +75,12 @@ enum em_pkt_flags {
     EM_F_SACK = 0x02, /**< the SACK bitmap is meaningful */
     EM_F_ACKNOW = 0x04, /**< acknowledge without delay (last frame of a put:
                              the sender's completion, and so MPI's FIN, waits on it) */
+    EM_F_REMERR = 0x08, /**< remote access error: the sender of this frame refused a
+                             put of ours (region, key or bounds).  Sticky: set on every
+                             frame after the refusal, so the ACK that covers the refused
+                             frame carries it (like IBV_WC_REM_ACCESS_ERR) */
 };
-#define EM_F_ALL (EM_F_RETX | EM_F_SACK | EM_F_ACKNOW)
+#define EM_F_ALL (EM_F_RETX | EM_F_SACK | EM_F_ACKNOW | EM_F_REMERR)
 
 /** The base header exactly as on the wire (big-endian fields). */
 struct em_wire_hdr {
@@ -78,9 +88,9 @@ struct em_wire_hdr {
     uint8_t  version;
     uint8_t  type;
     uint8_t  flags;
-    uint32_t job_key;
     uint16_t src;
     uint16_t dst;
+    uint64_t key;
     uint16_t len;
     uint8_t  tag;
     uint8_t  rsvd;
@@ -92,7 +102,15 @@ struct em_wire_hdr {
     uint16_t frag_no;
     uint16_t frag_cnt;
 } __attribute__((packed));
-_Static_assert(sizeof(struct em_wire_hdr) == EM_HDR_LEN, "base header is 44 bytes");
+_Static_assert(sizeof(struct em_wire_hdr) == EM_HDR_LEN, "base header is 48 bytes");
+_Static_assert(offsetof(struct em_wire_hdr, src) == 4, "diagram: source at 4");
+_Static_assert(offsetof(struct em_wire_hdr, key) == 8, "diagram: pair key at 8");
+_Static_assert(offsetof(struct em_wire_hdr, len) == 16, "diagram: length at 16");
+_Static_assert(offsetof(struct em_wire_hdr, seq) == 20, "diagram: sequence number at 20");
+_Static_assert(offsetof(struct em_wire_hdr, ack) == 24, "diagram: ACK at 24");
+_Static_assert(offsetof(struct em_wire_hdr, sack) == 28, "diagram: SACK at 28");
+_Static_assert(offsetof(struct em_wire_hdr, msg_id) == 36, "diagram: message id at 36");
+_Static_assert(offsetof(struct em_wire_hdr, frag_no) == 44, "diagram: fragment number at 44");
 
 /** The put extension exactly as on the wire (big-endian fields). */
 struct em_wire_put_ext {
@@ -102,13 +120,14 @@ struct em_wire_put_ext {
     uint64_t offset;
 } __attribute__((packed));
 _Static_assert(sizeof(struct em_wire_put_ext) == EM_PUT_EXT_LEN, "put extension is 24 bytes");
+_Static_assert(offsetof(struct em_wire_put_ext, key) == 8, "diagram: region key at 48 + 8");
 
 /** A decoded header, host byte order. */
 typedef struct em_hdr {
     uint8_t  type;
     uint8_t  flags;
     uint8_t  tag;
-    uint32_t job_key;
+    uint64_t job_key;   /**< the pair's key (wire field "key"; the name is v1's) */
     uint16_t src;
     uint16_t dst;
     uint16_t len;
@@ -151,7 +170,8 @@ size_t em_hdr_encode(const em_hdr_t *h, void *out);
  * Checks everything that can be checked without protocol state: magic,
  * version, type, flags, reserved bytes, payload length against the frame,
  * fragment number < count, payload against message length, offset overflow.
- * Job key and endpoint ids are checked by the protocol (it knows them).
+ * Key, endpoint ids and the source address are checked by the protocol
+ * (it knows them).
  * @return EM_DEC_OK, with @p h filled, or the reason for refusal.
  */
 em_decode_err_t em_hdr_decode(const void *frame, size_t frame_len, em_hdr_t *h);

@@ -20,7 +20,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define KEY 0x0BADF00Du
+#define KEY 0x0BADF00Dull     /* the seeds' key (gen_seeds.c) */
 static uint8_t region[4096];
 static size_t max_msg;
 
@@ -67,6 +67,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     c.rto_max_ns = 4000;
     c.max_retries = 3;
     c.isn = 0xFFFFFFF0u;
+    /* hostile-input paths (issue 13): source binding, small receive budgets */
+    c.bind_source = (data[0] & 0x80) != 0;
+    c.rx_mem_max = 16384;
+    c.max_msg = 2000;
     int err;
     em_proto_t *p = em_proto_create(&c, &OPS, NULL, &err);
     if (!p)
@@ -88,9 +92,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if ((fl & 1) && len >= EM_HDR_LEN) {
             frame[0] = EM_WIRE_MAGIC;
             frame[1] = EM_WIRE_VERSION;
-            frame[4] = KEY >> 24; frame[5] = (KEY >> 16) & 0xff;
-            frame[6] = (KEY >> 8) & 0xff; frame[7] = KEY & 0xff;
-            frame[10] = 0; frame[11] = 0;                   /* dst = 0 */
+            for (int b = 0; b < 8; b++)                     /* key at 8, big-endian */
+                frame[8 + b] = (uint8_t)(KEY >> (56 - 8 * b));
+            frame[6] = 0; frame[7] = 0;                     /* dst = 0 */
         }
         if (fl & 2)
             now += 1000u * (fl >> 4);
@@ -101,7 +105,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (em_proto_send(p, op, (uint16_t)(1 + fl % 3), fl, buf, (fl & 8) ? 700 : 10, op, now) != 0)
                 free(op);
         }
-        em_proto_rx(p, frame, len, now);
+        /* the source address: mostly the claimed peer's, sometimes another */
+        uint16_t from = len >= 6 ? (uint16_t)(frame[4] << 8 | frame[5]) : 0;
+        if (fl & 0x40)
+            from = (fl & 0x80) ? EM_SRC_UNKNOWN : (uint16_t)(from + 1);
+        em_proto_rx_from(p, frame, len, from, now);
         em_proto_poll(p, now);
     }
     em_proto_destroy(p);

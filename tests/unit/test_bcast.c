@@ -89,8 +89,10 @@ static void h_release(em_link_t *l, em_pkt_t **p, unsigned n) { (void)l; (void)p
 static int h_flush(em_link_t *l) { (void)l; return 0; }
 static int h_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a) { (void)l; (void)peer; (void)a; return 0; }
 static void h_close(em_link_t *l) { free(l); }
-static const em_link_ops_t hub_ops = { "hub", h_alloc, h_burst, h_free, h_rx, h_release, h_flush,
-                                       h_set_peer, h_close };
+static const em_link_ops_t hub_ops = {
+    .name = "hub", .tx_alloc = h_alloc, .tx_burst = h_burst, .tx_free = h_free, .rx_burst = h_rx,
+    .rx_release = h_release, .flush = h_flush, .set_peer = h_set_peer, .close = h_close,
+};
 
 static struct hub_link *hub_join(struct hub *hub)
 {

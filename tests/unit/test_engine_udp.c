@@ -2,7 +2,8 @@
  * The engine over the kernel UDP link, on loopback, two endpoints in one
  * process: messages of every size class, puts into registered regions, and
  * forged frames (wrong job key, bad region key, unknown region, out of
- * bounds) that must be dropped and counted without touching memory.
+ * bounds) that must be dropped and counted without touching memory, and
+ * frames from an address that is not the peer's (issue 13).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +24,7 @@ struct side {
     em_engine_t *e;
     em_link_t *l;
     unsigned nrecv, ncomplete, nfail;
+    int last_status;
     size_t last_len;
     uint8_t last_tag;
     uint32_t sum;
@@ -48,6 +50,7 @@ static void s_complete(void *u, void *ctx, int status)
 {
     struct side *s = u;
     if (status == 0) s->ncomplete++; else s->nfail++;
+    s->last_status = status;
 }
 static const em_engine_ops_t OPS = { .recv = s_recv, .complete = s_complete };
 
@@ -66,6 +69,7 @@ static void open_pair_buf(struct side *a, struct side *b, uint32_t key, int sock
     c.job_key = key;
     c.npeers = 2;
     c.frame_max = 1472;
+    c.bind_source = 1;       /* a frame counts only from its peer's address */
     int e;
     c.self = 0;
     a->e = em_engine_create(a->l, &c, &OPS, a, &e);
@@ -148,7 +152,11 @@ static void ch_rel(em_link_t *l, em_pkt_t **p, unsigned n) { em_link_rx_release(
 static int ch_flush(em_link_t *l) { return em_link_flush(((struct choppy *)l)->inner); }
 static int ch_peer(em_link_t *l, uint16_t i, const em_link_addr_t *a) { return em_link_set_peer(((struct choppy *)l)->inner, i, a); }
 static void ch_close(em_link_t *l) { em_link_close(((struct choppy *)l)->inner); }
-static const em_link_ops_t CHOPPY = { "choppy", ch_alloc, ch_burst, ch_free, ch_rx, ch_rel, ch_flush, ch_peer, ch_close };
+static const em_link_ops_t CHOPPY = {
+    .name = "choppy", .tx_alloc = ch_alloc, .tx_burst = ch_burst, .tx_free = ch_free,
+    .rx_burst = ch_rx, .rx_release = ch_rel, .flush = ch_flush, .set_peer = ch_peer,
+    .close = ch_close,
+};
 
 static void test_refused_gathered_frames_are_flattened(void **st)
 {
@@ -204,21 +212,43 @@ static void test_put_lands_in_region(void **st)
     free(src);
 }
 
-/* Send a hand-made frame from a plain socket to b. */
-static void forge(struct side *b, uint32_t job_key, uint32_t region, uint64_t key, uint64_t off)
+/* Send the frame @p h (+ @p len payload bytes) to b: from a plain socket
+ * (a stranger's address) when @p via is NULL, else through @p via's link
+ * (the peer itself misbehaving: its own address). */
+static void send_frame(struct side *b, struct side *via, const em_hdr_t *h, const void *pl,
+                       size_t len)
 {
-    uint8_t f[EM_HDR_LEN + EM_PUT_EXT_LEN + 8];
-    em_hdr_t h = { .type = EM_PT_PUT, .job_key = job_key, .src = 0, .dst = 1,
-                   .len = 8, .msg_len = 8, .frag_cnt = 1, .region = region, .key = key,
-                   .offset = off, .seq = (uint32_t)em_engine_proto_stats(b->e)->rx_frames };
-    size_t n = em_hdr_encode(&h, f);
-    memcpy(f + n, "FORGED!!", 8);
+    uint8_t f[EM_HDR_LEN + EM_PUT_EXT_LEN + 64];
+    size_t n = em_hdr_encode(h, f);
+    memcpy(f + n, pl, len);
+    if (via) {
+        em_pkt_t *p = em_link_tx_alloc(via->l);
+        assert_non_null(p);
+        memcpy(p->data, f, n + len);
+        p->len = (uint32_t)(n + len);
+        p->peer = 1;
+        p->ext = NULL;
+        p->ext_len = 0;
+        assert_int_equal(em_link_tx_burst(via->l, &p, 1), 1);
+        em_link_flush(via->l);
+        return;
+    }
     int fd = socket(AF_INET, SOCK_DGRAM, 0);
     struct sockaddr_in sa = { .sin_family = AF_INET };
     memcpy(&sa.sin_addr.s_addr, b->l->local.bytes, 4);
     memcpy(&sa.sin_port, b->l->local.bytes + 4, 2);
-    assert_int_equal(sendto(fd, f, n + 8, 0, (struct sockaddr *)&sa, sizeof sa), (ssize_t)(n + 8));
+    assert_int_equal(sendto(fd, f, n + len, 0, (struct sockaddr *)&sa, sizeof sa), (ssize_t)(n + len));
     close(fd);
+}
+
+/* A hostile peer (a's own address) sends b a put frame. */
+static void forge(struct side *a, struct side *b, uint32_t job_key, uint32_t region, uint64_t key,
+                  uint64_t off)
+{
+    em_hdr_t h = { .type = EM_PT_PUT, .job_key = job_key, .src = 0, .dst = 1,
+                   .len = 8, .msg_len = 8, .frag_cnt = 1, .region = region, .key = key,
+                   .offset = off, .seq = (uint32_t)em_engine_proto_stats(b->e)->rx_frames };
+    send_frame(b, a, &h, "FORGED!!", 8);
 }
 
 static void test_forged_frames_dropped_and_counted(void **st)
@@ -230,18 +260,80 @@ static void test_forged_frames_dropped_and_counted(void **st)
     em_region_handle_t h;
     assert_int_equal(em_engine_register(b.e, region, sizeof region, &h), 0);
 
-    forge(&b, 0xDEAD, h.id, h.key, 0);             /* another job */
+    forge(&a, &b, 0xDEAD, h.id, h.key, 0);         /* another job */
     SPIN_UNTIL(&a, &b, em_engine_proto_stats(b.e)->drop_job_key == 1);
-    forge(&b, 13, h.id, h.key ^ 1, 0);              /* bad region key */
+    forge(&a, &b, 13, h.id, h.key ^ 1, 0);          /* bad region key */
     SPIN_UNTIL(&a, &b, em_engine_stats(b.e)->put_bad_key == 1);
-    forge(&b, 13, h.id, h.key, 60);                 /* 8 bytes at 60 of 64 */
+    forge(&a, &b, 13, h.id, h.key, 60);             /* 8 bytes at 60 of 64 */
     SPIN_UNTIL(&a, &b, em_engine_stats(b.e)->put_out_of_bounds == 1);
-    forge(&b, 13, h.id + 7, h.key, 0);              /* no such region */
+    forge(&a, &b, 13, h.id + 7, h.key, 0);          /* no such region */
     SPIN_UNTIL(&a, &b, em_engine_stats(b.e)->put_bad_region == 1);
     for (size_t k = 0; k < sizeof region; k++)
         assert_int_equal(region[k], 0xAA);
     assert_int_equal(em_engine_stats(b.e)->puts_placed, 0);
     assert_int_equal(em_engine_proto_stats(b.e)->puts_rejected, 3);
+    close_pair(&a, &b);
+}
+
+/* The right key, in window, claiming to be a, from another address:
+ * dropped (drop_source) whatever it is (issue 13, C2). */
+static void test_stranger_frames_dropped(void **st)
+{
+    struct side a, b;
+    open_pair(&a, &b, 15);
+    em_hdr_t d = { .type = EM_PT_DATA, .job_key = 15, .src = 0, .dst = 1, .len = 5,
+                   .msg_len = 5, .frag_cnt = 1 };
+    send_frame(&b, NULL, &d, "evil!", 5);
+    SPIN_UNTIL(&a, &b, em_engine_proto_stats(b.e)->drop_source == 1);
+    assert_int_equal(b.nrecv, 0);
+
+    /* a forged ACK does not complete a's send: b never ran while it was sent */
+    em_proto_op_t op;
+    assert_int_equal(em_engine_send(a.e, &op, 1, 1, "hello", 5, NULL), 0);
+    em_hdr_t k = { .type = EM_PT_ACK, .job_key = 15, .src = 1, .dst = 0, .ack = 1 };
+    send_frame(&a, NULL, &k, "", 0);
+    uint64_t t1 = em_now_ns();
+    while (em_engine_proto_stats(a.e)->drop_source == 0 && em_now_ns() - t1 < 5000000000ull)
+        em_engine_progress(a.e);
+    assert_int_equal(em_engine_proto_stats(a.e)->drop_source, 1);
+    assert_int_equal(a.ncomplete, 0);
+
+    /* a reassembly cut from a stranger's address fails: the message arrives whole */
+    size_t n = 20000;
+    uint8_t *buf = malloc(n);
+    for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)(i * 13);
+    em_proto_op_t big;
+    assert_int_equal(em_engine_send(a.e, &big, 1, 2, buf, n, NULL), 0);
+    for (uint32_t s = 0; s < 32; s++) {              /* single-frame "messages" at every seq */
+        d.seq = s;
+        send_frame(&b, NULL, &d, "evil!", 5);
+    }
+    SPIN_UNTIL(&a, &b, a.ncomplete == 2 && b.nrecv == 2);
+    assert_int_equal(b.last_len, n);
+    assert_int_equal(b.sum, checksum(buf, n));
+    SPIN_UNTIL(&a, &b, em_engine_proto_stats(b.e)->drop_source == 33);
+    assert_int_equal(em_engine_proto_stats(b.e)->drop_malformed, 0);
+    free(buf);
+    close_pair(&a, &b);
+}
+
+/* A put into a region deregistered meanwhile: the initiator's put fails
+ * with a remote access error (issue 13, M3), it does not "succeed". */
+static void test_put_into_deregistered_region_fails(void **st)
+{
+    struct side a, b;
+    open_pair(&a, &b, 16);
+    uint8_t region[4096];
+    em_region_handle_t h;
+    assert_int_equal(em_engine_register(b.e, region, sizeof region, &h), 0);
+    assert_int_equal(em_engine_deregister(b.e, &h), 0);
+    em_proto_op_t op;
+    assert_int_equal(em_engine_put(a.e, &op, 1, &h, 0, "abcdefgh", 8, NULL), 0);
+    SPIN_UNTIL(&a, &b, a.nfail == 1);
+    assert_int_equal(a.last_status, -EM_EACCES);
+    assert_int_equal(a.ncomplete, 0);
+    assert_int_equal(em_engine_proto_stats(a.e)->puts_failed, 1);
+    assert_int_equal(em_engine_stats(b.e)->put_bad_region + em_engine_stats(b.e)->put_bad_key, 1);
     close_pair(&a, &b);
 }
 
@@ -261,6 +353,8 @@ int main(void)
         cmocka_unit_test(test_refused_gathered_frames_are_flattened),
         cmocka_unit_test(test_put_lands_in_region),
         cmocka_unit_test(test_forged_frames_dropped_and_counted),
+        cmocka_unit_test(test_stranger_frames_dropped),
+        cmocka_unit_test(test_put_into_deregistered_region_fails),
         cmocka_unit_test(test_unknown_interface_is_a_clear_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -259,6 +259,44 @@ static void test_stop_keeps_the_rest(void **state)
     sink_fini(&s);
 }
 
+/* A peer that keeps sending messages ahead of one that never comes (issue
+ * 13, M2): kept up to max_held / max_bytes, then EM_ORDER_OVERFLOW (the BTL
+ * fails the peer), and nothing grows past the budget. */
+static void test_budget_overflows(void **state)
+{
+    (void)state;
+    em_order_t tx = { 0 }, rx = { .max_held = 100, .max_bytes = 1 << 20 };
+    struct sink s;
+    sink_init(&s, 300);
+    struct msg m;
+    build(&tx, &m, 0, 0);                       /* number 0: never arrives */
+    for (uint32_t i = 1; i <= 100; i++) {
+        build(&tx, &m, i, i);
+        assert_int_equal(em_order_rx(&rx, NULL, m.tag, m.b, m.len, sink_fn, &s), EM_ORDER_KEPT);
+    }
+    build(&tx, &m, 101, 101);
+    assert_int_equal(em_order_rx(&rx, NULL, m.tag, m.b, m.len, sink_fn, &s), EM_ORDER_OVERFLOW);
+    assert_int_equal(rx.nheld, 100);
+    assert_int_equal(s.n, 0);
+    /* by bytes: 2 messages of 60 payload bytes fit 150 bytes, the 3rd does not */
+    em_order_t tx2 = { 0 }, rx2 = { .max_bytes = 150 };
+    build(&tx2, &m, 0, 0);
+    unsigned kept = 0, over = 0;
+    for (uint32_t i = 1; i <= 10; i++) {
+        build(&tx2, &m, i, 56);                 /* 4 + 56 = 60 payload bytes */
+        int rc = em_order_rx(&rx2, NULL, m.tag, m.b, m.len, sink_fn, &s);
+        kept += rc == EM_ORDER_KEPT;
+        over += rc == EM_ORDER_OVERFLOW;
+    }
+    assert_int_equal(kept, 2);
+    assert_int_equal(over, 8);
+    assert_true(rx2.bytes_held <= 150);
+    em_order_reset(&rx);
+    em_order_reset(&rx2);
+    assert_int_equal(rx.bytes_held, 0);
+    sink_fini(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -269,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_two_links_with_duplicates),
         cmocka_unit_test(test_number_wraps),
         cmocka_unit_test(test_stop_keeps_the_rest),
+        cmocka_unit_test(test_budget_overflows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

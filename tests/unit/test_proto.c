@@ -99,7 +99,7 @@ static em_proto_t *mk(struct fx *x, em_recovery_t mode, uint32_t isn)
     x->cfg.job_key = KEY;
     x->cfg.self = 0;
     x->cfg.npeers = 3;
-    x->cfg.frame_max = 1044;      /* 1000 B of DATA payload */
+    x->cfg.frame_max = EM_HDR_LEN + 1000;  /* 1000 B of DATA payload */
     x->cfg.window = 4;
     x->cfg.recovery = mode;
     x->cfg.rto_ns = 1000;
@@ -489,7 +489,7 @@ static void test_frame_larger_than_ours_is_malformed(void **st)
     static char big[1200];
     memset(big, 'b', sizeof big);
     /* first of 2 fragments: message length plausible (<= 2 x 1000), but
-     * this frame alone carries 1100 B: 44 + 1100 > frame_max 1044 */
+     * this frame alone carries 1100 B: 48 + 1100 > frame_max 1048 */
     em_hdr_t h = { .type = EM_PT_DATA, .seq = 1, .len = 1100, .msg_len = 1100,
                    .frag_no = 0, .frag_cnt = 2 };
     feed(&x, h, big, 0);

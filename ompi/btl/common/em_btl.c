@@ -5,10 +5,12 @@
 #include "em_btl.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "opal/class/opal_bitmap.h"
 #include "opal/datatype/opal_convertor.h"
@@ -96,6 +98,12 @@ static void rdma_put(em_btl_module_t *m, em_btl_rdma_t *r)
 /* hand one message to the PML */
 static void deliver(em_btl_module_t *m, uint8_t tag, const void *data, size_t len)
 {
+    /* the tag comes from the wire: Open MPI's table has MCA_BTL_TAG_MAX
+     * (255) entries, so tag 255 would read past it and call what follows */
+    if (tag >= MCA_BTL_TAG_MAX) {
+        m->drop_tag++;
+        return;
+    }
     mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + tag;
     mca_btl_base_segment_t seg = { .seg_addr.pval = (void *)data, .seg_len = len };
     mca_btl_base_descriptor_t des;
@@ -161,6 +169,8 @@ static em_order_t *numbered(em_btl_module_t *m, uint16_t peer)
     return o->on == EM_BTL_ORDER_ON ? &o->o : NULL;
 }
 
+static void fail_peer_loudly(em_btl_module_t *m, uint16_t peer, const char *why);
+
 static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_t len)
 {
     em_btl_module_t *m = u;
@@ -169,14 +179,25 @@ static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_
     em_order_t *o = numbered(m, peer);
     if (!o)
         deliver(m, tag, data, len);
-    else
-        (void)em_order_rx(o, m, tag, data, len, deliver_in_order, NULL);
+    else if (em_order_rx(o, m, tag, data, len, deliver_in_order, NULL) == EM_ORDER_OVERFLOW) {
+        /* acknowledged below us, so it cannot be dropped and fetched again:
+         * a peer this far ahead of a missing message is broken or hostile */
+        char why[256];
+        snprintf(why, sizeof why, "it sent %u messages (%zu bytes) ahead of one that never came, "
+                 "more than btl_%s_order_max_held / btl_%s_order_max_mb allow",
+                 o->nheld, o->bytes_held, m->name, m->name);
+        m->order_overflow++;
+        fail_peer_loudly(m, peer, why);
+    }
 }
 
 static void cb_complete(void *u, void *ctx, int status)
 {
     em_btl_module_t *m = u;
-    int rc = status == 0 ? OPAL_SUCCESS : OPAL_ERR_UNREACH;
+    /* a refused put is a remote access error (IB: IBV_WC_REM_ACCESS_ERR):
+     * ob1 sees a failed RDMA completion, tells the receiver (FIN with an
+     * error) and sends that range by copy in/out instead */
+    int rc = status == 0 ? OPAL_SUCCESS : status == -EM_EACCES ? OPAL_ERR_PERM : OPAL_ERR_UNREACH;
     if (m->finalizing)        /* ops drained or cancelled by finalize: no upcalls */
         return;
     if (*(int *)ctx == EM_BTL_OP_SEND) {
@@ -220,8 +241,69 @@ static void cb_peer_failed(void *u, uint16_t peer)
         m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, ep->proc, "ethermpi: peer stopped answering");
 }
 
+/* Fail @p peer for a protocol violation (not silence): say why, then let
+ * Open MPI end the job as for a failed peer. */
+static void fail_peer_loudly(em_btl_module_t *m, uint16_t peer, const char *why)
+{
+    struct mca_btl_base_endpoint_t *ep = peer < m->npeers ? &m->eps[peer] : NULL;
+    fprintf(stderr, "ethermpi btl_%s on %s: peer vpid %u is failed: %s\n", m->name,
+            opal_process_info.nodename, (unsigned)peer, why);
+    fflush(stderr);
+    if (!ep || !ep->proc || m->finalizing)
+        return;
+    ep->failed = 1;
+    if (m->error_cb)
+        m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, ep->proc, "ethermpi: peer broke the protocol");
+}
+
+/* The pair key of this process and a peer: both sides compute the same
+ * value from the two published secrets (ordered by vpid).  A non-linear
+ * mix, so that pair keys seen on the wire tell nothing about other pairs. */
+static uint64_t pair_key(uint64_t a, uint32_t va, uint64_t b, uint32_t vb)
+{
+    uint64_t lo = va < vb ? a : b, hi = va < vb ? b : a;
+    uint64_t x = lo ^ 0x9E3779B97F4A7C15ull;
+    for (int r = 0; r < 2; r++) {
+        x ^= hi + 0x632BE59BD9B4E019ull + (x << 6) + (x >> 2);
+        x ^= x >> 30; x *= 0xBF58476D1CE4E5B9ull;
+        x ^= x >> 27; x *= 0x94D049BB133111EBull;
+        x ^= x >> 31;
+    }
+    return x;
+}
+
+/* The link address and the pair's keys of @p vpid from its modex entry
+ * @p mx.  @return 0, or -1 when the entry does not fit this module. */
+static int set_peer_from(em_btl_module_t *m, uint16_t vpid, const struct em_btl_modex *mx)
+{
+    if (m->index >= mx->count || mx->link[m->index].frame_max < m->link->mtu ||
+        mx->link[m->index].addr.len > sizeof mx->link[m->index].addr.bytes)
+        return -1;
+    if (em_engine_set_peer(m->engine, vpid, &mx->link[m->index].addr) != 0)
+        return -1;
+    uint64_t key = pair_key(m->secret, OPAL_PROC_MY_NAME.vpid, mx->secret, vpid);
+    return em_engine_set_peer_keys(m->engine, vpid, key, m->isn, mx->isn) == 0 ? 0 : -1;
+}
+
+/* A frame claims to come from @p peer, which is not added yet (Open MPI
+ * adds processes on first use) or from another address: take the peer's
+ * address and keys from its modex entry now, as add_procs will; the
+ * engine then checks the frame's source against that address. */
+static void cb_resolve(void *u, uint16_t peer)
+{
+    em_btl_module_t *m = u;
+    if (peer >= m->npeers || m->eps[peer].resolved || peer == OPAL_PROC_MY_NAME.vpid)
+        return;
+    opal_process_name_t name = { .jobid = OPAL_PROC_MY_NAME.jobid, .vpid = peer };
+    struct em_btl_modex *mx = read_modex(m, &name);
+    if (mx && set_peer_from(m, peer, mx) == 0)
+        m->eps[peer].resolved = 1;
+    free(mx);
+}
+
 static const em_engine_ops_t engine_ops = {
     .recv = cb_recv, .complete = cb_complete, .peer_failed = cb_peer_failed,
+    .resolve = cb_resolve,
 };
 
 /* -------------------------------------------------------- module functions */
@@ -260,10 +342,11 @@ static int em_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
         }
         uint16_t vpid = (uint16_t)proc->proc_name.vpid;
         struct mca_btl_base_endpoint_t *ep = &m->eps[vpid];
-        if (em_engine_set_peer(m->engine, vpid, &mx->link[m->index].addr) != 0) {
+        if (!ep->resolved && set_peer_from(m, vpid, mx) != 0) {
             free(mx);
             continue;
         }
+        ep->resolved = 1;
         if (m->order)
             m->order[vpid].on = mx->count >= 2 ? EM_BTL_ORDER_ON : EM_BTL_ORDER_OFF;
         free(mx);
@@ -441,6 +524,14 @@ static mca_btl_base_registration_handle_t *em_register_mem(struct mca_btl_base_m
     mca_btl_base_registration_handle_t *h = malloc(sizeof *h);
     if (!h)
         return NULL;
+    if (!(flags & MCA_BTL_REG_FLAG_REMOTE_WRITE)) {
+        /* access flags honoured (issue 13, L5): puts are the only remote
+         * access we offer, so a region nobody may write gets a handle that
+         * names no region: every put into it is refused */
+        h->region = (em_region_handle_t){ .id = 0, .key = 0,
+                                          .base = (uint64_t)(uintptr_t)base, .len = size };
+        return h;
+    }
     if (em_engine_register(m->engine, base, size, &h->region) != 0) {
         free(h);
         return NULL;
@@ -452,7 +543,7 @@ static int em_deregister_mem(struct mca_btl_base_module_t *btl,
                              mca_btl_base_registration_handle_t *h)
 {
     em_btl_module_t *m = MOD(btl);
-    int rc = em_engine_deregister(m->engine, &h->region);
+    int rc = h->region.id == 0 ? 0 : em_engine_deregister(m->engine, &h->region);
     free(h);
     return rc == 0 ? OPAL_SUCCESS : OPAL_ERR_BAD_PARAM;
 }
@@ -473,7 +564,10 @@ static void print_stats(em_btl_module_t *m)
                    "puts placed %llu rejected %llu, drops: key %llu magic %llu malformed %llu "
                    "window %llu, backpressure %llu; payload bytes copied by ethermpi: tx %llu "
                    "(sent from the user's memory: %llu), rx reassembly/out-of-order %llu, "
-                   "rx put placement %llu (handed over in place: %llu)",
+                   "rx put placement %llu (handed over in place: %llu); refused: "
+                   "drop_source %llu drop_job_key %llu drop_tag %llu drop_budget %llu "
+                   "drop_endpoint %llu drop_version %llu drop_short %llu drop_peer_failed %llu, "
+                   "puts_failed %llu (remote access error), rx buffers %llu bytes",
                 opal_process_info.nodename, m->name,
                 (unsigned long long)p->tx_frames, (unsigned long long)p->tx_data_frames,
                 (unsigned long long)p->tx_acks, (unsigned long long)p->retransmits,
@@ -485,7 +579,13 @@ static void print_stats(em_btl_module_t *m)
                 (unsigned long long)p->drop_malformed, (unsigned long long)p->drop_window,
                 (unsigned long long)e->tx_backpressure, (unsigned long long)e->tx_copy_bytes,
                 (unsigned long long)e->tx_gather_bytes, (unsigned long long)p->rx_copy_bytes,
-                (unsigned long long)e->put_bytes, (unsigned long long)e->recv_bytes);
+                (unsigned long long)e->put_bytes, (unsigned long long)e->recv_bytes,
+                (unsigned long long)p->drop_source, (unsigned long long)p->drop_job_key,
+                (unsigned long long)m->drop_tag, (unsigned long long)p->drop_budget,
+                (unsigned long long)p->drop_endpoint, (unsigned long long)p->drop_version,
+                (unsigned long long)p->drop_short, (unsigned long long)p->drop_peer_failed,
+                (unsigned long long)p->puts_failed,
+                (unsigned long long)em_engine_rx_mem(m->engine));
     if (m->order && m->index == 0) {
         uint64_t kept = 0, dropped = 0;
         for (uint32_t i = 0; i < m->npeers; i++) {
@@ -493,8 +593,10 @@ static void print_stats(em_btl_module_t *m)
             dropped += m->order[i].o.dropped;
         }
         opal_output(0, "[%s] btl_%s links: %llu messages kept until their turn, %llu dropped "
-                       "(no valid order number)", opal_process_info.nodename, m->name,
-                    (unsigned long long)kept, (unsigned long long)dropped);
+                       "(no valid order number), order_overflow %llu peers",
+                    opal_process_info.nodename, m->name,
+                    (unsigned long long)kept, (unsigned long long)dropped,
+                    (unsigned long long)m->order_overflow);
     }
 }
 
@@ -587,18 +689,6 @@ void em_btl_add_help_dir(const void *symbol_in_component)
     }
 }
 
-static uint32_t job_key_of(opal_jobid_t jobid)
-{
-    /* every rank derives the same key; frames of other jobs are dropped */
-    uint32_t x = (uint32_t)jobid ^ 0x45E7A11Du;
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    x ^= x >> 16;
-    return x ? x : 1;
-}
-
 /* One link's module: engine, endpoints, fragment sizes. */
 static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, em_recovery_t rec,
                         char *err, size_t errlen)
@@ -607,7 +697,16 @@ static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, em_
     m->link = link;
     em_proto_cfg_t cfg;
     em_proto_cfg_default(&cfg);
-    cfg.job_key = job_key_of(OPAL_PROC_MY_NAME.jobid);
+    /* every peer's key and ISN come from its modex entry (set_peer_from):
+     * none is known, and no frame accepted, before that */
+    cfg.peers_need_set = 1;
+    cfg.bind_source = 1;
+    cfg.job_key = m->secret;
+    cfg.isn = m->isn;
+    /* receiver budgets (issue 13): no message longer than a sender of ours
+     * makes (+ the order number), and rx_mem_mb of buffers in all */
+    cfg.max_msg = (uint32_t)m->super.btl_max_send_size + EM_ORDER_HDR;
+    cfg.rx_mem_max = params->rx_mem_mb > 0 ? (uint64_t)params->rx_mem_mb << 20 : 0;
     cfg.self = (uint16_t)OPAL_PROC_MY_NAME.vpid;
     cfg.npeers = (uint16_t)jsize;
     cfg.frame_max = link->mtu;
@@ -626,6 +725,8 @@ static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, em_
     }
     m->npeers = jsize;
     m->eps = calloc(jsize, sizeof *m->eps);
+    for (uint32_t i = 0; m->eps && i < jsize; i++)
+        m->eps[i].peer = (uint16_t)i;
     if (!m->eps) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -701,12 +802,33 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
         return NULL;
     }
 
+    /* this process's secret and first sequence number: from the kernel's
+     * generator only (a guessable fallback would defeat their purpose) */
+    uint8_t rnd[12];
+    ssize_t got;
+    do {
+        got = getrandom(rnd, sizeof rnd, 0);
+    } while (got < 0 && errno == EINTR);
+    if (got != (ssize_t)sizeof rnd) {
+        snprintf(err, sizeof err, "getrandom() failed (%s): the per-job secret cannot be drawn; "
+                 "this kernel or sandbox must allow getrandom(2)", got < 0 ? strerror(errno) : "short read");
+        opal_show_help(HELP_FILE, "link-open-failed", true, name, opal_process_info.nodename, err, name);
+        return NULL;
+    }
+    memcpy(&m->secret, rnd, 8);
+    memcpy(&m->isn, rnd + 8, 4);
+    if (!params->random_isn)
+        m->isn = 0;
+    m->drop_tag = m->order_overflow = 0;
+
     /* one module per link: link 0 is @p m, the others are copies of its
      * (registered) parameters; a failure on any link disqualifies the
      * component, since the peers expect every link they were told of */
     struct em_btl_modex mx;
     memset(&mx, 0, sizeof mx);
     mx.version = EM_BTL_MODEX_VERSION;
+    mx.secret = m->secret;
+    mx.isn = m->isn;
     em_btl_module_t *last = NULL;
     unsigned n = 0;
     for (; n < EM_BTL_MAX_LINKS; n++) {
@@ -731,6 +853,8 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
             mod->name = name;
             mod->params = params;
             mod->index = n;
+            mod->secret = m->secret;
+            mod->isn = m->isn;
             last->next = mod;
         }
         last = mod;
@@ -745,6 +869,10 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
         if (!m->order) {
             snprintf(err, sizeof err, "out of memory");
             goto fail_open;
+        }
+        for (uint32_t i = 0; i < jsize; i++) {
+            m->order[i].o.max_held = params->order_max_held > 0 ? (uint32_t)params->order_max_held : 0;
+            m->order[i].o.max_bytes = params->order_max_mb > 0 ? (size_t)params->order_max_mb << 20 : 0;
         }
         for (em_btl_module_t *it = m; it; it = it->next) {
             it->order = m->order;
@@ -794,6 +922,10 @@ int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
     p->ack_delay_us = 20;
     p->same_node = 0;
     p->print_stats = 0;
+    p->rx_mem_mb = 256;
+    p->order_max_held = 16384;
+    p->order_max_mb = 64;
+    p->random_isn = 1;
     (void)mca_base_component_var_register(c, "window",
         "Packets in flight per peer before waiting for an ACK (1-64)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->window);
@@ -824,5 +956,21 @@ int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
     (void)mca_base_component_var_register(c, "print_stats",
         "Print protocol counters (retransmits, drops by reason, ...) at MPI_Finalize",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->print_stats);
+    (void)mca_base_component_var_register(c, "rx_mem_mb",
+        "MiB of receive buffers (reassembly of multi-frame messages and out-of-order frames) "
+        "over all peers of one link; a frame that needs more is dropped unacknowledged and "
+        "sent again by its sender (counter drop_budget)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->rx_mem_mb);
+    (void)mca_base_component_var_register(c, "order_max_held",
+        "Several links: messages from one peer kept while an earlier one is missing; a peer "
+        "that needs more is failed (the job ends with a message)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->order_max_held);
+    (void)mca_base_component_var_register(c, "order_max_mb",
+        "Several links: MiB of messages kept per peer while an earlier one is missing",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->order_max_mb);
+    (void)mca_base_component_var_register(c, "random_isn",
+        "Random initial sequence numbers (off: every flow starts at 0, as in protocol "
+        "version 1; only for a daemon that cannot learn where flows start)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &p->random_isn);
     return OPAL_SUCCESS;
 }

@@ -12,8 +12,12 @@
  *   peer declared failed                  -> pending ops complete with
  *                                            OPAL_ERR_UNREACH, error callback
  *                                            (FATAL) so the job ends, not hangs
- * Peer ids on the wire are MPI process vpids within the job; the job key is
- * derived from the job id so two jobs on one wire never mix.
+ * Peer ids on the wire are MPI process vpids within the job.  Each process
+ * draws a random 64-bit secret and initial sequence number (getrandom) and
+ * publishes them in its modex entry; every frame between two processes
+ * carries their pair key (mixed from both secrets), and each process's
+ * frames are bound to the address it published (docs/design.md, "Threat
+ * model").
  *
  * Threading: MPI_THREAD_SINGLE/FUNNELED/SERIALIZED use (no locks); the
  * component refuses to initialise when MPI_THREAD_MULTIPLE is requested.
@@ -40,12 +44,15 @@
 struct em_btl_modex {
     uint32_t version;        /**< EM_BTL_MODEX_VERSION */
     uint32_t count;          /**< links in use, 1..EM_BTL_MAX_LINKS */
+    uint64_t secret;         /**< random (getrandom), never derived from the job id */
+    uint32_t isn;            /**< random first sequence number of the publisher's frames */
+    uint32_t rsvd;
     struct {
         uint32_t frame_max;  /**< the publisher's link MTU */
         em_link_addr_t addr;
     } link[EM_BTL_MAX_LINKS];
 };
-#define EM_BTL_MODEX_VERSION 2u
+#define EM_BTL_MODEX_VERSION 3u
 
 /** Registration handle: exactly what travels to the peer in the rendezvous. */
 struct mca_btl_base_registration_handle_t {
@@ -56,6 +63,7 @@ struct mca_btl_base_endpoint_t {
     opal_proc_t *proc;
     uint16_t peer;           /**< the peer's vpid */
     uint8_t failed;
+    uint8_t resolved;        /**< address and keys given to the engine (add_procs or first frame) */
 };
 
 /**
@@ -112,6 +120,11 @@ typedef struct em_btl_params {
     int rto_us, rto_min_us, rto_max_us, retries, ack_delay_us;
     int same_node;           /**< also reach ranks on this node (testing without namespaces) */
     int print_stats;         /**< print counters at finalize */
+    int rx_mem_mb;           /**< receive buffers (reassembly + out-of-order) per module, MiB */
+    int order_max_held;      /**< several links: early messages kept per peer before it is failed */
+    int order_max_mb;        /**< ... and their bytes, MiB */
+    int random_isn;          /**< random initial sequence numbers (0: start at 0, for a
+                                  daemon that does not learn flow starts) */
 } em_btl_params_t;
 
 /** Opens a component's link; writes a user-facing reason on failure. */
@@ -137,6 +150,10 @@ typedef struct em_btl_module {
     unsigned index;                   /**< which of the process's links (modex entry) */
     struct em_btl_module *next;       /**< the component's next module (next link) */
     struct em_btl_order *order;       /**< per peer, shared by the modules; NULL with one link */
+    uint64_t secret;                  /**< this process's secret (same on every module) */
+    uint32_t isn;                     /**< this process's first sequence number */
+    uint64_t drop_tag;                /**< messages with a tag outside Open MPI's table (H3) */
+    uint64_t order_overflow;          /**< peers failed for keeping too many early messages */
 } em_btl_module_t;
 
 /** Register the common MCA parameters of component @p c into @p p. */
