@@ -50,6 +50,13 @@ typedef enum em_recovery {
     EM_RECOVERY_GBN = 1, /**< Go-Back-N with timer + NACK (seed 001 baseline) */
 } em_recovery_t;
 
+/** Congestion control modes (src/proto/cc.h; docs/design.md "Congestion control"). */
+typedef enum em_cc_mode {
+    EM_CC_OFF   = 0, /**< fixed window of cfg.window frames, no pacing (before issue 12) */
+    EM_CC_LOSS  = 1, /**< AIMD on loss only: halve once per window of loss, +1 frame per RTT */
+    EM_CC_DELAY = 2, /**< loss (proportional, once per window) + RTT target, paced (default) */
+} em_cc_mode_t;
+
 /** Configuration of one protocol instance (one endpoint talking to many peers). */
 typedef struct em_proto_cfg {
     uint32_t job_key;       /**< frames with another key are dropped and counted */
@@ -64,6 +71,16 @@ typedef struct em_proto_cfg {
     uint32_t max_retries;   /**< consecutive timeouts without progress before peer failure */
     uint64_t ack_delay_ns;  /**< delay of a standalone ACK when there is no reverse data */
     uint32_t isn;           /**< initial sequence number, identical on every endpoint of a job */
+    /* congestion control (src/proto/cc.h) */
+    em_cc_mode_t cc;        /**< EM_CC_OFF, EM_CC_LOSS or EM_CC_DELAY */
+    uint64_t cc_target_ns;  /**< EM_CC_DELAY: queueing delay allowed above the lowest RTT seen */
+    uint64_t cc_fs_range_ns;/**< EM_CC_DELAY: extra target at a window of one frame (flow scaling) */
+    uint16_t cc_init_frames;/**< initial cwnd in full frames, 1 .. window */
+    uint16_t cc_pace_burst; /**< frames that may leave back to back before pacing spaces them (>= 1) */
+    uint16_t cc_pace_gain_pct; /**< pacing rate = gain% x cwnd / srtt (>= 100; 0 = no pacing) */
+    uint16_t cc_beta_pct;   /**< EM_CC_DELAY: decrease per unit of relative excess delay, % */
+    uint16_t cc_max_md_pct; /**< largest single decrease of cwnd, % (1 .. 90) */
+    uint16_t cc_loss_gain_pct; /**< EM_CC_DELAY: decrease per unit of loss fraction in an episode, % */
 } em_proto_cfg_t;
 
 /** Fill @p cfg with the defaults (see docs/design.md for how they were chosen). */
@@ -162,6 +179,10 @@ typedef struct em_proto_stats {
     uint64_t rx_copy_bytes;    /**< payload copied inside the protocol: reassembly of
                                     multi-frame messages, out-of-order frames kept */
     uint64_t peer_failures;    /**< peers declared failed */
+    uint64_t cc_loss_decreases;  /**< cwnd decreases for loss (at most one per window of loss) */
+    uint64_t cc_delay_decreases; /**< cwnd decreases for delay above the target */
+    uint64_t cc_cwnd_blocked;    /**< new frames held back by the congestion window */
+    uint64_t cc_paced;           /**< new frames held back by pacing */
 } em_proto_stats_t;
 
 typedef struct em_proto em_proto_t;
@@ -203,7 +224,11 @@ void em_proto_rx(em_proto_t *p, const void *frame, size_t len, uint64_t now);
  */
 void em_proto_poll(em_proto_t *p, uint64_t now);
 
-/** Earliest time at which em_proto_poll() has timer work (UINT64_MAX: none). */
+/**
+ * Earliest time at which em_proto_poll() has timer work (UINT64_MAX: none):
+ * retransmit and ACK timers, and the pacing time of a peer whose next new
+ * frame waits for it (the caller must poll then, or that frame waits).
+ */
 uint64_t em_proto_next_deadline(const em_proto_t *p);
 
 /** True when nothing is queued, in flight, or owed (ACKs) to any peer. */
@@ -217,6 +242,9 @@ size_t em_proto_data_payload(const em_proto_t *p);
 
 /** Current retransmit timeout towards @p peer before back-off (ns). */
 uint64_t em_proto_rto(const em_proto_t *p, uint16_t peer);
+
+/** Congestion window towards @p peer, bytes (0 for a bad peer id). */
+uint64_t em_proto_cwnd(const em_proto_t *p, uint16_t peer);
 
 /** Smoothed round-trip time towards @p peer (ns; 0 before the first sample). */
 uint64_t em_proto_srtt(const em_proto_t *p, uint16_t peer);
