@@ -40,7 +40,7 @@ bool em_cc_cfg_ok(const em_proto_cfg_t *cfg)
     if (cfg->cc_pace_gain_pct != 0 && cfg->cc_pace_gain_pct < 100)
         return false;
     if (cfg->cc_max_md_pct < 1 || cfg->cc_max_md_pct > 90 || cfg->cc_beta_pct > 1000 ||
-        cfg->cc_loss_gain_pct > 1000)
+        cfg->cc_loss_gain_pct > 1000 || cfg->cc_loss_qdelay_pct > 1000)
         return false;
     /* 10 s: anything more is a unit mistake */
     return cfg->cc_target_ns <= 10000000000ull && cfg->cc_fs_range_ns <= 10000000000ull;
@@ -53,6 +53,7 @@ void em_cc_init(em_cc_t *c, const em_proto_cfg_t *cfg)
     *c = (em_cc_t){
         .round_min = UINT64_MAX,
         .slow_start = 1,
+        .tscale = 1024,
         .cwnd_min = cfg->frame_max,
         .cwnd_max = (uint64_t)cfg->window * cfg->frame_max,
     };
@@ -157,7 +158,7 @@ void em_cc_on_sacked(em_cc_t *c, uint32_t bytes)
 static void end_episode(em_cc_t *c, const em_proto_cfg_t *cfg, em_proto_stats_t *st)
 {
     c->ep_active = 0;
-    if (c->ep_cut || cfg->cc != EM_CC_DELAY || c->ep_lost == 0)
+    if (c->ep_cut || cfg->cc != EM_CC_DELAY || c->ep_lost == 0 || !c->ep_cong)
         return;
     /* DCTCP's rule with loss as the mark: cut by gain x fraction lost. */
     uint64_t frac_pm = (uint64_t)c->ep_lost * 1000 / c->ep_frames;
@@ -168,6 +169,10 @@ static void end_episode(em_cc_t *c, const em_proto_cfg_t *cfg, em_proto_stats_t 
         return;
     decrease(c, cfg, pm);
     st->cc_loss_decreases++;
+    /* Loss means the buffer is shallower than the queueing the target
+     * allows (or the base RTT was learnt behind a queue): halve the
+     * allowance; loss-free rounds give it back (on_ack). */
+    c->tscale /= 2;
 }
 
 void em_cc_on_ack(em_cc_t *c, const em_proto_cfg_t *cfg, em_proto_stats_t *st, uint64_t acked,
@@ -190,7 +195,16 @@ void em_cc_on_ack(em_cc_t *c, const em_proto_cfg_t *cfg, em_proto_stats_t *st, u
          * that was slow to poll raises only some of them. */
         if (cfg->cc == EM_CC_DELAY && now - c->round_start >= (srtt ? srtt : rtt)) {
             uint64_t target = c->min_rtt + cfg->cc_target_ns + flow_scale(c, cfg);
+            if (cfg->cc_adapt_target) {
+                target = c->min_rtt +
+                         (cfg->cc_target_ns + flow_scale(c, cfg)) * c->tscale / 1024;
+                if (!c->ep_active && c->tscale < 1024)
+                    c->tscale += 16;                /* back to 1 in 64 loss-free rounds */
+            }
             c->over = c->round_min > target;
+            c->last_q = c->round_min - c->min_rtt;
+            c->last_allow = target - c->min_rtt;
+            c->verdict_until = now + 2 * (srtt ? srtt : rtt);
             if (c->over) {
                 decrease(c, cfg, (uint64_t)cfg->cc_beta_pct * 10 * (c->round_min - target) /
                                  c->round_min);
@@ -216,8 +230,24 @@ void em_cc_on_ack(em_cc_t *c, const em_proto_cfg_t *cfg, em_proto_stats_t *st, u
     }
 }
 
+/**
+ * Delay mode: was this loss congestion?  Only when the last round trip's
+ * queueing delay reached cc_loss_qdelay_pct of the allowance: a tail drop
+ * at a full queue comes with a long queue; a frame lost at random on an
+ * uncongested path (or reordered past the SACK rule) does not.  Without a
+ * fresh verdict (no RTT sample for two round trips: every frame resent,
+ * Karn) every loss counts, so a collapse can never go unanswered.
+ */
+static bool congestive(const em_cc_t *c, const em_proto_cfg_t *cfg, uint64_t now)
+{
+    if (cfg->cc != EM_CC_DELAY || cfg->cc_loss_qdelay_pct == 0 || c->min_rtt == 0 ||
+        now > c->verdict_until)
+        return true;
+    return c->last_q * 100 >= c->last_allow * cfg->cc_loss_qdelay_pct;
+}
+
 void em_cc_on_loss(em_cc_t *c, const em_proto_cfg_t *cfg, em_proto_stats_t *st, unsigned n,
-                   bool timeout, uint32_t snd_una, uint32_t snd_nxt)
+                   bool timeout, uint32_t snd_una, uint32_t snd_nxt, uint64_t now)
 {
     if (cfg->cc == EM_CC_OFF || n == 0)
         return;
@@ -225,12 +255,15 @@ void em_cc_on_loss(em_cc_t *c, const em_proto_cfg_t *cfg, em_proto_stats_t *st, 
         uint32_t frames = snd_nxt - snd_una;
         c->ep_active = 1;
         c->ep_cut = 0;
+        c->ep_cong = 0;
         c->ep_end = snd_nxt;
         c->ep_frames = frames ? frames : 1;
         c->ep_lost = 0;
     }
     c->ep_lost += n;
-    if (c->ep_cut)
+    if (congestive(c, cfg, now))
+        c->ep_cong = 1;
+    if (c->ep_cut || !c->ep_cong)
         return;
     /* AIMD halves at once; a timeout means the ACK clock is lost: cut now. */
     if (cfg->cc == EM_CC_LOSS || timeout) {
@@ -246,4 +279,5 @@ void em_cc_flush(em_cc_t *c)
     c->since_ackreq = 0;
     c->ep_active = 0;
     c->ep_cut = 0;
+    c->ep_cong = 0;
 }

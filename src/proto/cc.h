@@ -27,7 +27,14 @@
  *     compared with min_rtt + cc_target_ns (the lowest sample seen is the
  *     path's base RTT).  Below the target cwnd grows by one frame per round
  *     trip; above it cwnd shrinks by cc_beta_pct x (rtt - target) / rtt,
- *     capped at cc_max_md_pct, at most once per round trip.
+ *     capped at cc_max_md_pct, at most once per round trip.  The verdict
+ *     is taken once per round trip on the round's lowest sample (noise from
+ *     a peer slow to poll raises some samples, a standing queue all).  The
+ *     allowance above min_rtt grows as cwnd shrinks (Swift's flow scaling,
+ *     cc_fs_range_ns), so senders that learnt different base RTTs still
+ *     share; it is halved by every loss decrease (a buffer shallower than
+ *     the allowance, or a base RTT learnt behind a queue) and given back
+ *     by 1/64 per loss-free round.
  *
  * Pure: no I/O, no allocation, no clock of its own (times are passed in).
  * Threading: the state is part of its em_proto_t and follows its rules
@@ -58,7 +65,12 @@ typedef struct em_cc {
     uint32_t ep_lost;      /**< frames resent during the episode */
     uint8_t ep_active;     /**< a loss episode is open */
     uint8_t ep_cut;        /**< cwnd was already decreased for this episode */
+    uint8_t ep_cong;       /**< delay: a loss of this episode came with a queue (congestive) */
     uint8_t slow_start;    /**< no decrease yet: grow by the bytes acked (doubling per RTT) */
+    uint64_t last_q;       /**< delay: queueing delay of the last round (its lowest sample - min_rtt) */
+    uint64_t last_allow;   /**< delay: the allowance above min_rtt at the last verdict */
+    uint64_t verdict_until;/**< delay: the last verdict is fresh until then */
+    uint32_t tscale;       /**< delay: share of the queueing allowance in use, /1024 */
     uint8_t over;          /**< delay: the last round ended above the target (no growth) */
 } em_cc_t;
 
@@ -118,7 +130,7 @@ void em_cc_on_ack(em_cc_t *c, const em_proto_cfg_t *cfg, em_proto_stats_t *st, u
  * the retransmit timer fired.  @p snd_una / @p snd_nxt: the window now.
  */
 void em_cc_on_loss(em_cc_t *c, const em_proto_cfg_t *cfg, em_proto_stats_t *st, unsigned n,
-                   bool timeout, uint32_t snd_una, uint32_t snd_nxt);
+                   bool timeout, uint32_t snd_una, uint32_t snd_nxt, uint64_t now);
 
 /** Everything in flight was dropped (peer failed, instance torn down). */
 void em_cc_flush(em_cc_t *c);

@@ -34,6 +34,8 @@ void em_proto_cfg_default(em_proto_cfg_t *cfg)
         .cc_beta_pct = 80,
         .cc_max_md_pct = 50,
         .cc_loss_gain_pct = 100,
+        .cc_loss_qdelay_pct = 50,
+        .cc_adapt_target = 0,
     };
 }
 

@@ -81,6 +81,11 @@ typedef struct em_proto_cfg {
     uint16_t cc_beta_pct;   /**< EM_CC_DELAY: decrease per unit of relative excess delay, % */
     uint16_t cc_max_md_pct; /**< largest single decrease of cwnd, % (1 .. 90) */
     uint16_t cc_loss_gain_pct; /**< EM_CC_DELAY: decrease per unit of loss fraction in an episode, % */
+    uint16_t cc_loss_qdelay_pct; /**< EM_CC_DELAY: a loss counts as congestion only when the last
+                                      round's queueing reached this % of the allowance (0: always) */
+    uint8_t cc_adapt_target;   /**< EM_CC_DELAY: halve the queueing allowance on each loss decrease
+                                    (for buffers shallower than the target; costs bandwidth
+                                    under random loss: docs/design.md) */
 } em_proto_cfg_t;
 
 /** Fill @p cfg with the defaults (see docs/design.md for how they were chosen). */

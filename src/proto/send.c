@@ -264,7 +264,7 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
                 p->st.fast_retransmits++;
                 lost++;
             }
-            em_cc_on_loss(&pe->cc, &p->cfg, &p->st, lost, false, pe->snd_una, pe->snd_nxt);
+            em_cc_on_loss(&pe->cc, &p->cfg, &p->st, lost, false, pe->snd_una, pe->snd_nxt, now);
         }
     }
     em_pump(p, peer, now);
@@ -280,7 +280,8 @@ void em_on_nack(struct em_proto *p, uint16_t peer, uint64_t now)
         return;
     unsigned n = resend_outstanding(p, peer, false, now);
     p->st.fast_retransmits += n;
-    em_cc_on_loss(&pe->cc, &p->cfg, &p->st, n, false, pe->snd_una, pe->snd_nxt);
+    /* one hole; the rest is resent because Go-Back-N discarded it */
+    em_cc_on_loss(&pe->cc, &p->cfg, &p->st, n ? 1 : 0, false, pe->snd_una, pe->snd_nxt, now);
     if (pe->snd_una != pe->snd_nxt) {
         pe->rto_deadline = now + pe->rto_cur;
         em_arm(p, pe->rto_deadline);
@@ -298,7 +299,7 @@ void em_on_timeout(struct em_proto *p, uint16_t peer, uint64_t now)
         return;
     }
     unsigned n = resend_outstanding(p, peer, p->cfg.recovery == EM_RECOVERY_SR, now);
-    em_cc_on_loss(&pe->cc, &p->cfg, &p->st, n, true, pe->snd_una, pe->snd_nxt);
+    em_cc_on_loss(&pe->cc, &p->cfg, &p->st, n, true, pe->snd_una, pe->snd_nxt, now);
     pe->rto_cur = pe->rto_cur * 2 > p->cfg.rto_max_ns ? p->cfg.rto_max_ns : pe->rto_cur * 2;
     pe->rto_deadline = now + pe->rto_cur;
     em_arm(p, pe->rto_deadline);

@@ -198,9 +198,9 @@ static void test_loss_decreases_once_per_window(void **st)
     em_cc_init(&c, &cfg);
     assert_int_equal(c.cwnd, 16000);
     /* window [100, 116): three losses, one halving */
-    em_cc_on_loss(&c, &cfg, &s, 1, false, 100, 116);
-    em_cc_on_loss(&c, &cfg, &s, 2, false, 100, 116);
-    em_cc_on_loss(&c, &cfg, &s, 1, false, 105, 118);
+    em_cc_on_loss(&c, &cfg, &s, 1, false, 100, 116, 0);
+    em_cc_on_loss(&c, &cfg, &s, 2, false, 100, 116, 0);
+    em_cc_on_loss(&c, &cfg, &s, 1, false, 105, 118, 0);
     assert_int_equal(c.cwnd, 8000);
     assert_int_equal(s.cc_loss_decreases, 1);
     /* no growth while the episode is open */
@@ -208,13 +208,13 @@ static void test_loss_decreases_once_per_window(void **st)
     assert_int_equal(c.cwnd, 8000);
     /* the cumulative ACK passes 116: the episode ends; a new loss halves again */
     em_cc_on_ack(&c, &cfg, &s, 6000, 6000, 0, 0, 116, 2000);
-    em_cc_on_loss(&c, &cfg, &s, 1, false, 116, 124);
+    em_cc_on_loss(&c, &cfg, &s, 1, false, 116, 124, 0);
     assert_int_equal(c.cwnd, 4000);
     assert_int_equal(s.cc_loss_decreases, 2);
     /* never below one frame */
     for (uint32_t k = 0; k < 10; k++) {
         em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 0, 200 + 10 * k, 3000);
-        em_cc_on_loss(&c, &cfg, &s, 1, true, 200 + 10 * k, 205 + 10 * k);
+        em_cc_on_loss(&c, &cfg, &s, 1, true, 200 + 10 * k, 205 + 10 * k, 0);
     }
     assert_int_equal(c.cwnd, 1000);
 }
@@ -229,17 +229,49 @@ static void test_delay_mode_loss_is_proportional(void **st)
     em_cc_init(&c, &cfg);
     c.slow_start = 0;
     /* 1 frame of 16 lost: 1/16 x 100 % = 6.25 % decrease, at the episode's end */
-    em_cc_on_loss(&c, &cfg, &s, 1, false, 0, 16);
+    em_cc_on_loss(&c, &cfg, &s, 1, false, 0, 16, 0);
     assert_int_equal(c.cwnd, 16000);
     em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 0, 16, 1000);
     assert_int_equal(s.cc_loss_decreases, 1);
     assert_int_equal(c.cwnd, 16000 - 16000 * 62 / 1000);
     /* a timeout cuts at once, by cc_max_md_pct */
     uint64_t w = c.cwnd;
-    em_cc_on_loss(&c, &cfg, &s, 3, true, 16, 30);
+    em_cc_on_loss(&c, &cfg, &s, 3, true, 16, 30, 0);
     assert_int_equal(c.cwnd, w - w * 500 / 1000);
     /* and the end of that episode does not cut a second time */
     em_cc_on_ack(&c, &cfg, &s, 14000, 14000, 0, 0, 30, 2000);
+    assert_int_equal(s.cc_loss_decreases, 2);
+}
+
+/* Delay mode: a loss with no queue behind it (random loss, reordering) is
+ * not congestion; with a fresh verdict showing a queue, or with no fresh
+ * verdict at all, it is. */
+static void test_delay_mode_gates_loss_on_queueing(void **st)
+{
+    (void)st;
+    em_proto_cfg_t cfg;
+    em_proto_stats_t s = { 0 };
+    em_cc_t c;
+    cc_cfg(&cfg);
+    cfg.cc_fs_range_ns = 0;         /* allowance: exactly cc_target_ns (10 us) */
+    em_cc_init(&c, &cfg);
+    /* a round at the base RTT: no queue */
+    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 10000, 10000, 1, 10000);
+    uint64_t w = c.cwnd;
+    em_cc_on_loss(&c, &cfg, &s, 4, false, 1, 17, 11000);
+    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 10000, 17, 12000);
+    assert_int_equal(s.cc_loss_decreases, 0);
+    assert_true(c.cwnd >= w);
+    em_cc_on_loss(&c, &cfg, &s, 1, true, 17, 30, 13000);     /* a timeout, same */
+    assert_int_equal(s.cc_loss_decreases, 0);
+    /* 40 us later the verdict is stale: the loss counts */
+    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 10000, 30, 50000);
+    em_cc_on_loss(&c, &cfg, &s, 1, true, 30, 40, 60000);
+    assert_int_equal(s.cc_loss_decreases, 1);
+    /* a round with a long queue (rtt 18 us: 8 of the 10 us allowed): counts */
+    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 18000, 10000, 40, 70000);
+    em_cc_on_loss(&c, &cfg, &s, 4, false, 40, 56, 71000);
+    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 10000, 56, 72000);
     assert_int_equal(s.cc_loss_decreases, 2);
 }
 
@@ -430,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_bottleneck_rate_and_tail_drop),
         cmocka_unit_test(test_loss_decreases_once_per_window),
         cmocka_unit_test(test_delay_mode_loss_is_proportional),
+        cmocka_unit_test(test_delay_mode_gates_loss_on_queueing),
         cmocka_unit_test(test_delay_decrease_once_per_rtt),
         cmocka_unit_test(test_flow_scaling_gives_small_windows_more_delay),
         cmocka_unit_test(test_pacing_and_deadline),
