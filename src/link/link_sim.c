@@ -3,7 +3,10 @@
  * Simulated links (see link_sim.h).  Each node has a receive queue kept as
  * a binary min-heap ordered by (arrival time, send order), so frames with
  * equal arrival times keep their send order and reordering happens only
- * where the configuration asks for it.
+ * where the configuration asks for it.  The optional shared bottleneck
+ * (link_sim.h) keeps frames on their way to its port in one more such heap,
+ * ordered by their arrival at the port, and moves them through it whenever
+ * the clock is set or a node reads.
  */
 #include "link/link_sim.h"
 

@@ -23,6 +23,9 @@
  *     place of ECN marks), capped at cc_max_md_pct: random loss costs a few
  *     per cent per round trip, a tail-dropped burst halves the window.
  *     A timeout decreases cwnd by cc_max_md_pct at once in both modes.
+ *     In EM_CC_DELAY a loss counts only when the last round trip's queueing
+ *     reached cc_loss_qdelay_pct of the allowance (or no fresh verdict
+ *     exists): random loss on an idle path is not congestion.
  *   - delay (EM_CC_DELAY, in the spirit of Swift): every RTT sample is
  *     compared with min_rtt + cc_target_ns (the lowest sample seen is the
  *     path's base RTT).  Below the target cwnd grows by one frame per round
