@@ -121,14 +121,14 @@ static uint64_t flow_scale(const em_cc_t *c, const em_proto_cfg_t *cfg)
     return cfg->cc_fs_range_ns * (q - qmax) / (65536 - qmax);
 }
 
-/** Time for @p bytes at the pacing rate gain% x cwnd / srtt. */
-static uint64_t pace_ns(const em_cc_t *c, const em_proto_cfg_t *cfg, uint64_t bytes, uint64_t srtt)
+/** Time for @p bytes at the pacing rate gain% x cwnd / rtt. */
+static uint64_t pace_ns(const em_cc_t *c, const em_proto_cfg_t *cfg, uint64_t bytes, uint64_t rtt)
 {
-    return bytes * srtt * 100 / (c->cwnd * cfg->cc_pace_gain_pct);
+    return bytes * rtt * 100 / (c->cwnd * cfg->cc_pace_gain_pct);
 }
 
 void em_cc_on_send(em_cc_t *c, const em_proto_cfg_t *cfg, uint32_t bytes, bool first,
-                   bool was_sacked, bool ack_req, uint64_t srtt, uint64_t now)
+                   bool was_sacked, bool ack_req, uint64_t now)
 {
     if (cfg->cc == EM_CC_OFF)
         return;
@@ -136,17 +136,21 @@ void em_cc_on_send(em_cc_t *c, const em_proto_cfg_t *cfg, uint32_t bytes, bool f
         c->inflight += bytes;
     if (first)
         c->since_ackreq = ack_req ? 0 : c->since_ackreq + bytes;
-    if (srtt == 0 || cfg->cc_pace_gain_pct == 0)
+    /* Pace over the path's base RTT, not srtt: on a user-space transport
+     * srtt includes the time until the peer process polls (milliseconds on
+     * a loaded host), which says nothing about how fast the wire drains. */
+    uint64_t rtt = c->min_rtt;
+    if (rtt == 0 || cfg->cc_pace_gain_pct == 0)
         return;
+    if (rtt > 10000000000ull)
+        rtt = 10000000000ull;
     /* Token bucket: the pacing clock may lag `now` by at most the time of
      * cc_pace_burst full frames, so after a pause that many go at once. */
-    if (srtt > 10000000000ull)
-        srtt = 10000000000ull;
-    uint64_t credit = pace_ns(c, cfg, (uint64_t)cfg->cc_pace_burst * c->cwnd_min, srtt);
+    uint64_t credit = pace_ns(c, cfg, (uint64_t)cfg->cc_pace_burst * c->cwnd_min, rtt);
     uint64_t base = c->next_send;
     if (now > credit && base < now - credit)
         base = now - credit;
-    c->next_send = base + pace_ns(c, cfg, bytes, srtt);
+    c->next_send = base + pace_ns(c, cfg, bytes, rtt);
 }
 
 void em_cc_on_sacked(em_cc_t *c, uint32_t bytes)
@@ -263,10 +267,15 @@ void em_cc_on_loss(em_cc_t *c, const em_proto_cfg_t *cfg, em_proto_stats_t *st, 
     c->ep_lost += n;
     if (congestive(c, cfg, now))
         c->ep_cong = 1;
-    if (c->ep_cut || !c->ep_cong)
+    /* A timeout alone never cuts: on a user-space transport it is most
+     * often a peer that did not poll in time (issue 12: 1,000+ spurious
+     * timeouts in a zero-loss bandwidth run), and a real tail drop is
+     * seen by SACK first (the incast is the same without timeout cuts).
+     * The retransmit timer's back-off already slows a sender that hears
+     * nothing. */
+    if (c->ep_cut || !c->ep_cong || timeout)
         return;
-    /* AIMD halves at once; a timeout means the ACK clock is lost: cut now. */
-    if (cfg->cc == EM_CC_LOSS || timeout) {
+    if (cfg->cc == EM_CC_LOSS) {           /* AIMD: halve at once */
         decrease(c, cfg, (uint64_t)cfg->cc_max_md_pct * 10);
         c->ep_cut = 1;
         st->cc_loss_decreases++;

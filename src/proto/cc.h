@@ -9,9 +9,9 @@
  *     in flight are below cwnd AND fewer than cfg.window frames are
  *     unacknowledged.  cwnd lies in [one full frame, window x frame_max];
  *   - a pacing time @c next_send: new frames leave no faster than
- *     pace_gain x cwnd / srtt, except that a burst of cc_pace_burst frames
- *     may go back to back after an idle period (a lone small message is
- *     never delayed).
+ *     pace_gain x cwnd / min_rtt, except that a burst of cc_pace_burst
+ *     frames may go back to back after an idle period (a lone small message
+ *     is never delayed).
  *
  * Signals (docs/design.md "Congestion control" has the measurements):
  *   - loss (a fast retransmit, a NACK, a timeout), once per window of loss:
@@ -22,7 +22,9 @@
  *     fraction of its frames that were lost (DCTCP's rule, with loss in the
  *     place of ECN marks), capped at cc_max_md_pct: random loss costs a few
  *     per cent per round trip, a tail-dropped burst halves the window.
- *     A timeout decreases cwnd by cc_max_md_pct at once in both modes.
+ *     A timeout alone never decreases cwnd (on a user-space transport it
+ *     is most often a peer that did not poll in time); the frames it
+ *     resends count in the episode's loss fraction.
  *     In EM_CC_DELAY a loss counts only when the last round trip's queueing
  *     reached cc_loss_qdelay_pct of the allowance (or no fresh verdict
  *     exists): random loss on an idle path is not congestion.
@@ -109,11 +111,11 @@ bool em_cc_want_ack(const em_cc_t *c, const em_proto_cfg_t *cfg, uint32_t bytes)
  * A DATA/PUT frame of @p bytes was emitted.  @p first: first transmission
  * (it now counts in flight); @p was_sacked: a retransmission of a frame the
  * peer had reported held (it counts in flight again); @p ack_req: it
- * carried EM_F_ACKNOW.  Advances the pacing time from @p srtt (0: no
- * sample yet, no pacing).
+ * carried EM_F_ACKNOW.  Advances the pacing time (paced over min_rtt;
+ * no pacing before the first RTT sample).
  */
 void em_cc_on_send(em_cc_t *c, const em_proto_cfg_t *cfg, uint32_t bytes, bool first,
-                   bool was_sacked, bool ack_req, uint64_t srtt, uint64_t now);
+                   bool was_sacked, bool ack_req, uint64_t now);
 
 /** A frame of @p bytes in flight was SACKed (it left the network). */
 void em_cc_on_sacked(em_cc_t *c, uint32_t bytes);

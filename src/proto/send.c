@@ -70,8 +70,7 @@ int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags,
         em_arm(p, 0);
         return -EM_EAGAIN;
     }
-    em_cc_on_send(&pe->cc, &p->cfg, bytes, first, s->sacked, (h.flags & EM_F_ACKNOW) != 0,
-                  pe->srtt, now);
+    em_cc_on_send(&pe->cc, &p->cfg, bytes, first, s->sacked, (h.flags & EM_F_ACKNOW) != 0, now);
     s->bytes = bytes;
     s->stamp = ++pe->stamp;
     s->tx_time = now;

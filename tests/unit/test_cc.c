@@ -232,10 +232,17 @@ static void test_loss_decreases_once_per_window(void **st)
     em_cc_on_loss(&c, &cfg, &s, 1, false, 116, 124, 0);
     assert_int_equal(c.cwnd, 4000);
     assert_int_equal(s.cc_loss_decreases, 2);
+    /* a timeout alone does not cut (a peer slow to poll looks the same) */
+    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 0, 124, 2500);
+    em_cc_on_loss(&c, &cfg, &s, 8, true, 124, 132, 0);
+    assert_int_equal(c.cwnd, 4000);
+    /* but a SACK-detected loss in the same episode does */
+    em_cc_on_loss(&c, &cfg, &s, 1, false, 125, 132, 0);
+    assert_int_equal(c.cwnd, 2000);
     /* never below one frame */
     for (uint32_t k = 0; k < 10; k++) {
         em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 0, 200 + 10 * k, 3000);
-        em_cc_on_loss(&c, &cfg, &s, 1, true, 200 + 10 * k, 205 + 10 * k, 0);
+        em_cc_on_loss(&c, &cfg, &s, 1, false, 200 + 10 * k, 205 + 10 * k, 0);
     }
     assert_int_equal(c.cwnd, 1000);
 }
@@ -255,13 +262,14 @@ static void test_delay_mode_loss_is_proportional(void **st)
     em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 0, 16, 1000);
     assert_int_equal(s.cc_loss_decreases, 1);
     assert_int_equal(c.cwnd, 16000 - 16000 * 62 / 1000);
-    /* a timeout cuts at once, by cc_max_md_pct */
+    /* a timeout does not cut at once; the frames it resends count in the
+     * episode's fraction: 7 of 14 -> 50 % at the end */
     uint64_t w = c.cwnd;
-    em_cc_on_loss(&c, &cfg, &s, 3, true, 16, 30, 0);
-    assert_int_equal(c.cwnd, w - w * 500 / 1000);
-    /* and the end of that episode does not cut a second time */
-    em_cc_on_ack(&c, &cfg, &s, 14000, 14000, 0, 0, 30, 2000);
+    em_cc_on_loss(&c, &cfg, &s, 7, true, 16, 30, 0);
+    assert_int_equal(c.cwnd, w);
+    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 0, 30, 2000);
     assert_int_equal(s.cc_loss_decreases, 2);
+    assert_int_equal(c.cwnd, w - w * 500 / 1000);
 }
 
 /* Delay mode: a loss with no queue behind it (random loss, reordering) is
@@ -283,14 +291,12 @@ static void test_delay_mode_gates_loss_on_queueing(void **st)
     em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 10000, 17, 12000);
     assert_int_equal(s.cc_loss_decreases, 0);
     assert_true(c.cwnd >= w);
-    em_cc_on_loss(&c, &cfg, &s, 1, true, 17, 30, 13000);     /* a timeout, same */
-    assert_int_equal(s.cc_loss_decreases, 0);
     /* 40 us later the verdict is stale: the loss counts */
-    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 10000, 30, 50000);
-    em_cc_on_loss(&c, &cfg, &s, 1, true, 30, 40, 60000);
+    em_cc_on_loss(&c, &cfg, &s, 1, false, 17, 30, 50000);
+    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 10000, 30, 60000);
     assert_int_equal(s.cc_loss_decreases, 1);
     /* a round with a long queue (rtt 18 us: 8 of the 10 us allowed): counts */
-    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 18000, 10000, 40, 70000);
+    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 18000, 10000, 30, 70000);
     em_cc_on_loss(&c, &cfg, &s, 4, false, 40, 56, 71000);
     em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 10000, 56, 72000);
     assert_int_equal(s.cc_loss_decreases, 2);
