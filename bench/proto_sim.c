@@ -9,8 +9,15 @@
  *   - retransmissions per delivered frame;
  *   - CPU cost: wall-clock nanoseconds of protocol + simulator work per
  *     delivered frame (a guide only: the machine is shared and noisy).
- * Prints a table and writes JSON (-o FILE, default results/proto_sim.json).
- * Usage: proto_sim [-q] [-o FILE] [-m MTU] [-s SEED]
+ * and then the incast of issue 12 (src/sim/incast.h): 8 senders stream to one
+ * receiver through a shared 10 Gbit/s bottleneck with a 64-frame buffer, for
+ * each congestion-control mode (off, loss, delay): goodput as a fraction of
+ * the bottleneck, retransmissions per data frame, per-sender fairness.
+ * Prints tables and writes JSON (-o FILE, default results/proto_sim.json;
+ * format in docs/benchmarks.md).
+ * Usage: proto_sim [-q] [-o FILE] [-m MTU] [-s SEED] [-c off|loss|delay]
+ *   -c: congestion control of the stream/latency table (default: the
+ *       protocol's default, delay); the incast always runs all three.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sim/incast.h"
 #include "sim/simnet.h"
 
 struct st {
@@ -107,8 +115,10 @@ struct result {
     double loss, gbps, lat_med_us, lat_p99_us, retx_per_frame, cpu_ns_per_frame;
 };
 
+static const char *const CC_NAME[] = { "off", "loss", "delay" };
+
 static struct result run(em_recovery_t mode, unsigned window, double loss, unsigned mtu,
-                         uint64_t seed, unsigned nmsg, unsigned npp)
+                         uint64_t seed, unsigned nmsg, unsigned npp, em_cc_mode_t cc)
 {
     static const em_simnet_cb_t cb = { .recv = s_recv, .complete = s_complete };
     struct st s = { .msg = 65536 };
@@ -117,6 +127,7 @@ static struct result run(em_recovery_t mode, unsigned window, double loss, unsig
     em_proto_cfg_default(&pc);
     pc.recovery = mode;
     pc.window = (uint16_t)window;
+    pc.cc = cc;
     em_sim_cfg_default(&sc);
     sc.mtu = mtu;
     sc.loss = loss;
@@ -157,17 +168,74 @@ static struct result run(em_recovery_t mode, unsigned window, double loss, unsig
     return r;
 }
 
+struct incast_row {
+    em_cc_mode_t cc;
+    em_incast_result_t r;
+};
+
+/** The 8 -> 1 incast for each cc mode; prints a table, fills @p rows[3]. */
+static void incast(unsigned mtu, uint64_t seed, uint64_t duration_ns, struct incast_row *rows)
+{
+    em_proto_cfg_t pc;
+    em_sim_cfg_t sc;
+    em_incast_cfg_t ic;
+    em_proto_cfg_default(&pc);
+    em_sim_cfg_default(&sc);
+    em_incast_cfg_default(&ic);
+    sc.mtu = mtu;
+    sc.seed = seed;
+    sc.bn_ns_per_kb = 800;          /* 10 Gbit/s, as each sender's own wire */
+    sc.bn_queue = 64;
+    sc.bn_node = 0;
+    ic.duration_ns = duration_ns;
+
+    printf("\nincast: %u senders -> 1 through a shared 10 Gbit/s bottleneck, %u-frame buffer "
+           "(tail drop), %u B messages x %u outstanding per sender, %.0f ms simulated\n\n",
+           ic.senders, sc.bn_queue, ic.msg_bytes, ic.queued, duration_ns / 1e6);
+    printf("| cc | goodput %% of bottleneck | retx %% of data frames | Jain fairness | "
+           "min share | drops | timeouts | max queue |\n");
+    printf("|----|------:|------:|------:|------:|------:|------:|------:|\n");
+    for (int m = 0; m < 3; m++) {
+        rows[m].cc = (em_cc_mode_t)m;
+        pc.cc = (em_cc_mode_t)m;
+        if (em_incast_run(&pc, &sc, &ic, &rows[m].r) != 0 || rows[m].r.failed) {
+            fprintf(stderr, "incast run failed (cc %s)\n", CC_NAME[m]);
+            exit(1);
+        }
+        const em_incast_result_t *r = &rows[m].r;
+        printf("| %-5s | %5.1f | %6.2f | %5.3f | %5.2f | %5" PRIu64 " | %5" PRIu64 " | %3u |\n",
+               CC_NAME[m], r->goodput_frac * 100, r->retx_frac * 100, r->jain, r->min_share,
+               r->bn_dropped, r->timeouts, r->bn_max_queue);
+    }
+}
+
+static em_cc_mode_t parse_cc(const char *a)
+{
+    for (int m = 0; m < 3; m++)
+        if (!strcmp(a, CC_NAME[m]))
+            return (em_cc_mode_t)m;
+    fprintf(stderr, "proto_sim: -c takes off, loss or delay\n");
+    exit(2);
+}
+
 int main(int argc, char **argv)
 {
     const char *out = "results/proto_sim.json";
     unsigned mtu = 1500, nmsg = 256, npp = 20000;
-    uint64_t seed = 1;
+    uint64_t seed = 1, incast_ns = 20000000;
+    em_proto_cfg_t def;
+    em_proto_cfg_default(&def);
+    em_cc_mode_t cc = def.cc;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-q")) { nmsg = 48; npp = 3000; }
+        if (!strcmp(argv[i], "-q")) { nmsg = 48; npp = 3000; incast_ns = 5000000; }
         else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "-m") && i + 1 < argc) mtu = (unsigned)atoi(argv[++i]);
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 0);
-        else { fprintf(stderr, "usage: proto_sim [-q] [-o FILE] [-m MTU] [-s SEED]\n"); return 2; }
+        else if (!strcmp(argv[i], "-c") && i + 1 < argc) cc = parse_cc(argv[++i]);
+        else {
+            fprintf(stderr, "usage: proto_sim [-q] [-o FILE] [-m MTU] [-s SEED] [-c off|loss|delay]\n");
+            return 2;
+        }
     }
     static const unsigned windows[] = { 4, 10, 16, 32, 64 };
     static const double losses[] = { 0.0, 0.01, 0.05 };
@@ -175,20 +243,22 @@ int main(int argc, char **argv)
     unsigned n = 0;
 
     printf("proto_sim: simulated link 10 Gbit/s, 5 us one-way, MTU %u, 64 KiB stream x %u, "
-           "64 B ping-pong x %u, seed %" PRIu64 "\n\n", mtu, nmsg, npp, seed);
+           "64 B ping-pong x %u, seed %" PRIu64 ", cc %s\n\n", mtu, nmsg, npp, seed, CC_NAME[cc]);
     printf("| mode | window | loss | goodput Gbit/s | lat median us | lat p99 us | retx/frame | cpu ns/frame |\n");
     printf("|------|-------:|-----:|---------------:|--------------:|-----------:|-----------:|-------------:|\n");
     for (int m = 0; m < 2; m++)
         for (unsigned w = 0; w < 5; w++)
             for (unsigned l = 0; l < 3; l++) {
                 struct result r = run(m ? EM_RECOVERY_GBN : EM_RECOVERY_SR, windows[w], losses[l],
-                                      mtu, seed, nmsg, npp);
+                                      mtu, seed, nmsg, npp, cc);
                 res[n++] = r;
                 printf("| %-4s | %6u | %3.0f%% | %14.3f | %13.2f | %10.2f | %10.4f | %12.0f |\n",
                        r.mode, r.window, r.loss * 100, r.gbps, r.lat_med_us, r.lat_p99_us,
                        r.retx_per_frame, r.cpu_ns_per_frame);
                 fflush(stdout);
             }
+    struct incast_row inc[3];
+    incast(mtu, seed, incast_ns, inc);
 
     FILE *f = fopen(out, "w");
     if (!f) {
@@ -197,12 +267,25 @@ int main(int argc, char **argv)
     }
     fprintf(f, "[\n");
     for (unsigned i = 0; i < n; i++)
-        fprintf(f, "  {\"mode\": \"%s\", \"window\": %u, \"loss\": %.2f, \"mtu\": %u, "
+        fprintf(f, "  {\"kind\": \"stream\", \"cc\": \"%s\", \"mode\": \"%s\", \"window\": %u, "
+                   "\"loss\": %.2f, \"mtu\": %u, "
                    "\"goodput_gbps\": %.4f, \"latency_median_us\": %.3f, \"latency_p99_us\": %.3f, "
-                   "\"retransmits_per_frame\": %.5f, \"cpu_ns_per_frame\": %.1f}%s\n",
-                res[i].mode, res[i].window, res[i].loss, mtu, res[i].gbps, res[i].lat_med_us,
-                res[i].lat_p99_us, res[i].retx_per_frame, res[i].cpu_ns_per_frame,
-                i + 1 < n ? "," : "");
+                   "\"retransmits_per_frame\": %.5f, \"cpu_ns_per_frame\": %.1f},\n",
+                CC_NAME[cc], res[i].mode, res[i].window, res[i].loss, mtu, res[i].gbps,
+                res[i].lat_med_us, res[i].lat_p99_us, res[i].retx_per_frame,
+                res[i].cpu_ns_per_frame);
+    for (unsigned i = 0; i < 3; i++) {
+        const em_incast_result_t *r = &inc[i].r;
+        fprintf(f, "  {\"kind\": \"incast\", \"cc\": \"%s\", \"senders\": 8, \"mtu\": %u, "
+                   "\"bottleneck_gbps\": 10, \"buffer_frames\": 64, \"duration_ms\": %.1f, "
+                   "\"goodput_fraction\": %.4f, \"retransmit_fraction\": %.5f, "
+                   "\"jain_fairness\": %.4f, \"min_share\": %.4f, \"data_frames\": %" PRIu64 ", "
+                   "\"retransmits\": %" PRIu64 ", \"timeouts\": %" PRIu64 ", "
+                   "\"bottleneck_drops\": %" PRIu64 ", \"max_queue_frames\": %u}%s\n",
+                CC_NAME[inc[i].cc], mtu, incast_ns / 1e6, r->goodput_frac, r->retx_frac, r->jain,
+                r->min_share, r->data_frames, r->retransmits, r->timeouts, r->bn_dropped,
+                r->bn_max_queue, i + 1 < 3 ? "," : "");
+    }
     fprintf(f, "]\n");
     fclose(f);
     printf("\nwrote %s\n", out);

@@ -3,7 +3,10 @@
  * Simulated links (see link_sim.h).  Each node has a receive queue kept as
  * a binary min-heap ordered by (arrival time, send order), so frames with
  * equal arrival times keep their send order and reordering happens only
- * where the configuration asks for it.
+ * where the configuration asks for it.  The optional shared bottleneck
+ * (link_sim.h) keeps frames on their way to its port in one more such heap,
+ * ordered by their arrival at the port, and moves them through it whenever
+ * the clock is set or a node reads.
  */
 #include "link/link_sim.h"
 
@@ -19,14 +22,27 @@ struct sim_frame {
     uint8_t buf[];
 };
 
+/* binary min-heap of frames ordered by (arrival, order) */
+struct sim_heap {
+    struct sim_frame **a;
+    size_t n, cap;
+};
+
 struct sim_node {
     em_link_t link;        /* must be first */
     em_sim_t *sim;
     unsigned idx;
     bool dead;
     uint64_t busy_until;   /* serialisation: when this node's wire is free */
-    struct sim_frame **heap;
-    size_t n, cap;
+    struct sim_heap q;     /* frames on their way to this node */
+};
+
+/* The shared bottleneck in front of cfg.bn_node (see link_sim.h). */
+struct sim_bottleneck {
+    struct sim_heap pending;  /* frames not yet at the port, by arrival time there */
+    uint64_t *dep;            /* ring: departure times of the frames in the port */
+    uint32_t head, count;
+    uint64_t last_dep;        /* departure time of the newest frame admitted */
 };
 
 struct em_sim {
@@ -36,6 +52,7 @@ struct em_sim {
     uint64_t order;
     unsigned nnodes;
     em_sim_stats_t st;
+    struct sim_bottleneck bn;
     struct sim_node nodes[];
 };
 
@@ -55,47 +72,56 @@ static bool before(const struct sim_frame *a, const struct sim_frame *b)
     return a->arrival < b->arrival || (a->arrival == b->arrival && a->order < b->order);
 }
 
-static int heap_push(struct sim_node *n, struct sim_frame *f)
+static int heap_push(struct sim_heap *h, struct sim_frame *f)
 {
-    if (n->n == n->cap) {
-        size_t nc = n->cap ? n->cap * 2 : 64;
-        struct sim_frame **nh = realloc(n->heap, nc * sizeof *nh);
-        if (!nh)
+    if (h->n == h->cap) {
+        size_t nc = h->cap ? h->cap * 2 : 64;
+        struct sim_frame **na = realloc(h->a, nc * sizeof *na);
+        if (!na)
             return -ENOMEM;
-        n->heap = nh;
-        n->cap = nc;
+        h->a = na;
+        h->cap = nc;
     }
-    size_t i = n->n++;
+    size_t i = h->n++;
     while (i > 0) {
         size_t parent = (i - 1) / 2;
-        if (!before(f, n->heap[parent]))
+        if (!before(f, h->a[parent]))
             break;
-        n->heap[i] = n->heap[parent];
+        h->a[i] = h->a[parent];
         i = parent;
     }
-    n->heap[i] = f;
+    h->a[i] = f;
     return 0;
 }
 
-static struct sim_frame *heap_pop(struct sim_node *n)
+static struct sim_frame *heap_pop(struct sim_heap *h)
 {
-    struct sim_frame *top = n->heap[0];
-    struct sim_frame *last = n->heap[--n->n];
+    struct sim_frame *top = h->a[0];
+    struct sim_frame *last = h->a[--h->n];
     size_t i = 0;
     for (;;) {
         size_t c = 2 * i + 1;
-        if (c >= n->n)
+        if (c >= h->n)
             break;
-        if (c + 1 < n->n && before(n->heap[c + 1], n->heap[c]))
+        if (c + 1 < h->n && before(h->a[c + 1], h->a[c]))
             c++;
-        if (!before(n->heap[c], last))
+        if (!before(h->a[c], last))
             break;
-        n->heap[i] = n->heap[c];
+        h->a[i] = h->a[c];
         i = c;
     }
-    if (n->n)
-        n->heap[i] = last;
+    if (h->n)
+        h->a[i] = last;
     return top;
+}
+
+static void heap_free(struct sim_heap *h)
+{
+    for (size_t k = 0; k < h->n; k++)
+        free(h->a[k]);
+    free(h->a);
+    h->a = NULL;
+    h->n = h->cap = 0;
 }
 
 static struct sim_frame *frame_new(em_sim_t *s)
@@ -120,14 +146,67 @@ static void sim_free(em_link_t *l, em_pkt_t *p) { free(p); }
 static void deliver(em_sim_t *s, unsigned dst, struct sim_frame *f)
 {
     struct sim_node *d = &s->nodes[dst];
-    if (s->cfg.queue_cap && d->n >= s->cfg.queue_cap) {
+    if (s->cfg.queue_cap && d->q.n >= s->cfg.queue_cap) {
         s->st.overflowed++;
         free(f);
         return;
     }
     f->order = s->order++;
-    if (heap_push(d, f) != 0)
+    if (heap_push(&d->q, f) != 0)
         free(f);
+}
+
+static bool bn_on(const em_sim_t *s) { return s->cfg.bn_ns_per_kb > 0; }
+
+/** Send @p f (its arrival time set) towards node @p dst: through the bottleneck or straight. */
+static void route(em_sim_t *s, unsigned dst, struct sim_frame *f)
+{
+    if (!bn_on(s) || dst != s->cfg.bn_node) {
+        deliver(s, dst, f);
+        return;
+    }
+    f->order = s->order++;
+    if (heap_push(&s->bn.pending, f) != 0)
+        free(f);
+}
+
+/**
+ * Move every frame that reached the bottleneck port by @p upto through it,
+ * in arrival order: tail drop when the port is full, else queue it behind
+ * the frames already there and deliver it when its service ends.
+ */
+static void bn_advance(em_sim_t *s, uint64_t upto)
+{
+    struct sim_bottleneck *b = &s->bn;
+    uint32_t cap = s->cfg.bn_queue;
+
+    while (b->pending.n && b->pending.a[0]->arrival <= upto) {
+        struct sim_frame *f = heap_pop(&b->pending);
+        uint64_t t = f->arrival;
+        if (cap) {
+            while (b->count && b->dep[b->head] <= t) {    /* frames gone by t */
+                b->head = (b->head + 1) % cap;
+                b->count--;
+            }
+            if (b->count >= cap) {
+                s->st.bn_dropped++;
+                free(f);
+                continue;
+            }
+        }
+        uint64_t start = b->last_dep > t ? b->last_dep : t;
+        b->last_dep = start + f->pkt.len * s->cfg.bn_ns_per_kb / 1000;
+        if (cap) {
+            b->dep[(b->head + b->count) % cap] = b->last_dep;
+            b->count++;
+            if (b->count > s->st.bn_max_queue)
+                s->st.bn_max_queue = b->count;
+        }
+        s->st.bn_forwarded++;
+        s->st.bn_bytes += f->pkt.len;
+        f->arrival = b->last_dep;
+        deliver(s, s->cfg.bn_node, f);
+    }
 }
 
 static unsigned sim_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
@@ -166,10 +245,10 @@ static unsigned sim_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
                 memcpy(c->buf, f->buf, f->pkt.len);
                 c->arrival = f->arrival + 1 + (s->cfg.reorder_ns ? rnd(s) % s->cfg.reorder_ns : 0);
                 s->st.duplicated++;
-                deliver(s, dst, c);
+                route(s, dst, c);
             }
         }
-        deliver(s, dst, f);
+        route(s, dst, f);
     }
     return n;
 }
@@ -180,8 +259,9 @@ static unsigned sim_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     em_sim_t *s = me->sim;
     unsigned k = 0;
 
-    while (k < max && me->n && me->heap[0]->arrival <= s->now) {
-        struct sim_frame *f = heap_pop(me);
+    bn_advance(s, s->now);
+    while (k < max && me->q.n && me->q.a[0]->arrival <= s->now) {
+        struct sim_frame *f = heap_pop(&me->q);
         if (me->dead) {
             s->st.to_dead++;
             free(f);
@@ -244,9 +324,18 @@ em_sim_t *em_sim_create(unsigned nodes, const em_sim_cfg_t *cfg)
 {
     if (nodes == 0 || nodes > 256 || cfg->mtu == 0)
         return NULL;
+    if (cfg->bn_ns_per_kb && cfg->bn_node >= nodes)
+        return NULL;
     em_sim_t *s = calloc(1, sizeof *s + nodes * sizeof(struct sim_node));
     if (!s)
         return NULL;
+    if (cfg->bn_ns_per_kb && cfg->bn_queue) {
+        s->bn.dep = calloc(cfg->bn_queue, sizeof *s->bn.dep);
+        if (!s->bn.dep) {
+            free(s);
+            return NULL;
+        }
+    }
     s->cfg = *cfg;
     s->nnodes = nodes;
     s->rng = cfg->seed ? cfg->seed : 0x9e3779b97f4a7c15ull;
@@ -266,17 +355,19 @@ void em_sim_destroy(em_sim_t *s)
 {
     if (!s)
         return;
-    for (unsigned i = 0; i < s->nnodes; i++) {
-        struct sim_node *n = &s->nodes[i];
-        for (size_t k = 0; k < n->n; k++)
-            free(n->heap[k]);
-        free(n->heap);
-    }
+    for (unsigned i = 0; i < s->nnodes; i++)
+        heap_free(&s->nodes[i].q);
+    heap_free(&s->bn.pending);
+    free(s->bn.dep);
     free(s);
 }
 
 em_link_t *em_sim_link(em_sim_t *s, unsigned i) { return i < s->nnodes ? &s->nodes[i].link : NULL; }
-void em_sim_set_now(em_sim_t *s, uint64_t now) { s->now = now; }
+void em_sim_set_now(em_sim_t *s, uint64_t now)
+{
+    s->now = now;
+    bn_advance(s, now);
+}
 uint64_t em_sim_now(const em_sim_t *s) { return s->now; }
 void em_sim_set_dead(em_sim_t *s, unsigned node, bool dead) { if (node < s->nnodes) s->nodes[node].dead = dead; }
 void em_sim_set_loss(em_sim_t *s, double loss) { s->cfg.loss = loss; }
@@ -286,7 +377,9 @@ uint64_t em_sim_next_arrival(const em_sim_t *s)
 {
     uint64_t t = UINT64_MAX;
     for (unsigned i = 0; i < s->nnodes; i++)
-        if (s->nodes[i].n && s->nodes[i].heap[0]->arrival < t)
-            t = s->nodes[i].heap[0]->arrival;
+        if (s->nodes[i].q.n && s->nodes[i].q.a[0]->arrival < t)
+            t = s->nodes[i].q.a[0]->arrival;
+    if (s->bn.pending.n && s->bn.pending.a[0]->arrival < t)
+        t = s->bn.pending.a[0]->arrival;
     return t;
 }

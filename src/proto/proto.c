@@ -28,6 +28,18 @@ void em_proto_cfg_default(em_proto_cfg_t *cfg)
         .bind_source = 0,
         .max_msg = 0,                  /* em_proto_max_msg() */
         .rx_mem_max = 256u << 20,      /* 256 MiB of reassembly + out-of-order buffers */
+        /* congestion control: docs/design.md "Congestion control" */
+        .cc = EM_CC_DELAY,
+        .cc_target_ns = 10000,
+        .cc_fs_range_ns = 40000,
+        .cc_init_frames = 8,
+        .cc_pace_burst = 8,
+        .cc_pace_gain_pct = 125,
+        .cc_beta_pct = 80,
+        .cc_max_md_pct = 50,
+        .cc_loss_gain_pct = 100,
+        .cc_loss_qdelay_pct = 50,
+        .cc_adapt_target = 0,
     };
 }
 
@@ -62,6 +74,8 @@ em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops
         return NULL;
     if (cfg->rto_min_ns == 0 || cfg->rto_ns < cfg->rto_min_ns || cfg->rto_max_ns < cfg->rto_ns)
         return NULL;
+    if (!em_cc_cfg_ok(cfg))
+        return NULL;
 
     *err = EM_ENOMEM;
     struct em_proto *p = calloc(1, sizeof *p);
@@ -90,6 +104,8 @@ em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops
         pe->rto_base = pe->rto_cur = cfg->rto_ns;
         pe->rto_deadline = EM_NEVER;
         pe->ack_deadline = EM_NEVER;
+        pe->pace_at = EM_NEVER;
+        em_cc_init(&pe->cc, cfg);
     }
     *err = EM_OK;
     return p;
@@ -104,6 +120,8 @@ static void abort_ops(struct em_proto *p, struct em_peer *pe, int status)
     memset(pe->tx, 0, sizeof pe->tx);
     pe->snd_una = pe->snd_nxt;
     pe->rto_deadline = EM_NEVER;
+    pe->pace_at = EM_NEVER;
+    em_cc_flush(&pe->cc);
     while (op) {
         em_proto_op_t *next = op->next;
         p->ops.complete(p->uctx, op->ctx, status);
@@ -186,6 +204,11 @@ int em_proto_peer_params(const em_proto_t *p, uint16_t peer, uint64_t *key,
 uint64_t em_proto_rto(const em_proto_t *p, uint16_t peer)
 {
     return peer < p->cfg.npeers ? p->peers[peer].rto_base : 0;
+}
+
+uint64_t em_proto_cwnd(const em_proto_t *p, uint16_t peer)
+{
+    return peer < p->cfg.npeers ? p->peers[peer].cc.cwnd : 0;
 }
 
 uint64_t em_proto_srtt(const em_proto_t *p, uint16_t peer)
@@ -363,7 +386,7 @@ static void poll_peer(struct em_proto *p, uint16_t peer, uint64_t now)
         if (pe->state != EM_PEER_ACTIVE)
             return;
     }
-    if (pe->tx_blocked)
+    if (pe->tx_blocked || pe->pace_at <= now)
         em_pump(p, peer, now);
     if (pe->nack_owed)
         em_send_ack(p, peer, EM_PT_NACK);
@@ -385,6 +408,7 @@ void em_proto_poll(em_proto_t *p, uint64_t now)
             continue;
         if (pe->rto_deadline < next) next = pe->rto_deadline;
         if (pe->ack_deadline < next) next = pe->ack_deadline;
+        if (pe->pace_at < next) next = pe->pace_at;
         if ((pe->tx_blocked || pe->nack_owed) && now < next) next = now;
     }
     p->next_deadline = next;

@@ -55,6 +55,13 @@ typedef enum em_recovery {
     EM_RECOVERY_GBN = 1, /**< Go-Back-N with timer + NACK (seed 001 baseline) */
 } em_recovery_t;
 
+/** Congestion control modes (src/proto/cc.h; docs/design.md "Congestion control"). */
+typedef enum em_cc_mode {
+    EM_CC_OFF   = 0, /**< fixed window of cfg.window frames, no pacing (before issue 12) */
+    EM_CC_LOSS  = 1, /**< AIMD on loss only: halve once per window of loss, +1 frame per RTT */
+    EM_CC_DELAY = 2, /**< loss (proportional, once per window) + RTT target, paced (default) */
+} em_cc_mode_t;
+
 /** Configuration of one protocol instance (one endpoint talking to many peers). */
 typedef struct em_proto_cfg {
     /** The key of every pair until em_proto_set_peer() gives the pair's own
@@ -88,6 +95,21 @@ typedef struct em_proto_cfg {
      *  peers; a frame that would need more is dropped unacknowledged
      *  (drop_budget) and comes again.  0 = unlimited. */
     uint64_t rx_mem_max;
+    /* congestion control (src/proto/cc.h) */
+    em_cc_mode_t cc;        /**< EM_CC_OFF, EM_CC_LOSS or EM_CC_DELAY */
+    uint64_t cc_target_ns;  /**< EM_CC_DELAY: queueing delay allowed above the lowest RTT seen */
+    uint64_t cc_fs_range_ns;/**< EM_CC_DELAY: extra target at a window of one frame (flow scaling) */
+    uint16_t cc_init_frames;/**< initial cwnd in full frames, 1 .. window */
+    uint16_t cc_pace_burst; /**< frames that may leave back to back before pacing spaces them (>= 1) */
+    uint16_t cc_pace_gain_pct; /**< pacing rate = gain% x cwnd / srtt (>= 100; 0 = no pacing) */
+    uint16_t cc_beta_pct;   /**< EM_CC_DELAY: decrease per unit of relative excess delay, % */
+    uint16_t cc_max_md_pct; /**< largest single decrease of cwnd, % (1 .. 90) */
+    uint16_t cc_loss_gain_pct; /**< EM_CC_DELAY: decrease per unit of loss fraction in an episode, % */
+    uint16_t cc_loss_qdelay_pct; /**< EM_CC_DELAY: a loss counts as congestion only when the last
+                                      round's queueing reached this % of the allowance (0: always) */
+    uint8_t cc_adapt_target;   /**< EM_CC_DELAY: halve the queueing allowance on each loss decrease
+                                    (for buffers shallower than the target; costs bandwidth
+                                    under random loss: docs/design.md) */
 } em_proto_cfg_t;
 
 /** Fill @p cfg with the defaults (see docs/design.md for how they were chosen). */
@@ -201,6 +223,10 @@ typedef struct em_proto_stats {
     uint64_t drop_source;      /**< source address is not the claimed peer's, or the peer is unknown */
     uint64_t drop_budget;      /**< over max_msg or rx_mem_max: dropped unacknowledged */
     uint64_t puts_failed;      /**< put operations completed with -EM_EACCES (peer refused) */
+    uint64_t cc_loss_decreases;  /**< cwnd decreases for loss (at most one per window of loss) */
+    uint64_t cc_delay_decreases; /**< cwnd decreases for delay above the target */
+    uint64_t cc_cwnd_blocked;    /**< new frames held back by the congestion window */
+    uint64_t cc_paced;           /**< new frames held back by pacing */
 } em_proto_stats_t;
 
 typedef struct em_proto em_proto_t;
@@ -272,7 +298,11 @@ uint64_t em_proto_rx_mem(const em_proto_t *p);
  */
 void em_proto_poll(em_proto_t *p, uint64_t now);
 
-/** Earliest time at which em_proto_poll() has timer work (UINT64_MAX: none). */
+/**
+ * Earliest time at which em_proto_poll() has timer work (UINT64_MAX: none):
+ * retransmit and ACK timers, and the pacing time of a peer whose next new
+ * frame waits for it (the caller must poll then, or that frame waits).
+ */
 uint64_t em_proto_next_deadline(const em_proto_t *p);
 
 /** True when nothing is queued, in flight, or owed (ACKs) to any peer. */
@@ -286,6 +316,9 @@ size_t em_proto_data_payload(const em_proto_t *p);
 
 /** Current retransmit timeout towards @p peer before back-off (ns). */
 uint64_t em_proto_rto(const em_proto_t *p, uint16_t peer);
+
+/** Congestion window towards @p peer, bytes (0 for a bad peer id). */
+uint64_t em_proto_cwnd(const em_proto_t *p, uint16_t peer);
 
 /** Smoothed round-trip time towards @p peer (ns; 0 before the first sample). */
 uint64_t em_proto_srtt(const em_proto_t *p, uint16_t peer);

@@ -6,6 +6,7 @@
 #ifndef EM_PROTO_INTERNAL_H
 #define EM_PROTO_INTERNAL_H
 
+#include "proto/cc.h"
 #include "proto/proto.h"
 #include "proto/seq.h"
 
@@ -19,6 +20,7 @@ struct em_tx_slot {
     em_proto_op_t *op;  /**< NULL when free */
     uint64_t stamp;     /**< transmission order: larger = sent later (RACK-style loss detection) */
     uint64_t tx_time;   /**< when it was last (re)transmitted */
+    uint32_t bytes;     /**< frame length on the wire (header + payload), for cc */
     uint16_t frag_no;
     uint8_t sacked;     /**< the receiver holds it out of order: do not resend */
     uint8_t retx;       /**< sent more than once: no RTT sample from it (Karn) */
@@ -55,6 +57,8 @@ struct em_peer {
     uint64_t rto_deadline;     /**< when the oldest unacked frame times out */
     uint32_t retries;          /**< consecutive timeouts without progress */
     uint8_t tx_blocked;        /**< the link refused a frame: retry on next poll */
+    em_cc_t cc;                /**< congestion window and pacing (cc.h) */
+    uint64_t pace_at;          /**< pacing holds new frames until then (EM_NEVER: not paced) */
 
     /* ---- receiver half ---- */
     uint32_t rcv_nxt;          /**< next sequence number expected (= cumulative ACK) */

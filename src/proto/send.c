@@ -1,7 +1,9 @@
 /**
  * @file send.c
  * Sender half of the protocol: fragmentation, the window, ACK/SACK/NACK
- * processing, retransmission.  Every DATA/PUT frame piggybacks the current
+ * processing, retransmission.  New frames also wait for the per-peer
+ * congestion controller (cc.h: congestion window, pacing), which this file
+ * feeds with sends, ACKs, SACKs and losses.  Every DATA/PUT frame piggybacks the current
  * cumulative ACK and SACK bitmap for the peer it goes to.
  */
 #include "proto/proto_internal.h"
@@ -57,6 +59,10 @@ int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags,
         h.key = op->target.key;
         h.offset = op->target.offset + off;
     }
+    bool first = !(flags & EM_F_RETX);
+    uint32_t bytes = (uint32_t)em_hdr_len(op->type) + len;
+    if (first && em_cc_want_ack(&pe->cc, &p->cfg, bytes))
+        h.flags |= EM_F_ACKNOW;
     fill_ack(pe, &h);
     size_t hlen = em_hdr_encode(&h, hbuf);
     int rc = p->ops.emit(p->uctx, peer, hbuf, hlen, op->buf + off, len);
@@ -66,6 +72,8 @@ int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags,
         em_arm(p, 0);
         return -EM_EAGAIN;
     }
+    em_cc_on_send(&pe->cc, &p->cfg, bytes, first, s->sacked, (h.flags & EM_F_ACKNOW) != 0, now);
+    s->bytes = bytes;
     s->stamp = ++pe->stamp;
     s->tx_time = now;
     s->sacked = 0;
@@ -87,7 +95,20 @@ void em_pump(struct em_proto *p, uint16_t peer, uint64_t now)
     struct em_peer *pe = &p->peers[peer];
 
     pe->tx_blocked = 0;
+    pe->pace_at = EM_NEVER;
     while (pe->q_send && (uint32_t)(pe->snd_nxt - pe->snd_una) < p->cfg.window) {
+        uint64_t wake;
+        int v = em_cc_can_send(&pe->cc, &p->cfg, now, &wake);
+        if (v == EM_CC_CWND) {
+            p->st.cc_cwnd_blocked++;
+            return;
+        }
+        if (v == EM_CC_PACE) {
+            p->st.cc_paced++;
+            pe->pace_at = wake;
+            em_arm(p, wake);
+            return;
+        }
         em_proto_op_t *op = pe->q_send;
         uint32_t seq = pe->snd_nxt;
         struct em_tx_slot *s = &pe->tx[seq & EM_SLOT_MASK];
@@ -190,17 +211,28 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
         /* One RTT sample per ACK, from the newest frame it covers, if that
          * frame was sent only once (Karn). */
         const struct em_tx_slot *newest = &pe->tx[(h->ack - 1) & EM_SLOT_MASK];
-        if (!newest->retx && now >= newest->tx_time)
-            rtt_sample(p, pe, now - newest->tx_time);
+        uint64_t rtt = 0, acked = 0, unsacked = 0;
+        if (!newest->retx && now >= newest->tx_time) {
+            rtt = now - newest->tx_time;
+            rtt_sample(p, pe, rtt);
+            if (rtt == 0)
+                rtt = 1;
+        }
         /* Cumulative progress: free slots, complete ops in FIFO order.
          * snd_una moves before each completion so that a send issued from
          * the callback sees a consistent window. */
         while (em_seq_lt(pe->snd_una, h->ack)) {
             struct em_tx_slot *s = &pe->tx[pe->snd_una & EM_SLOT_MASK];
             em_proto_op_t *op = s->op;
+            acked += s->bytes;
+            if (!s->sacked)
+                unsacked += s->bytes;
             s->op = NULL;
             s->sacked = 0;
             pe->snd_una++;
+            if (pe->snd_una == h->ack)   /* before the callbacks below send more */
+                em_cc_on_ack(&pe->cc, &p->cfg, &p->st, acked, unsacked, rtt, pe->srtt,
+                             pe->snd_una, now);
             if (++op->frags_acked == op->frag_cnt)
                 complete_head(p, pe);
             if (pe->state != EM_PEER_ACTIVE)
@@ -224,10 +256,13 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
                 if (!((h->sack >> i) & 1) || !em_seq_in(seq, pe->snd_una, pe->snd_nxt - pe->snd_una))
                     continue;
                 struct em_tx_slot *s = &pe->tx[seq & EM_SLOT_MASK];
+                if (!s->sacked)
+                    em_cc_on_sacked(&pe->cc, s->bytes);
                 s->sacked = 1;
                 if (s->stamp > newest)
                     newest = s->stamp;
             }
+            unsigned lost = 0;
             for (uint32_t seq = pe->snd_una; em_seq_lt(seq, pe->snd_nxt); seq++) {
                 struct em_tx_slot *s = &pe->tx[seq & EM_SLOT_MASK];
                 if (s->sacked || s->stamp >= newest)
@@ -235,7 +270,9 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
                 if (em_send_frag(p, peer, seq, EM_F_RETX, now) != 0)
                     break;
                 p->st.fast_retransmits++;
+                lost++;
             }
+            em_cc_on_loss(&pe->cc, &p->cfg, &p->st, lost, false, pe->snd_una, pe->snd_nxt, now);
         }
     }
     em_pump(p, peer, now);
@@ -249,7 +286,10 @@ void em_on_nack(struct em_proto *p, uint16_t peer, uint64_t now)
 
     if (p->cfg.recovery != EM_RECOVERY_GBN)
         return;
-    p->st.fast_retransmits += resend_outstanding(p, peer, false, now);
+    unsigned n = resend_outstanding(p, peer, false, now);
+    p->st.fast_retransmits += n;
+    /* one hole; the rest is resent because Go-Back-N discarded it */
+    em_cc_on_loss(&pe->cc, &p->cfg, &p->st, n ? 1 : 0, false, pe->snd_una, pe->snd_nxt, now);
     if (pe->snd_una != pe->snd_nxt) {
         pe->rto_deadline = now + pe->rto_cur;
         em_arm(p, pe->rto_deadline);
@@ -266,7 +306,8 @@ void em_on_timeout(struct em_proto *p, uint16_t peer, uint64_t now)
         em_fail_peer(p, peer);
         return;
     }
-    resend_outstanding(p, peer, p->cfg.recovery == EM_RECOVERY_SR, now);
+    unsigned n = resend_outstanding(p, peer, p->cfg.recovery == EM_RECOVERY_SR, now);
+    em_cc_on_loss(&pe->cc, &p->cfg, &p->st, n, true, pe->snd_una, pe->snd_nxt, now);
     pe->rto_cur = pe->rto_cur * 2 > p->cfg.rto_max_ns ? p->cfg.rto_max_ns : pe->rto_cur * 2;
     pe->rto_deadline = now + pe->rto_cur;
     em_arm(p, pe->rto_deadline);

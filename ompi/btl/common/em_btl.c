@@ -586,6 +586,11 @@ static void print_stats(em_btl_module_t *m)
                 (unsigned long long)p->drop_short, (unsigned long long)p->drop_peer_failed,
                 (unsigned long long)p->puts_failed,
                 (unsigned long long)em_engine_rx_mem(m->engine));
+    opal_output(0, "[%s] btl_%s congestion control: cwnd cuts for loss %llu, for delay %llu; "
+                   "new frames held by cwnd %llu, by pacing %llu", opal_process_info.nodename,
+                m->name,
+                (unsigned long long)p->cc_loss_decreases, (unsigned long long)p->cc_delay_decreases,
+                (unsigned long long)p->cc_cwnd_blocked, (unsigned long long)p->cc_paced);
     if (m->order && m->index == 0) {
         uint64_t kept = 0, dropped = 0;
         for (uint32_t i = 0; i < m->npeers; i++) {
@@ -689,6 +694,18 @@ void em_btl_add_help_dir(const void *symbol_in_component)
     }
 }
 
+/** The cc parameter's value (docs/design.md "Congestion control"); -1 if unknown. */
+static int cc_mode(const char *s)
+{
+    if (!s || 0 == strcmp(s, "loss"))
+        return EM_CC_LOSS;
+    if (0 == strcmp(s, "delay"))
+        return EM_CC_DELAY;
+    if (0 == strcmp(s, "off"))
+        return EM_CC_OFF;
+    return -1;
+}
+
 /* One link's module: engine, endpoints, fragment sizes. */
 static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, em_recovery_t rec,
                         char *err, size_t errlen)
@@ -717,6 +734,7 @@ static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, em_
     cfg.rto_max_ns = (uint64_t)params->rto_max_us * 1000u;
     cfg.max_retries = (uint32_t)params->retries;
     cfg.ack_delay_ns = (uint64_t)params->ack_delay_us * 1000u;
+    cfg.cc = (em_cc_mode_t)cc_mode(params->cc);     /* checked by the caller */
     int e;
     m->engine = em_engine_create(link, &cfg, &engine_ops, m, &e);
     if (!m->engine) {
@@ -781,6 +799,11 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
     else {
         opal_show_help(HELP_FILE, "bad-param", true, name, opal_process_info.nodename,
                        "recovery", params->recovery, "sr or gbn");
+        return NULL;
+    }
+    if (cc_mode(params->cc) < 0) {
+        opal_show_help(HELP_FILE, "bad-param", true, name, opal_process_info.nodename,
+                       "cc", params->cc, "delay, loss or off");
         return NULL;
     }
     if (params->window < 1 || params->window > (int)EM_WINDOW_MAX) {
@@ -915,6 +938,7 @@ int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
     /* Defaults: docs/design.md "Defaults" (protocol) and "BTL defaults". */
     p->window = 32;
     p->recovery = "sr";
+    p->cc = "loss";     /* not delay: docs/design.md "Congestion control", real links */
     p->rto_us = 1000;
     p->rto_min_us = 200;
     p->rto_max_us = 1000000;
@@ -932,6 +956,11 @@ int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
     (void)mca_base_component_var_register(c, "recovery",
         "Loss recovery: 'sr' (selective repeat with SACK, default) or 'gbn' (Go-Back-N with NACK)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->recovery);
+    (void)mca_base_component_var_register(c, "cc",
+        "Congestion control per peer: 'loss' (AIMD on loss, once per window of loss; default), "
+        "'delay' (loss and round-trip delay, paced: the simulator's best, but a loaded host's "
+        "scheduling delays read as queueing) or 'off' (fixed window)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->cc);
     (void)mca_base_component_var_register(c, "rto_us",
         "Retransmit timeout in microseconds before the first round-trip sample "
         "(doubled on each consecutive timeout)",

@@ -117,6 +117,7 @@ typedef struct em_btl_rdma {
 typedef struct em_btl_params {
     int window;
     char *recovery;          /**< "sr" or "gbn" */
+    char *cc;                /**< congestion control: "loss" (default), "delay" or "off" */
     int rto_us, rto_min_us, rto_max_us, retries, ack_delay_us;
     int same_node;           /**< also reach ranks on this node (testing without namespaces) */
     int print_stats;         /**< print counters at finalize */
