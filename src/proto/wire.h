@@ -47,8 +47,10 @@
  * The payload follows the header(s).  Frames may be longer than header +
  * payload (Ethernet pads to 60 bytes); the length field is authoritative.
  *
- * No raw pointer ever travels: a put names (region id, key, offset) and the
- * receiver checks key and bounds before writing a byte.
+ * No raw pointer of ours travels: a put names (region id, key, offset) and
+ * the receiver checks key and bounds before writing a byte.  (Open MPI's ob1
+ * headers inside messages do carry pointers: only a peer bound to its
+ * address and pair key can deliver a message.)
  */
 #ifndef EM_PROTO_WIRE_H
 #define EM_PROTO_WIRE_H
