@@ -19,8 +19,13 @@
  * sequence and ACK numbers it sprays stay near the real ones however fast
  * the job runs.
  *
+ * Daemon mode (--mode emd): the frames of emd (src/daemon) carry its shim
+ * (struct emd_wire_hdr: endpoints and the source node's MAC) between the
+ * Ethernet header and the ethermpi frame; the forger decodes and encodes it
+ * with emd_wire_decode / emd_wire_encode, the daemon's own functions.
+ *
  * Usage (as root; run inside the switch namespace, e.g. ip netns exec P-sw):
- *   em_forge --mode udp|l2 --class CLASS --sniff-if IF --inject-ns PATH
+ *   em_forge --mode udp|l2|emd --class CLASS --sniff-if IF --inject-ns PATH
  *            [--inject-if eth0] [--src 0] [--dst 1] [--seconds 3]
  *            [--interval-us 5000] [--max-frames 20000]
  *
@@ -53,6 +58,13 @@
  *   flood    right-key DATA frames, each from a NEW source address (random
  *            source MACs on L2, a new UDP source port per frame): address
  *            tables.  Proof: source counter.
+ *   emdflood (--mode emd) frames of the real flow (key, ranks, endpoints)
+ *            already delivered (sequence numbers just below the real one),
+ *            each from a new random source MAC in the Ethernet header and
+ *            the shim: the daemon answers every one with an eager ACK to
+ *            that MAC, which takes a slot of its node table (256, never
+ *            evicted): afterwards it cannot reach a node it has not talked
+ *            to yet.  Proof: a new job with such a node still runs.
  *
  * Output: "em_forge: class C: N frames sent in R rounds (seq ~X, ack ~Y)".
  * Exit 0 after sending, 2 usage, 3 no frame of the job seen, 1 other errors.
@@ -60,6 +72,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "daemon/emd_shm.h"
 #include "proto/wire.h"
 
 #include <arpa/inet.h>
@@ -112,13 +125,14 @@ struct ob1_fin_hdr {
 };
 _Static_assert(sizeof(struct ob1_fin_hdr) == 24, "ob1 FIN header is 24 bytes");
 
-enum cls { C_BADKEY, C_SPOOF, C_TAG255, C_ACK, C_FIN, C_HUGE, C_FLOOD, C_COUNT };
+enum cls { C_BADKEY, C_SPOOF, C_TAG255, C_ACK, C_FIN, C_HUGE, C_FLOOD, C_EMDFLOOD, C_COUNT };
 static const char *const cls_names[C_COUNT] = {
-    "badkey", "spoof", "tag255", "ack", "fin", "huge", "flood",
+    "badkey", "spoof", "tag255", "ack", "fin", "huge", "flood", "emdflood",
 };
 
 struct opts {
     int l2;                 /* 1: raw Ethernet (dpdk), 0: UDP (rudp) */
+    int shim;               /* 1: emd's shim after the Ethernet header */
     enum cls cls;
     const char *sniff_if;
     const char *inject_ns;
@@ -140,6 +154,7 @@ struct tmpl {
     int locked;             /* the real sender's address is known: */
     uint8_t src_mac[6];     /* frames from any other address (ours, */
     struct sockaddr_in src_addr;   /* forged) are not templates */
+    uint16_t shim_dst, shim_src;   /* emd mode: the real frame's endpoints */
 };
 
 static uint64_t rng_state;
@@ -161,7 +176,7 @@ static double now_s(void)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: em_forge --mode udp|l2 --class CLASS --sniff-if IF --inject-ns PATH\n"
+    fprintf(f, "usage: em_forge --mode udp|l2|emd --class CLASS --sniff-if IF --inject-ns PATH\n"
                "                [--inject-if eth0] [--src 0] [--dst 1] [--seconds 3]\n"
                "                [--interval-us 5000] [--max-frames 20000]\n"
                "classes:");
@@ -186,7 +201,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
         }
         const char *v = argv[++i];
         if (!strcmp(a, "--mode")) {
-            o->l2 = !strcmp(v, "l2") ? 1 : !strcmp(v, "udp") ? 0 : -1;
+            o->l2 = !strcmp(v, "l2") || !strcmp(v, "emd") ? 1 : !strcmp(v, "udp") ? 0 : -1;
+            o->shim = !strcmp(v, "emd");
         } else if (!strcmp(a, "--class")) {
             for (int c = 0; c < C_COUNT; c++)
                 if (!strcmp(v, cls_names[c]))
@@ -214,6 +230,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
     }
     if (o->l2 < 0 || o->cls == C_COUNT || !o->sniff_if || !o->inject_ns || o->seconds <= 0) {
         fprintf(stderr, "em_forge: --mode, --class, --sniff-if and --inject-ns are required\n");
+        return -1;
+    }
+    if ((o->cls == C_EMDFLOOD) != o->shim) {
+        fprintf(stderr, "em_forge: class emdflood goes with --mode emd, and only it\n");
         return -1;
     }
     return 0;
@@ -283,6 +303,14 @@ static void sniff(int fd, const struct opts *o, struct tmpl *t)
         struct sockaddr_in dst, src;
         memset(&src, 0, sizeof src);
         const uint8_t *em = em_frame_of(f, (size_t)n, o->l2, &em_len, &dst, &src);
+        uint16_t sh_len = 0, sh_dst = 0, sh_src = 0;
+        uint8_t sh_mac[6];
+        if (em && o->shim) {
+            if (emd_wire_decode(em, em_len, &sh_len, &sh_dst, &sh_src, sh_mac) != 0)
+                continue;
+            em += EMD_WIRE_HDR_LEN;
+            em_len = sh_len;
+        }
         em_hdr_t h;
         if (!em || em_hdr_decode(em, em_len, &h) != EM_DEC_OK || h.src != o->src ||
             h.dst != o->dst)
@@ -301,6 +329,8 @@ static void sniff(int fd, const struct opts *o, struct tmpl *t)
         memcpy(t->dst_mac, f, 6);
         if (!o->l2)
             t->dst_addr = dst;
+        t->shim_dst = sh_dst;
+        t->shim_src = sh_src;
         t->any = h;
         t->have_any = 1;
         if (h.type == EM_PT_DATA || h.type == EM_PT_PUT) {
@@ -314,6 +344,7 @@ static void sniff(int fd, const struct opts *o, struct tmpl *t)
 
 struct injector {
     int l2;
+    int shim;
     int fd;                 /* L2: packet socket; UDP: datagram socket */
     int ifindex;
     uint8_t mac[6];         /* the forger node's own MAC */
@@ -328,6 +359,7 @@ static int open_injector(const struct opts *o, struct injector *in)
     }
     close(ns);
     in->l2 = o->l2;
+    in->shim = o->shim;
     in->ifindex = (int)if_nametoindex(o->inject_if);
     if (in->ifindex == 0) {
         fprintf(stderr, "em_forge: no interface %s in %s\n", o->inject_if, o->inject_ns);
@@ -364,8 +396,9 @@ static int inject(struct injector *in, const struct tmpl *t, const uint8_t *em, 
             close(fd);
         return r == (ssize_t)len ? 0 : -1;
     }
-    uint8_t f[FRAME_MAX + 14];
-    size_t n = 14 + len;
+    uint8_t f[FRAME_MAX + 14 + EMD_WIRE_HDR_LEN];
+    size_t off = 14 + (in->shim ? EMD_WIRE_HDR_LEN : 0);
+    size_t n = off + len;
     memcpy(f, t->dst_mac, 6);
     if (fresh_src) {
         uint64_t r = rnd();
@@ -376,7 +409,9 @@ static int inject(struct injector *in, const struct tmpl *t, const uint8_t *em, 
     }
     f[12] = EM_ETHERTYPE >> 8;
     f[13] = EM_ETHERTYPE & 0xff;
-    memcpy(f + 14, em, len);
+    if (in->shim)   /* the claimed endpoints, the frame's own source MAC */
+        emd_wire_encode(f + 14, (uint16_t)len, t->shim_dst, t->shim_src, f + 6);
+    memcpy(f + off, em, len);
     if (n < 60) {
         memset(f + n, 0, 60 - n);
         n = 60;
@@ -442,6 +477,11 @@ static size_t forge(enum cls c, const struct tmpl *t, unsigned k, uint8_t *out)
         h = data_frame(t, k, OB1_TAG_FIN, blen);
         break;
     }
+    case C_EMDFLOOD:    /* the real flow, already delivered: the daemon ACKs it */
+        h = data_frame(t, k, OB1_TAG_MATCH, blen);
+        h.seq = t->data.seq - 1 - (k % 16);
+        h.msg_id = t->data.msg_id;
+        break;
     case C_HUGE:        /* first of 65535 fragments: ~65535 x 1 KiB claimed */
         blen = sizeof body;
         h = data_frame(t, k, OB1_TAG_MATCH, blen);
@@ -504,7 +544,7 @@ int main(int argc, char **argv)
         sniff(sfd, &o, &t);                   /* stay near the real numbers */
         for (unsigned k = 0; k < SPRAY && sent < o.max_frames; k++) {
             size_t n = forge(o.cls, &t, k, frame);
-            if (inject(&in, &t, frame, n, o.cls == C_FLOOD) == 0)
+            if (inject(&in, &t, frame, n, o.cls == C_FLOOD || o.cls == C_EMDFLOOD) == 0)
                 sent++;
             else
                 failed++;
