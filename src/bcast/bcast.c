@@ -140,6 +140,15 @@ static void deliver(em_bcast_t *b, const em_pkt_t *p, em_bcast_rx_fn cb, void *a
         b->st.dropped++;
         return;
     }
+    if (h.count > b->max_elems) {
+        /* a valid frame longer than this channel's frames (cfg.mtu below
+         * the link's): it would overrun vals[max_elems]; counted as a
+         * length mismatch, the sender uses a larger frame size than we do */
+        b->st.rejected++;
+        b->st.rejected_by[EM_BC_ELEN]++;
+        b->st.dropped++;
+        return;
+    }
     if (h.sender == b->self) {      /* our own broadcast, looped back by the kernel */
         b->st.own++;
         return;

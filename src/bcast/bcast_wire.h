@@ -97,7 +97,8 @@ enum em_bc_dec {
     EM_BC_ECHANNEL,   /**< another channel */
     EM_BC_ESENDER,    /**< sender id >= members */
     EM_BC_ECOUNT,     /**< count 0 */
-    EM_BC_ELEN,       /**< frame length does not match count */
+    EM_BC_ELEN,       /**< frame length does not match count, or more elements than
+                           this channel's frames hold (its cfg.mtu; em_bcast_poll) */
     EM_BC_ERANGE,     /**< offset + count beyond the vector */
     EM_BC_NREASONS
 };

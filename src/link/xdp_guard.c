@@ -78,6 +78,8 @@ static int known_program(const char *name)
     return 0;
 }
 
+/* Called with the interface lock held exclusively: no live guard owns any
+ * queue of @p ifname, so a known program still attached is a leftover. */
 static int remove_leftover(const char *ifname, int ifindex, em_xdp_guard_t *g, char *err,
                            size_t errlen)
 {
@@ -87,6 +89,8 @@ static int remove_leftover(const char *ifname, int ifindex, em_xdp_guard_t *g, c
     if (bpf_xdp_query(ifindex, 0, &q) != 0 || q.prog_id == 0)
         return 0; /* nothing attached (or no way to tell: let the PMD try) */
     char name[BPF_OBJ_NAME_LEN] = "?";
+    /* the fd pins the program we looked at: the detach below names it, so
+     * a program attached meanwhile by someone else is never removed */
     int fd = bpf_prog_get_fd_by_id(q.prog_id);
     if (fd >= 0) {
         struct bpf_prog_info info;
@@ -94,12 +98,18 @@ static int remove_leftover(const char *ifname, int ifindex, em_xdp_guard_t *g, c
         memset(&info, 0, sizeof info);
         if (bpf_obj_get_info_by_fd(fd, &info, &il) == 0)
             snprintf(name, sizeof name, "%s", info.name);
-        close(fd);
     }
     if (!known_program(name)) {
         snprintf(err, errlen, "interface %s already has an XDP program ('%s', id %u) that "
                  "ethermpi did not load; AF_XDP needs its own (remove it with "
                  "'ip link set dev %s xdp off' if it is not needed)", ifname, name, q.prog_id, ifname);
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open the XDP program '%s' (id %u) left on %s: %s",
+                 name, q.prog_id, ifname, strerror(errno));
         return -1;
     }
     __u32 modes[3] = {0, 0, 0};
@@ -116,24 +126,87 @@ static int remove_leftover(const char *ifname, int ifindex, em_xdp_guard_t *g, c
         if (q.hw_prog_id)
             modes[n++] = XDP_FLAGS_HW_MODE;
     }
+    LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = fd);   /* XDP_FLAGS_REPLACE */
     for (int i = 0; i < n; i++) {
-        int rc = bpf_xdp_detach(ifindex, modes[i], NULL);
+        int rc = bpf_xdp_detach(ifindex, modes[i], &opts);
         if (rc != 0) {
             snprintf(err, errlen, "cannot remove the XDP program '%s' (id %u) a crashed process "
-                     "left on %s: %s", name, q.prog_id, ifname, strerror(-rc));
+                     "left on %s: %s", name, q.prog_id, ifname,
+                     rc == -EEXIST ? "another program was attached meanwhile" : strerror(-rc));
+            close(fd);
             return -1;
         }
     }
+    close(fd);
     g->detached++;
     return 0;
 }
 #endif
 
+/* Open (creating) a lock file without following a symlink planted at its
+ * name, and only if it is a plain file with one link: the pid written into
+ * it must never truncate or overwrite another file (a root process).
+ * @return the fd, -1 with errno (ELOOP/EINVAL: not a plain file). */
+static int open_lock_file(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    return fd;
+}
+
+static void write_pid(int fd)
+{
+    char pid[32];
+    int pl = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)pl, 0) != pl) {
+        /* the lock still works; only the pid in error messages is lost */
+    }
+}
+
+/* The interface lock: shared by every queue owner for the life of its port,
+ * exclusive only for the moment of a cleanup.  Sets g->if_lock_fd and
+ * g->cleanup (1: no queue of the interface is owned by anyone else, so an
+ * attached known program is a leftover).  @return 0, -1 with @p err. */
+static int lock_interface(const char *path, const char *ifname, em_xdp_guard_t *g, char *err,
+                          size_t errlen)
+{
+    int fd = open_lock_file(path);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot use the lock file %s: %s (remove it if it is a symlink "
+                 "or not a plain file)", path, errno == ELOOP || errno == EINVAL ?
+                 "not a plain file" : strerror(errno));
+        return -1;
+    }
+    g->if_lock_fd = fd;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+        g->cleanup = 1;
+        return 0;       /* converted to shared after the cleanup */
+    }
+    /* another queue's owner holds it shared (or is cleaning up for a moment) */
+    for (int i = 0; i < 2000; i++) {
+        if (flock(fd, LOCK_SH | LOCK_NB) == 0)
+            return 0;
+        usleep(1000);
+    }
+    snprintf(err, errlen, "the AF_XDP interface lock of %s (%s) stays held exclusively; "
+             "a cleanup of a crashed owner seems stuck", ifname, path);
+    return -1;
+}
+
 int em_xdp_guard_acquire(const char *ifname, unsigned queue, em_xdp_guard_t *g,
                          char *err, size_t errlen)
 {
     g->lock_fd = -1;
+    g->if_lock_fd = -1;
     g->detached = 0;
+    g->cleanup = 0;
     int ifindex = (int)if_nametoindex(ifname);
     if (ifindex == 0) {
         snprintf(err, errlen, "no network interface '%s' in this network namespace", ifname);
@@ -145,9 +218,15 @@ int em_xdp_guard_acquire(const char *ifname, unsigned queue, em_xdp_guard_t *g,
     unsigned long long ns = stat("/proc/self/ns/net", &st) == 0 ? (unsigned long long)st.st_ino : 0;
     char path[512];
     snprintf(path, sizeof path, "%s/afxdp-%llu-%s-q%u.lock", lock_dir(), ns, ifname, queue);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return 0;
+    int fd = open_lock_file(path);
+    if (fd < 0) {
+        if (errno != ELOOP && errno != EINVAL)
+            return 0;   /* cannot create it: no guard, as without the directory */
+        snprintf(err, errlen, "the AF_XDP lock file %s is a symlink or not a plain file; "
+                 "remove it (someone may be trying to make a root process overwrite a file)",
+                 path);
+        return -1;
+    }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         char pid[32] = "";
         ssize_t r = pread(fd, pid, sizeof pid - 1, 0);
@@ -161,25 +240,37 @@ int em_xdp_guard_acquire(const char *ifname, unsigned queue, em_xdp_guard_t *g,
                  queue, ifname, pid);
         return -1;
     }
-    char pid[32];
-    int pl = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)pl, 0) != pl) {
-        /* the lock still works; only the pid in error messages is lost */
-    }
+    write_pid(fd);
     g->lock_fd = fd;
+    snprintf(path, sizeof path, "%s/afxdp-%llu-%s.lock", lock_dir(), ns, ifname);
+    if (lock_interface(path, ifname, g, err, errlen) != 0) {
+        em_xdp_guard_release(g);
+        return -1;
+    }
 #ifdef EM_HAVE_LIBBPF
-    if (remove_leftover(ifname, ifindex, g, err, errlen) != 0) {
+    /* the XDP program is the interface's, shared by all its queues: only
+     * when no other queue has a live owner is an attached one a leftover */
+    if (g->cleanup && remove_leftover(ifname, ifindex, g, err, errlen) != 0) {
         em_xdp_guard_release(g);
         return -1;
     }
 #endif
+    if (g->cleanup && flock(g->if_lock_fd, LOCK_SH) != 0) {
+        snprintf(err, errlen, "cannot share the interface lock %s: %s", path, strerror(errno));
+        em_xdp_guard_release(g);
+        return -1;
+    }
     return 0;
 }
 
 void em_xdp_guard_release(em_xdp_guard_t *g)
 {
     if (g && g->lock_fd >= 0) {
-        close(g->lock_fd); /* drops the flock; the file stays for the next owner */
+        /* drops the flocks; the files stay for the next owner */
+        if (g->if_lock_fd >= 0)
+            close(g->if_lock_fd);
+        g->if_lock_fd = -1;
+        close(g->lock_fd);
         g->lock_fd = -1;
     }
 }

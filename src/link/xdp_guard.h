@@ -12,10 +12,20 @@
  *    for the life of the port (the kernel drops it when the process dies),
  *    so a second live user of the same queue gets a clear error naming the
  *    owner's pid instead of stealing its frames;
- *  - with the lock held, nobody alive owns the queue, so an XDP program
- *    still attached that ethermpi or DPDK loaded (known program names) is
- *    a crashed owner's leftover and is detached.  A program anyone else
- *    loaded is left alone and reported.
+ *  - the XDP program is the interface's, shared by all its queues, so every
+ *    queue owner also holds /run/ethermpi/locks/afxdp-<netns>-<iface>.lock
+ *    shared.  Only a guard that gets that lock exclusively (no queue of
+ *    the interface has a live owner) treats an attached XDP program that
+ *    ethermpi or DPDK loaded (known program names) as a crashed owner's
+ *    leftover and detaches it, naming the program it looked at (a program
+ *    attached meanwhile is not removed).  Then it keeps the lock shared.
+ *    A program anyone else loaded is left alone and reported.  emcluster's
+ *    xdploss filter (tools/bpf/xdp_drop.bpf.c) is the same object the
+ *    PMD loads from the node's device file, so it is replaced like a
+ *    leftover: the rank's program carries the same loss.
+ *  - lock files are opened with O_NOFOLLOW and used only if they are plain
+ *    files with one link: a symlink planted in the lock directory cannot
+ *    make a root process truncate another file.
  */
 #ifndef EM_LINK_XDP_GUARD_H
 #define EM_LINK_XDP_GUARD_H
@@ -23,8 +33,11 @@
 #include <stddef.h>
 
 typedef struct em_xdp_guard {
-    int lock_fd;       /**< -1: no lock held */
+    int lock_fd;       /**< the queue lock (exclusive); -1: no lock held */
+    int if_lock_fd;    /**< the interface lock (shared); valid when lock_fd is */
     unsigned detached; /**< leftover programs removed at acquire */
+    unsigned cleanup;  /**< 1: at acquire no other queue of the interface had a
+                            live owner, so leftovers were looked for */
 } em_xdp_guard_t;
 
 /**
@@ -38,7 +51,7 @@ int em_xdp_devargs_iface(const char *devargs, char *ifname, size_t len, unsigned
  * Take ownership of @p ifname queue @p queue in this network namespace and
  * remove a crashed owner's XDP program.  @return 0, or -1 with a sentence
  * in @p err (queue owned by a live process, no such interface, a foreign
- * XDP program attached).  Without permission to create the lock directory
+ * XDP program attached, a lock file that is a symlink or not a plain file).  Without permission to create the lock directory
  * it returns 0 with no lock (the PMD then reports what it cannot do).
  */
 int em_xdp_guard_acquire(const char *ifname, unsigned queue, em_xdp_guard_t *g,

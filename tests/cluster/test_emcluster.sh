@@ -261,6 +261,48 @@ if ip netns list | grep -qw "$OTHER-n0"; then pass "cluster $OTHER was left alon
 check "$OTHER still pings" 20 env EMC_PREFIX=$OTHER "$EMC" exec 0 ping -c 1 -W 2 10.77.0.2
 check "down $OTHER" 30 env EMC_PREFIX=$OTHER "$EMC" down
 
+section "down removes only this cluster's DPDK files, and none in use"
+# fake hugepage and EAL runtime dirs (EMC_HUGEPAGE_DIR, EMC_DPDK_RUN_DIR):
+# 'down' of emt1 (a prefix of $OTHER's name) removes its nodes' and daemons'
+# files and dead ranks' ones, nothing of $OTHER, of live processes, or in use
+HP=$TMP/hugepages
+RD=$TMP/dpdk
+mkdir -p "$HP" "$RD"
+dead_pid=999999999   # beyond pid_max: never alive
+ours_f=(emt1-n0map_0 emt1-n1map_3 emd-emt1-n0map_0 "em${dead_pid}map_0")
+theirs_f=(emd-emt1b-n0map_0 emt1b-n0map_0 emt1-n0xmap_0 emrelax1map_0 emt1-n1map_9)
+ours_d=(emt1-n0 emd-emt1-n1 "em${dead_pid}" "emd${dead_pid}")
+theirs_d=(emd-emt1b-n0 emt1b-n0 emt1-n0-other "em$$")
+for f in "${ours_f[@]}" "${theirs_f[@]}"; do echo x >"$HP/$f"; done
+for d in "${ours_d[@]}" "${theirs_d[@]}"; do mkdir -p "$RD/$d"; echo x >"$RD/$d/config"; done
+# a live process still has one of our files open (emt1-n1map_9): kept
+(exec 3<"$HP/emt1-n1map_9"; exec sleep 60) &
+holder=$!
+sleep 0.3
+check "down with fake DPDK files" 30 env EMC_HUGEPAGE_DIR="$HP" EMC_DPDK_RUN_DIR="$RD" "$EMC" down
+kept="" gone=""
+for f in "${ours_f[@]}"; do [[ -e $HP/$f ]] && kept+=" $f"; done
+for d in "${ours_d[@]}"; do [[ -e $RD/$d ]] && kept+=" $d"; done
+[[ -z $kept ]] && pass "this cluster's (and dead ranks') DPDK files removed" || fail "left over:$kept"
+for f in "${theirs_f[@]}"; do [[ -e $HP/$f ]] || gone+=" $f"; done
+for d in "${theirs_d[@]}"; do [[ -e $RD/$d ]] || gone+=" $d"; done
+[[ -z $gone ]] && pass "other prefixes', live processes' and in-use files kept" || fail "wrongly removed:$gone"
+kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null || true
+
+section "one emcluster per prefix"
+mkdir -p /run/ethermpi/locks
+(exec 7>>/run/ethermpi/locks/emcluster-emt1.lock; flock 7; sleep 5) &
+holder=$!
+sleep 0.3
+if EMC_LOCK_WAIT=1 timeout -k 5 20 "$EMC" down >"$TMP/out" 2>&1; then
+	fail "down ran while another emcluster held the prefix lock"
+else
+	out_has "a second emcluster on the prefix waits, then says why" "another emcluster is changing cluster 'emt1'"
+fi
+check "another prefix is not blocked" 20 env EMC_PREFIX=emt1c EMC_LOCK_WAIT=1 "$EMC" down
+kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null || true
+check "down once the lock is free" 20 env EMC_LOCK_WAIT=10 "$EMC" down
+
 echo
 if ((FAILS > 0)); then
 	echo "FAILED: $FAILS of $CHECKS checks"

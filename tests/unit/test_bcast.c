@@ -292,6 +292,40 @@ static void test_every_rejection_counted(void **st)
     em_bcast_close(r);
 }
 
+/* A channel whose frames are smaller than the link's (cfg.mtu) gets a valid
+ * frame with more elements than it holds (a member configured with a larger
+ * mtu, or a forger): refused and counted, never copied past its element
+ * buffer (ASan would catch an overflow: the buffer holds exactly max_elems). */
+static void test_count_beyond_own_frames_refused(void **st)
+{
+    (void)st;
+    struct hub hub = { 0 };
+    char err[256] = "";
+    em_bcast_cfg_t c = { .key = 0xC0FFEE, .channel = 3, .self = 1, .members = 2,
+                         .vec_len = VLEN, .mtu = 200 };
+    em_bcast_t *r = em_bcast_open_link(&hub_join(&hub)->link, 0, &c, err, sizeof err);
+    assert_non_null(r);
+    uint32_t max = em_bcast_max_elems(r);
+    assert_int_equal(max, (200 - EM_BC_HDR_LEN) / EM_BC_ELEM_SIZE);
+    struct hub_link *h = hub.m[0];
+    uint8_t f[FRAME];
+    inject(h, f, good_frame(f, (uint16_t)(max + 1)));   /* one too many */
+    inject(h, f, good_frame(f, 180));                    /* far too many */
+    calls = 0;
+    em_bcast_poll(r, apply, vec[1], 0);
+    const em_bcast_stats_t *s = em_bcast_stats(r);
+    assert_int_equal(calls, 0);
+    assert_int_equal(s->rejected, 2);
+    assert_int_equal(s->rejected_by[EM_BC_ELEN], 2);
+    /* exactly max elements still arrive */
+    uint32_t n = good_frame(f, (uint16_t)max);
+    inject(h, f, n);
+    em_bcast_poll(r, apply, vec[1], 0);
+    assert_int_equal(calls, 1);
+    assert_true(vec[1][5 + max - 1] == 42.0 + (max - 1));
+    em_bcast_close(r);
+}
+
 static void test_decode_names(void **st)
 {
     (void)st;
@@ -308,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_send_errors),
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_every_rejection_counted),
+        cmocka_unit_test(test_count_beyond_own_frames_refused),
         cmocka_unit_test(test_decode_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

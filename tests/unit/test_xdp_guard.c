@@ -2,7 +2,10 @@
  * @file test_xdp_guard.c
  * The AF_XDP ownership guard: devargs parsing, one owner per interface
  * queue (a second one is refused with the owner's pid, a released or dead
- * owner's lock is free again), unknown interfaces.  Uses loopback, which
+ * owner's lock is free again), the interface lock (a queue owner keeps
+ * every other queue's guard from treating the interface's XDP program as a
+ * leftover), lock files planted as symlinks (refused, the target untouched),
+ * unknown interfaces.  Uses loopback, which
  * exists in every network namespace, and a private lock directory; the
  * leftover-program removal is exercised by the af_xdp MPI suite (a killed
  * rank's program is removed by the next job).
@@ -15,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -91,6 +95,91 @@ static void test_dead_owner_frees_the_queue(void **st)
     close(to_parent[1]);
 }
 
+/* The XDP program is the interface's: while a queue of it has a live owner,
+ * a guard for another queue must not look for leftovers (it would detach
+ * the owner's program); once no owner is left, it does. */
+static void test_live_queue_blocks_cleanup(void **st)
+{
+    char err[256];
+    em_xdp_guard_t a, b, c;
+    assert_int_equal(em_xdp_guard_acquire("lo", 0, &a, err, sizeof err), 0);
+    assert_int_equal(a.cleanup, 1);         /* alone on the interface */
+    assert_int_equal(em_xdp_guard_acquire("lo", 1, &b, err, sizeof err), 0);
+    assert_int_equal(b.cleanup, 0);         /* queue 0 is live: hands off */
+    assert_int_equal(b.detached, 0);
+    em_xdp_guard_release(&a);
+    assert_int_equal(em_xdp_guard_acquire("lo", 2, &c, err, sizeof err), 0);
+    assert_int_equal(c.cleanup, 0);         /* queue 1 still live */
+    em_xdp_guard_release(&c);
+    em_xdp_guard_release(&b);
+    assert_int_equal(b.if_lock_fd, -1);
+
+    /* the same across processes, and a dead owner no longer counts */
+    int to_parent[2];
+    assert_int_equal(pipe(to_parent), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        em_xdp_guard_t g;
+        char ch = em_xdp_guard_acquire("lo", 0, &g, err, sizeof err) == 0 ? 'y' : 'n';
+        if (write(to_parent[1], &ch, 1) != 1)
+            _exit(2);
+        pause();
+        _exit(0);
+    }
+    char ch = 0;
+    assert_int_equal(read(to_parent[0], &ch, 1), 1);
+    assert_int_equal(ch, 'y');
+    assert_int_equal(em_xdp_guard_acquire("lo", 1, &b, err, sizeof err), 0);
+    assert_int_equal(b.cleanup, 0);
+    em_xdp_guard_release(&b);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    assert_int_equal(em_xdp_guard_acquire("lo", 1, &b, err, sizeof err), 0);
+    assert_int_equal(b.cleanup, 1);
+    em_xdp_guard_release(&b);
+    close(to_parent[0]);
+    close(to_parent[1]);
+}
+
+/* A symlink planted at a lock file's name (queue or interface lock) is
+ * refused with a sentence; the file it points to keeps its content. */
+static void test_symlinked_lock_refused(void **st)
+{
+    char err[256], victim[300], link[300], got[32] = "";
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    FILE *f = fopen(victim, "w");
+    assert_non_null(f);
+    fputs("precious\n", f);
+    fclose(f);
+    struct stat ns;
+    assert_int_equal(stat("/proc/self/ns/net", &ns), 0);
+    const char *names[] = { "q7", NULL };
+    for (int i = 0; i < 2; i++) {
+        if (names[i])
+            snprintf(link, sizeof link, "%s/afxdp-%llu-lo-%s.lock", dir,
+                     (unsigned long long)ns.st_ino, names[i]);
+        else
+            snprintf(link, sizeof link, "%s/afxdp-%llu-lo.lock", dir,
+                     (unsigned long long)ns.st_ino);
+        unlink(link);
+        assert_int_equal(symlink(victim, link), 0);
+        em_xdp_guard_t g;
+        assert_int_equal(em_xdp_guard_acquire("lo", 7, &g, err, sizeof err), -1);
+        assert_non_null(strstr(err, "not a plain file"));
+        assert_int_equal(g.lock_fd, -1);
+        assert_int_equal(unlink(link), 0);
+        f = fopen(victim, "r");
+        assert_non_null(f);
+        assert_non_null(fgets(got, sizeof got, f));
+        fclose(f);
+        assert_string_equal(got, "precious\n");
+    }
+    em_xdp_guard_t g;
+    assert_int_equal(em_xdp_guard_acquire("lo", 7, &g, err, sizeof err), 0);
+    em_xdp_guard_release(&g);
+}
+
 static void test_unknown_interface(void **st)
 {
     char err[256];
@@ -111,6 +200,8 @@ int main(void)
         cmocka_unit_test(test_devargs),
         cmocka_unit_test(test_one_owner),
         cmocka_unit_test(test_dead_owner_frees_the_queue),
+        cmocka_unit_test(test_live_queue_blocks_cleanup),
+        cmocka_unit_test(test_symlinked_lock_refused),
         cmocka_unit_test(test_unknown_interface),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
