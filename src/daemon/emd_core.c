@@ -16,6 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A sender retransmits only what is in its window (at most 64 frames, the
+ * protocol's EM_WINDOW_MAX) and our rcv_nxt never passes its snd_nxt: a
+ * true duplicate is at most this far behind. */
+#define EMD_DUP_REACH 64
+
 /* ------------------------------------------------------------ helpers -- */
 
 /** tx slot @p i of client @p cl (our geometry). */
@@ -296,11 +301,18 @@ static void deliver_acked(emd_core_t *c, struct emd_client *cl, const uint8_t *d
     f->src_ep = src_ep;
     memcpy(f->src_mac, src_mac, 6);
     f->where_known = 1;
-    if (d < 0) {
+    if (d < 0 && d >= -EMD_DUP_REACH) {
         /* acknowledged before, so it is in the ring already (or was
          * consumed): the sender missed our ACK, say it again */
         atomic_fetch_add_explicit(&cl->h->st.rx_dups, 1, memory_order_relaxed);
         f->ack_owed = 1;
+        return;
+    }
+    if (d < 0) {
+        /* further back than any sender's window reaches: not ours to judge
+         * (a registration that was wrong?); the client's protocol decides */
+        c->ack_refused++;
+        (void)deliver(c, cl, data, len, src_ep, src_mac);
         return;
     }
     if (deliver(c, cl, data, len, src_ep, src_mac) != 0)

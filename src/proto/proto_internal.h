@@ -34,6 +34,7 @@ enum em_peer_state { EM_PEER_ACTIVE = 0, EM_PEER_FAILED = 1 };
 
 struct em_peer {
     uint8_t state;
+    const char *fail_reason;   /**< why it failed (static sentence) */
 
     /* ---- sender half ---- */
     uint32_t snd_una;          /**< oldest sequence number not cumulatively acked */
@@ -106,5 +107,7 @@ void em_reassembly_reset(struct em_peer *pe);
 
 /* proto.c */
 void em_fail_peer(struct em_proto *p, uint16_t peer);
+/** link_acks: an in-order frame the link acknowledged cannot be consumed. */
+void em_fail_acked(struct em_proto *p, uint16_t peer, const char *why);
 
 #endif

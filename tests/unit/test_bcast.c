@@ -90,7 +90,7 @@ static int h_flush(em_link_t *l) { (void)l; return 0; }
 static int h_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a) { (void)l; (void)peer; (void)a; return 0; }
 static void h_close(em_link_t *l) { free(l); }
 static const em_link_ops_t hub_ops = { "hub", h_alloc, h_burst, h_free, h_rx, h_release, h_flush,
-                                       h_set_peer, h_close };
+                                       h_set_peer, h_close, NULL };
 
 static struct hub_link *hub_join(struct hub *hub)
 {

@@ -148,7 +148,7 @@ static void ch_rel(em_link_t *l, em_pkt_t **p, unsigned n) { em_link_rx_release(
 static int ch_flush(em_link_t *l) { return em_link_flush(((struct choppy *)l)->inner); }
 static int ch_peer(em_link_t *l, uint16_t i, const em_link_addr_t *a) { return em_link_set_peer(((struct choppy *)l)->inner, i, a); }
 static void ch_close(em_link_t *l) { em_link_close(((struct choppy *)l)->inner); }
-static const em_link_ops_t CHOPPY = { "choppy", ch_alloc, ch_burst, ch_free, ch_rx, ch_rel, ch_flush, ch_peer, ch_close };
+static const em_link_ops_t CHOPPY = { "choppy", ch_alloc, ch_burst, ch_free, ch_rx, ch_rel, ch_flush, ch_peer, ch_close, NULL };
 
 static void test_refused_gathered_frames_are_flattened(void **st)
 {
