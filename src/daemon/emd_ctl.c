@@ -412,6 +412,12 @@ static void accept_pending(emd_ctl_t *t, uint64_t now)
         t->refused_cred++;
         t->log("refused pid %d uid %u gid %u: not allowed to attach (emd --uid/--group; see "
                "docs/daemon.md \"Who may attach\")", (int)cr.pid, (unsigned)cr.uid, (unsigned)cr.gid);
+        /* read what it sent first: closing a unix socket with unread data
+         * resets the connection, and the client would not see the reason */
+        char junk[sizeof(struct emd_ctl_msg)];
+        struct pollfd jp = { .fd = fd, .events = POLLIN };
+        if (poll(&jp, 1, 10) > 0)
+            (void)recv(fd, junk, sizeof junk, MSG_DONTWAIT);
         send_err(fd, EACCES, "not allowed to attach");
         close(fd);
         return;
