@@ -414,6 +414,47 @@ static int wait_hello(uint32_t link_wait)
     return -1;
 }
 
+/**
+ * Open the port (a DPDK primary; with own queues hugepage-backed, 1 + S*S
+ * queue pairs) and check the own-queue names the clients will check.
+ * @return the link, or NULL after saying why on stderr, with the exit code in @p rc.
+ */
+static em_link_t *open_port(const char *vdev, const char *eal_args, const char *prefix, uint32_t mtu,
+                            uint32_t link_wait, int *rc)
+{
+    char err[512];
+    *rc = 1;
+    const char *eal = rdv_possible(vdev, eal_args, prefix);
+    em_dpdk_cfg_t cfg = { .vdev = vdev, .eal_args = eal, .file_prefix = prefix, .mtu = mtu,
+                          .link_wait_ms = link_wait, .rdv_slots = D.ctl.rdv_slots };
+    em_link_t *link = em_link_dpdk_open(&cfg, err, sizeof err);
+    if (!link) {
+        fprintf(stderr, "emd: %s\n", err);
+        return NULL;
+    }
+    if (link->mtu <= EMD_WIRE_HDR_LEN + 64) {
+        fprintf(stderr, "emd: the port's MTU (%u) is too small\n", link->mtu);
+        em_link_close(link);
+        return NULL;
+    }
+    if (D.ctl.rdv_slots) {
+        snprintf(D.ctl.rdv_prefix, sizeof D.ctl.rdv_prefix, "%s", prefix);
+        em_link_dpdk_port_name(link, D.ctl.rdv_port, sizeof D.ctl.rdv_port);
+        struct emd_rdv_info probe = { .slots = D.ctl.rdv_slots, .slot = 0,
+                                      .queues = (uint16_t)(1u + (unsigned)D.ctl.rdv_slots * D.ctl.rdv_slots) };
+        memcpy(probe.prefix, D.ctl.rdv_prefix, sizeof probe.prefix);
+        memcpy(probe.port, D.ctl.rdv_port, sizeof probe.port);
+        const char *why = NULL;
+        if (emd_rdv_check(&probe, &why) != 0) {   /* what the clients will check */
+            fprintf(stderr, "emd: own queues: %s (prefix '%s', port '%s')\n", why, prefix, D.ctl.rdv_port);
+            em_link_close(link);
+            *rc = 2;
+            return NULL;
+        }
+    }
+    return link;
+}
+
 static int parse_u32(const char *s, uint32_t *out)
 {
     char *e;
@@ -425,7 +466,17 @@ static int parse_u32(const char *s, uint32_t *out)
     return 0;
 }
 
-int main(int argc, char **argv)
+struct args {
+    const char *sock_spec, *vdev_spec, *eal_args, *prefix_spec;
+    uint32_t rdv_slots, mtu, spin_us, max_sleep_us, loss_seed, link_wait;
+    uint32_t rx_kib, max_clients, max_flows, max_nodes;
+    double rx_loss;
+    int verbose, no_ack;
+};
+
+/** The command line into @p a (and D.ctl's access rule and limits).
+ *  @return -1 to go on, or the exit code (0 after --help, 2 on bad arguments). */
+static int parse_args(int argc, char **argv, struct args *a)
 {
     static const struct option opts[] = {
         { "socket", required_argument, NULL, 's' }, { "vdev", required_argument, NULL, 'd' },
@@ -442,43 +493,40 @@ int main(int argc, char **argv)
         { "uid", required_argument, NULL, 'I' },
         { 0, 0, 0, 0 }
     };
-    const char *sock_spec = NULL, *vdev_spec = "", *eal_args = "", *prefix_spec = "emd-%h";
-    uint32_t rdv_slots = 4;
-    uint32_t mtu = 0, spin_us = 50, max_sleep_us = 200, loss_seed = 0, link_wait = 30000;
-    double rx_loss = 0;
-    uint32_t rx_kib = 16384, max_clients = 64, max_flows = EMD_FLOWS_DEFAULT, max_nodes = EMD_NODES_DEFAULT;
+    *a = (struct args){ .vdev_spec = "", .eal_args = "", .prefix_spec = "emd-%h", .rdv_slots = 4,
+                        .spin_us = 50, .max_sleep_us = 200, .link_wait = 30000, .rx_kib = 16384,
+                        .max_clients = 64, .max_flows = EMD_FLOWS_DEFAULT, .max_nodes = EMD_NODES_DEFAULT };
     const char *group = NULL, *user = NULL;
-    int verbose = 0, no_ack = 0;
     D.ctl.tx_slots = 1024;
     int o, bad = 0;
     while ((o = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
         switch (o) {
-        case 's': sock_spec = optarg; break;
-        case 'd': vdev_spec = optarg; break;
-        case 'e': eal_args = optarg; break;
-        case 'm': bad |= parse_u32(optarg, &mtu); break;
-        case 'R': bad |= parse_u32(optarg, &rx_kib); break;
+        case 's': a->sock_spec = optarg; break;
+        case 'd': a->vdev_spec = optarg; break;
+        case 'e': a->eal_args = optarg; break;
+        case 'm': bad |= parse_u32(optarg, &a->mtu); break;
+        case 'R': bad |= parse_u32(optarg, &a->rx_kib); break;
         case 'T': bad |= parse_u32(optarg, &D.ctl.tx_slots); break;
-        case 'C': bad |= parse_u32(optarg, &max_clients); break;
+        case 'C': bad |= parse_u32(optarg, &a->max_clients); break;
         case 'U': bad |= parse_u32(optarg, &D.ctl.max_per_uid); break;
-        case 'F': bad |= parse_u32(optarg, &max_flows); break;
-        case 'N': bad |= parse_u32(optarg, &max_nodes); break;
+        case 'F': bad |= parse_u32(optarg, &a->max_flows); break;
+        case 'N': bad |= parse_u32(optarg, &a->max_nodes); break;
         case 'G': group = optarg; break;
         case 'I': user = optarg; break;
-        case 'S': bad |= parse_u32(optarg, &spin_us); break;
-        case 'Z': bad |= parse_u32(optarg, &max_sleep_us); break;
-        case 'L': bad |= parse_u32(optarg, &loss_seed); break;
-        case 'w': bad |= parse_u32(optarg, &link_wait); break;
-        case 'Q': bad |= parse_u32(optarg, &rdv_slots); break;
-        case 'P': prefix_spec = optarg; break;
+        case 'S': bad |= parse_u32(optarg, &a->spin_us); break;
+        case 'Z': bad |= parse_u32(optarg, &a->max_sleep_us); break;
+        case 'L': bad |= parse_u32(optarg, &a->loss_seed); break;
+        case 'w': bad |= parse_u32(optarg, &a->link_wait); break;
+        case 'Q': bad |= parse_u32(optarg, &a->rdv_slots); break;
+        case 'P': a->prefix_spec = optarg; break;
         case 'l': {
             char *e;
-            rx_loss = strtod(optarg, &e);
-            bad |= (*e || rx_loss < 0 || rx_loss >= 1) ? -1 : 0;
+            a->rx_loss = strtod(optarg, &e);
+            bad |= (*e || a->rx_loss < 0 || a->rx_loss >= 1) ? -1 : 0;
             break;
         }
-        case 'v': verbose = 1; break;
-        case 'A': no_ack = 1; break;
+        case 'v': a->verbose = 1; break;
+        case 'A': a->no_ack = 1; break;
         case 'Y': D.yield = -1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -491,13 +539,29 @@ int main(int argc, char **argv)
                 user && D.ctl.allow_uid < 0 ? user : group);
         return 2;
     }
-    if (bad || !sock_spec || optind != argc || max_clients == 0 || max_clients > MAX_CLIENTS_LIMIT ||
-        max_sleep_us == 0 || rdv_slots > EMD_RDV_SLOTS_MAX || max_flows > EMD_FLOWS_MAX ||
-        max_nodes > 65535) {
+    if (bad || !a->sock_spec || optind != argc || a->max_clients == 0 || a->max_clients > MAX_CLIENTS_LIMIT ||
+        a->max_sleep_us == 0 || a->rdv_slots > EMD_RDV_SLOTS_MAX || a->max_flows > EMD_FLOWS_MAX ||
+        a->max_nodes > 65535) {
         fprintf(stderr, "emd: bad or missing arguments\n");
         usage(stderr);
         return 2;
     }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    struct args A;
+    int prc = parse_args(argc, argv, &A);
+    if (prc >= 0)
+        return prc;
+    const char *sock_spec = A.sock_spec, *vdev_spec = A.vdev_spec, *eal_args = A.eal_args,
+               *prefix_spec = A.prefix_spec;
+    uint32_t rdv_slots = A.rdv_slots, mtu = A.mtu, spin_us = A.spin_us, max_sleep_us = A.max_sleep_us,
+             loss_seed = A.loss_seed, link_wait = A.link_wait, rx_kib = A.rx_kib,
+             max_clients = A.max_clients, max_flows = A.max_flows, max_nodes = A.max_nodes;
+    double rx_loss = A.rx_loss;
+    int verbose = A.verbose, no_ack = A.no_ack;
     char err[512], sock[256], vdev[1024];
     if (em_dpdk_devargs(sock_spec, "emd", sock, sizeof sock, err, sizeof err) != 0 ||
         em_dpdk_devargs(vdev_spec, "emd", vdev, sizeof vdev, err, sizeof err) != 0) {
@@ -535,33 +599,10 @@ int main(int argc, char **argv)
         return 1;
     }
     D.ctl.rdv_slots = (uint16_t)rdv_slots;
-    const char *eal = rdv_possible(vdev, eal_args, prefix);
-    em_dpdk_cfg_t cfg = { .vdev = vdev, .eal_args = eal, .file_prefix = prefix, .mtu = mtu,
-                          .link_wait_ms = link_wait, .rdv_slots = D.ctl.rdv_slots };
-    em_link_t *link = em_link_dpdk_open(&cfg, err, sizeof err);
-    if (!link) {
-        fprintf(stderr, "emd: %s\n", err);
-        return 1;
-    }
-    if (link->mtu <= EMD_WIRE_HDR_LEN + 64) {
-        fprintf(stderr, "emd: the port's MTU (%u) is too small\n", link->mtu);
-        em_link_close(link);
-        return 1;
-    }
-    if (D.ctl.rdv_slots) {
-        snprintf(D.ctl.rdv_prefix, sizeof D.ctl.rdv_prefix, "%s", prefix);
-        em_link_dpdk_port_name(link, D.ctl.rdv_port, sizeof D.ctl.rdv_port);
-        struct emd_rdv_info probe = { .slots = D.ctl.rdv_slots, .slot = 0,
-                                      .queues = (uint16_t)(1u + (unsigned)D.ctl.rdv_slots * D.ctl.rdv_slots) };
-        memcpy(probe.prefix, D.ctl.rdv_prefix, sizeof probe.prefix);
-        memcpy(probe.port, D.ctl.rdv_port, sizeof probe.port);
-        const char *why = NULL;
-        if (emd_rdv_check(&probe, &why) != 0) {   /* what the clients will check */
-            fprintf(stderr, "emd: own queues: %s (prefix '%s', port '%s')\n", why, prefix, D.ctl.rdv_port);
-            em_link_close(link);
-            return 2;
-        }
-    }
+    int rc;
+    em_link_t *link = open_port(vdev, eal_args, prefix, mtu, link_wait, &rc);
+    if (!link)
+        return rc;
     uint32_t ss, cmtu = link->mtu - EMD_WIRE_HDR_LEN;
     /* what arrives while a process computes must fit: the compute-burst
      * experiment's 10,000 eager frames of 256 B take 3.2 MB */
