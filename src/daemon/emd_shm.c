@@ -33,7 +33,7 @@ int emd_ctl_check(const void *buf, size_t len, struct emd_ctl_msg *out, const ch
         *why = "emd protocol version mismatch (daemon and client from different builds)";
         return -1;
     }
-    if (out->type < EMD_CTL_ATTACH_REQ || out->type > EMD_CTL_WAKE) {
+    if (out->type < EMD_CTL_ATTACH_REQ || out->type > EMD_CTL_FLOW) {
         *why = "control message of unknown type";
         return -1;
     }
@@ -41,6 +41,17 @@ int emd_ctl_check(const void *buf, size_t len, struct emd_ctl_msg *out, const ch
         (out->endpoint == 0 || out->shm_size < EMD_SHM_HDR_SIZE || out->shm_size > EMD_REGION_MAX)) {
         *why = "ATTACH_OK with a bad endpoint or region size";
         return -1;
+    }
+    if (out->type == EMD_CTL_FLOW) {
+        const struct emd_ctl_flow *f = &out->flow;
+        int rsvd = 0;
+        for (size_t i = 0; i < sizeof f->rsvd; i++)
+            rsvd |= f->rsvd[i];
+        if (f->self == f->peer || f->frame_max < 64 || f->frame_max > EMD_MTU_MAX || rsvd) {
+            *why = "FLOW with equal endpoints, a bad frame size or reserved bytes set";
+            return -1;
+        }
+        return 0;
     }
     out->text[sizeof out->text - 1] = 0;
     return 0;

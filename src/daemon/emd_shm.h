@@ -16,6 +16,9 @@
  *      ATTACH_OK  {instance, endpoint, size} + memfd <-----------------
  *      (or ATTACH_ERR {status, text})
  *      WAKE  (the daemon sleeps; new tx slots)       ----------------->
+ *      FLOW  {self, peer, keys, next seqs, frame_max} ----------------->
+ *            (one per peer: the daemon may acknowledge that peer's
+ *             in-order frames for the client; see struct emd_ctl_flow)
  *   closing the socket = detach: the daemon frees the endpoint at once,
  *   so a killed client's rings are reclaimed; a dead daemon shows up to the
  *   client as POLLHUP on the socket (or a stale heartbeat, if it hangs).
@@ -48,8 +51,9 @@
 #define EMD_CTL_MAGIC   0x454D4443u   /* "EMDC" */
 #define EMD_SHM_MAGIC   0x454D4453u   /* "EMDS" */
 /* 2: the region's header carries the own-queue ("rendezvous queue") block,
- *    the live receive-loss fraction, and put counters; rx_off moved to 768 */
-#define EMD_VERSION     2u
+ *    the live receive-loss fraction, and put counters; rx_off moved to 768
+ * 3: FLOW control messages; the daemon acknowledges only registered flows */
+#define EMD_VERSION     3u
 
 /* ------------------------------------------------------------ control -- */
 
@@ -58,20 +62,48 @@ enum emd_ctl_type {
     EMD_CTL_ATTACH_OK = 2,
     EMD_CTL_ATTACH_ERR = 3,
     EMD_CTL_WAKE = 4,
+    EMD_CTL_FLOW = 5,
 };
+
+/**
+ * FLOW: the client's protocol endpoint @c self talks to @c peer; the daemon
+ * may acknowledge @c peer's in-order sequenced frames to @c self once they
+ * are in the client's rx ring, starting at @c rx_next, if they carry
+ * @c rx_key and pass the protocol's stateless checks for @c frame_max; its
+ * ACKs carry @c tx_key and @c tx_next.  Any values: the daemon assumes no
+ * initial sequence number and no key format (keys up to 64 bits).  A second
+ * FLOW for the same (self, peer) replaces the first.  What a client says
+ * here only concerns frames sent to its own endpoint.
+ */
+struct emd_ctl_flow {
+    uint64_t rx_key;       /**< key of the frames peer -> self */
+    uint64_t tx_key;       /**< key of the frames self -> peer */
+    uint32_t rx_next;      /**< next sequence number self expects from peer */
+    uint32_t tx_next;      /**< self's next sequence number toward peer */
+    uint32_t frame_max;    /**< self's largest frame, headers included */
+    uint16_t self, peer;   /**< protocol endpoint ids (self != peer) */
+    uint8_t rsvd[24];      /**< 0 */
+};
+_Static_assert(sizeof(struct emd_ctl_flow) == 56, "emd_ctl_flow is 56 bytes");
 
 /** One control message (fixed size; SOCK_SEQPACKET keeps the boundaries). */
 struct emd_ctl_msg {
     uint32_t magic;        /**< EMD_CTL_MAGIC */
     uint16_t version;      /**< EMD_VERSION */
     uint16_t type;         /**< enum emd_ctl_type */
-    uint32_t pid;          /**< ATTACH_REQ: the client's pid (diagnostics) */
-    uint32_t status;       /**< ATTACH_ERR: an errno value */
-    uint64_t instance;     /**< ATTACH_OK: random id of this daemon run */
-    uint64_t shm_size;     /**< ATTACH_OK: bytes of the region (= the memfd's size) */
-    uint16_t endpoint;     /**< ATTACH_OK: the client's endpoint id (1..65535) */
-    uint16_t rsvd[3];
-    char text[24];         /**< ATTACH_ERR: reason (NUL-terminated); else 0 */
+    union {
+        struct {
+            uint32_t pid;          /**< ATTACH_REQ: the client's pid (diagnostics; the daemon
+                                        uses SO_PEERCRED's) */
+            uint32_t status;       /**< ATTACH_ERR: an errno value */
+            uint64_t instance;     /**< ATTACH_OK: random id of this daemon run */
+            uint64_t shm_size;     /**< ATTACH_OK: bytes of the region (= the memfd's size) */
+            uint16_t endpoint;     /**< ATTACH_OK: the client's endpoint id (1..65535) */
+            uint16_t rsvd[3];
+            char text[24];         /**< ATTACH_ERR: reason (NUL-terminated); else 0 */
+        };
+        struct emd_ctl_flow flow;  /**< FLOW */
+    };
 };
 _Static_assert(sizeof(struct emd_ctl_msg) == 64, "emd_ctl_msg is 64 bytes");
 
@@ -289,7 +321,8 @@ int emd_addr_decode(const uint8_t *a, size_t len, uint8_t mac[6], uint16_t *ep, 
 /** Fill a control message of @p type (all other fields 0). */
 void emd_ctl_init(struct emd_ctl_msg *m, uint16_t type);
 /**
- * Validate a received control message of @p len bytes.
+ * Validate a received control message of @p len bytes (FLOW: self != peer,
+ * frame_max from 64 to EMD_MTU_MAX, reserved bytes 0).
  * @return 0, or -1 with the reason in @p why (a static string).
  */
 int emd_ctl_check(const void *buf, size_t len, struct emd_ctl_msg *out, const char **why);

@@ -175,6 +175,8 @@ em_engine_t *em_engine_create(em_link_t *link, const em_proto_cfg_t *cfg,
     em_proto_cfg_t c = *cfg;
     if (c.frame_max > link->mtu)
         c.frame_max = link->mtu;
+    if (link->flags & EM_LINK_F_ACKS)
+        c.link_acks = true;       /* the link acknowledges for us (emd) */
     e->link = link;
     e->self = c.self;
     e->ops = *ops;
@@ -202,16 +204,32 @@ void em_engine_destroy(em_engine_t *e)
 
 int em_engine_set_peer(em_engine_t *e, uint16_t peer, const em_link_addr_t *addr)
 {
-    return em_link_set_peer(e->link, peer, addr);
+    int rc = em_link_set_peer(e->link, peer, addr);
+    if (rc == 0)
+        (void)em_engine_sync_flow(e, peer);
+    return rc;
+}
+
+int em_engine_sync_flow(em_engine_t *e, uint16_t peer)
+{
+    em_proto_flow_t f;
+    if (!e->link->ops->set_flow)
+        return 0;
+    if (em_proto_flow(e->proto, peer, &f) != 0)
+        return -EM_EINVAL;
+    em_link_flow_t lf = { .rx_key = f.rx_key, .tx_key = f.tx_key, .rx_next = f.rcv_nxt,
+                          .tx_next = f.snd_nxt, .frame_max = f.frame_max, .self = f.self,
+                          .peer = f.peer };
+    /* refused: the link does not acknowledge for this peer; we do */
+    return e->link->ops->set_flow(e->link, peer, &lf);
 }
 
 int em_engine_set_peer_keys(em_engine_t *e, uint16_t peer, uint64_t key, uint32_t tx_isn,
                             uint32_t rx_isn)
 {
     int rc = em_proto_set_peer(e->proto, peer, key, tx_isn, rx_isn);
-    if (rc == 0 && e->link->ops->set_flow &&
-        e->link->ops->set_flow(e->link, e->self, peer, key, tx_isn, rx_isn) != 0)
-        return -EM_EINVAL;
+    if (rc == 0)
+        (void)em_engine_sync_flow(e, peer);   /* refused: the link does not ACK for us */
     return rc;
 }
 
@@ -289,3 +307,4 @@ const em_engine_stats_t *em_engine_stats(const em_engine_t *e) { return &e->st; 
 const em_proto_stats_t *em_engine_proto_stats(const em_engine_t *e) { return em_proto_stats(e->proto); }
 em_link_t *em_engine_link(em_engine_t *e) { return e->link; }
 uint64_t em_engine_rx_mem(const em_engine_t *e) { return em_proto_rx_mem(e->proto); }
+const char *em_engine_fail_reason(const em_engine_t *e, uint16_t peer) { return em_proto_fail_reason(e->proto, peer); }

@@ -67,8 +67,19 @@ em_engine_t *em_engine_create(em_link_t *link, const em_proto_cfg_t *cfg,
 /** Destroy; pending operations complete with -EM_ECANCELED. */
 void em_engine_destroy(em_engine_t *e);
 
-/** Where peer @p peer is reached on the link. @return 0 or a negative errno. */
+/** Where peer @p peer is reached on the link. @return 0 or a negative errno.
+ *  On a link that acknowledges for us (EM_LINK_F_ACKS) this also tells it
+ *  where the peer's flows stand (em_engine_sync_flow). */
 int em_engine_set_peer(em_engine_t *e, uint16_t peer, const em_link_addr_t *addr);
+/**
+ * Tell the link where @p peer's flows stand now (keys, next sequence numbers
+ * both ways, frame size), so that it may acknowledge the peer's in-order
+ * frames for us.  Call it again after changing the protocol's state for the
+ * peer (e.g. its initial sequence number or key): a link that believed an
+ * older state would acknowledge the wrong frames.  No-op on other links.
+ * @return 0, or a negative value (the link will not acknowledge for it).
+ */
+int em_engine_sync_flow(em_engine_t *e, uint16_t peer);
 
 /** The pair's key and ISNs (em_proto_set_peer()): @p tx_isn ours, @p rx_isn
  *  the peer's; the link hears of them too (em_link_ops::set_flow).
@@ -111,6 +122,8 @@ const em_proto_stats_t *em_engine_proto_stats(const em_engine_t *e);
 /** Bytes of receive buffers the protocol holds (em_proto_rx_mem()). */
 uint64_t em_engine_rx_mem(const em_engine_t *e);
 em_link_t *em_engine_link(em_engine_t *e);
+/** Why @p peer was declared failed (a sentence), or NULL (see em_proto_fail_reason). */
+const char *em_engine_fail_reason(const em_engine_t *e, uint16_t peer);
 
 /** Monotonic clock in nanoseconds (the engine's time base). */
 uint64_t em_now_ns(void);

@@ -43,7 +43,20 @@ typedef struct em_pkt {
 /** em_link::flags */
 enum em_link_flags {
     EM_LINK_F_GATHER = 0x1,  /**< tx frames may carry an external payload (em_pkt_t::ext) */
+    /** the link acknowledges in-order frames on the endpoint's behalf (emd's
+     *  eager ACKs): the protocol runs with em_proto_cfg_t::link_acks */
+    EM_LINK_F_ACKS = 0x2,
 };
+
+/** What a link that acknowledges for the endpoint must know of one peer
+ *  (em_link_ops_t::set_flow; the protocol's em_proto_flow_t). */
+typedef struct em_link_flow {
+    uint64_t rx_key, tx_key;  /**< keys of the frames peer -> us and us -> peer */
+    uint32_t rx_next;         /**< next sequence number we expect from the peer */
+    uint32_t tx_next;         /**< our next sequence number toward the peer */
+    uint32_t frame_max;       /**< our largest frame, headers included */
+    uint16_t self, peer;      /**< protocol endpoint ids */
+} em_link_flow_t;
 
 typedef struct em_link em_link_t;
 
@@ -77,14 +90,12 @@ typedef struct em_link_ops {
      */
     uint16_t (*rx_peer)(em_link_t *l, const em_pkt_t *pkt);
     /**
-     * The protocol endpoint @p self now talks to @p peer with pair key
-     * @p key, its own frames starting at @p tx_isn and the peer's at
-     * @p rx_isn (called by em_engine_set_peer_keys() before any traffic with
-     * @p peer): for a link whose daemon acknowledges for the process (emd's
-     * FLOW message).  Optional.  @return 0 or a negative errno.
+     * Optional (links with EM_LINK_F_ACKS): link peer @p peer's flows stand
+     * as @p f; the link may then acknowledge that peer's in-order frames.
+     * Called after set_peer, and again whenever the protocol's state for the
+     * peer is reset.  @return 0 or a negative errno (no ACKs for that peer).
      */
-    int (*set_flow)(em_link_t *l, uint16_t self, uint16_t peer, uint64_t key, uint32_t tx_isn,
-                    uint32_t rx_isn);
+    int (*set_flow)(em_link_t *l, uint16_t peer, const em_link_flow_t *f);
 } em_link_ops_t;
 
 /** Common part of every link (the first member of each implementation). */

@@ -495,6 +495,38 @@ static uint16_t emd_rx_peer(em_link_t *l, const em_pkt_t *p)
     return EM_LINK_PEER_UNKNOWN;
 }
 
+/** Tell the daemon where @p peer's flows stand (EMD_CTL_FLOW): it may then
+ *  acknowledge that peer's in-order frames for us. */
+static int emd_set_flow(em_link_t *l, uint16_t peer, const em_link_flow_t *f)
+{
+    struct emd_link *d = (struct emd_link *)l;
+    (void)peer;
+    if (d->fd < 0 || d->dead)
+        return -ENOTCONN;
+    struct emd_ctl_msg m;
+    emd_ctl_init(&m, EMD_CTL_FLOW);
+    m.flow.rx_key = f->rx_key;
+    m.flow.tx_key = f->tx_key;
+    m.flow.rx_next = f->rx_next;
+    m.flow.tx_next = f->tx_next;
+    m.flow.frame_max = f->frame_max < d->mtu ? f->frame_max : d->mtu;
+    m.flow.self = f->self;
+    m.flow.peer = f->peer;
+    /* the daemon reads its control messages about once a millisecond: a
+     * job with many peers fills the socket for a moment */
+    for (int tries = 0; tries < 2000; tries++) {
+        if (send(d->fd, &m, sizeof m, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof m) {
+            d->st.flows_sent++;
+            return 0;
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            break;
+        struct pollfd p = { .fd = d->fd, .events = POLLOUT };
+        (void)poll(&p, 1, 1);
+    }
+    return -EAGAIN;                        /* no eager ACKs for this peer: ours do */
+}
+
 static void emd_close(em_link_t *l)
 {
     struct emd_link *d = (struct emd_link *)l;
@@ -519,6 +551,7 @@ static const em_link_ops_t emd_ops = {
     .tx_alloc = emd_tx_alloc, .tx_burst = emd_tx_burst, .tx_free = emd_tx_free,
     .rx_burst = emd_rx_burst, .rx_release = emd_rx_release, .flush = emd_flush,
     .set_peer = emd_set_peer, .close = emd_close, .rx_peer = emd_rx_peer,
+    .set_flow = emd_set_flow,
 };
 
 /** Receive one control message and the fd that may come with it. */
@@ -749,6 +782,8 @@ static em_link_t *make_link(struct emd_shm_hdr *h, uint64_t size, int fd, uint16
     d->link.ops = &emd_ops;
     d->link.mtu = mtu;
     d->link.flags = EM_LINK_F_GATHER;
+    if (h->flags & EMD_SHM_F_DAEMON_ACKS)
+        d->link.flags |= EM_LINK_F_ACKS;   /* the protocol must not drop what the daemon acknowledged */
     d->link.local.len = emd_addr_encode(d->link.local.bytes, h->mac, endpoint, 0, 0);
     d->close_cb = cfg->close_cb;
     d->note_cb = cfg->note_cb;

@@ -77,6 +77,7 @@ typedef struct em_emd_stats {
     uint64_t own_tx_fallback;          /**< put frames the own queue refused, sent via the daemon */
     uint64_t own_tx_dropped;           /**< ... and neither path had room for (retransmitted) */
     uint64_t ack_tx_own;               /**< standalone ACKs/NACKs sent on the own queue */
+    uint64_t flows_sent;               /**< peers registered with the daemon for its eager ACKs */
     int own_queue;                     /**< 1: this process has its own queues */
     uint16_t slot, slots;
 } em_emd_stats_t;

@@ -137,6 +137,8 @@ void em_fail_peer(struct em_proto *p, uint16_t peer)
     if (pe->state == EM_PEER_FAILED)
         return;
     pe->state = EM_PEER_FAILED;
+    if (!pe->fail_reason)
+        pe->fail_reason = "no answer within the retry limit";
     pe->ack_deadline = EM_NEVER;
     pe->nack_owed = 0;
     pe->tx_blocked = 0;
@@ -145,6 +147,36 @@ void em_fail_peer(struct em_proto *p, uint16_t peer)
     abort_ops(p, pe, -EM_EPEERFAIL);
     if (p->ops.peer_failed)
         p->ops.peer_failed(p->uctx, peer);
+}
+
+void em_fail_acked(struct em_proto *p, uint16_t peer, const char *why)
+{
+    struct em_peer *pe = &p->peers[peer];
+    if (pe->state == EM_PEER_FAILED)
+        return;
+    pe->fail_reason = why;
+    p->st.fail_refused_acked++;
+    em_fail_peer(p, peer);
+}
+
+const char *em_proto_fail_reason(const em_proto_t *p, uint16_t peer)
+{
+    if (peer >= p->cfg.npeers || p->peers[peer].state != EM_PEER_FAILED)
+        return NULL;
+    return p->peers[peer].fail_reason;
+}
+
+int em_proto_flow(const em_proto_t *p, uint16_t peer, em_proto_flow_t *out)
+{
+    if (peer >= p->cfg.npeers || peer == p->cfg.self)
+        return -EM_EINVAL;
+    const struct em_peer *pe = &p->peers[peer];
+    /* one key per pair (em_proto_set_peer): both directions carry it */
+    uint64_t key = pe->set ? pe->key : p->cfg.job_key;
+    *out = (em_proto_flow_t){ .rx_key = key, .tx_key = key,
+                              .rcv_nxt = pe->rcv_nxt, .snd_nxt = pe->snd_nxt,
+                              .frame_max = p->cfg.frame_max, .self = p->cfg.self, .peer = peer };
+    return 0;
 }
 
 void em_proto_destroy(em_proto_t *p)
@@ -358,6 +390,9 @@ static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint16_t
     }
     if (!em_on_ack(p, h.src, &h, now)) {
         p->st.drop_window++;
+        if (p->cfg.link_acks && (h.type == EM_PT_DATA || h.type == EM_PT_PUT) && h.seq == pe->rcv_nxt)
+            em_fail_acked(p, h.src, "an in-order frame the emd daemon had acknowledged for us "
+                                    "acknowledges data we never sent (a forged or corrupt frame)");
         return;
     }
     p->st.rx_frames++;

@@ -110,7 +110,24 @@ typedef struct em_proto_cfg {
     uint8_t cc_adapt_target;   /**< EM_CC_DELAY: halve the queueing allowance on each loss decrease
                                     (for buffers shallower than the target; costs bandwidth
                                     under random loss: docs/design.md) */
+    /** The link acknowledges in-order frames for us once they are in our
+     *  receive ring (emd's eager ACKs).  Such a frame can never come again,
+     *  so one that passed the stateless checks (key, endpoints, sizes) but
+     *  cannot be consumed (its ACK field beyond what we sent, no memory for
+     *  its reassembly) fails the peer, visibly, instead of being dropped:
+     *  a silent drop would hang the flow for good. */
+    bool link_acks;
 } em_proto_cfg_t;
+
+/** Where one peer's flows stand (what a link that acknowledges for us must know). */
+typedef struct em_proto_flow {
+    uint64_t rx_key;        /**< key of the frames the peer sends us */
+    uint64_t tx_key;        /**< key of the frames we send the peer */
+    uint32_t rcv_nxt;       /**< next sequence number expected from the peer */
+    uint32_t snd_nxt;       /**< our next sequence number toward the peer */
+    uint32_t frame_max;     /**< our largest frame, headers included */
+    uint16_t self, peer;
+} em_proto_flow_t;
 
 /** Fill @p cfg with the defaults (see docs/design.md for how they were chosen). */
 void em_proto_cfg_default(em_proto_cfg_t *cfg);
@@ -227,6 +244,8 @@ typedef struct em_proto_stats {
     uint64_t cc_delay_decreases; /**< cwnd decreases for delay above the target */
     uint64_t cc_cwnd_blocked;    /**< new frames held back by the congestion window */
     uint64_t cc_paced;           /**< new frames held back by pacing */
+    uint64_t fail_refused_acked; /**< link_acks: peers failed because an in-order frame the link
+                                      had acknowledged could not be consumed */
 } em_proto_stats_t;
 
 typedef struct em_proto em_proto_t;
@@ -325,6 +344,12 @@ uint64_t em_proto_srtt(const em_proto_t *p, uint16_t peer);
 
 /** True when @p peer was declared failed. */
 bool em_proto_peer_failed(const em_proto_t *p, uint16_t peer);
+
+/** Why @p peer was declared failed (a sentence), or NULL when it was not. */
+const char *em_proto_fail_reason(const em_proto_t *p, uint16_t peer);
+
+/** Where @p peer's flows stand now.  @return 0, or -EM_EINVAL (bad peer). */
+int em_proto_flow(const em_proto_t *p, uint16_t peer, em_proto_flow_t *out);
 
 /** Counters. */
 const em_proto_stats_t *em_proto_stats(const em_proto_t *p);

@@ -41,6 +41,7 @@ struct em_peer {
     uint8_t refused_put;       /**< we refused a put of its: our frames carry EM_F_REMERR */
     uint64_t key;              /**< the pair's key: on every frame both ways */
     uint32_t tx_isn, rx_isn;   /**< the pair's initial sequence numbers */
+    const char *fail_reason;   /**< why it failed (static sentence) */
 
     /* ---- sender half ---- */
     uint32_t snd_una;          /**< oldest sequence number not cumulatively acked */
@@ -120,5 +121,7 @@ bool em_rx_mem_take(struct em_proto *p, uint64_t n);
 
 /* proto.c */
 void em_fail_peer(struct em_proto *p, uint16_t peer);
+/** link_acks: an in-order frame the link acknowledged cannot be consumed. */
+void em_fail_acked(struct em_proto *p, uint16_t peer, const char *why);
 
 #endif

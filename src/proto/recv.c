@@ -275,14 +275,21 @@ void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
         return;
     }
 
-    if (!consume(p, peer, h, payload))
+    if (!consume(p, peer, h, payload)) {
+        if (p->cfg.link_acks)   /* acknowledged by the link: it will not come again */
+            em_fail_acked(p, peer, "no memory to reassemble a message the emd daemon had "
+                                   "acknowledged for us");
         return;
+    }
     /* Drain frames that were waiting for this one. */
     while ((pe->ooo_bits & 1) && pe->state == EM_PEER_ACTIVE) {
         struct em_rx_slot *s = &pe->rx[pe->rcv_nxt & EM_SLOT_MASK];
         pe->ooo_bits &= ~(uint64_t)1;
         if (!consume(p, peer, &s->hdr, s->payload)) {
             pe->ooo_bits |= 1;    /* keep it; retried when the next frame arrives */
+            if (p->cfg.link_acks) /* (which may never come: the link acknowledged the rest) */
+                em_fail_acked(p, peer, "no memory to reassemble a message the emd daemon had "
+                                       "acknowledged for us");
             break;
         }
     }

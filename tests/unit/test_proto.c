@@ -569,6 +569,47 @@ static void test_put_received_is_placed_or_rejected(void **st)
 
 /* ---- wrap-around ---- */
 
+/* With a link that acknowledges for us (emd), an in-order frame we cannot
+ * take fails the peer with a reason instead of vanishing (the sender was
+ * told it arrived); a frame that is not in order is dropped as before.
+ * em_proto_flow reports where the flows stand, whatever the ISN. */
+static void test_link_acks_refusal_fails_peer(void **st)
+{
+    struct fx x;
+    em_proto_flow_t f;
+    mk(&x, EM_RECOVERY_SR, 0x7ffffffeu);
+    feed(&x, data(0x7ffffffeu, 0x7fffffffu, "x"), "x", 0);    /* acks what we never sent */
+    assert_int_equal(x.c.nfailed, 0);                          /* no link ACKs: dropped */
+    assert_int_equal(em_proto_stats(x.p)->drop_window, 1);
+    assert_null(em_proto_fail_reason(x.p, 1));
+    em_proto_destroy(x.p);
+
+    x.cfg.link_acks = true;
+    int err;
+    memset(&x.c, 0, sizeof x.c);
+    x.p = em_proto_create(&x.cfg, &OPS, &x.c, &err);
+    assert_non_null(x.p);
+    assert_int_equal(em_proto_flow(x.p, 1, &f), 0);
+    assert_int_equal(f.rcv_nxt, 0x7ffffffeu);
+    assert_int_equal(f.snd_nxt, 0x7ffffffeu);
+    assert_true(f.rx_key == KEY && f.tx_key == KEY && f.self == 0 && f.peer == 1);
+    assert_int_equal(f.frame_max, EM_HDR_LEN + 1000);
+    assert_int_equal(em_proto_flow(x.p, 0, &f), -EM_EINVAL);
+    feed(&x, data(0x7ffffffeu, 0x7ffffffeu, "a"), "a", 0);     /* fine */
+    assert_int_equal(x.c.nrecv, 1);
+    assert_int_equal(em_proto_flow(x.p, 1, &f), 0);
+    assert_int_equal(f.rcv_nxt, 0x7fffffffu);
+    feed(&x, data(0x80000001u, 0x80000000u, "b"), "b", 1);     /* not in order: dropped */
+    assert_int_equal(x.c.nfailed, 0);
+    feed(&x, data(0x7fffffffu, 0x80000000u, "c"), "c", 2);     /* in order, bad ACK */
+    assert_int_equal(x.c.nfailed, 1);
+    assert_int_equal(em_proto_stats(x.p)->fail_refused_acked, 1);
+    assert_non_null(em_proto_fail_reason(x.p, 1));
+    assert_non_null(strstr(em_proto_fail_reason(x.p, 1), "emd"));
+    assert_null(em_proto_fail_reason(x.p, 2));
+    em_proto_destroy(x.p);
+}
+
 static void test_sequence_wraps(void **st)
 {
     struct fx x; em_proto_op_t op[8];
@@ -636,6 +677,7 @@ int main(void)
         cmocka_unit_test(test_progress_resets_backoff),
         cmocka_unit_test(test_adaptive_rto_follows_rtt_and_karn),
         cmocka_unit_test(test_foreign_frames_dropped_and_counted),
+        cmocka_unit_test(test_link_acks_refusal_fails_peer),
         cmocka_unit_test(test_reassembly_rejects_inconsistent_fragments),
         cmocka_unit_test(test_empty_multi_fragment_message),
         cmocka_unit_test(test_frame_larger_than_ours_is_malformed),

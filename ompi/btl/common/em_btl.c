@@ -229,6 +229,13 @@ static void cb_peer_failed(void *u, uint16_t peer)
      * latter is forwarded to mpirun through the PMIx log, and Open MPI 4.1.4's
      * mpirun crashed (orte_rml_oob_send_buffer_nb from pmix_server_log_fn)
      * when that log raced with the abort that follows. */
+    if (em_engine_proto_stats(m->engine)->fail_refused_acked) {
+        /* not a silence: a frame the emd daemon acknowledged could not be
+         * taken (the help text below is about silent peers) */
+        fprintf(stderr, "[%s] ethermpi %s: peer %s failed: %s\n", opal_process_info.nodename, m->name,
+                OPAL_NAME_PRINT(ep->proc->proc_name), em_engine_fail_reason(m->engine, peer));
+        fflush(stderr);
+    }
     char *msg = opal_show_help_string(HELP_FILE, "peer-failed", true, m->name,
                                       opal_process_info.nodename,
                                       OPAL_NAME_PRINT(ep->proc->proc_name), m->params->retries);
@@ -999,7 +1006,7 @@ int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &p->order_max_mb);
     (void)mca_base_component_var_register(c, "random_isn",
         "Random initial sequence numbers (off: every flow starts at 0, as in protocol "
-        "version 1; only for a daemon that cannot learn where flows start)",
+        "version 1; for debugging only)",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &p->random_isn);
     return OPAL_SUCCESS;
 }

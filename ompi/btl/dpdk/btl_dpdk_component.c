@@ -228,13 +228,6 @@ static em_link_t *dpdk_open_link(unsigned index, char *err, size_t errlen)
 
 static mca_btl_base_module_t **dpdk_init(int *num_btls, bool progress_threads, bool mpi_threads)
 {
-    /* Daemon mode: today's emd acknowledges flows assuming they start at
-     * sequence number 0 (it echoes the frames' key, which the pair key
-     * allows); until it learns each flow's start from its client (emd's
-     * FLOW message: em_engine_peer_params() gives the values), the ISNs
-     * stay 0 there.  The keys and the address binding still apply. */
-    if (dpdk_mode && 0 == strcmp(dpdk_mode, "daemon"))
-        dpdk_params.random_isn = 0;
     return em_btl_init(&dpdk_module, &mca_btl_dpdk_component, "dpdk", &dpdk_params,
                        dpdk_open_link, num_btls, mpi_threads);
 }

@@ -1,0 +1,162 @@
+/**
+ * @file emd_core.h
+ * The data plane of `emd`, without DPDK and without sockets: the clients'
+ * rings (port -> rx rings, tx rings -> port or a client on this node), the
+ * eager-ACK flows, the node table and the memif hello.  emd.c (the process:
+ * options, control socket, attach, the loop) drives it; the fuzz target
+ * tests/fuzz/fuzz_emd_daemon.c drives it over a fake link with regions whose
+ * every byte it rewrites between calls.
+ *
+ * Trust (docs/daemon.md "Trust model"): a client's region is client-writable
+ * memory.  The geometry of its rings (offsets, sizes, slot size, frame size)
+ * is the daemon's own copy, taken when the region was made and never read
+ * back from the region; each client-written index (rx.head, tx.tail) and
+ * each tx slot header is read once per use and bounded before use; frame
+ * bytes are copied once, and a header the daemon must understand is decoded
+ * from that copy.  A client whose indices are impossible is marked doomed
+ * (emd_client::doomed, with the reason) and detached by the caller at the
+ * next safe point (emd_core_take_doomed), never in the middle of a pass that
+ * may still hold a pointer into its region.
+ *
+ * Eager ACKs: the daemon acknowledges an in-order DATA/PUT frame for a
+ * client only on a flow the client registered (emd_core_add_flow: the
+ * peer's id, the keys, where each direction's sequence numbers stand, the
+ * client's frame size), and only after the frame passed the same stateless
+ * checks the client's protocol runs (key, endpoints, frame size, message
+ * length).  No registration, no ACK: the client's protocol acknowledges those
+ * itself.  Nothing here assumes an initial sequence number or a key format.
+ *
+ * Threading: one thread (the daemon's loop).
+ */
+#ifndef EM_DAEMON_EMD_CORE_H
+#define EM_DAEMON_EMD_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/emd_shm.h"
+#include "link/link.h"
+
+#define EMD_BURST 32
+/** flows a client may register (one per peer of its job), default */
+#define EMD_FLOWS_DEFAULT 4096u
+#define EMD_FLOWS_MAX     65536u
+/** node table (MACs the daemon sends to), default; LRU beyond it */
+#define EMD_NODES_DEFAULT 1024u
+/** a node entry unused this long may be given to another MAC */
+#define EMD_NODE_AGE_NS   1000000000ull
+
+/** A sender -> client stream the daemon acknowledges (registered by the client). */
+struct emd_flow {
+    uint64_t rx_key;              /* key of frames peer -> client */
+    uint64_t tx_key;              /* key of frames client -> peer (our ACKs carry it) */
+    uint32_t rcv_nxt;             /* next sequence number expected from the peer */
+    uint32_t snd_hint;            /* the client's next sequence number toward the peer */
+    uint32_t frame_max;           /* the client's largest frame, headers included */
+    uint16_t self, peer;          /* protocol endpoint ids */
+    uint16_t src_ep;              /* where the ACK goes (learned from a frame that passed the checks) */
+    uint8_t src_mac[6];
+    uint8_t used, ack_owed, where_known;
+};
+
+/** One attached client, as the daemon sees it. */
+struct emd_client {
+    int fd;                       /* control socket; -1: slot free (the control plane's) */
+    struct emd_shm_hdr *h;        /* the shared region (client-writable) */
+    /* geometry: the daemon's copies, fixed at attach, never re-read */
+    uint64_t size;
+    uint32_t rx_off, rx_size, tx_off, tx_slots, slot_size, mtu;
+    uint16_t ep;
+    uint32_t pid, uid;            /* from SO_PEERCRED */
+    uint32_t rx_tail;             /* our copy (we are the only rx producer) */
+    uint32_t tx_head;             /* our copy (we are the only tx consumer) */
+    int rx_dirty;
+    struct emd_flow *flows;       /* hash table of flow_cap entries (NULL: no eager ACKs) */
+    unsigned nflows, flow_cap;
+    uint16_t slot;                /* own-queue slot, or EMD_RDV_NO_SLOT */
+    const char *doomed;           /* non-NULL: detach at the next safe point, for this reason */
+};
+
+struct emd_node {
+    uint8_t mac[6];
+    uint8_t used;
+    uint64_t last_ns;             /* last use (LRU) */
+};
+
+typedef struct emd_core {
+    em_link_t *link;
+    uint8_t mac[6];
+    uint32_t mtu;                 /* client frame size = link MTU - shim */
+    int ack;                      /* send eager ACKs on the clients' behalf */
+    uint32_t max_clients, max_flows;
+    struct emd_client *cl;
+    uint16_t *ep2cl;              /* endpoint -> client index + 1 (65536 entries) */
+    struct emd_node *nodes;       /* the link's peer table: index = link peer id */
+    unsigned nnodes, max_nodes;
+    uint64_t now_ns;              /* the loop's clock (set by the caller each round) */
+    int tx_blocked;               /* this round, the port refused frames (or no mbuf) */
+    double loss;                  /* testing: drop this fraction of port frames */
+    uint64_t rng;
+    /* memif: the other end's queue layout (hello) */
+    uint16_t rdv_slots;           /* ours */
+    int peer_seen;                /* a consistent hello or reply arrived */
+    uint16_t peer_slots, peer_queues;
+    uint8_t peer_mac[6];          /* the first hello's source: its layout is the one we keep */
+    int mismatch_logged;
+    uint64_t last_hello_reply_ns;
+    void (*log)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+    /* node totals */
+    uint64_t rx_frames, rx_bad, rx_no_ep, tx_frames, local, loss_drops, acks;
+    uint64_t put_frames, put_bytes, ack_resyncs, notes;
+    uint64_t ack_refused;         /* in-order frames delivered without an ACK: a check refused them */
+    uint64_t flows_refused;       /* flow registrations refused (bad or table full) */
+    uint64_t nodes_full, nodes_evicted, tx_bad_mac;
+    uint64_t hello_bad, hello_conflict, hello_replies_skipped;
+    uint64_t doomed_clients;
+} emd_core_t;
+
+/** Set up @p c (zeroed by the caller) for @p max_clients clients.  @return 0 or -1 (no memory). */
+int emd_core_init(emd_core_t *c, em_link_t *link, const uint8_t mac[6], uint32_t mtu,
+                  uint32_t max_clients, uint32_t max_flows, uint32_t max_nodes, int ack);
+void emd_core_fini(emd_core_t *c);
+
+/**
+ * Client @p i (free) now owns region @p h of @p size bytes, laid out by
+ * emd_shm_init with these ring sizes: take the geometry from the arguments
+ * (never from the region).  @return 0, or -1 (no memory for its flows).
+ */
+int emd_core_attach(emd_core_t *c, unsigned i, int fd, struct emd_shm_hdr *h, uint64_t size,
+                    uint32_t rx_size, uint32_t tx_slots, uint16_t ep, uint32_t pid, uint32_t uid,
+                    uint16_t slot);
+/** Forget client @p i (the caller unmaps and closes). */
+void emd_core_forget(emd_core_t *c, unsigned i);
+/** Mark client @p i for detaching with @p why (a static string); the first reason wins. */
+void emd_core_doom(emd_core_t *c, unsigned i, const char *why);
+/** A doomed client's index, or -1 (the caller detaches it and asks again). */
+int emd_core_take_doomed(emd_core_t *c);
+
+/**
+ * Client @p i registers the flow described by a control message (already
+ * checked by emd_ctl_check).  @return 0, or -1 with the reason in @p why
+ * (counted in flows_refused).
+ */
+int emd_core_add_flow(emd_core_t *c, unsigned i, const struct emd_ctl_flow *f, const char **why);
+
+/** Port -> rx rings (and eager ACKs).  @return frames handled. */
+unsigned emd_core_poll_port(emd_core_t *c);
+/** Client @p i's tx ring -> port (or a client on this node).  @return slots consumed. */
+unsigned emd_core_drain(emd_core_t *c, unsigned i);
+/** Publish the rx tails written since the last call. */
+void emd_core_publish_rx(emd_core_t *c);
+/** Any client with tx slots waiting? */
+int emd_core_tx_pending(const emd_core_t *c);
+
+/** Send a hello (or reply) with our queue layout to every node. */
+void emd_core_send_hello(emd_core_t *c, uint8_t kind);
+/** Queue pairs of our port (1 + S*S, or 1). */
+uint16_t emd_core_queues(const emd_core_t *c);
+
+/** Link peer index of node @p mac (added, or an aged entry reused); -1: none free. */
+int emd_core_node(emd_core_t *c, const uint8_t mac[6]);
+
+#endif

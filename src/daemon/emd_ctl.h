@@ -1,0 +1,83 @@
+/**
+ * @file emd_ctl.h
+ * The control plane of `emd`, without DPDK: the unix socket clients attach
+ * through, who may attach (SO_PEERCRED), the shared regions (sealed
+ * memfds), control messages (WAKE, FLOW), detaching, and the own-queue
+ * slots' owners.  emd.c runs the loop; emd_core.h is the data plane.
+ *
+ * Who may attach (docs/daemon.md "Who may attach"): root, the daemon's own
+ * uid, the uid given with --uid, and members of the group given with
+ * --group (primary or supplementary group, SO_PEERGROUPS); without --group,
+ * members of the daemon's group.  The socket file is made with mode 0660,
+ * owner --uid (or the daemon's), group --group (or the daemon's), before
+ * listen(): nobody can connect before it has them.  Everyone else is
+ * refused with a log line naming pid, uid and gid.  Limits: pending
+ * connections per uid (EMD_PENDING_PER_UID), clients per uid (--max-per-uid),
+ * control messages handled per client per round (EMD_CTL_BUDGET).
+ *
+ * Threading: the daemon's one thread.
+ */
+#ifndef EM_DAEMON_EMD_CTL_H
+#define EM_DAEMON_EMD_CTL_H
+
+#include <poll.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "daemon/emd_core.h"
+
+#define EMD_PENDING           16u       /* connections waiting for their ATTACH_REQ */
+#define EMD_PENDING_PER_UID   4u
+#define EMD_PENDING_NS        1000000000ull
+#define EMD_CTL_BUDGET        64u       /* control messages per client per round */
+
+typedef struct emd_ctl {
+    emd_core_t *core;
+    char lock_path[300];
+    int listen_fd, lock_fd;
+    uint32_t rx_size, tx_slots;
+    uint64_t instance;
+    uint16_t next_ep;
+    int verbose;
+    /* who may attach: -1 = not given */
+    long allow_uid, allow_gid;
+    uint32_t max_per_uid;              /* 0: no limit */
+    struct { int fd; uint64_t since; uid_t uid; pid_t pid; gid_t gid; } pending[EMD_PENDING];
+    struct pollfd *pfd;                /* 1 + max_clients + EMD_PENDING */
+    /* own queues (rdv_slots 0: none, rdv_why says why) */
+    uint16_t rdv_slots;
+    uint8_t slot_used[EMD_RDV_SLOTS_MAX];
+    int slot_pidfd[EMD_RDV_SLOTS_MAX]; /* a detached holder still alive: released when it exits */
+    pid_t slot_pid[EMD_RDV_SLOTS_MAX]; /* the holder (SO_PEERCRED), while attached or waited for */
+    char rdv_prefix[EMD_RDV_NAME_LEN], rdv_port[EMD_RDV_NAME_LEN], rdv_why[EMD_RDV_WHY_LEN];
+    /** reset slot @p slot's pools before it is given again (NULL: nothing to do) */
+    int (*slot_reset)(void *ctx, uint16_t slot);
+    void *slot_ctx;
+    void (*log)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+    /* totals */
+    uint64_t attaches, detaches, refused_cred, refused_busy, bad_ctl, flows_added, slots_held;
+} emd_ctl_t;
+
+/** Set up (after emd_core_init; the caller fills the fields above first). @return 0 or -1. */
+int emd_ctl_setup(emd_ctl_t *t);
+/**
+ * Take @p path's lock file (one daemon per socket; opened with O_NOFOLLOW,
+ * refused unless a regular file of ours) and remove a stale socket.
+ * @return 0, or -1 with @p err.
+ */
+int emd_ctl_claim(emd_ctl_t *t, const char *path, char *err, size_t errlen);
+/** Make the socket with its owner, group and mode, then listen.  @return 0 or -1 with @p err. */
+int emd_ctl_listen(emd_ctl_t *t, const char *path, char *err, size_t errlen);
+/** Control traffic: attaches, WAKE/FLOW, hang-ups.  @p timeout_ns 0: just look. */
+void emd_ctl_poll(emd_ctl_t *t, uint64_t timeout_ns);
+/** Detach client @p i, saying @p why (logged with pid and uid when @p loud or verbose). */
+void emd_ctl_detach(emd_ctl_t *t, unsigned i, const char *why, int loud);
+/** Detach the clients the data plane doomed; release own-queue slots whose holder exited. */
+void emd_ctl_reap(emd_ctl_t *t);
+/** Parse a group name or number.  @return the gid, or -1. */
+long emd_ctl_group(const char *name);
+/** Parse a user name or number.  @return the uid, or -1. */
+long emd_ctl_user(const char *name);
+
+#endif

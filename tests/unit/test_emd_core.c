@@ -1,0 +1,325 @@
+/*
+ * The daemon's data plane (emd_core, no DPDK) over a capturing fake port:
+ *   - the ring geometry is the daemon's: rewriting it in the region changes
+ *     nothing, a frame still leaves from the real slot;
+ *   - impossible indices doom the client, with the reason;
+ *   - eager ACKs only on registered flows, from any ISN (wrapping), with the
+ *     registered keys, only for frames that pass the protocol's stateless
+ *     checks; an unregistered flow is never acknowledged;
+ *   - the node table ages out idle entries and refuses when all are young;
+ *     broadcast destinations are refused;
+ *   - a forged hello with another layout does not decide for the real one.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "daemon/emd_core.h"
+#include "proto/wire.h"
+
+#define MTU 1000u
+#define PORT_MTU (MTU + EMD_WIRE_HDR_LEN)
+#define RX (1u << 16)
+#define SLOTS 16u
+
+static const uint8_t MAC[6] = { 2, 0xe7, 0, 0, 0, 1 };
+static const uint8_t NODE2[6] = { 2, 0xe7, 0, 0, 0, 2 };
+
+struct cap {
+    em_link_t link;
+    em_pkt_t pk[64];
+    uint8_t buf[64][PORT_MTU];
+    em_pkt_t *free_[64];
+    unsigned nfree;
+    em_pkt_t *rx[8];
+    unsigned nrx;
+    uint8_t sent[64][PORT_MTU];
+    uint32_t sent_len[64];
+    uint16_t sent_peer[64];
+    unsigned nsent;
+    uint8_t peer_mac[16][6];
+};
+static struct cap P;
+
+static em_pkt_t *c_alloc(em_link_t *l) { (void)l; return P.nfree ? P.free_[--P.nfree] : NULL; }
+static void c_free(em_link_t *l, em_pkt_t *p) { (void)l; P.free_[P.nfree++] = p; }
+static unsigned c_burst(em_link_t *l, em_pkt_t **p, unsigned n)
+{
+    for (unsigned k = 0; k < n; k++) {
+        assert_true(P.nsent < 64);
+        memcpy(P.sent[P.nsent], p[k]->data, p[k]->len);
+        P.sent_len[P.nsent] = p[k]->len;
+        P.sent_peer[P.nsent++] = p[k]->peer;
+        c_free(l, p[k]);
+    }
+    return n;
+}
+static unsigned c_rx(em_link_t *l, em_pkt_t **p, unsigned max)
+{
+    (void)l;
+    unsigned n = P.nrx < max ? P.nrx : max;
+    memcpy(p, P.rx, n * sizeof *p);
+    P.nrx = 0;
+    return n;
+}
+static void c_release(em_link_t *l, em_pkt_t **p, unsigned n) { for (unsigned i = 0; i < n; i++) c_free(l, p[i]); }
+static int c_flush(em_link_t *l) { (void)l; return 0; }
+static int c_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+{
+    (void)l;
+    assert_true(peer < 16);
+    memcpy(P.peer_mac[peer], a->bytes, 6);
+    return 0;
+}
+static void c_close(em_link_t *l) { (void)l; }
+static const em_link_ops_t OPS = { .name = "cap", .tx_alloc = c_alloc, .tx_burst = c_burst, .tx_free = c_free,
+                                   .rx_burst = c_rx, .rx_release = c_release, .flush = c_flush,
+                                   .set_peer = c_peer, .close = c_close };
+
+static emd_core_t C;
+static struct emd_shm_hdr *R[2];
+static uint64_t SZ;
+
+static void setup(uint32_t max_nodes)
+{
+    memset(&P, 0, sizeof P);
+    P.link = (em_link_t){ .ops = &OPS, .mtu = PORT_MTU };
+    for (unsigned i = 0; i < 64; i++) {
+        P.pk[i].data = P.buf[i];
+        P.free_[P.nfree++] = &P.pk[i];
+    }
+    memset(&C, 0, sizeof C);
+    C.now_ns = 1000;
+    assert_int_equal(emd_core_init(&C, &P.link, MAC, MTU, 2, 16, max_nodes, 1), 0);
+    uint32_t ss;
+    SZ = emd_shm_size(MTU, RX, SLOTS, &ss);
+    for (unsigned k = 0; k < 2; k++) {
+        R[k] = aligned_alloc(64, (SZ + 63) & ~63ull);
+        memset(R[k], 0, SZ);
+        emd_shm_init(R[k], SZ, MTU, RX, SLOTS, 7, (uint16_t)(10 + k), MAC);
+        assert_int_equal(emd_core_attach(&C, k, 50 + (int)k, R[k], SZ, RX, SLOTS, (uint16_t)(10 + k),
+                                         100 + k, 0, EMD_RDV_NO_SLOT), 0);
+    }
+}
+
+static void teardown(void)
+{
+    for (unsigned k = 0; k < 2; k++) {
+        emd_core_forget(&C, k);
+        free(R[k]);
+    }
+    emd_core_fini(&C);
+}
+
+/** Client @p k queues a frame of @p len bytes to (mac, ep) in its real next slot. */
+static void tx(unsigned k, const uint8_t mac[6], uint16_t ep, const uint8_t *f, uint32_t len)
+{
+    uint32_t t = atomic_load(&R[k]->tx.tail);
+    uint8_t *s = (uint8_t *)R[k] + EMD_SHM_RX_OFF + RX + (size_t)(t & (SLOTS - 1)) * emd_rec_size(MTU);
+    struct emd_slot_hdr sh = { .len = len, .endpoint = ep };
+    memcpy(sh.mac, mac, 6);
+    memcpy(s, &sh, sizeof sh);
+    memcpy(s + sizeof sh, f, len);
+    atomic_store(&R[k]->tx.tail, t + 1);
+}
+
+/** A frame from node 2 (endpoint 77) for endpoint @p dst arrives on the port. */
+static void port_frame(uint16_t dst, const em_hdr_t *h, const char *payload)
+{
+    em_pkt_t *p = P.free_[--P.nfree];
+    size_t n = em_hdr_encode(h, p->data + EMD_WIRE_HDR_LEN);
+    memcpy(p->data + EMD_WIRE_HDR_LEN + n, payload, h->len);
+    emd_wire_encode(p->data, (uint16_t)(n + h->len), dst, 77, NODE2);
+    p->len = (uint32_t)(EMD_WIRE_HDR_LEN + n + h->len);
+    P.rx[P.nrx++] = p;
+    (void)emd_core_poll_port(&C);
+}
+
+static em_hdr_t dat(uint64_t key, uint32_t seq, const char *s)
+{
+    uint16_t n = (uint16_t)strlen(s);
+    em_hdr_t h = { .type = EM_PT_DATA, .src = 2, .dst = 1, .seq = seq, .len = n, .msg_len = n, .frag_cnt = 1 };
+    h.job_key = key;
+    return h;
+}
+
+static void test_geometry_is_the_daemons(void **st)
+{
+    (void)st;
+    setup(8);
+    R[0]->tx_off = 0xfff00000u;
+    R[0]->tx_slots = 1u << 31;
+    R[0]->slot_size = 0x100000;
+    R[0]->rx_off = 0x20000000;
+    R[0]->rx_size = 1u << 31;
+    tx(0, NODE2, 5, (const uint8_t *)"hello", 5);
+    assert_int_equal(emd_core_drain(&C, 0), 1);
+    assert_int_equal(P.nsent, 1);
+    assert_int_equal(P.sent_len[0], EMD_WIRE_HDR_LEN + 5);
+    assert_memory_equal(P.sent[0] + EMD_WIRE_HDR_LEN, "hello", 5);
+    /* to a client on this node: into its real rx ring */
+    tx(0, MAC, 11, (const uint8_t *)"local", 5);
+    assert_int_equal(emd_core_drain(&C, 0), 1);
+    assert_int_equal(atomic_load(&R[1]->rx.tail), emd_rec_size(5));
+    assert_memory_equal((uint8_t *)R[1] + EMD_SHM_RX_OFF + 16, "local", 5);
+    assert_int_equal(emd_core_take_doomed(&C), -1);
+    teardown();
+}
+
+static void test_impossible_indices_doom(void **st)
+{
+    (void)st;
+    setup(8);
+    atomic_store(&R[0]->tx.tail, SLOTS + 1);           /* more than the ring ahead */
+    assert_int_equal(emd_core_drain(&C, 0), 0);
+    assert_int_equal(emd_core_take_doomed(&C), 0);
+    assert_non_null(strstr(C.cl[0].doomed, "tx.tail"));
+    atomic_store(&R[1]->rx.head, 4096);                 /* ahead of the daemon's tail */
+    em_hdr_t h = dat(9, 0, "x");
+    h.dst = 1;
+    port_frame(11, &h, "x");
+    assert_non_null(C.cl[1].doomed);
+    assert_non_null(strstr(C.cl[1].doomed, "rx.head"));
+    assert_int_equal(atomic_load(&R[1]->rx.tail), 0);   /* nothing written */
+    teardown();
+}
+
+static void test_eager_acks_only_registered_and_checked(void **st)
+{
+    (void)st;
+    setup(8);
+    const uint64_t RXK = 0x1111222233334444ull & 0xffffffffu, TXK = 0x55667788u;
+    /* not registered: delivered, never acknowledged (no ISN assumed) */
+    port_frame(10, &(em_hdr_t){ .type = EM_PT_DATA, .job_key = (uint32_t)RXK, .src = 2, .dst = 1, .seq = 0,
+                                .len = 1, .msg_len = 1, .frag_cnt = 1 }, "a");
+    assert_int_equal(P.nsent, 0);
+    assert_int_equal(atomic_load(&R[0]->st.rx_delivered), 1);
+    struct emd_ctl_flow f = { .rx_key = RXK, .tx_key = TXK, .rx_next = 0xfffffffeu, .tx_next = 0x1234,
+                              .frame_max = MTU, .self = 1, .peer = 2 };
+    const char *why;
+    assert_int_equal(emd_core_add_flow(&C, 0, &f, &why), 0);
+    /* in order, right key: delivered and acknowledged with the registered key */
+    port_frame(10, &(em_hdr_t){ .type = EM_PT_DATA, .job_key = (uint32_t)RXK, .src = 2, .dst = 1,
+                                .seq = 0xfffffffeu, .len = 1, .msg_len = 1, .frag_cnt = 1 }, "b");
+    assert_int_equal(P.nsent, 1);
+    em_hdr_t a;
+    assert_int_equal(em_hdr_decode(P.sent[0] + EMD_WIRE_HDR_LEN, P.sent_len[0] - EMD_WIRE_HDR_LEN, &a), EM_DEC_OK);
+    assert_int_equal(a.type, EM_PT_ACK);
+    assert_true((uint64_t)a.job_key == TXK);
+    assert_int_equal(a.src, 1);
+    assert_int_equal(a.dst, 2);
+    assert_int_equal(a.ack, 0xffffffffu);
+    assert_int_equal(a.seq, 0x1234);
+    assert_memory_equal(P.peer_mac[P.sent_peer[0]], NODE2, 6);
+    /* wrong key: delivered (the rank refuses it), not acknowledged */
+    port_frame(10, &(em_hdr_t){ .type = EM_PT_DATA, .job_key = 0xbad, .src = 2, .dst = 1,
+                                .seq = 0xffffffffu, .len = 1, .msg_len = 1, .frag_cnt = 1 }, "c");
+    assert_int_equal(P.nsent, 1);
+    /* a message length the rank refuses: not acknowledged */
+    port_frame(10, &(em_hdr_t){ .type = EM_PT_DATA, .job_key = (uint32_t)RXK, .src = 2, .dst = 1,
+                                .seq = 0xffffffffu, .len = 1, .msg_len = 5000, .frag_cnt = 2 }, "d");
+    assert_int_equal(P.nsent, 1);
+    assert_int_equal(C.ack_refused, 2);
+    /* the next in order (across the wrap) is */
+    port_frame(10, &(em_hdr_t){ .type = EM_PT_DATA, .job_key = (uint32_t)RXK, .src = 2, .dst = 1,
+                                .seq = 0xffffffffu, .len = 1, .msg_len = 1, .frag_cnt = 1 }, "e");
+    assert_int_equal(P.nsent, 2);
+    assert_int_equal(em_hdr_decode(P.sent[1] + EMD_WIRE_HDR_LEN, P.sent_len[1] - EMD_WIRE_HDR_LEN, &a), EM_DEC_OK);
+    assert_int_equal(a.ack, 0);
+    /* a duplicate: dropped, acknowledged again */
+    uint64_t before = atomic_load(&R[0]->st.rx_delivered);
+    port_frame(10, &(em_hdr_t){ .type = EM_PT_DATA, .job_key = (uint32_t)RXK, .src = 2, .dst = 1,
+                                .seq = 0xfffffffeu, .len = 1, .msg_len = 1, .frag_cnt = 1 }, "b");
+    assert_int_equal(atomic_load(&R[0]->st.rx_delivered), before);
+    assert_int_equal(P.nsent, 3);
+    /* the client's own frames move the flow (its ACK) and the seq it says */
+    em_hdr_t out = { .type = EM_PT_ACK, .src = 1, .dst = 2, .seq = 0x2000, .ack = 5 };
+    out.job_key = (uint32_t)TXK;
+    uint8_t b[EM_HDR_LEN];
+    em_hdr_encode(&out, b);
+    tx(0, NODE2, 77, b, EM_HDR_LEN);
+    emd_core_drain(&C, 0);
+    port_frame(10, &(em_hdr_t){ .type = EM_PT_DATA, .job_key = (uint32_t)RXK, .src = 2, .dst = 1,
+                                .seq = 5, .len = 1, .msg_len = 1, .frag_cnt = 1 }, "f");
+    assert_int_equal(em_hdr_decode(P.sent[P.nsent - 1] + EMD_WIRE_HDR_LEN,
+                                   P.sent_len[P.nsent - 1] - EMD_WIRE_HDR_LEN, &a), EM_DEC_OK);
+    assert_int_equal(a.type, EM_PT_ACK);
+    assert_int_equal(a.ack, 6);
+    assert_int_equal(a.seq, 0x2000);
+    /* bad registrations are refused */
+    f.frame_max = MTU + 1;
+    assert_int_equal(emd_core_add_flow(&C, 0, &f, &why), -1);
+    teardown();
+}
+
+static void test_node_table_ages_and_refuses_broadcast(void **st)
+{
+    (void)st;
+    setup(2);
+    uint8_t m[6];
+    memcpy(m, NODE2, 6);
+    for (uint8_t i = 0; i < 3; i++) {
+        m[5] = (uint8_t)(10 + i);
+        tx(0, m, 5, (const uint8_t *)"x", 1);
+    }
+    emd_core_drain(&C, 0);
+    assert_int_equal(P.nsent, 2);
+    assert_int_equal(C.nodes_full, 1);
+    C.now_ns += 2000000000ull;                          /* both idle for 2 s */
+    tx(0, m, 5, (const uint8_t *)"x", 1);
+    emd_core_drain(&C, 0);
+    assert_int_equal(P.nsent, 3);
+    assert_int_equal(C.nodes_evicted, 1);
+    assert_memory_equal(P.peer_mac[P.sent_peer[2]], m, 6);
+    static const uint8_t bc[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+    tx(0, bc, 5, (const uint8_t *)"x", 1);
+    emd_core_drain(&C, 0);
+    assert_int_equal(P.nsent, 3);
+    assert_int_equal(C.tx_bad_mac, 1);
+    teardown();
+}
+
+static void hello(uint16_t slots, uint8_t last)
+{
+    em_pkt_t *p = P.free_[--P.nfree];
+    uint8_t smac[6];
+    memcpy(smac, NODE2, 6);
+    smac[5] = last;
+    emd_wire_encode(p->data, (uint16_t)sizeof(struct emd_hello), EMD_EP_CONTROL, 0, smac);
+    emd_hello_encode(p->data + EMD_WIRE_HDR_LEN, EMD_HELLO_REPLY, slots,
+                     (uint16_t)(slots ? 1 + slots * slots : 1));
+    p->len = EMD_WIRE_HDR_LEN + (uint32_t)sizeof(struct emd_hello);
+    P.rx[P.nrx++] = p;
+    (void)emd_core_poll_port(&C);
+}
+
+static void test_forged_hello_does_not_decide(void **st)
+{
+    (void)st;
+    setup(8);
+    C.rdv_slots = 4;
+    hello(7, 0x66);                                      /* forged, first */
+    assert_int_equal(C.peer_queues, 50);
+    hello(4, 2);                                         /* the real one */
+    assert_int_equal(C.peer_queues, 17);
+    hello(7, 0x66);                                      /* counted, changes nothing */
+    assert_int_equal(C.peer_queues, 17);
+    assert_int_equal(C.hello_conflict, 1);
+    teardown();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_geometry_is_the_daemons),
+        cmocka_unit_test(test_impossible_indices_doom),
+        cmocka_unit_test(test_eager_acks_only_registered_and_checked),
+        cmocka_unit_test(test_node_table_ages_and_refuses_broadcast),
+        cmocka_unit_test(test_forged_hello_does_not_decide),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
