@@ -150,12 +150,24 @@ void em_btl_module_defaults(mca_btl_base_module_t *m);
  * reports no more), one module with its own engine per link (@p m is the
  * first; ob1 stripes over them), and publish every link's address.
  * @return the module array or NULL (component disqualified; a help message
- *         has been printed).
+ *         has been printed, except for MPI_THREAD_MULTIPLE in a job that did
+ *         not name the component (em_btl_named): that steps aside silently,
+ *         and with one line when it was named).
  */
 mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t *comp,
                                     const char *name, em_btl_params_t *params,
                                     em_btl_link_open_fn open_link, int *num_btls,
                                     bool enable_mpi_threads);
+
+/**
+ * Opt-in (issue 15): true when the `btl` selection of this job names
+ * @p name explicitly (--mca btl self,vader,rudp).  An exclusion list
+ * ("^tcp") or no selection (the default job: every component installed)
+ * names nothing.  An installed component that was neither named nor
+ * configured (its device or interface parameter set) steps aside silently,
+ * so installing ethermpi changes no existing job.
+ */
+bool em_btl_named(const char *name);
 
 /** Component progress: drives the engines of @p m and its sibling modules. */
 int em_btl_progress(em_btl_module_t *m);
