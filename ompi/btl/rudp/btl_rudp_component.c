@@ -57,7 +57,8 @@ static int rudp_register(void)
         "Largest datagram in bytes; 0 = interface MTU minus IP/UDP headers",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &rudp_mtu);
     (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "sock_buf",
-        "Socket send and receive buffer size in bytes",
+        "Socket send and receive buffer size in bytes (without CAP_NET_ADMIN the kernel caps "
+        "it at net.core.rmem_max / wmem_max; the component then says so once per node)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &rudp_sock_buf);
     em_btl_module_defaults(&rudp_module.super);
     return mca_btl_base_param_register(&mca_btl_rudp_component.btl_version, &rudp_module.super);
@@ -154,6 +155,54 @@ static int default_iface(char *out, size_t outlen, char *err, size_t errlen)
     return found ? 0 : -1;
 }
 
+/* a /proc/sys value, or -1 */
+static long proc_long(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    long v = -1;
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1)
+            v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
+/* CAP_NET_ADMIN effective: link_udp's SO_{SND,RCV}BUFFORCE then works */
+static int has_net_admin(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long long eff = 0;
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "CapEff: %llx", &eff) == 1)
+            break;
+    fclose(f);
+    return (eff >> 12) & 1;                 /* CAP_NET_ADMIN */
+}
+
+/* Without CAP_NET_ADMIN the kernel clamps the socket buffers to
+ * net.core.rmem_max / wmem_max (212992 on a stock kernel): bursts then
+ * overflow the receive buffer and cost retransmissions.  Said once per
+ * node (local rank 0), naming the sysctl; quiet when the buffers fit. */
+static void warn_clamped_buffers(void)
+{
+    if (rudp_sock_buf <= 0 || has_net_admin() || opal_process_info.my_local_rank != 0)
+        return;
+    long r = proc_long("/proc/sys/net/core/rmem_max");
+    long w = proc_long("/proc/sys/net/core/wmem_max");
+    long lim = r >= 0 && w >= 0 ? (r < w ? r : w) : (r >= 0 ? r : w);
+    if (lim < 0 || lim >= rudp_sock_buf)
+        return;
+    opal_output(0, "btl rudp: socket buffers clamped to %ld bytes by the kernel (asked %d, "
+                   "btl_rudp_sock_buf): bursts may overflow them; raise the limit with "
+                   "'sysctl -w net.core.rmem_max=%d net.core.wmem_max=%d' (root), or set "
+                   "btl_rudp_sock_buf %ld to silence this", lim, rudp_sock_buf, rudp_sock_buf,
+                rudp_sock_buf, lim);
+}
+
 /* link @p index: the index-th entry of btl_rudp_if_include ("eth0,eth1":
  * one socket, one module per interface; ob1 stripes over them) */
 static em_link_t *rudp_open_link(unsigned index, char *err, size_t errlen)
@@ -182,7 +231,10 @@ static em_link_t *rudp_open_link(unsigned index, char *err, size_t errlen)
                         index, iface);
     em_udp_cfg_t c = { .iface = iface, .mtu = rudp_mtu > 0 ? (uint32_t)rudp_mtu : 0,
                        .sock_buf = rudp_sock_buf };
-    return em_link_udp_open(&c, err, errlen);
+    em_link_t *link = em_link_udp_open(&c, err, errlen);
+    if (link && index == 0)
+        warn_clamped_buffers();
+    return link;
 }
 
 static mca_btl_base_module_t **rudp_init(int *num_btls, bool progress_threads, bool mpi_threads)
