@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # ethermpi — the two commands a newcomer needs:
 #   make demo   install dependencies, build, run the main comparison, print the table
 #   make test   install dependencies, build, run every test (ends with "N passed, N failed")

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file link_dpdk.c
  * DPDK link (see link_dpdk.h).  Each mbuf carries its em_pkt_t in the mbuf

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Markdown tables and the plot, built from (merged) compare.json rows."""
 
 import math

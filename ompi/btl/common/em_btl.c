@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file em_btl.c
  * BTL 3.1 module over the ethermpi engine (see em_btl.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file em_btl.h
  * Glue between Open MPI's BTL 3.1 interface and the ethermpi engine, shared

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file btl_dpdk_component.c
  * The `dpdk` BTL (seed 000): ethermpi's protocol at layer 2 through a DPDK

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file btl_rudp_component.c
  * The `rudp` BTL: ethermpi's reliable datagram protocol over one kernel UDP
