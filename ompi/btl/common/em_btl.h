@@ -140,6 +140,21 @@ typedef struct em_btl_module {
     struct em_btl_order *order;       /**< per peer, shared by the modules; NULL with one link */
 } em_btl_module_t;
 
+/**
+ * The component version block: Open MPI's MCA_BTL_DEFAULT_VERSION stamps
+ * Open MPI's own version, so ompi_info said "Component v4.1.4"; this one
+ * gives ethermpi's (EM_VERSION_* from meson's project version).
+ */
+#ifndef EM_VERSION_MAJOR
+#define EM_VERSION_MAJOR 0
+#define EM_VERSION_MINOR 0
+#define EM_VERSION_RELEASE 0
+#endif
+#define EM_BTL_VERSION(name)                                                    \
+    MCA_BTL_BASE_VERSION_3_1_0, .mca_component_name = name,                    \
+    MCA_BASE_MAKE_VERSION(component, EM_VERSION_MAJOR, EM_VERSION_MINOR,        \
+                          EM_VERSION_RELEASE)
+
 /** Register the common MCA parameters of component @p c into @p p. */
 int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p);
 

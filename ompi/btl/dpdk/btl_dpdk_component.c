@@ -293,7 +293,7 @@ int em_btl_dpdk_counters(uint64_t *out, int n)
 __attribute__((visibility("default")))
 mca_btl_base_component_3_0_0_t mca_btl_dpdk_component = {
     .btl_version = {
-        MCA_BTL_DEFAULT_VERSION("dpdk"),
+        EM_BTL_VERSION("dpdk"),
         .mca_open_component = dpdk_open,
         .mca_close_component = dpdk_close,
         .mca_register_component_params = dpdk_register,

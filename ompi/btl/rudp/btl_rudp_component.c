@@ -252,7 +252,7 @@ static int rudp_progress(void) { return em_btl_progress(&rudp_module); }
 __attribute__((visibility("default")))
 mca_btl_base_component_3_0_0_t mca_btl_rudp_component = {
     .btl_version = {
-        MCA_BTL_DEFAULT_VERSION("rudp"),
+        EM_BTL_VERSION("rudp"),
         .mca_open_component = rudp_open,
         .mca_close_component = rudp_close,
         .mca_register_component_params = rudp_register,
