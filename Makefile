@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # ethermpi — the two commands a newcomer needs:
 #   make demo   install dependencies, build, run the main comparison, print the table
 #   make test   install dependencies, build, run every test (ends with "N passed, N failed")
@@ -12,9 +13,10 @@ DEB_PKGS = build-essential meson ninja-build pkg-config libcmocka-dev \
            clang-14 libclang-rt-14-dev \
            dpdk libdpdk-dev dpdk-dev libxdp-dev libbpf-dev xdp-tools \
            libopenmpi-dev openmpi-bin libfabric-dev libfabric-bin \
-           iproute2 iputils-ping procps util-linux python3 python3-matplotlib
+           iproute2 iputils-ping procps util-linux python3 python3-matplotlib \
+           debhelper systemd file slurm-wlm munge
 
-.PHONY: all deps build demo test bench fuzz clean
+.PHONY: all deps build demo test bench fuzz clean deb
 
 all: build
 
@@ -39,5 +41,11 @@ test: build
 fuzz: deps
 	@BUILD=$(BUILD) SAN_BUILD=$(SAN_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tools/run-tests --only fuzz
 
+# the Debian package, built from a copy of the committed tree (the .deb
+# lands in $(DEB_OUT); docs/deploy.md)
+DEB_OUT ?= deb-out
+deb: deps
+	@tools/build-deb $(DEB_OUT)
+
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) $(DEB_OUT)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * proto_sim: the protocol on the simulated link.  For each recovery mode,
  * window size and loss rate it measures

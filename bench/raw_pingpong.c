@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * raw_pingpong: the floor under the dpdk BTL.  Ping-pongs raw L2 frames
  * (our ethertype, broadcast destination) through link_dpdk on the same PMD

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Compare MPI transports on the emulated cluster.
 
 Runs the bench/mpi programs (em_latency, em_bw, em_bibw, em_burst,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * em_halo_app - the DDM-BDS sample program (seed 002, Fig. 15): a 3-D
  * Jacobi (7-point) sweep decomposed along z over a chain of ranks, ghost

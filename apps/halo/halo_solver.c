@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * halo_solver.c - slabs + ghost planes over em_halo (halo_solver.h).
  *

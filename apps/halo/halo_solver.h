@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * halo_solver.h - the DDM-BDS sample application's parallel part: the grid
  * of stencil.h decomposed into slabs of z-planes along a chain of ranks,

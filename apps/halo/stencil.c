@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stencil.c - Jacobi sweep, slabs and the reference (stencil.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stencil.h - the numerical part of the DDM-BDS sample application: a 3-D
  * Jacobi sweep (7-point Laplace stencil) on an NX x NY x NZ grid of doubles,

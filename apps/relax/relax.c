@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * relax: distributed asynchronous relaxation for Ax = b (seed 003).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file system.c
  * Generated diagonally dominant systems (system.h).

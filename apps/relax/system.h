@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file system.h
  * The linear system of the relaxation solver: Ax = b, generated from a seed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * em_bibw -- windowed bi-directional bandwidth between ranks 0 and 1.
  *

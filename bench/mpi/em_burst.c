@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * em_burst -- one-way burst (seed 001): every rank 1..N-1 sends -n messages
  * of one size to rank 0 back to back; rank 0 receives them all (any source)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * em_bw -- windowed uni-directional bandwidth, rank 0 -> rank 1.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ethermpi MPI benchmarks -- shared helpers (see em_common.h). */
 #include "em_common.h"
 
@@ -185,9 +186,12 @@ struct em_opts em_setup(int *argc, char ***argv, const struct em_prog *p,
     EM_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, rank));
     EM_CHECK(MPI_Comm_size(MPI_COMM_WORLD, nranks));
 
+    for (int i = 1; i < *argc; i++)        /* --help as well as -h */
+        if (0 == strcmp((*argv)[i], "--help"))
+            help = 1;
     opterr = 0;
     optind = 1;
-    while (!bad && (c = getopt(*argc, *argv, "m:i:w:n:W:B:qCh")) != -1) {
+    while (!bad && !help && (c = getopt(*argc, *argv, "m:i:w:n:W:B:qCh")) != -1) {
         switch (c) {
         case 'm':
             if (!(p->optmask & EM_OPT_SIZES) || split_pair(optarg, a, b, sizeof a)) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * em_compute_burst -- seed 000's case for the node daemon: the receiver
  * (rank 0) computes for 100 ms without any MPI call while the sender

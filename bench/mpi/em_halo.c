@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * em_halo -- seed 002's boundary-exchange benchmark on the em_halo library.
  *

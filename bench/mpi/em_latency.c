@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * em_latency -- ping-pong between ranks 0 and 1; one-way latency = RTT / 2.
  * Ranks beyond 1 only take part in the barriers.

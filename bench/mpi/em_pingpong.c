@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * em_pingpong -- request/reply (seed 001): every client rank 1..N-1 does -n
  * round trips (request of SIZE bytes, reply of SIZE bytes) with the server,

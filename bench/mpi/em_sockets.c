@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * em_sockets: seed 001's reason to exist, measured.  Every rank exchanges a
  * message with every other rank (so connection-oriented transports open all

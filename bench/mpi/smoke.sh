@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # smoke.sh BINDIR -- quick host-only check of the MPI benchmark programs:
 # every program runs in quick mode over Open MPI's tcp BTL (no shared memory)
 # (2 ranks; 3 for the 2:1 patterns) and must print a well-formed table,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Unit tests for tools/compare_lib (parsing, medians, merge, report,
 timeouts, MTU rows, BTL counters, provenance, figures).  Stdlib unittest
 only:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file bcast.c
  * The channel itself (em_bcast.h), over any em_link_t: framing, per-sender

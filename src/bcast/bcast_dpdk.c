@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file bcast_dpdk.c
  * The broadcast channel's DPDK backend: a link_dpdk port under the

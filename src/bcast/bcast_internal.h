@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file bcast_internal.h
  * The backends' entry points (one file each), called by em_bcast_open.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file bcast_udp.c
  * The broadcast channel's kernel UDP backend (the seed's baseline, Koishi et

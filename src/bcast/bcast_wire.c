@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file bcast_wire.c
  * Encoding and validation of the broadcast channel's frames (bcast_wire.h).

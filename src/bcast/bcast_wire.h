@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file bcast_wire.h
  * Wire format of the lossy broadcast channel (em_bcast, seed 003).  It has

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file em_bcast.h
  * em_bcast: a lossy broadcast channel for small typed updates (seed 003).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file emd.c
  * `emd`, the per-node polling daemon (seed 000 §4.1-4.2; docs/daemon.md).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file emd_shm.c
  * Layout, validation and wire-shim helpers shared by emd and link_emd

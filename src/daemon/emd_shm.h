@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file emd_shm.h
  * The contract between `emd` (the per-node polling daemon) and its clients

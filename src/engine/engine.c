@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file engine.c
  * Endpoint: protocol over a link (see engine.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file engine.h
  * An ethermpi endpoint: the protocol (src/proto) running over one link

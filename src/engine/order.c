@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file order.c
  * One message order per peer over several links (see order.h).

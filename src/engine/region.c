@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file region.c
  * Registered-region table (see region.h).  Slots live in a growable array;

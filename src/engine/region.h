@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file region.h
  * Registry of memory regions a peer may write into with a put.  A region is

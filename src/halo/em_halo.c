@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * em_halo.c - boundary exchange with persistent MPI requests (em_halo.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * em_halo.h - zero-copy-minded boundary exchange for domain decomposition
  * (seed 002, "DDM-BDS"), on top of MPI so it runs over any BTL.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * halo_table.c - boundary-table descriptions and checks (see halo_table.h).
  */

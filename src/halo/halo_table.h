@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * halo_table.h - the MPI-free part of em_halo: boundary tables, their
  * description on the wire, and the checks made at setup.

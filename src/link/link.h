@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file link.h
  * The burst interface every ethermpi I/O backend ("link") implements:

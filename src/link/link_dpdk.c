@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file link_dpdk.c
  * DPDK link (see link_dpdk.h).  Each mbuf carries its em_pkt_t in the mbuf
@@ -19,7 +20,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rte_bus.h>
 #include <rte_cycles.h>
+#include <rte_dev.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
@@ -734,6 +737,22 @@ em_link_t *em_link_dpdk_open_port(const em_dpdk_cfg_t *cfg, unsigned index, char
         snprintf(err, errlen, "rte_eth_dev_info_get: %s", rte_strerror(-rc));
         goto fail;
     }
+    /* A device on a hardware bus (pci, auxiliary, ...: not "vdev") reads
+     * and writes our buffers by DMA.  That needs hugepage-backed memory
+     * (--no-huge memory has no IOVA a device can use), and rules out
+     * zero-copy send: the user buffers it would hand the NIC are not
+     * DMA-mapped (rte_extmem_register + rte_dev_dma_map is not built).
+     * The vdev PMDs (memif, af_xdp, ring, pcap) touch mbufs with the CPU. */
+    const char *bus = info.device ? rte_bus_name(rte_dev_bus(info.device)) : NULL;
+    int dma_dev = bus && strcmp(bus, "vdev") != 0;
+    if (dma_dev && !rte_eal_has_hugepages()) {
+        snprintf(err, errlen, "%s (%s bus) needs hugepages, and EAL runs without them "
+                 "(--no-huge, or fewer than 128 free 2 MB pages at start): reserve some "
+                 "(echo 512 > /proc/sys/vm/nr_hugepages; mount -t hugetlbfs nodev "
+                 "/dev/hugepages) or pass --in-memory -m 512 in btl_dpdk_eal_args",
+                 info.driver_name ? info.driver_name : "the device", bus);
+        goto fail;
+    }
     /* af_xdp: the PMD hands our mempool to the kernel as its UMEM, one
      * element per UMEM chunk, and a chunk is at most a page.  So the
      * element (object header + mbuf + our private area + data room) is
@@ -803,7 +822,8 @@ em_link_t *em_link_dpdk_open_port(const em_dpdk_cfg_t *cfg, unsigned index, char
     /* zero-copy send: a PMD that takes chained mbufs gets the payload as an
      * external buffer pointing into the caller's memory (memif: yes; af_xdp
      * in DPDK 22.11: no, every frame is copied into the UMEM anyway) */
-    int gather = !cfg->no_gather && (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS);
+    int gather = !cfg->no_gather && !dma_dev &&
+                 (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS);
     if (gather) {
         char xname[64];
         snprintf(xname, sizeof xname, "em_ext_%u", port);

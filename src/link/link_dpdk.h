@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file link_dpdk.h
  * The burst interface over a DPDK poll-mode driver at layer 2: ethertype

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file link_emd.c
  * Client side of the node daemon (see link_emd.h, daemon/emd_shm.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file link_emd.h
  * The burst interface over the node daemon `emd` (daemon mode of the dpdk

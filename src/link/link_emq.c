@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file link_emq.c
  * The process's own queues on the daemon's port, as a DPDK secondary (see

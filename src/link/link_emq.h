@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file link_emq.h
  * The MPI process's own queues on the node daemon's port (seed 000: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file link_sim.c
  * Simulated links (see link_sim.h).  Each node has a receive queue kept as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file link_sim.h
  * An in-memory "fabric" of N simulated links with seeded, reproducible

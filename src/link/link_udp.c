@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file link_udp.c
  * Kernel UDP link (see link_udp.h).  Transmit buffers come from a fixed pool

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file link_udp.h
  * The burst interface over one kernel UDP socket per process (seed 001:

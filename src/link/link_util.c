@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file link_util.c
  * Small pieces shared by the link implementations (see link_util.h).

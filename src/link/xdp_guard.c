@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file xdp_guard.c
  * AF_XDP interface-queue ownership and leftover-program removal (see

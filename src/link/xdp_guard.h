@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file xdp_guard.h
  * One live owner per AF_XDP interface queue, and recovery from a crashed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file proto.c
  * Protocol instance: configuration, the receive entry point (validation

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file proto.h
  * The ethermpi reliable datagram protocol: reliable, ordered (per peer)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file proto_internal.h
  * Private state of the protocol: per-peer sender and receiver halves.

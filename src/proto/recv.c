@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file recv.c
  * Receiver half of the protocol: in-order delivery, the out-of-order buffer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file send.c
  * Sender half of the protocol: fragmentation, the window, ACK/SACK/NACK

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file seq.h
  * Wrap-safe 32-bit sequence-number arithmetic (serial-number arithmetic,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file wire.c
  * Encoding and validating decoding of the ethermpi headers (see wire.h for

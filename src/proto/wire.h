@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file wire.h
  * The ethermpi wire format: one fixed base header on every frame, plus a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file simnet.c
  * Discrete-event driver of protocol endpoints over link_sim (see simnet.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file simnet.h
  * A discrete-event driver that runs N protocol endpoints over a link_sim

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mpi_xnode.c - small MPI check for the emulated cluster (tests/cluster).
  *

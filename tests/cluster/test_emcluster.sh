@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/cluster/test_emcluster.sh - checks tools/emcluster for real: builds
 # emulated clusters (prefix emt1, plus emt1b for the isolation check), pings,
 # launches MPI jobs across namespaces (tcp BTL and libfabric udp;ofi_rxd),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fuzz target: the broadcast channel's frame decoder (src/bcast/bcast_wire.h).
  * The first 4 input bytes choose what the receiver expects (member count and

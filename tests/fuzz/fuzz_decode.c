@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fuzz target: the header decoder.  Property checked beyond "no crash":
  * whatever the decoder accepts re-encodes to exactly the bytes it read, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fuzz target: everything emd and link_emd read from the other process.
  * The first input byte picks what the rest is:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fuzz target: em_halo's table-description decoder (src/halo/halo_table.c),
  * the one parser em_halo runs on bytes a peer sent.  Properties checked

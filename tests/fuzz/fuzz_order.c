@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fuzz target: the order layer under the BTL glue (src/engine/order.c),
  * which parses the 4-byte order number in front of every message from a

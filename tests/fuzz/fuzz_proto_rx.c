@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fuzz target: the whole receive path (validation, window, out-of-order
  * buffer, reassembly, put dispatch, ACK processing) of one endpoint fed

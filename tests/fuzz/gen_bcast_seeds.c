@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Seed inputs for fuzz_bcast_decode: 4 bytes of receiver expectations
  * (members, vector length) followed by a well-formed frame.

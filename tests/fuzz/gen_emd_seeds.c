@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Seeds for fuzz_emd (one valid input per mode): gen_emd_seeds OUTDIR.
  */

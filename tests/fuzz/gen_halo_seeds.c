@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Writes seed descriptions for fuzz_halo_desc into DIR: the seed's
  * 10-item two-way table, a one-way table, and a single large item.

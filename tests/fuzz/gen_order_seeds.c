@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Writes seed scripts for fuzz_order into DIR: messages in order, two
  * links interleaved (early ones kept), and a script with raw messages and

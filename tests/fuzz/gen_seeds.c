@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Writes seed inputs for the fuzz targets into a directory: well-formed
  * frames of every type (decode_*.bin) and frame sequences for the receive

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A driver for the fuzz targets without libFuzzer (gcc builds, the plain
  * test suite): runs the target on every file given on the command line,

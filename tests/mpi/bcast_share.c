@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file bcast_share.c
  * The dpdk BTL and an em_bcast channel in one process, on one DPDK port

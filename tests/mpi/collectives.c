@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * collectives.c - collectives on 4 ranks, 2 per node (shared memory inside a
  * node, the BTL under test between the nodes), every result checked against

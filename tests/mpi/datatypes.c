@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * datatypes.c - non-contiguous derived datatypes between two ranks on two
  * nodes, small and large (> 1 MiB of payload, so the BTL carries them in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * emt_common.h - helpers shared by the ethermpi MPI integration checks
  * (the .c files in this directory).  Header-only: every function is static inline, so each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * halo - em_halo (src/halo) and the DDM-BDS sample application (apps/halo)
  * over a real BTL: table-mismatch errors, data of every pattern, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * killrank.c - a rank dies in the middle of a run; the job must end (with an
  * error) instead of hanging.  The driver (run-mpi-tests) runs this under

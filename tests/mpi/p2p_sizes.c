@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * p2p_sizes.c - point-to-point between two ranks on two nodes, every size
  * class of a BTL: zero bytes, tiny, around the usual eager limits (1 KiB,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pingloop: ranks 0 and 1 ping-pong 1 KiB messages until SECONDS (argv[1],
  * default 30) have passed, then exit 0.  Rank 0 prints "pingloop: running"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * wildcards.c - wildcard matching with messages from several sources, on 3
  * or 4 ranks spread over two nodes (with --map-by node ranks 0,2 share a

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Unit tests of tools/compare_lib/relax.py (parsing the solver's output,
 rows, report, the scaling model).  Stdlib unittest only."""
 

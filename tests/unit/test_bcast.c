@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * em_bcast over an in-memory hub link: every frame a member sends is copied
  * to every member's receive queue (itself included, as the kernel does for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * em_bcast's DPDK backend on net_ring0 (its tx queue loops back to its rx
  * queue): the channel opens through link_dpdk under ethertype 0x88B6 with

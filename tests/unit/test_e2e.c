@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * End to end over link_sim: several senders to one receiver at 0/1/5/20 %
  * loss with reordering and duplication, messages of 0 B to 4 MiB, both

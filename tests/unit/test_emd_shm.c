@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The emd contract without DPDK: control-message and region validation,
  * the wire shim, and link_emd against a stand-in daemon (a thread that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The engine over the kernel UDP link, on loopback, two endpoints in one
  * process: messages of every size class, puts into registered regions, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit tests of em_halo's MPI-free part (src/halo/halo_table.c): the table
  * description codec, the pairwise table comparison and the overlap check.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * link_dpdk on a virtual device with no wire: net_ring0 loops every frame
  * sent on its tx queue back to its rx queue.  EAL starts once per process,

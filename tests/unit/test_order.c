@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit tests of src/engine/order.c, the one-order-over-several-links layer
  * under the BTL glue: messages numbered by the sender are handed on in

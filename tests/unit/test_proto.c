@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Protocol behaviour driven with crafted frames on one endpoint: we play
  * the peer by hand and check, frame by frame, what the protocol sends.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The relaxation solver's generated systems (apps/relax/system.h): the rows
  * a rank stores, the matrix-free residual and the direct solve agree, for

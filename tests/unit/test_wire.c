@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Wire format: byte layout, round trip, and every refusal of the decoder. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file test_xdp_guard.c
  * The AF_XDP ownership guard: devargs parsing, one owner per interface

@@ -82,4 +82,6 @@ int emc_tc_drop(struct __sk_buff *skb)
 	return TC_ACT_OK;
 }
 
-char _license[] SEC("license") = "GPL";
+/* The sources are BSD-3-Clause (LICENSE); "Dual BSD/GPL" is the string the
+ * kernel reads as GPL-compatible, which keeps every helper available. */
+char _license[] SEC("license") = "Dual BSD/GPL";

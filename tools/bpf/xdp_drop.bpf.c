@@ -69,4 +69,6 @@ int emc_xdp_drop_mb(struct xdp_md *ctx)
 	return emc_xdp_drop(ctx);
 }
 
-char _license[] SEC("license") = "GPL";
+/* The sources are BSD-3-Clause (LICENSE); "Dual BSD/GPL" is the string the
+ * kernel reads as GPL-compatible, which keeps every helper available. */
+char _license[] SEC("license") = "Dual BSD/GPL";

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Library behind tools/compare.py (ethermpi transport comparison runner).
 
 table    -- parser for the "# em-bench <name> transport-neutral v1" tables

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Seed 003 sweep: the asynchronous relaxation solver (apps/relax) over
 udp-bcast, dpdk-bcast (memif cable) and mpi-allgather, on a 2-node emulated
 cluster.  Run through `tools/compare.py --suite relax [options]`.

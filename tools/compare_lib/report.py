@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Markdown tables built from (merged) compare.json rows; the figures are
 figures.py's."""
 

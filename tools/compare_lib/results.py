@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Result rows: aggregation of repeated runs, and merging into compare.json.
 
 Row schema (a contract, see docs/benchmarks.md):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Running the benchmark programs: transport and benchmark tables, command
 lines, timeouts that kill the whole process tree, the emulated cluster."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Parser for the table every bench/mpi program prints.
 
 Format (docs/benchmarks.md):

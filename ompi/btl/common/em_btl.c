@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file em_btl.c
  * BTL 3.1 module over the ethermpi engine (see em_btl.h).
@@ -14,6 +15,7 @@
 
 #include "opal/class/opal_bitmap.h"
 #include "opal/datatype/opal_convertor.h"
+#include "opal/mca/btl/base/base.h"
 #include "opal/mca/btl/base/btl_base_error.h"
 #include "opal/mca/pmix/pmix.h"
 #include "opal/util/proc.h"
@@ -665,7 +667,11 @@ void em_btl_module_defaults(mca_btl_base_module_t *b)
     b->btl_rdma_pipeline_send_length = 64 * 1024;
     b->btl_rdma_pipeline_frag_size = 4 * 1024 * 1024;
     b->btl_min_rdma_pipeline_size = 0;
-    b->btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 100;  /* preferred over tcp */
+    /* above tcp's LOW + 100: bml/r2 keeps only the BTLs of the highest
+     * exclusivity per peer, so with both listed tcp carries nothing to a
+     * peer we reach (at equal exclusivity r2 would split large messages
+     * with tcp by bandwidth weight); below vader and self (same node) */
+    b->btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 200;
     b->btl_latency = 10;
     b->btl_bandwidth = 10000;
     b->btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_PUT;
@@ -687,6 +693,23 @@ void em_btl_module_defaults(mca_btl_base_module_t *b)
     b->btl_register_mem = em_register_mem;
     b->btl_deregister_mem = em_deregister_mem;
     b->btl_register_error = em_register_error;
+}
+
+bool em_btl_named(const char *name)
+{
+    const char *sel = opal_btl_base_framework.framework_selection;
+    if (!sel || !*sel || sel[0] == '^')
+        return false;
+    size_t n = strlen(name);
+    for (const char *p = sel; *p;) {
+        size_t k = strcspn(p, ",");
+        if (k == n && 0 == strncmp(p, name, n))
+            return true;
+        p += k;
+        if (*p == ',')
+            p++;
+    }
+    return false;
 }
 
 void em_btl_add_help_dir(const void *symbol_in_component)
@@ -795,7 +818,12 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
     m->next = NULL;
     m->order = NULL;
     if (enable_mpi_threads) {
-        opal_show_help(HELP_FILE, "thread-multiple", true, name, opal_process_info.nodename);
+        /* mpi4py and many apps ask for THREAD_MULTIPLE by default: a job
+         * that did not name us hears nothing, one that did gets one line */
+        if (em_btl_named(name))
+            opal_output(0, "btl %s: not used: MPI_THREAD_MULTIPLE is not supported (the "
+                           "engine is single-threaded; ask for MPI_THREAD_SERIALIZED or less)",
+                        name);
         return NULL;
     }
     em_recovery_t rec;

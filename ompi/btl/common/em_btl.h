@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file em_btl.h
  * Glue between Open MPI's BTL 3.1 interface and the ethermpi engine, shared
@@ -157,6 +158,21 @@ typedef struct em_btl_module {
     uint64_t order_overflow;          /**< peers failed for keeping too many early messages */
 } em_btl_module_t;
 
+/**
+ * The component version block: Open MPI's MCA_BTL_DEFAULT_VERSION stamps
+ * Open MPI's own version, so ompi_info said "Component v4.1.4"; this one
+ * gives ethermpi's (EM_VERSION_* from meson's project version).
+ */
+#ifndef EM_VERSION_MAJOR
+#define EM_VERSION_MAJOR 0
+#define EM_VERSION_MINOR 0
+#define EM_VERSION_RELEASE 0
+#endif
+#define EM_BTL_VERSION(name)                                                    \
+    MCA_BTL_BASE_VERSION_3_1_0, .mca_component_name = name,                    \
+    MCA_BASE_MAKE_VERSION(component, EM_VERSION_MAJOR, EM_VERSION_MINOR,        \
+                          EM_VERSION_RELEASE)
+
 /** Register the common MCA parameters of component @p c into @p p. */
 int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p);
 
@@ -168,12 +184,24 @@ void em_btl_module_defaults(mca_btl_base_module_t *m);
  * reports no more), one module with its own engine per link (@p m is the
  * first; ob1 stripes over them), and publish every link's address.
  * @return the module array or NULL (component disqualified; a help message
- *         has been printed).
+ *         has been printed, except for MPI_THREAD_MULTIPLE in a job that did
+ *         not name the component (em_btl_named): that steps aside silently,
+ *         and with one line when it was named).
  */
 mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t *comp,
                                     const char *name, em_btl_params_t *params,
                                     em_btl_link_open_fn open_link, int *num_btls,
                                     bool enable_mpi_threads);
+
+/**
+ * Opt-in (issue 15): true when the `btl` selection of this job names
+ * @p name explicitly (--mca btl self,vader,rudp).  An exclusion list
+ * ("^tcp") or no selection (the default job: every component installed)
+ * names nothing.  An installed component that was neither named nor
+ * configured (its device or interface parameter set) steps aside silently,
+ * so installing ethermpi changes no existing job.
+ */
+bool em_btl_named(const char *name);
 
 /** Component progress: drives the engines of @p m and its sibling modules. */
 int em_btl_progress(em_btl_module_t *m);

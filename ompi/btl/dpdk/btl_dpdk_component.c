@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file btl_dpdk_component.c
  * The `dpdk` BTL (seed 000): ethermpi's protocol at layer 2 through a DPDK
@@ -7,6 +8,9 @@
  * DPDK port (one rank per node).
  *
  * Select with: --mca btl self,vader,dpdk --mca btl_dpdk_vdev <devargs>
+ * (opt-in: with no device configured, i.e. mode direct and vdev and
+ * eal_args empty, the component starts no EAL and steps aside silently;
+ * with one line when the job named it in `btl`)
  *
  * btl_dpdk_vdev is a DPDK devargs string, or "@FILE" to read it from FILE
  * (first line); "%h" in either is replaced by the host name, so one mpirun
@@ -87,7 +91,8 @@ static int dpdk_register(void)
         "or net_af_xdp0,iface=eth0), or @FILE to read them from FILE; %h is replaced by the "
         "host name.  Several devices separated by ';' (@/x/%h.memif;@/x/%h.memif1): one "
         "module per device, ob1 stripes over them.  Empty: the ports EAL finds (e.g. NICs "
-        "given in eal_args with -a)",
+        "given in eal_args with -a); with eal_args empty too (and mode direct) the component "
+        "is not used",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_vdev);
     (void)mca_base_component_var_register(c, "eal_args",
         "Extra DPDK EAL arguments; empty = '--in-memory -m 256' with hugepages, else "
@@ -104,8 +109,9 @@ static int dpdk_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_loss_seed);
     (void)mca_base_component_var_register(c, "zero_copy",
         "Send payloads of 512 bytes or more straight from the user's buffer (DPDK external "
-        "buffers chained behind the header) where the PMD takes chained mbufs (memif); "
-        "0 = copy every payload into the frame",
+        "buffers chained behind the header) where the PMD takes chained mbufs and is a "
+        "virtual device (memif): never on a hardware NIC, whose DMA cannot reach user "
+        "memory that is not registered with DPDK; 0 = copy every payload into the frame",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_zero_copy);
     (void)mca_base_component_var_register(c, "link_wait_ms",
         "How long to wait for the port's link to come up (a memif cable waits for its other end)",
@@ -226,8 +232,25 @@ static em_link_t *dpdk_open_link(unsigned index, char *err, size_t errlen)
     return em_link_dpdk_open_port(&c, index, err, errlen);
 }
 
+/* a device is configured: daemon mode, a vdev, or EAL arguments (-a PCI) */
+static int dpdk_configured(void)
+{
+    return (dpdk_mode && 0 == strcmp(dpdk_mode, "daemon")) || (dpdk_vdev && *dpdk_vdev) ||
+           (dpdk_eal_args && *dpdk_eal_args);
+}
+
 static mca_btl_base_module_t **dpdk_init(int *num_btls, bool progress_threads, bool mpi_threads)
 {
+    *num_btls = 0;
+    /* Opt-in (issue 15): with no device configured the component starts no
+     * EAL and says nothing, unless the job named it (then one line) */
+    if (!dpdk_configured()) {
+        if (em_btl_named("dpdk"))
+            opal_output(0, "btl dpdk: not used: no device configured (set btl_dpdk_vdev, "
+                           "btl_dpdk_eal_args '-a <PCI address>', or btl_dpdk_mode daemon; "
+                           "ethermpi-info prints the line for this node)");
+        return NULL;
+    }
     return em_btl_init(&dpdk_module, &mca_btl_dpdk_component, "dpdk", &dpdk_params,
                        dpdk_open_link, num_btls, mpi_threads);
 }
@@ -270,7 +293,7 @@ int em_btl_dpdk_counters(uint64_t *out, int n)
 __attribute__((visibility("default")))
 mca_btl_base_component_3_0_0_t mca_btl_dpdk_component = {
     .btl_version = {
-        MCA_BTL_DEFAULT_VERSION("dpdk"),
+        EM_BTL_VERSION("dpdk"),
         .mca_open_component = dpdk_open,
         .mca_close_component = dpdk_close,
         .mca_register_component_params = dpdk_register,

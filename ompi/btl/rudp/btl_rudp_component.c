@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file btl_rudp_component.c
  * The `rudp` BTL: ethermpi's reliable datagram protocol over one kernel UDP
@@ -6,14 +7,29 @@
  * and the link opener.
  *
  * Select with: --mca btl self,vader,rudp
+ *
+ * Opt-in (issue 15): installed in Open MPI's component directory, the
+ * component is used only when the job names it in `btl` or
+ * btl_rudp_if_include is set (e.g. in openmpi-mca-params.conf); otherwise
+ * it steps aside silently and the job runs as before.  With no interface
+ * given it takes the first interface Open MPI's tcp BTL would use
+ * (btl_tcp_if_include / btl_tcp_if_exclude, tcp's default exclusions, and
+ * container bridges), not merely the first one up.
  */
 #include "opal_config.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/em_btl.h"
 #include "link/link_udp.h"
+#include "opal/mca/btl/base/base.h"
+#include "opal/util/proc.h"
 
 /* exported: the component Open MPI looks up by name */
 extern mca_btl_base_component_3_0_0_t mca_btl_rudp_component;
@@ -33,7 +49,8 @@ static int rudp_register(void)
     rudp_sock_buf = 4 * 1024 * 1024;
     (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "if_include",
         "Interface for the UDP socket: a name (eth0), an IPv4 address, or a subnet "
-        "(10.77.0.0/24); empty = the first non-loopback IPv4 interface.  A comma list "
+        "(10.77.0.0/24); empty = the first IPv4 interface the tcp BTL would use (its "
+        "if_include/if_exclude; never loopback or a container bridge).  A comma list "
         "(eth0,eth1) opens one socket and module per entry (several links)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1, MCA_BASE_VAR_SCOPE_READONLY,
         &rudp_if_include);
@@ -41,7 +58,8 @@ static int rudp_register(void)
         "Largest datagram in bytes; 0 = interface MTU minus IP/UDP headers",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &rudp_mtu);
     (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "sock_buf",
-        "Socket send and receive buffer size in bytes",
+        "Socket send and receive buffer size in bytes (without CAP_NET_ADMIN the kernel caps "
+        "it at net.core.rmem_max / wmem_max; the component then says so once per node)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &rudp_sock_buf);
     em_btl_module_defaults(&rudp_module.super);
     return mca_btl_base_param_register(&mca_btl_rudp_component.btl_version, &rudp_module.super);
@@ -54,6 +72,137 @@ static int rudp_open(void)
 }
 
 static int rudp_close(void) { return OPAL_SUCCESS; }
+
+/* tcp's value of its parameter @p param ("if_include"), or @p dflt when the
+ * tcp component is not loaded in this job */
+static const char *tcp_var(const char *param, const char *dflt)
+{
+    int idx = mca_base_var_find("opal", "btl", "tcp", param);
+    const char **v = NULL;
+    if (idx >= 0 && OPAL_SUCCESS == mca_base_var_get_value(idx, &v, NULL, NULL) && v && *v)
+        return *v;
+    return dflt;
+}
+
+/* does interface @p name with address @p a match an entry of the comma
+ * list @p list (interface names or IPv4 subnets a.b.c.d/n, as tcp's)? */
+static int if_listed(const char *list, const char *name, struct in_addr a)
+{
+    char item[64];
+    for (const char *p = list; *p;) {
+        size_t k = strcspn(p, ",");
+        if (k > 0 && k < sizeof item) {
+            memcpy(item, p, k);
+            item[k] = 0;
+            char *slash = strchr(item, '/');
+            struct in_addr net;
+            if (!slash && 0 == strcmp(item, name))
+                return 1;
+            if (slash) {
+                *slash = 0;
+                int bits = atoi(slash + 1);
+                if (bits >= 0 && bits <= 32 && inet_pton(AF_INET, item, &net) == 1) {
+                    uint32_t mask = bits ? htonl(~0u << (32 - bits)) : 0;
+                    if ((a.s_addr & mask) == (net.s_addr & mask))
+                        return 1;
+                }
+            }
+        }
+        p += k;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
+/* container and VM bridges: never the cluster network, though tcp uses them */
+static int bridge_name(const char *n)
+{
+    static const char *const pre[] = { "docker", "br-", "virbr", "veth", "cni", "flannel",
+                                        "podman", "lxcbr", "lxdbr" };
+    for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++)
+        if (0 == strncmp(n, pre[i], strlen(pre[i])))
+            return 1;
+    return 0;
+}
+
+/* btl_rudp_if_include empty: the first IPv4 interface tcp would take */
+static int default_iface(char *out, size_t outlen, char *err, size_t errlen)
+{
+    const char *inc = tcp_var("if_include", "");
+    const char *exc = tcp_var("if_exclude", "127.0.0.1/8,sppp");
+    struct ifaddrs *ifs;
+    if (getifaddrs(&ifs) != 0) {
+        snprintf(err, errlen, "getifaddrs failed; set btl_rudp_if_include");
+        return -1;
+    }
+    int found = 0;
+    for (struct ifaddrs *i = ifs; i && !found; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP) ||
+            (i->ifa_flags & IFF_LOOPBACK) || strlen(i->ifa_name) >= outlen)
+            continue;
+        struct in_addr a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+        if (*inc ? !if_listed(inc, i->ifa_name, a)
+                 : (if_listed(exc, i->ifa_name, a) || bridge_name(i->ifa_name)))
+            continue;
+        snprintf(out, outlen, "%s", i->ifa_name);
+        found = 1;
+    }
+    freeifaddrs(ifs);
+    if (!found)
+        snprintf(err, errlen, "no IPv4 interface that the tcp BTL would use (btl_tcp_if_include "
+                 "'%s', btl_tcp_if_exclude '%s'; loopback and container bridges skipped): set "
+                 "btl_rudp_if_include", inc, exc);
+    return found ? 0 : -1;
+}
+
+/* a /proc/sys value, or -1 */
+static long proc_long(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    long v = -1;
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1)
+            v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
+/* CAP_NET_ADMIN effective: link_udp's SO_{SND,RCV}BUFFORCE then works */
+static int has_net_admin(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long long eff = 0;
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "CapEff: %llx", &eff) == 1)
+            break;
+    fclose(f);
+    return (eff >> 12) & 1;                 /* CAP_NET_ADMIN */
+}
+
+/* Without CAP_NET_ADMIN the kernel clamps the socket buffers to
+ * net.core.rmem_max / wmem_max (212992 on a stock kernel): bursts then
+ * overflow the receive buffer and cost retransmissions.  Said once per
+ * node (local rank 0), naming the sysctl; quiet when the buffers fit. */
+static void warn_clamped_buffers(void)
+{
+    if (rudp_sock_buf <= 0 || has_net_admin() || opal_process_info.my_local_rank != 0)
+        return;
+    long r = proc_long("/proc/sys/net/core/rmem_max");
+    long w = proc_long("/proc/sys/net/core/wmem_max");
+    long lim = r >= 0 && w >= 0 ? (r < w ? r : w) : (r >= 0 ? r : w);
+    if (lim < 0 || lim >= rudp_sock_buf)
+        return;
+    opal_output(0, "btl rudp: socket buffers clamped to %ld bytes by the kernel (asked %d, "
+                   "btl_rudp_sock_buf): bursts may overflow them; raise the limit with "
+                   "'sysctl -w net.core.rmem_max=%d net.core.wmem_max=%d' (root), or set "
+                   "btl_rudp_sock_buf %ld to silence this", lim, rudp_sock_buf, rudp_sock_buf,
+                rudp_sock_buf, lim);
+}
 
 /* link @p index: the index-th entry of btl_rudp_if_include ("eth0,eth1":
  * one socket, one module per interface; ob1 stripes over them) */
@@ -76,13 +225,24 @@ static em_link_t *rudp_open_link(unsigned index, char *err, size_t errlen)
     }
     memcpy(iface, p, n);
     iface[n] = 0;
+    if (index == 0 && n == 0 && default_iface(iface, sizeof iface, err, errlen) != 0)
+        return NULL;
+    opal_output_verbose(10, opal_btl_base_framework.framework_output,
+                        "[%s] btl_rudp: link %u on interface %s", opal_process_info.nodename,
+                        index, iface);
     em_udp_cfg_t c = { .iface = iface, .mtu = rudp_mtu > 0 ? (uint32_t)rudp_mtu : 0,
                        .sock_buf = rudp_sock_buf };
-    return em_link_udp_open(&c, err, errlen);
+    em_link_t *link = em_link_udp_open(&c, err, errlen);
+    if (link && index == 0)
+        warn_clamped_buffers();
+    return link;
 }
 
 static mca_btl_base_module_t **rudp_init(int *num_btls, bool progress_threads, bool mpi_threads)
 {
+    *num_btls = 0;
+    if (!em_btl_named("rudp") && !(rudp_if_include && *rudp_if_include))
+        return NULL;                        /* not asked for: step aside silently */
     return em_btl_init(&rudp_module, &mca_btl_rudp_component, "rudp", &rudp_params,
                        rudp_open_link, num_btls, mpi_threads);
 }
@@ -92,7 +252,7 @@ static int rudp_progress(void) { return em_btl_progress(&rudp_module); }
 __attribute__((visibility("default")))
 mca_btl_base_component_3_0_0_t mca_btl_rudp_component = {
     .btl_version = {
-        MCA_BTL_DEFAULT_VERSION("rudp"),
+        EM_BTL_VERSION("rudp"),
         .mca_open_component = rudp_open,
         .mca_close_component = rudp_close,
         .mca_register_component_params = rudp_register,
