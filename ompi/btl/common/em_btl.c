@@ -220,8 +220,28 @@ static void cb_peer_failed(void *u, uint16_t peer)
         m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, ep->proc, "ethermpi: peer stopped answering");
 }
 
+/* The engine must send to @p peer (an ACK, typically) but add_procs never
+ * named it: Open MPI 4.1 adds a remote peer on first send only
+ * (mpi_add_procs_cutoff 0), so a rank that only receives from a peer had no
+ * address for its ACKs, and the sender stalled after one window
+ * (docs/design.md "Peers known only by their frames").  Its modex entry has
+ * the address; only that is set here: the endpoint itself stays add_procs'. */
+static int cb_resolve_peer(void *u, uint16_t peer)
+{
+    em_btl_module_t *m = u;
+    opal_process_name_t name = { .jobid = OPAL_PROC_MY_NAME.jobid, .vpid = peer };
+    struct em_btl_modex *mx = read_modex(m, &name);
+    int rc = -1;
+    if (mx && m->index < mx->count &&
+        mx->link[m->index].addr.len <= sizeof mx->link[m->index].addr.bytes)
+        rc = em_engine_set_peer(m->engine, peer, &mx->link[m->index].addr);
+    free(mx);
+    return rc;
+}
+
 static const em_engine_ops_t engine_ops = {
     .recv = cb_recv, .complete = cb_complete, .peer_failed = cb_peer_failed,
+    .resolve_peer = cb_resolve_peer,
 };
 
 /* -------------------------------------------------------- module functions */
@@ -379,6 +399,18 @@ static int em_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
         *descriptor = NULL;
     if (ep->failed)
         return OPAL_ERR_UNREACH;
+    /* An inline send completes at once, and the caller may then not drive
+     * progress for a long time (a rank that sends and sleeps): a message
+     * queued behind a full window, or behind a frame whose timer is due,
+     * would wait for that.  Take it only if it leaves now; otherwise hand
+     * back a descriptor: ob1 sends it with btl_send and waits for its
+     * completion, driving progress (ACKs, retransmissions) meanwhile. */
+    if (!em_engine_send_ready(m->engine, ep->peer, header_size + payload_size +
+                              (numbered(m, ep->peer) ? EM_ORDER_HDR : 0))) {
+        if (descriptor)
+            *descriptor = em_alloc(btl, ep, order, header_size + payload_size, flags);
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
     mca_btl_base_descriptor_t *des = em_alloc(btl, ep, order, header_size + payload_size,
                                               flags | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
     if (!des)
