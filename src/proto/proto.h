@@ -143,6 +143,8 @@ typedef struct em_proto_stats {
     uint64_t rx_nacks;         /**< NACK frames received */
     uint64_t rx_sacks;         /**< frames whose SACK bitmap was non-empty */
     uint64_t rx_dups;          /**< duplicate sequenced frames (already delivered or buffered) */
+    uint64_t spurious_retx;    /**< of rx_dups: frames flagged EM_F_RETX that we already had
+                                    (the sender's retransmission was not needed) */
     uint64_t rx_ooo;           /**< out-of-order frames buffered (selective repeat) */
     uint64_t msgs_sent;        /**< send operations completed successfully */
     uint64_t msgs_recv;        /**< messages delivered */

@@ -265,6 +265,31 @@ static void test_duplicate_acked_at_once_not_redelivered(void **st)
     em_proto_poll(x.p, 200);                         /* no delay for a duplicate */
     assert_int_equal(x.c.nf, 2);
     assert_int_equal(x.c.f[1].h.ack, 1);
+    /* not flagged as a retransmission: a duplicate, but not a spurious retransmit */
+    assert_int_equal(em_proto_stats(x.p)->spurious_retx, 0);
+    em_proto_destroy(x.p);
+}
+
+/* A retransmission of a frame the receiver already had is counted as
+ * spurious, whether it was delivered or is held out of order; a
+ * retransmission that fills a hole is not. */
+static void test_spurious_retransmissions_counted(void **st)
+{
+    struct fx x;
+    mk(&x, EM_RECOVERY_SR, 0);
+    feed(&x, data(0, 0, "a"), "a", 0);
+    em_hdr_t r = data(0, 0, "a"); r.flags = EM_F_RETX;
+    feed(&x, r, "a", 10);                            /* delivered already */
+    assert_int_equal(em_proto_stats(x.p)->spurious_retx, 1);
+    feed(&x, data(2, 0, "c"), "c", 20);              /* held out of order */
+    r = data(2, 0, "c"); r.flags = EM_F_RETX;
+    feed(&x, r, "c", 30);
+    assert_int_equal(em_proto_stats(x.p)->spurious_retx, 2);
+    r = data(1, 0, "b"); r.flags = EM_F_RETX;        /* fills the hole: needed */
+    feed(&x, r, "b", 40);
+    assert_int_equal(em_proto_stats(x.p)->spurious_retx, 2);
+    assert_int_equal(em_proto_stats(x.p)->rx_dups, 2);
+    assert_int_equal(x.c.nrecv, 3);
     em_proto_destroy(x.p);
 }
 
@@ -628,6 +653,7 @@ int main(void)
         cmocka_unit_test(test_receive_delivers_from_frame_and_delays_ack),
         cmocka_unit_test(test_reply_piggybacks_ack),
         cmocka_unit_test(test_duplicate_acked_at_once_not_redelivered),
+        cmocka_unit_test(test_spurious_retransmissions_counted),
         cmocka_unit_test(test_sr_buffers_out_of_order_and_sacks),
         cmocka_unit_test(test_gbn_drops_out_of_order_and_nacks_once),
         cmocka_unit_test(test_sack_triggers_fast_retransmit_of_holes_only),
