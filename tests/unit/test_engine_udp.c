@@ -336,7 +336,9 @@ static void test_send_ready_follows_window_and_timer(void **st)
     assert_true(em_engine_send_ready(a.e, 1, sizeof msg));
     assert_false(em_engine_send_ready(a.e, 1, 40 * 1500));   /* more frames than the window */
     assert_int_equal(em_engine_send(a.e, &op[32], 1, 1, msg, sizeof msg, NULL), 0);
-    usleep(3000);                                  /* > the 1 ms first RTO, nobody polled */
+    /* nobody polls: once the RTO (at most rto_max, 1 s) is overdue, no room */
+    for (int ms = 0; ms < 1200 && em_engine_send_ready(a.e, 1, sizeof msg); ms++)
+        usleep(1000);
     assert_false(em_engine_send_ready(a.e, 1, sizeof msg));
     SPIN_UNTIL(&a, &b, a.ncomplete == 33);
     assert_true(em_engine_send_ready(a.e, 1, sizeof msg));
