@@ -15,6 +15,13 @@
  * Receive path: a burst from the link -> em_proto_rx() for each frame (the
  * protocol hands single-frame messages to us straight from the link buffer)
  * -> buffers released -> timers.
+ *
+ * Peer addresses: a frame to a peer whose address was never set (a process
+ * that only receives from it still owes it ACKs) asks the resolve_peer
+ * callback once; without an address the frame is dropped and counted
+ * (tx_no_addr), as a wire would lose it.  Before this, the UDP link dropped
+ * such ACKs silently and a one-way sender stalled after one window
+ * (docs/design.md "Peers known only by their frames").
  */
 #include "engine/engine.h"
 
@@ -27,12 +34,16 @@
 /* Below this a copy into the frame is cheaper than a second iovec. */
 #define EM_GATHER_MIN 512
 
+enum { ADDR_UNKNOWN = 0, ADDR_SET = 1, ADDR_NONE = 2 };
+
 struct em_engine {
     em_link_t *link;
     em_proto_t *proto;
     em_engine_ops_t ops;
     void *uctx;
     em_regions_t regions;
+    uint8_t *addr;          /* per peer: ADDR_UNKNOWN, ADDR_SET or ADDR_NONE */
+    uint16_t npeers;
     em_pkt_t *batch[EM_TX_BATCH];
     unsigned nbatch;
     unsigned events;        /* completions during the current call */
@@ -70,10 +81,29 @@ static void flush_tx(em_engine_t *e)
     em_link_flush(e->link);
 }
 
+/** Can frames to @p peer leave?  Asks resolve_peer once for a peer never set. */
+static bool peer_addressable(em_engine_t *e, uint16_t peer)
+{
+    if (peer >= e->npeers)
+        return false;
+    if (e->addr[peer] == ADDR_UNKNOWN) {
+        /* ADDR_NONE first: the callback's em_engine_set_peer() overrides it */
+        e->addr[peer] = ADDR_NONE;
+        if (e->ops.resolve_peer && e->ops.resolve_peer(e->uctx, peer) == 0 &&
+            e->addr[peer] == ADDR_SET)
+            e->st.peers_resolved++;
+    }
+    return e->addr[peer] == ADDR_SET;
+}
+
 static int e_emit(void *u, uint16_t peer, const void *hdr, size_t hlen,
                   const void *payload, size_t plen)
 {
     em_engine_t *e = u;
+    if (!peer_addressable(e, peer)) {
+        e->st.tx_no_addr++;
+        return 0;                     /* lost, as on a wire; the protocol recovers or fails the peer */
+    }
     if (e->nbatch == EM_TX_BATCH) {
         flush_tx(e);
         if (e->nbatch == EM_TX_BATCH)
@@ -178,6 +208,13 @@ em_engine_t *em_engine_create(em_link_t *link, const em_proto_cfg_t *cfg,
         c.frame_max = link->mtu;
     if (link->flags & EM_LINK_F_ACKS)
         c.link_acks = true;       /* the link acknowledges for us (emd) */
+    e->addr = calloc(c.npeers ? c.npeers : 1, 1);
+    if (!e->addr) {
+        free(e);
+        *err = EM_ENOMEM;
+        return NULL;
+    }
+    e->npeers = c.npeers;
     e->link = link;
     e->self = c.self;
     e->ops = *ops;
@@ -185,6 +222,7 @@ em_engine_t *em_engine_create(em_link_t *link, const em_proto_cfg_t *cfg,
     em_regions_init(&e->regions);
     e->proto = em_proto_create(&c, &engine_proto_ops, e, err);
     if (!e->proto) {
+        free(e->addr);
         free(e);
         return NULL;
     }
@@ -200,12 +238,15 @@ void em_engine_destroy(em_engine_t *e)
     for (unsigned i = 0; i < e->nbatch; i++)
         em_link_tx_free(e->link, e->batch[i]);
     em_regions_fini(&e->regions);
+    free(e->addr);
     free(e);
 }
 
 int em_engine_set_peer(em_engine_t *e, uint16_t peer, const em_link_addr_t *addr)
 {
     int rc = em_link_set_peer(e->link, peer, addr);
+    if (rc == 0 && peer < e->npeers)
+        e->addr[peer] = ADDR_SET;
     if (rc == 0)
         (void)em_engine_sync_flow(e, peer);
     return rc;
@@ -278,6 +319,13 @@ int em_engine_send(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag
     if (rc == 0)
         flush_tx(e);
     return rc;
+}
+
+bool em_engine_send_ready(const em_engine_t *e, uint16_t peer, size_t len)
+{
+    size_t pl = em_proto_data_payload(e->proto);
+    size_t frames = len == 0 ? 1 : (len + pl - 1) / pl;
+    return e->nbatch == 0 && frames <= em_proto_tx_room(e->proto, peer, em_now_ns());
 }
 
 int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint16_t peer,

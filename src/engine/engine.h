@@ -37,6 +37,18 @@ typedef struct em_engine_ops {
      * launcher's modex: Open MPI adds processes lazily).  Optional.
      */
     void (*resolve)(void *uctx, uint16_t peer);
+    /**
+     * Optional.  The protocol has a frame (usually an ACK) for @p peer, whose
+     * link address was never given with em_engine_set_peer(): a process
+     * that only receives from a peer still owes it ACKs, and Open MPI tells
+     * a BTL about a peer only when it first sends to it.  Look the address
+     * up, give it with em_engine_set_peer() and return 0; or return
+     * non-zero (no address known).  Asked once per peer: after a non-zero
+     * answer frames to @p peer are dropped (counted in tx_no_addr) until
+     * em_engine_set_peer() names it.  Without this callback such frames are
+     * dropped and counted the same way.
+     */
+    int (*resolve_peer)(void *uctx, uint16_t peer);
 } em_engine_ops_t;
 
 typedef struct em_engine_stats {
@@ -44,6 +56,8 @@ typedef struct em_engine_stats {
     uint64_t rx_frames;          /**< frames taken from the link */
     uint64_t tx_frames;          /**< frames the link accepted */
     uint64_t tx_backpressure;    /**< times the link had no room (the protocol retries) */
+    uint64_t tx_no_addr;         /**< frames dropped: the peer has no link address (see resolve_peer) */
+    uint64_t peers_resolved;     /**< peers whose address resolve_peer supplied */
     uint64_t puts_placed;        /**< put frames written into a region */
     uint64_t put_bad_region;     /**< put frames naming no registered region */
     uint64_t put_bad_key;        /**< put frames with the wrong key */
@@ -68,9 +82,10 @@ em_engine_t *em_engine_create(em_link_t *link, const em_proto_cfg_t *cfg,
 /** Destroy; pending operations complete with -EM_ECANCELED. */
 void em_engine_destroy(em_engine_t *e);
 
-/** Where peer @p peer is reached on the link. @return 0 or a negative errno.
- *  On a link that acknowledges for us (EM_LINK_F_ACKS) this also tells it
- *  where the peer's flows stand (em_engine_sync_flow). */
+/** Where peer @p peer is reached on the link (may be called again, also from
+ *  the resolve_peer callback).  @return 0 or a negative errno.  On a link
+ *  that acknowledges for us (EM_LINK_F_ACKS) this also tells it where the
+ *  peer's flows stand (em_engine_sync_flow). */
 int em_engine_set_peer(em_engine_t *e, uint16_t peer, const em_link_addr_t *addr);
 /**
  * Tell the link where @p peer's flows stand now (keys, next sequence numbers
@@ -106,6 +121,16 @@ int em_engine_send(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag
 int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint16_t peer,
                   const em_region_handle_t *h, uint64_t offset,
                   const void *buf, size_t len, void *ctx);
+
+/**
+ * Would em_engine_send() of @p len bytes to @p peer leave at once, with no
+ * timer of that peer overdue?  A caller that returns to its application
+ * without driving em_engine_progress() (an inline send) should send only
+ * then: a message queued behind a full window, or behind a lost frame,
+ * moves only when someone calls progress (docs/design.md "Peers known only
+ * by their frames").
+ */
+bool em_engine_send_ready(const em_engine_t *e, uint16_t peer, size_t len);
 
 /** Register [base, base+len) for puts from peers. @return 0, -EM_ENOMEM or
  *  -EM_EAGAIN (getrandom failed: no region key). */

@@ -249,6 +249,20 @@ uint64_t em_proto_srtt(const em_proto_t *p, uint16_t peer)
     return peer < p->cfg.npeers ? p->peers[peer].srtt : 0;
 }
 
+uint32_t em_proto_tx_room(const em_proto_t *p, uint16_t peer, uint64_t now)
+{
+    if (peer >= p->cfg.npeers)
+        return 0;
+    const struct em_peer *pe = &p->peers[peer];
+    if (pe->state != EM_PEER_ACTIVE || pe->q_send || pe->tx_blocked || pe->rto_deadline <= now)
+        return 0;
+    uint64_t wake = 0;          /* the congestion window and pacing count too */
+    if (em_cc_can_send(&pe->cc, &p->cfg, now, &wake) != EM_CC_GO)
+        return 0;
+    uint32_t used = pe->snd_nxt - pe->snd_una;
+    return used < p->cfg.window ? p->cfg.window - used : 0;
+}
+
 bool em_proto_peer_failed(const em_proto_t *p, uint16_t peer)
 {
     return peer < p->cfg.npeers && p->peers[peer].state == EM_PEER_FAILED;

@@ -218,6 +218,8 @@ typedef struct em_proto_stats {
     uint64_t rx_nacks;         /**< NACK frames received */
     uint64_t rx_sacks;         /**< frames whose SACK bitmap was non-empty */
     uint64_t rx_dups;          /**< duplicate sequenced frames (already delivered or buffered) */
+    uint64_t spurious_retx;    /**< of rx_dups: frames flagged EM_F_RETX that we already had
+                                    (the sender's retransmission was not needed) */
     uint64_t rx_ooo;           /**< out-of-order frames buffered (selective repeat) */
     uint64_t msgs_sent;        /**< send operations completed successfully */
     uint64_t msgs_recv;        /**< messages delivered */
@@ -327,6 +329,16 @@ uint64_t em_proto_next_deadline(const em_proto_t *p);
 
 /** True when nothing is queued, in flight, or owed (ACKs) to any peer. */
 bool em_proto_idle(const em_proto_t *p);
+
+/**
+ * Frames em_proto_send() to @p peer would put on the wire at once: the
+ * window's free room, or 0 when something already waits for room, the link
+ * refused a frame, the peer failed, or its retransmit timer is due at
+ * @p now (it needs an em_proto_poll() first).  Lets a caller that will not
+ * drive the protocol soon (an inline send that returns at once) decline
+ * to queue.
+ */
+uint32_t em_proto_tx_room(const em_proto_t *p, uint16_t peer, uint64_t now);
 
 /** Largest message (or put) em_proto_send() accepts with this frame size. */
 size_t em_proto_max_msg(const em_proto_t *p);

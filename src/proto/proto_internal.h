@@ -12,6 +12,8 @@
 #include "proto/seq.h"
 
 #define EM_NEVER UINT64_MAX
+/** How long the largest recent RTT sample keeps the RTO up (see rtt_sample()). */
+#define EM_RTT_PEAK_WINDOW_NS 250000000ull
 #define EM_SLOT_MASK (EM_WINDOW_MAX - 1u)
 _Static_assert((EM_WINDOW_MAX & (EM_WINDOW_MAX - 1u)) == 0, "window max is a power of two");
 _Static_assert(EM_WINDOW_MAX <= 64, "the SACK bitmap (64 bits) must cover the window");
@@ -54,6 +56,8 @@ struct em_peer {
     struct em_tx_slot tx[EM_WINDOW_MAX];
     uint64_t stamp;            /**< last transmission stamp handed out */
     uint64_t srtt, rttvar;     /**< smoothed RTT and its variation (RFC 6298), 0 = no sample */
+    uint64_t rtt_peak;         /**< largest RTT sample in the current peak window */
+    uint64_t rtt_peak_at;      /**< when that window began */
     uint64_t rto_base;         /**< clamp(srtt + 4 rttvar, rto_min, rto_max), or cfg.rto_ns */
     uint64_t rto_cur;          /**< current (backed-off) retransmit timeout */
     uint64_t rto_deadline;     /**< when the oldest unacked frame times out */

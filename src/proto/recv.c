@@ -252,6 +252,8 @@ void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
 
     if (d < 0) {                                /* already delivered */
         p->st.rx_dups++;
+        if (h->flags & EM_F_RETX)
+            p->st.spurious_retx++;
         ack_soon(p, pe, now);
         return;
     }
@@ -268,9 +270,11 @@ void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
             }
             return;
         }
-        if ((pe->ooo_bits >> d) & 1)
+        if ((pe->ooo_bits >> d) & 1) {
             p->st.rx_dups++;
-        else
+            if (h->flags & EM_F_RETX)
+                p->st.spurious_retx++;
+        } else
             buffer_ooo(p, pe, (uint32_t)d, h, payload);
         ack_soon(p, pe, now);
         return;

@@ -130,8 +130,18 @@ void em_pump(struct em_proto *p, uint16_t peer, uint64_t now)
     }
 }
 
-/** RFC 6298 update from one round-trip sample @p r (ns). */
-static void rtt_sample(struct em_proto *p, struct em_peer *pe, uint64_t r)
+/**
+ * RFC 6298 update from one round-trip sample @p r (ns) taken at @p now.
+ *
+ * The RTO is also kept at or above 5/4 of the largest sample seen in the
+ * last EM_RTT_PEAK_WINDOW_NS.  A peer process that is descheduled or busy
+ * (shared cores) acknowledges late now and then; srtt + 4 rttvar forgets
+ * such a stall within a few dozen ACKs, and the next stall timed out again
+ * although nothing was lost (issue 12: 164-182 spurious timeouts per
+ * bandwidth run).  Losses are still repaired at once by SACK; only a lost
+ * tail waits for the higher RTO, and only while stalls are recent.
+ */
+static void rtt_sample(struct em_proto *p, struct em_peer *pe, uint64_t r, uint64_t now)
 {
     if (pe->srtt == 0) {
         pe->srtt = r ? r : 1;
@@ -143,7 +153,13 @@ static void rtt_sample(struct em_proto *p, struct em_peer *pe, uint64_t r)
         if (pe->srtt == 0)
             pe->srtt = 1;
     }
+    if (r >= pe->rtt_peak || now - pe->rtt_peak_at > EM_RTT_PEAK_WINDOW_NS) {
+        pe->rtt_peak = r;          /* a new peak, or the old one expired */
+        pe->rtt_peak_at = now;
+    }
     uint64_t rto = pe->srtt + 4 * pe->rttvar;
+    if (rto < pe->rtt_peak + pe->rtt_peak / 4)
+        rto = pe->rtt_peak + pe->rtt_peak / 4;
     if (rto < p->cfg.rto_min_ns) rto = p->cfg.rto_min_ns;
     if (rto > p->cfg.rto_max_ns) rto = p->cfg.rto_max_ns;
     pe->rto_base = rto;
@@ -171,19 +187,23 @@ static void complete_head(struct em_proto *p, struct em_peer *pe)
 }
 
 /**
- * Resend unacked frames.  Go-Back-N resends all of them.  Selective repeat
- * (@p selective) resends the oldest one and every other frame the receiver
- * does not hold that has itself been waiting a whole (un-backed-off) RTO: frames
- * sent a moment ago are not presumed lost just because an older one was.
+ * Resend unacked frames, oldest first.  Go-Back-N resends all of them.
+ * Selective repeat resends at most @p max frames: the oldest, then frames
+ * the receiver does not hold that have themselves been waiting a whole
+ * (un-backed-off) RTO: frames sent a moment ago are not presumed lost just
+ * because an older one was.
  * @return frames sent.
  */
-static unsigned resend_outstanding(struct em_proto *p, uint16_t peer, bool selective, uint64_t now)
+static unsigned resend_outstanding(struct em_proto *p, uint16_t peer, bool selective,
+                                   unsigned max, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
     unsigned n = 0;
 
     for (uint32_t seq = pe->snd_una; em_seq_lt(seq, pe->snd_nxt); seq++) {
         const struct em_tx_slot *s = &pe->tx[seq & EM_SLOT_MASK];
+        if (selective && n >= max)
+            break;
         if (selective && seq != pe->snd_una &&
             (s->sacked || now - s->tx_time < pe->rto_base))
             continue;
@@ -215,7 +235,7 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
         uint64_t rtt = 0, acked = 0, unsacked = 0;
         if (!newest->retx && now >= newest->tx_time) {
             rtt = now - newest->tx_time;
-            rtt_sample(p, pe, rtt);
+            rtt_sample(p, pe, rtt, now);
             if (rtt == 0)
                 rtt = 1;
         }
@@ -287,7 +307,7 @@ void em_on_nack(struct em_proto *p, uint16_t peer, uint64_t now)
 
     if (p->cfg.recovery != EM_RECOVERY_GBN)
         return;
-    unsigned n = resend_outstanding(p, peer, false, now);
+    unsigned n = resend_outstanding(p, peer, false, EM_WINDOW_MAX, now);
     p->st.fast_retransmits += n;
     /* one hole; the rest is resent because Go-Back-N discarded it */
     em_cc_on_loss(&pe->cc, &p->cfg, &p->st, n ? 1 : 0, false, pe->snd_una, pe->snd_nxt, now);
@@ -297,7 +317,22 @@ void em_on_nack(struct em_proto *p, uint16_t peer, uint64_t now)
     }
 }
 
-/** The oldest unacked frame timed out: back off, resend, or give up. */
+/**
+ * The oldest unacked frame timed out: back off, resend, or give up.
+ *
+ * RTO policy (issue 12 part 2): on a healthy link a timeout means, far more
+ * often than loss, that the receiver acknowledged late (descheduled, or busy
+ * on a shared core).  Selective repeat therefore resends only the oldest
+ * frame on the first timeout of a streak, 2 on the second, 4 on the third
+ * ... (never more than the window): a spurious timeout costs one duplicate
+ * instead of a window of them, and the frames that were not resent still
+ * give an RTT sample when the late ACK comes (Karn discards samples from
+ * resent frames), so the RTO learns how late this receiver acknowledges.
+ * Resending every frame older than an RTO made every frame ambiguous: no
+ * sample, the RTO never grew, and the next stall timed out again.  A lost
+ * tail of several frames is still repaired in a few timeouts (the doubling),
+ * holes before a received frame at once by SACK.
+ */
 void em_on_timeout(struct em_proto *p, uint16_t peer, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
@@ -307,7 +342,8 @@ void em_on_timeout(struct em_proto *p, uint16_t peer, uint64_t now)
         em_fail_peer(p, peer);
         return;
     }
-    unsigned n = resend_outstanding(p, peer, p->cfg.recovery == EM_RECOVERY_SR, now);
+    unsigned burst = pe->retries > 6 ? EM_WINDOW_MAX : 1u << (pe->retries - 1);
+    unsigned n = resend_outstanding(p, peer, p->cfg.recovery == EM_RECOVERY_SR, burst, now);
     em_cc_on_loss(&pe->cc, &p->cfg, &p->st, n, true, pe->snd_una, pe->snd_nxt, now);
     pe->rto_cur = pe->rto_cur * 2 > p->cfg.rto_max_ns ? p->cfg.rto_max_ns : pe->rto_cur * 2;
     pe->rto_deadline = now + pe->rto_cur;

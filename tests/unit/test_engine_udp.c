@@ -8,6 +8,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,6 +30,8 @@ struct side {
     size_t last_len;
     uint8_t last_tag;
     uint32_t sum;
+    const em_link_addr_t *resolve_to;  /* what s_resolve hands out (NULL: no address) */
+    unsigned nresolve;
 };
 
 static uint32_t checksum(const uint8_t *d, size_t n)
@@ -54,6 +57,15 @@ static void s_complete(void *u, void *ctx, int status)
     s->last_status = status;
 }
 static const em_engine_ops_t OPS = { .recv = s_recv, .complete = s_complete };
+
+static int s_resolve(void *u, uint16_t peer)
+{
+    struct side *s = u;
+    s->nresolve++;
+    return s->resolve_to ? em_engine_set_peer(s->e, peer, s->resolve_to) : -1;
+}
+static const em_engine_ops_t OPS_RESOLVE = { .recv = s_recv, .complete = s_complete,
+                                             .resolve_peer = s_resolve };
 
 static void open_pair_buf(struct side *a, struct side *b, uint32_t key, int sock_buf)
 {
@@ -338,6 +350,94 @@ static void test_put_into_deregistered_region_fails(void **st)
     close_pair(&a, &b);
 }
 
+/* b never learns a's address up front (Open MPI adds a peer only when it
+ * first sends to it): its ACKs for a's one-way stream need resolve_peer.
+ * Without it they were dropped, and a stalled after one window (issue 12). */
+static unsigned one_way_to_unnamed_peer(struct side *a, struct side *b, bool resolver,
+                                        unsigned nmsg)
+{
+    char err[256];
+    em_udp_cfg_t uc = { .iface = "127.0.0.1", .mtu = 1472 };
+    memset(a, 0, sizeof *a);
+    memset(b, 0, sizeof *b);
+    a->l = em_link_udp_open(&uc, err, sizeof err);
+    b->l = em_link_udp_open(&uc, err, sizeof err);
+    assert_non_null(a->l);
+    assert_non_null(b->l);
+    em_proto_cfg_t c;
+    em_proto_cfg_default(&c);
+    c.job_key = 15;
+    c.frame_max = 1472;
+    int e;
+    c.self = 0;
+    a->e = em_engine_create(a->l, &c, &OPS, a, &e);
+    c.self = 1;
+    b->e = em_engine_create(b->l, &c, resolver ? &OPS_RESOLVE : &OPS, b, &e);
+    assert_non_null(a->e);
+    assert_non_null(b->e);
+    b->resolve_to = &a->l->local;
+    assert_int_equal(em_engine_set_peer(a->e, 1, &b->l->local), 0);   /* a -> b only */
+
+    em_proto_op_t *op = calloc(nmsg, sizeof *op);
+    uint8_t msg[64] = { 1 };
+    uint64_t t0 = em_now_ns();
+    unsigned sent = 0;
+    /* one message, then let both sides run a little: sparse one-way traffic */
+    while (em_now_ns() - t0 < 2000000000ull && a->ncomplete < nmsg) {
+        if (sent < nmsg && sent - a->ncomplete < 2 * c.window)
+            assert_int_equal(em_engine_send(a->e, &op[sent++], 1, 3, msg, sizeof msg, NULL), 0);
+        for (int k = 0; k < 50; k++) {
+            em_engine_progress(a->e);
+            em_engine_progress(b->e);
+        }
+    }
+    unsigned done = a->ncomplete;
+    close_pair(a, b);
+    free(op);
+    return done;
+}
+
+static void test_receive_only_peer_acks_via_resolve(void **st)
+{
+    struct side a, b;
+    assert_int_equal(one_way_to_unnamed_peer(&a, &b, true, 200), 200);
+    assert_int_equal(b.nrecv, 200);
+    assert_int_equal(b.nresolve, 1);               /* asked once, then known */
+}
+
+static void test_receive_only_peer_without_resolver_stalls(void **st)
+{
+    struct side a, b;
+    /* the old behaviour: ACKs have nowhere to go, a completes nothing */
+    assert_int_equal(one_way_to_unnamed_peer(&a, &b, false, 200), 0);
+    assert_true(b.nrecv > 0);
+}
+
+/* em_engine_send_ready: no room once the window is full, and none while a
+ * retransmit timer is overdue (an inline send must not queue then). */
+static void test_send_ready_follows_window_and_timer(void **st)
+{
+    struct side a, b;
+    open_pair(&a, &b, 16);
+    uint8_t msg[64] = { 0 };
+    em_proto_op_t op[40];
+    assert_true(em_engine_send_ready(a.e, 1, sizeof msg));
+    for (int i = 0; i < 32; i++)                   /* default window: 32 frames */
+        assert_int_equal(em_engine_send(a.e, &op[i], 1, 1, msg, sizeof msg, NULL), 0);
+    assert_false(em_engine_send_ready(a.e, 1, sizeof msg));
+    SPIN_UNTIL(&a, &b, a.ncomplete == 32);
+    assert_true(em_engine_send_ready(a.e, 1, sizeof msg));
+    assert_false(em_engine_send_ready(a.e, 1, 40 * 1500));   /* more frames than the window */
+    assert_int_equal(em_engine_send(a.e, &op[32], 1, 1, msg, sizeof msg, NULL), 0);
+    /* nobody polls: once the RTO (at most rto_max, 1 s) is overdue, no room */
+    for (int ms = 0; ms < 1200 && em_engine_send_ready(a.e, 1, sizeof msg); ms++)
+        usleep(1000);
+    assert_false(em_engine_send_ready(a.e, 1, sizeof msg));
+    SPIN_UNTIL(&a, &b, a.ncomplete == 33);
+    assert_true(em_engine_send_ready(a.e, 1, sizeof msg));
+    close_pair(&a, &b);
+}
+
 static void test_unknown_interface_is_a_clear_error(void **st)
 {
     char err[256] = "";
@@ -356,6 +456,9 @@ int main(void)
         cmocka_unit_test(test_forged_frames_dropped_and_counted),
         cmocka_unit_test(test_stranger_frames_dropped),
         cmocka_unit_test(test_put_into_deregistered_region_fails),
+        cmocka_unit_test(test_receive_only_peer_acks_via_resolve),
+        cmocka_unit_test(test_receive_only_peer_without_resolver_stalls),
+        cmocka_unit_test(test_send_ready_follows_window_and_timer),
         cmocka_unit_test(test_unknown_interface_is_a_clear_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -266,6 +266,31 @@ static void test_duplicate_acked_at_once_not_redelivered(void **st)
     em_proto_poll(x.p, 200);                         /* no delay for a duplicate */
     assert_int_equal(x.c.nf, 2);
     assert_int_equal(x.c.f[1].h.ack, 1);
+    /* not flagged as a retransmission: a duplicate, but not a spurious retransmit */
+    assert_int_equal(em_proto_stats(x.p)->spurious_retx, 0);
+    em_proto_destroy(x.p);
+}
+
+/* A retransmission of a frame the receiver already had is counted as
+ * spurious, whether it was delivered or is held out of order; a
+ * retransmission that fills a hole is not. */
+static void test_spurious_retransmissions_counted(void **st)
+{
+    struct fx x;
+    mk(&x, EM_RECOVERY_SR, 0);
+    feed(&x, data(0, 0, "a"), "a", 0);
+    em_hdr_t r = data(0, 0, "a"); r.flags = EM_F_RETX;
+    feed(&x, r, "a", 10);                            /* delivered already */
+    assert_int_equal(em_proto_stats(x.p)->spurious_retx, 1);
+    feed(&x, data(2, 0, "c"), "c", 20);              /* held out of order */
+    r = data(2, 0, "c"); r.flags = EM_F_RETX;
+    feed(&x, r, "c", 30);
+    assert_int_equal(em_proto_stats(x.p)->spurious_retx, 2);
+    r = data(1, 0, "b"); r.flags = EM_F_RETX;        /* fills the hole: needed */
+    feed(&x, r, "b", 40);
+    assert_int_equal(em_proto_stats(x.p)->spurious_retx, 2);
+    assert_int_equal(em_proto_stats(x.p)->rx_dups, 2);
+    assert_int_equal(x.c.nrecv, 3);
     em_proto_destroy(x.p);
 }
 
@@ -358,11 +383,14 @@ static void test_timeout_backoff_then_peer_failure(void **st)
     assert_int_equal(em_proto_next_deadline(x.p), 1000);
     em_proto_poll(x.p, 999);
     assert_int_equal(x.c.nf, 2);
-    em_proto_poll(x.p, 1000);                       /* timeout 1: both resent */
-    assert_int_equal(x.c.nf, 4);
+    em_proto_poll(x.p, 1000);                       /* timeout 1: the oldest resent */
+    assert_int_equal(x.c.nf, 3);
     assert_true(x.c.f[2].h.flags & EM_F_RETX);
+    assert_int_equal(x.c.f[2].h.seq, 0);
     assert_int_equal(em_proto_next_deadline(x.p), 3000);   /* back-off: 2 us */
-    em_proto_poll(x.p, 3000);                       /* timeout 2 */
+    em_proto_poll(x.p, 3000);                       /* timeout 2: both (a lost tail) */
+    assert_int_equal(x.c.nf, 5);
+    assert_int_equal(x.c.f[4].h.seq, 1);
     assert_int_equal(em_proto_next_deadline(x.p), 7000);   /* 4 us */
     em_proto_poll(x.p, 7000);                       /* timeout 3 */
     assert_int_equal(em_proto_next_deadline(x.p), 15000);  /* capped at 8 us */
@@ -378,6 +406,28 @@ static void test_timeout_backoff_then_peer_failure(void **st)
     assert_int_equal(em_proto_stats(x.p)->drop_peer_failed, 1);
     /* other peers are unaffected */
     assert_int_equal(em_proto_send(x.p, &op[0], 2, 0, "m", 1, NULL, 16000), 0);
+    em_proto_destroy(x.p);
+}
+
+/* A receiver that acknowledges late (descheduled) makes the RTO fire
+ * although nothing was lost: only the oldest frame goes again, and the late
+ * ACK still gives an RTT sample from a frame sent once, so the RTO grows to
+ * the lateness seen (issue 12: before, the whole window was resent, Karn
+ * left no sample, and the RTO never learned). */
+static void test_late_ack_teaches_rto_without_resending_window(void **st)
+{
+    struct fx x; em_proto_op_t op[4];
+    mk(&x, EM_RECOVERY_SR, 0);
+    for (int i = 0; i < 4; i++)   /* the fixture's window */
+        em_proto_send(x.p, &op[i], 1, 0, "m", 1, NULL, 0);
+    assert_int_equal(x.c.nf, 4);
+    em_proto_poll(x.p, 1000);                       /* spurious timeout */
+    assert_int_equal(x.c.nf, 5);                    /* one duplicate, not four */
+    feed(&x, ack(4, 0), NULL, 2500);                /* the receiver woke up */
+    assert_int_equal(x.c.ncomplete, 4);
+    assert_int_equal(em_proto_stats(x.p)->rtt_samples, 1);   /* from frame 3, sent once */
+    assert_int_equal(em_proto_srtt(x.p, 1), 2500);
+    assert_true(em_proto_rto(x.p, 1) > 2500);
     em_proto_destroy(x.p);
 }
 
@@ -670,11 +720,13 @@ int main(void)
         cmocka_unit_test(test_receive_delivers_from_frame_and_delays_ack),
         cmocka_unit_test(test_reply_piggybacks_ack),
         cmocka_unit_test(test_duplicate_acked_at_once_not_redelivered),
+        cmocka_unit_test(test_spurious_retransmissions_counted),
         cmocka_unit_test(test_sr_buffers_out_of_order_and_sacks),
         cmocka_unit_test(test_gbn_drops_out_of_order_and_nacks_once),
         cmocka_unit_test(test_sack_triggers_fast_retransmit_of_holes_only),
         cmocka_unit_test(test_gbn_nack_resends_everything_outstanding),
         cmocka_unit_test(test_timeout_backoff_then_peer_failure),
+        cmocka_unit_test(test_late_ack_teaches_rto_without_resending_window),
         cmocka_unit_test(test_progress_resets_backoff),
         cmocka_unit_test(test_adaptive_rto_follows_rtt_and_karn),
         cmocka_unit_test(test_foreign_frames_dropped_and_counted),

@@ -294,25 +294,43 @@ static int set_peer_from(em_btl_module_t *m, uint16_t vpid, const struct em_btl_
     return em_engine_set_peer_keys(m->engine, vpid, key, m->isn, mx->isn) == 0 ? 0 : -1;
 }
 
-/* A frame claims to come from @p peer, which is not added yet (Open MPI
- * adds processes on first use) or from another address: take the peer's
- * address and keys from its modex entry now, as add_procs will; the
- * engine then checks the frame's source against that address. */
-static void cb_resolve(void *u, uint16_t peer)
+/* Take @p peer's address and the pair's keys from its modex entry now, as
+ * add_procs will: Open MPI 4.1 adds a remote peer on first send only
+ * (mpi_add_procs_cutoff 0), so a peer may be unknown when its first frame
+ * arrives, or when we owe it an ACK without ever having sent to it
+ * (docs/design.md "Peers known only by their frames").  The endpoint itself
+ * stays add_procs' business.  @return 0 when the peer is now set. */
+static int resolve_from_modex(em_btl_module_t *m, uint16_t peer)
 {
-    em_btl_module_t *m = u;
-    if (peer >= m->npeers || m->eps[peer].resolved || peer == OPAL_PROC_MY_NAME.vpid)
-        return;
+    if (peer >= m->npeers || peer == OPAL_PROC_MY_NAME.vpid)
+        return -1;
+    if (m->eps[peer].resolved)
+        return 0;
     opal_process_name_t name = { .jobid = OPAL_PROC_MY_NAME.jobid, .vpid = peer };
     struct em_btl_modex *mx = read_modex(m, &name);
     if (mx && set_peer_from(m, peer, mx) == 0)
         m->eps[peer].resolved = 1;
     free(mx);
+    return m->eps[peer].resolved ? 0 : -1;
+}
+
+/* A frame claims to come from @p peer, which is not set yet: resolve it;
+ * the engine then checks the frame's source against its address. */
+static void cb_resolve(void *u, uint16_t peer)
+{
+    (void)resolve_from_modex(u, peer);
+}
+
+/* The engine has a frame (an ACK, typically) for @p peer, whose address was
+ * never set: a rank that only receives from a peer still owes it ACKs. */
+static int cb_resolve_peer(void *u, uint16_t peer)
+{
+    return resolve_from_modex(u, peer);
 }
 
 static const em_engine_ops_t engine_ops = {
     .recv = cb_recv, .complete = cb_complete, .peer_failed = cb_peer_failed,
-    .resolve = cb_resolve,
+    .resolve = cb_resolve, .resolve_peer = cb_resolve_peer,
 };
 
 /* -------------------------------------------------------- module functions */
@@ -471,6 +489,18 @@ static int em_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
         *descriptor = NULL;
     if (ep->failed)
         return OPAL_ERR_UNREACH;
+    /* An inline send completes at once, and the caller may then not drive
+     * progress for a long time (a rank that sends and sleeps): a message
+     * queued behind a full window, or behind a frame whose timer is due,
+     * would wait for that.  Take it only if it leaves now; otherwise hand
+     * back a descriptor: ob1 sends it with btl_send and waits for its
+     * completion, driving progress (ACKs, retransmissions) meanwhile. */
+    if (!em_engine_send_ready(m->engine, ep->peer, header_size + payload_size +
+                              (numbered(m, ep->peer) ? EM_ORDER_HDR : 0))) {
+        if (descriptor)
+            *descriptor = em_alloc(btl, ep, order, header_size + payload_size, flags);
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
     mca_btl_base_descriptor_t *des = em_alloc(btl, ep, order, header_size + payload_size,
                                               flags | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
     if (!des)
@@ -569,7 +599,8 @@ static void print_stats(em_btl_module_t *m)
     const em_proto_stats_t *p = em_engine_proto_stats(m->engine);
     const em_engine_stats_t *e = em_engine_stats(m->engine);
     opal_output(0, "[%s] btl_%s stats: tx %llu frames (%llu data, %llu acks, %llu retransmits, "
-                   "%llu timeouts), rx %llu frames (%llu dups, %llu out-of-order), msgs %llu/%llu, "
+                   "%llu timeouts), rx %llu frames (%llu dups, %llu out-of-order, %llu spurious_retx), "
+                   "msgs %llu/%llu, "
                    "puts placed %llu rejected %llu, drops: key %llu magic %llu malformed %llu "
                    "window %llu, backpressure %llu; payload bytes copied by ethermpi: tx %llu "
                    "(sent from the user's memory: %llu), rx reassembly/out-of-order %llu, "
@@ -582,6 +613,7 @@ static void print_stats(em_btl_module_t *m)
                 (unsigned long long)p->tx_acks, (unsigned long long)p->retransmits,
                 (unsigned long long)p->timeouts, (unsigned long long)p->rx_frames,
                 (unsigned long long)p->rx_dups, (unsigned long long)p->rx_ooo,
+                (unsigned long long)p->spurious_retx,
                 (unsigned long long)p->msgs_sent, (unsigned long long)p->msgs_recv,
                 (unsigned long long)e->puts_placed, (unsigned long long)p->puts_rejected,
                 (unsigned long long)p->drop_job_key, (unsigned long long)p->drop_magic,
