@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file emd_core.c
  * The data plane of emd (see emd_core.h): rings, eager-ACK flows, node

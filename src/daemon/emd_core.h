@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file emd_core.h
  * The data plane of `emd`, without DPDK and without sockets: the clients'

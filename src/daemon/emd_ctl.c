@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file emd_ctl.c
  * The control plane of emd (see emd_ctl.h): socket, credentials, attach,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file emd_ctl.h
  * The control plane of `emd`, without DPDK: the unix socket clients attach

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file cc.c
  * Per-peer congestion controller (see cc.h for the model and rules, and

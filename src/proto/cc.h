@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file cc.h
  * Congestion control of the protocol core: one controller per peer, used by

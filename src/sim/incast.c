@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file incast.c
  * N -> 1 through a shared bottleneck (see incast.h).

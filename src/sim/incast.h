@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file incast.h
  * The incast scenario of issue 12: N senders stream to one receiver (node 0)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * attack_job: the victim job of tests/attack/run-attack-tests.  Ranks 0 and
  * 1 (on two nodes) exchange messages of three size classes for SECONDS

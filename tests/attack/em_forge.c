@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * em_forge: a hostile third node for tests/attack/run-attack-tests.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fuzz target: the daemon's side of the emd contract (emd_core), against
  * clients that rewrite any byte of their shared region between two daemon

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Seeds for fuzz_emd_daemon (programs of operations, see its header):
  * gen_emd_daemon_seeds OUTDIR writes a well-behaved exchange (flows, port

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * collloop.c - collectives in tight loops, every result checked (issue 12:
  * a live peer was declared dead when 2 ranks per node looped over small

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sparse.c - sparse, bursty and idle traffic between 2 ranks on 2 nodes,
  * every message checked (issue 12: over rudp a one-way stream of 64-byte

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Congestion control (issue 12, part 4):
  *   - the incast the issue asks for: 8 senders -> 1 receiver through a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The daemon's data plane (emd_core, no DPDK) over a capturing fake port:
  *   - the ring geometry is the daemon's: rewriting it in the region changes

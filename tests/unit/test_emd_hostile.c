@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A real emd against a hostile client (issue 13, review C1/H1/L3/L4/M5,
  * experiment E3): emd runs on a net_null port; a well-behaved job (two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Hostile input at the protocol (issue 13): frames whose source address is
  * not the peer they claim, peers not set yet (lazy add), pair keys and

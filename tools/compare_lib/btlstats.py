@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Counters the ethermpi BTLs print at MPI_Finalize (`--mca
 btl_<name>_print_stats 1`), read from a run's output.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The figures of the comparison: one PNG per question a reader asks of
 compare.json (issue 12), next to compare.md in the output directory.
 
