@@ -522,6 +522,8 @@ static int em_finalize(struct mca_btl_base_module_t *btl)
             em_engine_progress(m->engine);
         if (m->params->print_stats)
             print_stats(m);
+        if (m->params->print_stats && m->params->print_link_stats)
+            m->params->print_link_stats(m->link);
         em_engine_destroy(m->engine);
         m->engine = NULL;
     }

@@ -112,6 +112,9 @@ typedef struct em_btl_params {
     int rto_us, rto_min_us, rto_max_us, retries, ack_delay_us;
     int same_node;           /**< also reach ranks on this node (testing without namespaces) */
     int print_stats;         /**< print counters at finalize */
+    /** Optional, set by the component: print its link's own counters too
+     *  (with print_stats; rudp: GSO/GRO).  NULL = none. */
+    void (*print_link_stats)(em_link_t *link);
 } em_btl_params_t;
 
 /** Opens a component's link; writes a user-facing reason on failure. */

@@ -12,6 +12,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "opal/mca/btl/base/base.h"
+#include "opal/util/output.h"
+#include "opal/util/proc.h"
+#include "opal/util/show_help.h"
+
 #include "../common/em_btl.h"
 #include "link/link_udp.h"
 
@@ -22,8 +27,35 @@ static em_btl_params_t rudp_params;
 static char *rudp_if_include;
 static int rudp_mtu;
 static int rudp_sock_buf;
+static bool rudp_gso;
+static bool rudp_gro;
 
 static em_btl_module_t rudp_module;
+
+static void rudp_note(void *ctx, const char *msg)
+{
+    (void)ctx;
+    opal_output_verbose(10, opal_btl_base_framework.framework_output, "[%s] btl_rudp: %s",
+                        opal_process_info.nodename, msg);
+}
+
+static void rudp_link_stats(em_link_t *l)
+{
+    const em_udp_stats_t *s = em_link_udp_stats(l);
+    em_udp_info_t i;
+    em_link_udp_info(l, &i);
+    opal_output(0, "[%s] btl_rudp link: tx %llu frames in %llu sends (%llu GSO sends, "
+                   "GSO %s, %llu fallbacks), %llu errors; rx %llu frames from %llu datagrams "
+                   "(%llu coalesced, GRO %s), refused: %llu oversize, %llu bad GRO; "
+                   "socket buffers rx %d KiB tx %d KiB",
+                opal_process_info.nodename, (unsigned long long)s->tx_frames,
+                (unsigned long long)s->tx_dgrams, (unsigned long long)s->tx_gso_sends,
+                i.gso ? "on" : "off", (unsigned long long)s->tx_gso_fallback,
+                (unsigned long long)s->tx_errors, (unsigned long long)s->rx_frames,
+                (unsigned long long)s->rx_dgrams, (unsigned long long)s->rx_gro_dgrams,
+                i.gro ? "on" : "off", (unsigned long long)s->rx_truncated,
+                (unsigned long long)s->rx_bad_gro, i.rcvbuf / 1024, i.sndbuf / 1024);
+}
 
 static int rudp_register(void)
 {
@@ -31,6 +63,8 @@ static int rudp_register(void)
     rudp_if_include = "";
     rudp_mtu = 0;
     rudp_sock_buf = 4 * 1024 * 1024;
+    rudp_gso = true;
+    rudp_gro = true;
     (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "if_include",
         "Interface for the UDP socket: a name (eth0), an IPv4 address, or a subnet "
         "(10.77.0.0/24); empty = the first non-loopback IPv4 interface.  A comma list "
@@ -43,6 +77,14 @@ static int rudp_register(void)
     (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "sock_buf",
         "Socket send and receive buffer size in bytes",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &rudp_sock_buf);
+    (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "gso",
+        "Send runs of equal frames to one peer as one UDP GSO send (UDP_SEGMENT, up to 64 KB); "
+        "falls back by itself where the kernel refuses",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &rudp_gso);
+    (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "gro",
+        "Let the kernel coalesce received datagrams (UDP_GRO); the BTL splits them again",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &rudp_gro);
+    rudp_params.print_link_stats = rudp_link_stats;
     em_btl_module_defaults(&rudp_module.super);
     return mca_btl_base_param_register(&mca_btl_rudp_component.btl_version, &rudp_module.super);
 }
@@ -77,8 +119,14 @@ static em_link_t *rudp_open_link(unsigned index, char *err, size_t errlen)
     memcpy(iface, p, n);
     iface[n] = 0;
     em_udp_cfg_t c = { .iface = iface, .mtu = rudp_mtu > 0 ? (uint32_t)rudp_mtu : 0,
-                       .sock_buf = rudp_sock_buf };
-    return em_link_udp_open(&c, err, errlen);
+                       .sock_buf = rudp_sock_buf, .no_gso = !rudp_gso, .no_gro = !rudp_gro,
+                       .note = rudp_note };
+    em_link_t *l = em_link_udp_open(&c, err, errlen);
+    char warn[512];
+    if (l && em_link_udp_buf_warning(l, warn, sizeof warn))
+        opal_show_help("help-mpi-btl-ethermpi.txt", "udp-buffers-clamped", true,
+                       opal_process_info.nodename, warn);
+    return l;
 }
 
 static mca_btl_base_module_t **rudp_init(int *num_btls, bool progress_threads, bool mpi_threads)
