@@ -10,9 +10,9 @@
  * many rx_burst calls as it takes (the ring is refilled only when every
  * frame of the previous fill was handed out).
  *
- * Budgets: UDP_TX_POOL frames of mtu bytes; UDP_RX_SLOTS slots of mtu bytes
- * (64 KiB with GRO: the largest coalesced datagram); UDP_RX_FRAMES frame
- * descriptors per rx_burst.
+ * Budgets: UDP_TX_POOL frames of mtu bytes; rx_batch (<= UDP_RX_SLOTS) slots
+ * of mtu bytes (64 KiB with GRO: the largest coalesced datagram);
+ * UDP_RX_FRAMES frame descriptors per rx_burst.
  */
 #include "link/link_udp.h"
 #include "link/link_util.h"
@@ -41,7 +41,8 @@
 #define UDP_TX_IOV 256           /* iovecs per sendmmsg call (2 per frame) */
 #define UDP_GSO_SEGS 64          /* frames per GSO send (the kernel's floor of UDP_MAX_SEGMENTS) */
 #define UDP_GSO_BYTES 65507      /* largest UDP payload of an IPv4 datagram */
-#define UDP_RX_SLOTS 32          /* datagrams per recvmmsg call */
+#define UDP_RX_SLOTS 64          /* most datagrams per recvmmsg call (cfg.rx_batch) */
+#define UDP_RX_BATCH 32          /* default datagrams per recvmmsg call */
 #define UDP_RX_FRAMES 64         /* frames per rx_burst */
 #define UDP_GRO_SLOT 65536       /* a coalesced datagram is at most 64 KB */
 
@@ -72,6 +73,7 @@ struct udp_link {
     /* rx: slots filled by the last recvmmsg, and the cursor over their frames */
     uint8_t *rx_mem;
     uint32_t rx_slot_bytes;
+    unsigned rx_batch;           /* slots asked for per recvmmsg */
     struct rx_slot rx_slots[UDP_RX_SLOTS];
     unsigned rx_filled, rx_cur;
     uint32_t rx_off;
@@ -312,7 +314,7 @@ static unsigned udp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     if (u->rx_cur < u->rx_filled)
         return rx_split(u, pkts, max);   /* frames left from a coalesced datagram */
 
-    unsigned want = max < UDP_RX_SLOTS ? max : UDP_RX_SLOTS;
+    unsigned want = u->rx_batch;     /* more frames than max stay for the next call */
     for (unsigned i = 0; i < want; i++) {
         u->rx_iov[i] = (struct iovec){ .iov_base = u->rx_mem + (size_t)i * u->rx_slot_bytes,
                                       .iov_len = u->rx_slot_bytes };
@@ -514,7 +516,10 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
     }
     u->tx_mem = malloc((size_t)UDP_TX_POOL * mtu);
     u->rx_slot_bytes = u->gro ? UDP_GRO_SLOT : mtu;
-    u->rx_mem = malloc((size_t)UDP_RX_SLOTS * u->rx_slot_bytes);
+    u->rx_batch = cfg->rx_batch ? cfg->rx_batch : UDP_RX_BATCH;
+    if (u->rx_batch > UDP_RX_SLOTS)
+        u->rx_batch = UDP_RX_SLOTS;
+    u->rx_mem = malloc((size_t)u->rx_batch * u->rx_slot_bytes);
     if (!u->tx_mem || !u->rx_mem) {
         snprintf(err, errlen, "out of memory for UDP buffers");
         udp_close(&u->link);

@@ -42,6 +42,9 @@ typedef struct em_udp_cfg {
      *  uses the link; may be NULL. */
     void (*note)(void *note_ctx, const char *msg);
     void *note_ctx;
+    /** Datagrams asked for per recvmmsg call, 1..64; 0 = 32 (see
+     *  docs/design.md "link_udp"; each costs 64 KiB of buffer with GRO). */
+    unsigned rx_batch;
 } em_udp_cfg_t;
 
 typedef struct em_udp_stats {
