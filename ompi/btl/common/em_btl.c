@@ -786,8 +786,10 @@ int em_btl_progress(em_btl_module_t *m)
 
 int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
 {
-    /* Defaults: docs/design.md "Defaults" (protocol) and "BTL defaults". */
-    p->window = 32;
+    /* Defaults: docs/design.md "Defaults" (protocol) and "BTL defaults".
+     * A component may set its own window first (rudp: 64, see "link_udp"). */
+    if (p->window == 0)
+        p->window = 32;
     p->recovery = "sr";
     p->rto_us = 1000;
     p->rto_min_us = 200;
