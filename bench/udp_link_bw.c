@@ -9,6 +9,7 @@
  *
  *   udp_link_bw --server --iface eth0 --port P [--no-gro] [--rx-batch N] [-t SECS]
  *   udp_link_bw --client --iface eth0 --peer A.B.C.D:P [--no-gso] [--burst N] [-t SECS]
+ *   (both: [--sock-buf BYTES]; a clamped buffer is warned about)
  *
  * The server prints "rx MB/s frames/s" over the time between its first and
  * last frame (it stops after -t seconds or 1 s without a frame).  The
@@ -45,7 +46,7 @@ static double cpu_s(void)
 static int usage(void)
 {
     fprintf(stderr, "usage: udp_link_bw --server|--client --iface IF [--port P] [--peer IP:P] "
-                    "[--no-gso] [--no-gro] [--rx-batch N] [--burst N] [-t SECS]\n");
+                    "[--no-gso] [--no-gro] [--rx-batch N] [--burst N] [--sock-buf B] [-t SECS]\n");
     return 2;
 }
 
@@ -147,6 +148,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--peer")) { peer = v; i++; }
         else if (!strcmp(a, "--rx-batch")) { c.rx_batch = (unsigned)atoi(v); i++; }
         else if (!strcmp(a, "--burst")) { burst = (unsigned)atoi(v); i++; }
+        else if (!strcmp(a, "--sock-buf")) { c.sock_buf = atoi(v); i++; }
         else if (!strcmp(a, "-t")) { secs = atof(v); i++; }
         else return usage();
     }
@@ -158,6 +160,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "udp_link_bw: %s\n", err);
         return 1;
     }
+    if (em_link_udp_buf_warning(l, err, sizeof err))
+        fprintf(stderr, "udp_link_bw: warning: %s\n", err);
     int rc = srv ? server(l, secs) : client(l, peer, burst, secs);
     em_link_close(l);
     return rc;
