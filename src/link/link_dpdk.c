@@ -877,6 +877,11 @@ em_link_t *em_link_dpdk_open_port(const em_dpdk_cfg_t *cfg, unsigned index, char
         if ((rc = rte_eth_rx_queue_setup(port, q, nd, rte_eth_dev_socket_id(port), NULL, rp)) != 0 ||
             (rc = rte_eth_tx_queue_setup(port, q, nd, rte_eth_dev_socket_id(port), NULL)) != 0) {
             snprintf(err, errlen, "queue %u setup on %s: %s", q, info.driver_name, rte_strerror(-rc));
+            size_t used = strlen(err);
+            /* DPDK says only EINVAL; an MTU beyond AF_XDP's is the usual cause */
+            if (small && em_xdp_devargs_iface(item, ifname, sizeof ifname, &queue) && used + 3 < errlen)
+                if (em_xdp_explain_mtu(ifname, lim, err + used + 2, errlen - used - 2))
+                    memcpy(err + used, ": ", 2);
             goto fail;
         }
     }

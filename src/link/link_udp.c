@@ -2,9 +2,18 @@
 /**
  * @file link_udp.c
  * Kernel UDP link (see link_udp.h).  Transmit buffers come from a fixed pool
- * (no allocation on the data path); a tx burst is one sendmmsg(2) call, a
- * receive burst one recvmmsg(2) call into a fixed ring of buffers that stays
- * valid until the next rx_burst (the engine releases before it asks again).
+ * (no allocation on the data path); a tx burst is one sendmmsg(2) call (or
+ * a few), each message one datagram or, with UDP_SEGMENT, one GSO send of
+ * up to 64 KB of equal frames.  A receive burst is one recvmmsg(2) call into
+ * a fixed ring of slots that stays valid until the next rx_burst (the
+ * engine releases before it asks again); with UDP_GRO a slot may hold
+ * several coalesced frames, which are handed out one em_pkt_t each, over as
+ * many rx_burst calls as it takes (the ring is refilled only when every
+ * frame of the previous fill was handed out).
+ *
+ * Budgets: UDP_TX_POOL frames of mtu bytes; rx_batch (<= UDP_RX_SLOTS) slots
+ * of mtu bytes (64 KiB with GRO: the largest coalesced datagram);
+ * UDP_RX_FRAMES frame descriptors per rx_burst.
  */
 #include "link/link_udp.h"
 #include "link/link_util.h"
@@ -14,30 +23,68 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
 #define UDP_TX_POOL 256
-#define UDP_RX_BURST 32
+#define UDP_TX_MSGS 64           /* messages per sendmmsg call */
+#define UDP_TX_IOV 256           /* iovecs per sendmmsg call (2 per frame) */
+#define UDP_GSO_SEGS 64          /* frames per GSO send (the kernel's floor of UDP_MAX_SEGMENTS) */
+#define UDP_GSO_BYTES 65507      /* largest UDP payload of an IPv4 datagram */
+#define UDP_RX_SLOTS 64          /* most datagrams per recvmmsg call (cfg.rx_batch) */
+#define UDP_RX_BATCH 32          /* default datagrams per recvmmsg call */
+#define UDP_RX_FRAMES 64         /* frames per rx_burst */
+#define UDP_GRO_SLOT 65536       /* a coalesced datagram is at most 64 KB */
+
+/* one received datagram (possibly several coalesced frames) */
+struct rx_slot {
+    uint32_t len;                /* bytes received */
+    uint32_t seg;                /* frame size inside it (= len when not coalesced) */
+};
 
 struct udp_link {
     em_link_t link;              /* must be first */
     int fd;
     struct sockaddr_in *peers;
     uint32_t npeers;
+    int gso, gro;                /* offloads in use */
+    void (*note)(void *, const char *);
+    void *note_ctx;
+    em_udp_info_t info;
+    /* tx */
     em_pkt_t tx_pkts[UDP_TX_POOL];
     em_pkt_t *tx_free[UDP_TX_POOL];
     unsigned ntx_free;
     uint8_t *tx_mem;
-    em_pkt_t rx_pkts[UDP_RX_BURST];
+    struct mmsghdr tx_msgs[UDP_TX_MSGS];
+    struct iovec tx_iov[UDP_TX_IOV];
+    unsigned tx_nfr[UDP_TX_MSGS];    /* frames in each message */
+    struct { _Alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(uint16_t))]; } tx_ctl[UDP_TX_MSGS];
+    /* rx: slots filled by the last recvmmsg, and the cursor over their frames */
     uint8_t *rx_mem;
-    struct mmsghdr rx_msgs[UDP_RX_BURST];
-    struct iovec rx_iov[UDP_RX_BURST];
-    struct sockaddr_in rx_from[UDP_RX_BURST];  /* source of each datagram (rx_peer) */
-    em_addr_map_t bysrc;                       /* source IP:port -> peer */
+    uint32_t rx_slot_bytes;
+    unsigned rx_batch;           /* slots asked for per recvmmsg */
+    struct rx_slot rx_slots[UDP_RX_SLOTS];
+    unsigned rx_filled, rx_cur;
+    uint32_t rx_off;
+    struct mmsghdr rx_msgs[UDP_RX_SLOTS];
+    struct iovec rx_iov[UDP_RX_SLOTS];
+    /* source of each slot's datagram (all frames of a slot share it) */
+    struct sockaddr_in rx_names[UDP_RX_SLOTS];
+    struct { _Alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int)) * 2]; } rx_ctl[UDP_RX_SLOTS];
+    em_pkt_t rx_pkts[UDP_RX_FRAMES];
+    em_addr_map_t bysrc;         /* source IP:port -> peer (rx_peer) */
     em_udp_stats_t st;
 };
 
@@ -58,82 +105,247 @@ static void udp_tx_free(em_link_t *l, em_pkt_t *p)
     u->tx_free[u->ntx_free++] = p;
 }
 
+static uint32_t frame_len(const em_pkt_t *p) { return p->len + p->ext_len; }
+
+/**
+ * How many frames from @p pkts[0] (at most @p n) may leave as one GSO send:
+ * same peer, same length, the last may be shorter, within the kernel's
+ * segment and byte limits.  1 = send it alone.
+ */
+static unsigned gso_run(em_pkt_t **pkts, unsigned n)
+{
+    uint32_t seg = frame_len(pkts[0]);
+    size_t total = seg;
+    unsigned k = 1;
+    if (seg == 0)
+        return 1;
+    while (k < n && k < UDP_GSO_SEGS) {
+        uint32_t l = frame_len(pkts[k]);
+        if (pkts[k]->peer != pkts[0]->peer || l == 0 || l > seg || total + l > UDP_GSO_BYTES)
+            break;
+        total += l;
+        k++;
+        if (l < seg)
+            break;               /* a shorter frame ends the run */
+    }
+    return k;
+}
+
+static int peer_known(const struct udp_link *u, uint16_t peer)
+{
+    return peer < u->npeers && u->peers[peer].sin_port != 0;
+}
+
+/**
+ * Build up to UDP_TX_MSGS messages from @p pkts[0..n); frames to unknown
+ * peers at the front are dropped and counted (*@p dropped).  @return the
+ * number of messages; u->tx_nfr[] says how many frames each carries.
+ */
+static unsigned tx_build(struct udp_link *u, em_pkt_t **pkts, unsigned n, unsigned *dropped)
+{
+    unsigned m = 0, niov = 0, f = 0;
+    *dropped = 0;
+    while (f < n && m < UDP_TX_MSGS && niov + 2 <= UDP_TX_IOV) {
+        if (!peer_known(u, pkts[f]->peer)) {
+            if (m > 0)
+                break;           /* send what is built first; dropped on the next round */
+            /* unknown destination: a programming error upstream; drop, count */
+            u->st.tx_unknown_peer++;
+            udp_tx_free(&u->link, pkts[f++]);
+            (*dropped)++;
+            continue;
+        }
+        unsigned room = (UDP_TX_IOV - niov) / 2;
+        unsigned k = u->gso ? gso_run(pkts + f, n - f < room ? n - f : room) : 1;
+        struct msghdr *h = &u->tx_msgs[m].msg_hdr;
+        *h = (struct msghdr){ .msg_name = &u->peers[pkts[f]->peer],
+                              .msg_namelen = sizeof(struct sockaddr_in),
+                              .msg_iov = &u->tx_iov[niov] };
+        for (unsigned i = 0; i < k; i++) {
+            em_pkt_t *p = pkts[f + i];
+            u->tx_iov[niov++] = (struct iovec){ .iov_base = p->data, .iov_len = p->len };
+            if (p->ext_len)
+                u->tx_iov[niov++] = (struct iovec){ .iov_base = (void *)p->ext, .iov_len = p->ext_len };
+        }
+        h->msg_iovlen = (size_t)(&u->tx_iov[niov] - h->msg_iov);
+        if (k > 1) {
+            h->msg_control = u->tx_ctl[m].buf;
+            h->msg_controllen = sizeof u->tx_ctl[m].buf;
+            struct cmsghdr *c = CMSG_FIRSTHDR(h);
+            c->cmsg_level = SOL_UDP;
+            c->cmsg_type = UDP_SEGMENT;
+            c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+            uint16_t gso = (uint16_t)frame_len(pkts[f]);
+            memcpy(CMSG_DATA(c), &gso, sizeof gso);
+        }
+        u->tx_nfr[m++] = k;
+        f += k;
+    }
+    return m;
+}
+
+/** The kernel refused a GSO send: one datagram per frame from now on. */
+static void gso_disable(struct udp_link *u, int err)
+{
+    u->gso = 0;
+    u->info.gso = 0;
+    u->st.tx_gso_fallback++;
+    if (u->note) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "the kernel refused UDP GSO (UDP_SEGMENT: %s); sending one "
+                 "datagram per frame from now on", strerror(err));
+        u->note(u->note_ctx, msg);
+    }
+}
+
 static unsigned udp_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
 {
     struct udp_link *u = (struct udp_link *)l;
-    struct mmsghdr msgs[64];
-    struct iovec iov[64][2];
     unsigned done = 0;
 
     while (done < n) {
-        unsigned k = 0;
-        while (k < 64 && done + k < n) {
-            em_pkt_t *p = pkts[done + k];
-            if (p->peer >= u->npeers || u->peers[p->peer].sin_port == 0) {
-                break;
-            }
-            iov[k][0] = (struct iovec){ .iov_base = p->data, .iov_len = p->len };
-            iov[k][1] = (struct iovec){ .iov_base = (void *)p->ext, .iov_len = p->ext_len };
-            msgs[k] = (struct mmsghdr){ .msg_hdr = {
-                .msg_name = &u->peers[p->peer], .msg_namelen = sizeof(struct sockaddr_in),
-                .msg_iov = iov[k], .msg_iovlen = p->ext_len ? 2 : 1 } };
-            k++;
-        }
-        if (k == 0) {
-            /* unknown destination: a programming error upstream; drop, count */
-            u->st.tx_unknown_peer++;
-            udp_tx_free(l, pkts[done++]);
+        unsigned dropped;
+        unsigned m = tx_build(u, pkts + done, n - done, &dropped);
+        done += dropped;
+        if (m == 0)
             continue;
-        }
-        int r = sendmmsg(u->fd, msgs, k, MSG_DONTWAIT);
+        int r = sendmmsg(u->fd, u->tx_msgs, m, MSG_DONTWAIT);
         if (r < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS || errno == EINTR)
+            int e = errno;
+            if (e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS || e == EINTR)
                 break;          /* socket full: the caller keeps the rest */
-            /* persistent error on the first datagram (e.g. EPERM from a
-             * filter): it is lost like a frame on a bad wire; go on */
+            if (u->tx_nfr[0] > 1 && (e == EIO || e == EINVAL)) {
+                gso_disable(u, e);
+                continue;       /* the same frames again, one datagram each */
+            }
+            /* persistent error on the first message (e.g. EPERM from a
+             * filter): its frames are lost like frames on a bad wire; go on */
+            for (unsigned i = 0; i < u->tx_nfr[0]; i++)
+                udp_tx_free(l, pkts[done++]);
             u->st.tx_errors++;
-            udp_tx_free(l, pkts[done++]);
             continue;
         }
-        for (int i = 0; i < r; i++)
-            udp_tx_free(l, pkts[done + i]);
+        for (int i = 0; i < r; i++) {
+            unsigned k = u->tx_nfr[i];
+            for (unsigned j = 0; j < k; j++)
+                udp_tx_free(l, pkts[done++]);
+            u->st.tx_frames += k;
+            if (k > 1)
+                u->st.tx_gso_sends++;
+        }
         u->st.tx_dgrams += (uint64_t)r;
-        done += (unsigned)r;
-        if ((unsigned)r < k)
+        if ((unsigned)r < m)
             break;
     }
     return done;
 }
 
+/** Hand out up to @p max frames of the slots filled by the last recvmmsg. */
+static unsigned rx_split(struct udp_link *u, em_pkt_t **pkts, unsigned max)
+{
+    unsigned n = 0;
+    while (n < max && u->rx_cur < u->rx_filled) {
+        const struct rx_slot *s = &u->rx_slots[u->rx_cur];
+        uint32_t left = s->len - u->rx_off;
+        uint32_t take = left < s->seg ? left : s->seg;
+        em_pkt_t *p = &u->rx_pkts[n];
+        p->data = (uint8_t *)u->rx_iov[u->rx_cur].iov_base + u->rx_off;
+        p->len = take;
+        p->peer = 0;
+        p->priv = &u->rx_names[u->rx_cur];   /* the frame's source address */
+        pkts[n++] = p;
+        u->rx_off += take;
+        if (u->rx_off >= s->len) {
+            u->rx_cur++;
+            u->rx_off = 0;
+        }
+    }
+    u->st.rx_frames += n;
+    return n;
+}
+
+/** The coalesced frame size the kernel reported for @p h, or 0. */
+static uint32_t gro_size(struct msghdr *h)
+{
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
+        if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
+            c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+            int v;
+            memcpy(&v, CMSG_DATA(c), sizeof v);
+            return v > 0 ? (uint32_t)v : 0;
+        }
+    }
+    return 0;
+}
+
+/**
+ * Check what the kernel wrote into slot @p i; 0 = usable (rx_slots[i]
+ * filled), -1 = refused and counted.  A datagram longer than a frame is
+ * accepted only as coalesced frames no longer than a frame each.
+ */
+static int rx_check(struct udp_link *u, unsigned i)
+{
+    struct msghdr *h = &u->rx_msgs[i].msg_hdr;
+    uint32_t len = u->rx_msgs[i].msg_len;
+    if (h->msg_flags & MSG_TRUNC) {
+        u->st.rx_truncated++;
+        return -1;
+    }
+    uint32_t seg = u->gro ? gro_size(h) : 0;
+    if (seg == 0 || seg >= len) {
+        if (len > u->link.mtu) {        /* one datagram, bigger than a frame */
+            u->st.rx_truncated++;
+            return -1;
+        }
+        seg = len ? len : 1;
+    } else if (seg > u->link.mtu) {
+        u->st.rx_bad_gro++;
+        return -1;
+    } else {
+        u->st.rx_gro_dgrams++;
+    }
+    u->rx_slots[i] = (struct rx_slot){ .len = len, .seg = seg };
+    return 0;
+}
+
 static unsigned udp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
 {
     struct udp_link *u = (struct udp_link *)l;
-    if (max > UDP_RX_BURST)
-        max = UDP_RX_BURST;
-    for (unsigned i = 0; i < max; i++) {
-        u->rx_iov[i] = (struct iovec){ .iov_base = u->rx_mem + (size_t)i * u->link.mtu,
-                                      .iov_len = u->link.mtu };
-        u->rx_msgs[i].msg_hdr = (struct msghdr){ .msg_iov = &u->rx_iov[i], .msg_iovlen = 1,
-                                                 .msg_name = &u->rx_from[i],
-                                                 .msg_namelen = sizeof u->rx_from[i] };
+    if (max > UDP_RX_FRAMES)
+        max = UDP_RX_FRAMES;
+    if (u->rx_cur < u->rx_filled)
+        return rx_split(u, pkts, max);   /* frames left from a coalesced datagram */
+
+    unsigned want = u->rx_batch;     /* more frames than max stay for the next call */
+    for (unsigned i = 0; i < want; i++) {
+        u->rx_iov[i] = (struct iovec){ .iov_base = u->rx_mem + (size_t)i * u->rx_slot_bytes,
+                                      .iov_len = u->rx_slot_bytes };
+        u->rx_msgs[i].msg_hdr = (struct msghdr){
+            .msg_name = &u->rx_names[i], .msg_namelen = sizeof u->rx_names[i],
+            .msg_iov = &u->rx_iov[i], .msg_iovlen = 1,
+            .msg_control = u->gro ? u->rx_ctl[i].buf : NULL,
+            .msg_controllen = u->gro ? sizeof u->rx_ctl[i].buf : 0 };
     }
-    int r = recvmmsg(u->fd, u->rx_msgs, max, MSG_DONTWAIT, NULL);
+    int r = recvmmsg(u->fd, u->rx_msgs, want, MSG_DONTWAIT, NULL);
     if (r <= 0)
         return 0;
-    unsigned n = 0;
-    for (int i = 0; i < r; i++) {
-        if (u->rx_msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
-            u->st.rx_truncated++;
-            continue;
-        }
-        em_pkt_t *p = &u->rx_pkts[n];
-        p->data = u->rx_iov[i].iov_base;
-        p->len = u->rx_msgs[i].msg_len;
-        p->priv = &u->rx_from[i];
-        pkts[n++] = p;
-    }
     u->st.rx_dgrams += (uint64_t)r;
-    return n;
+    /* compact the usable slots to the front (rx_iov/rx_names move with them) */
+    unsigned k = 0;
+    for (unsigned i = 0; i < (unsigned)r; i++) {
+        if (rx_check(u, i) != 0)
+            continue;
+        if (k != i) {
+            u->rx_slots[k] = u->rx_slots[i];
+            u->rx_iov[k] = u->rx_iov[i];
+            u->rx_names[k] = u->rx_names[i];
+        }
+        k++;
+    }
+    u->rx_filled = k;
+    u->rx_cur = 0;
+    u->rx_off = 0;
+    return rx_split(u, pkts, max);
 }
 
 static void udp_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n) { (void)l; (void)pkts; (void)n; }
@@ -244,6 +456,28 @@ static int pick_iface(const char *sel, struct in_addr *addr, char *name, size_t 
     return -1;
 }
 
+/**
+ * Ask for @p want bytes of send and receive buffer.  As root the FORCE
+ * variants pass net.core.[rw]mem_max; otherwise the kernel clamps to those
+ * sysctls, which em_link_udp_buf_warning() reports.
+ */
+static void set_bufs(struct udp_link *u, int want)
+{
+    int v;
+    socklen_t sl = sizeof v;
+    if (setsockopt(u->fd, SOL_SOCKET, SO_SNDBUFFORCE, &want, sizeof want) != 0)
+        setsockopt(u->fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof want);
+    if (setsockopt(u->fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof want) != 0)
+        setsockopt(u->fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof want);
+    u->info.sndbuf_req = u->info.rcvbuf_req = want;
+    /* getsockopt answers twice the usable size (the kernel's bookkeeping share) */
+    if (getsockopt(u->fd, SOL_SOCKET, SO_SNDBUF, &v, &sl) == 0)
+        u->info.sndbuf = v / 2;
+    sl = sizeof v;
+    if (getsockopt(u->fd, SOL_SOCKET, SO_RCVBUF, &v, &sl) == 0)
+        u->info.rcvbuf = v / 2;
+}
+
 em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
 {
     struct in_addr ip;
@@ -262,19 +496,33 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
         free(u);
         return NULL;
     }
+    uint32_t ifmtu = em_if_mtu(ifname);
     uint32_t mtu = cfg->mtu;
-    if (mtu == 0) {
-        uint32_t ifmtu = em_if_mtu(ifname);
+    if (mtu == 0)
         mtu = ifmtu > 28 ? ifmtu - 28 : 1472;
-    }
     if (mtu > 65507)
         mtu = 65507;
-    int buf = cfg->sock_buf ? cfg->sock_buf : 4 << 20;
-    /* as root the FORCE variants pass net.core.[rw]mem_max; otherwise best effort */
-    if (setsockopt(u->fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf) != 0)
-        setsockopt(u->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
-    if (setsockopt(u->fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf) != 0)
-        setsockopt(u->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+    if (ifmtu > 28 && mtu > ifmtu - 28) {
+        /* the kernel would fragment every frame in IP (one lost fragment
+         * loses the frame) and GSO would be refused: not a mode to run in */
+        snprintf(err, errlen, "frames of %u bytes do not fit %s (MTU %u carries at most %u bytes "
+                 "of UDP payload); lower btl_rudp_mtu to %u or less, or raise the interface "
+                 "MTU (ip link set dev %s mtu %u) on every node",
+                 mtu, ifname, ifmtu, ifmtu - 28, ifmtu - 28, ifname, mtu + 28);
+        close(u->fd);
+        free(u);
+        return NULL;
+    }
+    set_bufs(u, cfg->sock_buf ? cfg->sock_buf : 4 << 20);
+    u->gso = !cfg->no_gso;
+    if (!cfg->no_gro) {
+        int one = 1;
+        u->gro = setsockopt(u->fd, SOL_UDP, UDP_GRO, &one, sizeof one) == 0;
+    }
+    u->info.gso = u->gso;
+    u->info.gro = u->gro;
+    u->note = cfg->note;
+    u->note_ctx = cfg->note_ctx;
 
     struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(cfg->port), .sin_addr = ip };
     socklen_t sl = sizeof sa;
@@ -287,7 +535,11 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
         return NULL;
     }
     u->tx_mem = malloc((size_t)UDP_TX_POOL * mtu);
-    u->rx_mem = malloc((size_t)UDP_RX_BURST * mtu);
+    u->rx_slot_bytes = u->gro ? UDP_GRO_SLOT : mtu;
+    u->rx_batch = cfg->rx_batch ? cfg->rx_batch : UDP_RX_BATCH;
+    if (u->rx_batch > UDP_RX_SLOTS)
+        u->rx_batch = UDP_RX_SLOTS;
+    u->rx_mem = malloc((size_t)u->rx_batch * u->rx_slot_bytes);
     if (!u->tx_mem || !u->rx_mem) {
         snprintf(err, errlen, "out of memory for UDP buffers");
         udp_close(&u->link);
@@ -308,6 +560,25 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
 }
 
 const em_udp_stats_t *em_link_udp_stats(const em_link_t *l) { return &((const struct udp_link *)l)->st; }
+void em_link_udp_info(const em_link_t *l, em_udp_info_t *out) { *out = ((const struct udp_link *)l)->info; }
+
+int em_link_udp_buf_warning(const em_link_t *l, char *buf, size_t len)
+{
+    const em_udp_info_t *i = &((const struct udp_link *)l)->info;
+    int rcv = i->rcvbuf < i->rcvbuf_req, snd = i->sndbuf < i->sndbuf_req;
+    if (!rcv && !snd)
+        return 0;
+    char fix[128];
+    snprintf(fix, sizeof fix, "%s%.0d%s%s%.0d", rcv ? "net.core.rmem_max=" : "",
+             rcv ? i->rcvbuf_req : 0, rcv && snd ? " " : "", snd ? "net.core.wmem_max=" : "",
+             snd ? i->sndbuf_req : 0);
+    snprintf(buf, len, "the kernel granted UDP socket buffers of %d KiB (receive) and %d KiB "
+             "(send) where %d KiB were asked for, so bursts beyond that are dropped and resent "
+             "(lost bandwidth); raise the limit on every node (as root: sysctl -w %s) or lower "
+             "btl_rudp_sock_buf", i->rcvbuf / 1024, i->sndbuf / 1024, i->rcvbuf_req / 1024, fix);
+    return 1;
+}
+
 int em_link_udp_fd(const em_link_t *l) { return ((const struct udp_link *)l)->fd; }
 
 void em_link_udp_addr_str(const em_link_addr_t *a, char *buf, size_t len)

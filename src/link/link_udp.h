@@ -5,6 +5,19 @@
  * one port per process, instead of one TCP connection per peer pair).
  * Non-blocking; bursts go through sendmmsg(2)/recvmmsg(2).
  *
+ * Offloads (docs/design.md "link_udp: what each offload bought"):
+ *  - UDP_SEGMENT (GSO): consecutive frames of one tx burst to the same peer
+ *    with the same length (the last may be shorter) leave in one send of up
+ *    to 64 KB; the kernel cuts it into datagrams as late as it can (on a
+ *    veth pair, not at all: the receiving socket gets the whole thing).
+ *    Where the kernel refuses (EIO: no checksum offload on the route;
+ *    EINVAL), the link falls back to one datagram per frame for the rest of
+ *    its life, counts it and says so once through em_udp_cfg_t::note.
+ *  - UDP_GRO: the kernel may hand over several datagrams of one flow as one
+ *    buffer plus their size (a cmsg); rx_burst splits it back into frames.
+ *    Sizes from the kernel are checked against the frame size like any
+ *    datagram.
+ *
  * Address blob: 4 bytes IPv4 + 2 bytes port, network byte order.
  */
 #ifndef EM_LINK_UDP_H
@@ -22,18 +35,53 @@ typedef struct em_udp_cfg {
     uint16_t port;      /**< 0 = any free port */
     uint32_t mtu;       /**< max frame (UDP payload); 0 = interface MTU - 28 */
     int sock_buf;       /**< SO_SNDBUF/SO_RCVBUF bytes; 0 = 4 MiB */
+    /* --- added for issue 12; zero keeps the defaults --- */
+    int no_gso;         /**< 1 = never use UDP_SEGMENT (one datagram per frame) */
+    int no_gro;         /**< 1 = do not ask for UDP_GRO on receive */
+    /** Optional: told once, in one sentence, about a degraded mode chosen at
+     *  run time (e.g. GSO refused by the kernel).  Called on the thread that
+     *  uses the link; may be NULL. */
+    void (*note)(void *note_ctx, const char *msg);
+    void *note_ctx;
+    /** Datagrams asked for per recvmmsg call, 1..64; 0 = 32 (see
+     *  docs/design.md "link_udp"; each costs 64 KiB of buffer with GRO). */
+    unsigned rx_batch;
 } em_udp_cfg_t;
 
 typedef struct em_udp_stats {
     uint64_t tx_dgrams, rx_dgrams, tx_errors, rx_truncated, tx_unknown_peer;
+    /* --- added for issue 12 --- */
+    uint64_t tx_frames;        /**< frames the kernel took (GSO sends count each frame) */
+    uint64_t tx_gso_sends;     /**< sends that carried 2+ frames with UDP_SEGMENT */
+    uint64_t tx_gso_fallback;  /**< times the kernel refused GSO (then it is off) */
+    uint64_t rx_frames;        /**< frames handed to the caller */
+    uint64_t rx_gro_dgrams;    /**< received buffers holding 2+ coalesced frames */
+    uint64_t rx_bad_gro;       /**< coalesced buffers refused (segment size 0 or > frame) */
 } em_udp_stats_t;
+
+/** What the socket got, for warnings and tests (see em_link_udp_info()). */
+typedef struct em_udp_info {
+    int sndbuf_req, rcvbuf_req;   /**< bytes asked for */
+    int sndbuf, rcvbuf;           /**< bytes the kernel granted (as asked, not doubled) */
+    int gso;                      /**< UDP_SEGMENT in use now (0 after a fallback) */
+    int gro;                      /**< UDP_GRO enabled on the socket */
+} em_udp_info_t;
 
 /**
  * Open the link.  On failure returns NULL and writes a sentence a user can
  * act on into @p err (e.g. which interfaces exist when the named one does not).
+ * Socket buffers smaller than asked are not an error: see em_link_udp_info().
  */
 em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen);
 const em_udp_stats_t *em_link_udp_stats(const em_link_t *l);
+/** Buffer sizes and offloads of an open link. */
+void em_link_udp_info(const em_link_t *l, em_udp_info_t *out);
+/**
+ * If the kernel granted smaller socket buffers than asked, write a warning
+ * naming the sysctl to raise (net.core.rmem_max / wmem_max) into @p buf and
+ * return 1; else return 0.
+ */
+int em_link_udp_buf_warning(const em_link_t *l, char *buf, size_t len);
 /** The socket descriptor (for counting descriptors, or to wait on it). */
 int em_link_udp_fd(const em_link_t *l);
 /** Render an address blob as "a.b.c.d:port". */

@@ -14,13 +14,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #ifdef EM_HAVE_LIBBPF
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/ethtool.h>
 #include <linux/if_link.h>
+#include <linux/sockios.h>
 #endif
 
 /* Overridable for tests (EM_LOCK_DIR); the default is shared by every
@@ -274,4 +278,45 @@ void em_xdp_guard_release(em_xdp_guard_t *g)
         close(g->lock_fd);
         g->lock_fd = -1;
     }
+}
+
+/* the kernel driver behind @p ifname ("veth", "mlx5_core", ...) or "" */
+static void if_driver(const char *ifname, char *drv, size_t len)
+{
+    struct ethtool_drvinfo di = { .cmd = ETHTOOL_GDRVINFO };
+    struct ifreq ifr;
+    drv[0] = 0;
+    memset(&ifr, 0, sizeof ifr);
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", ifname);
+    ifr.ifr_data = (void *)&di;
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return;
+    if (ioctl(fd, SIOCETHTOOL, &ifr) == 0)
+        snprintf(drv, len, "%.*s", (int)sizeof di.driver, di.driver);
+    close(fd);
+}
+
+int em_xdp_explain_mtu(const char *ifname, unsigned frame_max, char *buf, size_t len)
+{
+    unsigned mtu = em_if_mtu(ifname);
+    if (!mtu || mtu <= frame_max)
+        return 0;
+    char drv[48];
+    if_driver(ifname, drv, sizeof drv);
+    /* under 450 bytes: callers append it to DPDK's words in 512-byte buffers */
+    if (strcmp(drv, "veth") == 0)
+        snprintf(buf, len, "%s is a veth with MTU %u, and the kernel attaches XDP to a veth only "
+                 "while the peer's MTU fits a page less XDP headroom (3506 bytes: \"Peer MTU is "
+                 "too large to set XDP\"); DPDK 22.11's AF_XDP also carries at most %u-byte "
+                 "frames.  Set both ends to MTU %u or less (ip link set dev %s mtu %u; emcluster "
+                 "up --mtu %u), or use rudp or a DPDK/memif port at MTU %u",
+                 ifname, mtu, frame_max, frame_max, ifname, frame_max, frame_max, mtu);
+    else
+        snprintf(buf, len, "%s (driver %s) has MTU %u, but DPDK 22.11's AF_XDP carries at most "
+                 "%u-byte frames (one page-sized UMEM chunk) and most drivers refuse native XDP "
+                 "above a page per frame.  Set the MTU to %u or less on every node (ip link set "
+                 "dev %s mtu %u), or use the NIC through its own DPDK PMD",
+                 ifname, *drv ? drv : "unknown", mtu, frame_max, frame_max, ifname, frame_max);
+    return 1;
 }

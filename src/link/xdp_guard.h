@@ -59,4 +59,14 @@ int em_xdp_guard_acquire(const char *ifname, unsigned queue, em_xdp_guard_t *g,
                          char *err, size_t errlen);
 void em_xdp_guard_release(em_xdp_guard_t *g);
 
+/**
+ * After the PMD failed to set up a queue on @p ifname (DPDK says only
+ * "Invalid argument"): if the interface MTU is beyond what AF_XDP can
+ * carry here (@p frame_max bytes of MTU: one page-sized UMEM chunk), write
+ * the cause and the fix into @p buf and return 1; else return 0.  On a
+ * veth the kernel refuses a native XDP program once the peer's MTU is
+ * above a page less XDP headroom ("Peer MTU is too large to set XDP").
+ */
+int em_xdp_explain_mtu(const char *ifname, unsigned frame_max, char *buf, size_t len);
+
 #endif

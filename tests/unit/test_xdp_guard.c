@@ -190,6 +190,20 @@ static void test_unknown_interface(void **st)
     assert_int_equal(g.lock_fd, -1);
 }
 
+/* an MTU beyond AF_XDP's frames is explained with the fix (lo: MTU 65536,
+ * no ethtool driver); an MTU that fits gets no explanation */
+static void test_mtu_explained(void **st)
+{
+    (void)st;
+    char buf[512];
+    assert_int_equal(em_xdp_explain_mtu("lo", 3402, buf, sizeof buf), 1);
+    assert_non_null(strstr(buf, "MTU 65536"));
+    assert_non_null(strstr(buf, "ip link set dev lo mtu 3402"));
+    assert_true(strlen(buf) < 450);
+    assert_int_equal(em_xdp_explain_mtu("lo", 65536, buf, sizeof buf), 0);
+    assert_int_equal(em_xdp_explain_mtu("nosuchif0", 3402, buf, sizeof buf), 0);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) {
@@ -204,6 +218,7 @@ int main(void)
         cmocka_unit_test(test_live_queue_blocks_cleanup),
         cmocka_unit_test(test_symlinked_lock_refused),
         cmocka_unit_test(test_unknown_interface),
+        cmocka_unit_test(test_mtu_explained),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[128];

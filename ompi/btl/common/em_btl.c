@@ -670,6 +670,8 @@ static int em_finalize(struct mca_btl_base_module_t *btl)
             em_engine_progress(m->engine);
         if (m->params->print_stats)
             print_stats(m);
+        if (m->params->print_stats && m->params->print_link_stats)
+            m->params->print_link_stats(m->link);
         em_engine_destroy(m->engine);
         m->engine = NULL;
     }
@@ -1002,8 +1004,10 @@ int em_btl_progress(em_btl_module_t *m)
 
 int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
 {
-    /* Defaults: docs/design.md "Defaults" (protocol) and "BTL defaults". */
-    p->window = 32;
+    /* Defaults: docs/design.md "Defaults" (protocol) and "BTL defaults".
+     * A component may set its own window first (rudp: 64, see "link_udp"). */
+    if (p->window == 0)
+        p->window = 32;
     p->recovery = "sr";
     p->cc = "loss";     /* not delay: docs/design.md "Congestion control", real links */
     p->rto_us = 1000;

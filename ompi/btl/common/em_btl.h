@@ -127,6 +127,9 @@ typedef struct em_btl_params {
     int order_max_mb;        /**< ... and their bytes, MiB */
     int random_isn;          /**< random initial sequence numbers (0: start at 0, for a
                                   daemon that does not learn flow starts) */
+    /** Optional, set by the component: print its link's own counters too
+     *  (with print_stats; rudp: GSO/GRO).  NULL = none. */
+    void (*print_link_stats)(em_link_t *link);
 } em_btl_params_t;
 
 /** Opens a component's link; writes a user-facing reason on failure. */

@@ -26,10 +26,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opal/mca/btl/base/base.h"
+#include "opal/util/output.h"
+#include "opal/util/proc.h"
+#include "opal/util/show_help.h"
+
 #include "../common/em_btl.h"
 #include "link/link_udp.h"
-#include "opal/mca/btl/base/base.h"
-#include "opal/util/proc.h"
 
 /* exported: the component Open MPI looks up by name */
 extern mca_btl_base_component_3_0_0_t mca_btl_rudp_component;
@@ -38,15 +41,48 @@ static em_btl_params_t rudp_params;
 static char *rudp_if_include;
 static int rudp_mtu;
 static int rudp_sock_buf;
+static bool rudp_gso;
+static bool rudp_gro;
 
 static em_btl_module_t rudp_module;
 
+static void rudp_note(void *ctx, const char *msg)
+{
+    (void)ctx;
+    opal_output_verbose(10, opal_btl_base_framework.framework_output, "[%s] btl_rudp: %s",
+                        opal_process_info.nodename, msg);
+}
+
+static void rudp_link_stats(em_link_t *l)
+{
+    const em_udp_stats_t *s = em_link_udp_stats(l);
+    em_udp_info_t i;
+    em_link_udp_info(l, &i);
+    opal_output(0, "[%s] btl_rudp link: tx %llu frames in %llu sends (%llu GSO sends, "
+                   "GSO %s, %llu fallbacks), %llu errors; rx %llu frames from %llu datagrams "
+                   "(%llu coalesced, GRO %s), refused: %llu oversize, %llu bad GRO; "
+                   "socket buffers rx %d KiB tx %d KiB",
+                opal_process_info.nodename, (unsigned long long)s->tx_frames,
+                (unsigned long long)s->tx_dgrams, (unsigned long long)s->tx_gso_sends,
+                i.gso ? "on" : "off", (unsigned long long)s->tx_gso_fallback,
+                (unsigned long long)s->tx_errors, (unsigned long long)s->rx_frames,
+                (unsigned long long)s->rx_dgrams, (unsigned long long)s->rx_gro_dgrams,
+                i.gro ? "on" : "off", (unsigned long long)s->rx_truncated,
+                (unsigned long long)s->rx_bad_gro, i.rcvbuf / 1024, i.sndbuf / 1024);
+}
+
 static int rudp_register(void)
 {
+    /* 64 frames in flight, not 32: over kernel UDP the full window (94 KB
+     * at MTU 1500) is what a GSO send and a GRO receive can carry at once;
+     * measured in docs/design.md "link_udp: what each offload bought" */
+    rudp_params.window = 64;
     em_btl_register_params(&mca_btl_rudp_component.btl_version, &rudp_params);
     rudp_if_include = "";
     rudp_mtu = 0;
     rudp_sock_buf = 4 * 1024 * 1024;
+    rudp_gso = true;
+    rudp_gro = true;
     (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "if_include",
         "Interface for the UDP socket: a name (eth0), an IPv4 address, or a subnet "
         "(10.77.0.0/24); empty = the first IPv4 interface the tcp BTL would use (its "
@@ -61,6 +97,14 @@ static int rudp_register(void)
         "Socket send and receive buffer size in bytes (without CAP_NET_ADMIN the kernel caps "
         "it at net.core.rmem_max / wmem_max; the component then says so once per node)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &rudp_sock_buf);
+    (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "gso",
+        "Send runs of equal frames to one peer as one UDP GSO send (UDP_SEGMENT, up to 64 KB); "
+        "falls back by itself where the kernel refuses",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &rudp_gso);
+    (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "gro",
+        "Let the kernel coalesce received datagrams (UDP_GRO); the BTL splits them again",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &rudp_gro);
+    rudp_params.print_link_stats = rudp_link_stats;
     em_btl_module_defaults(&rudp_module.super);
     return mca_btl_base_param_register(&mca_btl_rudp_component.btl_version, &rudp_module.super);
 }
@@ -231,10 +275,11 @@ static em_link_t *rudp_open_link(unsigned index, char *err, size_t errlen)
                         "[%s] btl_rudp: link %u on interface %s", opal_process_info.nodename,
                         index, iface);
     em_udp_cfg_t c = { .iface = iface, .mtu = rudp_mtu > 0 ? (uint32_t)rudp_mtu : 0,
-                       .sock_buf = rudp_sock_buf };
+                       .sock_buf = rudp_sock_buf, .no_gso = !rudp_gso, .no_gro = !rudp_gro,
+                       .note = rudp_note };
     em_link_t *link = em_link_udp_open(&c, err, errlen);
     if (link && index == 0)
-        warn_clamped_buffers();
+        warn_clamped_buffers();     /* once per node (local rank 0), naming the sysctl */
     return link;
 }
 

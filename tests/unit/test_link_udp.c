@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * link_udp's offloads on loopback (issue 12 part 3): runs of equal frames
+ * leave as one UDP GSO send, coalesced (GRO) buffers are split back into
+ * the same frames over as many rx_burst calls as it takes, sizes from the
+ * kernel are checked, and a kernel that refuses GSO costs one fallback and
+ * no frame.  Link level only: no protocol, frames are checked byte by byte.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "link/link_udp.h"
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+
+static unsigned nnotes;
+static char last_note[256];
+
+static void note(void *ctx, const char *msg)
+{
+    (void)ctx;
+    nnotes++;
+    snprintf(last_note, sizeof last_note, "%s", msg);
+}
+
+static em_link_t *open_link(int no_gso, int no_gro)
+{
+    char err[256];
+    em_udp_cfg_t c = { .iface = "127.0.0.1", .mtu = 1472, .no_gso = no_gso, .no_gro = no_gro,
+                       .note = note };
+    em_link_t *l = em_link_udp_open(&c, err, sizeof err);
+    if (!l)
+        fail_msg("open: %s", err);
+    return l;
+}
+
+static uint8_t pattern(unsigned frame, unsigned i) { return (uint8_t)(frame * 31u + i * 7u + 1u); }
+
+/* frame @p f of a test burst: @p len bytes, half of them from an external
+ * buffer when @p ext_buf is given (the gather path of the BTL) */
+static em_pkt_t *make_frame(em_link_t *l, uint16_t peer, unsigned f, uint32_t len, uint8_t *ext_buf)
+{
+    em_pkt_t *p = em_link_tx_alloc(l);
+    assert_non_null(p);
+    uint32_t head = ext_buf ? len / 2 : len;
+    for (uint32_t i = 0; i < head; i++)
+        p->data[i] = pattern(f, i);
+    p->len = head;
+    if (ext_buf) {
+        for (uint32_t i = head; i < len; i++)
+            ext_buf[i - head] = pattern(f, i);
+        p->ext = ext_buf;
+        p->ext_len = len - head;
+    }
+    p->peer = peer;
+    return p;
+}
+
+/* receive @p n frames (at most @p max per burst) and check them against
+ * the pattern of frames first..first+n-1 and lengths @p lens */
+static void expect_frames(em_link_t *l, unsigned first, unsigned n, const uint32_t *lens,
+                          unsigned max)
+{
+    unsigned got = 0;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (got < n) {
+        em_pkt_t *pk[64];
+        unsigned k = em_link_rx_burst(l, pk, max);
+        assert_true(k <= max);
+        for (unsigned i = 0; i < k; i++) {
+            assert_true(got < n);
+            assert_int_equal(pk[i]->len, lens[got]);
+            for (uint32_t j = 0; j < pk[i]->len; j++)
+                if (pk[i]->data[j] != pattern(first + got, j))
+                    fail_msg("frame %u byte %u: 0x%02x, expected 0x%02x", first + got, j,
+                             pk[i]->data[j], pattern(first + got, j));
+            got++;
+        }
+        em_link_rx_release(l, pk, k);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec > 2)
+            fail_msg("only %u of %u frames arrived", got, n);
+    }
+}
+
+static void expect_quiet(em_link_t *l)
+{
+    em_pkt_t *pk[8];
+    usleep(20000);
+    assert_int_equal(em_link_rx_burst(l, pk, 8), 0);
+}
+
+/* 40 equal frames + a shorter last one to one peer: a few GSO sends, and
+ * the receiver hands back exactly those frames, 7 at a time */
+static void test_gso_run_and_gro_split(void **state)
+{
+    (void)state;
+    em_link_t *a = open_link(0, 0), *b = open_link(0, 0);
+    assert_int_equal(em_link_set_peer(a, 1, &b->local), 0);
+    enum { N = 41 };
+    static uint8_t ext[N][1472];
+    em_pkt_t *pk[N];
+    uint32_t lens[N];
+    for (unsigned f = 0; f < N; f++) {
+        lens[f] = f == N - 1 ? 300 : 1000;
+        pk[f] = make_frame(a, 1, f, lens[f], f % 2 ? ext[f] : NULL);
+    }
+    assert_int_equal(em_link_tx_burst(a, pk, N), N);
+    const em_udp_stats_t *sa = em_link_udp_stats(a);
+    assert_int_equal(sa->tx_frames, N);
+    assert_true(sa->tx_gso_sends >= 1);
+    assert_true(sa->tx_dgrams < N);          /* fewer sends than frames */
+    assert_int_equal(sa->tx_gso_fallback, 0);
+    expect_frames(b, 0, N, lens, 7);
+    const em_udp_stats_t *sb = em_link_udp_stats(b);
+    assert_int_equal(sb->rx_frames, N);
+    assert_true(sb->rx_gro_dgrams >= 1);     /* loopback hands the GSO send over whole */
+    expect_quiet(b);
+    em_link_close(a);
+    em_link_close(b);
+}
+
+/* frames to two peers, of changing lengths: runs break at a new peer, a
+ * longer frame and after a shorter one; every receiver gets its frames in order */
+static void test_gso_runs_break_correctly(void **state)
+{
+    (void)state;
+    em_link_t *a = open_link(0, 0), *b = open_link(0, 0), *c = open_link(0, 0);
+    assert_int_equal(em_link_set_peer(a, 1, &b->local), 0);
+    assert_int_equal(em_link_set_peer(a, 2, &c->local), 0);
+    /* peer, length: B gets frames 0.., C gets frames 100.. */
+    static const struct { uint16_t peer; uint32_t len; } plan[] = {
+        {1, 800}, {1, 800}, {1, 800}, {2, 800}, {2, 800}, {1, 500}, {1, 900},
+        {1, 900}, {1, 200}, {1, 900}, {2, 1472}, {2, 1472}, {2, 1}, {1, 0}, {1, 64},
+    };
+    enum { N = sizeof plan / sizeof plan[0] };
+    em_pkt_t *pk[N];
+    uint32_t lb[N], lc[N];
+    unsigned nb = 0, nc = 0;
+    for (unsigned i = 0; i < N; i++) {
+        unsigned f = plan[i].peer == 1 ? nb : 100 + nc;
+        pk[i] = make_frame(a, plan[i].peer, f, plan[i].len, NULL);
+        if (plan[i].peer == 1)
+            lb[nb++] = plan[i].len;
+        else
+            lc[nc++] = plan[i].len;
+    }
+    assert_int_equal(em_link_tx_burst(a, pk, N), N);
+    assert_int_equal(em_link_udp_stats(a)->tx_frames, N);
+    expect_frames(b, 0, nb, lb, 64);
+    expect_frames(c, 100, nc, lc, 3);
+    expect_quiet(b);
+    expect_quiet(c);
+    em_link_close(a);
+    em_link_close(b);
+    em_link_close(c);
+}
+
+/* SO_NO_CHECK makes the kernel refuse GSO (EINVAL): one fallback, said
+ * once, and every frame still arrives */
+static void test_gso_fallback_loses_nothing(void **state)
+{
+    (void)state;
+    em_link_t *a = open_link(0, 0), *b = open_link(0, 0);
+    assert_int_equal(em_link_set_peer(a, 1, &b->local), 0);
+    int one = 1;
+    assert_int_equal(setsockopt(em_link_udp_fd(a), SOL_SOCKET, SO_NO_CHECK, &one, sizeof one), 0);
+    nnotes = 0;
+    enum { N = 12 };
+    uint32_t lens[N];
+    for (unsigned round = 0; round < 2; round++) {
+        em_pkt_t *pk[N];
+        for (unsigned f = 0; f < N; f++) {
+            lens[f] = 1200;
+            pk[f] = make_frame(a, 1, round * N + f, lens[f], NULL);
+        }
+        assert_int_equal(em_link_tx_burst(a, pk, N), N);
+        expect_frames(b, round * N, N, lens, 64);
+    }
+    const em_udp_stats_t *s = em_link_udp_stats(a);
+    assert_int_equal(s->tx_gso_fallback, 1);
+    assert_int_equal(s->tx_gso_sends, 0);
+    assert_int_equal(s->tx_frames, 2 * N);
+    assert_int_equal(s->tx_errors, 0);
+    em_udp_info_t info;
+    em_link_udp_info(a, &info);
+    assert_int_equal(info.gso, 0);
+    assert_int_equal(nnotes, 1);
+    assert_non_null(strstr(last_note, "GSO"));
+    em_link_close(a);
+    em_link_close(b);
+}
+
+/* a plain socket that sends with UDP_SEGMENT, as any host may */
+static void raw_gso_send(const em_link_t *to, uint16_t gso, const uint8_t *buf, size_t len)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET };
+    memcpy(&sa.sin_addr.s_addr, to->local.bytes, 4);
+    memcpy(&sa.sin_port, to->local.bytes + 4, 2);
+    int g = gso;             /* the socket option is an int, the cmsg a u16 */
+    if (gso)
+        assert_int_equal(setsockopt(fd, SOL_UDP, UDP_SEGMENT, &g, sizeof g), 0);
+    assert_int_equal(sendto(fd, buf, len, 0, (struct sockaddr *)&sa, sizeof sa), (ssize_t)len);
+    close(fd);
+}
+
+/* coalesced segments larger than a frame are refused and counted; so is a
+ * single datagram larger than a frame; a good datagram after them passes */
+static void test_gro_sizes_checked(void **state)
+{
+    (void)state;
+    em_link_t *b = open_link(0, 0);
+    em_udp_info_t info;
+    em_link_udp_info(b, &info);
+    assert_int_equal(info.gro, 1);
+    static uint8_t buf[8000];
+    for (unsigned i = 0; i < sizeof buf; i++)
+        buf[i] = pattern(i / 2000, i % 2000);
+    raw_gso_send(b, 2000, buf, 4000);        /* 2 x 2000 > frame size 1472 */
+    raw_gso_send(b, 0, buf, 3000);           /* one datagram > frame size */
+    for (unsigned i = 0; i < 5 * 700 + 100; i++)
+        buf[i] = pattern(i / 700, i % 700);
+    raw_gso_send(b, 700, buf, 5 * 700 + 100);
+    uint32_t lens[] = { 700, 700, 700, 700, 700, 100 };
+    expect_frames(b, 0, 6, lens, 4);
+    const em_udp_stats_t *s = em_link_udp_stats(b);
+    assert_int_equal(s->rx_bad_gro, 1);
+    assert_int_equal(s->rx_truncated, 1);
+    assert_int_equal(s->rx_frames, 6);
+    em_link_close(b);
+}
+
+/* without GRO on the receiver the kernel cuts the GSO send itself */
+static void test_no_gro_receiver(void **state)
+{
+    (void)state;
+    em_link_t *a = open_link(0, 0), *b = open_link(0, 1);
+    em_udp_info_t info;
+    em_link_udp_info(b, &info);
+    assert_int_equal(info.gro, 0);
+    assert_int_equal(em_link_set_peer(a, 1, &b->local), 0);
+    enum { N = 20 };
+    em_pkt_t *pk[N];
+    uint32_t lens[N];
+    for (unsigned f = 0; f < N; f++) {
+        lens[f] = 1472;
+        pk[f] = make_frame(a, 1, f, lens[f], NULL);
+    }
+    assert_int_equal(em_link_tx_burst(a, pk, N), N);
+    assert_true(em_link_udp_stats(a)->tx_gso_sends >= 1);
+    expect_frames(b, 0, N, lens, 64);
+    assert_int_equal(em_link_udp_stats(b)->rx_gro_dgrams, 0);
+    assert_int_equal(em_link_udp_stats(b)->rx_dgrams, N);
+    em_link_close(a);
+    em_link_close(b);
+}
+
+/* the same burst with GSO off: one datagram per frame */
+static void test_no_gso(void **state)
+{
+    (void)state;
+    em_link_t *a = open_link(1, 0), *b = open_link(0, 0);
+    assert_int_equal(em_link_set_peer(a, 1, &b->local), 0);
+    enum { N = 10 };
+    em_pkt_t *pk[N];
+    uint32_t lens[N];
+    for (unsigned f = 0; f < N; f++) {
+        lens[f] = 1000;
+        pk[f] = make_frame(a, 1, f, lens[f], NULL);
+    }
+    assert_int_equal(em_link_tx_burst(a, pk, N), N);
+    assert_int_equal(em_link_udp_stats(a)->tx_gso_sends, 0);
+    assert_int_equal(em_link_udp_stats(a)->tx_dgrams, N);
+    expect_frames(b, 0, N, lens, 64);
+    assert_int_equal(em_link_udp_stats(b)->rx_gro_dgrams, 0);
+    char w[256];
+    if (geteuid() == 0)
+        assert_int_equal(em_link_udp_buf_warning(a, w, sizeof w), 0);   /* FORCE works */
+    em_link_close(a);
+    em_link_close(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gso_run_and_gro_split),
+        cmocka_unit_test(test_gso_runs_break_correctly),
+        cmocka_unit_test(test_gso_fallback_loses_nothing),
+        cmocka_unit_test(test_gro_sizes_checked),
+        cmocka_unit_test(test_no_gro_receiver),
+        cmocka_unit_test(test_no_gso),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
