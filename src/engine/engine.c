@@ -255,7 +255,7 @@ int em_engine_set_peer(em_engine_t *e, uint16_t peer, const em_link_addr_t *addr
 int em_engine_sync_flow(em_engine_t *e, uint16_t peer)
 {
     em_proto_flow_t f;
-    if (!e->link->ops->set_flow)
+    if (!e->link->ops->set_flow || !(e->link->flags & EM_LINK_F_ACKS))
         return 0;
     if (em_proto_flow(e->proto, peer, &f) != 0)
         return -EM_EINVAL;

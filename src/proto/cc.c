@@ -128,6 +128,34 @@ static uint64_t pace_ns(const em_cc_t *c, const em_proto_cfg_t *cfg, uint64_t by
     return bytes * rtt * 100 / (c->cwnd * cfg->cc_pace_gain_pct);
 }
 
+uint32_t em_cc_room(const em_cc_t *c, const em_proto_cfg_t *cfg, uint64_t now)
+{
+    if (cfg->cc == EM_CC_OFF)
+        return UINT32_MAX;
+    uint64_t frame = c->cwnd_min;                 /* one full frame */
+    uint64_t frames;
+    if (c->inflight == 0)                         /* a lone frame may always go */
+        frames = c->cwnd > frame ? c->cwnd / frame : 1;
+    else
+        frames = c->cwnd > c->inflight ? (c->cwnd - c->inflight) / frame : 0;
+    uint64_t rtt = c->min_rtt;
+    if (rtt && cfg->cc_pace_gain_pct) {
+        if (c->next_send > now)
+            return 0;
+        if (rtt > 10000000000ull)
+            rtt = 10000000000ull;
+        /* the token bucket of em_cc_on_send(): one frame now, one more per
+         * frame time the pacing clock lags, at most cc_pace_burst */
+        uint64_t per = pace_ns(c, cfg, frame, rtt);
+        uint64_t credit = 1 + (per ? (now - c->next_send) / per : cfg->cc_pace_burst);
+        if (credit > cfg->cc_pace_burst)
+            credit = cfg->cc_pace_burst;
+        if (frames > credit)
+            frames = credit;
+    }
+    return frames > UINT32_MAX ? UINT32_MAX : (uint32_t)frames;
+}
+
 void em_cc_on_send(em_cc_t *c, const em_proto_cfg_t *cfg, uint32_t bytes, bool first,
                    bool was_sacked, bool ack_req, uint64_t now)
 {

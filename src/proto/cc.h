@@ -100,6 +100,14 @@ void em_cc_init(em_cc_t *c, const em_proto_cfg_t *cfg);
 int em_cc_can_send(const em_cc_t *c, const em_proto_cfg_t *cfg, uint64_t now, uint64_t *wake);
 
 /**
+ * How many more full frames em_cc_can_send() would let go back to back at
+ * @p now (the congestion window's free bytes, and pacing's credit).
+ * UINT32_MAX when cc is off.  For callers that must know whether a whole
+ * message leaves at once (an inline send).
+ */
+uint32_t em_cc_room(const em_cc_t *c, const em_proto_cfg_t *cfg, uint64_t now);
+
+/**
  * Should a new frame of @p bytes ask for an immediate ACK (EM_F_ACKNOW)?
  * True when it fills the congestion window, or half a window went out since
  * the last request: keeps the ACK clock going when cwnd is smaller than the

@@ -172,9 +172,11 @@ int em_proto_flow(const em_proto_t *p, uint16_t peer, em_proto_flow_t *out)
     if (peer >= p->cfg.npeers || peer == p->cfg.self)
         return -EM_EINVAL;
     const struct em_peer *pe = &p->peers[peer];
-    /* one key per pair (em_proto_set_peer): both directions carry it */
-    uint64_t key = pe->set ? pe->key : p->cfg.job_key;
-    *out = (em_proto_flow_t){ .rx_key = key, .tx_key = key,
+    /* one key per pair (em_proto_set_peer): both directions carry it; a
+     * peer whose key is not set yet has no flow a link may acknowledge */
+    if (!pe->set)
+        return -EM_EINVAL;
+    *out = (em_proto_flow_t){ .rx_key = pe->key, .tx_key = pe->key,
                               .rcv_nxt = pe->rcv_nxt, .snd_nxt = pe->snd_nxt,
                               .frame_max = p->cfg.frame_max, .self = p->cfg.self, .peer = peer };
     return 0;
@@ -256,11 +258,12 @@ uint32_t em_proto_tx_room(const em_proto_t *p, uint16_t peer, uint64_t now)
     const struct em_peer *pe = &p->peers[peer];
     if (pe->state != EM_PEER_ACTIVE || pe->q_send || pe->tx_blocked || pe->rto_deadline <= now)
         return 0;
-    uint64_t wake = 0;          /* the congestion window and pacing count too */
-    if (em_cc_can_send(&pe->cc, &p->cfg, now, &wake) != EM_CC_GO)
-        return 0;
     uint32_t used = pe->snd_nxt - pe->snd_una;
-    return used < p->cfg.window ? p->cfg.window - used : 0;
+    uint32_t room = used < p->cfg.window ? p->cfg.window - used : 0;
+    /* the congestion window and pacing count too: only frames that leave
+     * now, or an inline send would wait for someone's progress call */
+    uint32_t cc_room = em_cc_room(&pe->cc, &p->cfg, now);
+    return cc_room < room ? cc_room : room;
 }
 
 bool em_proto_peer_failed(const em_proto_t *p, uint16_t peer)
@@ -401,6 +404,11 @@ static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint16_t
      * before it is acknowledged (an honest sender never sends one). */
     if (h.type == EM_PT_DATA && h.msg_len > p->max_msg) {
         p->st.drop_budget++;
+        /* the daemon acknowledged it already: it will never come again */
+        if (p->cfg.link_acks && h.seq == pe->rcv_nxt)
+            em_fail_acked(p, h.src, "a message longer than this process accepts "
+                                    "(btl max_send_size differs between nodes?), which the "
+                                    "emd daemon had acknowledged");
         return;
     }
     if (!em_on_ack(p, h.src, &h, now)) {
@@ -421,6 +429,13 @@ static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint16_t
         break;
     default:
         em_on_sequenced(p, h.src, &h, (const uint8_t *)frame + em_hdr_len(h.type), now);
+        /* A put we refused was acknowledged by the daemon as if placed, so
+         * EM_F_REMERR on our later frames may come too late: the initiator
+         * may already have completed it.  Fail the peer visibly instead
+         * (after the frame is fully processed: failing frees rx state). */
+        if (p->cfg.link_acks && pe->refused_put && pe->state == EM_PEER_ACTIVE)
+            em_fail_acked(p, h.src, "refused a put (bad region, key or bounds) that the emd "
+                                    "daemon had acknowledged");
         break;
     }
 }

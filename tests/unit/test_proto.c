@@ -661,6 +661,74 @@ static void test_link_acks_refusal_fails_peer(void **st)
     em_proto_destroy(x.p);
 }
 
+/* Daemon-ACK mode (link_acks): two more in-order frames the rank cannot
+ * take after emd acknowledged them must fail the peer visibly, not hang
+ * the flow or complete a refused put at the initiator. */
+static void test_link_acks_budget_and_refused_put_fail_peer(void **st)
+{
+    struct fx x;
+    int err;
+    mk(&x, EM_RECOVERY_SR, 10);
+    em_proto_destroy(x.p);
+    x.cfg.link_acks = true;
+    x.cfg.max_msg = 2000;                 /* this rank accepts 2000 B messages */
+    memset(&x.c, 0, sizeof x.c);
+    x.p = em_proto_create(&x.cfg, &OPS, &x.c, &err);
+    assert_non_null(x.p);
+    /* first fragment of a 5000 B message, in order: over the budget */
+    em_hdr_t h = { .type = EM_PT_DATA, .tag = 1, .seq = 10, .ack = 10, .len = 1000,
+                   .msg_len = 5000, .frag_cnt = 5, .msg_id = 1 };
+    static uint8_t pl[1000];
+    feed(&x, h, pl, 0);
+    assert_int_equal(em_proto_stats(x.p)->drop_budget, 1);
+    assert_int_equal(x.c.nfailed, 1);
+    assert_non_null(strstr(em_proto_fail_reason(x.p, 1), "max_send_size"));
+
+    /* from peer 2: a put into a region the callback refuses */
+    x.c.put_rc = -1;
+    em_hdr_t put = { .type = EM_PT_PUT, .src = 2, .dst = 0, .seq = 10, .ack = 10, .len = 8,
+                     .msg_len = 8, .frag_cnt = 1, .region = 7, .key = 99 };
+    feed(&x, put, "abcdefgh", 1);
+    assert_int_equal(em_proto_stats(x.p)->puts_rejected, 1);
+    assert_int_equal(x.c.nfailed, 2);
+    assert_non_null(strstr(em_proto_fail_reason(x.p, 2), "put"));
+    em_proto_destroy(x.p);
+
+    /* without link_acks both are only refused: the sender retransmits, or
+     * learns of the refusal through EM_F_REMERR */
+    mk(&x, EM_RECOVERY_SR, 10);
+    x.c.put_rc = -1;
+    feed(&x, put, "abcdefgh", 1);
+    assert_int_equal(x.c.nfailed, 0);
+    em_proto_destroy(x.p);
+}
+
+/* An inline send asks em_proto_tx_room() whether a whole message leaves at
+ * once: the congestion window counts, not only the frame window. */
+static void test_tx_room_counts_the_congestion_window(void **st)
+{
+    struct fx x;
+    int err;
+    em_proto_op_t op;
+    static uint8_t msg[2000];
+    mk(&x, EM_RECOVERY_SR, 0);
+    em_proto_destroy(x.p);
+    x.cfg.window = 64;
+    x.cfg.cc = EM_CC_LOSS;
+    x.cfg.cc_init_frames = 8;
+    memset(&x.c, 0, sizeof x.c);
+    x.p = em_proto_create(&x.cfg, &OPS, &x.c, &err);
+    assert_non_null(x.p);
+    assert_int_equal(em_proto_tx_room(x.p, 1, 0), 8);    /* cwnd, not the 64-frame window */
+    assert_int_equal(em_proto_send(x.p, &op, 1, 1, msg, sizeof msg, NULL, 0), 0);
+    assert_int_equal(em_proto_tx_room(x.p, 1, 0), 6);
+    x.cfg.cc = EM_CC_OFF;
+    em_proto_destroy(x.p);
+    x.p = em_proto_create(&x.cfg, &OPS, &x.c, &err);
+    assert_int_equal(em_proto_tx_room(x.p, 1, 0), 64);
+    em_proto_destroy(x.p);
+}
+
 static void test_sequence_wraps(void **st)
 {
     struct fx x; em_proto_op_t op[8];
@@ -731,6 +799,8 @@ int main(void)
         cmocka_unit_test(test_adaptive_rto_follows_rtt_and_karn),
         cmocka_unit_test(test_foreign_frames_dropped_and_counted),
         cmocka_unit_test(test_link_acks_refusal_fails_peer),
+        cmocka_unit_test(test_link_acks_budget_and_refused_put_fail_peer),
+        cmocka_unit_test(test_tx_room_counts_the_congestion_window),
         cmocka_unit_test(test_reassembly_rejects_inconsistent_fragments),
         cmocka_unit_test(test_empty_multi_fragment_message),
         cmocka_unit_test(test_frame_larger_than_ours_is_malformed),

@@ -220,11 +220,27 @@ static void cb_complete(void *u, void *ctx, int status)
     }
 }
 
+/* The Open MPI process of @p peer: add_procs' endpoint, or, for a peer known
+ * only by its frames (resolved from the modex, never added), looked up by
+ * name, so that its failure is reported all the same (a receive-only rank
+ * must not hang silently).  NULL if Open MPI does not know it. */
+static opal_proc_t *peer_proc(em_btl_module_t *m, uint16_t peer)
+{
+    struct mca_btl_base_endpoint_t *ep = peer < m->npeers ? &m->eps[peer] : NULL;
+    if (!ep)
+        return NULL;
+    if (ep->proc)
+        return ep->proc;
+    opal_process_name_t name = { .jobid = OPAL_PROC_MY_NAME.jobid, .vpid = peer };
+    return opal_proc_for_name ? opal_proc_for_name(name) : NULL;
+}
+
 static void cb_peer_failed(void *u, uint16_t peer)
 {
     em_btl_module_t *m = u;
     struct mca_btl_base_endpoint_t *ep = peer < m->npeers ? &m->eps[peer] : NULL;
-    if (!ep || !ep->proc || m->finalizing)
+    opal_proc_t *proc = m->finalizing ? NULL : peer_proc(m, peer);
+    if (!ep || !proc)
         return;
     ep->failed = 1;
     /* Rendered here and written to stderr rather than opal_show_help(): the
@@ -235,19 +251,19 @@ static void cb_peer_failed(void *u, uint16_t peer)
         /* not a silence: a frame the emd daemon acknowledged could not be
          * taken (the help text below is about silent peers) */
         fprintf(stderr, "[%s] ethermpi %s: peer %s failed: %s\n", opal_process_info.nodename, m->name,
-                OPAL_NAME_PRINT(ep->proc->proc_name), em_engine_fail_reason(m->engine, peer));
+                OPAL_NAME_PRINT(proc->proc_name), em_engine_fail_reason(m->engine, peer));
         fflush(stderr);
     }
     char *msg = opal_show_help_string(HELP_FILE, "peer-failed", true, m->name,
                                       opal_process_info.nodename,
-                                      OPAL_NAME_PRINT(ep->proc->proc_name), m->params->retries);
+                                      OPAL_NAME_PRINT(proc->proc_name), m->params->retries);
     if (msg) {
         fputs(msg, stderr);
         fflush(stderr);
         free(msg);
     }
     if (m->error_cb)
-        m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, ep->proc, "ethermpi: peer stopped answering");
+        m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, proc, "ethermpi: peer stopped answering");
 }
 
 /* Fail @p peer for a protocol violation (not silence): say why, then let
@@ -258,11 +274,12 @@ static void fail_peer_loudly(em_btl_module_t *m, uint16_t peer, const char *why)
     fprintf(stderr, "ethermpi btl_%s on %s: peer vpid %u is failed: %s\n", m->name,
             opal_process_info.nodename, (unsigned)peer, why);
     fflush(stderr);
-    if (!ep || !ep->proc || m->finalizing)
+    opal_proc_t *proc = m->finalizing ? NULL : peer_proc(m, peer);
+    if (!ep || !proc)
         return;
     ep->failed = 1;
     if (m->error_cb)
-        m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, ep->proc, "ethermpi: peer broke the protocol");
+        m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, proc, "ethermpi: peer broke the protocol");
 }
 
 /* The pair key of this process and a peer: both sides compute the same
