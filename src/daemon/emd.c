@@ -195,6 +195,26 @@ static void dump_stats(void)
               (unsigned long long)c->ack_resyncs, (unsigned long long)c->notes);
 }
 
+/** STATUS: the port's counters, which only the process knows (emd_ctl_t::status_extra). */
+static void status_extra(struct emd_ctl_status *s)
+{
+    s->v[EMD_ST_tx_port_full] = em_link_dpdk_stats(D.core.link)->tx_full;
+}
+
+/** `emd --status SOCKET`: print the counters of the emd serving SOCKET.  @return the exit code. */
+static int status_main(const char *spec)
+{
+    char path[256], err[512];
+    struct emd_ctl_status s;
+    if (em_dpdk_devargs(spec, "emd", path, sizeof path, err, sizeof err) != 0 ||
+        emd_status_query(path, 2000, &s, err, sizeof err) != 0) {
+        fprintf(stderr, "emd --status: %s\n", err);
+        return 1;
+    }
+    emd_status_print(&s, stdout);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 /** Testing: the loss fraction in <socket>.loss (emcluster emd loss), on SIGHUP. */
 static void read_loss_file(void)
 {
@@ -342,6 +362,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: emd --socket PATH --vdev SPEC [options]\n"
+        "       emd --status PATH   print the counters of the emd serving PATH as\n"
+        "                           'name value' lines (any user the access rule admits)\n"
         "  The ethermpi node daemon: owns the DPDK port, serves the node's MPI processes\n"
         "  (dpdk BTL, --mca btl_dpdk_mode daemon).  See docs/daemon.md.\n"
         "  --socket PATH      control socket the processes attach to (%%h = host name)\n"
@@ -468,7 +490,7 @@ static int parse_u32(const char *s, uint32_t *out)
 }
 
 struct args {
-    const char *sock_spec, *vdev_spec, *eal_args, *prefix_spec;
+    const char *sock_spec, *vdev_spec, *eal_args, *prefix_spec, *status_spec;
     uint32_t rdv_slots, mtu, spin_us, max_sleep_us, loss_seed, link_wait;
     uint32_t rx_kib, max_clients, max_flows, max_nodes;
     double rx_loss;
@@ -491,7 +513,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         { "rdv-slots", required_argument, NULL, 'Q' }, { "file-prefix", required_argument, NULL, 'P' },
         { "max-per-uid", required_argument, NULL, 'U' }, { "max-flows", required_argument, NULL, 'F' },
         { "max-nodes", required_argument, NULL, 'N' }, { "group", required_argument, NULL, 'G' },
-        { "uid", required_argument, NULL, 'I' },
+        { "uid", required_argument, NULL, 'I' }, { "status", required_argument, NULL, 'q' },
         { 0, 0, 0, 0 }
     };
     *a = (struct args){ .vdev_spec = "", .eal_args = "", .prefix_spec = "emd-%h", .rdv_slots = 4,
@@ -514,6 +536,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         case 'N': bad |= parse_u32(optarg, &a->max_nodes); break;
         case 'G': group = optarg; break;
         case 'I': user = optarg; break;
+        case 'q': a->status_spec = optarg; break;
         case 'S': bad |= parse_u32(optarg, &a->spin_us); break;
         case 'Z': bad |= parse_u32(optarg, &a->max_sleep_us); break;
         case 'L': bad |= parse_u32(optarg, &a->loss_seed); break;
@@ -540,6 +563,8 @@ static int parse_args(int argc, char **argv, struct args *a)
                 user && D.ctl.allow_uid < 0 ? user : group);
         return 2;
     }
+    if (a->status_spec && !bad && optind == argc)
+        return -1;
     if (bad || !a->sock_spec || optind != argc || a->max_clients == 0 || a->max_clients > MAX_CLIENTS_LIMIT ||
         a->max_sleep_us == 0 || a->rdv_slots > EMD_RDV_SLOTS_MAX || a->max_flows > EMD_FLOWS_MAX ||
         a->max_nodes > 65535) {
@@ -556,6 +581,8 @@ int main(int argc, char **argv)
     int prc = parse_args(argc, argv, &A);
     if (prc >= 0)
         return prc;
+    if (A.status_spec)
+        return status_main(A.status_spec);
     const char *sock_spec = A.sock_spec, *vdev_spec = A.vdev_spec, *eal_args = A.eal_args,
                *prefix_spec = A.prefix_spec;
     uint32_t rdv_slots = A.rdv_slots, mtu = A.mtu, spin_us = A.spin_us, max_sleep_us = A.max_sleep_us,
@@ -618,6 +645,7 @@ int main(int argc, char **argv)
         D.ctl.instance = now_ns() ^ ((uint64_t)getpid() << 32);
     D.core.rdv_slots = D.ctl.rdv_slots;
     D.ctl.slot_reset = slot_reset;
+    D.ctl.status_extra = status_extra;
     if (emd_core_init(&D.core, link, link->local.bytes, cmtu, max_clients, max_flows, max_nodes,
                       !no_ack) != 0 || emd_ctl_setup(&D.ctl) != 0) {
         fprintf(stderr, "emd: out of memory\n");

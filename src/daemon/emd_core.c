@@ -226,6 +226,7 @@ static int deliver(emd_core_t *c, struct emd_client *cl, const uint8_t *data, ui
     uint32_t pad = need > to_end ? to_end : 0;       /* the record starts over at 0 */
     if (cl->rx_size - used < pad + need || len > cl->mtu) {
         atomic_fetch_add_explicit(&h->st.rx_ring_full, 1, memory_order_relaxed);
+        c->rx_ring_full++;
         return -1;
     }
     if (pad) {

@@ -114,6 +114,7 @@ typedef struct emd_core {
     uint64_t nodes_full, nodes_evicted, tx_bad_mac;
     uint64_t hello_bad, hello_conflict, hello_replies_skipped;
     uint64_t doomed_clients;
+    uint64_t rx_ring_full;        /* frames dropped for a full rx ring (the daemon's own count) */
 } emd_core_t;
 
 /** Set up @p c (zeroed by the caller) for @p max_clients clients.  @return 0 or -1 (no memory). */

@@ -328,6 +328,20 @@ static int send_ok(int fd, uint64_t instance, uint64_t size, uint16_t ep, int mf
     return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof ok ? 0 : -1;
 }
 
+/** Answer a STATUS_REQ on @p fd with the counters, then close it. */
+static void status_reply(emd_ctl_t *t, int fd, pid_t pid, uid_t uid)
+{
+    struct emd_ctl_status s;
+    t->status_reqs++;
+    emd_ctl_status_fill(t, &s);
+    /* the socket's buffer is empty: one 536-byte message fits; never wait */
+    if (send(fd, &s, sizeof s, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof s)
+        t->log("STATUS reply to pid %d uid %u not sent: %s", (int)pid, (unsigned)uid, strerror(errno));
+    else if (t->verbose)
+        t->log("STATUS answered for pid %d uid %u", (int)pid, (unsigned)uid);
+    close(fd);
+}
+
 /** Pending connection @p fd (peer @p pid/@p uid) is readable: its ATTACH_REQ, or garbage. */
 static void attach(emd_ctl_t *t, int fd, pid_t pid, uid_t uid)
 {
@@ -336,11 +350,18 @@ static void attach(emd_ctl_t *t, int fd, pid_t pid, uid_t uid)
     struct emd_ctl_msg m = { 0 };
     const char *why = "connection closed before a request";
     ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-    if (n <= 0 || emd_ctl_check(buf, (size_t)n, &m, &why) != 0 || m.type != EMD_CTL_ATTACH_REQ) {
-        if (n > 0 && m.magic == EMD_CTL_MAGIC && m.type != EMD_CTL_ATTACH_REQ)
-            why = "expected ATTACH_REQ";
+    int ok = n > 0 && emd_ctl_check(buf, (size_t)n, &m, &why) == 0;
+    if (ok && m.type == EMD_CTL_STATUS_REQ) {
+        status_reply(t, fd, pid, uid);
+        return;
+    }
+    if (!ok || m.type != EMD_CTL_ATTACH_REQ) {
+        if (ok)
+            why = "expected ATTACH_REQ or STATUS_REQ";
+        if (n > 0)
+            t->refused_req++;
         t->log("refused pid %d uid %u: %s", (int)pid, (unsigned)uid, why);
-        send_err(fd, EPROTO, "bad attach request");
+        send_err(fd, EPROTO, "bad request");
         close(fd);
         return;
     }

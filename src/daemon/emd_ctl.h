@@ -16,6 +16,14 @@
  * connections per uid (EMD_PENDING_PER_UID), clients per uid (--max-per-uid),
  * control messages handled per client per round (EMD_CTL_BUDGET).
  *
+ * STATUS (emd_shm.h, docs/daemon.md "Reading the counters"): a connection
+ * the rule admits whose first message is a STATUS_REQ gets one struct
+ * emd_ctl_status and is closed; it never takes a client slot.  A first
+ * message that is not a well-formed ATTACH_REQ or STATUS_REQ (size, magic,
+ * version, type) is refused with ATTACH_ERR EPROTO and counted
+ * (refused_requests).  The daemon reads nothing of a STATUS_REQ but its
+ * type.
+ *
  * Threading: the daemon's one thread.
  */
 #ifndef EM_DAEMON_EMD_CTL_H
@@ -23,6 +31,7 @@
 
 #include <poll.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -56,8 +65,11 @@ typedef struct emd_ctl {
     int (*slot_reset)(void *ctx, uint16_t slot);
     void *slot_ctx;
     void (*log)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+    /** add the counters only the process knows (port) to a STATUS reply (NULL: none) */
+    void (*status_extra)(struct emd_ctl_status *s);
     /* totals */
     uint64_t attaches, detaches, refused_cred, refused_busy, bad_ctl, flows_added, slots_held;
+    uint64_t refused_req, status_reqs;
 } emd_ctl_t;
 
 /** Set up (after emd_core_init; the caller fills the fields above first). @return 0 or -1. */
@@ -76,6 +88,18 @@ void emd_ctl_poll(emd_ctl_t *t, uint64_t timeout_ns);
 void emd_ctl_detach(emd_ctl_t *t, unsigned i, const char *why, int loud);
 /** Detach the clients the data plane doomed; release own-queue slots whose holder exited. */
 void emd_ctl_reap(emd_ctl_t *t);
+/** Fill a STATUS reply with the node's counters (emd_status.c). */
+void emd_ctl_status_fill(const emd_ctl_t *t, struct emd_ctl_status *s);
+/**
+ * Client side: ask the daemon at @p path for its counters, waiting up to
+ * @p timeout_ms for the reply (emd_status.c).
+ * @return 0, or -1 with the cause and what to do in @p err.
+ */
+int emd_status_query(const char *path, int timeout_ms, struct emd_ctl_status *out, char *err,
+                     size_t errlen);
+/** Print @p s as "name value" lines on @p f (the counters this build knows). */
+void emd_status_print(const struct emd_ctl_status *s, FILE *f);
+
 /** Parse a group name or number.  @return the gid, or -1. */
 long emd_ctl_group(const char *name);
 /** Parse a user name or number.  @return the uid, or -1. */

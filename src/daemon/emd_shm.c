@@ -34,7 +34,7 @@ int emd_ctl_check(const void *buf, size_t len, struct emd_ctl_msg *out, const ch
         *why = "emd protocol version mismatch (daemon and client from different builds)";
         return -1;
     }
-    if (out->type < EMD_CTL_ATTACH_REQ || out->type > EMD_CTL_FLOW) {
+    if (out->type < EMD_CTL_ATTACH_REQ || out->type > EMD_CTL_STATUS_REQ) {
         *why = "control message of unknown type";
         return -1;
     }
@@ -55,6 +55,28 @@ int emd_ctl_check(const void *buf, size_t len, struct emd_ctl_msg *out, const ch
         return 0;
     }
     out->text[sizeof out->text - 1] = 0;
+    return 0;
+}
+
+int emd_status_check(const void *buf, size_t len, struct emd_ctl_status *out, const char **why)
+{
+    if (len != sizeof *out) {
+        *why = "STATUS reply of the wrong size (daemon from another build?)";
+        return -1;
+    }
+    memcpy(out, buf, sizeof *out);
+    if (out->magic != EMD_CTL_MAGIC || out->type != EMD_CTL_STATUS) {
+        *why = "not a STATUS reply";
+        return -1;
+    }
+    if (out->version != EMD_VERSION || out->layout != EMD_STATUS_LAYOUT) {
+        *why = "STATUS reply of another protocol version or layout (daemon from another build)";
+        return -1;
+    }
+    if (out->count == 0 || out->count > EMD_STATUS_MAX) {
+        *why = "STATUS reply with a bad counter count";
+        return -1;
+    }
     return 0;
 }
 

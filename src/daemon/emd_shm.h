@@ -64,6 +64,8 @@ enum emd_ctl_type {
     EMD_CTL_ATTACH_ERR = 3,
     EMD_CTL_WAKE = 4,
     EMD_CTL_FLOW = 5,
+    EMD_CTL_STATUS_REQ = 6,  /**< the first message of a connection: send the counters, close */
+    EMD_CTL_STATUS = 7,      /**< the reply: a struct emd_ctl_status (not a struct emd_ctl_msg) */
 };
 
 /**
@@ -107,6 +109,80 @@ struct emd_ctl_msg {
     };
 };
 _Static_assert(sizeof(struct emd_ctl_msg) == 64, "emd_ctl_msg is 64 bytes");
+
+/**
+ * STATUS (docs/daemon.md "Reading the counters"): a client the access rule
+ * admits connects, sends a STATUS_REQ (a struct emd_ctl_msg whose fields
+ * past the type the daemon ignores), and gets one struct emd_ctl_status;
+ * then the daemon closes the connection.  The connection never takes a
+ * client slot: it is a pending connection (EMD_PENDING, one second) until
+ * its request is read.  Host byte order, like every control message (both
+ * ends are on one host).  Counter @c i of @c v is EMD_STATUS_FIELDS' entry
+ * @c i; @c count says how many the daemon filled (a newer daemon may add
+ * entries at the end, never reorder them; a reader shows min(count, its
+ * own) entries).  A change of meaning bumps @c layout.
+ *
+ * The counters: X(name, meaning).  Totals since the daemon started, except
+ * those marked "now".
+ */
+#define EMD_STATUS_FIELDS(X) \
+    X(clients, "clients attached now") \
+    X(attaches, "attaches accepted") \
+    X(detaches, "clients detached") \
+    X(rx_frames, "frames received from the port") \
+    X(rx_bad, "received frames refused (bad shim header)") \
+    X(rx_no_endpoint, "received frames for no attached endpoint") \
+    X(rx_loss_drops, "received frames dropped by --rx-loss (testing)") \
+    X(rx_ring_full, "received frames dropped: the client's rx ring was full") \
+    X(tx_frames, "frames sent to the port") \
+    X(tx_port_full, "sends the port refused (tx queue full)") \
+    X(local_frames, "frames carried between clients of this node") \
+    X(eager_acks, "eager ACKs sent for the clients") \
+    X(ack_refused, "in-order frames not acknowledged (checks failed)") \
+    X(flows, "eager-ACK flows registered now") \
+    X(flows_added, "flow registrations accepted") \
+    X(flows_refused, "flow registrations refused") \
+    X(refused_credentials, "connections refused by the access rule (--uid/--group)") \
+    X(refused_limits, "attaches refused by limits (--max-clients, --max-per-uid, pending)") \
+    X(refused_requests, "connections refused: malformed first request") \
+    X(bad_control, "control messages refused from attached clients") \
+    X(doomed_clients, "clients detached for bad rings or messages") \
+    X(nodes, "nodes in the node table now") \
+    X(nodes_full, "sends refused: node table full") \
+    X(nodes_evicted, "node table entries aged out and reused") \
+    X(tx_bad_mac, "sends to broadcast/multicast refused") \
+    X(hello_bad, "memif hellos refused") \
+    X(hello_conflict, "memif hellos with a conflicting layout") \
+    X(hello_replies_skipped, "memif hello replies skipped (rate)") \
+    X(rdv_slots, "own-queue slots configured") \
+    X(rdv_slots_used, "own-queue slots in use now") \
+    X(rdv_slots_held, "own-queue slots kept for a live detached holder") \
+    X(put_frames, "put frames carried by the daemon") \
+    X(put_bytes, "put bytes carried by the daemon") \
+    X(ack_resyncs, "eager flows moved by the clients' own ACKs") \
+    X(notes, "notes of own-queue ACKs") \
+    X(status_requests, "STATUS requests answered (this one included)")
+
+#define EMD_STATUS_ENUM_(name, text) EMD_ST_##name,
+enum emd_status_index { EMD_STATUS_FIELDS(EMD_STATUS_ENUM_) EMD_ST_COUNT };
+#undef EMD_STATUS_ENUM_
+
+#define EMD_STATUS_LAYOUT 1u   /* meaning of v[]: bump when one changes */
+#define EMD_STATUS_MAX    64u  /* room in the reply; EMD_ST_COUNT <= this */
+_Static_assert(EMD_ST_COUNT <= EMD_STATUS_MAX, "more counters than the reply holds");
+
+/** The STATUS reply (fixed size). */
+struct emd_ctl_status {
+    uint32_t magic;        /**< EMD_CTL_MAGIC */
+    uint16_t version;      /**< EMD_VERSION */
+    uint16_t type;         /**< EMD_CTL_STATUS */
+    uint16_t layout;       /**< EMD_STATUS_LAYOUT */
+    uint16_t count;        /**< counters filled in v (1..EMD_STATUS_MAX) */
+    uint32_t rsvd;         /**< 0 */
+    uint64_t instance;     /**< random id of this daemon run (as in ATTACH_OK) */
+    uint64_t v[EMD_STATUS_MAX];  /**< the counters; unused entries 0 */
+};
+_Static_assert(sizeof(struct emd_ctl_status) == 536, "emd_ctl_status is 536 bytes");
 
 /* ------------------------------------------------------------- region -- */
 
@@ -327,6 +403,13 @@ void emd_ctl_init(struct emd_ctl_msg *m, uint16_t type);
  * @return 0, or -1 with the reason in @p why (a static string).
  */
 int emd_ctl_check(const void *buf, size_t len, struct emd_ctl_msg *out, const char **why);
+
+/**
+ * Validate a received STATUS reply of @p len bytes (size, magic, version,
+ * type, layout, 1 <= count <= EMD_STATUS_MAX).
+ * @return 0, or -1 with the reason in @p why (a static string).
+ */
+int emd_status_check(const void *buf, size_t len, struct emd_ctl_status *out, const char **why);
 
 /** Bytes of a region with these ring sizes and slot size (0: impossible). */
 uint64_t emd_shm_size(uint32_t mtu, uint32_t rx_size, uint32_t tx_slots, uint32_t *slot_size);
