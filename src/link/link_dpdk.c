@@ -12,12 +12,15 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <net/if.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_bus.h>
@@ -443,6 +446,34 @@ static uint32_t kernel_mtu(const char *vdev)
 
 static int vdev_item(const char *list, unsigned index, char *out, size_t len);
 
+/*
+ * Without EAL arguments we take hugepages when at least 128 are free.  Two
+ * processes of a node (two ranks with em_bcast, a rank and a daemon) that
+ * look at the same moment both see them free, and the second one's EAL
+ * then fails for memory.  The look and the mapping (rte_eal_init with -m)
+ * are therefore done under one machine-wide lock, so the next process sees
+ * what the first took.  Best effort: a lock we cannot open or get within
+ * 20 s is skipped (the lock file is opened read-only with O_NOFOLLOW:
+ * any user may share it, none can redirect it).
+ */
+#define EAL_MEM_LOCK "/tmp/ethermpi-eal-memory.lock"
+
+static int eal_mem_lock(void)
+{
+    int fd = open(EAL_MEM_LOCK, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    for (int i = 0; i < 2000; i++) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+            return fd;
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            break;
+        nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+    }
+    close(fd);
+    return -1;
+}
+
 static int start_eal(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
 {
     static char store[2048];
@@ -469,11 +500,14 @@ static int start_eal(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
     argv[argc++] = "--no-telemetry";
     argv[argc++] = "--log-level=*:error";
     const char *extra = cfg->eal_args;
-    if (!extra || !*extra)
+    int mem_lock = -1;
+    if (!extra || !*extra) {
         /* hugepages when there are some, else plain memory; either way no
          * files: --in-memory / --no-shconf leave nothing in /dev/hugepages
          * or /var/run/dpdk after a crash */
+        mem_lock = eal_mem_lock();
         extra = em_hugepages_free() >= 128 ? "--in-memory -m 256" : "--no-huge --no-shconf -m 256";
+    }
     snprintf(store, sizeof store, "%s", extra);
     for (char *tok = strtok(store, " "); tok && argc < MAX_ARGS - 3; tok = strtok(NULL, " "))
         argv[argc++] = tok;
@@ -493,6 +527,8 @@ static int start_eal(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
     /* EAL already up (no lcore before it): rte_eal_init would only print
      * "FATAL: already called initialization" and fail with EALREADY */
     int init_rc = rte_lcore_count() > 0 ? (rte_errno = EALREADY, -1) : rte_eal_init(argc, argv);
+    if (mem_lock >= 0)
+        close(mem_lock);                 /* our pages are mapped (or none were taken) */
     if (init_rc < 0 && rte_errno == EALREADY) {
         /* started by another copy of this file in the process (the dpdk
          * BTL's): its ports can be shared, and it cleans up, not us */
