@@ -14,7 +14,7 @@ DEB_PKGS = build-essential meson ninja-build pkg-config libcmocka-dev \
            dpdk libdpdk-dev dpdk-dev libxdp-dev libbpf-dev xdp-tools \
            libopenmpi-dev openmpi-bin libfabric-dev libfabric-bin \
            iproute2 iputils-ping procps util-linux python3 python3-matplotlib \
-           debhelper systemd file slurm-wlm munge
+           debhelper git systemd file slurm-wlm munge
 
 .PHONY: all deps build demo test bench fuzz clean deb
 
