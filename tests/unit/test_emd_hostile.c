@@ -36,19 +36,8 @@
 #include "daemon/emd_shm.h"
 #include "engine/engine.h"
 #include "link/link_emd.h"
+#include "emd_harness.h"
 
-static int failures;
-#define CHECK(x, ...) do { if (!(x)) { failures++; fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #x); \
-                                       fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
-
-static char dir[64], sock[100], logpath[128];
-
-static uint64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
 
 /* ------------------------------------------------------ raw attaching -- */
 
@@ -90,17 +79,6 @@ static int raw_attach(int *memfd, uint64_t *size, uint16_t *ep, int *status)
     return fd;
 }
 
-static int log_has(const char *a, const char *b)
-{
-    FILE *f = fopen(logpath, "r");
-    char line[1024];
-    int found = 0;
-    while (f && !found && fgets(line, sizeof line, f))
-        found = strstr(line, a) && (!b || strstr(line, b));
-    if (f)
-        fclose(f);
-    return found;
-}
 
 /* ----------------------------------------------------------- hostile -- */
 
@@ -337,28 +315,6 @@ static void good_run(unsigned min, pid_t hostile_pid)
 
 /* -------------------------------------------------------------- main -- */
 
-static pid_t start_emd(const char *emd)
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        int lf = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(lf, 2);
-        dup2(lf, 1);
-        execl(emd, emd, "--socket", sock, "--vdev", "net_null0", "--eal-args",
-              "--no-huge --no-shconf -m 128", "--rdv-slots", "0", "--max-clients", "8", "--rx-kib", "1024",
-              "--tx-slots", "16", "--max-sleep-us", "200", "-v", (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 300; i++) {
-        struct stat sb;
-        if (stat(sock, &sb) == 0 && log_has("ready", NULL))
-            return pid;
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            return -1;
-        usleep(50000);
-    }
-    return -1;
-}
 
 /** An unprivileged user cannot attach through a socket an admin made 0666 by mistake. */
 static void unprivileged(void)
@@ -391,21 +347,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "skipped: needs root (DPDK, setuid)\n");
         return 77;
     }
-    snprintf(dir, sizeof dir, "/tmp/emd-hostile.XXXXXX");
-    if (!mkdtemp(dir))
-        return 1;
-    snprintf(sock, sizeof sock, "%s/emd.sock", dir);
-    snprintf(logpath, sizeof logpath, "%s/emd.log", dir);
-    signal(SIGPIPE, SIG_IGN);
     uint64_t t0 = now_ms();
-    pid_t emd = start_emd(argv[1]);
-    if (emd < 0) {
-        fprintf(stderr, "emd did not start; its log:\n");
-        char cmd[256];
-        snprintf(cmd, sizeof cmd, "cat %s >&2", logpath);
-        if (system(cmd) != 0) {}
+    static const char *const more[] = { "--max-sleep-us", "200", NULL };
+    pid_t emd = start_emd(argv[1], "emd-hostile", "8", more);
+    if (emd < 0)
         return 1;
-    }
     emd_pid = emd;
     CHECK(good_open() == 0, "the good job could not attach");
     pid_t hp = fork();

@@ -34,31 +34,9 @@
 #include <unistd.h>
 
 #include "daemon/emd_ctl.h"
+#include "emd_harness.h"
 
-static int failures;
-#define CHECK(x, ...) do { if (!(x)) { failures++; fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #x); \
-                                       fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
-static char dir[64], sock[100], logpath[128];
-
-static uint64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
-
-static int log_has(const char *a)
-{
-    FILE *f = fopen(logpath, "r");
-    char line[1024];
-    int found = 0;
-    while (f && !found && fgets(line, sizeof line, f))
-        found = strstr(line, a) != NULL;
-    if (f)
-        fclose(f);
-    return found;
-}
 
 static int connect_sock(void)
 {
@@ -155,28 +133,6 @@ static void send_self(struct att *a)
     (void)send(a->fd, &w, sizeof w, MSG_NOSIGNAL);
 }
 
-static pid_t start_emd(const char *emd)
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        int lf = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(lf, 2);
-        dup2(lf, 1);
-        execl(emd, emd, "--socket", sock, "--vdev", "net_null0", "--eal-args",
-              "--no-huge --no-shconf -m 128", "--rdv-slots", "0", "--max-clients", "2", "--rx-kib", "1024",
-              "--tx-slots", "16", "-v", (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 300; i++) {
-        struct stat sb;
-        if (stat(sock, &sb) == 0 && log_has("ready"))
-            return pid;
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            return -1;
-        usleep(50000);
-    }
-    return -1;
-}
 
 /** Run @p cmd; @return its output (static), or "" */
 static const char *run(const char *cmd)
@@ -301,21 +257,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "skipped: needs root (DPDK, setuid)\n");
         return 77;
     }
-    snprintf(dir, sizeof dir, "/tmp/emd-status.XXXXXX");
-    if (!mkdtemp(dir))
-        return 1;
-    snprintf(sock, sizeof sock, "%s/emd.sock", dir);
-    snprintf(logpath, sizeof logpath, "%s/emd.log", dir);
-    signal(SIGPIPE, SIG_IGN);
     uint64_t t0 = now_ms();
-    pid_t emd = start_emd(argv[1]);
-    if (emd < 0) {
-        fprintf(stderr, "emd did not start; its log:\n");
-        char cmd[256];
-        snprintf(cmd, sizeof cmd, "cat %s >&2", logpath);
-        if (system(cmd) != 0) {}
+    pid_t emd = start_emd(argv[1], "emd-status", "2", NULL);
+    if (emd < 0)
         return 1;
-    }
     struct emd_ctl_status s0 = status();
     CHECK(s0.count == EMD_ST_COUNT && s0.v[EMD_ST_clients] == 0 && s0.v[EMD_ST_attaches] == 0 &&
           s0.v[EMD_ST_status_requests] == 1, "fresh daemon: count %u, %llu clients, %llu status requests",

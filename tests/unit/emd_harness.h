@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file emd_harness.h
+ * A real emd for a test (test_emd_hostile, test_emd_status): a scratch
+ * directory with its socket and log, the daemon started on net_null
+ * without hugepages, and the CHECK macro the tests count failures with.
+ * Header-only, for one test program each (every name is static).
+ */
+#ifndef EM_TESTS_EMD_HARNESS_H
+#define EM_TESTS_EMD_HARNESS_H
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int failures;
+#define CHECK(x, ...) do { if (!(x)) { failures++; fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #x); \
+                                       fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+
+static char dir[64], sock[100], logpath[128];
+
+static uint64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+/** Does one line of the daemon's log hold @p a (and @p b, unless NULL)? */
+static int log_has(const char *a, const char *b)
+{
+    FILE *f = fopen(logpath, "r");
+    char line[1024];
+    int found = 0;
+    while (f && !found && fgets(line, sizeof line, f))
+        found = strstr(line, a) && (!b || strstr(line, b));
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/**
+ * Make the scratch directory /tmp/<name>.XXXXXX, start @p emd there with
+ * at most @p max_clients clients (and @p extra, a NULL-terminated list of
+ * more arguments, at most 4), and wait for it to say "ready".
+ * @return its pid, or -1 after printing its log.
+ */
+static pid_t start_emd(const char *emd, const char *name, const char *max_clients,
+                       const char *const *extra)
+{
+    snprintf(dir, sizeof dir, "/tmp/%s.XXXXXX", name);
+    if (!mkdtemp(dir))
+        return -1;
+    snprintf(sock, sizeof sock, "%s/emd.sock", dir);
+    snprintf(logpath, sizeof logpath, "%s/emd.log", dir);
+    signal(SIGPIPE, SIG_IGN);
+    const char *argv[32] = { emd, "--socket", sock, "--vdev", "net_null0", "--eal-args",
+                             "--no-huge --no-shconf -m 128", "--rdv-slots", "0", "--max-clients",
+                             max_clients, "--rx-kib", "1024", "--tx-slots", "16", "-v" };
+    int argc = 16;
+    for (int i = 0; extra && extra[i] && i < 4; i++)
+        argv[argc++] = extra[i];
+    pid_t pid = fork();
+    if (pid == 0) {
+        int lf = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(lf, 2);
+        dup2(lf, 1);
+        execv(emd, (char *const *)argv);
+        _exit(127);
+    }
+    for (int i = 0; i < 300; i++) {
+        struct stat sb;
+        if (stat(sock, &sb) == 0 && log_has("ready", NULL))
+            return pid;
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            break;
+        usleep(50000);
+    }
+    fprintf(stderr, "emd did not start; its log:\n");
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "cat %s >&2", logpath);
+    if (system(cmd) != 0) {}
+    return -1;
+}
+
+#endif
