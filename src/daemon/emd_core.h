@@ -6,7 +6,13 @@
  * eager-ACK flows, the node table and the memif hello.  emd.c (the process:
  * options, control socket, attach, the loop) drives it; the fuzz target
  * tests/fuzz/fuzz_emd_daemon.c drives it over a fake link with regions whose
- * every byte it rewrites between calls.
+ * every byte it rewrites between calls; tests/unit/test_emd_fwd.c runs two
+ * of them over link_sim, with real protocol endpoints as clients.
+ *
+ * Files, one per seam: emd_core.c (clients, doom), emd_fwd.c (port -> rx
+ * rings, tx rings -> port or a client on this node), emd_ack.c (eager-ACK
+ * flows), emd_peer.c (node table, hello).  The rings are only touched
+ * through emd_abi/emd_ring.h.
  *
  * Trust (docs/daemon.md "Trust model"): a client's region is client-writable
  * memory.  The geometry of its rings (offsets, sizes, slot size, frame size)
@@ -27,6 +33,15 @@
  * length).  No registration, no ACK: the client's protocol acknowledges those
  * itself.  Nothing here assumes an initial sequence number or a key format.
  *
+ * The ISN invariant (where the protocol's sequence numbers start, the
+ * protocol's em_proto_cfg_t::isn, random per pair since wire version 2):
+ * the daemon never guesses it.  A flow's starting point is the rx_next the
+ * client registers (EMD_CTL_FLOW, from the protocol's own state through
+ * em_link_ops_t::set_flow), and a frame further than EMD_DUP_REACH behind
+ * it, or a registration that is wrong, is left to the client's protocol
+ * (delivered, not acknowledged).  test_emd_fwd checks it with random ISNs
+ * near the 2^32 wrap.
+ *
  * Threading: one thread (the daemon's loop).
  */
 #ifndef EM_DAEMON_EMD_CORE_H
@@ -35,7 +50,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/emd_shm.h"
+#include "emd_abi/emd_ctl_msg.h"
+#include "emd_abi/emd_region.h"
+#include "emd_abi/emd_ring.h"
+#include "emd_abi/emd_wire.h"
 #include "link/link.h"
 
 #define EMD_BURST 32
@@ -60,21 +78,40 @@ struct emd_flow {
     uint8_t used, ack_owed, where_known;
 };
 
+/** The port's counters emd reports beyond the link's (emd_port_ops_t::stats). */
+typedef struct emd_port_stats {
+    uint64_t tx_full;             /**< sends the port refused (tx queue full) */
+    int bulk_known;               /**< 1: the bulk_* counters below are meaningful */
+    uint64_t bulk_rx_frames, bulk_rx_bytes, bulk_tx_frames, bulk_tx_bytes;  /**< the ranks' bulk queues */
+} emd_port_stats_t;
+
+/**
+ * What emd needs of its port beyond the em_link_t burst interface: the
+ * DPDK link's extras (emd.c fills it), none of them needed to forward or
+ * acknowledge.  Every member is optional; no ops at all (the tests over
+ * link_sim): no port counters, nothing to reset.
+ */
+typedef struct emd_port_ops {
+    /** Fill @p out with the port's counters. */
+    void (*stats)(void *ctx, emd_port_stats_t *out);
+    /** Reset bulk slot @p slot's mbuf pools before the slot is given again.  @return 0 or -1. */
+    int (*slot_reset)(void *ctx, uint16_t slot);
+} emd_port_ops_t;
+
 /** One attached client, as the daemon sees it. */
 struct emd_client {
     int fd;                       /* control socket; -1: slot free (the control plane's) */
     struct emd_shm_hdr *h;        /* the shared region (client-writable) */
     /* geometry: the daemon's copies, fixed at attach, never re-read */
     uint64_t size;
-    uint32_t rx_off, rx_size, tx_off, tx_slots, slot_size, mtu;
+    uint32_t mtu;
+    emd_ring_t rx;                /* we produce (records) */
+    emd_ring_t tx;                /* we consume (slots) */
     uint16_t ep;
     uint32_t pid, uid;            /* from SO_PEERCRED */
-    uint32_t rx_tail;             /* our copy (we are the only rx producer) */
-    uint32_t tx_head;             /* our copy (we are the only tx consumer) */
-    int rx_dirty;
     struct emd_flow *flows;       /* hash table of flow_cap entries (NULL: no eager ACKs) */
     unsigned nflows, flow_cap;
-    uint16_t slot;                /* own-queue slot, or EMD_RDV_NO_SLOT */
+    uint16_t slot;                /* bulk-queue slot, or EMD_BULKQ_NO_SLOT */
     const char *doomed;           /* non-NULL: detach at the next safe point, for this reason */
 };
 
@@ -99,7 +136,7 @@ typedef struct emd_core {
     double loss;                  /* testing: drop this fraction of port frames */
     uint64_t rng;
     /* memif: the other end's queue layout (hello) */
-    uint16_t rdv_slots;           /* ours */
+    uint16_t bulk_slots;          /* ours (emd --bulk-slots) */
     int peer_seen;                /* a consistent hello or reply arrived */
     uint16_t peer_slots, peer_queues;
     uint8_t peer_mac[6];          /* the first hello's source: its layout is the one we keep */

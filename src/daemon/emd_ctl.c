@@ -2,7 +2,7 @@
 /**
  * @file emd_ctl.c
  * The control plane of emd (see emd_ctl.h): socket, credentials, attach,
- * control messages, detach, own-queue slot owners.
+ * control messages, detach, bulk-queue slot owners.
  */
 
 #include "daemon/emd_ctl.h"
@@ -42,7 +42,7 @@ int emd_ctl_setup(emd_ctl_t *t)
         return -1;
     for (unsigned i = 0; i < EMD_PENDING; i++)
         t->pending[i].fd = -1;
-    for (unsigned k = 0; k < EMD_RDV_SLOTS_MAX; k++)
+    for (unsigned k = 0; k < EMD_BULKQ_SLOTS_MAX; k++)
         t->slot_pidfd[k] = -1;
     if (!t->next_ep)
         t->next_ep = (uint16_t)(1 + (t->instance % 60000));
@@ -172,13 +172,13 @@ static unsigned clients_of_uid(const emd_ctl_t *t, uid_t uid)
     return n;
 }
 
-/** Release own-queue slot @p k now (its holder is gone). */
+/** Release bulk-queue slot @p k now (its holder is gone). */
 static void slot_free(emd_ctl_t *t, uint16_t k)
 {
     /* the slot's next owner starts with every mbuf free, whatever the last
      * one held when it died */
-    if (t->slot_reset && t->slot_reset(t->slot_ctx, k) != 0)
-        t->log("warning: could not reset the pools of own-queue slot %u", k);
+    if (t->port && t->port->slot_reset && t->port->slot_reset(t->port_ctx, k) != 0)
+        t->log("warning: could not reset the pools of bulk-queue slot %u", k);
     if (t->slot_pidfd[k] >= 0)
         close(t->slot_pidfd[k]);
     t->slot_pidfd[k] = -1;
@@ -207,12 +207,12 @@ void emd_ctl_detach(emd_ctl_t *t, unsigned i, const char *why, int loud)
                (unsigned long long)atomic_load(&c->h->st.rx_delivered),
                (unsigned long long)atomic_load(&c->h->st.rx_ring_full));
     uint16_t k = c->slot;
-    if (k != EMD_RDV_NO_SLOT && k < EMD_RDV_SLOTS_MAX) {
-        /* an own-queue holder is a DPDK secondary: closing its socket does
+    if (k != EMD_BULKQ_NO_SLOT && k < EMD_BULKQ_SLOTS_MAX) {
+        /* an bulk-queue holder is a DPDK secondary: closing its socket does
          * not stop it using the queues, so the slot waits for its exit */
         if (holder_alive(t->slot_pidfd[k], t->slot_pid[k])) {
             t->slots_held++;
-            t->log("own-queue slot %u stays taken until pid %u exits (it detached alive)", k,
+            t->log("bulk-queue slot %u stays taken until pid %u exits (it detached alive)", k,
                    (unsigned)t->slot_pid[k]);
         } else {
             slot_free(t, k);
@@ -229,14 +229,14 @@ void emd_ctl_reap(emd_ctl_t *t)
     int i;
     while ((i = emd_core_take_doomed(t->core)) >= 0)
         emd_ctl_detach(t, (unsigned)i, t->core->cl[i].doomed, 1);
-    for (uint16_t k = 0; k < t->rdv_slots && k < EMD_RDV_SLOTS_MAX; k++) {
+    for (uint16_t k = 0; k < t->bulk_slots && k < EMD_BULKQ_SLOTS_MAX; k++) {
         if (!t->slot_used[k])
             continue;
         int attached = 0;
         for (unsigned c = 0; c < t->core->max_clients && !attached; c++)
             attached = t->core->cl[c].fd >= 0 && t->core->cl[c].slot == k;
         if (!attached && !holder_alive(t->slot_pidfd[k], t->slot_pid[k])) {
-            t->log("own-queue slot %u free again (pid %u exited)", k, (unsigned)t->slot_pid[k]);
+            t->log("bulk-queue slot %u free again (pid %u exited)", k, (unsigned)t->slot_pid[k]);
             slot_free(t, k);
         }
     }
@@ -277,28 +277,28 @@ static uint16_t next_endpoint(emd_ctl_t *t)
     return ep;
 }
 
-/** Fill the region's own-queue block; @return the slot given (or none). */
+/** Fill the region's bulk-queue block; @return the slot given (or none). */
 static uint16_t give_slot(emd_ctl_t *t, struct emd_shm_hdr *h, pid_t pid)
 {
-    uint16_t slot = EMD_RDV_NO_SLOT;
-    memset(h->rdv.why, 0, sizeof h->rdv.why);
-    if (t->rdv_slots) {
-        h->rdv.slots = t->rdv_slots;
-        h->rdv.queues = (uint16_t)(1u + (unsigned)t->rdv_slots * t->rdv_slots);
-        memcpy(h->rdv.prefix, t->rdv_prefix, sizeof h->rdv.prefix);
-        memcpy(h->rdv.port, t->rdv_port, sizeof h->rdv.port);
-        for (uint16_t k = 0; k < t->rdv_slots; k++)
+    uint16_t slot = EMD_BULKQ_NO_SLOT;
+    memset(h->bulkq.why, 0, sizeof h->bulkq.why);
+    if (t->bulk_slots) {
+        h->bulkq.slots = t->bulk_slots;
+        h->bulkq.queues = emd_bulkq_queues(t->bulk_slots);
+        memcpy(h->bulkq.prefix, t->bulk_prefix, sizeof h->bulkq.prefix);
+        memcpy(h->bulkq.port, t->bulk_port, sizeof h->bulkq.port);
+        for (uint16_t k = 0; k < t->bulk_slots; k++)
             if (!t->slot_used[k]) {
                 slot = k;
                 break;
             }
-        if (slot == EMD_RDV_NO_SLOT)
-            snprintf(h->rdv.why, sizeof h->rdv.why, "all %u slots in use (emd --rdv-slots)", t->rdv_slots);
+        if (slot == EMD_BULKQ_NO_SLOT)
+            snprintf(h->bulkq.why, sizeof h->bulkq.why, "all %u slots in use (emd --bulk-slots)", t->bulk_slots);
     } else {
-        snprintf(h->rdv.why, sizeof h->rdv.why, "%s", t->rdv_why);
+        snprintf(h->bulkq.why, sizeof h->bulkq.why, "%s", t->bulk_why);
     }
-    h->rdv.slot = slot;
-    if (slot != EMD_RDV_NO_SLOT) {
+    h->bulkq.slot = slot;
+    if (slot != EMD_BULKQ_NO_SLOT) {
         t->slot_used[slot] = 1;
         t->slot_pid[slot] = pid;
         /* the holder's pidfd, taken now (not at detach: the pid may be
@@ -315,17 +315,7 @@ static int send_ok(int fd, uint64_t instance, uint64_t size, uint16_t ep, int mf
     ok.instance = instance;
     ok.shm_size = size;
     ok.endpoint = ep;
-    union { struct cmsghdr c; char b[CMSG_SPACE(sizeof(int))]; } ctl;
-    memset(&ctl, 0, sizeof ctl);
-    struct iovec iov = { .iov_base = &ok, .iov_len = sizeof ok };
-    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
-                         .msg_controllen = sizeof ctl.b };
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &mfd, sizeof(int));
-    return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof ok ? 0 : -1;
+    return emd_send_fd(fd, &ok, sizeof ok, mfd);
 }
 
 /** Answer a STATUS_REQ on @p fd with the counters, then close it. */
@@ -405,7 +395,7 @@ static void attach(emd_ctl_t *t, int fd, pid_t pid, uid_t uid)
     if (sent != 0 || emd_core_attach(core, i, fd, h, size, t->rx_size, t->tx_slots, ep, (uint32_t)pid,
                                      (uint32_t)uid, slot) != 0) {
         t->log("attach of pid %d failed while answering: %s", (int)pid, sent ? strerror(e) : "no memory");
-        if (slot != EMD_RDV_NO_SLOT)
+        if (slot != EMD_BULKQ_NO_SLOT)
             slot_free(t, slot);
         munmap(mem, size);
         close(fd);
@@ -413,8 +403,8 @@ static void attach(emd_ctl_t *t, int fd, pid_t pid, uid_t uid)
     }
     t->attaches++;
     if (t->verbose)
-        t->log("pid %d (uid %u) attached as endpoint %u (%llu-byte region), own-queue slot %d", (int)pid,
-               (unsigned)uid, ep, (unsigned long long)size, slot == EMD_RDV_NO_SLOT ? -1 : (int)slot);
+        t->log("pid %d (uid %u) attached as endpoint %u (%llu-byte region), bulk-queue slot %d", (int)pid,
+               (unsigned)uid, ep, (unsigned long long)size, slot == EMD_BULKQ_NO_SLOT ? -1 : (int)slot);
 }
 
 /** A new connection: check who it is, then wait for (or read) its ATTACH_REQ. */

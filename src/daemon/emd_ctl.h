@@ -3,7 +3,7 @@
  * @file emd_ctl.h
  * The control plane of `emd`, without DPDK: the unix socket clients attach
  * through, who may attach (SO_PEERCRED), the shared regions (sealed
- * memfds), control messages (WAKE, FLOW), detaching, and the own-queue
+ * memfds), control messages (WAKE, FLOW), detaching, and the bulk-queue
  * slots' owners.  emd.c runs the loop; emd_core.h is the data plane.
  *
  * Who may attach (docs/daemon.md "Who may attach"): root, the daemon's own
@@ -16,7 +16,7 @@
  * connections per uid (EMD_PENDING_PER_UID), clients per uid (--max-per-uid),
  * control messages handled per client per round (EMD_CTL_BUDGET).
  *
- * STATUS (emd_shm.h, docs/daemon.md "Reading the counters"): a connection
+ * STATUS (emd_abi/emd_ctl_msg.h, docs/daemon.md "Reading the counters"): a connection
  * the rule admits whose first message is a STATUS_REQ gets one struct
  * emd_ctl_status and is closed; it never takes a client slot.  A first
  * message that is not a well-formed ATTACH_REQ or STATUS_REQ (size, magic,
@@ -55,18 +55,16 @@ typedef struct emd_ctl {
     uint32_t max_per_uid;              /* 0: no limit */
     struct { int fd; uint64_t since; uid_t uid; pid_t pid; gid_t gid; } pending[EMD_PENDING];
     struct pollfd *pfd;                /* 1 + max_clients + EMD_PENDING */
-    /* own queues (rdv_slots 0: none, rdv_why says why) */
-    uint16_t rdv_slots;
-    uint8_t slot_used[EMD_RDV_SLOTS_MAX];
-    int slot_pidfd[EMD_RDV_SLOTS_MAX]; /* a detached holder still alive: released when it exits */
-    pid_t slot_pid[EMD_RDV_SLOTS_MAX]; /* the holder (SO_PEERCRED), while attached or waited for */
-    char rdv_prefix[EMD_RDV_NAME_LEN], rdv_port[EMD_RDV_NAME_LEN], rdv_why[EMD_RDV_WHY_LEN];
-    /** reset slot @p slot's pools before it is given again (NULL: nothing to do) */
-    int (*slot_reset)(void *ctx, uint16_t slot);
-    void *slot_ctx;
+    /* bulk queues (bulk_slots 0: none, bulk_why says why) */
+    uint16_t bulk_slots;
+    uint8_t slot_used[EMD_BULKQ_SLOTS_MAX];
+    int slot_pidfd[EMD_BULKQ_SLOTS_MAX]; /* a detached holder still alive: released when it exits */
+    pid_t slot_pid[EMD_BULKQ_SLOTS_MAX]; /* the holder (SO_PEERCRED), while attached or waited for */
+    char bulk_prefix[EMD_BULKQ_NAME_LEN], bulk_port[EMD_BULKQ_NAME_LEN], bulk_why[EMD_BULKQ_WHY_LEN];
+    /** the port's extras (NULL: none): bulk slots' pool reset, STATUS's port counters */
+    const emd_port_ops_t *port;
+    void *port_ctx;
     void (*log)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-    /** add the counters only the process knows (port) to a STATUS reply (NULL: none) */
-    void (*status_extra)(struct emd_ctl_status *s);
     /* totals */
     uint64_t attaches, detaches, refused_cred, refused_busy, bad_ctl, flows_added, slots_held;
     uint64_t refused_req, status_reqs;
@@ -86,7 +84,7 @@ int emd_ctl_listen(emd_ctl_t *t, const char *path, char *err, size_t errlen);
 void emd_ctl_poll(emd_ctl_t *t, uint64_t timeout_ns);
 /** Detach client @p i, saying @p why (logged with pid and uid when @p loud or verbose). */
 void emd_ctl_detach(emd_ctl_t *t, unsigned i, const char *why, int loud);
-/** Detach the clients the data plane doomed; release own-queue slots whose holder exited. */
+/** Detach the clients the data plane doomed; release bulk-queue slots whose holder exited. */
 void emd_ctl_reap(emd_ctl_t *t);
 /** Fill a STATUS reply with the node's counters (emd_status.c). */
 void emd_ctl_status_fill(const emd_ctl_t *t, struct emd_ctl_status *s);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file emd_status.c
- * STATUS (emd_shm.h, emd_ctl.h): the daemon fills the reply from its own
+ * STATUS (emd_abi/emd_ctl_msg.h, emd_ctl.h): the daemon fills the reply from its own
  * totals (never from the clients' writable regions); `emd --status SOCKET`
  * asks for it and prints "name value" lines.
  */
@@ -37,7 +37,7 @@ void emd_ctl_status_fill(const emd_ctl_t *t, struct emd_ctl_status *s)
             clients++;
             flows += c->cl[i].nflows;        /* the daemon's own table, not the region */
         }
-    for (unsigned k = 0; k < t->rdv_slots && k < EMD_RDV_SLOTS_MAX; k++)
+    for (unsigned k = 0; k < t->bulk_slots && k < EMD_BULKQ_SLOTS_MAX; k++)
         used += t->slot_used[k];
     v[EMD_ST_clients] = clients;
     v[EMD_ST_attaches] = t->attaches;
@@ -66,16 +66,19 @@ void emd_ctl_status_fill(const emd_ctl_t *t, struct emd_ctl_status *s)
     v[EMD_ST_hello_bad] = c->hello_bad;
     v[EMD_ST_hello_conflict] = c->hello_conflict;
     v[EMD_ST_hello_replies_skipped] = c->hello_replies_skipped;
-    v[EMD_ST_rdv_slots] = t->rdv_slots;
-    v[EMD_ST_rdv_slots_used] = used;
-    v[EMD_ST_rdv_slots_held] = t->slots_held;
+    v[EMD_ST_bulk_slots] = t->bulk_slots;
+    v[EMD_ST_bulk_slots_used] = used;
+    v[EMD_ST_bulk_slots_held] = t->slots_held;
     v[EMD_ST_put_frames] = c->put_frames;
     v[EMD_ST_put_bytes] = c->put_bytes;
     v[EMD_ST_ack_resyncs] = c->ack_resyncs;
     v[EMD_ST_notes] = c->notes;
     v[EMD_ST_status_requests] = t->status_reqs;
-    if (t->status_extra)
-        t->status_extra(s);             /* tx_port_full (link_dpdk's counters) */
+    if (t->port && t->port->stats) {     /* tx_port_full (the port's counters) */
+        emd_port_stats_t ps = { 0 };
+        t->port->stats(t->port_ctx, &ps);
+        v[EMD_ST_tx_port_full] = ps.tx_full;
+    }
 }
 
 int emd_status_query(const char *path, int timeout_ms, struct emd_ctl_status *out, char *err,

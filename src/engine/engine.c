@@ -24,6 +24,7 @@
  * (docs/design.md "Peers known only by their frames").
  */
 #include "engine/engine.h"
+#include "proto/wire.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,17 @@ static bool peer_addressable(em_engine_t *e, uint16_t peer)
     return e->addr[peer] == ADDR_SET;
 }
 
+/** The link's class of a frame the protocol emits (the link never reads the frame). */
+static uint8_t frame_class(const void *hdr)
+{
+    switch (em_wire_type(hdr)) {
+    case EM_PT_PUT: return EM_PKT_BULK;
+    case EM_PT_ACK:
+    case EM_PT_NACK: return EM_PKT_CTRL;
+    default: return EM_PKT_DATA;
+    }
+}
+
 static int e_emit(void *u, uint16_t peer, const void *hdr, size_t hlen,
                   const void *payload, size_t plen)
 {
@@ -132,6 +144,7 @@ static int e_emit(void *u, uint16_t peer, const void *hdr, size_t hlen,
         e->st.tx_copy_bytes += plen;
     }
     pkt->peer = peer;
+    pkt->cls = frame_class(hdr);
     e->batch[e->nbatch++] = pkt;
     return 0;
 }

@@ -3,7 +3,9 @@
  * @file link.h
  * The burst interface every ethermpi I/O backend ("link") implements:
  * allocate tx frames, send a burst, receive a burst, release it, flush.
- * The protocol never sees a link; the engine glues the two together.
+ * The protocol never sees a link; the engine glues the two together, and
+ * no link reads a protocol frame: what a link must know to route a frame
+ * (its class, its destination) is in the descriptor (em_pkt_t).
  *
  * Addressing: each link has a local address (an opaque blob exchanged out
  * of band, e.g. through the Open MPI modex) and a peer table filled with
@@ -28,7 +30,11 @@ typedef struct em_pkt {
     uint8_t *data;  /**< first byte of the protocol frame */
     uint32_t len;   /**< bytes at data (tx: set by the caller) */
     uint16_t peer;  /**< tx: destination peer index */
-    uint16_t rsvd;
+    /** enum em_pkt_cls: what the frame is, set by the layer above (the
+     *  engine, from the protocol) on tx, and by links that carry it on rx;
+     *  a link routes and counts by it and never reads the frame for that */
+    uint8_t cls;
+    uint8_t rsvd;
     /** tx only, links with EM_LINK_F_GATHER: ext_len more bytes of frame,
      *  sent from the caller's memory after the len bytes at data.  Valid
      *  only until tx_burst returns: a frame the link does not take must
@@ -37,6 +43,13 @@ typedef struct em_pkt {
     uint32_t ext_len;
     void *priv;     /**< link private (mbuf, slot index, ...) */
 } em_pkt_t;
+
+/** Frame classes (em_pkt_t::cls). */
+enum em_pkt_cls {
+    EM_PKT_DATA = 0,   /**< sequenced message data (and anything unclassified) */
+    EM_PKT_BULK = 1,   /**< put (rendezvous) data */
+    EM_PKT_CTRL = 2,   /**< standalone ACK/NACK */
+};
 
 /** em_link_ops::rx_peer: the source address is no peer's. */
 #define EM_LINK_PEER_UNKNOWN 0xFFFFu

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file link_emd.c
- * Client side of the node daemon (see link_emd.h, daemon/emd_shm.h).
+ * Client side of the node daemon (see link_emd.h, the contract in
+ * src/emd_abi/).  The rings are touched only through emd_abi/emd_ring.h;
+ * frames are routed and counted by their class (em_pkt_t::cls), never by
+ * reading them.
  *
  * tx: tx_alloc lends a private buffer; tx_burst copies it (and a gather
  * payload) straight into the tx ring, one copy in all, and publishes the
@@ -12,8 +15,10 @@
  */
 #include "link/link_emd.h"
 #include "link/link_util.h"
-#include "daemon/emd_shm.h"
-#include "proto/wire.h"
+#include "emd_abi/emd_ctl_msg.h"
+#include "emd_abi/emd_region.h"
+#include "emd_abi/emd_ring.h"
+#include "emd_abi/emd_wire.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -44,9 +49,8 @@ struct emd_link {
     struct emd_shm_hdr *h;
     uint64_t size;
     uint32_t mtu;
-    uint32_t rx_head;                 /* our copy of h->rx.head (we are the only consumer) */
-    uint32_t rx_pending;              /* slots lent by the last rx_burst */
-    uint32_t tx_tail;                 /* our copy of h->tx.tail (we are the only producer) */
+    emd_ring_t rx;                    /* we consume (records; a burst is released whole) */
+    emd_ring_t tx;                    /* we produce (slots) */
     struct peer_addr *peers;
     uint32_t npeers;
     em_pkt_t tx_pkts[EMD_TX_POOL];
@@ -76,19 +80,8 @@ struct emd_link {
     int rdv_mode, layout_warned;
 };
 
-/** A protocol PUT frame (the rendezvous data)?  Only the fixed bytes are
- *  looked at; the receiver's protocol checks the rest. */
-static int is_put(const uint8_t *f, uint32_t len)
-{
-    return len >= EM_HDR_LEN && f[0] == EM_WIRE_MAGIC && f[2] == EM_PT_PUT;
-}
-
-/** A standalone ACK or NACK (they go on the own queue too: the sender of
- *  the puts waits for them). */
-static int is_ack(const uint8_t *f, uint32_t len)
-{
-    return len >= EM_HDR_LEN && f[0] == EM_WIRE_MAGIC && (f[2] == EM_PT_ACK || f[2] == EM_PT_NACK);
-}
+_Static_assert(EM_PKT_DATA == EMD_CLS_DATA && EM_PKT_BULK == EMD_CLS_BULK && EM_PKT_CTRL == EMD_CLS_CTRL,
+               "em_pkt_t::cls travels in the shim and the slots as is");
 
 static uint64_t now_ns(void)
 {
@@ -177,18 +170,18 @@ static void wake_daemon(struct emd_link *d)
         d->st.wakes_sent++;
 }
 
-/** Copy one frame into tx slot @p idx of the ring. */
-static void fill_slot(struct emd_link *d, uint32_t idx, const struct peer_addr *pa, const uint8_t *a,
-                      uint32_t alen, const uint8_t *b, uint32_t blen, uint32_t flags)
+/** Copy one frame into the next tx slot (the caller checked the room). */
+static void fill_slot(struct emd_link *d, const struct peer_addr *pa, uint8_t cls, const uint8_t *a,
+                      uint32_t alen, const uint8_t *b, uint32_t blen, uint8_t flags)
 {
-    uint8_t *s = emd_tx_slot(d->h, idx);
-    struct emd_slot_hdr sh = { .len = alen + blen, .endpoint = pa->ep, .flags = flags };
+    uint8_t *s = emd_slots_sp_next(&d->tx);
+    struct emd_slot_hdr sh = { .len = alen + blen, .endpoint = pa->ep, .flags = flags, .cls = cls };
     memcpy(sh.mac, pa->mac, 6);
     memcpy(s, &sh, sizeof sh);
     memcpy(s + sizeof sh, a, alen);
     if (blen)
         memcpy(s + sizeof sh + alen, b, blen);
-    if (!flags && is_put(a, alen + blen)) {
+    if (!flags && cls == EM_PKT_BULK) {
         d->st.put_tx_daemon++;
         d->st.put_tx_daemon_bytes += alen + blen;
     }
@@ -210,7 +203,7 @@ static void flush_own(struct emd_link *d, struct own_batch *b, unsigned *used, u
         return;
     unsigned sent = em_link_tx_burst(d->rdv, b->pk, b->n);
     if (sent)
-        atomic_store_explicit(&d->h->own_active_ns, now_ns(), memory_order_relaxed);
+        atomic_store_explicit(&d->h->bulk_active_ns, now_ns(), memory_order_relaxed);
     for (unsigned j = 0; j < sent; j++)
         if (b->put[j]) {
             d->st.put_tx_own++;
@@ -220,7 +213,7 @@ static void flush_own(struct emd_link *d, struct own_batch *b, unsigned *used, u
         /* the queue toward that slot is full: the daemon carries it */
         em_pkt_t *q = b->pk[j];
         if (*used < room) {
-            fill_slot(d, d->tx_tail + *used, &d->peers[q->peer], q->data, q->len, NULL, 0, 0);
+            fill_slot(d, &d->peers[q->peer], q->cls, q->data, q->len, NULL, 0, 0);
             (*used)++;
             d->st.own_tx_fallback++;
         } else {
@@ -237,8 +230,7 @@ static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
     struct emd_shm_hdr *h = d->h;
     if (d->dead)
         return 0;
-    uint32_t head = atomic_load_explicit(&h->tx.head, memory_order_acquire);
-    uint32_t room = h->tx_slots - (d->tx_tail - head);
+    uint32_t room = emd_slots_sp_room(&d->tx);
     unsigned k = 0, used = 0;
     struct own_batch own;
     own.n = 0;
@@ -250,8 +242,8 @@ static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
             continue;
         }
         const struct peer_addr *pa = &d->peers[p->peer];
-        int put = 0, ack = 0;
-        if (pa->rdv && ((put = is_put(p->data, p->len + p->ext_len)) || (ack = is_ack(p->data, p->len)))) {
+        int put = p->cls == EM_PKT_BULK, ack = p->cls == EM_PKT_CTRL;
+        if (pa->rdv && (put || ack)) {
             /* rendezvous data, and the ACKs its sender waits for: on our
              * own queue, toward the peer's slot */
             if (own.n == EMD_RX_BURST)
@@ -260,7 +252,7 @@ static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
             if (q && ack && !p->ext_len) {
                 /* the daemon keeps acknowledging eager frames for us only
                  * if it knows how far we are: a note of the ACK, not sent */
-                fill_slot(d, d->tx_tail + used, pa, p->data, p->len, NULL, 0, EMD_SLOT_F_NOTE);
+                fill_slot(d, pa, p->cls, p->data, p->len, NULL, 0, EMD_SLOT_F_NOTE);
                 used++;
                 d->st.ack_tx_own++;
             }
@@ -270,6 +262,7 @@ static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
                     memcpy(q->data + p->len, p->ext, p->ext_len);
                 q->len = p->len + p->ext_len;
                 q->peer = p->peer;
+                q->cls = p->cls;
                 own.bytes[own.n] = q->len;
                 own.put[own.n] = (uint8_t)put;
                 own.pk[own.n++] = q;
@@ -281,18 +274,16 @@ static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
             if (put)
                 d->st.own_tx_fallback++;   /* no mbuf free: through the daemon */
         }
-        fill_slot(d, d->tx_tail + used, pa, p->data, p->len, p->ext, p->ext_len, 0);
+        fill_slot(d, pa, p->cls, p->data, p->len, p->ext, p->ext_len, 0);
         used++;
         d->tx_free[d->ntx_free++] = p;   /* copied: the buffer is free again */
     }
     flush_own(d, &own, &used, room);
     if (k < n)
         d->st.tx_ring_full++;
-    if (used) {
-        d->tx_tail += used;
-        /* seq_cst store then load: pairs with the daemon's "sleeping = 1,
-         * then look at the rings once more" (no lost wake-up) */
-        atomic_store(&h->tx.tail, d->tx_tail);
+    if (emd_slots_sp_enqueue(&d->tx)) {
+        /* a seq_cst store, then this load: pairs with the daemon's
+         * "sleeping = 1, then look at the rings once more" (no lost wake-up) */
         d->st.tx_frames += used;
         if (atomic_load(&h->daemon_sleeping))
             wake_daemon(d);
@@ -308,66 +299,51 @@ static uint64_t rnd(struct emd_link *d)
     return d->rng;
 }
 
-/** Up to @p max frames from the daemon's rx ring (sets rx_pending). */
+/** Up to @p max frames from the daemon's rx ring (lent until rx_release). */
 static unsigned daemon_rx(struct emd_link *d, em_pkt_t **pkts, unsigned max)
 {
-    struct emd_shm_hdr *h = d->h;
-    d->rx_pending = 0;
     if (max == 0)
         return 0;
-    uint32_t tail = atomic_load_explicit(&h->rx.tail, memory_order_acquire);
-    uint32_t avail = tail - d->rx_head;
-    if (avail > h->rx_size || (avail & 63u)) {  /* the daemon wrote nonsense: stop trusting the ring */
+    int64_t av = emd_recs_sc_avail(&d->rx);       /* the daemon's tail, once */
+    if (av < 0) {                                 /* nonsense: stop trusting the ring */
         declare_dead(d, "the emd daemon's rx ring indices are corrupt");
         return 0;
     }
-    uint32_t used = 0;
+    uint32_t avail = (uint32_t)av;
     unsigned k = 0;
-    while (used < avail && k < max) {
-        uint32_t pos = d->rx_head + used;
-        uint32_t to_end = h->rx_size - (pos & (h->rx_size - 1));
-        uint8_t *s = emd_rx_at(h, pos);
+    while (k < max) {
         struct emd_slot_hdr sh;
-        memcpy(&sh, s, sizeof sh);        /* one read; the checks use this copy */
-        if (sh.len == EMD_REC_WRAP) {     /* filler up to the ring's end */
-            if (to_end > avail - used) {
-                declare_dead(d, "the emd daemon's rx ring holds a bad wrap record");
-                return 0;
-            }
-            used += to_end;
-            continue;
-        }
-        uint32_t need = sh.len <= d->mtu ? emd_rec_size(sh.len) : 0;
-        if (sh.len == 0 || need == 0 || need > to_end || need > avail - used) {
-            /* a record we cannot step over safely: the ring is unusable */
+        uint8_t *frame;
+        int r = emd_recs_sc_take(&d->rx, &avail, d->mtu, &sh, &frame);
+        if (r == 0)
+            break;
+        if (r < 0) {
+            static char why[96];
+            snprintf(why, sizeof why, "the emd daemon's rx ring is unusable: %s", emd_ring_strerror(r));
             d->st.rx_bad++;
-            declare_dead(d, "the emd daemon's rx ring holds a record of a bad length");
+            declare_dead(d, why);
             return 0;
         }
-        used += need;
         if (d->rx_loss > 0 && (double)(rnd(d) >> 11) / 9007199254740992.0 < d->rx_loss) {
             d->st.rx_dropped_loss++;
             continue;
         }
         em_pkt_t *p = &d->rx_pkts[k];
         d->rx_src[k] = em_addr_key6(sh.mac, sh.endpoint);
-        p->data = s + sizeof sh;
+        p->data = frame;
         p->len = sh.len;
         p->peer = 0;
+        p->cls = sh.cls < EMD_CLS_COUNT ? sh.cls : EM_PKT_DATA;
         p->ext = NULL;
         p->ext_len = 0;
-        if (is_put(p->data, p->len)) {
+        if (p->cls == EM_PKT_BULK) {
             d->st.put_rx_daemon++;
             d->st.put_rx_daemon_bytes += p->len;
         }
         pkts[k++] = p;
     }
-    if (k == 0 && used) {                 /* nothing lent: give the slots back now */
-        d->rx_head += used;
-        atomic_store_explicit(&h->rx.head, d->rx_head, memory_order_release);
-        used = 0;
-    }
-    d->rx_pending = used;
+    if (k == 0)
+        emd_recs_sc_release(&d->rx);      /* nothing lent: give the records back now */
     d->st.rx_frames += k;
     return k;
 }
@@ -376,7 +352,7 @@ static unsigned daemon_rx(struct emd_link *d, em_pkt_t **pkts, unsigned max)
  *  of the rendezvous protocol pass through it), and a sleeping one is woken. */
 static void own_active(struct emd_link *d)
 {
-    atomic_store_explicit(&d->h->own_active_ns, now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&d->h->bulk_active_ns, now_ns(), memory_order_relaxed);
     if (atomic_load(&d->h->daemon_sleeping))
         wake_daemon(d);
 }
@@ -391,7 +367,7 @@ static unsigned own_rx(struct emd_link *d, em_pkt_t **pkts, unsigned max)
         own_active(d);
     for (unsigned i = 0; i < k; i++) {
         d->rdv_lent[d->rdv_nlent++] = pkts[i];
-        if (is_put(pkts[i]->data, pkts[i]->len)) {
+        if (pkts[i]->cls == EM_PKT_BULK) {
             d->st.put_rx_own++;
             d->st.put_rx_own_bytes += pkts[i]->len;
         }
@@ -429,11 +405,7 @@ static void emd_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
     struct emd_link *d = (struct emd_link *)l;
     (void)pkts;
     (void)n;                               /* a burst is always released whole */
-    if (d->rx_pending) {
-        d->rx_head += d->rx_pending;
-        d->rx_pending = 0;
-        atomic_store_explicit(&d->h->rx.head, d->rx_head, memory_order_release);
-    }
+    emd_recs_sc_release(&d->rx);
     if (d->rdv_nlent) {
         em_link_rx_release(d->rdv, d->rdv_lent, d->rdv_nlent);
         d->rdv_nlent = 0;
@@ -567,16 +539,7 @@ static int recv_ctl(int fd, struct emd_ctl_msg *m, int *memfd, uint32_t timeout_
         return -1;
     }
     uint8_t buf[sizeof *m + 1];
-    union { struct cmsghdr c; char b[CMSG_SPACE(sizeof(int))]; } ctl;
-    struct iovec iov = { .iov_base = buf, .iov_len = sizeof buf };
-    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
-                         .msg_controllen = sizeof ctl.b };
-    ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-    *memfd = -1;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-            c->cmsg_len == CMSG_LEN(sizeof(int)))
-            memcpy(memfd, CMSG_DATA(c), sizeof(int));
+    ssize_t n = emd_recv_fd(fd, buf, sizeof buf, memfd);
     if (n <= 0) {
         snprintf(err, errlen, "the emd daemon closed the connection during attach%s%s",
                  n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
@@ -697,10 +660,10 @@ static int open_own_queue(struct emd_link *d, struct emd_shm_hdr *h, uint16_t en
                           const em_emd_cfg_t *cfg, char *err, size_t errlen)
 {
     char why[400] = "", e2[300] = "";
-    const struct emd_rdv_info *r = &h->rdv;
+    const struct emd_bulkq_info *r = &h->bulkq;
     if (r->slots == 0)
         snprintf(why, sizeof why, "the emd daemon offers no own queues: %s", r->why);
-    else if (r->slot == EMD_RDV_NO_SLOT)
+    else if (r->slot == EMD_BULKQ_NO_SLOT)
         snprintf(why, sizeof why, "the emd daemon has no own-queue slot left for this process: %s",
                  r->why);
     else if (!cfg->rdv_open)
@@ -766,8 +729,8 @@ static em_link_t *make_link(struct emd_shm_hdr *h, uint64_t size, int fd, uint16
     d->h = h;
     d->size = size;
     d->mtu = mtu;
-    d->rx_head = atomic_load(&h->rx.head);
-    d->tx_tail = atomic_load(&h->tx.tail);
+    emd_ring_init_rx(&d->rx, h);
+    emd_ring_init_tx(&d->tx, h);
     d->tx_mem = txm;
     for (unsigned i = 0; i < EMD_TX_POOL; i++) {
         d->tx_pkts[i].data = txm + (size_t)i * mtu;
@@ -807,7 +770,7 @@ void em_link_emd_stats(const em_link_t *l, em_emd_stats_t *out)
     out->daemon_port_rx_loss = atomic_load_explicit(&d->h->st.port_rx_loss, memory_order_relaxed);
     out->daemon_put_frames = atomic_load_explicit(&d->h->st.put_frames, memory_order_relaxed);
     out->own_queue = d->rdv != NULL;
-    out->slot = d->rdv ? d->rdv_slot : EMD_RDV_NO_SLOT;
+    out->slot = d->rdv ? d->rdv_slot : EMD_BULKQ_NO_SLOT;
     out->slots = d->rdv_slots;
 }
 

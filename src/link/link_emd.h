@@ -5,7 +5,7 @@
  * BTL): the process attaches to the daemon through its control socket and
  * gets a shared-memory region with an rx ring (frames the daemon received
  * for it) and a tx ring (frames it wants sent).  No DPDK in the process;
- * the daemon owns the port.  Layout and checks: daemon/emd_shm.h,
+ * the daemon owns the port.  Layout and checks: src/emd_abi/,
  * docs/daemon.md.
  *
  * Address blob: 6 bytes node MAC + 2 bytes endpoint id (big-endian), the
@@ -14,7 +14,7 @@
  * direct-mode address): set_peer refuses it.  A process with its own
  * queues adds 4 bytes (format, slot, S, 0: emd_addr_encode).
  *
- * Own queues (seed 000's rendezvous path; daemon/emd_shm.h): when the
+ * Own queues (bulk queues: rendezvous data on the rank's own queue, the design in docs/design.md; emd_abi/emd_abi.h): when the
  * daemon offers a slot and cfg->rdv_open opens it (link_emq: this process
  * as the daemon's DPDK secondary), put frames to a peer on another node
  * whose address has a slot of the same layout go on our own queue toward

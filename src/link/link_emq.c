@@ -10,7 +10,8 @@
 #include "link/link_emq.h"
 #include "link/link_dpdk.h"
 #include "link/link_util.h"
-#include "daemon/emd_shm.h"
+#include "emd_abi/emd_abi.h"
+#include "emd_abi/emd_wire.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -25,7 +26,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
-#define ETH_HDR 14u
+#define ETH_HDR RTE_ETHER_HDR_LEN
 #define HDRS (ETH_HDR + EMD_WIRE_HDR_LEN)
 #define BURST 32
 
@@ -101,7 +102,9 @@ static unsigned emq_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
             rte_ether_addr_copy(&pe->mac, &eh->dst_addr);
             memcpy(eh->src_addr.addr_bytes, d->mac, 6);
             eh->ether_type = rte_cpu_to_be_16(EM_ETHERTYPE);
-            emd_wire_encode((uint8_t *)eh + ETH_HDR, (uint16_t)p->len, pe->ep, d->ep, d->mac);
+            emd_shim_t sh = { .cls = p->cls, .len = (uint16_t)p->len, .dst = pe->ep, .src = d->ep };
+            memcpy(sh.src_mac, d->mac, 6);
+            emd_wire_encode((uint8_t *)eh + ETH_HDR, &sh);
             mb->data_len = (uint16_t)(HDRS + p->len);
             mb->pkt_len = mb->data_len;
             d->st.tx_bytes += p->len;
@@ -143,7 +146,7 @@ static unsigned emq_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     unsigned n = 0;
     for (unsigned i = 0; i < d->slots && n < max; i++) {
         uint16_t from = (uint16_t)((d->rx_next + i) % d->slots);
-        n += rte_eth_rx_burst(d->port, emd_rdv_queue(d->slots, from, d->slot), m + n,
+        n += rte_eth_rx_burst(d->port, emd_bulkq_queue(d->slots, from, d->slot), m + n,
                               (uint16_t)(max - n));
     }
     d->rx_next = (d->rx_next + 1) % d->slots;
@@ -152,16 +155,15 @@ static unsigned emq_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     for (unsigned i = 0; i < n; i++) {
         struct rte_mbuf *mb = m[i];
         const struct rte_ether_hdr *eh = rte_pktmbuf_mtod(mb, const struct rte_ether_hdr *);
-        uint16_t len, dst, src;
-        uint8_t smac[6];
+        emd_shim_t sh;
         if (mb->nb_segs != 1 || mb->pkt_len < HDRS || eh->ether_type != rte_cpu_to_be_16(EM_ETHERTYPE) ||
-            emd_wire_decode((const uint8_t *)eh + ETH_HDR, mb->pkt_len - ETH_HDR, &len, &dst, &src,
-                            smac) != 0 || len > d->link.mtu) {
+            emd_wire_decode((const uint8_t *)eh + ETH_HDR, mb->pkt_len - ETH_HDR, &sh) != EMD_WIRE_OK ||
+            sh.len > d->link.mtu) {
             d->st.rx_bad++;
             rte_pktmbuf_free(mb);
             continue;
         }
-        if (dst != d->ep) {           /* for the slot's previous owner */
+        if (sh.dst != d->ep) {        /* for the slot's previous owner */
             d->st.rx_stale++;
             rte_pktmbuf_free(mb);
             continue;
@@ -174,12 +176,13 @@ static unsigned emq_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
         em_pkt_t *p = pkt_of(mb);
         p->priv = mb;
         p->data = (uint8_t *)eh + HDRS;
-        p->len = len;
+        p->len = sh.len;
         p->peer = 0;
+        p->cls = sh.cls;
         p->ext = NULL;
         p->ext_len = 0;
         d->st.rx_frames++;
-        d->st.rx_bytes += len;
+        d->st.rx_bytes += sh.len;
         pkts[k++] = p;
     }
     return k;
@@ -214,7 +217,7 @@ static int emq_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
         return -ENOMEM;
     memcpy(pe->mac.addr_bytes, mac, 6);
     pe->ep = ep;
-    pe->queue = emd_rdv_queue(d->slots, d->slot, slot);
+    pe->queue = emd_bulkq_queue(d->slots, d->slot, slot);
     pe->set = 1;
     return 0;
 }
@@ -224,13 +227,12 @@ static uint16_t emq_rx_peer(em_link_t *l, const em_pkt_t *p)
 {
     const struct emq_link *d = (const struct emq_link *)l;
     const struct rte_mbuf *mb = p->priv;
-    uint16_t len, dst, src;
-    uint8_t smac[6];
+    emd_shim_t sh;
     if (!mb || mb->data_len < HDRS ||
         emd_wire_decode(rte_pktmbuf_mtod(mb, const uint8_t *) + ETH_HDR, mb->data_len - ETH_HDR,
-                        &len, &dst, &src, smac) != 0)
+                        &sh) != EMD_WIRE_OK)
         return EM_LINK_PEER_UNKNOWN;
-    return em_addr_map_get(&d->bysrc, em_addr_key6(smac, src));
+    return em_addr_map_get(&d->bysrc, em_addr_key6(sh.src_mac, sh.src));
 }
 
 static void emq_close(em_link_t *l)
@@ -253,7 +255,7 @@ static const em_link_ops_t emq_ops = {
 
 em_link_t *em_link_emq_open(const em_emq_cfg_t *cfg, char *err, size_t errlen)
 {
-    if (!cfg->slots || cfg->slots > EMD_RDV_SLOTS_MAX || cfg->slot >= cfg->slots || !cfg->endpoint) {
+    if (!cfg->slots || cfg->slots > EMD_BULKQ_SLOTS_MAX || cfg->slot >= cfg->slots || !cfg->endpoint) {
         snprintf(err, errlen, "bad own-queue layout (slot %u of %u)", cfg->slot, cfg->slots);
         return NULL;
     }

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file link_emq.h
- * The MPI process's own queues on the node daemon's port (seed 000: the
+ * The MPI process's own queues on the node daemon's port (the design's rendezvous path, docs/design.md: the
  * process itself polls the queue its rendezvous data arrives on).  The
  * process becomes a DPDK secondary of `emd` (the daemon must be a
  * hugepage-backed primary, i.e. not --in-memory) and, as slot `slot` of the
- * daemon's own-queue layout (daemon/emd_shm.h, emd_rdv_queue), sends on the
+ * daemon's bulk-queue layout (emd_abi/emd_abi.h, emd_bulkq_queue), sends on the
  * TX side of queues (S, slot, r) and receives on the RX side of queues
  * (S, s, slot).  Frames carry the emd wire shim; received frames whose
  * destination endpoint is not ours (the previous owner of the slot's) are

@@ -125,6 +125,13 @@ struct em_wire_put_ext {
 _Static_assert(sizeof(struct em_wire_put_ext) == EM_PUT_EXT_LEN, "put extension is 24 bytes");
 _Static_assert(offsetof(struct em_wire_put_ext, key) == 8, "diagram: region key at 48 + 8");
 
+/** The type (enum em_pkt_type) of a header the protocol encoded itself
+ *  (emit's @c hdr), for the engine to set the link's frame class. */
+static inline uint8_t em_wire_type(const void *hdr)
+{
+    return ((const struct em_wire_hdr *)hdr)->type;
+}
+
 /** A decoded header, host byte order. */
 typedef struct em_hdr {
     uint8_t  type;

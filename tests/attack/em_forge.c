@@ -73,7 +73,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "daemon/emd_shm.h"
+#include "emd_abi/emd_wire.h"
 #include "proto/wire.h"
 
 #include <arpa/inet.h>
@@ -304,13 +304,12 @@ static void sniff(int fd, const struct opts *o, struct tmpl *t)
         struct sockaddr_in dst, src;
         memset(&src, 0, sizeof src);
         const uint8_t *em = em_frame_of(f, (size_t)n, o->l2, &em_len, &dst, &src);
-        uint16_t sh_len = 0, sh_dst = 0, sh_src = 0;
-        uint8_t sh_mac[6];
+        emd_shim_t sh;
         if (em && o->shim) {
-            if (emd_wire_decode(em, em_len, &sh_len, &sh_dst, &sh_src, sh_mac) != 0)
+            if (emd_wire_decode(em, em_len, &sh) != EMD_WIRE_OK)
                 continue;
             em += EMD_WIRE_HDR_LEN;
-            em_len = sh_len;
+            em_len = sh.len;
         }
         em_hdr_t h;
         if (!em || em_hdr_decode(em, em_len, &h) != EM_DEC_OK || h.src != o->src ||
@@ -330,8 +329,8 @@ static void sniff(int fd, const struct opts *o, struct tmpl *t)
         memcpy(t->dst_mac, f, 6);
         if (!o->l2)
             t->dst_addr = dst;
-        t->shim_dst = sh_dst;
-        t->shim_src = sh_src;
+        t->shim_dst = sh.dst;
+        t->shim_src = sh.src;
         t->any = h;
         t->have_any = 1;
         if (h.type == EM_PT_DATA || h.type == EM_PT_PUT) {
@@ -410,8 +409,12 @@ static int inject(struct injector *in, const struct tmpl *t, const uint8_t *em, 
     }
     f[12] = EM_ETHERTYPE >> 8;
     f[13] = EM_ETHERTYPE & 0xff;
-    if (in->shim)   /* the claimed endpoints, the frame's own source MAC */
-        emd_wire_encode(f + 14, (uint16_t)len, t->shim_dst, t->shim_src, f + 6);
+    if (in->shim) { /* the claimed endpoints, the frame's own source MAC */
+        emd_shim_t sh = { .cls = EMD_CLS_DATA, .len = (uint16_t)len, .dst = t->shim_dst,
+                          .src = t->shim_src };
+        memcpy(sh.src_mac, f + 6, 6);
+        emd_wire_encode(f + 14, &sh);
+    }
     memcpy(f + off, em, len);
     if (n < 60) {
         memset(f + n, 0, 60 - n);

@@ -11,8 +11,8 @@
  *                                 on, wrapping at the end)
  *   4  a peer's address          (emd_addr_decode: the modex blob)
  *   5  another daemon's hello    (emd_hello_decode)
- * (mode 1 covers the own-queue block too: it is part of the header, and an
- * accepted header is also opened as a link whose own-queue opener checks
+ * (mode 1 covers the bulk-queue block too: it is part of the header, and an
+ * accepted header is also opened as a link whose bulk-queue opener checks
  * what it is handed)
  * Properties beyond "no crash": what is accepted is in bounds (slots inside
  * the region, lengths inside the frame, lent frames inside their slot).
@@ -22,7 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/emd_shm.h"
+#include "emd_abi/emd_ctl_msg.h"
+#include "emd_abi/emd_region.h"
+#include "emd_abi/emd_ring.h"
+#include "emd_abi/emd_wire.h"
 #include "link/link_emd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -61,12 +64,12 @@ static void ctl(const uint8_t *d, size_t n)
 
 static void quiet(void *ctx, const char *why);
 
-/* the own-queue opener: what it is handed must be what the checks allow */
+/* the bulk-queue opener: what it is handed must be what the checks allow */
 static em_link_t *check_rdv(void *ctx, const em_emd_rdv_t *r, char *err, size_t errlen)
 {
     (void)ctx;
-    if (!r->slots || r->slots > EMD_RDV_SLOTS_MAX || r->slot >= r->slots || !r->endpoint ||
-        strlen(r->file_prefix) >= EMD_RDV_NAME_LEN || strlen(r->port) >= EMD_RDV_NAME_LEN ||
+    if (!r->slots || r->slots > EMD_BULKQ_SLOTS_MAX || r->slot >= r->slots || !r->endpoint ||
+        strlen(r->file_prefix) >= EMD_BULKQ_NAME_LEN || strlen(r->port) >= EMD_BULKQ_NAME_LEN ||
         !r->file_prefix[0] || !r->port[0] || strpbrk(r->file_prefix, " /;") || strpbrk(r->port, " /;"))
         abort();
     snprintf(err, errlen, "fuzzing: no own queue");
@@ -85,14 +88,14 @@ static void header(const uint8_t *d, size_t n)
         (uint64_t)h->tx_off + (uint64_t)h->tx_slots * h->slot_size > sz ||
         h->slot_size < sizeof(struct emd_slot_hdr) + h->mtu || h->rx_off < EMD_SHM_HDR_SIZE)
         abort();
-    const struct emd_rdv_info *r = &h->rdv;
-    if (r->slots > EMD_RDV_SLOTS_MAX || memchr(r->why, 0, sizeof r->why) == NULL ||
-        (r->slots == 0 && (r->slot != EMD_RDV_NO_SLOT || r->queues)) ||
+    const struct emd_bulkq_info *r = &h->bulkq;
+    if (r->slots > EMD_BULKQ_SLOTS_MAX || memchr(r->why, 0, sizeof r->why) == NULL ||
+        (r->slots == 0 && (r->slot != EMD_BULKQ_NO_SLOT || r->queues)) ||
         (r->slots && (r->queues != 1u + (unsigned)r->slots * r->slots ||
-                      (r->slot != EMD_RDV_NO_SLOT && r->slot >= r->slots) ||
+                      (r->slot != EMD_BULKQ_NO_SLOT && r->slot >= r->slots) ||
                       !memchr(r->prefix, 0, sizeof r->prefix) || !memchr(r->port, 0, sizeof r->port))))
         abort();
-    /* open it as a link: the own-queue opener sees only checked values */
+    /* open it as a link: the bulk-queue opener sees only checked values */
     char err[600];
     em_emd_cfg_t cfg = { .dead_cb = quiet, .rdv_open = check_rdv, .note_cb = quiet,
                          .rdv_mode = (n > 8 && (d[8] & 1)) ? EM_EMD_RDV_ON : EM_EMD_RDV_AUTO };
@@ -112,22 +115,29 @@ static void addr(const uint8_t *d, size_t n)
     uint16_t ep, slots, slot;
     if (emd_addr_decode(d, n, mac, &ep, &slots, &slot) != 0)
         return;
-    if (ep == 0 || (n != EMD_ADDR_LEN && n != EMD_ADDR_LEN_RDV) || slots > EMD_RDV_SLOTS_MAX ||
+    if (ep == 0 || (n != EMD_ADDR_LEN && n != EMD_ADDR_LEN_BULKQ) || slots > EMD_BULKQ_SLOTS_MAX ||
         (n == EMD_ADDR_LEN && slots != 0) || (slots && slot >= slots) || memcmp(mac, d, 6) != 0)
         abort();
-    uint8_t back[EMD_ADDR_LEN_RDV];
+    uint8_t back[EMD_ADDR_LEN_BULKQ];
     if (emd_addr_encode(back, mac, ep, slots, slot) != n || memcmp(back, d, n) != 0)
         abort();
 }
 
 static void wire(const uint8_t *d, size_t n)
 {
-    uint16_t len, dst, src;
-    uint8_t mac[6];
-    if (emd_wire_decode(d, n, &len, &dst, &src, mac) != 0)
+    emd_shim_t sh;
+    int r = emd_wire_decode(d, n, &sh);
+    if (r != EMD_WIRE_OK) {
+        if (r < EMD_WIRE_SHORT || r > EMD_WIRE_HELLO_BAD || !emd_wire_strerror(r)[0])
+            abort();                    /* every refusal has a reason */
         return;
-    if ((size_t)len + EMD_WIRE_HDR_LEN > n || dst == 0 || len == 0)
+    }
+    if ((size_t)sh.len + EMD_WIRE_HDR_LEN > n || sh.dst == 0 || sh.len == 0 || sh.cls >= EMD_CLS_COUNT)
         abort();
+    uint8_t back[EMD_WIRE_HDR_LEN];
+    emd_wire_encode(back, &sh);
+    if (memcmp(back, d, EMD_WIRE_HDR_LEN) != 0)
+        abort();                        /* decode then encode gives the same bytes */
 }
 
 static void quiet(void *ctx, const char *why) { (void)ctx; (void)why; }
@@ -146,8 +156,10 @@ static void ring(const uint8_t *d, size_t n)
         n -= 8;
     }
     start &= ~63u;                      /* the daemon's positions are record boundaries */
+    /* a hostile daemon: any bytes anywhere in the ring, any indices */
+    uint8_t *ring_base = region + h->rx_off;
     for (size_t i = 0; i < n && i < RX_SIZE; i++)
-        *emd_rx_at(h, start + (uint32_t)i) = d[i];
+        ring_base[(start + (uint32_t)i) & (RX_SIZE - 1)] = d[i];
     atomic_store(&h->rx.head, start);
     atomic_store(&h->rx.tail, start + len);
     em_link_t *l = em_link_emd_from_region(region, sz, 42, 3, &cfg, err, sizeof err);
@@ -171,9 +183,9 @@ static void hello(const uint8_t *d, size_t n)
 {
     uint8_t kind, back[16];
     uint16_t slots, queues;
-    if (emd_hello_decode(d, n, &kind, &slots, &queues) != 0)
+    if (emd_hello_decode(d, n, &kind, &slots, &queues) != EMD_WIRE_OK)
         return;
-    if (slots > EMD_RDV_SLOTS_MAX || queues != (slots ? 1u + (unsigned)slots * slots : 1u) ||
+    if (slots > EMD_BULKQ_SLOTS_MAX || queues != emd_bulkq_queues(slots) ||
         (kind != EMD_HELLO && kind != EMD_HELLO_REPLY))
         abort();
     emd_hello_encode(back, kind, slots, queues);

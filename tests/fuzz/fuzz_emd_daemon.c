@@ -168,7 +168,7 @@ static void attach(unsigned k)
     while (C.ep2cl[ep]);
     emd_shm_init(region[k], region_size, MTU, RX_SIZE, SLOTS, 42, ep, MAC);
     CHECK(emd_core_attach(&C, k, 100 + (int)k, region[k], region_size, RX_SIZE, SLOTS, ep, 1000 + k,
-                           1000, EMD_RDV_NO_SLOT) == 0);
+                           1000, EMD_BULKQ_NO_SLOT) == 0);
 }
 
 static void detach(unsigned k)
@@ -183,8 +183,12 @@ static void check(void)
     for (unsigned k = 0; k < NCL; k++) {
         const struct emd_client *cl = &C.cl[k];
         CHECK(cl->fd >= 0);
-        CHECK(cl->rx_off == EMD_SHM_RX_OFF && cl->rx_size == RX_SIZE && cl->tx_slots == SLOTS);
-        CHECK(cl->tx_off == EMD_SHM_RX_OFF + RX_SIZE && cl->size == region_size && cl->mtu == MTU);
+        /* the daemon's ring handles keep the geometry it laid out */
+        const uint8_t *base = (const uint8_t *)region[k];
+        CHECK(cl->rx.base == base + EMD_SHM_RX_OFF && cl->rx.cap == RX_SIZE && cl->rx.slot_size == 0);
+        CHECK(cl->tx.base == base + EMD_SHM_RX_OFF + RX_SIZE && cl->tx.cap == SLOTS &&
+              cl->tx.slot_size == emd_rec_size(MTU));
+        CHECK(cl->rx.pend == 0 && cl->size == region_size && cl->mtu == MTU);
         CHECK(C.ep2cl[cl->ep] == k + 1);
         CHECK(cl->nflows <= C.max_flows);
     }
@@ -209,10 +213,15 @@ static size_t proto_hdr(struct in *in, uint8_t *out, uint16_t self, uint16_t pee
 static void op_tx_slot(struct in *in, unsigned k)
 {
     struct emd_shm_hdr *h = region[k];
-    uint32_t tail = atomic_load(&h->tx.tail);
-    uint8_t *s = (uint8_t *)h + EMD_SHM_RX_OFF + RX_SIZE + (size_t)(tail & (SLOTS - 1)) * emd_rec_size(MTU);
+    /* the client's end of its tx ring, from wherever its tail stands now
+     * (the real layout; a hostile client need not check the room) */
+    emd_ring_t tx;
+    emd_ring_init(&tx, &h->tx, (uint8_t *)h + EMD_SHM_RX_OFF + RX_SIZE, SLOTS, emd_rec_size(MTU),
+                  atomic_load(&h->tx.tail));
+    uint8_t *s = emd_slots_sp_next(&tx);
     unsigned how = u8(in);
-    struct emd_slot_hdr sh = { .endpoint = (uint16_t)(u8(in) % 8), .flags = how & 8 ? EMD_SLOT_F_NOTE : 0 };
+    struct emd_slot_hdr sh = { .endpoint = (uint16_t)(u8(in) % 8), .flags = how & 8 ? EMD_SLOT_F_NOTE : 0,
+                               .cls = (uint8_t)(u8(in) % (EMD_CLS_COUNT + 1)) };   /* one class unknown */
     static const uint8_t bc[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
     uint8_t other[6];
     memcpy(other, OTHER, 6);
@@ -229,7 +238,7 @@ static void op_tx_slot(struct in *in, unsigned k)
         sh.len = u32(in);             /* lies about the length */
     memcpy(s, &sh, sizeof sh);
     memcpy(s + sizeof sh, frame, n);
-    atomic_store(&h->tx.tail, tail + 1);
+    emd_slots_sp_enqueue(&tx);
 }
 
 static void op_port(struct in *in)
@@ -252,7 +261,10 @@ static void op_port(struct in *in)
     uint8_t smac[6];
     memcpy(smac, OTHER, 6);
     smac[5] = (uint8_t)u8(in);
-    emd_wire_encode(p->data, (uint16_t)n, dst, src, smac);
+    emd_shim_t sh = { .cls = (uint8_t)(l & 0x80 ? EMD_CLS_BULK : EMD_CLS_DATA), .len = (uint16_t)n,
+                      .dst = dst, .src = src };
+    memcpy(sh.src_mac, smac, 6);
+    emd_wire_encode(p->data, &sh);
     p->len = (uint32_t)(EMD_WIRE_HDR_LEN + n);
     F.rx[F.nrx++] = p;
     (void)emd_core_poll_port(&C);

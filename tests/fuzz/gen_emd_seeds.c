@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/emd_shm.h"
+#include "emd_abi/emd_ctl_msg.h"
+#include "emd_abi/emd_region.h"
+#include "emd_abi/emd_wire.h"
 
 static void put(const char *dir, const char *name, const void *p, size_t n)
 {
@@ -44,7 +46,9 @@ int main(int argc, char **argv)
     put(argv[1], "emd_hdr.bin", buf, 1 + EMD_SHM_HDR_SIZE);
     /* 2: a frame */
     buf[0] = 2;
-    emd_wire_encode(buf + 1, 20, 3, 4, mac);
+    emd_shim_t sh = { .cls = EMD_CLS_BULK, .len = 20, .dst = 3, .src = 4 };
+    memcpy(sh.src_mac, mac, 6);
+    emd_wire_encode(buf + 1, &sh);
     memset(buf + 1 + EMD_WIRE_HDR_LEN, 0xab, 20);
     put(argv[1], "emd_wire.bin", buf, 1 + EMD_WIRE_HDR_LEN + 20);
     /* 3: rx records just before the ring's end: 100 B (128 B record), a
@@ -60,14 +64,14 @@ int main(int argc, char **argv)
     memcpy(buf + 9 + 128, &w, sizeof w);
     memcpy(buf + 9 + 192, &r2, sizeof r2);
     put(argv[1], "emd_ring.bin", buf, 9 + len);
-    /* 1 again: a header whose own-queue block offers slot 1 of 4 */
+    /* 1 again: a header whose bulk-queue block offers slot 1 of 4 */
     struct emd_shm_hdr *h = (struct emd_shm_hdr *)region;
-    h->rdv.slots = 4;
-    h->rdv.slot = 1;
-    h->rdv.queues = 17;
-    memset(h->rdv.why, 0, sizeof h->rdv.why);
-    snprintf(h->rdv.prefix, sizeof h->rdv.prefix, "emd-node0");
-    snprintf(h->rdv.port, sizeof h->rdv.port, "net_memif0");
+    h->bulkq.slots = 4;
+    h->bulkq.slot = 1;
+    h->bulkq.queues = 17;
+    memset(h->bulkq.why, 0, sizeof h->bulkq.why);
+    snprintf(h->bulkq.prefix, sizeof h->bulkq.prefix, "emd-node0");
+    snprintf(h->bulkq.port, sizeof h->bulkq.port, "net_memif0");
     buf[0] = 1;
     memcpy(buf + 1, region, EMD_SHM_HDR_SIZE);
     put(argv[1], "emd_hdr_rdv.bin", buf, 1 + EMD_SHM_HDR_SIZE);

@@ -62,7 +62,7 @@ static pid_t start_emd(const char *emd, const char *name, const char *max_client
     snprintf(logpath, sizeof logpath, "%s/emd.log", dir);
     signal(SIGPIPE, SIG_IGN);
     const char *argv[32] = { emd, "--socket", sock, "--vdev", "net_null0", "--eal-args",
-                             "--no-huge --no-shconf -m 128", "--rdv-slots", "0", "--max-clients",
+                             "--no-huge --no-shconf -m 128", "--bulk-slots", "0", "--max-clients",
                              max_clients, "--rx-kib", "1024", "--tx-slots", "16", "-v" };
     int argc = 16;
     for (int i = 0; extra && extra[i] && i < 4; i++)

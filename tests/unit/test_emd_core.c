@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "daemon/emd_core.h"
+#include "emd_abi/emd_ring.h"
 #include "proto/wire.h"
 
 #define MTU 1000u
@@ -84,6 +85,7 @@ static const em_link_ops_t OPS = { .name = "cap", .tx_alloc = c_alloc, .tx_burst
 static emd_core_t C;
 static struct emd_shm_hdr *R[2];
 static uint64_t SZ;
+static emd_ring_t T[2];               /* the clients' ends of their tx rings */
 
 static void setup(uint32_t max_nodes)
 {
@@ -103,7 +105,8 @@ static void setup(uint32_t max_nodes)
         memset(R[k], 0, SZ);
         emd_shm_init(R[k], SZ, MTU, RX, SLOTS, 7, (uint16_t)(10 + k), MAC);
         assert_int_equal(emd_core_attach(&C, k, 50 + (int)k, R[k], SZ, RX, SLOTS, (uint16_t)(10 + k),
-                                         100 + k, 0, EMD_RDV_NO_SLOT), 0);
+                                         100 + k, 0, EMD_BULKQ_NO_SLOT), 0);
+        emd_ring_init_tx(&T[k], R[k]);      /* the client's end of its tx ring */
     }
 }
 
@@ -119,13 +122,13 @@ static void teardown(void)
 /** Client @p k queues a frame of @p len bytes to (mac, ep) in its real next slot. */
 static void tx(unsigned k, const uint8_t mac[6], uint16_t ep, const uint8_t *f, uint32_t len)
 {
-    uint32_t t = atomic_load(&R[k]->tx.tail);
-    uint8_t *s = (uint8_t *)R[k] + EMD_SHM_RX_OFF + RX + (size_t)(t & (SLOTS - 1)) * emd_rec_size(MTU);
+    assert_true(emd_slots_sp_room(&T[k]) > 0);
+    uint8_t *s = emd_slots_sp_next(&T[k]);
     struct emd_slot_hdr sh = { .len = len, .endpoint = ep };
     memcpy(sh.mac, mac, 6);
     memcpy(s, &sh, sizeof sh);
     memcpy(s + sizeof sh, f, len);
-    atomic_store(&R[k]->tx.tail, t + 1);
+    emd_slots_sp_enqueue(&T[k]);
 }
 
 /** A frame from node 2 (endpoint 77) for endpoint @p dst arrives on the port. */
@@ -134,7 +137,10 @@ static void port_frame(uint16_t dst, const em_hdr_t *h, const char *payload)
     em_pkt_t *p = P.free_[--P.nfree];
     size_t n = em_hdr_encode(h, p->data + EMD_WIRE_HDR_LEN);
     memcpy(p->data + EMD_WIRE_HDR_LEN + n, payload, h->len);
-    emd_wire_encode(p->data, (uint16_t)(n + h->len), dst, 77, NODE2);
+    emd_shim_t sh = { .cls = h->type == EM_PT_PUT ? EMD_CLS_BULK : EMD_CLS_DATA,
+                      .len = (uint16_t)(n + h->len), .dst = dst, .src = 77 };
+    memcpy(sh.src_mac, NODE2, 6);
+    emd_wire_encode(p->data, &sh);
     p->len = (uint32_t)(EMD_WIRE_HDR_LEN + n + h->len);
     P.rx[P.nrx++] = p;
     (void)emd_core_poll_port(&C);
@@ -290,7 +296,9 @@ static void hello(uint16_t slots, uint8_t last)
     uint8_t smac[6];
     memcpy(smac, NODE2, 6);
     smac[5] = last;
-    emd_wire_encode(p->data, (uint16_t)sizeof(struct emd_hello), EMD_EP_CONTROL, 0, smac);
+    emd_shim_t sh = { .cls = EMD_CLS_CTRL, .len = (uint16_t)sizeof(struct emd_hello), .dst = EMD_EP_CONTROL };
+    memcpy(sh.src_mac, smac, 6);
+    emd_wire_encode(p->data, &sh);
     emd_hello_encode(p->data + EMD_WIRE_HDR_LEN, EMD_HELLO_REPLY, slots,
                      (uint16_t)(slots ? 1 + slots * slots : 1));
     p->len = EMD_WIRE_HDR_LEN + (uint32_t)sizeof(struct emd_hello);
@@ -302,7 +310,7 @@ static void test_forged_hello_does_not_decide(void **st)
 {
     (void)st;
     setup(8);
-    C.rdv_slots = 4;
+    C.bulk_slots = 4;
     hello(7, 0x66);                                      /* forged, first */
     assert_int_equal(C.peer_queues, 50);
     hello(4, 2);                                         /* the real one */

@@ -33,7 +33,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/emd_shm.h"
+#include "emd_abi/emd_ctl_msg.h"
+#include "emd_abi/emd_region.h"
+#include "emd_abi/emd_ring.h"
 #include "engine/engine.h"
 #include "link/link_emd.h"
 #include "emd_harness.h"
@@ -57,23 +59,18 @@ static int raw_attach(int *memfd, uint64_t *size, uint16_t *ep, int *status)
     emd_ctl_init(&m, EMD_CTL_ATTACH_REQ);
     m.pid = 1;                            /* a lie: the daemon uses SO_PEERCRED */
     (void)send(fd, &m, sizeof m, MSG_NOSIGNAL);
-    union { struct cmsghdr c; char b[CMSG_SPACE(sizeof(int))]; } ctl;
-    struct iovec iov = { .iov_base = &m, .iov_len = sizeof m };
-    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b };
     struct pollfd p = { .fd = fd, .events = POLLIN };
     *memfd = -1;
-    if (poll(&p, 1, 5000) <= 0 || recvmsg(fd, &mh, 0) != (ssize_t)sizeof m) {
+    if (poll(&p, 1, 5000) <= 0 || emd_recv_fd(fd, &m, sizeof m, memfd) != (ssize_t)sizeof m) {
         *status = -ETIMEDOUT;
         close(fd);
         return -1;
     }
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    if (m.type != EMD_CTL_ATTACH_OK || !c) {
+    if (m.type != EMD_CTL_ATTACH_OK || *memfd < 0) {
         *status = (int)m.status;
         close(fd);
         return -1;
     }
-    memcpy(memfd, CMSG_DATA(c), sizeof(int));
     *size = m.shm_size;
     *ep = m.endpoint;
     return fd;
@@ -82,11 +79,11 @@ static int raw_attach(int *memfd, uint64_t *size, uint16_t *ep, int *status)
 
 /* ----------------------------------------------------------- hostile -- */
 
-/** Put one frame in tx slot @p i of the real layout (the daemon's, not what the header says now). */
-static void hostile_slot(uint8_t *base, uint32_t rx_size, uint32_t ss, uint32_t i, uint16_t to_ep,
-                         const uint8_t mac[6])
+/** Put one frame in the next tx slot of @p tx, a handle on the real layout
+ *  (the daemon's, taken before the header was rewritten). */
+static void hostile_slot(emd_ring_t *tx, uint16_t to_ep, const uint8_t mac[6])
 {
-    uint8_t *s = base + EMD_SHM_RX_OFF + rx_size + (size_t)(i & 15u) * ss;
+    uint8_t *s = emd_slots_sp_next(tx);
     struct emd_slot_hdr sh = { .len = 200, .endpoint = to_ep };
     memcpy(sh.mac, mac, 6);
     memcpy(s, &sh, sizeof sh);
@@ -117,7 +114,9 @@ static int hostile(void)
     if (base == MAP_FAILED)
         return 11;
     struct emd_shm_hdr *h = (struct emd_shm_hdr *)base;
-    uint32_t rx_size = h->rx_size, ss = h->slot_size, tx_slots = h->tx_slots;
+    uint32_t tx_slots = h->tx_slots;
+    emd_ring_t tx;
+    emd_ring_init_tx(&tx, h);                 /* the real layout, before the rewrite */
     uint8_t mac[6];
     memcpy(mac, h->mac, 6);
     /* C1: every layout field rewritten; frames sent to ourselves through the
@@ -130,10 +129,9 @@ static int hostile(void)
     h->mtu = 65535;
     h->total_size = 1ull << 40;
     h->hdr_size = 0;
-    uint32_t tail = atomic_load(&h->tx.tail);
     for (int k = 0; k < 8; k++)
-        hostile_slot(base, rx_size, ss, tail + (uint32_t)k, ep, mac);
-    atomic_store(&h->tx.tail, tail + 8);
+        hostile_slot(&tx, ep, mac);
+    emd_slots_sp_enqueue(&tx);
     /* WAKE flood (the daemon drains a bounded number per round) */
     struct emd_ctl_msg w;
     emd_ctl_init(&w, EMD_CTL_WAKE);
@@ -150,9 +148,8 @@ static int hostile(void)
         bad |= 2;
     /* impossible indices: rx.head ahead of the tail, then another frame to us */
     atomic_store(&h->rx.head, rx_tail + 4096);
-    tail = atomic_load(&h->tx.tail);
-    hostile_slot(base, rx_size, ss, tail, ep, mac);
-    atomic_store(&h->tx.tail, tail + 1);
+    hostile_slot(&tx, ep, mac);
+    emd_slots_sp_enqueue(&tx);
     send(fd, &w, sizeof w, MSG_NOSIGNAL);
     /* a second region: a tx.tail far beyond the ring */
     int mfd2, fd2 = raw_attach(&mfd2, &size, &ep, &st);

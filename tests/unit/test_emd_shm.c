@@ -22,7 +22,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "daemon/emd_shm.h"
+#include "emd_abi/emd_ctl_msg.h"
+#include "emd_abi/emd_region.h"
+#include "emd_abi/emd_ring.h"
+#include "emd_abi/emd_wire.h"
 #include "link/link_emd.h"
 #include "proto/wire.h"
 
@@ -184,27 +187,42 @@ static void test_rx_corrupt_indices(void **st)
 static void test_wire_shim(void **st)
 {
     (void)st;
-    uint8_t f[64] = { 0 }, mac[6];
-    uint16_t len, dst, src;
-    emd_wire_encode(f, 40, 0x1234, 0xbeef, MAC);
+    uint8_t f[64] = { 0 };
+    emd_shim_t in = { .cls = EMD_CLS_BULK, .len = 40, .dst = 0x1234, .src = 0xbeef }, out;
+    memcpy(in.src_mac, MAC, 6);
+    emd_wire_encode(f, &in);
     assert_int_equal(f[0], EMD_WIRE_MAGIC);
-    assert_int_equal(f[4], 0x12);
-    assert_int_equal(f[7], 0xef);
-    assert_memory_equal(f + 8, MAC, 6);
-    assert_int_equal(emd_wire_decode(f, 54, &len, &dst, &src, mac), 0);
-    assert_int_equal(len, 40);
-    assert_int_equal(dst, 0x1234);
-    assert_int_equal(src, 0xbeef);
-    assert_memory_equal(mac, MAC, 6);
-    assert_int_equal(emd_wire_decode(f, 60, &len, &dst, &src, mac), 0);   /* padded frame */
-    assert_int_equal(emd_wire_decode(f, 53, &len, &dst, &src, mac), -1);  /* truncated */
-    assert_int_equal(emd_wire_decode(f, 13, &len, &dst, &src, mac), -1);
-    f[0] = 0xE5;                                                           /* a direct-mode frame */
-    assert_int_equal(emd_wire_decode(f, 54, &len, &dst, &src, mac), -1);
-    emd_wire_encode(f, 0, 1, 1, MAC);
-    assert_int_equal(emd_wire_decode(f, 54, &len, &dst, &src, mac), -1);
-    emd_wire_encode(f, 8, 0, 1, MAC);
-    assert_int_equal(emd_wire_decode(f, 54, &len, &dst, &src, mac), -1);
+    assert_int_equal(f[2], EMD_CLS_BULK);
+    assert_int_equal(f[6], 0x12);                                           /* big-endian */
+    assert_int_equal(f[9], 0xef);
+    assert_memory_equal(f + 10, MAC, 6);
+    assert_int_equal(emd_wire_decode(f, 56, &out), EMD_WIRE_OK);
+    assert_int_equal(out.len, 40);
+    assert_int_equal(out.dst, 0x1234);
+    assert_int_equal(out.src, 0xbeef);
+    assert_int_equal(out.cls, EMD_CLS_BULK);
+    assert_memory_equal(out.src_mac, MAC, 6);
+    assert_int_equal(emd_wire_decode(f, 60, &out), EMD_WIRE_OK);           /* padded frame */
+    assert_int_equal(emd_wire_decode(f, 55, &out), EMD_WIRE_LEN_BAD);      /* truncated */
+    assert_int_equal(emd_wire_decode(f, 15, &out), EMD_WIRE_SHORT);
+    f[3] = 1;                                                               /* reserved */
+    assert_int_equal(emd_wire_decode(f, 56, &out), EMD_WIRE_CLS_BAD);
+    f[3] = 0;
+    f[2] = EMD_CLS_COUNT;                                                   /* unknown class */
+    assert_int_equal(emd_wire_decode(f, 56, &out), EMD_WIRE_CLS_BAD);
+    f[2] = 0;
+    f[1] = EMD_VERSION - 1;
+    assert_int_equal(emd_wire_decode(f, 56, &out), EMD_WIRE_VERSION_BAD);
+    f[0] = 0xE5;                                                            /* a direct-mode frame */
+    assert_int_equal(emd_wire_decode(f, 56, &out), EMD_WIRE_MAGIC_BAD);
+    in.len = 0;
+    emd_wire_encode(f, &in);
+    assert_int_equal(emd_wire_decode(f, 56, &out), EMD_WIRE_LEN_BAD);
+    in.len = 8;
+    in.dst = 0;
+    emd_wire_encode(f, &in);
+    assert_int_equal(emd_wire_decode(f, 56, &out), EMD_WIRE_DST_BAD);
+    assert_non_null(strstr(emd_wire_strerror(EMD_WIRE_DST_BAD), "endpoint 0"));
 }
 
 /* ---------------------------------------------- link_emd vs stand-in -- */
@@ -243,17 +261,7 @@ static void *fake_daemon(void *arg)
     ok.instance = 77;
     ok.endpoint = 9;
     ok.shm_size = f->size;
-    union { struct cmsghdr c; char b[CMSG_SPACE(sizeof(int))]; } ctl;
-    memset(&ctl, 0, sizeof ctl);
-    struct iovec iov = { .iov_base = &ok, .iov_len = sizeof ok };
-    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
-                         .msg_controllen = sizeof ctl.b };
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &mfd, sizeof(int));
-    (void)sendmsg(f->cfd, &mh, 0);
+    (void)emd_send_fd(f->cfd, &ok, sizeof ok, mfd);
     close(mfd);
     return NULL;
 }
@@ -337,9 +345,13 @@ static void test_link_rings_and_death(void **st)
     p->ext_len = 5;
     p->peer = 3;
     assert_int_equal(em_link_tx_burst(l, &p, 1), 1);
-    assert_int_equal(atomic_load(&f.h->tx.tail), 1);
+    /* the stand-in daemon's ends of the rings (its geometry: the region's) */
+    emd_ring_t dtx, drx;
+    emd_ring_init(&dtx, &f.h->tx, (uint8_t *)f.h + f.h->tx_off, f.h->tx_slots, f.h->slot_size, 0);
+    emd_ring_init(&drx, &f.h->rx, (uint8_t *)f.h + f.h->rx_off, f.h->rx_size, 0, 0);
+    assert_int_equal(emd_slots_sc_avail(&dtx), 1);
     struct emd_slot_hdr sh;
-    uint8_t *s = emd_tx_slot(f.h, 0);
+    const uint8_t *s = emd_slots_sc_at(&dtx, 0);
     memcpy(&sh, s, sizeof sh);
     assert_int_equal(sh.len, 9);
     assert_int_equal(sh.endpoint, 4);
@@ -354,16 +366,16 @@ static void test_link_rings_and_death(void **st)
     assert_int_equal(em_link_tx_burst(l, ps, 20), 15);
     for (int i = 15; i < 20; i++)
         em_link_tx_free(l, ps[i]);
-    atomic_store(&f.h->tx.head, 16);
+    assert_int_equal(emd_slots_sc_avail(&dtx), 16);
+    emd_slots_sc_dequeue(&dtx, 16);
 
     /* rx: two records (64 B each), lent in place */
     uint32_t size_rx = f.h->rx_size;
-    struct emd_slot_hdr rh = { .len = 3, .endpoint = 4 };
-    memcpy(emd_rx_at(f.h, 0), &rh, sizeof rh);
-    memcpy(emd_rx_at(f.h, 0) + sizeof rh, "abc", 3);
-    rh.len = 2;
-    memcpy(emd_rx_at(f.h, 64), &rh, sizeof rh);
-    atomic_store(&f.h->rx.tail, 128);
+    struct emd_slot_hdr rh = { .endpoint = 4 };
+    assert_int_equal(emd_recs_sp_put(&drx, rh, "abc", 3), EMD_RING_OK);
+    assert_int_equal(emd_recs_sp_put(&drx, rh, "xy", 2), EMD_RING_OK);
+    emd_recs_sp_publish(&drx);
+    assert_int_equal(atomic_load(&f.h->rx.tail), 128);
     em_pkt_t *rx[8];
     unsigned n = em_link_rx_burst(l, rx, 8);
     assert_int_equal(n, 2);
@@ -373,25 +385,42 @@ static void test_link_rings_and_death(void **st)
     assert_int_equal(rx[1]->data - rx[0]->data, 64);        /* in place, one record apart */
     em_link_rx_release(l, rx, n);
     assert_int_equal(atomic_load(&f.h->rx.head), 128);
-    /* a wrap record fills the rest of the lap; the next record is at 0 */
-    struct emd_slot_hdr wr = { .len = EMD_REC_WRAP };
-    memcpy(emd_rx_at(f.h, 128), &wr, sizeof wr);
-    rh.len = 4;
-    memcpy(emd_rx_at(f.h, size_rx), &rh, sizeof rh);
-    memcpy(emd_rx_at(f.h, size_rx) + sizeof rh, "wrap", 4);
-    atomic_store(&f.h->rx.tail, size_rx + 64);
+    /* fill the lap up to 64 bytes before its end; a record that does not
+     * fit there goes to 0 behind a filler (the wrap record) */
+    static uint8_t big[1000];
+    while (drx.cap - ((drx.mine + drx.pend) & (drx.cap - 1)) > 64 + 1024) {
+        assert_int_equal(emd_recs_sp_put(&drx, rh, big, 1000), EMD_RING_OK);   /* 1024 B each */
+        emd_recs_sp_publish(&drx);
+        while ((n = em_link_rx_burst(l, rx, 8)) > 0)
+            em_link_rx_release(l, rx, n);
+    }
+    while (drx.cap - ((drx.mine + drx.pend) & (drx.cap - 1)) > 64) {
+        assert_int_equal(emd_recs_sp_put(&drx, rh, "s", 1), EMD_RING_OK);      /* 64 B each */
+        emd_recs_sp_publish(&drx);
+        while ((n = em_link_rx_burst(l, rx, 8)) > 0)
+            em_link_rx_release(l, rx, n);
+    }
+    em_emd_stats_t es;
+    em_link_emd_stats(l, &es);
+    uint64_t before = es.rx_frames;
+    uint32_t lap_end = drx.mine - (drx.mine & (drx.cap - 1)) + drx.cap;
+    static uint8_t wrap[100] = "wrap";
+    assert_int_equal(emd_recs_sp_put(&drx, rh, wrap, 100), EMD_RING_OK);   /* 128 B > the 64 left */
+    emd_recs_sp_publish(&drx);
+    assert_int_equal(atomic_load(&f.h->rx.tail), lap_end + 128);          /* filler, then at 0 */
     n = em_link_rx_burst(l, rx, 8);
     assert_int_equal(n, 1);
     assert_memory_equal(rx[0]->data, "wrap", 4);
     em_link_rx_release(l, rx, n);
-    assert_int_equal(atomic_load(&f.h->rx.head), size_rx + 64);
-    em_emd_stats_t es;
+    assert_int_equal(atomic_load(&f.h->rx.head), lap_end + 128);
     em_link_emd_stats(l, &es);
-    assert_int_equal(es.rx_frames, 3);
-    /* a record longer than the MTU cannot be stepped over: the link stops */
+    assert_int_equal(es.rx_frames, before + 1);
+    (void)size_rx;
+    /* hostile: a record longer than the MTU cannot be stepped over: the
+     * link stops (written by hand, as a broken daemon would) */
     rh.len = 5000;
-    memcpy(emd_rx_at(f.h, size_rx + 64), &rh, sizeof rh);
-    atomic_store(&f.h->rx.tail, size_rx + 128);
+    memcpy(drx.base + (drx.mine & (drx.cap - 1)), &rh, sizeof rh);
+    atomic_store(&f.h->rx.tail, drx.mine + 128);
     assert_int_equal(em_link_rx_burst(l, rx, 8), 0);
     assert_int_equal(dead_calls, 1);
     assert_non_null(strstr(dead_why, "bad length"));
@@ -428,7 +457,7 @@ static void test_link_rings_and_death(void **st)
 
 /* ------------------------------------------------------- own queues -- */
 
-static void fill_rdv(struct emd_rdv_info *r, uint16_t slots, uint16_t slot)
+static void fill_bulkq(struct emd_bulkq_info *r, uint16_t slots, uint16_t slot)
 {
     memset(r, 0, sizeof *r);
     r->slots = slots;
@@ -440,57 +469,57 @@ static void fill_rdv(struct emd_rdv_info *r, uint16_t slots, uint16_t slot)
     }
 }
 
-static void test_rdv_check(void **st)
+static void test_bulkq_check(void **st)
 {
     (void)st;
-    struct emd_rdv_info r;
+    struct emd_bulkq_info r;
     const char *why;
-    fill_rdv(&r, 4, 3);
-    assert_int_equal(emd_rdv_check(&r, &why), 0);
-    fill_rdv(&r, 4, EMD_RDV_NO_SLOT);                    /* all slots taken */
-    assert_int_equal(emd_rdv_check(&r, &why), 0);
-    fill_rdv(&r, 0, EMD_RDV_NO_SLOT);                    /* no own queues */
+    fill_bulkq(&r, 4, 3);
+    assert_int_equal(emd_bulkq_check(&r, &why), 0);
+    fill_bulkq(&r, 4, EMD_BULKQ_NO_SLOT);                    /* all slots taken */
+    assert_int_equal(emd_bulkq_check(&r, &why), 0);
+    fill_bulkq(&r, 0, EMD_BULKQ_NO_SLOT);                    /* no own queues */
     snprintf(r.why, sizeof r.why, "the af_xdp wire");
-    assert_int_equal(emd_rdv_check(&r, &why), 0);
-    fill_rdv(&r, 0, 0);                                  /* a slot without a layout */
-    assert_int_equal(emd_rdv_check(&r, &why), -1);
-    fill_rdv(&r, 0, EMD_RDV_NO_SLOT);
+    assert_int_equal(emd_bulkq_check(&r, &why), 0);
+    fill_bulkq(&r, 0, 0);                                  /* a slot without a layout */
+    assert_int_equal(emd_bulkq_check(&r, &why), -1);
+    fill_bulkq(&r, 0, EMD_BULKQ_NO_SLOT);
     r.queues = 5;
-    assert_int_equal(emd_rdv_check(&r, &why), -1);
-    fill_rdv(&r, 4, 4);                                  /* slot beyond S */
-    assert_int_equal(emd_rdv_check(&r, &why), -1);
+    assert_int_equal(emd_bulkq_check(&r, &why), -1);
+    fill_bulkq(&r, 4, 4);                                  /* slot beyond S */
+    assert_int_equal(emd_bulkq_check(&r, &why), -1);
     assert_non_null(strstr(why, "slot"));
-    fill_rdv(&r, 4, 0);
+    fill_bulkq(&r, 4, 0);
     r.queues = 16;                                       /* not 1 + S*S */
-    assert_int_equal(emd_rdv_check(&r, &why), -1);
-    fill_rdv(&r, EMD_RDV_SLOTS_MAX + 1, 0);
-    assert_int_equal(emd_rdv_check(&r, &why), -1);
-    fill_rdv(&r, EMD_RDV_SLOTS_MAX, EMD_RDV_SLOTS_MAX - 1);
-    assert_int_equal(emd_rdv_check(&r, &why), 0);
+    assert_int_equal(emd_bulkq_check(&r, &why), -1);
+    fill_bulkq(&r, EMD_BULKQ_SLOTS_MAX + 1, 0);
+    assert_int_equal(emd_bulkq_check(&r, &why), -1);
+    fill_bulkq(&r, EMD_BULKQ_SLOTS_MAX, EMD_BULKQ_SLOTS_MAX - 1);
+    assert_int_equal(emd_bulkq_check(&r, &why), 0);
     /* the names become EAL arguments: non-empty, terminated, harmless */
     const char *bad[] = { "", "a b", "x;rm", "--in-memory x", "../p", "a/b" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        fill_rdv(&r, 2, 0);
+        fill_bulkq(&r, 2, 0);
         snprintf(r.prefix, sizeof r.prefix, "%s", bad[i]);
-        assert_int_equal(emd_rdv_check(&r, &why), -1);
-        fill_rdv(&r, 2, 0);
+        assert_int_equal(emd_bulkq_check(&r, &why), -1);
+        fill_bulkq(&r, 2, 0);
         snprintf(r.port, sizeof r.port, "%s", bad[i]);
-        assert_int_equal(emd_rdv_check(&r, &why), -1);
+        assert_int_equal(emd_bulkq_check(&r, &why), -1);
     }
-    fill_rdv(&r, 2, 0);
+    fill_bulkq(&r, 2, 0);
     memset(r.prefix, 'a', sizeof r.prefix);              /* unterminated */
-    assert_int_equal(emd_rdv_check(&r, &why), -1);
-    fill_rdv(&r, 2, 0);
+    assert_int_equal(emd_bulkq_check(&r, &why), -1);
+    fill_bulkq(&r, 2, 0);
     memset(r.why, 'a', sizeof r.why);
-    assert_int_equal(emd_rdv_check(&r, &why), -1);
+    assert_int_equal(emd_bulkq_check(&r, &why), -1);
     /* and it is part of the region check */
     uint64_t size;
     struct emd_shm_hdr *h = make_region(&size, 1492, 1u << 16, 32);
-    assert_int_equal(h->rdv.slot, EMD_RDV_NO_SLOT);      /* a fresh region offers no own queue */
+    assert_int_equal(h->bulkq.slot, EMD_BULKQ_NO_SLOT);      /* a fresh region offers no own queue */
     assert_int_equal(emd_shm_check(h, size, 0x1234, 5, &why), 0);
-    fill_rdv(&h->rdv, 4, 1);
+    fill_bulkq(&h->bulkq, 4, 1);
     assert_int_equal(emd_shm_check(h, size, 0x1234, 5, &why), 0);
-    h->rdv.slot = 9;
+    h->bulkq.slot = 9;
     assert_int_equal(emd_shm_check(h, size, 0x1234, 5, &why), -1);
     munmap(h, size);
 }
@@ -504,9 +533,9 @@ static void test_addr(void **st)
     assert_int_equal(emd_addr_decode(a, 8, mac, &ep, &slots, &slot), 0);
     assert_int_equal(ep, 0x1234);
     assert_int_equal(slots, 0);
-    assert_int_equal(slot, EMD_RDV_NO_SLOT);
+    assert_int_equal(slot, EMD_BULKQ_NO_SLOT);
     assert_memory_equal(mac, MAC, 6);
-    assert_int_equal(emd_addr_encode(a, MAC, 7, 4, 3), EMD_ADDR_LEN_RDV);
+    assert_int_equal(emd_addr_encode(a, MAC, 7, 4, 3), EMD_ADDR_LEN_BULKQ);
     assert_int_equal(emd_addr_decode(a, 12, mac, &ep, &slots, &slot), 0);
     assert_int_equal(ep, 7);
     assert_int_equal(slots, 4);
@@ -517,7 +546,7 @@ static void test_addr(void **st)
         { 8, 2 },                      /* unknown format */
         { 9, 4 },                      /* slot = S */
         { 10, 0 },                     /* S = 0 */
-        { 10, EMD_RDV_SLOTS_MAX + 1 },
+        { 10, EMD_BULKQ_SLOTS_MAX + 1 },
         { 11, 1 },                     /* reserved byte */
         { 6, 0 },                      /* endpoint 0 (with [7] below) */
     };
@@ -586,6 +615,7 @@ static unsigned f_rx(em_link_t *l, em_pkt_t **p, unsigned max)
         em_hdr_t h = { .type = EM_PT_PUT, .job_key = 7, .src = 0, .dst = 5, .len = 8, .seq = k,
                        .msg_id = k + 1, .msg_len = 8, .frag_cnt = 1, .region = 1, .key = 2 };
         q->len = (uint32_t)em_hdr_encode(&h, q->data) + 8;
+        q->cls = EM_PKT_BULK;            /* what a bulk queue's shim says */
         p[k] = q;
     }
     fake.rx_ready = 0;
@@ -598,7 +628,7 @@ static int f_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     (void)l;
     (void)peer;
     fake.peers_set++;
-    return a->len == EMD_ADDR_LEN_RDV ? 0 : -EINVAL;
+    return a->len == EMD_ADDR_LEN_BULKQ ? 0 : -EINVAL;
 }
 static void f_close(em_link_t *l) { (void)l; fake.closed++; }
 static const em_link_ops_t fake_ops = {
@@ -631,6 +661,8 @@ static em_pkt_t *frame(em_link_t *l, uint16_t peer, uint8_t type, uint32_t len)
     p->data[2] = type;
     p->len = len;
     p->peer = peer;
+    /* the class the engine would set: the link routes by it, not by the bytes */
+    p->cls = type == EM_PT_PUT ? EM_PKT_BULK : type == EM_PT_ACK ? EM_PKT_CTRL : EM_PKT_DATA;
     return p;
 }
 
@@ -642,7 +674,7 @@ static void test_own_queue(void **st)
     struct emd_shm_hdr *h = make_region(&size, 1492, 1u << 16, 32);
     em_emd_cfg_t c = { .rdv_open = fake_open, .note_cb = on_note };
     /* no own queue offered: AUTO says why, ON fails with the reason */
-    snprintf(h->rdv.why, sizeof h->rdv.why, "no hugepages: echo 256 >/proc/sys/vm/nr_hugepages");
+    snprintf(h->bulkq.why, sizeof h->bulkq.why, "no hugepages: echo 256 >/proc/sys/vm/nr_hugepages");
     note[0] = 0;
     em_link_t *l = em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err);
     assert_non_null(l);
@@ -653,7 +685,7 @@ static void test_own_queue(void **st)
     assert_null(em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err));
     assert_non_null(strstr(err, "nr_hugepages"));
     /* offered, but the open fails */
-    fill_rdv(&h->rdv, 2, 1);
+    fill_bulkq(&h->bulkq, 2, 1);
     fake_fail = 1;
     assert_null(em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err));
     assert_non_null(strstr(err, "EAL said no"));
@@ -680,7 +712,7 @@ static void test_own_queue(void **st)
     assert_string_equal(fake_info.file_prefix, "emd-h5-n0");
     assert_int_equal(fake_info.slot, 1);
     assert_int_equal(fake_info.endpoint, 5);
-    assert_int_equal(l->local.len, EMD_ADDR_LEN_RDV);
+    assert_int_equal(l->local.len, EMD_ADDR_LEN_BULKQ);
     assert_int_equal(l->local.bytes[9], 1);
     assert_int_equal(l->local.bytes[10], 2);
     static const uint8_t OTHER[6] = { 0x02, 0xe7, 0, 0, 0, 2 };
@@ -715,13 +747,19 @@ static void test_own_queue(void **st)
     assert_int_equal(fake.last_peer, 0);
     /* the other four, and a note of the ACK (for the daemon's flow state,
      * not to be sent): the daemon's ring */
-    assert_int_equal(atomic_load(&h->tx.tail), 5);
+    emd_ring_t dtx;
+    emd_ring_init(&dtx, &h->tx, (uint8_t *)h + h->tx_off, h->tx_slots, h->slot_size, 0);
+    assert_int_equal(emd_slots_sc_avail(&dtx), 5);
     struct emd_slot_hdr sh;
-    memcpy(&sh, emd_tx_slot(h, 4), sizeof sh);
+    memcpy(&sh, emd_slots_sc_at(&dtx, 4), sizeof sh);
     assert_int_equal(sh.flags, EMD_SLOT_F_NOTE);
+    assert_int_equal(sh.cls, EMD_CLS_CTRL);
     assert_int_equal(sh.len, EM_HDR_LEN);
-    memcpy(&sh, emd_tx_slot(h, 0), sizeof sh);
+    memcpy(&sh, emd_slots_sc_at(&dtx, 0), sizeof sh);
     assert_int_equal(sh.flags, 0);
+    assert_int_equal(sh.cls, EMD_CLS_DATA);
+    memcpy(&sh, emd_slots_sc_at(&dtx, 1), sizeof sh);
+    assert_int_equal(sh.cls, EMD_CLS_BULK);        /* a put the bulk queue could not take */
     em_emd_stats_t s;
     em_link_emd_stats(l, &s);
     assert_int_equal(s.put_tx_own, 1);
@@ -733,7 +771,7 @@ static void test_own_queue(void **st)
     fake.refuse = 1;
     b[0] = frame(l, 0, EM_PT_PUT, 64);
     assert_int_equal(em_link_tx_burst(l, b, 1), 1);
-    assert_int_equal(atomic_load(&h->tx.tail), 6);
+    assert_int_equal(emd_slots_sc_avail(&dtx), 6);
     em_link_emd_stats(l, &s);
     assert_int_equal(s.own_tx_fallback, 1);
     assert_int_equal(fake.nfree, 8);                       /* its mbuf went back */
@@ -753,8 +791,8 @@ static void test_own_queue(void **st)
     em_link_close(l);
     assert_int_equal(fake.closed, 1);
     /* all slots in use: ON names it */
-    fill_rdv(&h->rdv, 2, EMD_RDV_NO_SLOT);
-    snprintf(h->rdv.why, sizeof h->rdv.why, "all 2 slots in use (emd --rdv-slots)");
+    fill_bulkq(&h->bulkq, 2, EMD_BULKQ_NO_SLOT);
+    snprintf(h->bulkq.why, sizeof h->bulkq.why, "all 2 slots in use (emd --bulk-slots)");
     assert_null(em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err));
     assert_non_null(strstr(err, "slots in use"));
     munmap(h, size);
@@ -773,15 +811,15 @@ static void test_hello(void **st)
     assert_int_equal(queues, 17);
     emd_hello_encode(b, EMD_HELLO_REPLY, 0, 1);          /* no own queues: one queue pair */
     assert_int_equal(emd_hello_decode(b, 16, &kind, &slots, &queues), 0);
-    assert_int_equal(emd_hello_decode(b, 15, &kind, &slots, &queues), -1);   /* short */
+    assert_int_equal(emd_hello_decode(b, 15, &kind, &slots, &queues), EMD_WIRE_SHORT);   /* short */
     struct { int at; uint8_t v; } bad[] = {
         { 0, 'X' }, { 4, EMD_VERSION + 1 }, { 5, 3 }, { 9, 2 } /* queues != 1 + S*S */,
-        { 7, EMD_RDV_SLOTS_MAX + 1 }, { 15, 1 },
+        { 7, EMD_BULKQ_SLOTS_MAX + 1 }, { 15, 1 },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         emd_hello_encode(b, EMD_HELLO, 0, 1);
         b[bad[i].at] = bad[i].v;
-        assert_int_equal(emd_hello_decode(b, 16, &kind, &slots, &queues), -1);
+        assert_int_equal(emd_hello_decode(b, 16, &kind, &slots, &queues), EMD_WIRE_HELLO_BAD);
     }
 }
 
@@ -796,7 +834,7 @@ int main(void)
         cmocka_unit_test(test_link_no_daemon),
         cmocka_unit_test(test_link_corrupt_region),
         cmocka_unit_test(test_link_rings_and_death),
-        cmocka_unit_test(test_rdv_check),
+        cmocka_unit_test(test_bulkq_check),
         cmocka_unit_test(test_addr),
         cmocka_unit_test(test_own_queue),
         cmocka_unit_test(test_hello),

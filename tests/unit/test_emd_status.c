@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "daemon/emd_ctl.h"
+#include "emd_abi/emd_ring.h"
 #include "emd_harness.h"
 
 
@@ -96,20 +97,16 @@ static int raw_attach(struct att *a)
     struct emd_ctl_msg m;
     emd_ctl_init(&m, EMD_CTL_ATTACH_REQ);
     (void)send(a->fd, &m, sizeof m, MSG_NOSIGNAL);
-    union { struct cmsghdr c; char b[CMSG_SPACE(sizeof(int))]; } ctl;
-    struct iovec iov = { .iov_base = &m, .iov_len = sizeof m };
-    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b };
     struct pollfd p = { .fd = a->fd, .events = POLLIN };
-    struct cmsghdr *c = NULL;
-    if (poll(&p, 1, 5000) > 0 && recvmsg(a->fd, &mh, 0) == (ssize_t)sizeof m)
-        c = CMSG_FIRSTHDR(&mh);
-    if (m.type != EMD_CTL_ATTACH_OK || !c) {
+    int mfd = -1;
+    if (poll(&p, 1, 5000) <= 0 || emd_recv_fd(a->fd, &m, sizeof m, &mfd) != (ssize_t)sizeof m ||
+        m.type != EMD_CTL_ATTACH_OK || mfd < 0) {
+        if (mfd >= 0)
+            close(mfd);
         close(a->fd);
         a->fd = -1;
         return m.type == EMD_CTL_ATTACH_ERR ? (int)m.status : -1;
     }
-    int mfd;
-    memcpy(&mfd, CMSG_DATA(c), sizeof mfd);
     a->size = m.shm_size;
     a->ep = m.endpoint;
     a->base = mmap(NULL, a->size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
@@ -121,13 +118,14 @@ static int raw_attach(struct att *a)
 static void send_self(struct att *a)
 {
     struct emd_shm_hdr *h = (struct emd_shm_hdr *)a->base;
-    uint32_t tail = atomic_load(&h->tx.tail);
-    uint8_t *s = a->base + EMD_SHM_RX_OFF + h->rx_size + (size_t)(tail & (h->tx_slots - 1)) * h->slot_size;
+    emd_ring_t tx;
+    emd_ring_init_tx(&tx, h);
+    uint8_t *s = emd_slots_sp_next(&tx);
     struct emd_slot_hdr sh = { .len = 200, .endpoint = a->ep };
     memcpy(sh.mac, h->mac, 6);
     memcpy(s, &sh, sizeof sh);
     memset(s + sizeof sh, 0x5A, 200);
-    atomic_store(&h->tx.tail, tail + 1);
+    emd_slots_sp_enqueue(&tx);
     struct emd_ctl_msg w;
     emd_ctl_init(&w, EMD_CTL_WAKE);
     (void)send(a->fd, &w, sizeof w, MSG_NOSIGNAL);

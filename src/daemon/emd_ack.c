@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file emd_ack.c
+ * emd's eager ACKs (emd_core.h "Eager ACKs", docs/daemon.md): the flows the
+ * clients register, the in-order check of each received sequenced frame,
+ * one standalone ACK per advanced flow after each port burst, and moving a
+ * flow by the ACKs the client itself sends.  The daemon is a protocol agent
+ * here: it decodes protocol headers with the protocol's own decoder, from
+ * private copies, and compares sequence numbers through proto/seq.h.
+ */
+#include "daemon/emd_core_int.h"
+#include "proto/seq.h"
+#include "proto/wire.h"
+
+#include <string.h>
+
+static unsigned flow_hash(uint16_t self, uint16_t peer, unsigned cap)
+{
+    uint32_t x = ((uint32_t)self << 16 | peer) * 0x9E3779B1u;
+    return (x >> 7) & (cap - 1);
+}
+
+static struct emd_flow *flow_find(struct emd_client *cl, uint16_t self, uint16_t peer)
+{
+    if (!cl->flows)
+        return NULL;
+    for (unsigned k = flow_hash(self, peer, cl->flow_cap), n = 0; n < cl->flow_cap;
+         n++, k = (k + 1) & (cl->flow_cap - 1)) {
+        struct emd_flow *f = &cl->flows[k];
+        if (!f->used)
+            return NULL;
+        if (f->self == self && f->peer == peer)
+            return f;
+    }
+    return NULL;
+}
+
+int emd_core_add_flow(emd_core_t *c, unsigned i, const struct emd_ctl_flow *m, const char **why)
+{
+    struct emd_client *cl = &c->cl[i];
+    if (!cl->flows) {
+        *why = c->ack ? "no memory for flows" : "the daemon does not acknowledge (--no-ack)";
+        c->flows_refused++;
+        return -1;
+    }
+    if (m->self == m->peer || m->frame_max < EM_HDR_LEN + EM_PUT_EXT_LEN || m->frame_max > cl->mtu) {
+        *why = "flow with equal endpoints or a frame size beyond the region's";
+        c->flows_refused++;
+        return -1;
+    }
+    struct emd_flow *f = flow_find(cl, m->self, m->peer);
+    if (!f) {
+        if (cl->nflows >= c->max_flows) {
+            *why = "flow table full (emd --max-flows)";
+            c->flows_refused++;
+            return -1;
+        }
+        unsigned k = flow_hash(m->self, m->peer, cl->flow_cap);
+        while (cl->flows[k].used)
+            k = (k + 1) & (cl->flow_cap - 1);
+        f = &cl->flows[k];
+        cl->nflows++;
+    }
+    *f = (struct emd_flow){ .rx_key = m->rx_key, .tx_key = m->tx_key, .rcv_nxt = m->rx_next,
+                            .snd_hint = m->tx_next, .frame_max = m->frame_max, .self = m->self,
+                            .peer = m->peer, .used = 1 };
+    return 0;
+}
+
+/**
+ * The stateless checks the client's protocol runs on a sequenced frame
+ * (em_proto_rx): its key, its endpoints, the frame size, the message length.
+ * A frame that fails one would be refused by the client, so it must not be
+ * acknowledged for it.
+ */
+static int frame_acceptable(const struct emd_flow *f, const em_hdr_t *h)
+{
+    size_t hl = em_hdr_len(h->type);
+    if ((uint64_t)h->job_key != f->rx_key || h->src != f->peer || h->dst != f->self)
+        return 0;
+    if (hl + h->len > f->frame_max)
+        return 0;
+    return (uint64_t)h->msg_len <= (uint64_t)h->frag_cnt * (f->frame_max - hl);
+}
+
+void emd_deliver_acked(emd_core_t *c, struct emd_client *cl, const uint8_t *data, uint16_t len,
+                       const emd_shim_t *from)
+{
+    em_hdr_t h;
+    struct emd_flow *f = NULL;
+    if (em_hdr_decode(data, len, &h) == EM_DEC_OK && (h.type == EM_PT_DATA || h.type == EM_PT_PUT))
+        f = flow_find(cl, h.dst, h.src);
+    if (!f || !frame_acceptable(f, &h)) {
+        if (f)
+            c->ack_refused++;        /* the client refuses and counts it; no ACK from us */
+        (void)emd_deliver(c, cl, data, len, from);
+        return;
+    }
+    int32_t d = em_seq_diff(h.seq, f->rcv_nxt);
+    /* where the ACKs go: only a frame that passed the key check moves it */
+    f->src_ep = from->src;
+    memcpy(f->src_mac, from->src_mac, 6);
+    f->where_known = 1;
+    if (d < 0 && d >= -EMD_DUP_REACH) {
+        /* acknowledged before, so it is in the ring already (or was
+         * consumed): the sender missed our ACK, say it again */
+        atomic_fetch_add_explicit(&cl->h->st.rx_dups, 1, memory_order_relaxed);
+        f->ack_owed = 1;
+        return;
+    }
+    if (d < 0) {
+        /* further back than any sender's window reaches: not ours to judge
+         * (a registration that was wrong?); the client's protocol decides */
+        c->ack_refused++;
+        (void)emd_deliver(c, cl, data, len, from);
+        return;
+    }
+    if (emd_deliver(c, cl, data, len, from) != 0)
+        return;                      /* ring full: no ACK, the sender retransmits */
+    if (d == 0) {
+        f->rcv_nxt++;
+        f->ack_owed = 1;
+    }
+}
+
+static void tx_batch(emd_core_t *c, em_pkt_t **batch, unsigned nb)
+{
+    unsigned sent = em_link_tx_burst(c->link, batch, nb);
+    for (unsigned j = sent; j < nb; j++)
+        em_link_tx_free(c->link, batch[j]);   /* a later ACK covers it */
+    c->acks += sent;
+}
+
+void emd_send_acks(emd_core_t *c)
+{
+    em_pkt_t *batch[EMD_BURST];
+    unsigned nb = 0;
+    for (unsigned i = 0; i < c->max_clients; i++) {
+        struct emd_client *cl = &c->cl[i];
+        if (cl->fd < 0 || !cl->flows || cl->doomed)
+            continue;
+        for (unsigned k = 0; k < cl->flow_cap; k++) {
+            struct emd_flow *f = &cl->flows[k];
+            if (!f->used || !f->ack_owed || !f->where_known)
+                continue;
+            int ni = emd_core_node(c, f->src_mac);
+            em_pkt_t *p = ni >= 0 ? em_link_tx_alloc(c->link) : NULL;
+            if (!p)
+                continue;            /* try again after the next burst */
+            em_hdr_t a = { .type = EM_PT_ACK, .src = f->self, .dst = f->peer,
+                           .seq = f->snd_hint, .ack = f->rcv_nxt };
+            a.job_key = f->tx_key;   /* (whatever width the wire's key has) */
+            emd_shim_t to = { .cls = EMD_CLS_CTRL, .len = EM_HDR_LEN, .dst = f->src_ep, .src = cl->ep };
+            memcpy(to.src_mac, c->mac, 6);
+            emd_wire_encode(p->data, &to);
+            p->len = EMD_WIRE_HDR_LEN + (uint32_t)em_hdr_encode(&a, p->data + EMD_WIRE_HDR_LEN);
+            p->peer = (uint16_t)ni;
+            p->cls = EMD_CLS_CTRL;
+            f->ack_owed = 0;
+            atomic_fetch_add_explicit(&cl->h->st.acks_sent, 1, memory_order_relaxed);
+            batch[nb++] = p;
+            if (nb == EMD_BURST) {
+                tx_batch(c, batch, nb);
+                nb = 0;
+            }
+        }
+    }
+    if (nb)
+        tx_batch(c, batch, nb);
+}
+
+/**
+ * A frame the client sends carries its protocol's cumulative ACK for the
+ * reverse flow: everything below it has reached the process, whichever way
+ * (frames on its bulk queue never pass here).  Move that flow's eager-ACK
+ * state up to it, else the daemon would wait forever for sequence numbers
+ * it never sees; and note the client's own next sequence number (our ACKs
+ * carry it).  @p hdr is a private copy.  (A client that lies only hurts the
+ * flows to its own endpoint.)
+ */
+void emd_resync_flow(emd_core_t *c, struct emd_client *cl, const uint8_t *hdr, uint32_t len)
+{
+    em_hdr_t h;
+    if (!cl->flows || em_hdr_decode(hdr, len, &h) != EM_DEC_OK)
+        return;
+    struct emd_flow *f = flow_find(cl, h.src, h.dst);
+    if (!f || (uint64_t)h.job_key != f->tx_key)
+        return;
+    int32_t ahead = em_seq_diff(h.ack, f->rcv_nxt);
+    if (ahead > 0 && ahead < (1 << 24)) {
+        f->rcv_nxt = h.ack;
+        c->ack_resyncs++;
+    }
+    uint32_t next = (h.type == EM_PT_DATA || h.type == EM_PT_PUT) ? h.seq + 1 : h.seq;
+    int32_t fwd = em_seq_diff(next, f->snd_hint);
+    if (fwd > 0 && fwd < (1 << 24))
+        f->snd_hint = next;
+}
+
