@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * emd's forwarding and eager ACKs, end to end over link_sim, no DPDK: two
+ * daemons (emd_core) whose ports are the two nodes of a simulated wire,
+ * and real clients on them (link_emd over a region, the engine, the
+ * protocol), all in this thread.
+ *   - messages and a put cross the daemons intact, in order; the daemon
+ *     of the receiver acknowledges them eagerly on the flow the receiver's
+ *     protocol registered, with random ISNs next to the 2^32 wrap (the ISN
+ *     invariant: the daemon starts where the protocol says, assumes none);
+ *   - put frames are counted by their class (set by the engine, carried by
+ *     the slots and the shim), data frames are not;
+ *   - two clients of one node talk through their daemon, not the wire;
+ *   - hostile and odd port frames (short, foreign magic, other version,
+ *     unknown class, reserved bits, a length beyond the frame, endpoint 0,
+ *     an endpoint nobody has, a bad hello) are counted and dropped, and the
+ *     job next to them is not disturbed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "daemon/emd_core.h"
+#include "engine/engine.h"
+#include "link/link_emd.h"
+#include "link/link_sim.h"
+
+#define CMTU 1500u                          /* a client's frame */
+#define PMTU (CMTU + EMD_WIRE_HDR_LEN)      /* the port's */
+#define RXSZ (1u << 18)
+#define SLOTS 64u
+
+static const uint8_t MACS[2][6] = { { 2, 0xe7, 0, 0, 0, 1 }, { 2, 0xe7, 0, 0, 0, 2 } };
+
+/* ------------------------------------------------------------ port -- */
+
+/* a daemon's port: link_sim under MAC addressing (node i has MAC ...:0i+1;
+ * broadcast, the hello, goes to the other node) */
+struct port {
+    em_link_t link;
+    em_link_t *sim;
+    unsigned node;
+    uint8_t node_of[16];
+};
+
+static em_pkt_t *p_alloc(em_link_t *l) { return em_link_tx_alloc(((struct port *)l)->sim); }
+static void p_free(em_link_t *l, em_pkt_t *p) { em_link_tx_free(((struct port *)l)->sim, p); }
+static unsigned p_burst(em_link_t *l, em_pkt_t **p, unsigned n)
+{
+    struct port *pt = (struct port *)l;
+    for (unsigned i = 0; i < n; i++)
+        p[i]->peer = pt->node_of[p[i]->peer];
+    return em_link_tx_burst(pt->sim, p, n);
+}
+static unsigned p_rx(em_link_t *l, em_pkt_t **p, unsigned max) { return em_link_rx_burst(((struct port *)l)->sim, p, max); }
+static void p_release(em_link_t *l, em_pkt_t **p, unsigned n) { em_link_rx_release(((struct port *)l)->sim, p, n); }
+static int p_flush(em_link_t *l) { return em_link_flush(((struct port *)l)->sim); }
+static int p_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+{
+    struct port *pt = (struct port *)l;
+    if (a->len != 8 || peer >= 16)
+        return -1;
+    unsigned node = a->bytes[0] == 0xff ? 1 - pt->node : (unsigned)a->bytes[5] - 1;
+    if (node > 1)
+        return -1;
+    em_link_addr_t sa = { .len = 1, .bytes = { (uint8_t)node } };
+    pt->node_of[peer] = (uint8_t)node;
+    return em_link_set_peer(pt->sim, (uint16_t)node, &sa);
+}
+static void p_close(em_link_t *l) { (void)l; }
+static const em_link_ops_t PORT_OPS = {
+    .name = "port", .tx_alloc = p_alloc, .tx_burst = p_burst, .tx_free = p_free, .rx_burst = p_rx,
+    .rx_release = p_release, .flush = p_flush, .set_peer = p_peer, .close = p_close,
+};
+
+/* ------------------------------------------------------------ world -- */
+
+struct client {
+    unsigned node, idx;                    /* its daemon, its client index there */
+    struct emd_shm_hdr *region;
+    uint64_t size;
+    em_link_t *link;
+    em_link_ops_t ops;                     /* link_emd's, with set_flow to the daemon */
+    em_engine_t *eng;
+    unsigned got, bad, done;
+    uint32_t next_len;
+};
+
+static em_sim_t *SIM;
+static struct port PORT[2];
+static emd_core_t D[2];
+static struct client CL[3];                /* 0, 1 on node 0; 2 on node 1 */
+
+/* set_flow as the control socket would carry it (link_emd's EMD_CTL_FLOW) */
+static int to_daemon(em_link_t *l, uint16_t peer, const em_link_flow_t *f)
+{
+    (void)peer;
+    for (unsigned k = 0; k < 3; k++)
+        if (CL[k].link == l) {
+            struct emd_ctl_flow m = { .rx_key = f->rx_key, .tx_key = f->tx_key, .rx_next = f->rx_next,
+                                      .tx_next = f->tx_next, .frame_max = f->frame_max,
+                                      .self = f->self, .peer = f->peer };
+            const char *why;
+            return emd_core_add_flow(&D[CL[k].node], CL[k].idx, &m, &why);
+        }
+    return -1;
+}
+
+static uint8_t byte_at(unsigned m, size_t i) { return (uint8_t)(m * 131u + i * 7u + (i >> 8)); }
+
+static void on_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_t len)
+{
+    struct client *c = u;
+    (void)peer;
+    const uint8_t *d = data;
+    int ok = tag == (uint8_t)c->got && len == c->next_len;
+    for (size_t i = 0; ok && i < len; i++)
+        ok = d[i] == byte_at(c->got, i);
+    c->bad += !ok;
+    c->got++;
+    c->next_len = c->next_len * 3 + 1 > 6000 ? 1 : c->next_len * 3 + 1;
+}
+static void on_complete(void *u, void *op, int st)
+{
+    struct client *c = u;
+    (void)op;
+    c->done += st == 0;
+    c->bad += st != 0;
+}
+
+static void client(unsigned k, unsigned node, unsigned idx, uint16_t ep)
+{
+    struct client *c = &CL[k];
+    *c = (struct client){ .node = node, .idx = idx, .next_len = 1 };
+    uint32_t ss;
+    c->size = emd_shm_size(CMTU, RXSZ, SLOTS, &ss);
+    c->region = aligned_alloc(64, (c->size + 63) & ~63ull);
+    assert_non_null(c->region);
+    memset(c->region, 0, c->size);
+    emd_shm_init(c->region, c->size, CMTU, RXSZ, SLOTS, 99, ep, MACS[node]);
+    c->region->flags |= EMD_SHM_F_DAEMON_ACKS;
+    atomic_store(&c->region->heartbeat_ns, 0);
+    assert_int_equal(emd_core_attach(&D[node], idx, 100 + (int)k, c->region, c->size, RXSZ, SLOTS, ep,
+                                     1, 0, EMD_BULKQ_NO_SLOT), 0);
+    char err[256];
+    em_emd_cfg_t cfg = { 0 };
+    c->link = em_link_emd_from_region(c->region, c->size, 99, ep, &cfg, err, sizeof err);
+    assert_non_null(c->link);
+    assert_true(c->link->flags & EM_LINK_F_ACKS);
+    c->ops = *c->link->ops;
+    c->ops.set_flow = to_daemon;
+    c->link->ops = &c->ops;
+    em_proto_cfg_t pc;
+    em_proto_cfg_default(&pc);
+    pc.self = (uint16_t)k;
+    pc.npeers = 3;
+    pc.frame_max = CMTU;
+    int e;
+    em_engine_ops_t ops = { .recv = on_recv, .complete = on_complete };
+    c->eng = em_engine_create(c->link, &pc, &ops, c, &e);
+    assert_non_null(c->eng);
+}
+
+/* client @p a's engine knows client @p b, with the pair's key and ISNs */
+static void pair(unsigned a, unsigned b, uint32_t isn_ab, uint32_t isn_ba)
+{
+    uint64_t key = 0x5eed0000u + a * 16 + b;
+    assert_int_equal(em_engine_set_peer(CL[a].eng, (uint16_t)b, &CL[b].link->local), 0);
+    assert_int_equal(em_engine_set_peer(CL[b].eng, (uint16_t)a, &CL[a].link->local), 0);
+    assert_int_equal(em_engine_set_peer_keys(CL[a].eng, (uint16_t)b, key, isn_ab, isn_ba), 0);
+    assert_int_equal(em_engine_set_peer_keys(CL[b].eng, (uint16_t)a, key, isn_ba, isn_ab), 0);
+}
+
+static void world(void)
+{
+    em_sim_cfg_t sc;
+    em_sim_cfg_default(&sc);
+    sc.mtu = PMTU;
+    sc.latency_ns = 0;
+    sc.reorder_ns = 0;
+    sc.ns_per_kb = 0;
+    SIM = em_sim_create(3, &sc);                 /* node 2: a forger on the wire */
+    assert_non_null(SIM);
+    for (unsigned n = 0; n < 2; n++) {
+        PORT[n] = (struct port){ .link = { .ops = &PORT_OPS, .mtu = PMTU }, .sim = em_sim_link(SIM, n),
+                                 .node = n };
+        memset(&D[n], 0, sizeof D[n]);
+        assert_int_equal(emd_core_init(&D[n], &PORT[n].link, MACS[n], CMTU, 2, 16, 16, 1), 0);
+    }
+    client(0, 0, 0, 10);
+    client(1, 0, 1, 11);
+    client(2, 1, 0, 20);
+}
+
+static void end_world(void)
+{
+    for (unsigned k = 0; k < 3; k++) {
+        em_engine_destroy(CL[k].eng);
+        em_link_close(CL[k].link);
+        emd_core_forget(&D[CL[k].node], CL[k].idx);
+        free(CL[k].region);
+    }
+    for (unsigned n = 0; n < 2; n++)
+        emd_core_fini(&D[n]);
+    em_sim_destroy(SIM);
+}
+
+/* one round: the sim's clock, both daemons (port, then tx rings), every engine */
+static void round_(void)
+{
+    em_sim_set_now(SIM, em_now_ns());
+    for (unsigned n = 0; n < 2; n++) {
+        D[n].now_ns = em_now_ns();
+        (void)emd_core_poll_port(&D[n]);
+        for (unsigned i = 0; i < 2; i++)
+            (void)emd_core_drain(&D[n], i);
+    }
+    for (unsigned k = 0; k < 3; k++)
+        (void)em_engine_progress(CL[k].eng);
+}
+
+/* @p n messages from client @p a to @p b (lengths 1, 4, 13, ... up to 6000: multi-frame ones too) */
+static void send_msgs(unsigned a, unsigned b, unsigned n)
+{
+    static em_proto_op_t op[64];
+    static uint8_t buf[64][6000];
+    uint32_t len = 1;
+    assert_true(n <= 64);
+    for (unsigned m = 0; m < n; m++) {
+        for (uint32_t i = 0; i < len; i++)
+            buf[m][i] = byte_at(m, i);
+        assert_int_equal(em_engine_send(CL[a].eng, &op[m], (uint16_t)b, (uint8_t)m, buf[m], len, NULL), 0);
+        len = len * 3 + 1 > 6000 ? 1 : len * 3 + 1;
+    }
+    uint64_t t0 = em_now_ns();
+    while ((CL[b].got < n || CL[a].done < n) && em_now_ns() - t0 < 5000000000ull)
+        round_();
+    assert_int_equal(CL[b].got, n);
+    assert_int_equal(CL[a].done, n);
+    assert_int_equal(CL[b].bad + CL[a].bad, 0);
+}
+
+static void test_across_with_eager_acks_and_wrapping_isns(void **st)
+{
+    (void)st;
+    world();
+    /* ISNs 6 and 3 short of the wrap: a daemon assuming 0 would take the
+     * first frames for duplicates 6 behind and drop them */
+    pair(0, 2, 0xfffffffau, 0xfffffffdu);
+    assert_int_equal(D[1].cl[0].nflows, 1);     /* the receiver registered its flow */
+    assert_int_equal(D[0].cl[0].nflows, 1);
+    send_msgs(0, 2, 24);
+    assert_true(D[1].acks > 0);                 /* node 1's daemon acknowledged for client 2 */
+    assert_int_equal(D[1].ack_refused, 0);
+    assert_int_equal(D[1].rx_bad + D[1].rx_no_ep + D[1].rx_ring_full, 0);
+    assert_int_equal(D[0].tx_frames > 0, 1);
+    assert_int_equal(D[0].put_frames + D[1].put_frames, 0);   /* messages are not bulk */
+    /* a put: its frames are bulk by class, counted at both daemons */
+    static uint8_t target[8192], src[5000];
+    for (size_t i = 0; i < sizeof src; i++)
+        src[i] = (uint8_t)(i * 13);
+    em_region_handle_t h;
+    assert_int_equal(em_engine_register(CL[2].eng, target, sizeof target, &h), 0);
+    em_proto_op_t op;
+    unsigned done0 = CL[0].done;
+    assert_int_equal(em_engine_put(CL[0].eng, &op, 2, &h, 100, src, sizeof src, NULL), 0);
+    uint64_t t0 = em_now_ns();
+    while (CL[0].done == done0 && em_now_ns() - t0 < 5000000000ull)
+        round_();
+    assert_int_equal(CL[0].done, done0 + 1);
+    assert_memory_equal(target + 100, src, sizeof src);
+    unsigned frames = (unsigned)((sizeof src + CMTU - 73) / (CMTU - 72));   /* 48 + 24 header bytes */
+    assert_int_equal(D[0].put_frames, frames);
+    assert_int_equal(D[1].put_frames, frames);
+    em_emd_stats_t es;
+    em_link_emd_stats(CL[2].link, &es);
+    assert_int_equal(es.put_rx_daemon, frames);  /* the class reached the receiving link too */
+    end_world();
+}
+
+static void test_same_node_through_the_daemon(void **st)
+{
+    (void)st;
+    world();
+    pair(0, 1, 0x7ffffffeu, 12345u);
+    uint64_t wire = em_sim_stats(SIM)->sent;
+    send_msgs(0, 1, 10);
+    assert_true(D[0].local > 0);
+    assert_int_equal(em_sim_stats(SIM)->sent, wire);   /* nothing went on the wire */
+    end_world();
+}
+
+/* one raw frame from the forger (node 2) to node 1's port */
+static void forge(const uint8_t *f, uint32_t len)
+{
+    em_link_t *l = em_sim_link(SIM, 2);
+    em_link_addr_t a = { .len = 1, .bytes = { 1 } };
+    assert_int_equal(em_link_set_peer(l, 1, &a), 0);
+    em_pkt_t *p = em_link_tx_alloc(l);
+    assert_non_null(p);
+    memcpy(p->data, f, len);
+    p->len = len;
+    p->peer = 1;
+    assert_int_equal(em_link_tx_burst(l, &p, 1), 1);
+}
+
+static void test_hostile_port_frames(void **st)
+{
+    (void)st;
+    world();
+    pair(0, 2, 1000u, 0xffffffffu);
+    emd_shim_t ok = { .cls = EMD_CLS_DATA, .len = 48, .dst = 20, .src = 10 };
+    memcpy(ok.src_mac, MACS[0], 6);
+    uint8_t f[128];
+    struct { unsigned at; uint8_t v; uint32_t len; int no_ep; } bad[] = {
+        { 0, 0xE5, 64, 0 },                      /* a direct-mode frame (protocol magic) */
+        { 1, EMD_VERSION - 1, 64, 0 },           /* another version */
+        { 2, EMD_CLS_COUNT, 64, 0 },             /* unknown class */
+        { 3, 1, 64, 0 },                         /* reserved bits */
+        { 5, 200, 64, 0 },                       /* a length beyond the frame */
+        { 7, 0, 64, 0 },                         /* endpoint 0 */
+        { 0, EMD_WIRE_MAGIC, 10, 0 },            /* shorter than the shim */
+        { 7, 99, 64, 1 },                        /* nobody's endpoint */
+    };
+    uint64_t bad0 = D[1].rx_bad, noep0 = D[1].rx_no_ep;
+    unsigned want_bad = 0, want_noep = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(f, 0x11, sizeof f);
+        emd_wire_encode(f, &ok);
+        f[bad[i].at] = bad[i].v;
+        forge(f, bad[i].len);
+        want_bad += !bad[i].no_ep;
+        want_noep += bad[i].no_ep;
+    }
+    /* a hello that is not one, to the control endpoint */
+    emd_shim_t hs = { .cls = EMD_CLS_CTRL, .len = 16, .dst = EMD_EP_CONTROL };
+    emd_wire_encode(f, &hs);
+    memset(f + EMD_WIRE_HDR_LEN, 0x42, 16);
+    forge(f, EMD_WIRE_HDR_LEN + 16);
+    want_bad++;
+    /* a good shim around garbage for client 2: delivered, never acknowledged */
+    emd_wire_encode(f, &ok);
+    memset(f + EMD_WIRE_HDR_LEN, 0x99, 48);
+    forge(f, EMD_WIRE_HDR_LEN + 48);
+    round_();
+    assert_int_equal(D[1].rx_bad - bad0, want_bad);
+    assert_int_equal(D[1].hello_bad, 1);
+    assert_int_equal(D[1].rx_no_ep - noep0, want_noep);
+    assert_int_equal(D[1].acks, 0);
+    assert_null(D[1].cl[0].doomed);
+    /* the job next to it runs as before */
+    send_msgs(0, 2, 12);
+    assert_int_equal(em_engine_proto_stats(CL[2].eng)->drop_magic >= 1, 1);   /* the garbage, refused by the client */
+    end_world();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_across_with_eager_acks_and_wrapping_isns),
+        cmocka_unit_test(test_same_node_through_the_daemon),
+        cmocka_unit_test(test_hostile_port_frames),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
