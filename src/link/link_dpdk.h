@@ -28,6 +28,37 @@
 /** The lossy broadcast channel's frames (IEEE 802 local experimental 2). */
 #define EM_ETHERTYPE_BCAST 0x88B6u
 
+struct rte_mempool;
+
+/** What the pool of an extra queue must fit (em_dpdk_extra_queues_t::rx_pool). */
+typedef struct em_dpdk_queue_info {
+    uint16_t port;          /**< DPDK port id */
+    uint16_t queue;         /**< the queue pair: 1 .. extra.n */
+    uint16_t priv_size;     /**< mbuf private area of the port's frames (an em_pkt_t) */
+    uint16_t data_room;     /**< mbuf data room of the port's frames (headroom included) */
+    int socket;             /**< NUMA socket of the port */
+    const char *driver;     /**< the PMD's name, for messages */
+} em_dpdk_queue_info_t;
+
+/**
+ * Queue pairs beyond the link's own queue 0, for another user of the port
+ * (e.g. DPDK secondaries of this process that drive queues of their own).
+ * The link only configures them: it never polls nor sends on them.
+ */
+typedef struct em_dpdk_extra_queues {
+    uint16_t n;             /**< extra queue pairs (0: none; the port must have 1 + n) */
+    /** The mempool that receives extra queue qi->queue, created and owned
+     *  by the caller (em_link_dpdk_queue_pool makes one that fits).  Called
+     *  once per queue, in queue order, before the port starts.  NULL fails
+     *  the open, with a sentence in @p err. */
+    struct rte_mempool *(*rx_pool)(void *ctx, const em_dpdk_queue_info_t *qi, char *err,
+                                   size_t errlen);
+    /** Optional: the open failed after rx_pool calls; free what they made
+     *  (EAL still runs). */
+    void (*undo)(void *ctx);
+    void *ctx;
+} em_dpdk_extra_queues_t;
+
 typedef struct em_dpdk_cfg {
     /** PMD devargs, e.g. "net_memif0,role=server,socket=/run/x.sock,socket-abstract=no"
      *  or "net_af_xdp0,iface=eth0,start_queue=0,queue_count=1".  NULL/"": use
@@ -50,19 +81,9 @@ typedef struct em_dpdk_cfg {
     /** 1: never send a payload from the caller's memory (EM_LINK_F_GATHER
      *  off: every payload is copied into the mbuf), for comparison. */
     int no_gather;
-    /** emd's own-queue layout (daemon/emd_shm.h): S > 0 configures 1 + S*S
-     *  queue pairs; this link uses queue 0, and for each slot s the pools
-     *  EM_DPDK_RDV_RX_POOL (the rx queues of slot s) and EM_DPDK_RDV_TX_POOL
-     *  are created here (no per-lcore cache, single producer and consumer:
-     *  the slot's DPDK secondary is their only user).  0: one queue pair. */
-    uint16_t rdv_slots;
+    /** Queue pairs for another user of the port (below); none when zeroed. */
+    em_dpdk_extra_queues_t extra;
 } em_dpdk_cfg_t;
-
-/** Pool names of own-queue slot s on port p (printf formats: port, slot). */
-#define EM_DPDK_RDV_RX_POOL "emq_rx_p%u_s%u"
-#define EM_DPDK_RDV_TX_POOL "emq_tx_p%u_s%u"
-#define EM_DPDK_RDV_RX_MBUFS 1023u
-#define EM_DPDK_RDV_TX_MBUFS 511u
 
 /** Port counters (rte_eth_stats): all queues, and queue 0 alone. */
 typedef struct em_dpdk_port_stats {
@@ -97,12 +118,21 @@ int em_link_dpdk_port_stats(const em_link_t *l, em_dpdk_port_stats_t *out);
 /** The DPDK name of the link's port ("net_memif0"). */
 void em_link_dpdk_port_name(const em_link_t *l, char *buf, size_t len);
 /**
- * Own queues: put slot @p slot's pools back in their initial state (every
- * mbuf free), after the slot's process is gone (it may have been killed
- * holding mbufs, or inside a pool operation).  Only while nobody uses the
- * slot.  @return 0, or -1 (no such slot).
+ * A mempool fitting the port's frames (@p qi of an extra queue's rx_pool
+ * call) for one user: no per-lcore cache (DPDK secondaries share lcore
+ * ids), a single-producer single-consumer ring.  @return the pool, or NULL
+ * with a sentence in @p err.
  */
-int em_link_dpdk_rdv_reset(em_link_t *l, uint16_t slot);
+struct rte_mempool *em_link_dpdk_queue_pool(const em_dpdk_queue_info_t *qi, const char *name,
+                                            unsigned n, char *err, size_t errlen);
+/** Free a pool made by em_link_dpdk_queue_pool (NULL: nothing), while EAL runs. */
+void em_link_dpdk_pool_free(struct rte_mempool *mp);
+/**
+ * Put every mbuf of a pool made by em_link_dpdk_queue_pool back, as new,
+ * after its user is gone (it may have been killed holding mbufs, or inside
+ * a pool operation).  Only while nobody uses the pool.  @return 0 or -1.
+ */
+int em_link_dpdk_pool_reset(struct rte_mempool *mp);
 
 /**
  * Turn a device specification into devargs: "%h" becomes the host name and

@@ -53,8 +53,6 @@ struct dpdk_link {
     struct rte_ring *ring;          /* sharer: frames of our ethertype the others passed on */
     int sharer;                     /* 1: not the port's owner */
     int memif;                      /* a memif port: never stopped or closed (port.c) */
-    uint16_t rdv_slots;             /* own-queue layout (0: one queue) */
-    struct rte_mempool *rdv_pools[2 * 15];  /* per slot: rx pool, tx pool */
     int share_slot;                 /* sharer: our entry in share->user[] */
     em_dpdk_stats_t st;
 };
