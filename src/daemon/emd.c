@@ -241,7 +241,7 @@ static int status_main(const char *spec)
 {
     char path[256], err[512];
     struct emd_ctl_status s;
-    if (em_dpdk_devargs(spec, "emd", path, sizeof path, err, sizeof err) != 0 ||
+    if (em_link_dpdk_devargs(spec, "emd", path, sizeof path, err, sizeof err) != 0 ||
         emd_status_query(path, 2000, &s, err, sizeof err) != 0) {
         fprintf(stderr, "emd --status: %s\n", err);
         return 1;
@@ -379,7 +379,7 @@ static const char *rdv_possible(const char *vdev, const char *eal_args, const ch
     else if (strstr(eal_args, "--in-memory") || strstr(eal_args, "--no-shconf") ||
              strstr(eal_args, "--no-huge"))
         why = "the daemon runs --in-memory/--no-shconf/--no-huge (DPDK secondaries cannot attach)";
-    else if (!*eal_args && (!hugetlbfs_mounted() || em_hugepages_free() < RDV_HUGEPAGES_MIN)) {
+    else if (!*eal_args && (!hugetlbfs_mounted() || em_link_dpdk_hugepages_free() < RDV_HUGEPAGES_MIN)) {
         snprintf(hp, sizeof hp, "no hugepages: echo 256 >/proc/sys/vm/nr_hugepages; "
                  "mount -t hugetlbfs nodev /dev/hugepages");
         why = hp;
@@ -629,8 +629,8 @@ int main(int argc, char **argv)
     double rx_loss = A.rx_loss;
     int verbose = A.verbose, no_ack = A.no_ack;
     char err[512], sock[256], vdev[1024];
-    if (em_dpdk_devargs(sock_spec, "emd", sock, sizeof sock, err, sizeof err) != 0 ||
-        em_dpdk_devargs(vdev_spec, "emd", vdev, sizeof vdev, err, sizeof err) != 0) {
+    if (em_link_dpdk_devargs(sock_spec, "emd", sock, sizeof sock, err, sizeof err) != 0 ||
+        em_link_dpdk_devargs(vdev_spec, "emd", vdev, sizeof vdev, err, sizeof err) != 0) {
         fprintf(stderr, "emd: %s\n", err);
         return 1;
     }
@@ -660,7 +660,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     char prefix[EMD_RDV_NAME_LEN];
-    if (em_dpdk_devargs(prefix_spec, "emd", prefix, sizeof prefix, err, sizeof err) != 0) {
+    if (em_link_dpdk_devargs(prefix_spec, "emd", prefix, sizeof prefix, err, sizeof err) != 0) {
         fprintf(stderr, "emd: %s\n", err);
         return 1;
     }

@@ -2,17 +2,28 @@
 /**
  * @file link_dpdk.h
  * The burst interface over a DPDK poll-mode driver at layer 2: ethertype
- * 0x88B5 (IEEE 802 local experimental), MAC addressing, no IP stack (seed
- * 000).  The PMD comes from a devargs string, so the same code runs on
- * net_memif (shared-memory "cable"), net_af_xdp (a kernel interface) and a
- * real NIC's PMD.
+ * 0x88B5 (IEEE 802 local experimental), MAC addressing, no IP stack (the
+ * design of Shimada and Hayasaka's DPDK BTL for Open MPI; docs/design.md,
+ * "link_dpdk and the dpdk BTL").  The PMD comes from a devargs string, so
+ * the same code runs on net_memif (shared-memory "cable"), net_af_xdp (a
+ * kernel interface) and a real NIC's PMD.
  *
- * Address blob: 6 bytes MAC + 2 bytes queue id (big-endian).
+ * Address blob: 6 bytes MAC + 2 bytes queue id (big-endian; always 0: a
+ * link sends and receives on its port's queue 0).
  *
- * One DPDK port, one rx and one tx queue per process (direct mode).  The
- * process becomes a DPDK primary: EAL is started here, once per process,
- * with a unique file prefix and the calling thread's current CPU affinity
- * (EAL would otherwise pin the MPI rank to core 0).
+ * Ports: a process opens up to EM_DPDK_MAX_PORTS ports (a ';'-separated
+ * device list, one link each), and becomes a DPDK primary: EAL is started
+ * with the first port, once per process, with a unique file prefix and the
+ * calling thread's current CPU affinity (EAL would otherwise pin the MPI
+ * rank to core 0), and cleaned up when the last port closes.  A port the
+ * process already runs under another ethertype is shared (a second user,
+ * e.g. an em_bcast channel beside the dpdk BTL, even from another copy of
+ * this code in the process): sharers must close before the port's owner.
+ * A port can also carry extra queue pairs for another user (cfg.extra).
+ *
+ * Threading: EAL and port-sharing state is process-global and unlocked; open
+ * and close ports, and drive every link of a port, from one thread.
+ * Source layout: src/link/dpdk/ (dpdk_internal.h).
  */
 #ifndef EM_LINK_DPDK_H
 #define EM_LINK_DPDK_H
@@ -25,8 +36,6 @@
 #define EM_ETHERTYPE 0x88B5u
 /** Most ports one process opens (e.g. two memif cables: two links). */
 #define EM_DPDK_MAX_PORTS 4
-/** The lossy broadcast channel's frames (IEEE 802 local experimental 2). */
-#define EM_ETHERTYPE_BCAST 0x88B6u
 
 struct rte_mempool;
 
@@ -75,7 +84,7 @@ typedef struct em_dpdk_cfg {
     uint64_t loss_seed;
     uint32_t link_wait_ms; /**< how long to wait for link up; 0 = 10000 */
     /** ethertype of our frames (host order); 0 = EM_ETHERTYPE.  Another
-     *  value (e.g. EM_ETHERTYPE_BCAST) keeps a second user of the wire
+     *  value (e.g. em_bcast's 0x88B6) keeps a second user of the wire
      *  apart: frames of other ethertypes are counted as rx_foreign. */
     uint16_t ethertype;
     /** 1: never send a payload from the caller's memory (EM_LINK_F_GATHER
@@ -92,8 +101,16 @@ typedef struct em_dpdk_port_stats {
 } em_dpdk_port_stats_t;
 
 typedef struct em_dpdk_stats {
-    uint64_t rx_frames, rx_foreign, rx_multiseg, rx_dropped_loss, tx_frames, tx_full;
-    uint64_t tx_extbuf;    /**< frames whose payload went out from the caller's memory (extbuf) */
+    uint64_t rx_frames;       /**< frames handed to the caller */
+    uint64_t rx_foreign;      /**< not ours, dropped: another ethertype nobody in this process
+                               *   uses, shorter than an Ethernet header, or over the MTU */
+    uint64_t rx_share_full;   /**< another user's frames (shared port) this link polled and
+                               *   dropped because that user's ring was full */
+    uint64_t rx_multiseg;     /**< chained frames, copied into one buffer */
+    uint64_t rx_dropped_loss; /**< dropped by the seeded loss injection (rx_loss) */
+    uint64_t tx_frames;       /**< frames the PMD took */
+    uint64_t tx_full;         /**< tx_burst calls that found the tx queue full */
+    uint64_t tx_extbuf;       /**< frames whose payload went out from the caller's memory (extbuf) */
 } em_dpdk_stats_t;
 
 /**
@@ -143,8 +160,10 @@ int em_link_dpdk_pool_reset(struct rte_mempool *mp);
  * two cables, one link each), each part expanded on its own.
  * @return 0, or -1 with a sentence in @p err (unreadable FILE).
  */
-int em_dpdk_devargs(const char *spec, const char *job, char *out, size_t len,
-                    char *err, size_t errlen);
+int em_link_dpdk_devargs(const char *spec, const char *job, char *out, size_t len,
+                         char *err, size_t errlen);
+/** Free hugepages of the default size (/proc/meminfo), 0 when unknown. */
+long em_link_dpdk_hugepages_free(void);
 /** Render an address blob as "aa:bb:cc:dd:ee:ff/q". */
 void em_link_dpdk_addr_str(const em_link_addr_t *a, char *buf, size_t len);
 

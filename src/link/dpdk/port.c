@@ -218,7 +218,7 @@ static void negotiate_mtu(struct port_setup *ps, struct dpdk_link *d)
     d->memif = ps->info.driver_name && strstr(ps->info.driver_name, "memif") != NULL;
     ps->memif_bsize = 0;
     char bsize[16];
-    if (d->memif && em_devarg(ps->item, "bsize", bsize, sizeof bsize))
+    if (d->memif && em_dpdk_devarg(ps->item, "bsize", bsize, sizeof bsize))
         ps->memif_bsize = (uint32_t)strtoul(bsize, NULL, 10);
     if (ps->memif_bsize > 1518) {
         if (want > ps->memif_bsize - RTE_ETHER_HDR_LEN)

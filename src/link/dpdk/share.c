@@ -22,7 +22,7 @@ int em_dpdk_pass_on(struct port_share *sh, struct dpdk_link *d, struct rte_mbuf 
         if (sh->user[u].ethertype_be == eh->ether_type && sh->user[u].ring) {
             if (rte_ring_enqueue(sh->user[u].ring, mb) == 0)
                 return 1;
-            d->st.rx_foreign++;     /* its ring is full: lost, like a full rx queue */
+            d->st.rx_share_full++;  /* its ring is full: lost, like a full rx queue */
             rte_pktmbuf_free(mb);
             return 1;
         }
