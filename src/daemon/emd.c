@@ -5,7 +5,8 @@
  * the design in docs/design.md): the process around one struct emd (emd.h)
  * with a DPDK port.  This file holds what needs DPDK or the command line:
  * the options, whether the ranks can have bulk queues, opening the port
- * (link_dpdk) and the port's extras (emd_port_ops_t: its counters, the
+ * (link_dpdk, with the bulk queues as extra queue pairs whose pools this
+ * file makes) and the port's extras (emd_port_ops_t: its counters, the
  * bulk slots' pool reset), signals, and main.  Everything else is DPDK-free:
  * emd_core.h (data plane: forwarding, eager ACKs, peers), emd_ctl.h
  * (control socket, attach), emd_run.c (the loop and idle policy).
@@ -71,7 +72,7 @@ static int status_main(const char *spec)
 {
     char path[256], err[512];
     struct emd_ctl_status s;
-    if (em_dpdk_devargs(spec, "emd", path, sizeof path, err, sizeof err) != 0 ||
+    if (em_link_dpdk_devargs(spec, "emd", path, sizeof path, err, sizeof err) != 0 ||
         emd_status_query(path, 2000, &s, err, sizeof err) != 0) {
         fprintf(stderr, "emd --status: %s\n", err);
         return 1;
@@ -98,10 +99,50 @@ static void port_stats(void *ctx, emd_port_stats_t *out)
     }
 }
 
-/** emd_port_ops_t::slot_reset over link_dpdk (ctx: the link). */
+/*
+ * The bulk queues' pools: per slot the pool its rx queues receive into and
+ * the pool it sends from (emd_abi.h: EMD_BULKQ_*_POOL), created as the port
+ * sets up its extra queues: 1 + S*S queue pairs, queue q >= 1 received by
+ * slot (q - 1) % S.  The DPDK link only configures the queues.
+ */
+static struct rte_mempool *bulk_pools[EMD_BULKQ_SLOTS_MAX][2];
+
+/** em_dpdk_extra_queues_t::rx_pool (ctx: the struct emd). */
+static struct rte_mempool *bulk_rx_pool(void *ctx, const em_dpdk_queue_info_t *qi, char *err,
+                                        size_t errlen)
+{
+    const struct emd *e = ctx;
+    unsigned s = (qi->queue - 1u) % e->ctl.bulk_slots;
+    if (!bulk_pools[s][0]) {
+        char rx[64], tx[64];
+        snprintf(rx, sizeof rx, EMD_BULKQ_RX_POOL, qi->port, s);
+        snprintf(tx, sizeof tx, EMD_BULKQ_TX_POOL, qi->port, s);
+        bulk_pools[s][0] = em_link_dpdk_queue_pool(qi, rx, EMD_BULKQ_RX_MBUFS, err, errlen);
+        if (bulk_pools[s][0])
+            bulk_pools[s][1] = em_link_dpdk_queue_pool(qi, tx, EMD_BULKQ_TX_MBUFS, err, errlen);
+    }
+    return bulk_pools[s][1] ? bulk_pools[s][0] : NULL;
+}
+
+/** em_dpdk_extra_queues_t::undo: the port did not open; free the pools while EAL still runs. */
+static void bulk_pools_free(void *ctx)
+{
+    (void)ctx;
+    for (unsigned s = 0; s < EMD_BULKQ_SLOTS_MAX; s++)
+        for (unsigned k = 0; k < 2; k++) {
+            em_link_dpdk_pool_free(bulk_pools[s][k]);
+            bulk_pools[s][k] = NULL;
+        }
+}
+
+/** emd_port_ops_t::slot_reset: every mbuf of the slot's pools back, as new. */
 static int port_slot_reset(void *ctx, uint16_t slot)
 {
-    return em_link_dpdk_rdv_reset(ctx, slot);
+    (void)ctx;
+    if (slot >= EMD_BULKQ_SLOTS_MAX || !bulk_pools[slot][1])
+        return -1;
+    int rc = em_link_dpdk_pool_reset(bulk_pools[slot][0]);
+    return em_link_dpdk_pool_reset(bulk_pools[slot][1]) | rc;
 }
 
 static const emd_port_ops_t dpdk_port_ops = { .stats = port_stats, .slot_reset = port_slot_reset };
@@ -141,7 +182,7 @@ static const char *bulkq_possible(struct emd *e, const char *vdev, const char *e
     else if (strstr(eal_args, "--in-memory") || strstr(eal_args, "--no-shconf") ||
              strstr(eal_args, "--no-huge"))
         why = "the daemon runs --in-memory/--no-shconf/--no-huge (DPDK secondaries cannot attach)";
-    else if (!*eal_args && (!hugetlbfs_mounted() || em_hugepages_free() < BULKQ_HUGEPAGES_MIN)) {
+    else if (!*eal_args && (!hugetlbfs_mounted() || em_link_dpdk_hugepages_free() < BULKQ_HUGEPAGES_MIN)) {
         snprintf(hp, sizeof hp, "no hugepages: echo 256 >/proc/sys/vm/nr_hugepages; "
                  "mount -t hugetlbfs nodev /dev/hugepages");
         why = hp;
@@ -209,7 +250,10 @@ static em_link_t *open_port(struct emd *e, const char *vdev, const char *eal_arg
     *rc = 1;
     const char *eal = bulkq_possible(e, vdev, eal_args);
     em_dpdk_cfg_t cfg = { .vdev = vdev, .eal_args = eal, .file_prefix = prefix, .mtu = mtu,
-                          .link_wait_ms = link_wait, .rdv_slots = e->ctl.bulk_slots };
+                          .link_wait_ms = link_wait };
+    if (e->ctl.bulk_slots)
+        cfg.extra = (em_dpdk_extra_queues_t){ .n = (uint16_t)(emd_bulkq_queues(e->ctl.bulk_slots) - 1u),
+                                              .rx_pool = bulk_rx_pool, .undo = bulk_pools_free, .ctx = e };
     em_link_t *link = em_link_dpdk_open(&cfg, err, sizeof err);
     if (!link) {
         fprintf(stderr, "emd: %s\n", err);
@@ -399,9 +443,9 @@ static void catch_signals(struct emd *e)
 static int expand_specs(const struct args *A, char *sock, char *vdev, size_t vdevlen, char *prefix)
 {
     char err[512];
-    if (em_dpdk_devargs(A->sock_spec, "emd", sock, 256, err, sizeof err) != 0 ||
-        em_dpdk_devargs(A->vdev_spec, "emd", vdev, vdevlen, err, sizeof err) != 0 ||
-        em_dpdk_devargs(A->prefix_spec, "emd", prefix, EMD_BULKQ_NAME_LEN, err, sizeof err) != 0) {
+    if (em_link_dpdk_devargs(A->sock_spec, "emd", sock, 256, err, sizeof err) != 0 ||
+        em_link_dpdk_devargs(A->vdev_spec, "emd", vdev, vdevlen, err, sizeof err) != 0 ||
+        em_link_dpdk_devargs(A->prefix_spec, "emd", prefix, EMD_BULKQ_NAME_LEN, err, sizeof err) != 0) {
         fprintf(stderr, "emd: %s\n", err);
         return -1;
     }

@@ -80,7 +80,8 @@ struct emd_link {
     int rdv_mode, layout_warned;
 };
 
-_Static_assert(EM_PKT_DATA == EMD_CLS_DATA && EM_PKT_BULK == EMD_CLS_BULK && EM_PKT_CTRL == EMD_CLS_CTRL,
+_Static_assert((int)EM_PKT_DATA == (int)EMD_CLS_DATA && (int)EM_PKT_BULK == (int)EMD_CLS_BULK &&
+                   (int)EM_PKT_CTRL == (int)EMD_CLS_CTRL,
                "em_pkt_t::cls travels in the shim and the slots as is");
 
 static uint64_t now_ns(void)

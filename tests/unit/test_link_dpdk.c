@@ -27,6 +27,9 @@
 
 static em_link_t *L;
 
+/** A second user's ethertype on the shared port (em_bcast's, 0x88B6). */
+#define SECOND_ETHERTYPE 0x88B6u
+
 static int open_ring(double loss)
 {
     char err[512] = "";
@@ -183,7 +186,7 @@ static void test_shared_port(void **st)
 {
     char err[512] = "";
     em_dpdk_cfg_t c = { .vdev = "net_ring0", .eal_args = "--no-huge -m 128 --no-shconf",
-                        .nb_mbufs = 2047, .link_wait_ms = 2000, .ethertype = EM_ETHERTYPE_BCAST };
+                        .nb_mbufs = 2047, .link_wait_ms = 2000, .ethertype = SECOND_ETHERTYPE };
     em_link_t *B = em_link_dpdk_open(&c, err, sizeof err);
     if (!B)
         fail_msg("second user could not share the port: %s", err);
@@ -233,6 +236,48 @@ static void test_shared_port(void **st)
     em_link_close(B);
 }
 
+/* The user that polls a shared port passes the other's frames on to its
+ * ring; when that ring is full they are lost and counted as rx_share_full
+ * (not as rx_foreign: they were somebody's). */
+static void test_shared_ring_full(void **st)
+{
+    char err[512] = "";
+    em_dpdk_cfg_t c = { .vdev = "net_ring0", .eal_args = "--no-huge -m 128 --no-shconf",
+                        .nb_mbufs = 2047, .link_wait_ms = 2000, .ethertype = SECOND_ETHERTYPE };
+    em_link_t *B = em_link_dpdk_open(&c, err, sizeof err);
+    if (!B)
+        fail_msg("second user could not share the port: %s", err);
+    em_link_addr_t self = L->local;
+    assert_int_equal(em_link_set_peer(L, 0, &self), 0);
+    uint64_t foreign = em_link_dpdk_stats(B)->rx_foreign;
+    em_pkt_t *pk[32];
+    /* L sends, only B polls: L's frames pile up in L's ring (1023 places) */
+    for (int round = 0; round < 48 && em_link_dpdk_stats(B)->rx_share_full == 0; round++) {
+        for (unsigned i = 0; i < 32; i++) {
+            pk[i] = em_link_tx_alloc(L);
+            assert_non_null(pk[i]);
+            memcpy(pk[i]->data, "to-A", 4);
+            pk[i]->len = 4;
+            pk[i]->peer = 0;
+        }
+        unsigned sent = em_link_tx_burst(L, pk, 32);
+        for (unsigned i = sent; i < 32; i++)
+            em_link_tx_free(L, pk[i]);
+        for (int k = 0; k < 4; k++)
+            assert_int_equal(em_link_rx_burst(B, pk, 32), 0);   /* none of them is B's */
+    }
+    assert_true(em_link_dpdk_stats(B)->rx_share_full > 0);
+    assert_int_equal(em_link_dpdk_stats(B)->rx_foreign, foreign);
+    /* L gets what its ring held */
+    unsigned got = 0, n;
+    while ((n = em_link_rx_burst(L, pk, 32)) > 0) {
+        got += n;
+        em_link_rx_release(L, pk, n);
+    }
+    assert_true(got >= 1000);
+    em_link_close(B);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--bad-device") == 0)
@@ -246,6 +291,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_foreign_ethertype_dropped),
         cmocka_unit_test(test_gather_payload),
         cmocka_unit_test(test_shared_port),
+        cmocka_unit_test(test_shared_ring_full),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     em_link_close(L);

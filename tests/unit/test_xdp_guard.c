@@ -25,7 +25,7 @@
 
 #include <cmocka.h>
 
-#include "link/xdp_guard.h"
+#include "link/dpdk/xdp_guard.h"
 
 static char dir[] = "/tmp/em_xdp_guard_XXXXXX";
 

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file btl_dpdk_component.c
- * The `dpdk` BTL (seed 000): ethermpi's protocol at layer 2 through a DPDK
- * poll-mode driver, in user space.  Everything but the link lives in
- * ../common/em_btl.c; this file holds the component, its link parameters
- * and the link opener.  In this "direct" mode each MPI process owns its
+ * The `dpdk` BTL (after Shimada and Hayasaka's DPDK BTL for Open MPI;
+ * docs/design.md "link_dpdk and the dpdk BTL"): ethermpi's protocol at
+ * layer 2 through a DPDK poll-mode driver, in user space.  Everything but
+ * the link lives in ../common/em_btl.c; this file holds the component, its
+ * link parameters and the link opener.  In this "direct" mode each MPI process owns its
  * DPDK port (one rank per node).
  *
  * Select with: --mca btl self,vader,dpdk --mca btl_dpdk_vdev <devargs>
@@ -72,7 +73,7 @@ static int dpdk_register(void)
     dpdk_rdv_queue = "auto";
     (void)mca_base_component_var_register(c, "rdv_queue",
         "Daemon mode: rendezvous (put) data on this process's own queue of the daemon's port "
-        "(seed 000; memif wire, the daemon a hugepage-backed DPDK primary): auto = when the daemon "
+        "(memif wire, the daemon a hugepage-backed DPDK primary; docs/daemon.md, Own queues): auto = when the daemon "
         "offers one (else through the daemon, said at btl_base_verbose 10), on = required "
         "(the job fails with the reason), off = always through the daemon",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_rdv_queue);
@@ -181,7 +182,7 @@ static void emd_closing(void *ctx, const em_emd_stats_t *s)
 static em_link_t *emd_open_link(char *err, size_t errlen)
 {
     char path[1024];
-    if (em_dpdk_devargs(dpdk_emd_socket, "", path, sizeof path, err, errlen) != 0)
+    if (em_link_dpdk_devargs(dpdk_emd_socket, "", path, sizeof path, err, errlen) != 0)
         return NULL;
     int mode;
     const char *rq = dpdk_rdv_queue ? dpdk_rdv_queue : "auto";
@@ -217,7 +218,7 @@ static em_link_t *dpdk_open_link(unsigned index, char *err, size_t errlen)
      * their dying end of the cable */
     char vdev[1024], job[32];
     snprintf(job, sizeof job, "%u", (unsigned)OPAL_PROC_MY_NAME.jobid);
-    if (em_dpdk_devargs(dpdk_vdev, job, vdev, sizeof vdev, err, errlen) != 0)
+    if (em_link_dpdk_devargs(dpdk_vdev, job, vdev, sizeof vdev, err, errlen) != 0)
         return NULL;
     char prefix[64];
     snprintf(prefix, sizeof prefix, "em%ld", (long)getpid());
