@@ -40,7 +40,7 @@ struct peer_addr {
     uint8_t mac[6];
     uint16_t ep;
     uint8_t set;
-    uint8_t rdv;                      /* its puts go on our own queue */
+    uint8_t bulkq;                      /* its puts go on our bulk queue */
 };
 
 struct emd_link {
@@ -68,16 +68,16 @@ struct emd_link {
     void (*dead_cb)(void *, const char *);
     void *dead_ctx;
     em_emd_stats_t st;
-    /* own queues (NULL rdv: none, puts go through the daemon) */
-    em_link_t *rdv;
-    uint16_t rdv_slots, rdv_slot;
-    em_pkt_t *rdv_lent[EMD_RX_BURST]; /* frames of the last rx burst that are the own queue's */
-    unsigned rdv_nlent;
-    int rdv_first;                    /* alternate which source is polled first */
+    /* bulk queues (NULL bulkq: none, puts go through the daemon) */
+    em_link_t *bulkq;
+    uint16_t bulk_slots, bulk_slot;
+    em_pkt_t *bulk_lent[EMD_RX_BURST]; /* frames of the last rx burst that are the bulk queue's */
+    unsigned bulk_nlent;
+    int bulk_first;                    /* alternate which source is polled first */
     void (*close_cb)(void *, const struct em_emd_stats *);
     void (*note_cb)(void *, const char *);
     void *cb_ctx;
-    int rdv_mode, layout_warned;
+    int bulk_mode, layout_warned;
 };
 
 _Static_assert((int)EM_PKT_DATA == (int)EMD_CLS_DATA && (int)EM_PKT_BULK == (int)EMD_CLS_BULK &&
@@ -188,27 +188,27 @@ static void fill_slot(struct emd_link *d, const struct peer_addr *pa, uint8_t cl
     }
 }
 
-/** Frames of one tx burst bound for the own queue. */
-struct own_batch {
+/** Frames of one tx burst bound for the bulk queue. */
+struct bulk_batch {
     em_pkt_t *pk[EMD_RX_BURST];
     uint32_t bytes[EMD_RX_BURST];
     uint8_t put[EMD_RX_BURST];
     unsigned n;
 };
 
-/** Send the batch on the own queue; what it refuses goes through the
+/** Send the batch on the bulk queue; what it refuses goes through the
  *  daemon (ring slots from @p used on, up to @p room). */
-static void flush_own(struct emd_link *d, struct own_batch *b, unsigned *used, uint32_t room)
+static void flush_bulk(struct emd_link *d, struct bulk_batch *b, unsigned *used, uint32_t room)
 {
     if (!b->n)
         return;
-    unsigned sent = em_link_tx_burst(d->rdv, b->pk, b->n);
+    unsigned sent = em_link_tx_burst(d->bulkq, b->pk, b->n);
     if (sent)
         atomic_store_explicit(&d->h->bulk_active_ns, now_ns(), memory_order_relaxed);
     for (unsigned j = 0; j < sent; j++)
         if (b->put[j]) {
-            d->st.put_tx_own++;
-            d->st.put_tx_own_bytes += b->bytes[j];
+            d->st.put_tx_bulk++;
+            d->st.put_tx_bulk_bytes += b->bytes[j];
         }
     for (unsigned j = sent; j < b->n; j++) {
         /* the queue toward that slot is full: the daemon carries it */
@@ -216,11 +216,11 @@ static void flush_own(struct emd_link *d, struct own_batch *b, unsigned *used, u
         if (*used < room) {
             fill_slot(d, &d->peers[q->peer], q->cls, q->data, q->len, NULL, 0, 0);
             (*used)++;
-            d->st.own_tx_fallback++;
+            d->st.bulk_tx_fallback++;
         } else {
-            d->st.own_tx_dropped++;    /* lost like a full wire: retransmitted */
+            d->st.bulk_tx_dropped++;    /* lost like a full wire: retransmitted */
         }
-        em_link_tx_free(d->rdv, q);
+        em_link_tx_free(d->bulkq, q);
     }
     b->n = 0;
 }
@@ -233,8 +233,8 @@ static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
         return 0;
     uint32_t room = emd_slots_sp_room(&d->tx);
     unsigned k = 0, used = 0;
-    struct own_batch own;
-    own.n = 0;
+    struct bulk_batch bq;
+    bq.n = 0;
     for (; k < n && used < room; k++) {
         em_pkt_t *p = pkts[k];
         if (p->peer >= d->npeers || !d->peers[p->peer].set || p->len + p->ext_len > d->mtu) {
@@ -244,18 +244,18 @@ static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
         }
         const struct peer_addr *pa = &d->peers[p->peer];
         int put = p->cls == EM_PKT_BULK, ack = p->cls == EM_PKT_CTRL;
-        if (pa->rdv && (put || ack)) {
+        if (pa->bulkq && (put || ack)) {
             /* rendezvous data, and the ACKs its sender waits for: on our
-             * own queue, toward the peer's slot */
-            if (own.n == EMD_RX_BURST)
-                flush_own(d, &own, &used, room);
-            em_pkt_t *q = used < room ? em_link_tx_alloc(d->rdv) : NULL;
+             * bulk queue, toward the peer's slot */
+            if (bq.n == EMD_RX_BURST)
+                flush_bulk(d, &bq, &used, room);
+            em_pkt_t *q = used < room ? em_link_tx_alloc(d->bulkq) : NULL;
             if (q && ack && !p->ext_len) {
                 /* the daemon keeps acknowledging eager frames for us only
                  * if it knows how far we are: a note of the ACK, not sent */
                 fill_slot(d, pa, p->cls, p->data, p->len, NULL, 0, EMD_SLOT_F_NOTE);
                 used++;
-                d->st.ack_tx_own++;
+                d->st.ack_tx_bulk++;
             }
             if (q) {
                 memcpy(q->data, p->data, p->len);
@@ -264,22 +264,22 @@ static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
                 q->len = p->len + p->ext_len;
                 q->peer = p->peer;
                 q->cls = p->cls;
-                own.bytes[own.n] = q->len;
-                own.put[own.n] = (uint8_t)put;
-                own.pk[own.n++] = q;
+                bq.bytes[bq.n] = q->len;
+                bq.put[bq.n] = (uint8_t)put;
+                bq.pk[bq.n++] = q;
                 d->tx_free[d->ntx_free++] = p;
                 continue;
             }
             if (used == room)
                 break;                     /* (the note took the last slot) */
             if (put)
-                d->st.own_tx_fallback++;   /* no mbuf free: through the daemon */
+                d->st.bulk_tx_fallback++;   /* no mbuf free: through the daemon */
         }
         fill_slot(d, pa, p->cls, p->data, p->len, p->ext, p->ext_len, 0);
         used++;
         d->tx_free[d->ntx_free++] = p;   /* copied: the buffer is free again */
     }
-    flush_own(d, &own, &used, room);
+    flush_bulk(d, &bq, &used, room);
     if (k < n)
         d->st.tx_ring_full++;
     if (emd_slots_sp_enqueue(&d->tx)) {
@@ -349,28 +349,28 @@ static unsigned daemon_rx(struct emd_link *d, em_pkt_t **pkts, unsigned max)
     return k;
 }
 
-/** Own-queue traffic: the daemon keeps spinning a while (the eager frames
+/** Bulk-queue traffic: the daemon keeps spinning a while (the eager frames
  *  of the rendezvous protocol pass through it), and a sleeping one is woken. */
-static void own_active(struct emd_link *d)
+static void bulk_active(struct emd_link *d)
 {
     atomic_store_explicit(&d->h->bulk_active_ns, now_ns(), memory_order_relaxed);
     if (atomic_load(&d->h->daemon_sleeping))
         wake_daemon(d);
 }
 
-/** Up to @p max frames from our own queues (remembered for rx_release). */
-static unsigned own_rx(struct emd_link *d, em_pkt_t **pkts, unsigned max)
+/** Up to @p max frames from our bulk queues (remembered for rx_release). */
+static unsigned bulk_rx(struct emd_link *d, em_pkt_t **pkts, unsigned max)
 {
     if (max == 0)
         return 0;
-    unsigned k = em_link_rx_burst(d->rdv, pkts, max);
+    unsigned k = em_link_rx_burst(d->bulkq, pkts, max);
     if (k)
-        own_active(d);
+        bulk_active(d);
     for (unsigned i = 0; i < k; i++) {
-        d->rdv_lent[d->rdv_nlent++] = pkts[i];
+        d->bulk_lent[d->bulk_nlent++] = pkts[i];
         if (pkts[i]->cls == EM_PKT_BULK) {
-            d->st.put_rx_own++;
-            d->st.put_rx_own_bytes += pkts[i]->len;
+            d->st.put_rx_bulk++;
+            d->st.put_rx_bulk_bytes += pkts[i]->len;
         }
     }
     d->st.rx_frames += k;
@@ -385,18 +385,18 @@ static unsigned emd_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
         return 0;
     if (max > EMD_RX_BURST)
         max = EMD_RX_BURST;
-    d->rdv_nlent = 0;
-    if (!d->rdv)
+    d->bulk_nlent = 0;
+    if (!d->bulkq)
         return daemon_rx(d, pkts, max);
     /* both sources, the one polled first alternating (neither starves) */
     unsigned k;
-    d->rdv_first ^= 1;
-    if (d->rdv_first) {
-        k = own_rx(d, pkts, max);
+    d->bulk_first ^= 1;
+    if (d->bulk_first) {
+        k = bulk_rx(d, pkts, max);
         k += daemon_rx(d, pkts + k, max - k);
     } else {
         k = daemon_rx(d, pkts, max);
-        k += own_rx(d, pkts + k, max - k);
+        k += bulk_rx(d, pkts + k, max - k);
     }
     return k;
 }
@@ -407,9 +407,9 @@ static void emd_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
     (void)pkts;
     (void)n;                               /* a burst is always released whole */
     emd_recs_sc_release(&d->rx);
-    if (d->rdv_nlent) {
-        em_link_rx_release(d->rdv, d->rdv_lent, d->rdv_nlent);
-        d->rdv_nlent = 0;
+    if (d->bulk_nlent) {
+        em_link_rx_release(d->bulkq, d->bulk_lent, d->bulk_nlent);
+        d->bulk_nlent = 0;
     }
 }
 
@@ -436,18 +436,18 @@ static int emd_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     memcpy(pa->mac, mac, 6);
     pa->ep = ep;
     pa->set = 1;
-    /* its own queue is reachable from ours when both daemons have the same
+    /* its bulk queue is reachable from ours when both daemons have the same
      * layout (then the memif queues pair up) and it is on the other node */
     int remote = memcmp(mac, d->h->mac, 6) != 0;
-    pa->rdv = d->rdv && slots == d->rdv_slots && remote && em_link_set_peer(d->rdv, peer, a) == 0;
-    if (d->rdv && remote && slots && slots != d->rdv_slots && !d->layout_warned) {
+    pa->bulkq = d->bulkq && slots == d->bulk_slots && remote && em_link_set_peer(d->bulkq, peer, a) == 0;
+    if (d->bulkq && remote && slots && slots != d->bulk_slots && !d->layout_warned) {
         /* the two daemons of the cable were started with different
-         * --rdv-slots: their queues do not pair up */
+         * --bulk-slots: their queues do not pair up */
         char msg[300];
-        snprintf(msg, sizeof msg, "the emd daemon of peer %u has %u own-queue slots, ours %u: start "
-                 "both daemons with the same --rdv-slots; until then rendezvous data to and from "
-                 "that node goes through the daemons", peer, slots, d->rdv_slots);
-        if (d->rdv_mode == EM_EMD_RDV_ON || !d->note_cb)
+        snprintf(msg, sizeof msg, "the emd daemon of peer %u has %u bulk-queue slots, ours %u: start "
+                 "both daemons with the same --bulk-slots; until then rendezvous data to and from "
+                 "that node goes through the daemons", peer, slots, d->bulk_slots);
+        if (d->bulk_mode == EM_EMD_BULKQ_ON || !d->note_cb)
             fprintf(stderr, "ethermpi link_emd: %s\n", msg);
         else
             d->note_cb(d->cb_ctx, msg);
@@ -458,14 +458,14 @@ static int emd_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 
 /* the peer the frame came from: for the daemon's ring, the source (MAC,
  * endpoint) the daemon wrote (it fixes them for frames from its clients);
- * for our own queues, that link's judgement */
+ * for our bulk queues, that link's judgement */
 static uint16_t emd_rx_peer(em_link_t *l, const em_pkt_t *p)
 {
     const struct emd_link *d = (const struct emd_link *)l;
     if (p >= d->rx_pkts && p < d->rx_pkts + EMD_RX_BURST)
         return em_addr_map_get(&d->bysrc, d->rx_src[p - d->rx_pkts]);
-    if (d->rdv && d->rdv->ops->rx_peer)
-        return d->rdv->ops->rx_peer(d->rdv, p);
+    if (d->bulkq && d->bulkq->ops->rx_peer)
+        return d->bulkq->ops->rx_peer(d->bulkq, p);
     return EM_LINK_PEER_UNKNOWN;
 }
 
@@ -509,7 +509,7 @@ static void emd_close(em_link_t *l)
         em_link_emd_stats(l, &st);
         d->close_cb(d->cb_ctx, &st);
     }
-    em_link_close(d->rdv);                 /* before the region: it reads the loss fraction there */
+    em_link_close(d->bulkq);                 /* before the region: it reads the loss fraction there */
     if (d->fd >= 0) {                      /* (from_region: the caller owns the region) */
         munmap(d->h, d->size);
         close(d->fd);                      /* = detach: the daemon frees our endpoint */
@@ -655,54 +655,54 @@ em_link_t *em_link_emd_open(const em_emd_cfg_t *cfg, char *err, size_t errlen)
     return l;
 }
 
-/** Own queues: open them if the daemon offers a slot (AUTO: else say why
+/** Bulk queues: open them if the daemon offers a slot (AUTO: else say why
  *  once; ON: else fail with the reason).  @return 0, or -1 with @p err. */
-static int open_own_queue(struct emd_link *d, struct emd_shm_hdr *h, uint16_t endpoint,
+static int open_bulk_queue(struct emd_link *d, struct emd_shm_hdr *h, uint16_t endpoint,
                           const em_emd_cfg_t *cfg, char *err, size_t errlen)
 {
     char why[400] = "", e2[300] = "";
     const struct emd_bulkq_info *r = &h->bulkq;
     if (r->slots == 0)
-        snprintf(why, sizeof why, "the emd daemon offers no own queues: %s", r->why);
+        snprintf(why, sizeof why, "the emd daemon offers no bulk queues: %s", r->why);
     else if (r->slot == EMD_BULKQ_NO_SLOT)
-        snprintf(why, sizeof why, "the emd daemon has no own-queue slot left for this process: %s",
+        snprintf(why, sizeof why, "the emd daemon has no bulk-queue slot left for this process: %s",
                  r->why);
-    else if (!cfg->rdv_open)
-        snprintf(why, sizeof why, "this build cannot open own queues (no DPDK)");
+    else if (!cfg->bulk_open)
+        snprintf(why, sizeof why, "this build cannot open bulk queues (no DPDK)");
     if (!why[0]) {
-        em_emd_rdv_t info = {
+        em_emd_bulkq_t info = {
             .file_prefix = r->prefix, .port = r->port, .slots = r->slots, .slot = r->slot,
             .endpoint = endpoint, .mtu = h->mtu,
             .loss_ppm = (const volatile uint32_t *)(const void *)&h->rx_loss_ppm,
         };
         memcpy(info.mac, h->mac, 6);
-        d->rdv = cfg->rdv_open(cfg->rdv_ctx, &info, e2, sizeof e2);
-        if (d->rdv && d->rdv->mtu < h->mtu) {
+        d->bulkq = cfg->bulk_open(cfg->ctx, &info, e2, sizeof e2);
+        if (d->bulkq && d->bulkq->mtu < h->mtu) {
             snprintf(e2, sizeof e2, "its frames are smaller (%u bytes) than the daemon's (%u)",
-                     d->rdv->mtu, h->mtu);
-            em_link_close(d->rdv);
-            d->rdv = NULL;
+                     d->bulkq->mtu, h->mtu);
+            em_link_close(d->bulkq);
+            d->bulkq = NULL;
         }
-        if (!d->rdv)
-            snprintf(why, sizeof why, "cannot open this process's own queue (slot %u of %u on %s): %s",
+        if (!d->bulkq)
+            snprintf(why, sizeof why, "cannot open this process's bulk queue (slot %u of %u on %s): %s",
                      r->slot, r->slots, r->port, e2);
     }
-    if (!d->rdv) {
-        if (cfg->rdv_mode == EM_EMD_RDV_ON) {
-            snprintf(err, errlen, "own queue for rendezvous data requested (btl_dpdk_rdv_queue on) "
+    if (!d->bulkq) {
+        if (cfg->bulk_mode == EM_EMD_BULKQ_ON) {
+            snprintf(err, errlen, "bulk queue for rendezvous data requested (btl_dpdk_bulk_queue on) "
                      "but not possible: %s", why);
             return -1;
         }
         if (cfg->note_cb) {
             char msg[480];
-            snprintf(msg, sizeof msg, "rendezvous data goes through the emd daemon (no own queue): %s",
+            snprintf(msg, sizeof msg, "rendezvous data goes through the emd daemon (no bulk queue): %s",
                      why);
-            cfg->note_cb(cfg->rdv_ctx, msg);
+            cfg->note_cb(cfg->ctx, msg);
         }
         return 0;
     }
-    d->rdv_slots = r->slots;
-    d->rdv_slot = r->slot;
+    d->bulk_slots = r->slots;
+    d->bulk_slot = r->slot;
     d->link.local.len = emd_addr_encode(d->link.local.bytes, h->mac, endpoint, r->slots, r->slot);
     return 0;
 }
@@ -752,9 +752,9 @@ static em_link_t *make_link(struct emd_shm_hdr *h, uint64_t size, int fd, uint16
     d->link.local.len = emd_addr_encode(d->link.local.bytes, h->mac, endpoint, 0, 0);
     d->close_cb = cfg->close_cb;
     d->note_cb = cfg->note_cb;
-    d->cb_ctx = cfg->rdv_ctx;
-    d->rdv_mode = cfg->rdv_mode;
-    if (cfg->rdv_mode != EM_EMD_RDV_OFF && open_own_queue(d, h, endpoint, cfg, err, errlen) != 0) {
+    d->cb_ctx = cfg->ctx;
+    d->bulk_mode = cfg->bulk_mode;
+    if (cfg->bulk_mode != EM_EMD_BULKQ_OFF && open_bulk_queue(d, h, endpoint, cfg, err, errlen) != 0) {
         free(d->tx_mem);
         free(d);
         return NULL;
@@ -770,9 +770,9 @@ void em_link_emd_stats(const em_link_t *l, em_emd_stats_t *out)
     out->daemon_tx_bad = atomic_load_explicit(&d->h->st.tx_bad, memory_order_relaxed);
     out->daemon_port_rx_loss = atomic_load_explicit(&d->h->st.port_rx_loss, memory_order_relaxed);
     out->daemon_put_frames = atomic_load_explicit(&d->h->st.put_frames, memory_order_relaxed);
-    out->own_queue = d->rdv != NULL;
-    out->slot = d->rdv ? d->rdv_slot : EMD_BULKQ_NO_SLOT;
-    out->slots = d->rdv_slots;
+    out->bulk_queue = d->bulkq != NULL;
+    out->slot = d->bulkq ? d->bulk_slot : EMD_BULKQ_NO_SLOT;
+    out->slots = d->bulk_slots;
 }
 
 int em_link_emd_alive(const em_link_t *l) { return !((const struct emd_link *)l)->dead; }

@@ -11,16 +11,18 @@
  * Address blob: 6 bytes node MAC + 2 bytes endpoint id (big-endian), the
  * same shape as link_dpdk's (MAC + queue); the daemon demultiplexes
  * received frames on the endpoint.  Endpoint 0 is never given out (it is a
- * direct-mode address): set_peer refuses it.  A process with its own
- * queues adds 4 bytes (format, slot, S, 0: emd_addr_encode).
+ * direct-mode address): set_peer refuses it.  A process with a bulk
+ * queue adds 4 bytes (format, slot, S, 0: emd_addr_encode).
  *
- * Own queues (bulk queues: rendezvous data on the rank's own queue, the design in docs/design.md; emd_abi/emd_abi.h): when the
- * daemon offers a slot and cfg->rdv_open opens it (link_emq: this process
- * as the daemon's DPDK secondary), put frames to a peer on another node
- * whose address has a slot of the same layout go on our own queue toward
- * its slot; everything else goes through the daemon.  rx_burst polls the
- * daemon's ring and the own queues in turn.  This file stays DPDK-free:
- * the own-queue link is an em_link_t given by the opener.
+ * Bulk queue (the rank's own queue for rendezvous data, the design in
+ * docs/design.md; emd_abi/emd_abi.h): when the daemon offers a slot and
+ * cfg->bulk_open opens it (link_bulkq: this process as the daemon's DPDK
+ * secondary), bulk (put) frames and ACKs to a peer on another node whose
+ * address has a slot of the same layout go on our bulk queue toward its
+ * slot, chosen by the frame class (em_pkt_t::cls), never by reading the
+ * frame; everything else goes through the daemon.  rx_burst polls the
+ * daemon's ring and the bulk queues in turn.  This file stays DPDK-free:
+ * the bulk-queue link is an em_link_t given by the opener.
  *
  * Threading: one thread at a time, like every link.
  */
@@ -32,16 +34,16 @@
 
 #include "link/link.h"
 
-/** What the daemon offers for the own queues (from the region's header). */
-typedef struct em_emd_rdv {
+/** What the daemon offers for the bulk queues (from the region's header). */
+typedef struct em_emd_bulkq {
     const char *file_prefix, *port;   /**< the daemon's EAL prefix and port name */
     uint16_t slots, slot, endpoint;
     uint8_t mac[6];
     uint32_t mtu;
     const volatile uint32_t *loss_ppm; /**< live: the daemon's receive-loss fraction (testing) */
-} em_emd_rdv_t;
+} em_emd_bulkq_t;
 
-enum em_emd_rdv_mode { EM_EMD_RDV_AUTO = 0, EM_EMD_RDV_ON = 1, EM_EMD_RDV_OFF = 2 };
+enum em_emd_bulkq_mode { EM_EMD_BULKQ_AUTO = 0, EM_EMD_BULKQ_ON = 1, EM_EMD_BULKQ_OFF = 2 };
 
 struct em_emd_stats;
 typedef struct em_emd_cfg {
@@ -55,14 +57,14 @@ typedef struct em_emd_cfg {
      *  NULL: a line on stderr.  Afterwards the link sends and receives nothing. */
     void (*dead_cb)(void *ctx, const char *why);
     void *dead_ctx;
-    /** own queues: AUTO (use them when the daemon offers a slot and
-     *  rdv_open succeeds, else say why through note_cb), ON (fail the open
+    /** bulk queues: AUTO (use them when the daemon offers a slot and
+     *  bulk_open succeeds, else say why through note_cb), ON (fail the open
      *  with the reason when not possible), OFF (puts through the daemon) */
-    int rdv_mode;
-    /** opens the own-queue link (NULL: never) */
-    em_link_t *(*rdv_open)(void *ctx, const em_emd_rdv_t *info, char *err, size_t errlen);
-    void *rdv_ctx;
-    /** AUTO without own queues: called once with the reason (NULL: silent) */
+    int bulk_mode;
+    /** opens the bulk-queue link (NULL: never) */
+    em_link_t *(*bulk_open)(void *ctx, const em_emd_bulkq_t *info, char *err, size_t errlen);
+    void *ctx;                    /**< for bulk_open, note_cb and close_cb */
+    /** AUTO without bulk queues: called once with the reason (NULL: silent) */
     void (*note_cb)(void *ctx, const char *msg);
     /** called by close with the final counters (NULL: none) */
     void (*close_cb)(void *ctx, const struct em_emd_stats *st);
@@ -73,13 +75,13 @@ typedef struct em_emd_stats {
     /* the daemon's counters for this endpoint */
     uint64_t daemon_rx_ring_full, daemon_tx_bad, daemon_port_rx_loss, daemon_put_frames;
     /* put (rendezvous) frames and their bytes, by path */
-    uint64_t put_tx_own, put_tx_own_bytes, put_tx_daemon, put_tx_daemon_bytes;
-    uint64_t put_rx_own, put_rx_own_bytes, put_rx_daemon, put_rx_daemon_bytes;
-    uint64_t own_tx_fallback;          /**< put frames the own queue refused, sent via the daemon */
-    uint64_t own_tx_dropped;           /**< ... and neither path had room for (retransmitted) */
-    uint64_t ack_tx_own;               /**< standalone ACKs/NACKs sent on the own queue */
+    uint64_t put_tx_bulk, put_tx_bulk_bytes, put_tx_daemon, put_tx_daemon_bytes;
+    uint64_t put_rx_bulk, put_rx_bulk_bytes, put_rx_daemon, put_rx_daemon_bytes;
+    uint64_t bulk_tx_fallback;          /**< put frames the bulk queue refused, sent via the daemon */
+    uint64_t bulk_tx_dropped;           /**< ... and neither path had room for (retransmitted) */
+    uint64_t ack_tx_bulk;               /**< standalone ACKs/NACKs sent on the bulk queue */
     uint64_t flows_sent;               /**< peers registered with the daemon for its eager ACKs */
-    int own_queue;                     /**< 1: this process has its own queues */
+    int bulk_queue;                     /**< 1: this process has its bulk queues */
     uint16_t slot, slots;
 } em_emd_stats_t;
 

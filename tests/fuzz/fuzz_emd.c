@@ -65,14 +65,14 @@ static void ctl(const uint8_t *d, size_t n)
 static void quiet(void *ctx, const char *why);
 
 /* the bulk-queue opener: what it is handed must be what the checks allow */
-static em_link_t *check_rdv(void *ctx, const em_emd_rdv_t *r, char *err, size_t errlen)
+static em_link_t *check_bulkq(void *ctx, const em_emd_bulkq_t *r, char *err, size_t errlen)
 {
     (void)ctx;
     if (!r->slots || r->slots > EMD_BULKQ_SLOTS_MAX || r->slot >= r->slots || !r->endpoint ||
         strlen(r->file_prefix) >= EMD_BULKQ_NAME_LEN || strlen(r->port) >= EMD_BULKQ_NAME_LEN ||
         !r->file_prefix[0] || !r->port[0] || strpbrk(r->file_prefix, " /;") || strpbrk(r->port, " /;"))
         abort();
-    snprintf(err, errlen, "fuzzing: no own queue");
+    snprintf(err, errlen, "fuzzing: no bulk queue");
     return NULL;
 }
 
@@ -97,11 +97,11 @@ static void header(const uint8_t *d, size_t n)
         abort();
     /* open it as a link: the bulk-queue opener sees only checked values */
     char err[600];
-    em_emd_cfg_t cfg = { .dead_cb = quiet, .rdv_open = check_rdv, .note_cb = quiet,
-                         .rdv_mode = (n > 8 && (d[8] & 1)) ? EM_EMD_RDV_ON : EM_EMD_RDV_AUTO };
+    em_emd_cfg_t cfg = { .dead_cb = quiet, .bulk_open = check_bulkq, .note_cb = quiet,
+                         .bulk_mode = (n > 8 && (d[8] & 1)) ? EM_EMD_BULKQ_ON : EM_EMD_BULKQ_AUTO };
     em_link_t *l = em_link_emd_from_region(region, sz, h->instance, h->endpoint, &cfg, err, sizeof err);
     if (l) {
-        if (l->local.len != EMD_ADDR_LEN)   /* check_rdv never gives a link */
+        if (l->local.len != EMD_ADDR_LEN)   /* check_bulkq never gives a link */
             abort();
         em_link_close(l);
     } else if (!memchr(err, 0, sizeof err)) {

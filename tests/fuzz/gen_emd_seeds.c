@@ -74,7 +74,7 @@ int main(int argc, char **argv)
     snprintf(h->bulkq.port, sizeof h->bulkq.port, "net_memif0");
     buf[0] = 1;
     memcpy(buf + 1, region, EMD_SHM_HDR_SIZE);
-    put(argv[1], "emd_hdr_rdv.bin", buf, 1 + EMD_SHM_HDR_SIZE);
+    put(argv[1], "emd_hdr_bulkq.bin", buf, 1 + EMD_SHM_HDR_SIZE);
     /* 4: a 12-byte address (endpoint 3, slot 2 of 4) */
     buf[0] = 4;
     put(argv[1], "emd_addr.bin", buf, 1u + emd_addr_encode(buf + 1, mac, 3, 4, 2));

@@ -244,7 +244,7 @@ static int good_open(void)
     char err[512];
     em_link_t *l[2];
     for (int k = 0; k < 2; k++) {
-        em_emd_cfg_t c = { .socket_path = sock, .rdv_mode = EM_EMD_RDV_OFF };
+        em_emd_cfg_t c = { .socket_path = sock, .bulk_mode = EM_EMD_BULKQ_OFF };
         l[k] = em_link_emd_open(&c, err, sizeof err);
         if (!l[k]) {
             fprintf(stderr, "good client: %s\n", err);

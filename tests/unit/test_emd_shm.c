@@ -455,7 +455,7 @@ static void test_link_rings_and_death(void **st)
 }
 
 
-/* ------------------------------------------------------- own queues -- */
+/* ------------------------------------------------------- bulk queues -- */
 
 static void fill_bulkq(struct emd_bulkq_info *r, uint16_t slots, uint16_t slot)
 {
@@ -478,7 +478,7 @@ static void test_bulkq_check(void **st)
     assert_int_equal(emd_bulkq_check(&r, &why), 0);
     fill_bulkq(&r, 4, EMD_BULKQ_NO_SLOT);                    /* all slots taken */
     assert_int_equal(emd_bulkq_check(&r, &why), 0);
-    fill_bulkq(&r, 0, EMD_BULKQ_NO_SLOT);                    /* no own queues */
+    fill_bulkq(&r, 0, EMD_BULKQ_NO_SLOT);                    /* no bulk queues */
     snprintf(r.why, sizeof r.why, "the af_xdp wire");
     assert_int_equal(emd_bulkq_check(&r, &why), 0);
     fill_bulkq(&r, 0, 0);                                  /* a slot without a layout */
@@ -515,7 +515,7 @@ static void test_bulkq_check(void **st)
     /* and it is part of the region check */
     uint64_t size;
     struct emd_shm_hdr *h = make_region(&size, 1492, 1u << 16, 32);
-    assert_int_equal(h->bulkq.slot, EMD_BULKQ_NO_SLOT);      /* a fresh region offers no own queue */
+    assert_int_equal(h->bulkq.slot, EMD_BULKQ_NO_SLOT);      /* a fresh region offers no bulk queue */
     assert_int_equal(emd_shm_check(h, size, 0x1234, 5, &why), 0);
     fill_bulkq(&h->bulkq, 4, 1);
     assert_int_equal(emd_shm_check(h, size, 0x1234, 5, &why), 0);
@@ -561,8 +561,8 @@ static void test_addr(void **st)
     assert_int_equal(emd_addr_decode(a, 8, mac, &ep, &slots, &slot), -1);
 }
 
-/* a stand-in for the own-queue link (link_emq): records what it is given */
-struct fake_rdv {
+/* a stand-in for the bulk-queue link (link_bulkq): records what it is given */
+struct fake_bulkq {
     em_link_t link;
     em_pkt_t pk[8];
     uint8_t buf[8][2048];
@@ -571,8 +571,8 @@ struct fake_rdv {
     uint8_t last[2048], first[2048];
     uint32_t last_len, first_len;
 };
-static struct fake_rdv fake;
-static em_emd_rdv_t fake_info;
+static struct fake_bulkq fake;
+static em_emd_bulkq_t fake_info;
 static char note[600];
 
 static em_pkt_t *f_alloc(em_link_t *l)
@@ -632,11 +632,11 @@ static int f_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 }
 static void f_close(em_link_t *l) { (void)l; fake.closed++; }
 static const em_link_ops_t fake_ops = {
-    .name = "fake-emq", .tx_alloc = f_alloc, .tx_burst = f_burst, .tx_free = f_free,
+    .name = "fake-bulkq", .tx_alloc = f_alloc, .tx_burst = f_burst, .tx_free = f_free,
     .rx_burst = f_rx, .rx_release = f_release, .flush = f_flush, .set_peer = f_peer, .close = f_close,
 };
 static int fake_fail;
-static em_link_t *fake_open(void *ctx, const em_emd_rdv_t *info, char *err, size_t errlen)
+static em_link_t *fake_open(void *ctx, const em_emd_bulkq_t *info, char *err, size_t errlen)
 {
     (void)ctx;
     fake_info = *info;
@@ -666,14 +666,14 @@ static em_pkt_t *frame(em_link_t *l, uint16_t peer, uint8_t type, uint32_t len)
     return p;
 }
 
-static void test_own_queue(void **st)
+static void test_bulk_queue(void **st)
 {
     (void)st;
     uint64_t size;
     char err[600];
     struct emd_shm_hdr *h = make_region(&size, 1492, 1u << 16, 32);
-    em_emd_cfg_t c = { .rdv_open = fake_open, .note_cb = on_note };
-    /* no own queue offered: AUTO says why, ON fails with the reason */
+    em_emd_cfg_t c = { .bulk_open = fake_open, .note_cb = on_note };
+    /* no bulk queue offered: AUTO says why, ON fails with the reason */
     snprintf(h->bulkq.why, sizeof h->bulkq.why, "no hugepages: echo 256 >/proc/sys/vm/nr_hugepages");
     note[0] = 0;
     em_link_t *l = em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err);
@@ -681,7 +681,7 @@ static void test_own_queue(void **st)
     assert_int_equal(l->local.len, EMD_ADDR_LEN);
     assert_non_null(strstr(note, "hugepages"));
     em_link_close(l);
-    c.rdv_mode = EM_EMD_RDV_ON;
+    c.bulk_mode = EM_EMD_BULKQ_ON;
     assert_null(em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err));
     assert_non_null(strstr(err, "nr_hugepages"));
     /* offered, but the open fails */
@@ -689,7 +689,7 @@ static void test_own_queue(void **st)
     fake_fail = 1;
     assert_null(em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err));
     assert_non_null(strstr(err, "EAL said no"));
-    c.rdv_mode = EM_EMD_RDV_AUTO;
+    c.bulk_mode = EM_EMD_BULKQ_AUTO;
     note[0] = 0;
     l = em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err);
     assert_non_null(l);
@@ -698,14 +698,14 @@ static void test_own_queue(void **st)
     em_link_close(l);
     /* OFF: never opened */
     fake_fail = 0;
-    c.rdv_mode = EM_EMD_RDV_OFF;
+    c.bulk_mode = EM_EMD_BULKQ_OFF;
     memset(&fake_info, 0, sizeof fake_info);
     l = em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err);
     assert_null(fake_info.port);
     em_link_close(l);
     /* opened: the address says slot 1 of 2, puts to a peer with a slot go
-     * on the own queue, everything else through the ring */
-    c.rdv_mode = EM_EMD_RDV_ON;
+     * on the bulk queue, everything else through the ring */
+    c.bulk_mode = EM_EMD_BULKQ_ON;
     l = em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err);
     assert_non_null(l);
     assert_string_equal(fake_info.port, "net_memif0");
@@ -718,7 +718,7 @@ static void test_own_queue(void **st)
     static const uint8_t OTHER[6] = { 0x02, 0xe7, 0, 0, 0, 2 };
     em_link_addr_t a = { 0 };
     a.len = emd_addr_encode(a.bytes, OTHER, 9, 2, 0);
-    assert_int_equal(em_link_set_peer(l, 0, &a), 0);       /* peer 0: own queue */
+    assert_int_equal(em_link_set_peer(l, 0, &a), 0);       /* peer 0: bulk queue */
     assert_int_equal(fake.peers_set, 1);
     a.len = emd_addr_encode(a.bytes, OTHER, 10, 0, 0);
     assert_int_equal(em_link_set_peer(l, 1, &a), 0);       /* peer 1: no slot */
@@ -762,18 +762,18 @@ static void test_own_queue(void **st)
     assert_int_equal(sh.cls, EMD_CLS_BULK);        /* a put the bulk queue could not take */
     em_emd_stats_t s;
     em_link_emd_stats(l, &s);
-    assert_int_equal(s.put_tx_own, 1);
-    assert_int_equal(s.put_tx_own_bytes, 200);
+    assert_int_equal(s.put_tx_bulk, 1);
+    assert_int_equal(s.put_tx_bulk_bytes, 200);
     assert_int_equal(s.put_tx_daemon, 3);
-    assert_int_equal(s.ack_tx_own, 1);
-    assert_int_equal(s.own_queue, 1);
-    /* the own queue refuses: the frame goes through the daemon after all */
+    assert_int_equal(s.ack_tx_bulk, 1);
+    assert_int_equal(s.bulk_queue, 1);
+    /* the bulk queue refuses: the frame goes through the daemon after all */
     fake.refuse = 1;
     b[0] = frame(l, 0, EM_PT_PUT, 64);
     assert_int_equal(em_link_tx_burst(l, b, 1), 1);
     assert_int_equal(emd_slots_sc_avail(&dtx), 6);
     em_link_emd_stats(l, &s);
-    assert_int_equal(s.own_tx_fallback, 1);
+    assert_int_equal(s.bulk_tx_fallback, 1);
     assert_int_equal(fake.nfree, 8);                       /* its mbuf went back */
     /* rx: both sources, released together */
     fake.refuse = 0;
@@ -786,7 +786,7 @@ static void test_own_queue(void **st)
     em_link_rx_release(l, rx, n);
     assert_int_equal(fake.released, 3);
     em_link_emd_stats(l, &s);
-    assert_int_equal(s.put_rx_own, 3);
+    assert_int_equal(s.put_rx_bulk, 3);
     assert_int_equal(fake.sent, sent_before);             /* receiving sends nothing */
     em_link_close(l);
     assert_int_equal(fake.closed, 1);
@@ -809,7 +809,7 @@ static void test_hello(void **st)
     assert_int_equal(kind, EMD_HELLO);
     assert_int_equal(slots, 4);
     assert_int_equal(queues, 17);
-    emd_hello_encode(b, EMD_HELLO_REPLY, 0, 1);          /* no own queues: one queue pair */
+    emd_hello_encode(b, EMD_HELLO_REPLY, 0, 1);          /* no bulk queues: one queue pair */
     assert_int_equal(emd_hello_decode(b, 16, &kind, &slots, &queues), 0);
     assert_int_equal(emd_hello_decode(b, 15, &kind, &slots, &queues), EMD_WIRE_SHORT);   /* short */
     struct { int at; uint8_t v; } bad[] = {
@@ -836,7 +836,7 @@ int main(void)
         cmocka_unit_test(test_link_rings_and_death),
         cmocka_unit_test(test_bulkq_check),
         cmocka_unit_test(test_addr),
-        cmocka_unit_test(test_own_queue),
+        cmocka_unit_test(test_bulk_queue),
         cmocka_unit_test(test_hello),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

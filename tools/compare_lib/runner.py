@@ -333,7 +333,7 @@ BENCHMARKS = [
     # (required: btl_dpdk_rdv_queue on) against the old path through both
     # daemons (off); field rdv = own-queue / daemon
     Benchmark(name, prog, 2, unit, fields={"rdv": rdv},
-              transport_mca={"dpdk-memif-daemon": [("btl_dpdk_rdv_queue", val)]})
+              transport_mca={"dpdk-memif-daemon": [("btl_dpdk_bulk_queue", val)]})
     for name, prog, unit in (("latency", "em_latency", "us"), ("bw", "em_bw", "MB/s"))
     for rdv, val in (("own-queue", "on"), ("daemon", "off"))
 ] + [

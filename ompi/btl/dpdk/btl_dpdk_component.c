@@ -23,8 +23,8 @@
  * `emd` owns the port and many ranks per node share it; the rank attaches
  * to the daemon's socket (btl_dpdk_emd_socket) and runs the same engine
  * over link_emd (shared-memory rings).  Rendezvous (put) frames go on the
- * rank's own queue when the daemon offers one (btl_dpdk_rdv_queue): the
- * rank then is a DPDK secondary of the daemon (link_emq); otherwise the
+ * rank's bulk queue when the daemon offers one (btl_dpdk_bulk_queue): the
+ * rank then is a DPDK secondary of the daemon (link_bulkq); otherwise the
  * rank runs no DPDK at all.
  */
 #include "opal_config.h"
@@ -36,7 +36,7 @@
 #include "../common/em_btl.h"
 #include "link/link_dpdk.h"
 #include "link/link_emd.h"
-#include "link/link_emq.h"
+#include "link/link_bulkq.h"
 #include "opal/mca/btl/base/base.h"
 
 extern mca_btl_base_component_3_0_0_t mca_btl_dpdk_component;
@@ -52,7 +52,7 @@ static int dpdk_zero_copy;
 static char *dpdk_mode;           /* "direct" or "daemon" */
 static char *dpdk_emd_socket;
 static int dpdk_emd_heartbeat_ms;
-static char *dpdk_rdv_queue;      /* "auto", "on" or "off" */
+static char *dpdk_bulk_queue;     /* "auto", "on" or "off" */
 
 static em_btl_module_t dpdk_module;
 
@@ -70,13 +70,16 @@ static int dpdk_register(void)
     dpdk_mode = "direct";
     dpdk_emd_socket = "/run/ethermpi/emd/%h.sock";
     dpdk_emd_heartbeat_ms = 3000;
-    dpdk_rdv_queue = "auto";
-    (void)mca_base_component_var_register(c, "rdv_queue",
-        "Daemon mode: rendezvous (put) data on this process's own queue of the daemon's port "
-        "(memif wire, the daemon a hugepage-backed DPDK primary; docs/daemon.md, Own queues): auto = when the daemon "
+    dpdk_bulk_queue = "auto";
+    int bq = mca_base_component_var_register(c, "bulk_queue",
+        "Daemon mode: rendezvous (put) data on this process's bulk queue, a queue of its own on the daemon's port "
+        "(memif wire, the daemon a hugepage-backed DPDK primary; docs/daemon.md, Bulk queues): auto = when the daemon "
         "offers one (else through the daemon, said at btl_base_verbose 10), on = required "
         "(the job fails with the reason), off = always through the daemon",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_rdv_queue);
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_bulk_queue);
+    if (bq >= 0)   /* the old name, deprecated */
+        (void)mca_base_var_register_synonym(bq, "ompi", "btl", "dpdk", "rdv_queue",
+                                            MCA_BASE_VAR_SYN_FLAG_DEPRECATED);
     (void)mca_base_component_var_register(c, "mode",
         "direct: this process owns the DPDK port (one rank per node); daemon: the node's emd "
         "daemon owns it and the node's ranks attach to it (docs/daemon.md)",
@@ -140,20 +143,20 @@ static void emd_dead(void *ctx, const char *why)
                              "ethermpi: the emd node daemon is gone");
 }
 
-/* daemon mode: this process's own queues (a DPDK secondary of the daemon) */
-static em_link_t *rdv_open(void *ctx, const em_emd_rdv_t *r, char *err, size_t errlen)
+/* daemon mode: this process's bulk queue (a DPDK secondary of the daemon) */
+static em_link_t *bulk_open(void *ctx, const em_emd_bulkq_t *r, char *err, size_t errlen)
 {
     (void)ctx;
-    em_emq_cfg_t c = {
+    em_bulkq_cfg_t c = {
         .file_prefix = r->file_prefix, .port = r->port, .slots = r->slots, .slot = r->slot,
         .endpoint = r->endpoint, .mtu = r->mtu, .loss_ppm = r->loss_ppm,
         .loss_seed = (uint64_t)dpdk_loss_seed + r->endpoint,
     };
     memcpy(c.mac, r->mac, 6);
-    return em_link_emq_open(&c, err, errlen);
+    return em_link_bulkq_open(&c, err, errlen);
 }
 
-static void rdv_note(void *ctx, const char *msg)
+static void bulk_note(void *ctx, const char *msg)
 {
     (void)ctx;
     opal_output_verbose(10, opal_btl_base_framework.framework_output, "[%s] btl_dpdk: %s",
@@ -166,17 +169,17 @@ static void emd_closing(void *ctx, const em_emd_stats_t *s)
     (void)ctx;
     if (!dpdk_params.print_stats)
         return;
-    opal_output(0, "[%s] btl_dpdk daemon-mode stats: own queue %s; put frames on the own queue: "
+    opal_output(0, "[%s] btl_dpdk daemon-mode stats: bulk queue %s; put frames on the bulk queue: "
                    "tx %llu (%llu bytes) rx %llu (%llu bytes); through the daemon: tx %llu (%llu "
-                   "bytes) rx %llu (%llu bytes); own queue full, sent via the daemon %llu, dropped %llu; "
-                   "ACKs on the own queue %llu",
-                opal_process_info.nodename, s->own_queue ? "yes" : "no",
-                (unsigned long long)s->put_tx_own, (unsigned long long)s->put_tx_own_bytes,
-                (unsigned long long)s->put_rx_own, (unsigned long long)s->put_rx_own_bytes,
+                   "bytes) rx %llu (%llu bytes); bulk queue full, sent via the daemon %llu, dropped %llu; "
+                   "ACKs on the bulk queue %llu",
+                opal_process_info.nodename, s->bulk_queue ? "yes" : "no",
+                (unsigned long long)s->put_tx_bulk, (unsigned long long)s->put_tx_bulk_bytes,
+                (unsigned long long)s->put_rx_bulk, (unsigned long long)s->put_rx_bulk_bytes,
                 (unsigned long long)s->put_tx_daemon, (unsigned long long)s->put_tx_daemon_bytes,
                 (unsigned long long)s->put_rx_daemon, (unsigned long long)s->put_rx_daemon_bytes,
-                (unsigned long long)s->own_tx_fallback, (unsigned long long)s->own_tx_dropped,
-                (unsigned long long)s->ack_tx_own);
+                (unsigned long long)s->bulk_tx_fallback, (unsigned long long)s->bulk_tx_dropped,
+                (unsigned long long)s->ack_tx_bulk);
 }
 
 static em_link_t *emd_open_link(char *err, size_t errlen)
@@ -185,22 +188,22 @@ static em_link_t *emd_open_link(char *err, size_t errlen)
     if (em_link_dpdk_devargs(dpdk_emd_socket, "", path, sizeof path, err, errlen) != 0)
         return NULL;
     int mode;
-    const char *rq = dpdk_rdv_queue ? dpdk_rdv_queue : "auto";
+    const char *rq = dpdk_bulk_queue ? dpdk_bulk_queue : "auto";
     if (0 == strcmp(rq, "auto"))
-        mode = EM_EMD_RDV_AUTO;
+        mode = EM_EMD_BULKQ_AUTO;
     else if (0 == strcmp(rq, "on"))
-        mode = EM_EMD_RDV_ON;
+        mode = EM_EMD_BULKQ_ON;
     else if (0 == strcmp(rq, "off"))
-        mode = EM_EMD_RDV_OFF;
+        mode = EM_EMD_BULKQ_OFF;
     else {
-        snprintf(err, errlen, "btl_dpdk_rdv_queue must be 'auto', 'on' or 'off', not '%s'", rq);
+        snprintf(err, errlen, "btl_dpdk_bulk_queue must be 'auto', 'on' or 'off', not '%s'", rq);
         return NULL;
     }
     em_emd_cfg_t c = {
         .socket_path = path, .rx_loss = dpdk_rx_loss, .loss_seed = (uint64_t)dpdk_loss_seed,
         .heartbeat_timeout_ms = dpdk_emd_heartbeat_ms > 0 ? (uint32_t)dpdk_emd_heartbeat_ms : 0,
         .dead_cb = emd_dead,
-        .rdv_mode = mode, .rdv_open = rdv_open, .note_cb = rdv_note, .close_cb = emd_closing,
+        .bulk_mode = mode, .bulk_open = bulk_open, .note_cb = bulk_note, .close_cb = emd_closing,
     };
     return em_link_emd_open(&c, err, errlen);
 }

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
- * @file link_emq.c
- * The process's own queues on the daemon's port, as a DPDK secondary (see
- * link_emq.h).  tx: an mbuf of the slot's tx pool (created by the daemon,
+ * @file link_bulkq.c
+ * The process's bulk queue (its own queues) on the daemon's port, as a
+ * DPDK secondary (see link_bulkq.h).  tx: an mbuf of the slot's tx pool (created by the daemon,
  * no cache), Ethernet header + emd shim + frame, sent on the queue toward
  * the destination's slot.  rx: the slot's rx queues in turn; each mbuf
  * carries its em_pkt_t in the private area (the daemon's pools reserve it).
  */
-#include "link/link_emq.h"
+#include "link/link_bulkq.h"
 #include "link/link_dpdk.h"
 #include "link/link_util.h"
 #include "emd_abi/emd_abi.h"
@@ -30,31 +30,31 @@
 #define HDRS (ETH_HDR + EMD_WIRE_HDR_LEN)
 #define BURST 32
 
-struct emq_peer {
+struct bulkq_peer {
     struct rte_ether_addr mac;
     uint16_t ep, queue;           /* its endpoint; our tx queue toward its slot */
     uint8_t set;
 };
 
-struct emq_link {
+struct bulkq_link {
     em_link_t link;               /* must be first */
     uint16_t port, slots, slot, ep;
     uint8_t mac[6];
     struct rte_mempool *txpool;
-    struct emq_peer *peers;
+    struct bulkq_peer *peers;
     uint32_t npeers;
     em_addr_map_t bysrc;          /* (source MAC, source endpoint) -> peer */
     unsigned rx_next;             /* the sending slot whose queue is polled first */
     const volatile uint32_t *loss_ppm;
     uint64_t rng;
-    em_emq_stats_t st;
+    em_bulkq_stats_t st;
 };
 
 static em_pkt_t *pkt_of(struct rte_mbuf *m) { return rte_mbuf_to_priv(m); }
 
-static em_pkt_t *emq_tx_alloc(em_link_t *l)
+static em_pkt_t *bulkq_tx_alloc(em_link_t *l)
 {
-    struct emq_link *d = (struct emq_link *)l;
+    struct bulkq_link *d = (struct bulkq_link *)l;
     struct rte_mbuf *m = rte_pktmbuf_alloc(d->txpool);
     if (!m)
         return NULL;
@@ -67,15 +67,15 @@ static em_pkt_t *emq_tx_alloc(em_link_t *l)
     return p;
 }
 
-static void emq_tx_free(em_link_t *l, em_pkt_t *p)
+static void bulkq_tx_free(em_link_t *l, em_pkt_t *p)
 {
     (void)l;
     rte_pktmbuf_free(p->priv);
 }
 
-static unsigned emq_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
+static unsigned bulkq_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
 {
-    struct emq_link *d = (struct emq_link *)l;
+    struct bulkq_link *d = (struct bulkq_link *)l;
     unsigned done = 0;
     while (done < n) {
         /* a run of frames for the same queue goes in one burst */
@@ -86,7 +86,7 @@ static unsigned emq_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
             em_pkt_t *p = pkts[done + k];
             if (p->peer >= d->npeers || !d->peers[p->peer].set)
                 break;
-            const struct emq_peer *pe = &d->peers[p->peer];
+            const struct bulkq_peer *pe = &d->peers[p->peer];
             if (k == 0)
                 q = pe->queue;
             else if (pe->queue != q)
@@ -129,7 +129,7 @@ static unsigned emq_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
     return done;
 }
 
-static uint64_t rnd(struct emq_link *d)
+static uint64_t rnd(struct bulkq_link *d)
 {
     d->rng ^= d->rng << 13;
     d->rng ^= d->rng >> 7;
@@ -137,9 +137,9 @@ static uint64_t rnd(struct emq_link *d)
     return d->rng;
 }
 
-static unsigned emq_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
+static unsigned bulkq_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
 {
-    struct emq_link *d = (struct emq_link *)l;
+    struct bulkq_link *d = (struct bulkq_link *)l;
     struct rte_mbuf *m[BURST];
     if (max > BURST)
         max = BURST;
@@ -188,29 +188,29 @@ static unsigned emq_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     return k;
 }
 
-static void emq_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
+static void bulkq_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
 {
     (void)l;
     for (unsigned i = 0; i < n; i++)
         rte_pktmbuf_free(pkts[i]->priv);
 }
 
-static int emq_flush(em_link_t *l)
+static int bulkq_flush(em_link_t *l)
 {
     (void)l;
     return 0;
 }
 
-static int emq_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+static int bulkq_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
-    struct emq_link *d = (struct emq_link *)l;
+    struct bulkq_link *d = (struct bulkq_link *)l;
     uint8_t mac[6];
     uint16_t ep, slots, slot;
     if (emd_addr_decode(a->bytes, a->len, mac, &ep, &slots, &slot) != 0 || slots != d->slots)
         return -EINVAL;
     if (em_peer_table_reserve((void **)&d->peers, &d->npeers, sizeof *d->peers, peer) != 0)
         return -ENOMEM;
-    struct emq_peer *pe = &d->peers[peer];
+    struct bulkq_peer *pe = &d->peers[peer];
     if (pe->set)
         em_addr_map_del(&d->bysrc, em_addr_key6(pe->mac.addr_bytes, pe->ep), peer);
     if (em_addr_map_put(&d->bysrc, em_addr_key6(mac, ep), peer) != 0)
@@ -223,9 +223,9 @@ static int emq_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 }
 
 /* the peer whose (MAC, endpoint) the frame's shim names as its source */
-static uint16_t emq_rx_peer(em_link_t *l, const em_pkt_t *p)
+static uint16_t bulkq_rx_peer(em_link_t *l, const em_pkt_t *p)
 {
-    const struct emq_link *d = (const struct emq_link *)l;
+    const struct bulkq_link *d = (const struct bulkq_link *)l;
     const struct rte_mbuf *mb = p->priv;
     emd_shim_t sh;
     if (!mb || mb->data_len < HDRS ||
@@ -235,9 +235,9 @@ static uint16_t emq_rx_peer(em_link_t *l, const em_pkt_t *p)
     return em_addr_map_get(&d->bysrc, em_addr_key6(sh.src_mac, sh.src));
 }
 
-static void emq_close(em_link_t *l)
+static void bulkq_close(em_link_t *l)
 {
-    struct emq_link *d = (struct emq_link *)l;
+    struct bulkq_link *d = (struct bulkq_link *)l;
     em_addr_map_free(&d->bysrc);
     /* the port is the daemon's: nothing to stop; our EAL goes (the
      * secondary's mp socket with it) */
@@ -246,21 +246,21 @@ static void emq_close(em_link_t *l)
     rte_eal_cleanup();
 }
 
-static const em_link_ops_t emq_ops = {
-    .name = "emq",
-    .tx_alloc = emq_tx_alloc, .tx_burst = emq_tx_burst, .tx_free = emq_tx_free,
-    .rx_burst = emq_rx_burst, .rx_release = emq_rx_release, .flush = emq_flush,
-    .set_peer = emq_set_peer, .close = emq_close, .rx_peer = emq_rx_peer,
+static const em_link_ops_t bulkq_ops = {
+    .name = "bulkq",
+    .tx_alloc = bulkq_tx_alloc, .tx_burst = bulkq_tx_burst, .tx_free = bulkq_tx_free,
+    .rx_burst = bulkq_rx_burst, .rx_release = bulkq_rx_release, .flush = bulkq_flush,
+    .set_peer = bulkq_set_peer, .close = bulkq_close, .rx_peer = bulkq_rx_peer,
 };
 
-em_link_t *em_link_emq_open(const em_emq_cfg_t *cfg, char *err, size_t errlen)
+em_link_t *em_link_bulkq_open(const em_bulkq_cfg_t *cfg, char *err, size_t errlen)
 {
     if (!cfg->slots || cfg->slots > EMD_BULKQ_SLOTS_MAX || cfg->slot >= cfg->slots || !cfg->endpoint) {
-        snprintf(err, errlen, "bad own-queue layout (slot %u of %u)", cfg->slot, cfg->slots);
+        snprintf(err, errlen, "bad bulk-queue layout (slot %u of %u)", cfg->slot, cfg->slots);
         return NULL;
     }
     if (rte_lcore_count() > 0) {
-        snprintf(err, errlen, "DPDK is already initialised in this process (an own queue needs "
+        snprintf(err, errlen, "DPDK is already initialised in this process (a bulk queue needs "
                  "this process to be a secondary of the emd daemon)");
         return NULL;
     }
@@ -304,14 +304,14 @@ em_link_t *em_link_emq_open(const em_emq_cfg_t *cfg, char *err, size_t errlen)
         info.nb_rx_queues != 1u + (unsigned)cfg->slots * cfg->slots ||
         info.nb_tx_queues != info.nb_rx_queues) {
         snprintf(err, errlen, "the emd daemon's port %s does not have the %u queue pairs of its "
-                 "own-queue layout", cfg->port, 1u + (unsigned)cfg->slots * cfg->slots);
+                 "bulk-queue layout", cfg->port, 1u + (unsigned)cfg->slots * cfg->slots);
         goto fail;
     }
     snprintf(pn, sizeof pn, EMD_BULKQ_TX_POOL, port, cfg->slot);
     txpool = rte_mempool_lookup(pn);
     if (!txpool || rte_pktmbuf_data_room_size(txpool) < RTE_PKTMBUF_HEADROOM + HDRS + cfg->mtu ||
         rte_pktmbuf_priv_size(txpool) < sizeof(em_pkt_t)) {
-        snprintf(err, errlen, "the emd daemon has no usable own-queue pool %s", pn);
+        snprintf(err, errlen, "the emd daemon has no usable bulk-queue pool %s", pn);
         goto fail;
     }
     /* the first link query maps the memif regions into this process */
@@ -322,7 +322,7 @@ em_link_t *em_link_emq_open(const em_emq_cfg_t *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "the emd daemon's port %s is down", cfg->port);
         goto fail;
     }
-    struct emq_link *d = calloc(1, sizeof *d);
+    struct bulkq_link *d = calloc(1, sizeof *d);
     if (!d) {
         snprintf(err, errlen, "out of memory");
         goto fail;
@@ -335,7 +335,7 @@ em_link_t *em_link_emq_open(const em_emq_cfg_t *cfg, char *err, size_t errlen)
     d->txpool = txpool;
     d->loss_ppm = cfg->loss_ppm;
     d->rng = cfg->loss_seed ? cfg->loss_seed : 0x2545F4914F6CDD1Dull ^ cfg->endpoint;
-    d->link.ops = &emq_ops;
+    d->link.ops = &bulkq_ops;
     d->link.mtu = cfg->mtu;
     d->link.flags = EM_LINK_F_GATHER;   /* the payload is copied into the mbuf once */
     d->link.local.len = 0;               /* link_emd publishes the address */
@@ -345,7 +345,7 @@ fail:
     return NULL;
 }
 
-void em_link_emq_stats(const em_link_t *l, em_emq_stats_t *out)
+void em_link_bulkq_stats(const em_link_t *l, em_bulkq_stats_t *out)
 {
-    *out = ((const struct emq_link *)l)->st;
+    *out = ((const struct bulkq_link *)l)->st;
 }
