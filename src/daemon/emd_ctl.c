@@ -44,6 +44,10 @@ int emd_ctl_setup(emd_ctl_t *t)
         t->pending[i].fd = -1;
     for (unsigned k = 0; k < EMD_BULKQ_SLOTS_MAX; k++)
         t->slot_pidfd[k] = -1;
+    /* the first endpoint id depends on the run (the instance is random): a
+     * restarted daemon does not hand out the ids of the last run first, so
+     * a late frame for a dead process rarely reaches a new one; any start
+     * in 1..60000 leaves room before EMD_EP_CONTROL (0xFFFF) */
     if (!t->next_ep)
         t->next_ep = (uint16_t)(1 + (t->instance % 60000));
     return 0;
