@@ -51,7 +51,4 @@ int emd_wait_hello(struct emd *e, uint32_t wait_ms);
 /** Stop serving: clients see the stop and are detached; the socket file goes. */
 void emd_shutdown(struct emd *e, const char *sock);
 
-/** CLOCK_MONOTONIC in ns. */
-uint64_t emd_now_ns(void);
-
 #endif

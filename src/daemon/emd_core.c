@@ -16,6 +16,14 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+uint64_t emd_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
 
 static void nolog(const char *fmt, ...) { (void)fmt; }
 

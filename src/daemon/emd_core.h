@@ -154,6 +154,9 @@ typedef struct emd_core {
     uint64_t rx_ring_full;        /* frames dropped for a full rx ring (the daemon's own count) */
 } emd_core_t;
 
+/** CLOCK_MONOTONIC in ns: the daemon's one clock (the loop sets emd_core_t::now_ns from it). */
+uint64_t emd_now_ns(void);
+
 /** Set up @p c (zeroed by the caller) for @p max_clients clients.  @return 0 or -1 (no memory). */
 int emd_core_init(emd_core_t *c, em_link_t *link, const uint8_t mac[6], uint32_t mtu,
                   uint32_t max_clients, uint32_t max_flows, uint32_t max_nodes, int ack);

@@ -28,13 +28,6 @@
 #define SO_PEERGROUPS 59
 #endif
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 int emd_ctl_setup(emd_ctl_t *t)
 {
     t->pfd = calloc(1 + t->core->max_clients + EMD_PENDING, sizeof *t->pfd);
@@ -392,7 +385,7 @@ static void attach(emd_ctl_t *t, int fd, pid_t pid, uid_t uid)
         h->flags |= EMD_SHM_F_DAEMON_ACKS;
     atomic_store(&h->rx_loss_ppm, (uint32_t)(core->loss * 1e6));
     uint16_t slot = give_slot(t, h, pid);
-    atomic_store(&h->heartbeat_ns, now_ns());
+    atomic_store(&h->heartbeat_ns, emd_now_ns());
     int sent = send_ok(fd, t->instance, size, ep, mfd);
     int e = errno;
     close(mfd);                    /* the mapping keeps the memory */
@@ -508,7 +501,7 @@ void emd_ctl_poll(emd_ctl_t *t, uint64_t timeout_ns)
     struct timespec ts = { .tv_sec = (time_t)(timeout_ns / 1000000000ull),
                            .tv_nsec = (long)(timeout_ns % 1000000000ull) };
     int r = ppoll(t->pfd, n, &ts, NULL);
-    uint64_t now = now_ns();
+    uint64_t now = emd_now_ns();
     for (unsigned i = 0; i < EMD_PENDING; i++) {
         int fd = t->pending[i].fd;
         if (fd < 0)

@@ -17,13 +17,6 @@
 #define FOR_CLIENTS(e, i) \
     for (unsigned i = 0; i < (e)->core.max_clients; i++) if ((e)->core.cl[i].fd >= 0)
 
-uint64_t emd_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 /** The latest bulk-queue activity any client reported (0: none; never later than @p now). */
 static uint64_t bulk_activity(const struct emd *e, uint64_t now)
 {
