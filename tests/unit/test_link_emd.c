@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The emd contract without DPDK: control-message and region validation,
- * the wire shim, and link_emd against a stand-in daemon (a thread that
- * speaks the attach protocol and plays with the rings directly): attach,
- * tx and rx through the rings, refusal of a corrupt region, a clear error
- * when no daemon runs, and the dead-daemon callback when its socket closes.
+ * link_emd, the daemon's client link, without a daemon: over a region it
+ * is given (loss refused with daemon ACKs, corrupt rx indices), against a
+ * stand-in daemon thread that speaks the attach protocol and uses the ring
+ * API (attach, tx and rx through the rings, refusal of a corrupt region, a
+ * clear error when no daemon runs, the dead-daemon callback), and its
+ * router against a stand-in bulk-queue link.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,7 +30,7 @@
 #include "link/link_emd.h"
 #include "proto/wire.h"
 
-static const uint8_t MAC[6] = { 0x02, 0xe7, 0, 0, 0, 1 };
+#include "emd_fixture.h"
 
 static int dead_calls;
 static char dead_why[256];
@@ -38,102 +39,6 @@ static void on_dead(void *ctx, const char *why)
     (void)ctx;
     dead_calls++;
     snprintf(dead_why, sizeof dead_why, "%s", why);
-}
-
-/* ------------------------------------------------------------- pure -- */
-
-static void test_ctl_check(void **st)
-{
-    (void)st;
-    struct emd_ctl_msg m, out;
-    const char *why;
-    emd_ctl_init(&m, EMD_CTL_ATTACH_OK);
-    m.endpoint = 7;
-    m.shm_size = 1u << 20;
-    assert_int_equal(emd_ctl_check(&m, sizeof m, &out, &why), 0);
-    assert_int_equal(out.endpoint, 7);
-    assert_int_equal(emd_ctl_check(&m, sizeof m - 1, &out, &why), -1);
-    struct emd_ctl_msg b = m;
-    b.magic ^= 1;
-    assert_int_equal(emd_ctl_check(&b, sizeof b, &out, &why), -1);
-    b = m;
-    b.version = EMD_VERSION + 1;
-    assert_int_equal(emd_ctl_check(&b, sizeof b, &out, &why), -1);
-    assert_non_null(strstr(why, "version"));
-    b = m;
-    b.type = 99;
-    assert_int_equal(emd_ctl_check(&b, sizeof b, &out, &why), -1);
-    b = m;
-    b.endpoint = 0;
-    assert_int_equal(emd_ctl_check(&b, sizeof b, &out, &why), -1);
-    b = m;
-    b.shm_size = EMD_REGION_MAX + 1;
-    assert_int_equal(emd_ctl_check(&b, sizeof b, &out, &why), -1);
-    b = m;
-    memset(b.text, 'x', sizeof b.text);   /* unterminated text is cut, not read past */
-    assert_int_equal(emd_ctl_check(&b, sizeof b, &out, &why), 0);
-    assert_int_equal(out.text[sizeof out.text - 1], 0);
-}
-
-static struct emd_shm_hdr *make_region(uint64_t *size, uint32_t mtu, uint32_t rx, uint32_t tx)
-{
-    uint32_t ss;
-    *size = emd_shm_size(mtu, rx, tx, &ss);
-    assert_true(*size > 0);
-    void *mem = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    assert_true(mem != MAP_FAILED);
-    emd_shm_init(mem, *size, mtu, rx, tx, 0x1234, 5, MAC);
-    return mem;
-}
-
-static void test_region_check(void **st)
-{
-    (void)st;
-    uint64_t size;
-    const char *why;
-    struct emd_shm_hdr *h = make_region(&size, 1492, 1u << 16, 32);
-    assert_int_equal(emd_shm_check(h, size, 0x1234, 5, &why), 0);
-    assert_int_equal(h->slot_size % 64, 0);
-    assert_true(h->slot_size >= sizeof(struct emd_slot_hdr) + 1492);
-    assert_true((uint64_t)h->rx_off + h->rx_size <= h->tx_off);
-    assert_true((uint64_t)h->tx_off + (uint64_t)h->tx_slots * h->slot_size <= size);
-    /* what ATTACH_OK said must match */
-    assert_int_equal(emd_shm_check(h, size, 0x1235, 5, &why), -1);
-    assert_int_equal(emd_shm_check(h, size, 0x1234, 6, &why), -1);
-    assert_int_equal(emd_shm_check(h, size - 64, 0x1234, 5, &why), -1);
-    assert_int_equal(emd_shm_check(h, 100, 0x1234, 5, &why), -1);
-    h->endpoint = 0;                    /* never given out (a direct-mode address) */
-    assert_int_equal(emd_shm_check(h, size, 0x1234, 0, &why), -1);
-    h->endpoint = 5;
-    /* every layout field is checked */
-    struct { size_t off; uint32_t bad; } cases[] = {
-        { offsetof(struct emd_shm_hdr, magic), 0 },
-        { offsetof(struct emd_shm_hdr, version), 9 },
-        { offsetof(struct emd_shm_hdr, hdr_size), 64 },
-        { offsetof(struct emd_shm_hdr, slot_size), 64 },
-        { offsetof(struct emd_shm_hdr, rx_size), 1000 },
-        { offsetof(struct emd_shm_hdr, tx_slots), 1u << 20 },
-        { offsetof(struct emd_shm_hdr, rx_off), 0 },
-        { offsetof(struct emd_shm_hdr, tx_off), 512 },
-        { offsetof(struct emd_shm_hdr, mtu), 20000 },
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        uint32_t keep;
-        uint8_t *p = (uint8_t *)h + cases[i].off;
-        memcpy(&keep, p, 4);
-        memcpy(p, &cases[i].bad, 4);
-        assert_int_equal(emd_shm_check(h, size, 0x1234, 5, &why), -1);
-        memcpy(p, &keep, 4);
-        assert_int_equal(emd_shm_check(h, size, 0x1234, 5, &why), 0);
-    }
-    munmap(h, size);
-    uint32_t ss;
-    assert_true(emd_shm_size(0, 1u << 16, 64, &ss) == 0);
-    assert_true(emd_shm_size(1500, 100000, 64, &ss) == 0);            /* not a power of 2 */
-    assert_true(emd_shm_size(1500, 1u << 12, 64, &ss) == 0);          /* too small */
-    assert_true(emd_shm_size(1500, 1u << 16, 8, &ss) == 0);
-    assert_true(emd_shm_size(EMD_MTU_MAX + 1, 1u << 16, 64, &ss) == 0);
-    assert_true(emd_shm_size(EMD_MTU_MAX, EMD_RX_SIZE_MAX, 65536, &ss) == 0);   /* > 1 GiB */
 }
 
 static void test_loss_refused_with_daemon_acks(void **st)
@@ -182,47 +87,6 @@ static void test_rx_corrupt_indices(void **st)
     assert_int_equal(dead_calls, 1);
     em_link_close(l);
     munmap(h, size);
-}
-
-static void test_wire_shim(void **st)
-{
-    (void)st;
-    uint8_t f[64] = { 0 };
-    emd_shim_t in = { .cls = EMD_CLS_BULK, .len = 40, .dst = 0x1234, .src = 0xbeef }, out;
-    memcpy(in.src_mac, MAC, 6);
-    emd_wire_encode(f, &in);
-    assert_int_equal(f[0], EMD_WIRE_MAGIC);
-    assert_int_equal(f[2], EMD_CLS_BULK);
-    assert_int_equal(f[6], 0x12);                                           /* big-endian */
-    assert_int_equal(f[9], 0xef);
-    assert_memory_equal(f + 10, MAC, 6);
-    assert_int_equal(emd_wire_decode(f, 56, &out), EMD_WIRE_OK);
-    assert_int_equal(out.len, 40);
-    assert_int_equal(out.dst, 0x1234);
-    assert_int_equal(out.src, 0xbeef);
-    assert_int_equal(out.cls, EMD_CLS_BULK);
-    assert_memory_equal(out.src_mac, MAC, 6);
-    assert_int_equal(emd_wire_decode(f, 60, &out), EMD_WIRE_OK);           /* padded frame */
-    assert_int_equal(emd_wire_decode(f, 55, &out), EMD_WIRE_LEN_BAD);      /* truncated */
-    assert_int_equal(emd_wire_decode(f, 15, &out), EMD_WIRE_SHORT);
-    f[3] = 1;                                                               /* reserved */
-    assert_int_equal(emd_wire_decode(f, 56, &out), EMD_WIRE_CLS_BAD);
-    f[3] = 0;
-    f[2] = EMD_CLS_COUNT;                                                   /* unknown class */
-    assert_int_equal(emd_wire_decode(f, 56, &out), EMD_WIRE_CLS_BAD);
-    f[2] = 0;
-    f[1] = EMD_VERSION - 1;
-    assert_int_equal(emd_wire_decode(f, 56, &out), EMD_WIRE_VERSION_BAD);
-    f[0] = 0xE5;                                                            /* a direct-mode frame */
-    assert_int_equal(emd_wire_decode(f, 56, &out), EMD_WIRE_MAGIC_BAD);
-    in.len = 0;
-    emd_wire_encode(f, &in);
-    assert_int_equal(emd_wire_decode(f, 56, &out), EMD_WIRE_LEN_BAD);
-    in.len = 8;
-    in.dst = 0;
-    emd_wire_encode(f, &in);
-    assert_int_equal(emd_wire_decode(f, 56, &out), EMD_WIRE_DST_BAD);
-    assert_non_null(strstr(emd_wire_strerror(EMD_WIRE_DST_BAD), "endpoint 0"));
 }
 
 /* ---------------------------------------------- link_emd vs stand-in -- */
@@ -454,112 +318,6 @@ static void test_link_rings_and_death(void **st)
     fake_stop(&f);
 }
 
-
-/* ------------------------------------------------------- bulk queues -- */
-
-static void fill_bulkq(struct emd_bulkq_info *r, uint16_t slots, uint16_t slot)
-{
-    memset(r, 0, sizeof *r);
-    r->slots = slots;
-    r->slot = slot;
-    r->queues = slots ? (uint16_t)(1u + (unsigned)slots * slots) : 0;
-    if (slots) {
-        snprintf(r->prefix, sizeof r->prefix, "emd-h5-n0");
-        snprintf(r->port, sizeof r->port, "net_memif0");
-    }
-}
-
-static void test_bulkq_check(void **st)
-{
-    (void)st;
-    struct emd_bulkq_info r;
-    const char *why;
-    fill_bulkq(&r, 4, 3);
-    assert_int_equal(emd_bulkq_check(&r, &why), 0);
-    fill_bulkq(&r, 4, EMD_BULKQ_NO_SLOT);                    /* all slots taken */
-    assert_int_equal(emd_bulkq_check(&r, &why), 0);
-    fill_bulkq(&r, 0, EMD_BULKQ_NO_SLOT);                    /* no bulk queues */
-    snprintf(r.why, sizeof r.why, "the af_xdp wire");
-    assert_int_equal(emd_bulkq_check(&r, &why), 0);
-    fill_bulkq(&r, 0, 0);                                  /* a slot without a layout */
-    assert_int_equal(emd_bulkq_check(&r, &why), -1);
-    fill_bulkq(&r, 0, EMD_BULKQ_NO_SLOT);
-    r.queues = 5;
-    assert_int_equal(emd_bulkq_check(&r, &why), -1);
-    fill_bulkq(&r, 4, 4);                                  /* slot beyond S */
-    assert_int_equal(emd_bulkq_check(&r, &why), -1);
-    assert_non_null(strstr(why, "slot"));
-    fill_bulkq(&r, 4, 0);
-    r.queues = 16;                                       /* not 1 + S*S */
-    assert_int_equal(emd_bulkq_check(&r, &why), -1);
-    fill_bulkq(&r, EMD_BULKQ_SLOTS_MAX + 1, 0);
-    assert_int_equal(emd_bulkq_check(&r, &why), -1);
-    fill_bulkq(&r, EMD_BULKQ_SLOTS_MAX, EMD_BULKQ_SLOTS_MAX - 1);
-    assert_int_equal(emd_bulkq_check(&r, &why), 0);
-    /* the names become EAL arguments: non-empty, terminated, harmless */
-    const char *bad[] = { "", "a b", "x;rm", "--in-memory x", "../p", "a/b" };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        fill_bulkq(&r, 2, 0);
-        snprintf(r.prefix, sizeof r.prefix, "%s", bad[i]);
-        assert_int_equal(emd_bulkq_check(&r, &why), -1);
-        fill_bulkq(&r, 2, 0);
-        snprintf(r.port, sizeof r.port, "%s", bad[i]);
-        assert_int_equal(emd_bulkq_check(&r, &why), -1);
-    }
-    fill_bulkq(&r, 2, 0);
-    memset(r.prefix, 'a', sizeof r.prefix);              /* unterminated */
-    assert_int_equal(emd_bulkq_check(&r, &why), -1);
-    fill_bulkq(&r, 2, 0);
-    memset(r.why, 'a', sizeof r.why);
-    assert_int_equal(emd_bulkq_check(&r, &why), -1);
-    /* and it is part of the region check */
-    uint64_t size;
-    struct emd_shm_hdr *h = make_region(&size, 1492, 1u << 16, 32);
-    assert_int_equal(h->bulkq.slot, EMD_BULKQ_NO_SLOT);      /* a fresh region offers no bulk queue */
-    assert_int_equal(emd_shm_check(h, size, 0x1234, 5, &why), 0);
-    fill_bulkq(&h->bulkq, 4, 1);
-    assert_int_equal(emd_shm_check(h, size, 0x1234, 5, &why), 0);
-    h->bulkq.slot = 9;
-    assert_int_equal(emd_shm_check(h, size, 0x1234, 5, &why), -1);
-    munmap(h, size);
-}
-
-static void test_addr(void **st)
-{
-    (void)st;
-    uint8_t a[16], mac[6];
-    uint16_t ep, slots, slot;
-    assert_int_equal(emd_addr_encode(a, MAC, 0x1234, 0, 0), EMD_ADDR_LEN);
-    assert_int_equal(emd_addr_decode(a, 8, mac, &ep, &slots, &slot), 0);
-    assert_int_equal(ep, 0x1234);
-    assert_int_equal(slots, 0);
-    assert_int_equal(slot, EMD_BULKQ_NO_SLOT);
-    assert_memory_equal(mac, MAC, 6);
-    assert_int_equal(emd_addr_encode(a, MAC, 7, 4, 3), EMD_ADDR_LEN_BULKQ);
-    assert_int_equal(emd_addr_decode(a, 12, mac, &ep, &slots, &slot), 0);
-    assert_int_equal(ep, 7);
-    assert_int_equal(slots, 4);
-    assert_int_equal(slot, 3);
-    assert_int_equal(emd_addr_decode(a, 10, mac, &ep, &slots, &slot), -1);   /* length */
-    uint8_t b[12];
-    struct { int at; uint8_t v; } bad[] = {
-        { 8, 2 },                      /* unknown format */
-        { 9, 4 },                      /* slot = S */
-        { 10, 0 },                     /* S = 0 */
-        { 10, EMD_BULKQ_SLOTS_MAX + 1 },
-        { 11, 1 },                     /* reserved byte */
-        { 6, 0 },                      /* endpoint 0 (with [7] below) */
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        memcpy(b, a, 12);
-        b[bad[i].at] = bad[i].v;
-        if (bad[i].at == 6)
-            b[7] = 0;
-        assert_int_equal(emd_addr_decode(b, 12, mac, &ep, &slots, &slot), -1);
-    }
-    emd_addr_encode(a, MAC, 0, 0, 0);                    /* a direct-mode address */
-    assert_int_equal(emd_addr_decode(a, 8, mac, &ep, &slots, &slot), -1);
-}
 
 /* a stand-in for the bulk-queue link (link_bulkq): records what it is given */
 struct fake_bulkq {
@@ -798,46 +556,15 @@ static void test_bulk_queue(void **st)
     munmap(h, size);
 }
 
-static void test_hello(void **st)
-{
-    (void)st;
-    uint8_t b[32];
-    uint8_t kind;
-    uint16_t slots, queues;
-    emd_hello_encode(b, EMD_HELLO, 4, 17);
-    assert_int_equal(emd_hello_decode(b, 16, &kind, &slots, &queues), 0);
-    assert_int_equal(kind, EMD_HELLO);
-    assert_int_equal(slots, 4);
-    assert_int_equal(queues, 17);
-    emd_hello_encode(b, EMD_HELLO_REPLY, 0, 1);          /* no bulk queues: one queue pair */
-    assert_int_equal(emd_hello_decode(b, 16, &kind, &slots, &queues), 0);
-    assert_int_equal(emd_hello_decode(b, 15, &kind, &slots, &queues), EMD_WIRE_SHORT);   /* short */
-    struct { int at; uint8_t v; } bad[] = {
-        { 0, 'X' }, { 4, EMD_VERSION + 1 }, { 5, 3 }, { 9, 2 } /* queues != 1 + S*S */,
-        { 7, EMD_BULKQ_SLOTS_MAX + 1 }, { 15, 1 },
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        emd_hello_encode(b, EMD_HELLO, 0, 1);
-        b[bad[i].at] = bad[i].v;
-        assert_int_equal(emd_hello_decode(b, 16, &kind, &slots, &queues), EMD_WIRE_HELLO_BAD);
-    }
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ctl_check),
-        cmocka_unit_test(test_region_check),
-        cmocka_unit_test(test_wire_shim),
         cmocka_unit_test(test_loss_refused_with_daemon_acks),
         cmocka_unit_test(test_rx_corrupt_indices),
         cmocka_unit_test(test_link_no_daemon),
         cmocka_unit_test(test_link_corrupt_region),
         cmocka_unit_test(test_link_rings_and_death),
-        cmocka_unit_test(test_bulkq_check),
-        cmocka_unit_test(test_addr),
         cmocka_unit_test(test_bulk_queue),
-        cmocka_unit_test(test_hello),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
