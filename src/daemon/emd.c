@@ -83,10 +83,23 @@ static int status_main(const char *spec)
 
 /* ------------------------------------------------------- the port's extras -- */
 
-/** emd_port_ops_t::stats over link_dpdk (ctx: the link). */
+/*
+ * The DPDK port as emd_port_ops_t sees it (the ops' ctx): the link, and the
+ * bulk queues' pools: per slot the pool its rx queues receive into and the
+ * pool it sends from (emd_abi.h: EMD_BULKQ_*_POOL), created as the port
+ * sets up its extra queues: 1 + S*S queue pairs, queue q >= 1 received by
+ * slot (q - 1) % S.  The DPDK link only configures the queues.
+ */
+struct dpdk_port {
+    em_link_t *link;
+    uint16_t slots;
+    struct rte_mempool *pools[EMD_BULKQ_SLOTS_MAX][2];
+};
+
+/** emd_port_ops_t::stats over link_dpdk. */
 static void port_stats(void *ctx, emd_port_stats_t *out)
 {
-    em_link_t *link = ctx;
+    em_link_t *link = ((struct dpdk_port *)ctx)->link;
     em_dpdk_port_stats_t q;
     out->tx_full = em_link_dpdk_stats(link)->tx_full;
     if (em_link_dpdk_port_stats(link, &q) == 0) {
@@ -99,20 +112,12 @@ static void port_stats(void *ctx, emd_port_stats_t *out)
     }
 }
 
-/*
- * The bulk queues' pools: per slot the pool its rx queues receive into and
- * the pool it sends from (emd_abi.h: EMD_BULKQ_*_POOL), created as the port
- * sets up its extra queues: 1 + S*S queue pairs, queue q >= 1 received by
- * slot (q - 1) % S.  The DPDK link only configures the queues.
- */
-static struct rte_mempool *bulk_pools[EMD_BULKQ_SLOTS_MAX][2];
-
-/** em_dpdk_extra_queues_t::rx_pool (ctx: the struct emd). */
+/** em_dpdk_extra_queues_t::rx_pool. */
 static struct rte_mempool *bulk_rx_pool(void *ctx, const em_dpdk_queue_info_t *qi, char *err,
                                         size_t errlen)
 {
-    const struct emd *e = ctx;
-    unsigned s = (qi->queue - 1u) % e->ctl.bulk_slots;
+    struct rte_mempool *(*bulk_pools)[2] = ((struct dpdk_port *)ctx)->pools;
+    unsigned s = (qi->queue - 1u) % ((struct dpdk_port *)ctx)->slots;
     if (!bulk_pools[s][0]) {
         char rx[64], tx[64];
         snprintf(rx, sizeof rx, EMD_BULKQ_RX_POOL, qi->port, s);
@@ -127,7 +132,7 @@ static struct rte_mempool *bulk_rx_pool(void *ctx, const em_dpdk_queue_info_t *q
 /** em_dpdk_extra_queues_t::undo: the port did not open; free the pools while EAL still runs. */
 static void bulk_pools_free(void *ctx)
 {
-    (void)ctx;
+    struct rte_mempool *(*bulk_pools)[2] = ((struct dpdk_port *)ctx)->pools;
     for (unsigned s = 0; s < EMD_BULKQ_SLOTS_MAX; s++)
         for (unsigned k = 0; k < 2; k++) {
             em_link_dpdk_pool_free(bulk_pools[s][k]);
@@ -138,7 +143,7 @@ static void bulk_pools_free(void *ctx)
 /** emd_port_ops_t::slot_reset: every mbuf of the slot's pools back, as new. */
 static int port_slot_reset(void *ctx, uint16_t slot)
 {
-    (void)ctx;
+    struct rte_mempool *(*bulk_pools)[2] = ((struct dpdk_port *)ctx)->pools;
     if (slot >= EMD_BULKQ_SLOTS_MAX || !bulk_pools[slot][1])
         return -1;
     int rc = em_link_dpdk_pool_reset(bulk_pools[slot][0]);
@@ -243,8 +248,9 @@ static void usage(FILE *f)
  * queue pairs) and check the bulk-queue names the clients will check.
  * @return the link, or NULL after saying why on stderr, with the exit code in @p rc.
  */
-static em_link_t *open_port(struct emd *e, const char *vdev, const char *eal_args, const char *prefix,
-                            uint32_t mtu, uint32_t link_wait, int *rc)
+static em_link_t *open_port(struct emd *e, struct dpdk_port *port, const char *vdev,
+                            const char *eal_args, const char *prefix, uint32_t mtu, uint32_t link_wait,
+                            int *rc)
 {
     char err[512];
     *rc = 1;
@@ -253,7 +259,8 @@ static em_link_t *open_port(struct emd *e, const char *vdev, const char *eal_arg
                           .link_wait_ms = link_wait };
     if (e->ctl.bulk_slots)
         cfg.extra = (em_dpdk_extra_queues_t){ .n = (uint16_t)(emd_bulkq_queues(e->ctl.bulk_slots) - 1u),
-                                              .rx_pool = bulk_rx_pool, .undo = bulk_pools_free, .ctx = e };
+                                              .rx_pool = bulk_rx_pool, .undo = bulk_pools_free, .ctx = port };
+    port->slots = e->ctl.bulk_slots;
     em_link_t *link = em_link_dpdk_open(&cfg, err, sizeof err);
     if (!link) {
         fprintf(stderr, "emd: %s\n", err);
@@ -396,9 +403,8 @@ static int setup(struct emd *e, const struct args *A, em_link_t *link)
         e->ctl.instance = emd_now_ns() ^ ((uint64_t)getpid() << 32);
     e->core.bulk_slots = e->ctl.bulk_slots;
     e->port = &dpdk_port_ops;
-    e->port_ctx = link;
     e->ctl.port = e->port;
-    e->ctl.port_ctx = link;
+    e->ctl.port_ctx = e->port_ctx;
     if (emd_core_init(&e->core, link, link->local.bytes, cmtu, A->max_clients, A->max_flows,
                       A->max_nodes, !A->no_ack) != 0 || emd_ctl_setup(&e->ctl) != 0) {
         fprintf(stderr, "emd: out of memory\n");
@@ -455,6 +461,7 @@ static int expand_specs(const struct args *A, char *sock, char *vdev, size_t vde
 int main(int argc, char **argv)
 {
     static struct emd E;
+    static struct dpdk_port port;
     struct emd *e = &E;
     struct args A;
     int rc = parse_args(e, argc, argv, &A);
@@ -482,9 +489,11 @@ int main(int argc, char **argv)
     }
     catch_signals(e);
     e->ctl.bulk_slots = (uint16_t)A.bulk_slots;
-    em_link_t *link = open_port(e, vdev, A.eal_args, prefix, A.mtu, A.link_wait, &rc);
+    em_link_t *link = open_port(e, &port, vdev, A.eal_args, prefix, A.mtu, A.link_wait, &rc);
     if (!link)
         return rc;
+    port.link = link;
+    e->port_ctx = &port;
     if ((rc = setup(e, &A, link)) != 0) {
         em_link_close(link);
         return rc;

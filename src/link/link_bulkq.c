@@ -61,6 +61,7 @@ static em_pkt_t *bulkq_tx_alloc(em_link_t *l)
     em_pkt_t *p = pkt_of(m);
     p->data = rte_pktmbuf_mtod(m, uint8_t *) + HDRS;
     p->len = 0;
+    p->cls = EM_PKT_DATA;
     p->ext = NULL;
     p->ext_len = 0;
     p->priv = m;

@@ -152,6 +152,7 @@ static em_pkt_t *emd_tx_alloc(em_link_t *l)
         return NULL;
     em_pkt_t *p = d->tx_free[--d->ntx_free];
     p->len = 0;
+    p->cls = EM_PKT_DATA;             /* until the caller says otherwise */
     p->ext = NULL;
     p->ext_len = 0;
     return p;
