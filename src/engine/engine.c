@@ -24,11 +24,12 @@
  * (docs/design.md "Peers known only by their frames").
  */
 #include "engine/engine.h"
-#include "proto/wire.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "proto/wire.h"   /* em_wire_type: the class of what the protocol emits */
 
 #define EM_BURST 32
 #define EM_TX_BATCH 64
