@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file emd.c
- * `emd`, the per-node polling daemon (docs/daemon.md; the node daemon of
- * the design in docs/design.md): the process around one struct emd (emd.h)
+ * `emd`, the per-node polling daemon (docs/daemon.md; the polling process
+ * of [dpdk-btl] §4.1-4.2, docs/references.md): the process around one
+ * struct emd (emd.h)
  * with a DPDK port.  This file holds what needs DPDK or the command line:
  * the options, whether the ranks can have bulk queues, opening the port
  * (link_dpdk, with the bulk queues as extra queue pairs whose pools this

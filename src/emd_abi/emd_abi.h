@@ -39,8 +39,8 @@
 #define EMD_VERSION 4u
 
 /*
- * Bulk queues (docs/daemon.md "Bulk queues"; the design's rendezvous data on
- * the MPI process's own queue, docs/design.md).  On the memif wire the
+ * Bulk queues (docs/daemon.md "Bulk queues"; [dpdk-btl]'s rendezvous data
+ * on the MPI process's own queue, docs/references.md).  On the memif wire the
  * daemon is a hugepage-backed DPDK primary with 1 + S*S queue pairs on its
  * port (S = emd --bulk-slots): queue 0 is the daemon's; queue
  * emd_bulkq_queue(S, s, r) carries put frames from bulk slot s of one node

@@ -2,8 +2,8 @@
 /**
  * @file link_bulkq.h
  * The MPI process's bulk queue: its own queues on the node daemon's port,
- * for rendezvous (put) data (the design's rendezvous path, docs/design.md:
- * the process itself polls the queue its rendezvous data arrives on).  Once
+ * for rendezvous (put) data ([dpdk-btl]'s rendezvous path,
+ * docs/references.md: the process itself polls the queue its rendezvous data arrives on).  Once
  * called "own queue", "rdv" or "emq"; one name now.  The process becomes
  * a DPDK secondary of `emd` (the daemon must be a hugepage-backed primary,
  * i.e. not --in-memory) and, as slot `slot` of the daemon's bulk-queue

@@ -14,8 +14,8 @@
  * direct-mode address): set_peer refuses it.  A process with a bulk
  * queue adds 4 bytes (format, slot, S, 0: emd_addr_encode).
  *
- * Bulk queue (the rank's own queue for rendezvous data, the design in
- * docs/design.md; emd_abi/emd_abi.h): when the daemon offers a slot and
+ * Bulk queue (the rank's own queue for rendezvous data, [dpdk-btl] in
+ * docs/references.md; emd_abi/emd_abi.h): when the daemon offers a slot and
  * cfg->bulk_open opens it (link_bulkq: this process as the daemon's DPDK
  * secondary), bulk (put) frames and ACKs to a peer on another node whose
  * address has a slot of the same layout go on our bulk queue toward its
