@@ -91,39 +91,30 @@ int emd_hello_decode(const uint8_t *p, size_t len, uint8_t *kind, uint16_t *slot
 
 uint8_t emd_addr_encode(uint8_t *out, const uint8_t mac[6], uint16_t ep, uint16_t slots, uint16_t slot)
 {
-    memcpy(out, mac, 6);
-    uint16_t be = htobe16(ep);
-    memcpy(out + 6, &be, 2);
-    if (slots == 0)
-        return EMD_ADDR_LEN;
-    out[8] = EMD_ADDR_BULKQ_V1;
-    out[9] = (uint8_t)slot;
-    out[10] = (uint8_t)slots;
-    out[11] = 0;
-    return EMD_ADDR_LEN_BULKQ;
+    struct emd_addr_wire w = { .ep = htobe16(ep), .format = EMD_ADDR_BULKQ_V1, .slot = (uint8_t)slot,
+                               .slots = (uint8_t)slots };
+    memcpy(w.mac, mac, 6);
+    uint8_t len = slots ? EMD_ADDR_LEN_BULKQ : EMD_ADDR_LEN;
+    memcpy(out, &w, len);
+    return len;
 }
 
 int emd_addr_decode(const uint8_t *a, size_t len, uint8_t mac[6], uint16_t *ep, uint16_t *slots,
                     uint16_t *slot)
 {
+    struct emd_addr_wire w = { .format = EMD_ADDR_BULKQ_V1, .slot = 0, .slots = 0 };
     if (len != EMD_ADDR_LEN && len != EMD_ADDR_LEN_BULKQ)
         return -1;
-    uint16_t be;
-    memcpy(&be, a + 6, 2);
-    uint16_t e = be16toh(be);
+    memcpy(&w, a, len);
+    uint16_t e = be16toh(w.ep);
     if (e == 0)
         return -1;                          /* a direct-mode address (queue 0) */
-    uint16_t s = 0, sl = EMD_BULKQ_NO_SLOT;
-    if (len == EMD_ADDR_LEN_BULKQ) {
-        if (a[8] != EMD_ADDR_BULKQ_V1 || a[10] == 0 || a[10] > EMD_BULKQ_SLOTS_MAX || a[9] >= a[10] ||
-            a[11] != 0)
-            return -1;
-        s = a[10];
-        sl = a[9];
-    }
-    memcpy(mac, a, 6);
+    if (len == EMD_ADDR_LEN_BULKQ && (w.format != EMD_ADDR_BULKQ_V1 || w.slots == 0 ||
+                                      w.slots > EMD_BULKQ_SLOTS_MAX || w.slot >= w.slots || w.rsvd))
+        return -1;
+    memcpy(mac, w.mac, 6);
     *ep = e;
-    *slots = s;
-    *slot = sl;
+    *slots = len == EMD_ADDR_LEN_BULKQ ? w.slots : 0;
+    *slot = len == EMD_ADDR_LEN_BULKQ ? w.slot : EMD_BULKQ_NO_SLOT;
     return 0;
 }

@@ -142,6 +142,19 @@ int emd_hello_decode(const uint8_t *p, size_t len, uint8_t *kind, uint16_t *slot
 #define EMD_ADDR_LEN_BULKQ  12u
 #define EMD_ADDR_BULKQ_V1   1u
 
+/** The address as in the modex (big-endian endpoint); the last 4 bytes only with a bulk queue. */
+struct emd_addr_wire {
+    uint8_t mac[6];       /**< the node (its port's MAC) */
+    uint16_t ep;          /**< endpoint, never 0 */
+    uint8_t format;       /**< EMD_ADDR_BULKQ_V1 */
+    uint8_t slot;         /**< the process's bulk slot, < slots */
+    uint8_t slots;        /**< S of its daemon, 1..EMD_BULKQ_SLOTS_MAX */
+    uint8_t rsvd;         /**< 0 */
+} __attribute__((packed));
+_Static_assert(sizeof(struct emd_addr_wire) == EMD_ADDR_LEN_BULKQ, "the address is 12 bytes");
+_Static_assert(offsetof(struct emd_addr_wire, ep) == 6, "endpoint at 6");
+_Static_assert(offsetof(struct emd_addr_wire, format) == EMD_ADDR_LEN, "bulk-queue part at 8");
+
 /** Fill @p out (>= EMD_ADDR_LEN_BULKQ bytes); slots 0: no bulk queue. @return the length. */
 uint8_t emd_addr_encode(uint8_t *out, const uint8_t mac[6], uint16_t ep, uint16_t slots, uint16_t slot);
 /**
