@@ -182,17 +182,27 @@ static int bad_device_mode(void)
 /* Two users of one port in one process, told apart by ethertype (the
  * dpdk BTL and an em_bcast channel): the second open of the same device
  * shares the port, and whoever polls it passes the other's frames on. */
+static const em_dpdk_cfg_t second_user = {
+    .vdev = "net_ring0", .eal_args = "--no-huge -m 128 --no-shconf", .nb_mbufs = 2047,
+    .link_wait_ms = 2000, .ethertype = SECOND_ETHERTYPE };
+
+/* the same device again under SECOND_ETHERTYPE: a sharer of L's port */
+static em_link_t *open_second_user(void)
+{
+    char err[512] = "";
+    em_link_t *B = em_link_dpdk_open(&second_user, err, sizeof err);
+    if (!B)
+        fail_msg("second user could not share the port: %s", err);
+    return B;
+}
+
 static void test_shared_port(void **st)
 {
     char err[512] = "";
-    em_dpdk_cfg_t c = { .vdev = "net_ring0", .eal_args = "--no-huge -m 128 --no-shconf",
-                        .nb_mbufs = 2047, .link_wait_ms = 2000, .ethertype = SECOND_ETHERTYPE };
-    em_link_t *B = em_link_dpdk_open(&c, err, sizeof err);
-    if (!B)
-        fail_msg("second user could not share the port: %s", err);
+    em_link_t *B = open_second_user();
     assert_memory_equal(B->local.bytes, L->local.bytes, 6);   /* same port, same MAC */
     /* a second user with the same ethertype is refused */
-    em_link_t *C = em_link_dpdk_open(&c, err, sizeof err);
+    em_link_t *C = em_link_dpdk_open(&second_user, err, sizeof err);
     assert_null(C);
     assert_non_null(strstr(err, "already used"));
 
@@ -241,12 +251,7 @@ static void test_shared_port(void **st)
  * (not as rx_foreign: they were somebody's). */
 static void test_shared_ring_full(void **st)
 {
-    char err[512] = "";
-    em_dpdk_cfg_t c = { .vdev = "net_ring0", .eal_args = "--no-huge -m 128 --no-shconf",
-                        .nb_mbufs = 2047, .link_wait_ms = 2000, .ethertype = SECOND_ETHERTYPE };
-    em_link_t *B = em_link_dpdk_open(&c, err, sizeof err);
-    if (!B)
-        fail_msg("second user could not share the port: %s", err);
+    em_link_t *B = open_second_user();
     em_link_addr_t self = L->local;
     assert_int_equal(em_link_set_peer(L, 0, &self), 0);
     uint64_t foreign = em_link_dpdk_stats(B)->rx_foreign;
