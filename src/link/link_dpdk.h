@@ -51,7 +51,8 @@ typedef struct em_dpdk_queue_info {
 
 /**
  * Queue pairs beyond the link's own queue 0, for another user of the port
- * (e.g. DPDK secondaries of this process that drive queues of their own).
+ * (e.g. DPDK secondary processes of this primary that drive queues of
+ * their own, the way emd lends its clients own queues).
  * The link only configures them: it never polls nor sends on them.
  */
 typedef struct em_dpdk_extra_queues {
@@ -73,7 +74,8 @@ typedef struct em_dpdk_cfg {
      *  or "net_af_xdp0,iface=eth0,start_queue=0,queue_count=1".  NULL/"": use
      *  the first port EAL finds with @p eal_args (e.g. a PCI NIC). */
     const char *vdev;
-    /** Extra EAL arguments, space separated (default "--no-huge -m 256"). */
+    /** Extra EAL arguments, space separated; NULL/"": "--in-memory -m 256"
+     *  when 128 hugepages are free, else "--no-huge --no-shconf -m 256". */
     const char *eal_args;
     /** --file-prefix; NULL = "em<pid>" (must be unique per process). */
     const char *file_prefix;
