@@ -154,9 +154,11 @@ static int e_put(void *u, uint16_t peer, const em_put_target_t *t, const void *d
         e->st.puts_placed++;
         e->st.put_bytes += len;
         return 0;
+    // clang-format off
     case EM_REGION_BAD_ID:        e->st.put_bad_region++; break;
     case EM_REGION_BAD_KEY:       e->st.put_bad_key++; break;
     case EM_REGION_OUT_OF_BOUNDS: e->st.put_out_of_bounds++; break;
+    // clang-format on
     }
     return -1;
 }
