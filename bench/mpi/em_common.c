@@ -477,3 +477,56 @@ double em_mean(const double *v, size_t n)
         s += v[i];
     return n ? s / (double)n : 0.0;
 }
+
+void em_bench_begin(struct em_bench *b, int *argc, char ***argv, const struct em_prog *p,
+                    size_t (*rbuf_size)(const struct em_opts *o))
+{
+    b->prog = p;
+    b->o = em_setup(argc, argv, p, &b->rank, &b->nranks);
+    b->nsizes = em_sizes(&b->o, b->sizes, sizeof b->sizes / sizeof b->sizes[0]);
+    b->sbuf = em_alloc(b->o.max_size + 1);
+    b->rbuf = em_alloc((rbuf_size ? rbuf_size(&b->o) : b->o.max_size) + 1);
+}
+
+void em_bench_end(struct em_bench *b)
+{
+    EM_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    free(b->sbuf);
+    free(b->rbuf);
+    MPI_Finalize();
+}
+
+void em_bench_header(const struct em_bench *b, int ncols, const char *const *metrics,
+                     const char *const *units, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (b->rank != 0)
+        return;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    em_print_header(b->prog->bench, ncols, metrics, units);
+}
+
+void em_bench_verify_pair(struct em_bench *b, size_t size)
+{
+    if (b->rank <= 1)
+        em_verify_exchange(&b->o, b->rank, 0, 1, size, b->sbuf, b->rbuf);
+    EM_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+size_t em_recv_slots(const struct em_opts *o, size_t area, size_t size)
+{
+    size_t slots = size ? area / size : (size_t)o->window;
+
+    return slots > (size_t)o->window ? (size_t)o->window : slots;
+}
+
+void em_post_window_recvs(const struct em_opts *o, unsigned char *area, size_t slots,
+                          size_t size, int peer, MPI_Request *req)
+{
+    for (int w = 0; w < o->window; w++)
+        EM_CHECK(MPI_Irecv(area + ((size_t)w % slots) * size, (int)size, MPI_BYTE, peer,
+                           EM_TAG_DATA, MPI_COMM_WORLD, &req[w]));
+}
