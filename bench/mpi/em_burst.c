@@ -12,16 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const struct em_prog prog = {
-    .prog = "em_burst",
-    .bench = "burst",
-    .summary = "one-way burst: ranks 1..N-1 each send -n messages to rank 0; "
-               "us per message and messages/s at rank 0",
-    .optmask = EM_OPT_SIZES | EM_OPT_COUNT,
-    .normal = EM_COUNTED_NORMAL,
-    .quick = EM_COUNTED_QUICK,
-    .min_ranks = 2,
-};
+static const struct em_prog prog = EM_COUNTED_PROG("burst", "one-way burst: ranks 1..N-1 each send -n messages to rank 0; "
+               "us per message and messages/s at rank 0");
 
 /* Rank 0 takes n messages of size bytes from any sender. */
 static void recv_any(struct em_bench *b, long n, int size)
@@ -40,19 +32,14 @@ int main(int argc, char **argv)
 
     em_bench_begin(&b, &argc, &argv, &prog, NULL);
     int senders = b.nranks - 1;
-    em_bench_header(&b, 2, metric, unit,
-                    "# em_burst: pattern %d:1 (%d ranks, receiver rank 0), "
-                    "%ld messages per sender per size (+%ld warm-up)%s\n",
-                    senders, b.nranks, o->count, o->count_warmup, o->quick ? ", quick" : "");
+    em_bench_counted_header(&b, metric, unit, "receiver", "messages per sender");
 
     for (size_t k = 0; k < b.nsizes; k++) {
         size_t size = b.sizes[k];
         int n = (int)size;
 
         /* content check with every sender, one after the other */
-        for (int s = 1; s < b.nranks; s++)
-            if (b.rank == 0 || b.rank == s)
-                em_verify_exchange(o, b.rank, s, 0, size, b.sbuf, b.rbuf);
+        em_bench_verify_all(&b, size);
 
         if (b.rank == 0) {
             long total = o->count * senders;

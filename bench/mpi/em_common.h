@@ -78,6 +78,15 @@ struct em_prog {
       .warmup_small = 2, .warmup_large = 1, .window = 64, .budget = (size_t)16 << 20 }
 #define EM_WINDOWED_OPTS                                                    \
     (EM_OPT_SIZES | EM_OPT_ITERS | EM_OPT_WARMUP | EM_OPT_WINDOW | EM_OPT_BUDGET)
+/* The whole em_prog of a windowed-bandwidth / counted-burst program named
+ * "em_" NAME whose table is NAME. */
+#define EM_WINDOWED_PROG(name, summ)                                        \
+    { .prog = "em_" name, .bench = name, .summary = summ, .optmask = EM_WINDOWED_OPTS, \
+      .normal = EM_WINDOWED_NORMAL, .quick = EM_WINDOWED_QUICK, .min_ranks = 2 }
+#define EM_COUNTED_PROG(name, summ)                                         \
+    { .prog = "em_" name, .bench = name, .summary = summ,                   \
+      .optmask = EM_OPT_SIZES | EM_OPT_COUNT, .normal = EM_COUNTED_NORMAL,  \
+      .quick = EM_COUNTED_QUICK, .min_ranks = 2 }
 #define EM_COUNTED_NORMAL                                                   \
     { .min_size = 0, .max_size = 16u << 10, .count = 10000, .count_warmup = 1000 }
 #define EM_COUNTED_QUICK                                                    \
@@ -156,6 +165,53 @@ struct em_bench {
 void em_bench_begin(struct em_bench *b, int *argc, char ***argv, const struct em_prog *p,
                     size_t (*rbuf_size)(const struct em_opts *o));
 void em_bench_end(struct em_bench *b);
+
+/* em_bench_begin for the windowed programs: the receive buffer is the
+ * receive area (em_recv_area, its size in *area) and the result is an
+ * array of per_window * o.window requests (exits on failure). */
+MPI_Request *em_bench_window_begin(struct em_bench *b, int *argc, char ***argv,
+                                   const struct em_prog *p, int per_window, size_t *area);
+
+/* Rank 0 only: the description line and the one-column bandwidth (MB/s)
+ * header of a windowed program; pair is e.g. "0 -> 1", note follows
+ * "window N" (e.g. " each way"). */
+void em_bench_window_header(const struct em_bench *b, const char *pair, const char *note);
+
+/* Rank 0 only: the description line and header of a many-to-one program
+ * (pattern N-1:1; role of rank 0, e.g. "receiver"; what each other rank
+ * does per size, e.g. "messages per sender"). */
+void em_bench_counted_header(const struct em_bench *b, const char *const *metrics,
+                             const char *const *units, const char *role, const char *what);
+
+/* One round of a timed loop (a round trip, a window, ...). */
+typedef void (*em_round_fn)(struct em_bench *b, size_t size, void *ctx);
+
+/* Runs warm untimed rounds, then iters timed ones; returns the seconds the
+ * timed ones took (MPI_Wtime). */
+double em_bench_time(struct em_bench *b, size_t size, long warm, long iters, em_round_fn round,
+                     void *ctx);
+
+/* The receive slots and requests a windowed round works with. */
+struct em_window {
+    MPI_Request *req;   /* per_window * o.window requests */
+    size_t slots;       /* receive slots of the current size (em_recv_slots) */
+};
+
+/* A windowed-bandwidth program: ranks 0 and 1 run round0 / round1 (ctx is
+ * the struct em_window), per_window request sets per window, directions
+ * byte streams counted in the MB/s; pair and note go to the description
+ * (em_bench_window_header).  Returns main's exit status. */
+struct em_windowed {
+    const struct em_prog *prog;
+    int per_window, directions;
+    const char *pair, *note;
+    em_round_fn round0, round1;
+};
+int em_windowed_main(int argc, char **argv, const struct em_windowed *w);
+
+/* A content check of this size between rank 0 and every other rank, one
+ * after the other (the many-to-one programs). */
+void em_bench_verify_all(struct em_bench *b, size_t size);
 
 /* Rank 0 only: the "# ..." description line (printf format) and the
  * table header of ncols metrics. */

@@ -22,6 +22,24 @@ static const struct em_prog prog = {
     .min_ranks = 2,
 };
 
+/* Rank 0's round: send, then take the reply. */
+static void ping(struct em_bench *b, size_t size, void *ctx)
+{
+    (void)ctx;
+    EM_CHECK(MPI_Send(b->sbuf, (int)size, MPI_BYTE, 1, EM_TAG_DATA, MPI_COMM_WORLD));
+    EM_CHECK(MPI_Recv(b->rbuf, (int)size, MPI_BYTE, 1, EM_TAG_DATA, MPI_COMM_WORLD,
+                      MPI_STATUS_IGNORE));
+}
+
+/* Rank 1's round: take, then reply. */
+static void pong(struct em_bench *b, size_t size, void *ctx)
+{
+    (void)ctx;
+    EM_CHECK(MPI_Recv(b->rbuf, (int)size, MPI_BYTE, 0, EM_TAG_DATA, MPI_COMM_WORLD,
+                      MPI_STATUS_IGNORE));
+    EM_CHECK(MPI_Send(b->sbuf, (int)size, MPI_BYTE, 0, EM_TAG_DATA, MPI_COMM_WORLD));
+}
+
 int main(int argc, char **argv)
 {
     static const char *const metric[] = { "latency" };
@@ -38,28 +56,15 @@ int main(int argc, char **argv)
 
     for (size_t k = 0; k < b.nsizes; k++) {
         size_t size = b.sizes[k];
-        int n = (int)size;
         long iters = em_iters(o, size);
-        long warm = em_warmup(o, size);
-        double t0 = 0.0;
 
         em_bench_verify_pair(&b, size);
+        if (b.rank > 1)
+            continue;
+        double t = em_bench_time(&b, size, em_warmup(o, size), iters, b.rank ? pong : ping, NULL);
         if (b.rank == 0) {
-            for (long i = 0; i < warm + iters; i++) {
-                if (i == warm)
-                    t0 = MPI_Wtime();
-                EM_CHECK(MPI_Send(b.sbuf, n, MPI_BYTE, 1, EM_TAG_DATA, MPI_COMM_WORLD));
-                EM_CHECK(MPI_Recv(b.rbuf, n, MPI_BYTE, 1, EM_TAG_DATA, MPI_COMM_WORLD,
-                                  MPI_STATUS_IGNORE));
-            }
-            double lat = (MPI_Wtime() - t0) * 1e6 / (2.0 * (double)iters);
+            double lat = t * 1e6 / (2.0 * (double)iters);
             em_print_row(size, 1, &lat);
-        } else if (b.rank == 1) {
-            for (long i = 0; i < warm + iters; i++) {
-                EM_CHECK(MPI_Recv(b.rbuf, n, MPI_BYTE, 0, EM_TAG_DATA, MPI_COMM_WORLD,
-                                  MPI_STATUS_IGNORE));
-                EM_CHECK(MPI_Send(b.sbuf, n, MPI_BYTE, 0, EM_TAG_DATA, MPI_COMM_WORLD));
-            }
         }
     }
     em_bench_end(&b);

@@ -11,16 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const struct em_prog prog = {
-    .prog = "em_pingpong",
-    .bench = "pingpong",
-    .summary = "request/reply: ranks 1..N-1 each do -n round trips with "
-               "rank 0; median and mean us per round trip",
-    .optmask = EM_OPT_SIZES | EM_OPT_COUNT,
-    .normal = EM_COUNTED_NORMAL,
-    .quick = EM_COUNTED_QUICK,
-    .min_ranks = 2,
-};
+static const struct em_prog prog = EM_COUNTED_PROG("pingpong", "request/reply: ranks 1..N-1 each do -n round trips with "
+               "rank 0; median and mean us per round trip");
 
 /* Rank 0 answers every client's round trips of this size. */
 static void serve(struct em_bench *b, long total, int n)
@@ -50,18 +42,13 @@ int main(int argc, char **argv)
         all = calloc((size_t)o->count * (size_t)b.nranks, sizeof *all);
     if (samples == NULL || (b.rank == 0 && all == NULL))
         em_fail("out of memory");
-    em_bench_header(&b, 2, metric, unit,
-                    "# em_pingpong: pattern %d:1 (%d ranks, server rank 0), "
-                    "%ld round trips per client per size (+%ld warm-up)%s\n",
-                    clients, b.nranks, o->count, o->count_warmup, o->quick ? ", quick" : "");
+    em_bench_counted_header(&b, metric, unit, "server", "round trips per client");
 
     for (size_t k = 0; k < b.nsizes; k++) {
         size_t size = b.sizes[k];
         int n = (int)size;
 
-        for (int c = 1; c < b.nranks; c++)
-            if (b.rank == 0 || b.rank == c)
-                em_verify_exchange(o, b.rank, c, 0, size, b.sbuf, b.rbuf);
+        em_bench_verify_all(&b, size);
         EM_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 
         if (b.rank == 0) {
