@@ -166,47 +166,54 @@ static struct em_halo_span sp(uintptr_t a, uint64_t n, int peer, int idx, int re
 	return s;
 }
 
+/* em_halo_check_overlap cases: spans {addr, bytes, peer, item, recv}, the
+ * verdict, and up to two phrases the refusal must contain. */
+static const struct overlap_case {
+	const char *what;
+	struct em_halo_span s[3];
+	size_t n;
+	int want;
+	const char *says[2];
+} overlap_cases[] = {
+	{ "disjoint, any order",
+	  { { 0x3000, 0x100, 1, 0, 1 }, { 0x1000, 0x100, 1, 0, 0 }, { 0x2000, 0x1000, 2, 0, 1 } },
+	  3, EM_HALO_OK, { NULL } },
+	{ "send items may share memory (one plane to two neighbours)",
+	  { { 0x1000, 0x100, 1, 0, 0 }, { 0x1000, 0x100, 2, 0, 0 }, { 0x1080, 0x100, 2, 1, 0 } },
+	  3, EM_HALO_OK, { NULL } },
+	{ "two receive items overlapping",
+	  { { 0x1000, 0x100, 1, 0, 1 }, { 0x10ff, 0x100, 2, 3, 1 } },
+	  2, EM_HALO_EINVAL,
+	  { "receive item 0 for neighbour rank 1", "receive item 3 for neighbour rank 2" } },
+	/* the sweep must remember the long item across the short one */
+	{ "a receive inside a long send item, a short send in between",
+	  { { 0x1000, 0x1000, 1, 0, 0 }, { 0x1100, 0x10, 1, 1, 0 }, { 0x1800, 0x10, 2, 0, 1 } },
+	  3, EM_HALO_EINVAL, { "send item 0 for neighbour rank 1" } },
+	{ "a send inside a long receive item, a send in between",
+	  { { 0x1000, 0x1000, 1, 0, 1 }, { 0x0f00, 0x80, 1, 1, 0 }, { 0x1f00, 0x10, 2, 0, 0 } },
+	  3, EM_HALO_EINVAL, { NULL } },
+	{ "same start",
+	  { { 0x1000, 8, 1, 0, 0 }, { 0x1000, 8, 1, 0, 1 } },
+	  2, EM_HALO_EINVAL, { NULL } },
+	{ "empty", { { 0 } }, 0, EM_HALO_OK, { NULL } },
+	{ "single", { { 0x1000, 8, 1, 0, 0 } }, 1, EM_HALO_OK, { NULL } },
+};
+
 static void test_overlap(void **state)
 {
-	struct em_halo_span s[6];
-	char msg[400];
-
 	(void)state;
-	/* disjoint, any order */
-	s[0] = sp(0x3000, 0x100, 1, 0, 1);
-	s[1] = sp(0x1000, 0x100, 1, 0, 0);
-	s[2] = sp(0x2000, 0x1000, 2, 0, 1); /* ends exactly at 0x3000 */
-	assert_int_equal(em_halo_check_overlap(s, 3, msg, sizeof(msg)), EM_HALO_OK);
-	/* send items may share memory (one plane to two neighbours) */
-	s[0] = sp(0x1000, 0x100, 1, 0, 0);
-	s[1] = sp(0x1000, 0x100, 2, 0, 0);
-	s[2] = sp(0x1080, 0x100, 2, 1, 0);
-	assert_int_equal(em_halo_check_overlap(s, 3, msg, sizeof(msg)), EM_HALO_OK);
-	/* two receive items overlapping */
-	s[0] = sp(0x1000, 0x100, 1, 0, 1);
-	s[1] = sp(0x10ff, 0x100, 2, 3, 1);
-	assert_int_equal(em_halo_check_overlap(s, 2, msg, sizeof(msg)), EM_HALO_EINVAL);
-	assert_non_null(strstr(msg, "receive item 0 for neighbour rank 1"));
-	assert_non_null(strstr(msg, "receive item 3 for neighbour rank 2"));
-	/* a receive inside a long send item that started earlier, with a short
-	 * send in between (the sweep must remember the long one) */
-	s[0] = sp(0x1000, 0x1000, 1, 0, 0);
-	s[1] = sp(0x1100, 0x10, 1, 1, 0);
-	s[2] = sp(0x1800, 0x10, 2, 0, 1);
-	assert_int_equal(em_halo_check_overlap(s, 3, msg, sizeof(msg)), EM_HALO_EINVAL);
-	assert_non_null(strstr(msg, "send item 0 for neighbour rank 1"));
-	/* a send inside a long receive item, with a send in between */
-	s[0] = sp(0x1000, 0x1000, 1, 0, 1);
-	s[1] = sp(0x0f00, 0x80, 1, 1, 0);
-	s[2] = sp(0x1f00, 0x10, 2, 0, 0);
-	assert_int_equal(em_halo_check_overlap(s, 3, msg, sizeof(msg)), EM_HALO_EINVAL);
-	/* same start */
-	s[0] = sp(0x1000, 8, 1, 0, 0);
-	s[1] = sp(0x1000, 8, 1, 0, 1);
-	assert_int_equal(em_halo_check_overlap(s, 2, msg, sizeof(msg)), EM_HALO_EINVAL);
-	/* empty and single */
-	assert_int_equal(em_halo_check_overlap(s, 0, msg, sizeof(msg)), EM_HALO_OK);
-	assert_int_equal(em_halo_check_overlap(s, 1, msg, sizeof(msg)), EM_HALO_OK);
+	for (size_t k = 0; k < sizeof overlap_cases / sizeof overlap_cases[0]; k++) {
+		const struct overlap_case *c = &overlap_cases[k];
+		struct em_halo_span s[3];
+		char msg[400] = "";
+
+		memcpy(s, c->s, sizeof s);
+		print_message("  %s\n", c->what);
+		assert_int_equal(em_halo_check_overlap(s, c->n, msg, sizeof(msg)), c->want);
+		for (int m = 0; m < 2; m++)
+			if (c->says[m])
+				assert_non_null(strstr(msg, c->says[m]));
+	}
 }
 
 /* Brute force against the sweep on many small random layouts. */
