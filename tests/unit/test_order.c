@@ -87,6 +87,14 @@ static void build(em_order_t *tx, struct msg *m, uint32_t idx, unsigned seed)
     m->link = (int)(seed % 2);
 }
 
+/* A sink for n messages and messages 0 .. n-1 numbered by tx (tag = i). */
+static void prepare(em_order_t *tx, struct msg *m, struct sink *s, uint32_t n)
+{
+    sink_init(s, n);
+    for (uint32_t i = 0; i < n; i++)
+        build(tx, &m[i], i, i);
+}
+
 static void test_in_order_passes_through(void **state)
 {
     (void)state;
@@ -118,9 +126,7 @@ static void test_reverse_is_kept_then_drained(void **state)
     em_order_t tx = { 0 }, rx = { 0 };
     struct msg m[8];
     struct sink s;
-    sink_init(&s, 8);
-    for (uint32_t i = 0; i < 8; i++)
-        build(&tx, &m[i], i, i);
+    prepare(&tx, m, &s, 8);
     for (int i = 7; i >= 1; i--)
         assert_int_equal(em_order_rx(&rx, NULL, m[i].tag, m[i].b, m[i].len, sink_fn, &s),
                          EM_ORDER_KEPT);
@@ -243,9 +249,7 @@ static void test_stop_keeps_the_rest(void **state)
     em_order_t tx = { 0 }, rx = { 0 };
     struct msg m[5];
     struct sink s;
-    sink_init(&s, 5);
-    for (uint32_t i = 0; i < 5; i++)
-        build(&tx, &m[i], i, i);
+    prepare(&tx, m, &s, 5);
     for (int i = 4; i >= 1; i--)
         em_order_rx(&rx, NULL, m[i].tag, m[i].b, m[i].len, sink_fn, &s);
     s.stop_after = 2;                 /* the receiver stops after two (finalizing) */
