@@ -513,38 +513,42 @@ static int need_ready(em_halo_t *h, const char *what)
 	return EM_HALO_OK;
 }
 
-int em_halo_post_recvs(em_halo_t *h)
+/* Starts one set of persistent requests (the receives or the sends) unless
+ * it is active already; api names the caller, set the set in messages (h
+ * may be NULL: need_ready refuses it before anything is read). */
+static int start_set(em_halo_t *h, const char *api, int *active, int n, MPI_Request *req,
+		     const char *set, const char *already)
 {
-	int rc = need_ready(h, "em_halo_post_recvs"), mrc;
+	int rc = need_ready(h, api), mrc;
 
 	if (rc != EM_HALO_OK)
 		return rc;
-	if (h->recvs_active)
-		return set_err(h, EM_HALO_ESTATE, "receives are already posted (em_halo_wait first)");
-	if (h->nr > 0) {
-		mrc = MPI_Startall(h->nr, h->req);
-		if (mrc != MPI_SUCCESS)
-			return mpi_err(h, mrc, "MPI_Startall (receives)");
+	if (*active)
+		return set_err(h, EM_HALO_ESTATE, "%s are already %s (em_halo_wait first)", set,
+			       already);
+	if (n > 0) {
+		mrc = MPI_Startall(n, req);
+		if (mrc != MPI_SUCCESS) {
+			char what[48];
+
+			snprintf(what, sizeof(what), "MPI_Startall (%s)", set);
+			return mpi_err(h, mrc, what);
+		}
 	}
-	h->recvs_active = 1;
+	*active = 1;
 	return EM_HALO_OK;
+}
+
+int em_halo_post_recvs(em_halo_t *h)
+{
+	return start_set(h, "em_halo_post_recvs", h ? &h->recvs_active : NULL, h ? h->nr : 0,
+			 h ? h->req : NULL, "receives", "posted");
 }
 
 int em_halo_start_sends(em_halo_t *h)
 {
-	int rc = need_ready(h, "em_halo_start_sends"), mrc;
-
-	if (rc != EM_HALO_OK)
-		return rc;
-	if (h->sends_active)
-		return set_err(h, EM_HALO_ESTATE, "sends are already started (em_halo_wait first)");
-	if (h->ns > 0) {
-		mrc = MPI_Startall(h->ns, h->req + h->nr);
-		if (mrc != MPI_SUCCESS)
-			return mpi_err(h, mrc, "MPI_Startall (sends)");
-	}
-	h->sends_active = 1;
-	return EM_HALO_OK;
+	return start_set(h, "em_halo_start_sends", h ? &h->sends_active : NULL, h ? h->ns : 0,
+			 h ? h->req + h->nr : NULL, "sends", "started");
 }
 
 /* Names the request behind a failed status, for the message. */
