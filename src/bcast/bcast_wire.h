@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file bcast_wire.h
- * Wire format of the lossy broadcast channel (em_bcast, seed 003).  It has
+ * Wire format of the lossy broadcast channel (em_bcast; the design of
+ * [relax-dpdk], docs/references.md).  It has
  * nothing to do with the reliable protocol's header (proto/wire.h): frames
  * of the channel travel under their own ethertype (0x88B6) or UDP port, so
- * the two never mix.  Every multi-byte field is big-endian; code only
- * touches the decoded host-order struct em_bc_hdr.
+ * the two never mix.  Every multi-byte field is big-endian.  As in
+ * proto/wire.h, the codec reads and writes the packed struct
+ * em_bc_wire_hdr (through memcpy, so unaligned frames are safe) with
+ * htobe / betoh, every field offset is asserted against the diagram below,
+ * and the rest of the code only touches the decoded host-order em_bc_hdr.
  *
  * Header (EM_BC_HDR_LEN = 24 bytes), then `count` elements:
  *
@@ -66,6 +70,15 @@ struct em_bc_wire_hdr {
     uint16_t rsvd1;
 } __attribute__((packed));
 _Static_assert(sizeof(struct em_bc_wire_hdr) == EM_BC_HDR_LEN, "bcast header is 24 bytes");
+_Static_assert(offsetof(struct em_bc_wire_hdr, type) == 2, "diagram: elem type at 2");
+_Static_assert(offsetof(struct em_bc_wire_hdr, rsvd0) == 3, "diagram: reserved at 3");
+_Static_assert(offsetof(struct em_bc_wire_hdr, key) == 4, "diagram: job key at 4");
+_Static_assert(offsetof(struct em_bc_wire_hdr, channel) == 8, "diagram: channel id at 8");
+_Static_assert(offsetof(struct em_bc_wire_hdr, sender) == 10, "diagram: sender at 10");
+_Static_assert(offsetof(struct em_bc_wire_hdr, seq) == 12, "diagram: sequence number at 12");
+_Static_assert(offsetof(struct em_bc_wire_hdr, offset) == 16, "diagram: element offset at 16");
+_Static_assert(offsetof(struct em_bc_wire_hdr, count) == 20, "diagram: element count at 20");
+_Static_assert(offsetof(struct em_bc_wire_hdr, rsvd1) == 22, "diagram: reserved at 22");
 
 /** Decoded header, host order. */
 typedef struct em_bc_hdr {
