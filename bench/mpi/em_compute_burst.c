@@ -18,6 +18,7 @@
  * the loaded component); with any other transport they read -1.
  */
 #include "em_common.h"
+#include "util/clock.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -63,12 +64,7 @@ static counters_fn lookup_counters(void)
     return h ? (counters_fn)(uintptr_t)dlsym(h, "em_btl_dpdk_counters") : NULL;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
+static uint64_t now_ns(void) { return em_clock_ns(); }
 
 /* Work the compiler cannot remove, with no MPI call inside. */
 static double compute(uint64_t ns)

@@ -24,10 +24,10 @@
  * (docs/design.md "Peers known only by their frames").
  */
 #include "engine/engine.h"
+#include "util/clock.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define EM_BURST 32
 #define EM_TX_BATCH 64
@@ -53,12 +53,7 @@ struct em_engine {
     em_engine_stats_t st;
 };
 
-uint64_t em_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
+uint64_t em_now_ns(void) { return em_clock_ns(); }
 
 /**
  * Hand the batch to the link; what it does not take stays, in order.  A
