@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * em_burst -- one-way burst (seed 001): every rank 1..N-1 sends -n messages
+ * em_burst -- one-way burst ([dse-rudp]): every rank 1..N-1 sends -n messages
  * of one size to rank 0 back to back; rank 0 receives them all (any source)
  * and reports the time per message and the message rate.  The clock runs
  * at rank 0 from just before it releases the senders (a zero-byte "go" to

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * em_compute_burst -- seed 000's case for the node daemon: the receiver
+ * em_compute_burst -- [dpdk-btl]'s case for the node daemon: the receiver
  * (rank 0) computes for 100 ms without any MPI call while the sender
  * (rank 1) bursts -n eager messages (default 10,000 of 256 B) at it; then
  * the receiver takes them all.  Reports, per size:

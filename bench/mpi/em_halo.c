@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * em_halo -- seed 002's boundary-exchange benchmark on the em_halo library.
+ * em_halo -- [bds]'s boundary-exchange benchmark on the em_halo library.
  *
  * Two ranks (0 and 1, "PC1" and "PC2") exchange ITEMS boundary items of
  * SIZE bytes, REPS times, with one of the seed's patterns (-p):
@@ -30,7 +30,7 @@
 #define _POSIX_C_SOURCE 200809L /* getopt */
 #endif
 #include "em_common.h"
-#include "em_halo.h"
+#include "halo/em_halo.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +72,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: em_halo -p oneway|twoway|alternating [options]\n"
-		"  seed 002's boundary-exchange benchmark (2 ranks), MB/s (10^6 B/s)\n"
+		"  [bds]'s boundary-exchange benchmark (2 ranks), MB/s (10^6 B/s)\n"
 		"  -p PATTERN  oneway, twoway or alternating (required)\n"
 		"  -k N        items per repetition (default 10)\n"
 		"  -n N        timed repetitions (default 10000; quick 1000)\n"

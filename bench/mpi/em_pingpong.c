@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * em_pingpong -- request/reply (seed 001): every client rank 1..N-1 does -n
+ * em_pingpong -- request/reply ([dse-rudp]): every client rank 1..N-1 does -n
  * round trips (request of SIZE bytes, reply of SIZE bytes) with the server,
  * rank 0, which answers whoever asks.  Each client times every round trip;
  * rank 0 collects all samples and reports median and mean in us.

@@ -12,7 +12,7 @@
  *   3. persistent requests created (item i uses tag i).
  * Steps then only MPI_Startall / MPI_Waitall those requests.
  */
-#include "em_halo.h"
+#include "halo/em_halo.h"
 
 #include <limits.h>
 #include <stdarg.h>

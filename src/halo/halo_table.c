@@ -2,7 +2,7 @@
 /*
  * halo_table.c - boundary-table descriptions and checks (see halo_table.h).
  */
-#include "halo_table.h"
+#include "halo/halo_table.h"
 
 #include <stdarg.h>
 #include <stdio.h>

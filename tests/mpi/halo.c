@@ -13,7 +13,7 @@
  */
 #include "emt_common.h"
 
-#include "em_halo.h"
+#include "halo/em_halo.h"
 #include "halo_solver.h"
 
 #define GUARD 64

@@ -4,9 +4,9 @@ compare.json (issue 12), next to compare.md in the output directory.
 
     latency-ratio.png    latency / tcp per wire and MTU, size on a log axis
     bandwidth-ratio.png  bw and bibw / tcp per wire and MTU
-    halo-ratio.png       seed 002's halo exchange / tcp, 1 and 2 links
-    halo-app.png         seed 002's application: sync + compute seconds (bars)
-    compute-burst.png    seed 000's compute-while-bursting: time, retransmits (bars)
+    halo-ratio.png       [bds]'s halo exchange / tcp, 1 and 2 links
+    halo-app.png         [bds]'s application: sync + compute seconds (bars)
+    compute-burst.png    [dpdk-btl]'s compute-while-bursting: time, retransmits (bars)
     sockets.png          descriptors per process at 16 ranks on 2 nodes (bars)
     spurious-retx.png    rudp bw: spurious retransmissions per MTU (bars)
 
