@@ -80,15 +80,16 @@ _Static_assert(offsetof(struct em_bc_wire_hdr, offset) == 16, "diagram: element 
 _Static_assert(offsetof(struct em_bc_wire_hdr, count) == 20, "diagram: element count at 20");
 _Static_assert(offsetof(struct em_bc_wire_hdr, rsvd1) == 22, "diagram: reserved at 22");
 
-/** Decoded header, host order. */
+/** Decoded header, host order (the magic, version and reserved fields are
+ *  checked by em_bc_decode and not kept). */
 typedef struct em_bc_hdr {
-    uint8_t  type;
-    uint32_t key;
-    uint16_t channel;
-    uint16_t sender;
-    uint32_t seq;
-    uint32_t offset;
-    uint16_t count;
+    uint8_t  type;      /**< element type, enum em_bc_type */
+    uint32_t key;       /**< the job's key */
+    uint16_t channel;   /**< channel id */
+    uint16_t sender;    /**< member id of the sender, < members */
+    uint32_t seq;       /**< per sender and channel, +1 per frame (wraps: util/seq.h) */
+    uint32_t offset;    /**< index of the first element carried */
+    uint16_t count;     /**< elements carried, >= 1 */
 } em_bc_hdr_t;
 
 /** What a receiver accepts: frames that do not match are rejected. */
