@@ -265,11 +265,7 @@ static void allgather(int m)
 int main(int argc, char **argv)
 {
 	emt_init(&argc, &argv, "collectives");
-	if (emt.size < 2) {
-		fprintf(stderr, "collectives: needs at least 2 ranks\n");
-		MPI_Finalize();
-		return 2;
-	}
+	emt_need_ranks(2, 0);
 	emt_require_spread(2, 0, emt.size - 1);
 	barrier();
 	bcast();

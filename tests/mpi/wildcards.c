@@ -358,12 +358,7 @@ int main(int argc, char **argv)
 	uint8_t *buf;
 
 	emt_init(&argc, &argv, "wildcards");
-	if (emt.size < 3 || emt.size > 8) {
-		if (emt.rank == 0)
-			fprintf(stderr, "wildcards: needs 3..8 ranks, got %d\n", emt.size);
-		MPI_Finalize();
-		return 2;
-	}
+	emt_need_ranks(3, 8);
 	buf = emt_alloc(MAXLEN + GUARD);
 	emt_require_spread(2, 0, 1);
 	for (int root = 0; root < 2; root++) {
