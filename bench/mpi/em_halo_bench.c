@@ -3,7 +3,7 @@
  * em_halo -- [bds]'s boundary-exchange benchmark on the em_halo library.
  *
  * Two ranks (0 and 1, "PC1" and "PC2") exchange ITEMS boundary items of
- * SIZE bytes, REPS times, with one of the seed's patterns (-p):
+ * SIZE bytes, REPS times, with one of [bds]'s patterns (-p):
  *
  *   oneway       0 -> 1 every repetition
  *   twoway       0 -> 1 and 1 -> 0 at the same time every repetition

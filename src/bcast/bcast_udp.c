@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file bcast_udp.c
- * The broadcast channel's kernel UDP backend (the seed's baseline, Koishi et
+ * The broadcast channel's kernel UDP backend ([relax-dpdk]'s baseline, Koishi et
  * al.): one socket per member, SO_BROADCAST, every frame one datagram to the
  * IPv4 broadcast address of the chosen interface.  Implemented as a small
  * em_link_t whose only peer (0) is that broadcast address, so bcast.c runs

@@ -352,7 +352,7 @@ BENCHMARKS = [
     # so its sync time is mostly the two ranks' skew on 2 shared cores (the
     # same for every transport); the 256x256x18 one (8 planes of 512 KiB
     # per rank) has tcp synchronising about as long as it computes, like
-    # the seed's program where halving sync cut the run by 14 %.
+    # [bds]'s program, where halving sync cut the run by 14 %.
     Benchmark("halo-app", "../../apps/halo/em_halo_app", 2, "s", pattern="128x128x66",
               fields={"links": 1}, top_fields=["compute_s"]),
     Benchmark("halo-app", "../../apps/halo/em_halo_app", 2, "s", pattern="256x256x18",
