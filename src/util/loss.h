@@ -21,8 +21,8 @@
 #define EM_LOSS_SEED_DEFAULT 0x9E3779B97F4A7C15ull
 
 typedef struct em_loss {
-    double p;       /**< probability a frame is dropped, 0 = never */
-    uint64_t rng;   /**< xorshift64 state, never 0 */
+    double p;     /**< probability a frame is dropped, 0 = never */
+    uint64_t rng; /**< xorshift64 state, never 0 */
 } em_loss_t;
 
 /** Drop with probability @p p (0..1) from a stream seeded with @p seed (0 = default). */
@@ -44,14 +44,11 @@ static inline uint64_t em_loss_next(em_loss_t *l)
 /** A uniform double in [0, 1) with 53 random bits. */
 static inline double em_loss_unit(em_loss_t *l)
 {
-    return (double)(em_loss_next(l) >> 11) / 9007199254740992.0;  /* 2^53 */
+    return (double)(em_loss_next(l) >> 11) / 9007199254740992.0; /* 2^53 */
 }
 
 /** True when this frame is to be dropped (never draws when p is 0). */
-static inline bool em_loss_drop(em_loss_t *l)
-{
-    return l->p > 0 && em_loss_unit(l) < l->p;
-}
+static inline bool em_loss_drop(em_loss_t *l) { return l->p > 0 && em_loss_unit(l) < l->p; }
 
 /** The same for a rate in parts per million read at run time (0 = never). */
 static inline bool em_loss_drop_ppm(em_loss_t *l, uint32_t ppm)

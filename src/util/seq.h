@@ -31,10 +31,7 @@
 #include <stdint.h>
 
 /** Signed distance from @p b to @p a (positive when a is "after" b). */
-static inline int32_t em_seq_diff(uint32_t a, uint32_t b)
-{
-    return (int32_t)(a - b);
-}
+static inline int32_t em_seq_diff(uint32_t a, uint32_t b) { return (int32_t)(a - b); }
 
 static inline bool em_seq_lt(uint32_t a, uint32_t b) { return em_seq_diff(a, b) < 0; }
 static inline bool em_seq_le(uint32_t a, uint32_t b) { return em_seq_diff(a, b) <= 0; }
@@ -42,9 +39,6 @@ static inline bool em_seq_gt(uint32_t a, uint32_t b) { return em_seq_diff(a, b) 
 static inline bool em_seq_ge(uint32_t a, uint32_t b) { return em_seq_diff(a, b) >= 0; }
 
 /** True when @p s lies in the half-open range [lo, lo + n). */
-static inline bool em_seq_in(uint32_t s, uint32_t lo, uint32_t n)
-{
-    return (uint32_t)(s - lo) < n;
-}
+static inline bool em_seq_in(uint32_t s, uint32_t lo, uint32_t n) { return (uint32_t)(s - lo) < n; }
 
 #endif
