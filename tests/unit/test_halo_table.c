@@ -117,19 +117,27 @@ static void test_compare_ok(void **state)
 	assert_int_equal(em_halo_table_compare(1, 0, &theirs, &mine, msg, sizeof(msg)), EM_HALO_OK);
 }
 
+/* Rank me's table against peer's is refused with exactly this message. */
+static void mismatch_says(int me, int peer, const struct em_halo_sizes *mine,
+			  const struct em_halo_sizes *theirs, const char *want)
+{
+	char msg[300];
+
+	assert_int_equal(em_halo_table_compare(me, peer, mine, theirs, msg, sizeof(msg)),
+			 EM_HALO_EMISMATCH);
+	assert_string_equal(msg, want);
+}
+
 static void test_compare_count_mismatch(void **state)
 {
 	struct em_halo_sizes a = sizes(10, ten_sends, 0, NULL); /* rank 3 sends 10 */
 	struct em_halo_sizes b = sizes(0, NULL, 9, ten_sends);  /* rank 4 expects 9 */
-	char msg[300];
 
 	(void)state;
-	assert_int_equal(em_halo_table_compare(3, 4, &a, &b, msg, sizeof(msg)), EM_HALO_EMISMATCH);
-	assert_string_equal(msg, "table mismatch with neighbour rank 4: rank 3 has 10 send item(s) "
-			    "for it, but rank 4 has 9 receive item(s) for rank 3");
-	assert_int_equal(em_halo_table_compare(4, 3, &b, &a, msg, sizeof(msg)), EM_HALO_EMISMATCH);
-	assert_string_equal(msg, "table mismatch with neighbour rank 3: rank 4 has 9 receive item(s) "
-			    "for it, but rank 3 has 10 send item(s) for rank 4");
+	mismatch_says(3, 4, &a, &b, "table mismatch with neighbour rank 4: rank 3 has 10 send "
+				    "item(s) for it, but rank 4 has 9 receive item(s) for rank 3");
+	mismatch_says(4, 3, &b, &a, "table mismatch with neighbour rank 3: rank 4 has 9 receive "
+				    "item(s) for it, but rank 3 has 10 send item(s) for rank 4");
 }
 
 static void test_compare_size_mismatch(void **state)
@@ -144,12 +152,10 @@ static void test_compare_size_mismatch(void **state)
 	a = sizes(10, ten_sends, 10, ten_sends);
 	b = sizes(10, ten_sends, 10, other);
 	/* rank 0 sends item 7 with 4500, rank 1 receives 7000 */
-	assert_int_equal(em_halo_table_compare(0, 1, &a, &b, msg, sizeof(msg)), EM_HALO_EMISMATCH);
-	assert_string_equal(msg, "table mismatch with neighbour rank 1: send item 7 is 4500 bytes on "
-			    "rank 0, but receive item 7 is 7000 bytes on rank 1");
-	assert_int_equal(em_halo_table_compare(1, 0, &b, &a, msg, sizeof(msg)), EM_HALO_EMISMATCH);
-	assert_string_equal(msg, "table mismatch with neighbour rank 0: receive item 7 is 7000 bytes "
-			    "on rank 1, but send item 7 is 4500 bytes on rank 0");
+	mismatch_says(0, 1, &a, &b, "table mismatch with neighbour rank 1: send item 7 is 4500 "
+				    "bytes on rank 0, but receive item 7 is 7000 bytes on rank 1");
+	mismatch_says(1, 0, &b, &a, "table mismatch with neighbour rank 0: receive item 7 is 7000 "
+				    "bytes on rank 1, but send item 7 is 4500 bytes on rank 0");
 	/* the first differing item is named, not a later one */
 	other[2] = 1;
 	assert_int_equal(em_halo_table_compare(1, 0, &b, &a, msg, sizeof(msg)), EM_HALO_EMISMATCH);
