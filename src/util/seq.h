@@ -22,7 +22,7 @@
  *   below: duplicate (re-ACK);  inside: deliver or buffer;  above: drop.
  *
  * Two numbers are comparable as long as they are less than 2^31 apart;
- * windows are at most EM_WINDOW_MAX (64) packets, far inside that.
+ * windows are at most EM_WINDOW_MAX packets (proto.h), far inside that.
  */
 #ifndef EM_UTIL_SEQ_H
 #define EM_UTIL_SEQ_H
