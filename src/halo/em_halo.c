@@ -444,27 +444,28 @@ static int create_requests(em_halo_t *h)
 		return set_err(h, EM_HALO_ENOMEM, "out of memory");
 	for (int i = 0; i < nr + ns; i++)
 		h->req[i] = MPI_REQUEST_NULL;
+	/* receives first, then sends (the layout of h->req) */
 	k = 0;
-	for (int i = 0; i < h->nnb; i++) {
-		const struct halo_nb *nb = &h->nb[i];
+	for (int send = 0; send < 2; send++) {
+		for (int i = 0; i < h->nnb; i++) {
+			const struct halo_nb *nb = &h->nb[i];
+			const em_halo_item_t *it = send ? nb->send : nb->recv;
+			int n = send ? nb->nsend : nb->nrecv;
 
-		for (int j = 0; j < nb->nrecv; j++, k++) {
-			mrc = MPI_Recv_init(nb->recv[j].addr, (int)nb->recv[j].size, MPI_BYTE, nb->rank,
-					    j, h->comm, &h->req[k]);
-			if (mrc != MPI_SUCCESS)
-				return mpi_err(h, mrc, "MPI_Recv_init");
-			h->recv_bytes += nb->recv[j].size;
-		}
-	}
-	for (int i = 0; i < h->nnb; i++) {
-		const struct halo_nb *nb = &h->nb[i];
-
-		for (int j = 0; j < nb->nsend; j++, k++) {
-			mrc = MPI_Send_init(nb->send[j].addr, (int)nb->send[j].size, MPI_BYTE, nb->rank,
-					    j, h->comm, &h->req[k]);
-			if (mrc != MPI_SUCCESS)
-				return mpi_err(h, mrc, "MPI_Send_init");
-			h->send_bytes += nb->send[j].size;
+			for (int j = 0; j < n; j++, k++) {
+				if (send)
+					mrc = MPI_Send_init(it[j].addr, (int)it[j].size, MPI_BYTE,
+							    nb->rank, j, h->comm, &h->req[k]);
+				else
+					mrc = MPI_Recv_init(it[j].addr, (int)it[j].size, MPI_BYTE,
+							    nb->rank, j, h->comm, &h->req[k]);
+				if (mrc != MPI_SUCCESS)
+					return mpi_err(h, mrc, send ? "MPI_Send_init" : "MPI_Recv_init");
+				if (send)
+					h->send_bytes += it[j].size;
+				else
+					h->recv_bytes += it[j].size;
+			}
 		}
 	}
 	h->nr = nr;
