@@ -10,7 +10,7 @@ FUZZ_SECONDS ?= 20
 PY           ?= /usr/bin/python3
 
 DEB_PKGS = build-essential meson ninja-build pkg-config libcmocka-dev \
-           clang-14 libclang-rt-14-dev \
+           clang-14 libclang-rt-14-dev clang-format-14 \
            dpdk libdpdk-dev dpdk-dev libxdp-dev libbpf-dev xdp-tools \
            libopenmpi-dev openmpi-bin libfabric-dev libfabric-bin \
            iproute2 iputils-ping procps util-linux python3 python3-matplotlib \

@@ -28,6 +28,7 @@
 
 #include "sim/incast.h"
 #include "sim/simnet.h"
+#include "util/clock.h"
 
 struct st {
     em_simnet_t *net;
@@ -45,12 +46,7 @@ struct st {
     em_proto_op_t pp_op[2];
 };
 
-static double wall(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
+static double wall(void) { return (double)em_clock_ns() * 1e-9; }
 
 static void stream_fill(struct st *s)
 {

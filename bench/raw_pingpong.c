@@ -22,13 +22,9 @@
 #include <unistd.h>
 
 #include "link/link_dpdk.h"
+#include "util/clock.h"
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
+static uint64_t now_ns(void) { return em_clock_ns(); }
 
 static int send_one(em_link_t *l, uint8_t op, uint32_t len)
 {

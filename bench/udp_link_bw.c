@@ -26,13 +26,9 @@
 #include <time.h>
 
 #include "link/link_udp.h"
+#include "util/clock.h"
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+static double now_s(void) { return (double)em_clock_ns() * 1e-9; }
 
 /* CPU seconds (user + system) this process used: with a loaded machine
  * the rate per CPU second is the figure that compares offloads */

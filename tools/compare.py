@@ -40,7 +40,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--suite", choices=["mpi", "relax"], default="mpi",
-                   help="mpi: the MPI transport benchmarks (default); relax: the seed 003 "
+                   help="mpi: the MPI transport benchmarks (default); relax: the [relax-dpdk] "
                         "solver sweep, with its own options (must come first: "
                         "tools/compare.py --suite relax --help)")
     p.add_argument("--prefix", default="emc", help="emulated cluster prefix (default emc)")
@@ -414,7 +414,7 @@ def dry_run(args, mode, ctx, phases, command):
 
 
 def main(argv):
-    # seed 003's relaxation-solver sweep: not MPI BTL benchmarks, so it has
+    # [relax-dpdk]'s relaxation-solver sweep: not MPI BTL benchmarks, so it has
     # its own options and runner (compare_lib/relax.py, docs/relax.md)
     if argv[:1] == ["--suite"] and argv[1:2] == ["relax"] or argv[:1] == ["--suite=relax"]:
         from compare_lib import relax

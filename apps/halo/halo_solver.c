@@ -17,7 +17,7 @@
  */
 #include "halo_solver.h"
 
-#include "em_halo.h"
+#include "halo/em_halo.h"
 
 #include <math.h>
 #include <stdio.h>

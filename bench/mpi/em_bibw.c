@@ -11,93 +11,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const struct em_prog prog = {
-    .prog = "em_bibw",
-    .bench = "bibw",
-    .summary = "windowed bi-directional bandwidth 0 <-> 1, MB/s (10^6 B/s, "
-               "both directions summed)",
-    .optmask = EM_OPT_SIZES | EM_OPT_ITERS | EM_OPT_WARMUP | EM_OPT_WINDOW |
-               EM_OPT_BUDGET,
-    .normal = { .min_size = 1, .max_size = 4u << 20,
-                .iters_small = 100, .iters_large = 20,
-                .warmup_small = 10, .warmup_large = 2,
-                .window = 64, .budget = (size_t)128 << 20 },
-    .quick = { .min_size = 1, .max_size = 256u << 10,
-               .iters_small = 10, .iters_large = 4,
-               .warmup_small = 2, .warmup_large = 1,
-               .window = 64, .budget = (size_t)16 << 20 },
-    .min_ranks = 2,
-};
+static const struct em_prog prog = EM_WINDOWED_PROG("bibw", "windowed bi-directional bandwidth 0 <-> 1, MB/s (10^6 B/s, "
+               "both directions summed)");
+
+/* Both ranks' round: a window of receives and a window of sends. */
+static void exchange_window(struct em_bench *b, size_t size, void *ctx)
+{
+    struct em_window *w = ctx;
+    int peer = 1 - b->rank;
+
+    em_post_window_recvs(&b->o, b->rbuf, w->slots, size, peer, w->req);
+    for (int i = 0; i < b->o.window; i++)
+        EM_CHECK(MPI_Isend(b->sbuf, (int)size, MPI_BYTE, peer, EM_TAG_DATA, MPI_COMM_WORLD,
+                           &w->req[b->o.window + i]));
+    EM_CHECK(MPI_Waitall(2 * b->o.window, w->req, MPI_STATUSES_IGNORE));
+}
 
 int main(int argc, char **argv)
 {
-    int rank, nranks;
-    struct em_opts o = em_setup(&argc, &argv, &prog, &rank, &nranks);
-    size_t sizes[64];
-    size_t nsizes = em_sizes(&o, sizes, 64);
-    size_t area;
-    unsigned char *sbuf, *rbuf;
-    MPI_Request *req;
-
-    area = em_recv_area(&o);
-    sbuf = em_alloc(o.max_size + 1);
-    rbuf = em_alloc(area + 1);
-    req = calloc(2 * (size_t)o.window, sizeof *req);
-    if (req == NULL)
-        em_fail("out of memory");
-
-    if (rank == 0) {
-        static const char *const metric[] = { "bandwidth" };
-        static const char *const unit[] = { "MB/s" };
-
-        printf("# em_bibw: %d ranks (0 <-> 1 measured), window %d each way, "
-               "iterations %ld:%ld, warm-up %ld:%ld, large-size budget %zu B%s\n",
-               nranks, o.window, o.iters_small, o.iters_large, o.warmup_small,
-               o.warmup_large, o.budget, o.quick ? ", quick" : "");
-        em_print_header(prog.bench, 1, metric, unit);
-    }
-
-    for (size_t k = 0; k < nsizes; k++) {
-        size_t size = sizes[k];
-        int n = (int)size;
-        long iters = em_bw_iters(&o, size);
-        long warm = em_bw_warmup(&o, size);
-        size_t slots = size ? area / size : (size_t)o.window;
-        int peer = 1 - rank;
-        double t0 = 0.0, t1;
-
-        if (slots > (size_t)o.window)
-            slots = (size_t)o.window;
-        if (rank <= 1)
-            em_verify_exchange(&o, rank, 0, 1, size, sbuf, rbuf);
-        EM_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-
-        if (rank <= 1) {
-            for (long i = 0; i < warm + iters; i++) {
-                if (i == warm)
-                    t0 = MPI_Wtime();
-                for (int w = 0; w < o.window; w++)
-                    EM_CHECK(MPI_Irecv(rbuf + ((size_t)w % slots) * size, n,
-                                       MPI_BYTE, peer, EM_TAG_DATA,
-                                       MPI_COMM_WORLD, &req[w]));
-                for (int w = 0; w < o.window; w++)
-                    EM_CHECK(MPI_Isend(sbuf, n, MPI_BYTE, peer, EM_TAG_DATA,
-                                       MPI_COMM_WORLD, &req[o.window + w]));
-                EM_CHECK(MPI_Waitall(2 * o.window, req, MPI_STATUSES_IGNORE));
-            }
-            t1 = MPI_Wtime();
-            if (rank == 0) {
-                double mbs = 2.0 * (double)size * (double)o.window *
-                             (double)iters / (t1 - t0) / 1e6;
-                em_print_row(size, 1, &mbs);
-            }
-        }
-    }
-
-    EM_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    free(req);
-    free(sbuf);
-    free(rbuf);
-    MPI_Finalize();
-    return 0;
+    static const struct em_windowed w = {
+        .prog = &prog, .per_window = 2, .directions = 2, .pair = "0 <-> 1", .note = " each way",
+        .round0 = exchange_window, .round1 = exchange_window,
+    };
+    return em_windowed_main(argc, argv, &w);
 }

@@ -477,3 +477,140 @@ double em_mean(const double *v, size_t n)
         s += v[i];
     return n ? s / (double)n : 0.0;
 }
+
+void em_bench_begin(struct em_bench *b, int *argc, char ***argv, const struct em_prog *p,
+                    size_t (*rbuf_size)(const struct em_opts *o))
+{
+    b->prog = p;
+    b->o = em_setup(argc, argv, p, &b->rank, &b->nranks);
+    b->nsizes = em_sizes(&b->o, b->sizes, sizeof b->sizes / sizeof b->sizes[0]);
+    b->sbuf = em_alloc(b->o.max_size + 1);
+    b->rbuf = em_alloc((rbuf_size ? rbuf_size(&b->o) : b->o.max_size) + 1);
+}
+
+void em_bench_end(struct em_bench *b)
+{
+    EM_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    free(b->sbuf);
+    free(b->rbuf);
+    MPI_Finalize();
+}
+
+void em_bench_header(const struct em_bench *b, int ncols, const char *const *metrics,
+                     const char *const *units, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (b->rank != 0)
+        return;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    em_print_header(b->prog->bench, ncols, metrics, units);
+}
+
+void em_bench_verify_pair(struct em_bench *b, size_t size)
+{
+    if (b->rank <= 1)
+        em_verify_exchange(&b->o, b->rank, 0, 1, size, b->sbuf, b->rbuf);
+    EM_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+size_t em_recv_slots(const struct em_opts *o, size_t area, size_t size)
+{
+    size_t slots = size ? area / size : (size_t)o->window;
+
+    return slots > (size_t)o->window ? (size_t)o->window : slots;
+}
+
+void em_post_window_recvs(const struct em_opts *o, unsigned char *area, size_t slots,
+                          size_t size, int peer, MPI_Request *req)
+{
+    for (int w = 0; w < o->window; w++)
+        EM_CHECK(MPI_Irecv(area + ((size_t)w % slots) * size, (int)size, MPI_BYTE, peer,
+                           EM_TAG_DATA, MPI_COMM_WORLD, &req[w]));
+}
+
+MPI_Request *em_bench_window_begin(struct em_bench *b, int *argc, char ***argv,
+                                   const struct em_prog *p, int per_window, size_t *area)
+{
+    em_bench_begin(b, argc, argv, p, em_recv_area);
+    *area = em_recv_area(&b->o);
+    MPI_Request *req = calloc((size_t)per_window * (size_t)b->o.window, sizeof *req);
+    if (req == NULL)
+        em_fail("out of memory");
+    return req;
+}
+
+void em_bench_window_header(const struct em_bench *b, const char *pair, const char *note)
+{
+    static const char *const metric[] = { "bandwidth" };
+    static const char *const unit[] = { "MB/s" };
+    const struct em_opts *o = &b->o;
+
+    em_bench_header(b, 1, metric, unit,
+                    "# %s: %d ranks (%s measured), window %d%s, iterations %ld:%ld, "
+                    "warm-up %ld:%ld, large-size budget %zu B%s\n",
+                    b->prog->prog, b->nranks, pair, o->window, note, o->iters_small,
+                    o->iters_large, o->warmup_small, o->warmup_large, o->budget,
+                    o->quick ? ", quick" : "");
+}
+
+double em_bench_time(struct em_bench *b, size_t size, long warm, long iters, em_round_fn round,
+                     void *ctx)
+{
+    for (long i = 0; i < warm; i++)
+        round(b, size, ctx);
+    double t0 = MPI_Wtime();
+    for (long i = 0; i < iters; i++)
+        round(b, size, ctx);
+    return MPI_Wtime() - t0;
+}
+
+void em_bench_verify_all(struct em_bench *b, size_t size)
+{
+    for (int s = 1; s < b->nranks; s++)
+        if (b->rank == 0 || b->rank == s)
+            em_verify_exchange(&b->o, b->rank, s, 0, size, b->sbuf, b->rbuf);
+}
+
+int em_windowed_main(int argc, char **argv, const struct em_windowed *wp)
+{
+    struct em_bench b;
+    size_t area;
+    struct em_window w = {
+        .req = em_bench_window_begin(&b, &argc, &argv, wp->prog, wp->per_window, &area)
+    };
+
+    em_bench_window_header(&b, wp->pair, wp->note);
+    for (size_t k = 0; k < b.nsizes; k++) {
+        size_t size = b.sizes[k];
+        long iters = em_bw_iters(&b.o, size);
+
+        w.slots = em_recv_slots(&b.o, area, size);
+        em_bench_verify_pair(&b, size);
+        if (b.rank > 1)
+            continue;
+        double t = em_bench_time(&b, size, em_bw_warmup(&b.o, size), iters,
+                                 b.rank ? wp->round1 : wp->round0, &w);
+        if (b.rank == 0) {
+            double mbs = wp->directions * (double)size * (double)b.o.window * (double)iters /
+                         t / 1e6;
+            em_print_row(size, 1, &mbs);
+        }
+    }
+    free(w.req);
+    em_bench_end(&b);
+    return 0;
+}
+
+void em_bench_counted_header(const struct em_bench *b, const char *const *metrics,
+                             const char *const *units, const char *role, const char *what)
+{
+    const struct em_opts *o = &b->o;
+
+    em_bench_header(b, 2, metrics, units,
+                    "# %s: pattern %d:1 (%d ranks, %s rank 0), %ld %s per size (+%ld warm-up)%s\n",
+                    b->prog->prog, b->nranks - 1, b->nranks, role, o->count, what,
+                    o->count_warmup, o->quick ? ", quick" : "");
+}

@@ -66,6 +66,32 @@ struct em_prog {
     int min_ranks;      /* em_setup refuses fewer ranks (exit 2); 0 = any */
 };
 
+/* The option defaults the two benchmark families share.  Windowed bandwidth
+ * (em_bw, em_bibw): sizes 1 B..4 MiB, 64 messages in flight, a byte budget
+ * for large sizes.  Counted bursts (em_burst, em_pingpong): -n messages or
+ * round trips per sender, sizes 0..16 KiB. */
+#define EM_WINDOWED_NORMAL                                                  \
+    { .min_size = 1, .max_size = 4u << 20, .iters_small = 100, .iters_large = 20, \
+      .warmup_small = 10, .warmup_large = 2, .window = 64, .budget = (size_t)128 << 20 }
+#define EM_WINDOWED_QUICK                                                   \
+    { .min_size = 1, .max_size = 256u << 10, .iters_small = 10, .iters_large = 4, \
+      .warmup_small = 2, .warmup_large = 1, .window = 64, .budget = (size_t)16 << 20 }
+#define EM_WINDOWED_OPTS                                                    \
+    (EM_OPT_SIZES | EM_OPT_ITERS | EM_OPT_WARMUP | EM_OPT_WINDOW | EM_OPT_BUDGET)
+/* The whole em_prog of a windowed-bandwidth / counted-burst program named
+ * "em_" NAME whose table is NAME. */
+#define EM_WINDOWED_PROG(name, summ)                                        \
+    { .prog = "em_" name, .bench = name, .summary = summ, .optmask = EM_WINDOWED_OPTS, \
+      .normal = EM_WINDOWED_NORMAL, .quick = EM_WINDOWED_QUICK, .min_ranks = 2 }
+#define EM_COUNTED_PROG(name, summ)                                         \
+    { .prog = "em_" name, .bench = name, .summary = summ,                   \
+      .optmask = EM_OPT_SIZES | EM_OPT_COUNT, .normal = EM_COUNTED_NORMAL,  \
+      .quick = EM_COUNTED_QUICK, .min_ranks = 2 }
+#define EM_COUNTED_NORMAL                                                   \
+    { .min_size = 0, .max_size = 16u << 10, .count = 10000, .count_warmup = 1000 }
+#define EM_COUNTED_QUICK                                                    \
+    { .min_size = 0, .max_size = 4u << 10, .count = 1000, .count_warmup = 100 }
+
 /* Error path for MPI calls: print the MPI error string and abort the job. */
 #define EM_CHECK(call)                                                      \
     do {                                                                    \
@@ -120,6 +146,91 @@ void em_verify_exchange(const struct em_opts *o, int me, int a, int b,
 void em_print_header(const char *bench, int ncols, const char *const *metrics,
                      const char *const *units);
 void em_print_row(size_t size, int ncols, const double *values);
+
+/* The skeleton every size-sweeping benchmark shares: em_setup, the sizes,
+ * a send buffer of max_size + 1 bytes and a receive buffer of
+ * rbuf_bytes + 1 bytes (em_bench_begin), and the closing barrier, frees
+ * and MPI_Finalize (em_bench_end). */
+struct em_bench {
+    const struct em_prog *prog;
+    struct em_opts o;
+    int rank, nranks;
+    size_t sizes[64];
+    size_t nsizes;
+    unsigned char *sbuf, *rbuf;
+};
+
+/* rbuf_bytes 0 means o.max_size (one message); it is computed after the
+ * options are parsed by calling rbuf_size(o) when that is not NULL. */
+void em_bench_begin(struct em_bench *b, int *argc, char ***argv, const struct em_prog *p,
+                    size_t (*rbuf_size)(const struct em_opts *o));
+void em_bench_end(struct em_bench *b);
+
+/* em_bench_begin for the windowed programs: the receive buffer is the
+ * receive area (em_recv_area, its size in *area) and the result is an
+ * array of per_window * o.window requests (exits on failure). */
+MPI_Request *em_bench_window_begin(struct em_bench *b, int *argc, char ***argv,
+                                   const struct em_prog *p, int per_window, size_t *area);
+
+/* Rank 0 only: the description line and the one-column bandwidth (MB/s)
+ * header of a windowed program; pair is e.g. "0 -> 1", note follows
+ * "window N" (e.g. " each way"). */
+void em_bench_window_header(const struct em_bench *b, const char *pair, const char *note);
+
+/* Rank 0 only: the description line and header of a many-to-one program
+ * (pattern N-1:1; role of rank 0, e.g. "receiver"; what each other rank
+ * does per size, e.g. "messages per sender"). */
+void em_bench_counted_header(const struct em_bench *b, const char *const *metrics,
+                             const char *const *units, const char *role, const char *what);
+
+/* One round of a timed loop (a round trip, a window, ...). */
+typedef void (*em_round_fn)(struct em_bench *b, size_t size, void *ctx);
+
+/* Runs warm untimed rounds, then iters timed ones; returns the seconds the
+ * timed ones took (MPI_Wtime). */
+double em_bench_time(struct em_bench *b, size_t size, long warm, long iters, em_round_fn round,
+                     void *ctx);
+
+/* The receive slots and requests a windowed round works with. */
+struct em_window {
+    MPI_Request *req;   /* per_window * o.window requests */
+    size_t slots;       /* receive slots of the current size (em_recv_slots) */
+};
+
+/* A windowed-bandwidth program: ranks 0 and 1 run round0 / round1 (ctx is
+ * the struct em_window), per_window request sets per window, directions
+ * byte streams counted in the MB/s; pair and note go to the description
+ * (em_bench_window_header).  Returns main's exit status. */
+struct em_windowed {
+    const struct em_prog *prog;
+    int per_window, directions;
+    const char *pair, *note;
+    em_round_fn round0, round1;
+};
+int em_windowed_main(int argc, char **argv, const struct em_windowed *w);
+
+/* A content check of this size between rank 0 and every other rank, one
+ * after the other (the many-to-one programs). */
+void em_bench_verify_all(struct em_bench *b, size_t size);
+
+/* Rank 0 only: the "# ..." description line (printf format) and the
+ * table header of ncols metrics. */
+void em_bench_header(const struct em_bench *b, int ncols, const char *const *metrics,
+                     const char *const *units, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Ranks 0 and 1 do one checked round trip of this size, then all ranks
+ * meet at a barrier. */
+void em_bench_verify_pair(struct em_bench *b, size_t size);
+
+/* Receive slots of this size that fit the receive area, at most o->window
+ * (a window of receives wraps over them). */
+size_t em_recv_slots(const struct em_opts *o, size_t area, size_t size);
+
+/* Posts o->window non-blocking receives of size bytes from peer into the
+ * receive area (slot w % slots), requests in req[0 .. window-1]. */
+void em_post_window_recvs(const struct em_opts *o, unsigned char *area, size_t slots,
+                          size_t size, int peer, MPI_Request *req);
 
 /* Sorts v in place and returns the median (n > 0). */
 double em_median(double *v, size_t n);

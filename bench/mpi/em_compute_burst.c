@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * em_compute_burst -- seed 000's case for the node daemon: the receiver
+ * em_compute_burst -- [dpdk-btl]'s case for the node daemon: the receiver
  * (rank 0) computes for 100 ms without any MPI call while the sender
  * (rank 1) bursts -n eager messages (default 10,000 of 256 B) at it; then
  * the receiver takes them all.  Reports, per size:
@@ -18,6 +18,7 @@
  * the loaded component); with any other transport they read -1.
  */
 #include "em_common.h"
+#include "util/clock.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -63,12 +64,7 @@ static counters_fn lookup_counters(void)
     return h ? (counters_fn)(uintptr_t)dlsym(h, "em_btl_dpdk_counters") : NULL;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
+static uint64_t now_ns(void) { return em_clock_ns(); }
 
 /* Work the compiler cannot remove, with no MPI call inside. */
 static double compute(uint64_t ns)

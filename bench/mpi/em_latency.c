@@ -22,64 +22,51 @@ static const struct em_prog prog = {
     .min_ranks = 2,
 };
 
+/* Rank 0's round: send, then take the reply. */
+static void ping(struct em_bench *b, size_t size, void *ctx)
+{
+    (void)ctx;
+    EM_CHECK(MPI_Send(b->sbuf, (int)size, MPI_BYTE, 1, EM_TAG_DATA, MPI_COMM_WORLD));
+    EM_CHECK(MPI_Recv(b->rbuf, (int)size, MPI_BYTE, 1, EM_TAG_DATA, MPI_COMM_WORLD,
+                      MPI_STATUS_IGNORE));
+}
+
+/* Rank 1's round: take, then reply. */
+static void pong(struct em_bench *b, size_t size, void *ctx)
+{
+    (void)ctx;
+    EM_CHECK(MPI_Recv(b->rbuf, (int)size, MPI_BYTE, 0, EM_TAG_DATA, MPI_COMM_WORLD,
+                      MPI_STATUS_IGNORE));
+    EM_CHECK(MPI_Send(b->sbuf, (int)size, MPI_BYTE, 0, EM_TAG_DATA, MPI_COMM_WORLD));
+}
+
 int main(int argc, char **argv)
 {
-    int rank, nranks;
-    struct em_opts o = em_setup(&argc, &argv, &prog, &rank, &nranks);
-    size_t sizes[64];
-    size_t nsizes = em_sizes(&o, sizes, 64);
-    unsigned char *sbuf, *rbuf;
+    static const char *const metric[] = { "latency" };
+    static const char *const unit[] = { "us" };
+    struct em_bench b;
+    const struct em_opts *o = &b.o;
 
-    sbuf = em_alloc(o.max_size + 1);
-    rbuf = em_alloc(o.max_size + 1);
+    em_bench_begin(&b, &argc, &argv, &prog, NULL);
+    em_bench_header(&b, 1, metric, unit,
+                    "# em_latency: %d ranks (0 <-> 1 measured), iterations %ld:%ld, "
+                    "warm-up %ld:%ld, large above %zu B%s\n", b.nranks, o->iters_small,
+                    o->iters_large, o->warmup_small, o->warmup_large, EM_LARGE_THRESHOLD,
+                    o->quick ? ", quick" : "");
 
-    if (rank == 0) {
-        static const char *const metric[] = { "latency" };
-        static const char *const unit[] = { "us" };
+    for (size_t k = 0; k < b.nsizes; k++) {
+        size_t size = b.sizes[k];
+        long iters = em_iters(o, size);
 
-        printf("# em_latency: %d ranks (0 <-> 1 measured), iterations "
-               "%ld:%ld, warm-up %ld:%ld, large above %zu B%s\n", nranks,
-               o.iters_small, o.iters_large, o.warmup_small, o.warmup_large,
-               EM_LARGE_THRESHOLD, o.quick ? ", quick" : "");
-        em_print_header(prog.bench, 1, metric, unit);
-    }
-
-    for (size_t k = 0; k < nsizes; k++) {
-        size_t size = sizes[k];
-        int n = (int)size;
-        long iters = em_iters(&o, size);
-        long warm = em_warmup(&o, size);
-        double t0 = 0.0, t1;
-
-        if (rank <= 1)
-            em_verify_exchange(&o, rank, 0, 1, size, sbuf, rbuf);
-        EM_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-
-        if (rank == 0) {
-            for (long i = 0; i < warm + iters; i++) {
-                if (i == warm)
-                    t0 = MPI_Wtime();
-                EM_CHECK(MPI_Send(sbuf, n, MPI_BYTE, 1, EM_TAG_DATA,
-                                  MPI_COMM_WORLD));
-                EM_CHECK(MPI_Recv(rbuf, n, MPI_BYTE, 1, EM_TAG_DATA,
-                                  MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            }
-            t1 = MPI_Wtime();
-            double lat = (t1 - t0) * 1e6 / (2.0 * (double)iters);
+        em_bench_verify_pair(&b, size);
+        if (b.rank > 1)
+            continue;
+        double t = em_bench_time(&b, size, em_warmup(o, size), iters, b.rank ? pong : ping, NULL);
+        if (b.rank == 0) {
+            double lat = t * 1e6 / (2.0 * (double)iters);
             em_print_row(size, 1, &lat);
-        } else if (rank == 1) {
-            for (long i = 0; i < warm + iters; i++) {
-                EM_CHECK(MPI_Recv(rbuf, n, MPI_BYTE, 0, EM_TAG_DATA,
-                                  MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-                EM_CHECK(MPI_Send(sbuf, n, MPI_BYTE, 0, EM_TAG_DATA,
-                                  MPI_COMM_WORLD));
-            }
         }
     }
-
-    EM_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    free(sbuf);
-    free(rbuf);
-    MPI_Finalize();
+    em_bench_end(&b);
     return 0;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * em_sockets: seed 001's reason to exist, measured.  Every rank exchanges a
+ * em_sockets: [dse-rudp]'s reason to exist, measured.  Every rank exchanges a
  * message with every other rank (so connection-oriented transports open all
  * their connections), then counts the socket descriptors it holds
  * (/proc/self/fd -> "socket:[...]").  Rank 0 prints per-rank counts and the

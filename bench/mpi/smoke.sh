@@ -53,28 +53,26 @@ for b in em_latency em_bw em_bibw em_burst em_pingpong; do
 done
 check em_burst 3 -q -m 0:1K
 check em_pingpong 3 -q -m 0:1K
-# em_compute_burst (issue 5): one size, table compute-burst, counters -1 over tcp
-if timeout 60 $mpi -np 2 "$bindir/em_compute_burst" -q -n 200 >"$tmp/out" 2>"$tmp/err" &&
-	grep -q "^# em-bench compute-burst transport-neutral v1\$" "$tmp/out" &&
-	[ "$(grep -c '^[0-9]' "$tmp/out")" -eq 1 ]; then
-	echo "ok: em_compute_burst -q"
-else
-	echo "FAIL: em_compute_burst -q: exit status or table wrong"
-	sed 's/^/  /' "$tmp/out" "$tmp/err" | head -20
-	fail=1
-fi
-must_fail em_compute_burst 2 -q -n 50 -C
-# em_halo (seed 002): one table per pattern, named halo-<pattern>
-for p in oneway twoway alternating; do
-	if timeout 60 $mpi -np 2 "$bindir/em_halo" -p "$p" -q -n 200 >"$tmp/out" 2>"$tmp/err" &&
-		grep -q "^# em-bench halo-$p transport-neutral v1\$" "$tmp/out" &&
-		[ "$(grep -c '^[0-9]' "$tmp/out")" -eq 5 ]; then
-		echo "ok: em_halo -p $p -q"
+one_table() { # label table rows name args...: exactly ROWS rows of TABLE
+	label=$1 table=$2 rows=$3 name=$4
+	shift 4
+	if timeout 60 $mpi -np 2 "$bindir/$name" "$@" >"$tmp/out" 2>"$tmp/err" &&
+		grep -q "^# em-bench $table transport-neutral v1\$" "$tmp/out" &&
+		[ "$(grep -c '^[0-9]' "$tmp/out")" -eq "$rows" ]; then
+		echo "ok: $label"
 	else
-		echo "FAIL: em_halo -p $p -q: exit status or table wrong"
+		echo "FAIL: $label: exit status or table wrong"
 		sed 's/^/  /' "$tmp/out" "$tmp/err" | head -20
 		fail=1
 	fi
+}
+
+# em_compute_burst (issue 5): one size, table compute-burst, counters -1 over tcp
+one_table "em_compute_burst -q" compute-burst 1 em_compute_burst -q -n 200
+must_fail em_compute_burst 2 -q -n 50 -C
+# em_halo (the boundary-exchange benchmark, [bds]): one table per pattern, named halo-<pattern>
+for p in oneway twoway alternating; do
+	one_table "em_halo -p $p -q" "halo-$p" 5 em_halo -p "$p" -q -n 200
 	must_fail em_halo 2 -p "$p" -q -n 10 -s 64 -C
 done
 exit $fail

@@ -314,7 +314,7 @@ HALO_APP_OUT = """\
 
 
 class HaloTests(unittest.TestCase):
-    """Seed 002 rows: variants by link count, halo-app's compute_s."""
+    """[bds] rows: variants by link count, halo-app's compute_s."""
 
     def halo_rows(self):
         rows = []

@@ -8,6 +8,7 @@
 #include "bcast/em_bcast.h"
 #include "bcast/bcast_internal.h"
 #include "bcast/bcast_wire.h"
+#include "util/seq.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -154,7 +155,7 @@ static void deliver(em_bcast_t *b, const em_pkt_t *p, em_bcast_rx_fn cb, void *a
         b->st.own++;
         return;
     }
-    int32_t d = (int32_t)(h.seq - b->next_seq[h.sender]);   /* wrap-safe */
+    int32_t d = em_seq_diff(h.seq, b->next_seq[h.sender]);
     if (d > 0) {
         b->st.gaps += (uint64_t)d;
         b->st.dropped += (uint64_t)d;

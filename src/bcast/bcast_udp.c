@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file bcast_udp.c
- * The broadcast channel's kernel UDP backend (the seed's baseline, Koishi et
+ * The broadcast channel's kernel UDP backend ([relax-dpdk]'s baseline, Koishi et
  * al.): one socket per member, SO_BROADCAST, every frame one datagram to the
  * IPv4 broadcast address of the chosen interface.  Implemented as a small
  * em_link_t whose only peer (0) is that broadcast address, so bcast.c runs
@@ -10,6 +10,7 @@
  */
 #include "bcast/bcast_internal.h"
 #include "link/link_util.h"
+#include "link/pkt_pool.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,8 +33,8 @@ struct ubc_link {
     int fd;
     struct sockaddr_in bcast;
     em_pkt_t tx[TX_POOL];
-    em_pkt_t *tx_free[TX_POOL];
-    unsigned ntx_free;
+    em_pkt_t *tx_stack[TX_POOL];
+    em_pkt_pool_t tx_pool;          /* free packets of tx[] */
     uint8_t *tx_mem;
     em_pkt_t rx[RX_BURST];
     uint8_t *rx_mem;
@@ -43,20 +44,12 @@ struct ubc_link {
 
 static em_pkt_t *ubc_tx_alloc(em_link_t *l)
 {
-    struct ubc_link *u = (struct ubc_link *)l;
-    if (!u->ntx_free)
-        return NULL;
-    em_pkt_t *p = u->tx_free[--u->ntx_free];
-    p->len = 0;
-    p->ext = NULL;
-    p->ext_len = 0;
-    return p;
+    return em_pkt_pool_get(&((struct ubc_link *)l)->tx_pool);
 }
 
 static void ubc_tx_free(em_link_t *l, em_pkt_t *p)
 {
-    struct ubc_link *u = (struct ubc_link *)l;
-    u->tx_free[u->ntx_free++] = p;
+    em_pkt_pool_put(&((struct ubc_link *)l)->tx_pool, p);
 }
 
 static unsigned ubc_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
@@ -181,6 +174,7 @@ em_link_t *em_bcast_udp_link_open(const em_bcast_cfg_t *cfg, char *err, size_t e
         return NULL;
     }
     u->fd = -1;
+    em_pkt_pool_init(&u->tx_pool, u->tx_stack, TX_POOL);
     u->link.ops = &ubc_ops;
     u->link.mtu = ifmtu - IPV4_UDP_HDRS;
     u->tx_mem = malloc((size_t)TX_POOL * u->link.mtu);
@@ -192,7 +186,7 @@ em_link_t *em_bcast_udp_link_open(const em_bcast_cfg_t *cfg, char *err, size_t e
     }
     for (unsigned i = 0; i < TX_POOL; i++) {
         u->tx[i].data = u->tx_mem + (size_t)i * u->link.mtu;
-        u->tx_free[u->ntx_free++] = &u->tx[i];
+        em_pkt_pool_put(&u->tx_pool, &u->tx[i]);
     }
     uint16_t port = cfg->port ? cfg->port : DEFAULT_PORT;
     int one = 1, big = 4 << 20;

@@ -2,21 +2,13 @@
 /**
  * @file bcast_wire.c
  * Encoding and validation of the broadcast channel's frames (bcast_wire.h).
+ * Byte order is explicit (htobe / betoh); the packed wire struct is only
+ * copied in and out with memcpy, so unaligned frames are safe.
  */
 #include "bcast/bcast_wire.h"
 
+#include <endian.h>
 #include <string.h>
-
-static uint16_t ld16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static uint32_t ld32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-static void st16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
-static void st32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
-}
 
 const char *em_bc_dec_name(int r)
 {
@@ -29,71 +21,76 @@ const char *em_bc_dec_name(int r)
 
 int em_bc_decode(const uint8_t *buf, size_t len, const em_bc_expect_t *ex, em_bc_hdr_t *h)
 {
+    struct em_bc_wire_hdr w;
+
     if (len < EM_BC_HDR_LEN)
         return EM_BC_ESHORT;
-    if (buf[0] != EM_BC_MAGIC)
+    memcpy(&w, buf, sizeof w);
+    if (w.magic != EM_BC_MAGIC)
         return EM_BC_EMAGIC;
-    if (buf[1] != EM_BC_VERSION)
+    if (w.version != EM_BC_VERSION)
         return EM_BC_EVERSION;
-    if (buf[2] != EM_BC_T_F64)
+    if (w.type != EM_BC_T_F64)
         return EM_BC_ETYPE;
-    if (buf[3] != 0 || ld16(buf + 22) != 0)
+    if (w.rsvd0 != 0 || w.rsvd1 != 0)
         return EM_BC_ERSVD;
-    uint32_t key = ld32(buf + 4);
-    uint16_t channel = ld16(buf + 8), sender = ld16(buf + 10);
-    uint32_t seq = ld32(buf + 12), offset = ld32(buf + 16);
-    uint16_t count = ld16(buf + 20);
-    if (key != ex->key)
+    em_bc_hdr_t d = {
+        .type    = w.type,
+        .key     = be32toh(w.key),
+        .channel = be16toh(w.channel),
+        .sender  = be16toh(w.sender),
+        .seq     = be32toh(w.seq),
+        .offset  = be32toh(w.offset),
+        .count   = be16toh(w.count),
+    };
+    if (d.key != ex->key)
         return EM_BC_EKEY;
-    if (channel != ex->channel)
+    if (d.channel != ex->channel)
         return EM_BC_ECHANNEL;
-    if (sender >= ex->members)
+    if (d.sender >= ex->members)
         return EM_BC_ESENDER;
-    if (count == 0)
+    if (d.count == 0)
         return EM_BC_ECOUNT;
-    size_t need = EM_BC_HDR_LEN + (size_t)count * EM_BC_ELEM_SIZE;
+    size_t need = EM_BC_HDR_LEN + (size_t)d.count * EM_BC_ELEM_SIZE;
     if (len < need || (len > need && len > EM_BC_MIN_FRAME))
         return EM_BC_ELEN;
-    if (offset > ex->vec_len || count > ex->vec_len - offset)
+    if (d.offset > ex->vec_len || d.count > ex->vec_len - d.offset)
         return EM_BC_ERANGE;
-    h->type = buf[2];
-    h->key = key;
-    h->channel = channel;
-    h->sender = sender;
-    h->seq = seq;
-    h->offset = offset;
-    h->count = count;
+    *h = d;
     return EM_BC_OK;
 }
 
 void em_bc_encode_hdr(const em_bc_hdr_t *h, uint8_t *buf)
 {
-    buf[0] = EM_BC_MAGIC;
-    buf[1] = EM_BC_VERSION;
-    buf[2] = h->type;
-    buf[3] = 0;
-    st32(buf + 4, h->key);
-    st16(buf + 8, h->channel);
-    st16(buf + 10, h->sender);
-    st32(buf + 12, h->seq);
-    st32(buf + 16, h->offset);
-    st16(buf + 20, h->count);
-    st16(buf + 22, 0);
+    struct em_bc_wire_hdr w = {
+        .magic   = EM_BC_MAGIC,
+        .version = EM_BC_VERSION,
+        .type    = h->type,
+        .rsvd0   = 0,
+        .key     = htobe32(h->key),
+        .channel = htobe16(h->channel),
+        .sender  = htobe16(h->sender),
+        .seq     = htobe32(h->seq),
+        .offset  = htobe32(h->offset),
+        .count   = htobe16(h->count),
+        .rsvd1   = 0,
+    };
+    memcpy(buf, &w, sizeof w);
 }
 
 void em_bc_put_f64(uint8_t *p, double v)
 {
     uint64_t u;
     memcpy(&u, &v, sizeof u);
-    for (int i = 7; i >= 0; i--, u >>= 8)
-        p[i] = (uint8_t)u;
+    u = htobe64(u);
+    memcpy(p, &u, sizeof u);
 }
 
 double em_bc_get_f64(const uint8_t *p)
 {
-    uint64_t u = 0;
-    for (int i = 0; i < 8; i++)
-        u = u << 8 | p[i];
+    uint64_t u;
+    memcpy(&u, p, sizeof u);
+    u = be64toh(u);
     double v;
     memcpy(&v, &u, sizeof v);
     return v;

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file bcast_wire.h
- * Wire format of the lossy broadcast channel (em_bcast, seed 003).  It has
+ * Wire format of the lossy broadcast channel (em_bcast; the design of
+ * [relax-dpdk], docs/references.md).  It has
  * nothing to do with the reliable protocol's header (proto/wire.h): frames
  * of the channel travel under their own ethertype (0x88B6) or UDP port, so
- * the two never mix.  Every multi-byte field is big-endian; code only
- * touches the decoded host-order struct em_bc_hdr.
+ * the two never mix.  Every multi-byte field is big-endian.  As in
+ * proto/wire.h, the codec reads and writes the packed struct
+ * em_bc_wire_hdr (through memcpy, so unaligned frames are safe) with
+ * htobe / betoh, every field offset is asserted against the diagram below,
+ * and the rest of the code only touches the decoded host-order em_bc_hdr.
  *
  * Header (EM_BC_HDR_LEN = 24 bytes), then `count` elements:
  *
@@ -66,16 +70,26 @@ struct em_bc_wire_hdr {
     uint16_t rsvd1;
 } __attribute__((packed));
 _Static_assert(sizeof(struct em_bc_wire_hdr) == EM_BC_HDR_LEN, "bcast header is 24 bytes");
+_Static_assert(offsetof(struct em_bc_wire_hdr, type) == 2, "diagram: elem type at 2");
+_Static_assert(offsetof(struct em_bc_wire_hdr, rsvd0) == 3, "diagram: reserved at 3");
+_Static_assert(offsetof(struct em_bc_wire_hdr, key) == 4, "diagram: job key at 4");
+_Static_assert(offsetof(struct em_bc_wire_hdr, channel) == 8, "diagram: channel id at 8");
+_Static_assert(offsetof(struct em_bc_wire_hdr, sender) == 10, "diagram: sender at 10");
+_Static_assert(offsetof(struct em_bc_wire_hdr, seq) == 12, "diagram: sequence number at 12");
+_Static_assert(offsetof(struct em_bc_wire_hdr, offset) == 16, "diagram: element offset at 16");
+_Static_assert(offsetof(struct em_bc_wire_hdr, count) == 20, "diagram: element count at 20");
+_Static_assert(offsetof(struct em_bc_wire_hdr, rsvd1) == 22, "diagram: reserved at 22");
 
-/** Decoded header, host order. */
+/** Decoded header, host order (the magic, version and reserved fields are
+ *  checked by em_bc_decode and not kept). */
 typedef struct em_bc_hdr {
-    uint8_t  type;
-    uint32_t key;
-    uint16_t channel;
-    uint16_t sender;
-    uint32_t seq;
-    uint32_t offset;
-    uint16_t count;
+    uint8_t  type;      /**< element type, enum em_bc_type */
+    uint32_t key;       /**< the job's key */
+    uint16_t channel;   /**< channel id */
+    uint16_t sender;    /**< member id of the sender, < members */
+    uint32_t seq;       /**< per sender and channel, +1 per frame (wraps: util/seq.h) */
+    uint32_t offset;    /**< index of the first element carried */
+    uint16_t count;     /**< elements carried, >= 1 */
 } em_bc_hdr_t;
 
 /** What a receiver accepts: frames that do not match are rejected. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file em_bcast.h
- * em_bcast: a lossy broadcast channel for small typed updates (seed 003).
+ * em_bcast: a lossy broadcast channel for small typed updates ([relax-dpdk]).
  *
  * A member sends an update (a run of elements of a shared vector, given by
  * element offset and count) to every other member in ONE broadcast frame,
@@ -21,9 +21,12 @@
  * (accepted), dropped = gaps in the per-sender sequence numbers + frames
  * rejected by validation (bcast_wire.h lists every check).
  *
- * One DPDK port per process: a process that already runs the dpdk BTL
- * cannot open an EM_BCAST_DPDK channel (EAL is started once per process);
- * em_bcast_open then fails with a message saying so (see docs/relax.md).
+ * Sharing a port with the dpdk BTL: when the process already runs the BTL
+ * (direct mode) on the same device, an EM_BCAST_DPDK channel shares that
+ * port (link_dpdk's port sharing: its own mempool, the owner's tx queue, a
+ * ring for its ethertype).  Both must be used from one thread, and the
+ * channel must be closed before MPI_Finalize closes the BTL's port
+ * (docs/relax.md, tests/mpi/bcast_share.c).
  *
  * Threading: a channel is used by one thread at a time.
  */

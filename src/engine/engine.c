@@ -24,10 +24,10 @@
  * (docs/design.md "Peers known only by their frames").
  */
 #include "engine/engine.h"
+#include "util/clock.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "proto/wire.h"   /* em_wire_type: the class of what the protocol emits */
 
@@ -55,12 +55,7 @@ struct em_engine {
     em_engine_stats_t st;
 };
 
-uint64_t em_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
+uint64_t em_now_ns(void) { return em_clock_ns(); }
 
 /**
  * Hand the batch to the link; what it does not take stays, in order.  A
@@ -168,9 +163,11 @@ static int e_put(void *u, uint16_t peer, const em_put_target_t *t, const void *d
         e->st.puts_placed++;
         e->st.put_bytes += len;
         return 0;
+    // clang-format off
     case EM_REGION_BAD_ID:        e->st.put_bad_region++; break;
     case EM_REGION_BAD_KEY:       e->st.put_bad_key++; break;
     case EM_REGION_OUT_OF_BOUNDS: e->st.put_out_of_bounds++; break;
+    // clang-format on
     }
     return -1;
 }

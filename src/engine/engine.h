@@ -151,7 +151,7 @@ em_link_t *em_engine_link(em_engine_t *e);
 /** Why @p peer was declared failed (a sentence), or NULL (see em_proto_fail_reason). */
 const char *em_engine_fail_reason(const em_engine_t *e, uint16_t peer);
 
-/** Monotonic clock in nanoseconds (the engine's time base). */
+/** Monotonic clock in nanoseconds (the engine's time base; util/clock.h em_clock_ns). */
 uint64_t em_now_ns(void);
 
 #endif

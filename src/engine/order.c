@@ -4,6 +4,7 @@
  * One message order per peer over several links (see order.h).
  */
 #include "engine/order.h"
+#include "util/seq.h"
 
 #include <endian.h>
 #include <stdlib.h>
@@ -24,17 +25,16 @@ void em_order_stamp(const em_order_t *o, uint8_t hdr[EM_ORDER_HDR])
     memcpy(hdr, &be, EM_ORDER_HDR);
 }
 
-/* Numbers compare within half the number space (wrap-safe). */
-static int32_t num_diff(uint32_t a, uint32_t b) { return (int32_t)(a - b); }
+/* Message numbers wrap: every comparison goes through util/seq.h. */
 
 /* Keep an early message; the list stays sorted.  -1: already kept, or no memory. */
 static int keep(em_order_t *o, void *origin, uint32_t num, uint8_t tag, const uint8_t *data,
                 size_t len)
 {
     em_order_held_t **pp = &o->held;
-    if (o->last && num_diff(o->last->num, num) < 0)
+    if (o->last && em_seq_lt(o->last->num, num))
         pp = &o->last->next;           /* the usual case: after every kept one */
-    while (*pp && num_diff((*pp)->num, num) < 0)
+    while (*pp && em_seq_lt((*pp)->num, num))
         pp = &(*pp)->next;
     if (*pp && (*pp)->num == num)
         return -1;
@@ -85,7 +85,7 @@ int em_order_rx(em_order_t *o, void *origin, uint8_t tag, const uint8_t *msg, si
     uint32_t num;
     memcpy(&num, msg, EM_ORDER_HDR);
     num = be32toh(num);
-    int32_t ahead = num_diff(num, o->rx_next);
+    int32_t ahead = em_seq_diff(num, o->rx_next);
     if (ahead < 0) {
         o->dropped++;
         return EM_ORDER_DROPPED;

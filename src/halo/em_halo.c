@@ -12,7 +12,7 @@
  *   3. persistent requests created (item i uses tag i).
  * Steps then only MPI_Startall / MPI_Waitall those requests.
  */
-#include "em_halo.h"
+#include "halo/em_halo.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -444,27 +444,28 @@ static int create_requests(em_halo_t *h)
 		return set_err(h, EM_HALO_ENOMEM, "out of memory");
 	for (int i = 0; i < nr + ns; i++)
 		h->req[i] = MPI_REQUEST_NULL;
+	/* receives first, then sends (the layout of h->req) */
 	k = 0;
-	for (int i = 0; i < h->nnb; i++) {
-		const struct halo_nb *nb = &h->nb[i];
+	for (int send = 0; send < 2; send++) {
+		for (int i = 0; i < h->nnb; i++) {
+			const struct halo_nb *nb = &h->nb[i];
+			const em_halo_item_t *it = send ? nb->send : nb->recv;
+			int n = send ? nb->nsend : nb->nrecv;
 
-		for (int j = 0; j < nb->nrecv; j++, k++) {
-			mrc = MPI_Recv_init(nb->recv[j].addr, (int)nb->recv[j].size, MPI_BYTE, nb->rank,
-					    j, h->comm, &h->req[k]);
-			if (mrc != MPI_SUCCESS)
-				return mpi_err(h, mrc, "MPI_Recv_init");
-			h->recv_bytes += nb->recv[j].size;
-		}
-	}
-	for (int i = 0; i < h->nnb; i++) {
-		const struct halo_nb *nb = &h->nb[i];
-
-		for (int j = 0; j < nb->nsend; j++, k++) {
-			mrc = MPI_Send_init(nb->send[j].addr, (int)nb->send[j].size, MPI_BYTE, nb->rank,
-					    j, h->comm, &h->req[k]);
-			if (mrc != MPI_SUCCESS)
-				return mpi_err(h, mrc, "MPI_Send_init");
-			h->send_bytes += nb->send[j].size;
+			for (int j = 0; j < n; j++, k++) {
+				if (send)
+					mrc = MPI_Send_init(it[j].addr, (int)it[j].size, MPI_BYTE,
+							    nb->rank, j, h->comm, &h->req[k]);
+				else
+					mrc = MPI_Recv_init(it[j].addr, (int)it[j].size, MPI_BYTE,
+							    nb->rank, j, h->comm, &h->req[k]);
+				if (mrc != MPI_SUCCESS)
+					return mpi_err(h, mrc, send ? "MPI_Send_init" : "MPI_Recv_init");
+				if (send)
+					h->send_bytes += it[j].size;
+				else
+					h->recv_bytes += it[j].size;
+			}
 		}
 	}
 	h->nr = nr;
@@ -513,38 +514,42 @@ static int need_ready(em_halo_t *h, const char *what)
 	return EM_HALO_OK;
 }
 
-int em_halo_post_recvs(em_halo_t *h)
+/* Starts one set of persistent requests (the receives or the sends) unless
+ * it is active already; api names the caller, set the set in messages (h
+ * may be NULL: need_ready refuses it before anything is read). */
+static int start_set(em_halo_t *h, const char *api, int *active, int n, MPI_Request *req,
+		     const char *set, const char *already)
 {
-	int rc = need_ready(h, "em_halo_post_recvs"), mrc;
+	int rc = need_ready(h, api), mrc;
 
 	if (rc != EM_HALO_OK)
 		return rc;
-	if (h->recvs_active)
-		return set_err(h, EM_HALO_ESTATE, "receives are already posted (em_halo_wait first)");
-	if (h->nr > 0) {
-		mrc = MPI_Startall(h->nr, h->req);
-		if (mrc != MPI_SUCCESS)
-			return mpi_err(h, mrc, "MPI_Startall (receives)");
+	if (*active)
+		return set_err(h, EM_HALO_ESTATE, "%s are already %s (em_halo_wait first)", set,
+			       already);
+	if (n > 0) {
+		mrc = MPI_Startall(n, req);
+		if (mrc != MPI_SUCCESS) {
+			char what[48];
+
+			snprintf(what, sizeof(what), "MPI_Startall (%s)", set);
+			return mpi_err(h, mrc, what);
+		}
 	}
-	h->recvs_active = 1;
+	*active = 1;
 	return EM_HALO_OK;
+}
+
+int em_halo_post_recvs(em_halo_t *h)
+{
+	return start_set(h, "em_halo_post_recvs", h ? &h->recvs_active : NULL, h ? h->nr : 0,
+			 h ? h->req : NULL, "receives", "posted");
 }
 
 int em_halo_start_sends(em_halo_t *h)
 {
-	int rc = need_ready(h, "em_halo_start_sends"), mrc;
-
-	if (rc != EM_HALO_OK)
-		return rc;
-	if (h->sends_active)
-		return set_err(h, EM_HALO_ESTATE, "sends are already started (em_halo_wait first)");
-	if (h->ns > 0) {
-		mrc = MPI_Startall(h->ns, h->req + h->nr);
-		if (mrc != MPI_SUCCESS)
-			return mpi_err(h, mrc, "MPI_Startall (sends)");
-	}
-	h->sends_active = 1;
-	return EM_HALO_OK;
+	return start_set(h, "em_halo_start_sends", h ? &h->sends_active : NULL, h ? h->ns : 0,
+			 h ? h->req + h->nr : NULL, "sends", "started");
 }
 
 /* Names the request behind a failed status, for the message. */

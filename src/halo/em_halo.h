@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * em_halo.h - zero-copy-minded boundary exchange for domain decomposition
- * (seed 002, "DDM-BDS"), on top of MPI so it runs over any BTL.
+ * ([bds], "DDM-BDS"), on top of MPI so it runs over any BTL.
  *
  * The model:
  *  - The application keeps its own array.  For every neighbour it describes
@@ -35,7 +35,7 @@
 #include <mpi.h>
 #include <stddef.h>
 
-#include "halo_table.h" /* enum em_halo_rc, EM_HALO_MAX_ITEMS */
+#include "halo/halo_table.h" /* enum em_halo_rc, EM_HALO_MAX_ITEMS */
 
 typedef struct em_halo em_halo_t;
 

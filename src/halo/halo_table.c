@@ -2,7 +2,7 @@
 /*
  * halo_table.c - boundary-table descriptions and checks (see halo_table.h).
  */
-#include "halo_table.h"
+#include "halo/halo_table.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -145,38 +145,36 @@ int em_halo_desc_decode(const uint8_t *buf, size_t len, struct em_halo_sizes *t,
 int em_halo_table_compare(int me, int peer, const struct em_halo_sizes *mine,
 			  const struct em_halo_sizes *theirs, char *msg, size_t msglen)
 {
-	/* what I send, the peer receives */
-	if (mine->nsend != theirs->nrecv) {
-		say(msg, msglen,
-		    "table mismatch with neighbour rank %d: rank %d has %u send item(s) for it, "
-		    "but rank %d has %u receive item(s) for rank %d",
-		    peer, me, (unsigned)mine->nsend, peer, (unsigned)theirs->nrecv, me);
-		return EM_HALO_EMISMATCH;
-	}
-	if (mine->nrecv != theirs->nsend) {
-		say(msg, msglen,
-		    "table mismatch with neighbour rank %d: rank %d has %u receive item(s) for it, "
-		    "but rank %d has %u send item(s) for rank %d",
-		    peer, me, (unsigned)mine->nrecv, peer, (unsigned)theirs->nsend, me);
-		return EM_HALO_EMISMATCH;
-	}
-	for (uint32_t i = 0; i < mine->nsend; i++) {
-		if (mine->send[i] != theirs->recv[i]) {
+	/* what I send, the peer receives, and the other way round; every
+	 * count is compared before any item */
+	const struct {
+		const char *mine, *theirs;
+		uint32_t n_mine, n_theirs;
+		const uint64_t *a, *b;
+	} dir[2] = {
+		{ "send", "receive", mine->nsend, theirs->nrecv, mine->send, theirs->recv },
+		{ "receive", "send", mine->nrecv, theirs->nsend, mine->recv, theirs->send },
+	};
+
+	for (int d = 0; d < 2; d++) {
+		if (dir[d].n_mine != dir[d].n_theirs) {
 			say(msg, msglen,
-			    "table mismatch with neighbour rank %d: send item %u is %llu bytes on "
-			    "rank %d, but receive item %u is %llu bytes on rank %d",
-			    peer, (unsigned)i, (unsigned long long)mine->send[i], me, (unsigned)i,
-			    (unsigned long long)theirs->recv[i], peer);
+			    "table mismatch with neighbour rank %d: rank %d has %u %s item(s) for it, "
+			    "but rank %d has %u %s item(s) for rank %d",
+			    peer, me, (unsigned)dir[d].n_mine, dir[d].mine, peer,
+			    (unsigned)dir[d].n_theirs, dir[d].theirs, me);
 			return EM_HALO_EMISMATCH;
 		}
 	}
-	for (uint32_t i = 0; i < mine->nrecv; i++) {
-		if (mine->recv[i] != theirs->send[i]) {
+	for (int d = 0; d < 2; d++) {
+		for (uint32_t i = 0; i < dir[d].n_mine; i++) {
+			if (dir[d].a[i] == dir[d].b[i])
+				continue;
 			say(msg, msglen,
-			    "table mismatch with neighbour rank %d: receive item %u is %llu bytes on "
-			    "rank %d, but send item %u is %llu bytes on rank %d",
-			    peer, (unsigned)i, (unsigned long long)mine->recv[i], me, (unsigned)i,
-			    (unsigned long long)theirs->send[i], peer);
+			    "table mismatch with neighbour rank %d: %s item %u is %llu bytes on "
+			    "rank %d, but %s item %u is %llu bytes on rank %d",
+			    peer, dir[d].mine, (unsigned)i, (unsigned long long)dir[d].a[i], me,
+			    dir[d].theirs, (unsigned)i, (unsigned long long)dir[d].b[i], peer);
 			return EM_HALO_EMISMATCH;
 		}
 	}

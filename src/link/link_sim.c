@@ -10,6 +10,7 @@
  * the clock is set or a node reads.
  */
 #include "link/link_sim.h"
+#include "util/loss.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -49,7 +50,7 @@ struct sim_bottleneck {
 struct em_sim {
     em_sim_cfg_t cfg;
     uint64_t now;
-    uint64_t rng;
+    em_loss_t fault;    /* loss (cfg.loss), and the draws for reordering and duplication */
     uint64_t order;
     unsigned nnodes;
     em_sim_stats_t st;
@@ -57,16 +58,8 @@ struct em_sim {
     struct sim_node nodes[];
 };
 
-/* xorshift64*: small, fast, reproducible */
-static uint64_t rnd(em_sim_t *s)
-{
-    s->rng ^= s->rng >> 12;
-    s->rng ^= s->rng << 25;
-    s->rng ^= s->rng >> 27;
-    return s->rng * 2685821657736338717ull;
-}
-
-static double rnd01(em_sim_t *s) { return (double)(rnd(s) >> 11) / 9007199254740992.0; }
+static uint64_t rnd(em_sim_t *s) { return em_loss_next(&s->fault); }
+static double rnd01(em_sim_t *s) { return em_loss_unit(&s->fault); }
 
 static bool before(const struct sim_frame *a, const struct sim_frame *b)
 {
@@ -227,7 +220,7 @@ static unsigned sim_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
             free(f);
             continue;
         }
-        if (rnd01(s) < s->cfg.loss) {
+        if (em_loss_drop(&s->fault)) {
             s->st.lost++;
             free(f);
             continue;
@@ -339,7 +332,7 @@ em_sim_t *em_sim_create(unsigned nodes, const em_sim_cfg_t *cfg)
     }
     s->cfg = *cfg;
     s->nnodes = nodes;
-    s->rng = cfg->seed ? cfg->seed : 0x9e3779b97f4a7c15ull;
+    em_loss_init(&s->fault, cfg->loss, cfg->seed);
     for (unsigned i = 0; i < nodes; i++) {
         struct sim_node *n = &s->nodes[i];
         n->link.ops = &sim_ops;
@@ -371,7 +364,11 @@ void em_sim_set_now(em_sim_t *s, uint64_t now)
 }
 uint64_t em_sim_now(const em_sim_t *s) { return s->now; }
 void em_sim_set_dead(em_sim_t *s, unsigned node, bool dead) { if (node < s->nnodes) s->nodes[node].dead = dead; }
-void em_sim_set_loss(em_sim_t *s, double loss) { s->cfg.loss = loss; }
+void em_sim_set_loss(em_sim_t *s, double loss)
+{
+    s->cfg.loss = loss;
+    s->fault.p = loss;
+}
 const em_sim_stats_t *em_sim_stats(const em_sim_t *s) { return &s->st; }
 
 uint64_t em_sim_next_arrival(const em_sim_t *s)

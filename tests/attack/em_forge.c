@@ -75,6 +75,7 @@
 #endif
 #include "emd_abi/emd_wire.h"
 #include "proto/wire.h"
+#include "util/clock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -168,12 +169,7 @@ static uint64_t rnd(void)
     return rng_state;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+static double now_s(void) { return (double)em_clock_ns() * 1e-9; }
 
 static void usage(FILE *f)
 {

@@ -219,6 +219,18 @@ static void reduce_gather_scatter(void)
 	free(all);
 }
 
+/* r holds one block of m ints from every rank; int j of rank src's block
+ * must be src * per_src + base + j.  The first wrong one is reported. */
+static void check_blocks(const char *what, const int *r, int m, int per_src, int base)
+{
+	for (int src = 0; src < emt.size; src++)
+		for (int j = 0; j < m; j++)
+			if (r[src * m + j] != src * per_src + base + j) {
+				emt_detail("%s block of %d [%d] = %d", what, src, j, r[src * m + j]);
+				return;
+			}
+}
+
 static void alltoall(int m)
 {
 	int p = emt.size;
@@ -229,13 +241,7 @@ static void alltoall(int m)
 			s[d * m + j] = emt.rank * 100000000 + d * 1000000 + j;
 	memset(r, 0xff, (size_t)m * (size_t)p * sizeof(int));
 	emt_mpi(MPI_Alltoall(s, m, MPI_INT, r, m, MPI_INT, MPI_COMM_WORLD), "MPI_Alltoall");
-	for (int src = 0; src < p; src++)
-		for (int j = 0; j < m; j++)
-			if (r[src * m + j] != src * 100000000 + emt.rank * 1000000 + j) {
-				emt_detail("alltoall block from %d [%d] = %d", src, j, r[src * m + j]);
-				src = p;
-				break;
-			}
+	check_blocks("alltoall", r, m, 100000000, emt.rank * 1000000);
 	emt_report("alltoall    %6d ints per pair", m);
 	free(s);
 	free(r);
@@ -250,13 +256,7 @@ static void allgather(int m)
 		s[j] = emt.rank * 1000000 + j;
 	memset(r, 0xff, (size_t)m * (size_t)p * sizeof(int));
 	emt_mpi(MPI_Allgather(s, m, MPI_INT, r, m, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");
-	for (int src = 0; src < p; src++)
-		for (int j = 0; j < m; j++)
-			if (r[src * m + j] != src * 1000000 + j) {
-				emt_detail("allgather block of %d [%d] = %d", src, j, r[src * m + j]);
-				src = p;
-				break;
-			}
+	check_blocks("allgather", r, m, 1000000, 0);
 	emt_report("allgather   %6d ints per rank", m);
 	free(s);
 	free(r);
@@ -265,11 +265,7 @@ static void allgather(int m)
 int main(int argc, char **argv)
 {
 	emt_init(&argc, &argv, "collectives");
-	if (emt.size < 2) {
-		fprintf(stderr, "collectives: needs at least 2 ranks\n");
-		MPI_Finalize();
-		return 2;
-	}
+	emt_need_ranks(2, 0);
 	emt_require_spread(2, 0, emt.size - 1);
 	barrier();
 	bcast();

@@ -277,12 +277,7 @@ int main(int argc, char **argv)
 	struct dtcase c;
 
 	emt_init(&argc, &argv, "datatypes");
-	if (emt.size != 2) {
-		if (emt.rank == 0)
-			fprintf(stderr, "datatypes: needs exactly 2 ranks, got %d\n", emt.size);
-		MPI_Finalize();
-		return 2;
-	}
+	emt_need_ranks(2, 2);
 	emt_require_spread(2, 0, 1);
 
 	memset(&c, 0, sizeof(c));

@@ -56,6 +56,24 @@ static inline void emt_init(int *argc, char ***argv, const char *prog)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 }
 
+/* exits with status 2 (the driver's "wrong rank count"), saying so on rank
+ * 0, unless the job has min..max ranks (max 0: no upper bound) */
+static inline void emt_need_ranks(int min, int max)
+{
+	if (emt.size >= min && (max == 0 || emt.size <= max))
+		return;
+	if (emt.rank == 0) {
+		if (max == 0)
+			fprintf(stderr, "%s: needs at least %d ranks, got %d\n", emt.prog, min, emt.size);
+		else if (min == max)
+			fprintf(stderr, "%s: needs exactly %d ranks, got %d\n", emt.prog, min, emt.size);
+		else
+			fprintf(stderr, "%s: needs %d..%d ranks, got %d\n", emt.prog, min, max, emt.size);
+	}
+	MPI_Finalize();
+	exit(2);
+}
+
 /* one detail line about a problem on this rank (rate limited) */
 static inline void emt_detail(const char *fmt, ...)
 {

@@ -13,7 +13,7 @@
  */
 #include "emt_common.h"
 
-#include "em_halo.h"
+#include "halo/em_halo.h"
 #include "halo_solver.h"
 
 #define GUARD 64
@@ -385,11 +385,7 @@ static void check_app(int nx, int ny, int inner_per_rank, int steps, int nitems)
 int main(int argc, char **argv)
 {
 	emt_init(&argc, &argv, "halo");
-	if (emt.size < 2) {
-		fprintf(stderr, "halo: needs at least 2 ranks\n");
-		MPI_Finalize();
-		return 2;
-	}
+	emt_need_ranks(2, 0);
 	emt_require_spread(2, 0, emt.size == 2 ? 1 : emt.size / 2);
 	check_count_mismatch();
 	check_size_mismatch();

@@ -61,12 +61,7 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--mode=exit") == 0)
 			use_exit = 1;
-	if (emt.size != 2) {
-		if (emt.rank == 0)
-			fprintf(stderr, "killrank: needs exactly 2 ranks, got %d\n", emt.size);
-		MPI_Finalize();
-		return 2;
-	}
+	emt_need_ranks(2, 2);
 	emt_require_spread(2, 0, 1);
 	buf = emt_alloc(BIGMSG);
 

@@ -209,12 +209,7 @@ int main(int argc, char **argv)
 	big_iters = (int)emt_arg(argc, argv, "--big-iters", 2);
 	nsmall = (int)emt_arg(argc, argv, "--small", 1000);
 	max_size = (size_t)emt_arg(argc, argv, "--max-size", 16l << 20);
-	if (emt.size != 2) {
-		if (emt.rank == 0)
-			fprintf(stderr, "p2p_sizes: needs exactly 2 ranks, got %d\n", emt.size);
-		MPI_Finalize();
-		return 2;
-	}
+	emt_need_ranks(2, 2);
 	peer = 1 - emt.rank;
 	sbuf = emt_alloc(max_size + GUARD);
 	rbuf = emt_alloc(max_size + GUARD);

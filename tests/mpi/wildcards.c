@@ -89,6 +89,17 @@ static void check_msg(const MPI_Status *st, const uint8_t *buf, int sc, const ch
 	emt_verify_poison(buf + count, GUARD, what);
 }
 
+/* A message received after a probe: it must be the one probed (st), and
+ * its content right. */
+static void check_probed(const MPI_Status *st, MPI_Status *st2, const uint8_t *b, int sc,
+			 const char *what)
+{
+	if (st2->MPI_SOURCE != st->MPI_SOURCE || st2->MPI_TAG != st->MPI_TAG)
+		emt_detail("%s: probed %d/%d, received %d/%d", what, st->MPI_SOURCE, st->MPI_TAG,
+			   st2->MPI_SOURCE, st2->MPI_TAG);
+	check_msg(st2, b, sc, what);
+}
+
 static void recv_any(uint8_t *buf, int src, int tag, MPI_Status *st, int sc, const char *ctx)
 {
 	memset(buf, EMT_POISON, MAXLEN + GUARD);
@@ -206,10 +217,7 @@ static void probe(int root)
 			if (emt_mpi(MPI_Recv(b, count, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG,
 					     MPI_COMM_WORLD, &st2),
 				    "MPI_Recv") == MPI_SUCCESS) {
-				if (st2.MPI_SOURCE != st.MPI_SOURCE || st2.MPI_TAG != st.MPI_TAG)
-					emt_detail("probe: probed %d/%d, received %d/%d", st.MPI_SOURCE,
-						   st.MPI_TAG, st2.MPI_SOURCE, st2.MPI_TAG);
-				check_msg(&st2, b, SC_PROBE, "probe");
+				check_probed(&st, &st2, b, SC_PROBE, "probe");
 			}
 			free(b);
 		}
@@ -300,10 +308,7 @@ static void mprobe(int root)
 			uint8_t *b = emt_alloc((size_t)count + GUARD);
 			memset(b, EMT_POISON, (size_t)count + GUARD);
 			if (emt_mpi(MPI_Mrecv(b, count, MPI_BYTE, &msg, &st2), "MPI_Mrecv") == MPI_SUCCESS) {
-				if (st2.MPI_SOURCE != st.MPI_SOURCE || st2.MPI_TAG != st.MPI_TAG)
-					emt_detail("mprobe: probed %d/%d, received %d/%d", st.MPI_SOURCE,
-						   st.MPI_TAG, st2.MPI_SOURCE, st2.MPI_TAG);
-				check_msg(&st2, b, SC_MPROBE, "mprobe");
+				check_probed(&st, &st2, b, SC_MPROBE, "mprobe");
 			}
 			free(b);
 		}
@@ -353,12 +358,7 @@ int main(int argc, char **argv)
 	uint8_t *buf;
 
 	emt_init(&argc, &argv, "wildcards");
-	if (emt.size < 3 || emt.size > 8) {
-		if (emt.rank == 0)
-			fprintf(stderr, "wildcards: needs 3..8 ranks, got %d\n", emt.size);
-		MPI_Finalize();
-		return 2;
-	}
+	emt_need_ranks(3, 8);
 	buf = emt_alloc(MAXLEN + GUARD);
 	emt_require_spread(2, 0, 1);
 	for (int root = 0; root < 2; root++) {

@@ -45,18 +45,33 @@ static void print_result(const char *what, const em_incast_result_t *r)
                   r->bn_max_queue);
 }
 
-static void test_incast_8_to_1_with_cc(void **st)
+/* One incast run: the default scenario with cc mode (-1: the default),
+ * a bottleneck buffer of bn_queue frames and cc_adapt_target; prints the
+ * result under label and checks that no peer failed. */
+static em_incast_result_t incast(const char *label, int cc, unsigned bn_queue, int adapt)
 {
-    (void)st;
     em_proto_cfg_t pc;
     em_sim_cfg_t sc;
     em_incast_cfg_t ic;
     em_incast_result_t r;
     incast_cfg(&pc, &sc, &ic);
-    assert_int_equal(pc.cc, EM_CC_DELAY);       /* the default is what users get */
+    if (cc >= 0)
+        pc.cc = (em_cc_mode_t)cc;
+    sc.bn_queue = bn_queue;
+    pc.cc_adapt_target = (uint8_t)adapt;
     assert_int_equal(em_incast_run(&pc, &sc, &ic, &r), 0);
-    print_result("cc delay (default)", &r);
+    print_result(label, &r);
     assert_int_equal(r.failed, 0);
+    return r;
+}
+
+static void test_incast_8_to_1_with_cc(void **st)
+{
+    (void)st;
+    em_proto_cfg_t d;
+    em_proto_cfg_default(&d);
+    assert_int_equal(d.cc, EM_CC_DELAY);        /* the default is what users get */
+    em_incast_result_t r = incast("cc delay (default)", -1, 64, 0);
     assert_true(r.data_frames > 10000);         /* a real run, not a trickle */
     assert_true(r.goodput_frac >= 0.80);
     assert_true(r.retx_frac <= 0.05);
@@ -67,15 +82,7 @@ static void test_incast_8_to_1_with_cc(void **st)
 static void test_incast_loss_only_aimd(void **st)
 {
     (void)st;
-    em_proto_cfg_t pc;
-    em_sim_cfg_t sc;
-    em_incast_cfg_t ic;
-    em_incast_result_t r;
-    incast_cfg(&pc, &sc, &ic);
-    pc.cc = EM_CC_LOSS;
-    assert_int_equal(em_incast_run(&pc, &sc, &ic, &r), 0);
-    print_result("cc loss (AIMD only)", &r);
-    assert_int_equal(r.failed, 0);
+    em_incast_result_t r = incast("cc loss (AIMD only)", EM_CC_LOSS, 64, 0);
     assert_true(r.goodput_frac >= 0.80);
     /* AIMD alone must beat no control by far, even if it misses 5 % */
     assert_true(r.retx_frac <= 0.10);
@@ -86,15 +93,7 @@ static void test_incast_loss_only_aimd(void **st)
 static void test_incast_without_cc_misses_the_bound(void **st)
 {
     (void)st;
-    em_proto_cfg_t pc;
-    em_sim_cfg_t sc;
-    em_incast_cfg_t ic;
-    em_incast_result_t r;
-    incast_cfg(&pc, &sc, &ic);
-    pc.cc = EM_CC_OFF;
-    assert_int_equal(em_incast_run(&pc, &sc, &ic, &r), 0);
-    print_result("cc off (fixed window)", &r);
-    assert_int_equal(r.failed, 0);
+    em_incast_result_t r = incast("cc off (fixed window)", EM_CC_OFF, 64, 0);
     assert_true(r.retx_frac > 0.05);
 }
 
@@ -104,16 +103,7 @@ static void test_incast_without_cc_misses_the_bound(void **st)
 static void test_incast_shallow_buffer_with_adapt_target(void **st)
 {
     (void)st;
-    em_proto_cfg_t pc;
-    em_sim_cfg_t sc;
-    em_incast_cfg_t ic;
-    em_incast_result_t r;
-    incast_cfg(&pc, &sc, &ic);
-    sc.bn_queue = 32;
-    pc.cc_adapt_target = 1;
-    assert_int_equal(em_incast_run(&pc, &sc, &ic, &r), 0);
-    print_result("cc delay + adapt_target, 32-frame buffer", &r);
-    assert_int_equal(r.failed, 0);
+    em_incast_result_t r = incast("cc delay + adapt_target, 32-frame buffer", -1, 32, 1);
     assert_true(r.goodput_frac >= 0.80);
     assert_true(r.retx_frac <= 0.05);
 }
@@ -201,6 +191,13 @@ static void test_bottleneck_rate_and_tail_drop(void **st)
 
 /* ---- the controller's rules, on em_cc_t directly ---- */
 
+/* What the controller's tests work on. */
+struct ccx {
+    em_proto_cfg_t cfg;
+    em_proto_stats_t s;
+    em_cc_t c;
+};
+
 static void cc_cfg(em_proto_cfg_t *cfg)
 {
     em_proto_cfg_default(cfg);
@@ -212,65 +209,61 @@ static void cc_cfg(em_proto_cfg_t *cfg)
 static void test_loss_decreases_once_per_window(void **st)
 {
     (void)st;
-    em_proto_cfg_t cfg;
-    em_proto_stats_t s = { 0 };
-    em_cc_t c;
-    cc_cfg(&cfg);
-    cfg.cc = EM_CC_LOSS;
-    em_cc_init(&c, &cfg);
-    assert_int_equal(c.cwnd, 16000);
+    struct ccx x = { .s = { 0 } };
+    cc_cfg(&x.cfg);
+    x.cfg.cc = EM_CC_LOSS;
+    em_cc_init(&x.c, &x.cfg);
+    assert_int_equal(x.c.cwnd, 16000);
     /* window [100, 116): three losses, one halving */
-    em_cc_on_loss(&c, &cfg, &s, 1, false, 100, 116, 0);
-    em_cc_on_loss(&c, &cfg, &s, 2, false, 100, 116, 0);
-    em_cc_on_loss(&c, &cfg, &s, 1, false, 105, 118, 0);
-    assert_int_equal(c.cwnd, 8000);
-    assert_int_equal(s.cc_loss_decreases, 1);
+    em_cc_on_loss(&x.c, &x.cfg, &x.s, 1, false, 100, 116, 0);
+    em_cc_on_loss(&x.c, &x.cfg, &x.s, 2, false, 100, 116, 0);
+    em_cc_on_loss(&x.c, &x.cfg, &x.s, 1, false, 105, 118, 0);
+    assert_int_equal(x.c.cwnd, 8000);
+    assert_int_equal(x.s.cc_loss_decreases, 1);
     /* no growth while the episode is open */
-    em_cc_on_ack(&c, &cfg, &s, 8000, 8000, 0, 0, 110, 1000);
-    assert_int_equal(c.cwnd, 8000);
+    em_cc_on_ack(&x.c, &x.cfg, &x.s, 8000, 8000, 0, 0, 110, 1000);
+    assert_int_equal(x.c.cwnd, 8000);
     /* the cumulative ACK passes 116: the episode ends; a new loss halves again */
-    em_cc_on_ack(&c, &cfg, &s, 6000, 6000, 0, 0, 116, 2000);
-    em_cc_on_loss(&c, &cfg, &s, 1, false, 116, 124, 0);
-    assert_int_equal(c.cwnd, 4000);
-    assert_int_equal(s.cc_loss_decreases, 2);
+    em_cc_on_ack(&x.c, &x.cfg, &x.s, 6000, 6000, 0, 0, 116, 2000);
+    em_cc_on_loss(&x.c, &x.cfg, &x.s, 1, false, 116, 124, 0);
+    assert_int_equal(x.c.cwnd, 4000);
+    assert_int_equal(x.s.cc_loss_decreases, 2);
     /* a timeout alone does not cut (a peer slow to poll looks the same) */
-    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 0, 124, 2500);
-    em_cc_on_loss(&c, &cfg, &s, 8, true, 124, 132, 0);
-    assert_int_equal(c.cwnd, 4000);
+    em_cc_on_ack(&x.c, &x.cfg, &x.s, 1000, 1000, 0, 0, 124, 2500);
+    em_cc_on_loss(&x.c, &x.cfg, &x.s, 8, true, 124, 132, 0);
+    assert_int_equal(x.c.cwnd, 4000);
     /* but a SACK-detected loss in the same episode does */
-    em_cc_on_loss(&c, &cfg, &s, 1, false, 125, 132, 0);
-    assert_int_equal(c.cwnd, 2000);
+    em_cc_on_loss(&x.c, &x.cfg, &x.s, 1, false, 125, 132, 0);
+    assert_int_equal(x.c.cwnd, 2000);
     /* never below one frame */
     for (uint32_t k = 0; k < 10; k++) {
-        em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 0, 200 + 10 * k, 3000);
-        em_cc_on_loss(&c, &cfg, &s, 1, false, 200 + 10 * k, 205 + 10 * k, 0);
+        em_cc_on_ack(&x.c, &x.cfg, &x.s, 1000, 1000, 0, 0, 200 + 10 * k, 3000);
+        em_cc_on_loss(&x.c, &x.cfg, &x.s, 1, false, 200 + 10 * k, 205 + 10 * k, 0);
     }
-    assert_int_equal(c.cwnd, 1000);
+    assert_int_equal(x.c.cwnd, 1000);
 }
 
 static void test_delay_mode_loss_is_proportional(void **st)
 {
     (void)st;
-    em_proto_cfg_t cfg;
-    em_proto_stats_t s = { 0 };
-    em_cc_t c;
-    cc_cfg(&cfg);
-    em_cc_init(&c, &cfg);
-    c.slow_start = 0;
+    struct ccx x = { .s = { 0 } };
+    cc_cfg(&x.cfg);
+    em_cc_init(&x.c, &x.cfg);
+    x.c.slow_start = 0;
     /* 1 frame of 16 lost: 1/16 x 100 % = 6.25 % decrease, at the episode's end */
-    em_cc_on_loss(&c, &cfg, &s, 1, false, 0, 16, 0);
-    assert_int_equal(c.cwnd, 16000);
-    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 0, 16, 1000);
-    assert_int_equal(s.cc_loss_decreases, 1);
-    assert_int_equal(c.cwnd, 16000 - 16000 * 62 / 1000);
+    em_cc_on_loss(&x.c, &x.cfg, &x.s, 1, false, 0, 16, 0);
+    assert_int_equal(x.c.cwnd, 16000);
+    em_cc_on_ack(&x.c, &x.cfg, &x.s, 1000, 1000, 0, 0, 16, 1000);
+    assert_int_equal(x.s.cc_loss_decreases, 1);
+    assert_int_equal(x.c.cwnd, 16000 - 16000 * 62 / 1000);
     /* a timeout does not cut at once; the frames it resends count in the
      * episode's fraction: 7 of 14 -> 50 % at the end */
-    uint64_t w = c.cwnd;
-    em_cc_on_loss(&c, &cfg, &s, 7, true, 16, 30, 0);
-    assert_int_equal(c.cwnd, w);
-    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 0, 30, 2000);
-    assert_int_equal(s.cc_loss_decreases, 2);
-    assert_int_equal(c.cwnd, w - w * 500 / 1000);
+    uint64_t w = x.c.cwnd;
+    em_cc_on_loss(&x.c, &x.cfg, &x.s, 7, true, 16, 30, 0);
+    assert_int_equal(x.c.cwnd, w);
+    em_cc_on_ack(&x.c, &x.cfg, &x.s, 1000, 1000, 0, 0, 30, 2000);
+    assert_int_equal(x.s.cc_loss_decreases, 2);
+    assert_int_equal(x.c.cwnd, w - w * 500 / 1000);
 }
 
 /* Delay mode: a loss with no queue behind it (random loss, reordering) is
@@ -279,56 +272,52 @@ static void test_delay_mode_loss_is_proportional(void **st)
 static void test_delay_mode_gates_loss_on_queueing(void **st)
 {
     (void)st;
-    em_proto_cfg_t cfg;
-    em_proto_stats_t s = { 0 };
-    em_cc_t c;
-    cc_cfg(&cfg);
-    cfg.cc_fs_range_ns = 0;         /* allowance: exactly cc_target_ns (10 us) */
-    em_cc_init(&c, &cfg);
+    struct ccx x = { .s = { 0 } };
+    cc_cfg(&x.cfg);
+    x.cfg.cc_fs_range_ns = 0;         /* allowance: exactly cc_target_ns (10 us) */
+    em_cc_init(&x.c, &x.cfg);
     /* a round at the base RTT: no queue */
-    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 10000, 10000, 1, 10000);
-    uint64_t w = c.cwnd;
-    em_cc_on_loss(&c, &cfg, &s, 4, false, 1, 17, 11000);
-    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 10000, 17, 12000);
-    assert_int_equal(s.cc_loss_decreases, 0);
-    assert_true(c.cwnd >= w);
+    em_cc_on_ack(&x.c, &x.cfg, &x.s, 1000, 1000, 10000, 10000, 1, 10000);
+    uint64_t w = x.c.cwnd;
+    em_cc_on_loss(&x.c, &x.cfg, &x.s, 4, false, 1, 17, 11000);
+    em_cc_on_ack(&x.c, &x.cfg, &x.s, 1000, 1000, 0, 10000, 17, 12000);
+    assert_int_equal(x.s.cc_loss_decreases, 0);
+    assert_true(x.c.cwnd >= w);
     /* 40 us later the verdict is stale: the loss counts */
-    em_cc_on_loss(&c, &cfg, &s, 1, false, 17, 30, 50000);
-    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 10000, 30, 60000);
-    assert_int_equal(s.cc_loss_decreases, 1);
+    em_cc_on_loss(&x.c, &x.cfg, &x.s, 1, false, 17, 30, 50000);
+    em_cc_on_ack(&x.c, &x.cfg, &x.s, 1000, 1000, 0, 10000, 30, 60000);
+    assert_int_equal(x.s.cc_loss_decreases, 1);
     /* a round with a long queue (rtt 18 us: 8 of the 10 us allowed): counts */
-    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 18000, 10000, 30, 70000);
-    em_cc_on_loss(&c, &cfg, &s, 4, false, 40, 56, 71000);
-    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 0, 10000, 56, 72000);
-    assert_int_equal(s.cc_loss_decreases, 2);
+    em_cc_on_ack(&x.c, &x.cfg, &x.s, 1000, 1000, 18000, 10000, 30, 70000);
+    em_cc_on_loss(&x.c, &x.cfg, &x.s, 4, false, 40, 56, 71000);
+    em_cc_on_ack(&x.c, &x.cfg, &x.s, 1000, 1000, 0, 10000, 56, 72000);
+    assert_int_equal(x.s.cc_loss_decreases, 2);
 }
 
 static void test_delay_decrease_once_per_rtt(void **st)
 {
     (void)st;
-    em_proto_cfg_t cfg;
-    em_proto_stats_t s = { 0 };
-    em_cc_t c;
-    cc_cfg(&cfg);
-    cfg.cc_fs_range_ns = 0;
-    em_cc_init(&c, &cfg);
+    struct ccx x = { .s = { 0 } };
+    cc_cfg(&x.cfg);
+    x.cfg.cc_fs_range_ns = 0;
+    em_cc_init(&x.c, &x.cfg);
     /* base RTT 10 us, round 1: fine */
-    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 10000, 10000, 1, 10000);
-    assert_int_equal(c.min_rtt, 10000);
-    uint64_t w0 = c.cwnd;
+    em_cc_on_ack(&x.c, &x.cfg, &x.s, 1000, 1000, 10000, 10000, 1, 10000);
+    assert_int_equal(x.c.min_rtt, 10000);
+    uint64_t w0 = x.c.cwnd;
     /* samples far above the target (10 + 10 us) for one round trip */
     for (unsigned k = 1; k <= 10; k++)
-        em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 60000, 10000, 1 + k, 10000 + 1000 * k);
-    assert_int_equal(s.cc_delay_decreases, 1);
-    assert_true(c.cwnd < w0);
-    assert_int_equal(c.slow_start, 0);
+        em_cc_on_ack(&x.c, &x.cfg, &x.s, 1000, 1000, 60000, 10000, 1 + k, 10000 + 1000 * k);
+    assert_int_equal(x.s.cc_delay_decreases, 1);
+    assert_true(x.c.cwnd < w0);
+    assert_int_equal(x.c.slow_start, 0);
     /* one high sample in a round of low ones is noise, not a queue */
-    uint64_t w1 = c.cwnd;
-    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 90000, 10000, 20, 20500);
-    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 12000, 10000, 21, 25000);
-    em_cc_on_ack(&c, &cfg, &s, 1000, 1000, 12000, 10000, 22, 31000);
-    assert_int_equal(s.cc_delay_decreases, 1);
-    assert_true(c.cwnd >= w1);
+    uint64_t w1 = x.c.cwnd;
+    em_cc_on_ack(&x.c, &x.cfg, &x.s, 1000, 1000, 90000, 10000, 20, 20500);
+    em_cc_on_ack(&x.c, &x.cfg, &x.s, 1000, 1000, 12000, 10000, 21, 25000);
+    em_cc_on_ack(&x.c, &x.cfg, &x.s, 1000, 1000, 12000, 10000, 22, 31000);
+    assert_int_equal(x.s.cc_delay_decreases, 1);
+    assert_true(x.c.cwnd >= w1);
 }
 
 static void test_flow_scaling_gives_small_windows_more_delay(void **st)
@@ -387,17 +376,26 @@ static void feed_ack(em_proto_t *p, uint32_t ack, uint64_t now)
     em_proto_rx(p, b, n, now);
 }
 
+/* A protocol of 1000-byte DATA payloads and a 32-frame window, cc mode cc,
+ * emitting into c. */
+static em_proto_t *cc_proto(em_proto_cfg_t *cfg, struct cap *c, em_cc_mode_t cc)
+{
+    int err;
+    em_proto_cfg_default(cfg);
+    cfg->frame_max = EM_HDR_LEN + 1000;
+    cfg->window = 32;
+    cfg->cc = cc;
+    em_proto_t *p = em_proto_create(cfg, &OPS, c, &err);
+    assert_non_null(p);
+    return p;
+}
+
 static void test_pacing_and_deadline(void **st)
 {
     (void)st;
     em_proto_cfg_t cfg;
     struct cap c = { 0 };
-    int err;
-    em_proto_cfg_default(&cfg);
-    cfg.frame_max = EM_HDR_LEN + 1000;
-    cfg.window = 32;
-    em_proto_t *p = em_proto_create(&cfg, &OPS, &c, &err);
-    assert_non_null(p);
+    em_proto_t *p = cc_proto(&cfg, &c, EM_CC_DELAY);
     static uint8_t buf[40000];
     em_proto_op_t op, op2;
     uint64_t init = (uint64_t)cfg.cc_init_frames * cfg.frame_max;
@@ -444,12 +442,7 @@ static void test_cc_off_is_the_fixed_window(void **st)
     em_proto_cfg_t cfg;
     struct cap c = { 0 };
     int err;
-    em_proto_cfg_default(&cfg);
-    cfg.frame_max = EM_HDR_LEN + 1000;
-    cfg.window = 32;
-    cfg.cc = EM_CC_OFF;
-    em_proto_t *p = em_proto_create(&cfg, &OPS, &c, &err);
-    assert_non_null(p);
+    em_proto_t *p = cc_proto(&cfg, &c, EM_CC_OFF);
     static uint8_t buf[40000];
     em_proto_op_t op;
     assert_int_equal(em_proto_send(p, &op, 1, 1, buf, sizeof buf, NULL, 0), 0);

@@ -67,7 +67,8 @@ static int s_resolve(void *u, uint16_t peer)
 static const em_engine_ops_t OPS_RESOLVE = { .recv = s_recv, .complete = s_complete,
                                              .resolve_peer = s_resolve };
 
-static void open_pair_buf(struct side *a, struct side *b, uint32_t key, int sock_buf)
+/* Two loopback UDP links of 1472-byte frames, sides cleared. */
+static void open_links(struct side *a, struct side *b, int sock_buf)
 {
     char err[256];
     em_udp_cfg_t uc = { .iface = "127.0.0.1", .mtu = 1472, .sock_buf = sock_buf };
@@ -77,6 +78,11 @@ static void open_pair_buf(struct side *a, struct side *b, uint32_t key, int sock
     b->l = em_link_udp_open(&uc, err, sizeof err);
     assert_non_null(a->l);
     assert_non_null(b->l);
+}
+
+static void open_pair_buf(struct side *a, struct side *b, uint32_t key, int sock_buf)
+{
+    open_links(a, b, sock_buf);
     em_proto_cfg_t c;
     em_proto_cfg_default(&c);
     c.job_key = key;
@@ -356,14 +362,7 @@ static void test_put_into_deregistered_region_fails(void **st)
 static unsigned one_way_to_unnamed_peer(struct side *a, struct side *b, bool resolver,
                                         unsigned nmsg)
 {
-    char err[256];
-    em_udp_cfg_t uc = { .iface = "127.0.0.1", .mtu = 1472 };
-    memset(a, 0, sizeof *a);
-    memset(b, 0, sizeof *b);
-    a->l = em_link_udp_open(&uc, err, sizeof err);
-    b->l = em_link_udp_open(&uc, err, sizeof err);
-    assert_non_null(a->l);
-    assert_non_null(b->l);
+    open_links(a, b, 0);
     em_proto_cfg_t c;
     em_proto_cfg_default(&c);
     c.job_key = 15;

@@ -117,19 +117,27 @@ static void test_compare_ok(void **state)
 	assert_int_equal(em_halo_table_compare(1, 0, &theirs, &mine, msg, sizeof(msg)), EM_HALO_OK);
 }
 
+/* Rank me's table against peer's is refused with exactly this message. */
+static void mismatch_says(int me, int peer, const struct em_halo_sizes *mine,
+			  const struct em_halo_sizes *theirs, const char *want)
+{
+	char msg[300];
+
+	assert_int_equal(em_halo_table_compare(me, peer, mine, theirs, msg, sizeof(msg)),
+			 EM_HALO_EMISMATCH);
+	assert_string_equal(msg, want);
+}
+
 static void test_compare_count_mismatch(void **state)
 {
 	struct em_halo_sizes a = sizes(10, ten_sends, 0, NULL); /* rank 3 sends 10 */
 	struct em_halo_sizes b = sizes(0, NULL, 9, ten_sends);  /* rank 4 expects 9 */
-	char msg[300];
 
 	(void)state;
-	assert_int_equal(em_halo_table_compare(3, 4, &a, &b, msg, sizeof(msg)), EM_HALO_EMISMATCH);
-	assert_string_equal(msg, "table mismatch with neighbour rank 4: rank 3 has 10 send item(s) "
-			    "for it, but rank 4 has 9 receive item(s) for rank 3");
-	assert_int_equal(em_halo_table_compare(4, 3, &b, &a, msg, sizeof(msg)), EM_HALO_EMISMATCH);
-	assert_string_equal(msg, "table mismatch with neighbour rank 3: rank 4 has 9 receive item(s) "
-			    "for it, but rank 3 has 10 send item(s) for rank 4");
+	mismatch_says(3, 4, &a, &b, "table mismatch with neighbour rank 4: rank 3 has 10 send "
+				    "item(s) for it, but rank 4 has 9 receive item(s) for rank 3");
+	mismatch_says(4, 3, &b, &a, "table mismatch with neighbour rank 3: rank 4 has 9 receive "
+				    "item(s) for it, but rank 3 has 10 send item(s) for rank 4");
 }
 
 static void test_compare_size_mismatch(void **state)
@@ -144,12 +152,10 @@ static void test_compare_size_mismatch(void **state)
 	a = sizes(10, ten_sends, 10, ten_sends);
 	b = sizes(10, ten_sends, 10, other);
 	/* rank 0 sends item 7 with 4500, rank 1 receives 7000 */
-	assert_int_equal(em_halo_table_compare(0, 1, &a, &b, msg, sizeof(msg)), EM_HALO_EMISMATCH);
-	assert_string_equal(msg, "table mismatch with neighbour rank 1: send item 7 is 4500 bytes on "
-			    "rank 0, but receive item 7 is 7000 bytes on rank 1");
-	assert_int_equal(em_halo_table_compare(1, 0, &b, &a, msg, sizeof(msg)), EM_HALO_EMISMATCH);
-	assert_string_equal(msg, "table mismatch with neighbour rank 0: receive item 7 is 7000 bytes "
-			    "on rank 1, but send item 7 is 4500 bytes on rank 0");
+	mismatch_says(0, 1, &a, &b, "table mismatch with neighbour rank 1: send item 7 is 4500 "
+				    "bytes on rank 0, but receive item 7 is 7000 bytes on rank 1");
+	mismatch_says(1, 0, &b, &a, "table mismatch with neighbour rank 0: receive item 7 is 7000 "
+				    "bytes on rank 1, but send item 7 is 4500 bytes on rank 0");
 	/* the first differing item is named, not a later one */
 	other[2] = 1;
 	assert_int_equal(em_halo_table_compare(1, 0, &b, &a, msg, sizeof(msg)), EM_HALO_EMISMATCH);
@@ -166,47 +172,54 @@ static struct em_halo_span sp(uintptr_t a, uint64_t n, int peer, int idx, int re
 	return s;
 }
 
+/* em_halo_check_overlap cases: spans {addr, bytes, peer, item, recv}, the
+ * verdict, and up to two phrases the refusal must contain. */
+static const struct overlap_case {
+	const char *what;
+	struct em_halo_span s[3];
+	size_t n;
+	int want;
+	const char *says[2];
+} overlap_cases[] = {
+	{ "disjoint, any order",
+	  { { 0x3000, 0x100, 1, 0, 1 }, { 0x1000, 0x100, 1, 0, 0 }, { 0x2000, 0x1000, 2, 0, 1 } },
+	  3, EM_HALO_OK, { NULL } },
+	{ "send items may share memory (one plane to two neighbours)",
+	  { { 0x1000, 0x100, 1, 0, 0 }, { 0x1000, 0x100, 2, 0, 0 }, { 0x1080, 0x100, 2, 1, 0 } },
+	  3, EM_HALO_OK, { NULL } },
+	{ "two receive items overlapping",
+	  { { 0x1000, 0x100, 1, 0, 1 }, { 0x10ff, 0x100, 2, 3, 1 } },
+	  2, EM_HALO_EINVAL,
+	  { "receive item 0 for neighbour rank 1", "receive item 3 for neighbour rank 2" } },
+	/* the sweep must remember the long item across the short one */
+	{ "a receive inside a long send item, a short send in between",
+	  { { 0x1000, 0x1000, 1, 0, 0 }, { 0x1100, 0x10, 1, 1, 0 }, { 0x1800, 0x10, 2, 0, 1 } },
+	  3, EM_HALO_EINVAL, { "send item 0 for neighbour rank 1" } },
+	{ "a send inside a long receive item, a send in between",
+	  { { 0x1000, 0x1000, 1, 0, 1 }, { 0x0f00, 0x80, 1, 1, 0 }, { 0x1f00, 0x10, 2, 0, 0 } },
+	  3, EM_HALO_EINVAL, { NULL } },
+	{ "same start",
+	  { { 0x1000, 8, 1, 0, 0 }, { 0x1000, 8, 1, 0, 1 } },
+	  2, EM_HALO_EINVAL, { NULL } },
+	{ "empty", { { 0 } }, 0, EM_HALO_OK, { NULL } },
+	{ "single", { { 0x1000, 8, 1, 0, 0 } }, 1, EM_HALO_OK, { NULL } },
+};
+
 static void test_overlap(void **state)
 {
-	struct em_halo_span s[6];
-	char msg[400];
-
 	(void)state;
-	/* disjoint, any order */
-	s[0] = sp(0x3000, 0x100, 1, 0, 1);
-	s[1] = sp(0x1000, 0x100, 1, 0, 0);
-	s[2] = sp(0x2000, 0x1000, 2, 0, 1); /* ends exactly at 0x3000 */
-	assert_int_equal(em_halo_check_overlap(s, 3, msg, sizeof(msg)), EM_HALO_OK);
-	/* send items may share memory (one plane to two neighbours) */
-	s[0] = sp(0x1000, 0x100, 1, 0, 0);
-	s[1] = sp(0x1000, 0x100, 2, 0, 0);
-	s[2] = sp(0x1080, 0x100, 2, 1, 0);
-	assert_int_equal(em_halo_check_overlap(s, 3, msg, sizeof(msg)), EM_HALO_OK);
-	/* two receive items overlapping */
-	s[0] = sp(0x1000, 0x100, 1, 0, 1);
-	s[1] = sp(0x10ff, 0x100, 2, 3, 1);
-	assert_int_equal(em_halo_check_overlap(s, 2, msg, sizeof(msg)), EM_HALO_EINVAL);
-	assert_non_null(strstr(msg, "receive item 0 for neighbour rank 1"));
-	assert_non_null(strstr(msg, "receive item 3 for neighbour rank 2"));
-	/* a receive inside a long send item that started earlier, with a short
-	 * send in between (the sweep must remember the long one) */
-	s[0] = sp(0x1000, 0x1000, 1, 0, 0);
-	s[1] = sp(0x1100, 0x10, 1, 1, 0);
-	s[2] = sp(0x1800, 0x10, 2, 0, 1);
-	assert_int_equal(em_halo_check_overlap(s, 3, msg, sizeof(msg)), EM_HALO_EINVAL);
-	assert_non_null(strstr(msg, "send item 0 for neighbour rank 1"));
-	/* a send inside a long receive item, with a send in between */
-	s[0] = sp(0x1000, 0x1000, 1, 0, 1);
-	s[1] = sp(0x0f00, 0x80, 1, 1, 0);
-	s[2] = sp(0x1f00, 0x10, 2, 0, 0);
-	assert_int_equal(em_halo_check_overlap(s, 3, msg, sizeof(msg)), EM_HALO_EINVAL);
-	/* same start */
-	s[0] = sp(0x1000, 8, 1, 0, 0);
-	s[1] = sp(0x1000, 8, 1, 0, 1);
-	assert_int_equal(em_halo_check_overlap(s, 2, msg, sizeof(msg)), EM_HALO_EINVAL);
-	/* empty and single */
-	assert_int_equal(em_halo_check_overlap(s, 0, msg, sizeof(msg)), EM_HALO_OK);
-	assert_int_equal(em_halo_check_overlap(s, 1, msg, sizeof(msg)), EM_HALO_OK);
+	for (size_t k = 0; k < sizeof overlap_cases / sizeof overlap_cases[0]; k++) {
+		const struct overlap_case *c = &overlap_cases[k];
+		struct em_halo_span s[3];
+		char msg[400] = "";
+
+		memcpy(s, c->s, sizeof s);
+		print_message("  %s\n", c->what);
+		assert_int_equal(em_halo_check_overlap(s, c->n, msg, sizeof(msg)), c->want);
+		for (int m = 0; m < 2; m++)
+			if (c->says[m])
+				assert_non_null(strstr(msg, c->says[m]));
+	}
 }
 
 /* Brute force against the sweep on many small random layouts. */

@@ -220,20 +220,32 @@ static void test_pair_key_and_isn_per_peer(void **s)
 
 /* ---- budgets (M1) ---- */
 
-static void test_thousands_of_reassemblies_stay_within_budget(void **s)
+/* The budget tests' configuration: 1000-byte payloads, npeers, rx_mem_max;
+ * the test adjusts it, then budget_start() creates the protocol. */
+static void budget_cfg(struct fx *x, em_proto_cfg_t *cfg, uint16_t npeers, uint64_t rx_mem_max)
+{
+    memset(&x->c, 0, sizeof x->c);
+    em_proto_cfg_default(cfg);
+    cfg->job_key = KEY;
+    cfg->npeers = npeers;
+    cfg->frame_max = EM_HDR_LEN + 1000;
+    cfg->rx_mem_max = rx_mem_max;
+}
+
+static void budget_start(struct fx *x, const em_proto_cfg_t *cfg)
 {
     int err;
+    x->p = em_proto_create(cfg, &OPS, &x->c, &err);
+    assert_non_null(x->p);
+}
+
+static void test_thousands_of_reassemblies_stay_within_budget(void **s)
+{
     struct fx x;
     em_proto_cfg_t cfg;
-    memset(&x.c, 0, sizeof x.c);
-    em_proto_cfg_default(&cfg);
-    cfg.job_key = KEY;
-    cfg.npeers = 4001;
-    cfg.frame_max = EM_HDR_LEN + 1000;
+    budget_cfg(&x, &cfg, 4001, 1u << 20);           /* 1 MiB */
     cfg.max_msg = 65536 + 132;
-    cfg.rx_mem_max = 1u << 20;                       /* 1 MiB */
-    x.p = em_proto_create(&cfg, &OPS, &x.c, &err);
-    assert_non_null(x.p);
+    budget_start(&x, &cfg);
     /* every peer opens a reassembly of the largest message allowed (a
      * spoofer cycling source ids, or 4000 hostile peers) */
     for (uint16_t src = 1; src <= 4000; src++) {
@@ -260,18 +272,11 @@ static void test_thousands_of_reassemblies_stay_within_budget(void **s)
 
 static void test_out_of_order_slots_within_budget(void **s)
 {
-    int err;
     struct fx x;
     em_proto_cfg_t cfg;
-    memset(&x.c, 0, sizeof x.c);
-    em_proto_cfg_default(&cfg);
-    cfg.job_key = KEY;
-    cfg.npeers = 2;
-    cfg.frame_max = EM_HDR_LEN + 1000;
+    budget_cfg(&x, &cfg, 2, 16384);                 /* the slot table and some frames */
     cfg.window = 32;
-    cfg.rx_mem_max = 16384;                          /* the slot table and some frames */
-    x.p = em_proto_create(&cfg, &OPS, &x.c, &err);
-    assert_non_null(x.p);
+    budget_start(&x, &cfg);
     for (uint32_t seq = 1; seq < 32; seq++)          /* seq 0 missing: all out of order */
         feed(&x, data(seq, 5, 5, 0, 1), 1, 0);
     assert_true(em_proto_rx_mem(x.p) <= cfg.rx_mem_max);

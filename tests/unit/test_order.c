@@ -87,6 +87,22 @@ static void build(em_order_t *tx, struct msg *m, uint32_t idx, unsigned seed)
     m->link = (int)(seed % 2);
 }
 
+/* Messages n-1 .. 1 arrive before message 0: each one is kept. */
+static void keep_all_but_first(em_order_t *rx, struct msg *m, struct sink *s, int n)
+{
+    for (int i = n - 1; i >= 1; i--)
+        assert_int_equal(em_order_rx(rx, NULL, m[i].tag, m[i].b, m[i].len, sink_fn, s),
+                         EM_ORDER_KEPT);
+}
+
+/* A sink for n messages and messages 0 .. n-1 numbered by tx (tag = i). */
+static void prepare(em_order_t *tx, struct msg *m, struct sink *s, uint32_t n)
+{
+    sink_init(s, n);
+    for (uint32_t i = 0; i < n; i++)
+        build(tx, &m[i], i, i);
+}
+
 static void test_in_order_passes_through(void **state)
 {
     (void)state;
@@ -118,12 +134,8 @@ static void test_reverse_is_kept_then_drained(void **state)
     em_order_t tx = { 0 }, rx = { 0 };
     struct msg m[8];
     struct sink s;
-    sink_init(&s, 8);
-    for (uint32_t i = 0; i < 8; i++)
-        build(&tx, &m[i], i, i);
-    for (int i = 7; i >= 1; i--)
-        assert_int_equal(em_order_rx(&rx, NULL, m[i].tag, m[i].b, m[i].len, sink_fn, &s),
-                         EM_ORDER_KEPT);
+    prepare(&tx, m, &s, 8);
+    keep_all_but_first(&rx, m, &s, 8);
     assert_int_equal(s.n, 0);
     assert_int_equal(rx.nheld, 7);
     /* the kept copies do not depend on the sender's buffers */
@@ -243,11 +255,8 @@ static void test_stop_keeps_the_rest(void **state)
     em_order_t tx = { 0 }, rx = { 0 };
     struct msg m[5];
     struct sink s;
-    sink_init(&s, 5);
-    for (uint32_t i = 0; i < 5; i++)
-        build(&tx, &m[i], i, i);
-    for (int i = 4; i >= 1; i--)
-        em_order_rx(&rx, NULL, m[i].tag, m[i].b, m[i].len, sink_fn, &s);
+    prepare(&tx, m, &s, 5);
+    keep_all_but_first(&rx, m, &s, 5);
     s.stop_after = 2;                 /* the receiver stops after two (finalizing) */
     assert_int_equal(em_order_rx(&rx, NULL, m[0].tag, m[0].b, m[0].len, sink_fn, &s),
                      EM_ORDER_DELIVERED);

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "proto/seq.h"
+#include "util/seq.h"
 #include "proto/wire.h"
 
 static em_hdr_t sample(uint8_t type)

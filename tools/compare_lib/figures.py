@@ -4,9 +4,9 @@ compare.json (issue 12), next to compare.md in the output directory.
 
     latency-ratio.png    latency / tcp per wire and MTU, size on a log axis
     bandwidth-ratio.png  bw and bibw / tcp per wire and MTU
-    halo-ratio.png       seed 002's halo exchange / tcp, 1 and 2 links
-    halo-app.png         seed 002's application: sync + compute seconds (bars)
-    compute-burst.png    seed 000's compute-while-bursting: time, retransmits (bars)
+    halo-ratio.png       [bds]'s halo exchange / tcp, 1 and 2 links
+    halo-app.png         [bds]'s application: sync + compute seconds (bars)
+    compute-burst.png    [dpdk-btl]'s compute-while-bursting: time, retransmits (bars)
     sockets.png          descriptors per process at 16 ranks on 2 nodes (bars)
     spurious-retx.png    rudp bw: spurious retransmissions per MTU (bars)
 
@@ -133,17 +133,26 @@ def _bar_panel(title, ylabel, groups, series, ref=None, logy=False):
             "series": series, "ref": ref, "logy": logy}
 
 
-def halo_app(rows, baseline, order):
-    ok = [r for r in _ok(rows) if r.get("benchmark") == "halo-app"]
-    panels = []
-    for grid in sorted({r.get("pattern") for r in ok}, key=str):
-        g = {r["transport"]: r for r in ok if r.get("pattern") == grid}
+def _series(label, rs, key):
+    """One bar series: field key of each row in rs."""
+    return {"label": label, "values": [r.get(key) for r in rs], "rows": rs}
+
+
+def _per_pattern(rows, bench, order):
+    """(pattern, transports in order, their rows) for each pattern of bench."""
+    ok = [r for r in _ok(rows) if r.get("benchmark") == bench]
+    for pat in sorted({r.get("pattern") for r in ok}, key=str):
+        g = {r["transport"]: r for r in ok if r.get("pattern") == pat}
         ts = [t for t in order if t in g]
-        p = _bar_panel("halo-app %s: seconds per run (medians, mean over ranks)" % grid, "s", ts, [
-            {"label": "synchronisation", "values": [g[t]["median"] for t in ts],
-             "rows": [g[t] for t in ts]},
-            {"label": "computation", "values": [g[t].get("compute_s") for t in ts],
-             "rows": [g[t] for t in ts]}])
+        yield pat, ts, [g[t] for t in ts]
+
+
+def halo_app(rows, baseline, order):
+    panels = []
+    for grid, ts, rs in _per_pattern(rows, "halo-app", order):
+        p = _bar_panel("halo-app %s: seconds per run (medians, mean over ranks)" % grid, "s", ts,
+                       [_series("synchronisation", rs, "median"),
+                        _series("computation", rs, "compute_s")])
         if p:
             p["stacked"] = True
             panels.append(p)
@@ -160,24 +169,19 @@ def compute_burst(rows, baseline, order):
     labels = ["%s\n(%s)" % k for k in keys]
     rs = [by[k] for k in keys]
     panels = [_bar_panel("completion of the burst (median)", "s", labels,
-                         [{"label": "completion", "values": [r["median"] for r in rs], "rows": rs}],
+                         [_series("completion", rs, "median")],
                          ref=(0.1, "the receiver's 100 ms of computation")),
               _bar_panel("sender's retransmissions and drops (medians)", "count", labels,
-                         [{"label": "retransmits", "values": [r.get("retransmits") for r in rs],
-                           "rows": rs},
-                          {"label": "drops", "values": [r.get("drops") for r in rs], "rows": rs}])]
+                         [_series("retransmits", rs, "retransmits"),
+                          _series("drops", rs, "drops")])]
     return [p for p in panels if p]
 
 
 def sockets(rows, baseline, order):
-    ok = [r for r in _ok(rows) if r.get("benchmark") == "sockets"]
     panels = []
-    for pat in sorted({r.get("pattern") for r in ok}, key=str):
-        g = {r["transport"]: r for r in ok if r.get("pattern") == pat}
-        ts = [t for t in order if t in g]
+    for pat, ts, rs in _per_pattern(rows, "sockets", order):
         p = _bar_panel("socket descriptors per process, %s" % pat, "count", ts,
-                       [{"label": "sockets", "values": [g[t]["median"] for t in ts],
-                         "rows": [g[t] for t in ts]}])
+                       [_series("sockets", rs, "median")])
         if p:
             panels.append(p)
     return panels

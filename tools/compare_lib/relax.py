@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Seed 003 sweep: the asynchronous relaxation solver (apps/relax) over
+"""[relax-dpdk] sweep: the asynchronous relaxation solver (apps/relax) over
 udp-bcast, dpdk-bcast (memif cable) and mpi-allgather, on a 2-node emulated
 cluster.  Run through `tools/compare.py --suite relax [options]`.
 
@@ -132,7 +132,7 @@ def build_cases(a):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="compare.py --suite relax",
-                                description="seed 003 relaxation-solver sweep (docs/relax.md)")
+                                description="[relax-dpdk] relaxation-solver sweep (docs/relax.md)")
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     p.add_argument("--prefix", default="emrelax", help="cluster prefix (default emrelax)")
     p.add_argument("--no-cluster", action="store_true", help="use a running 2-node cluster")
@@ -355,7 +355,7 @@ def _fmt(v, nd=3):
 
 def markdown(rows, cases=None):
     ok = _ok(rows)
-    L = ["# Asynchronous relaxation (seed 003): time to solution", "",
+    L = ["# Asynchronous relaxation ([relax-dpdk]): time to solution", "",
          "Median seconds from the end of setup to the judge's verified answer "
          "(residual ||b-Ax||/||b|| recomputed by the judge from the generator); "
          "sweeps = mean full sweeps per iterative rank (paper's Table 2). "
@@ -587,7 +587,7 @@ def plot(rows, path, a=None):
             else:
                 ax.text(0.5, 0.5, "no data in this run", ha="center", va="center",
                         transform=ax.transAxes, fontsize=9, color="gray")
-    fig.suptitle("seed 003: asynchronous relaxation, lossy broadcast", fontsize=11)
+    fig.suptitle("[relax-dpdk]: asynchronous relaxation, lossy broadcast", fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -13,11 +13,11 @@ BENCH_TITLES = {
     "bibw": "bi-directional bandwidth (window 64, both directions summed)",
     "burst": "one-way burst, time per message at the receiver",
     "pingpong": "request/reply round trip (median)",
-    "halo-oneway": "seed 002 boundary exchange, one-way (10 items per repetition)",
-    "halo-twoway": "seed 002 boundary exchange, two-way (both directions summed)",
-    "halo-alternating": "seed 002 boundary exchange, alternating (both directions summed)",
-    "halo-app": "DDM-BDS Jacobi (seed 002 Fig. 15): synchronisation time, size = plane bytes",
-    "compute-burst": "seed 000 §4: completion time of a 256 B burst while the receiver computes "
+    "halo-oneway": "[bds] boundary exchange, one-way (10 items per repetition)",
+    "halo-twoway": "[bds] boundary exchange, two-way (both directions summed)",
+    "halo-alternating": "[bds] boundary exchange, alternating (both directions summed)",
+    "halo-app": "DDM-BDS Jacobi ([bds] Fig. 15): synchronisation time, size = plane bytes",
+    "compute-burst": "[dpdk-btl] §4: completion time of a 256 B burst while the receiver computes "
                      "100 ms (row fields drops, retransmits)",
 }
 BENCH_ORDER = ["latency", "latency-eager", "latency-rndv", "bw", "bibw", "burst", "pingpong", "sockets",

@@ -156,8 +156,8 @@ AFXDP_MTU_NOTE = ("AF_XDP on a veth opens at most MTU %d (a frame and the kernel
                   % (AFXDP_MAX_MTU, AFXDP_MAX_MTU))
 
 
-# The transport table.  Later issues add entries here (dpdk-memif,
-# dpdk-afxdp, raw-memif, raw-afxdp, daemon modes ...).
+# The transport table: one entry per transport compared (the row names of
+# results/compare.json are a contract: add entries, never rename one).
 TRANSPORTS = [
     Transport("tcp", [("pml", "ob1"), ("btl", "self,vader,tcp")], btl="tcp", mtu_variants=True,
               note="Open MPI tcp BTL over the kernel stack"),
@@ -165,13 +165,13 @@ TRANSPORTS = [
               [("pml", "ob1"), ("btl", "self,vader,rudp"),
                ("mca_base_component_path", SYSTEM_MCA_DIR + ":{build}/ompi/btl/rudp")],
               requires=["{build}/ompi/btl/rudp/mca_btl_rudp.so"], btl="rudp", mtu_variants=True,
-              note="ethermpi reliable-UDP BTL (seed 001)"),
-    # seed 000's BTL on the memif "cable" of a 2-node cluster (emcluster
+              note="ethermpi reliable-UDP BTL ([dse-rudp])"),
+    # [dpdk-btl]'s BTL on the memif "cable" of a 2-node cluster (emcluster
     # writes each node's end into <rundir>/dpdk/<node>.memif); direct mode:
     # each process owns its node's DPDK port, so one rank per node.
     _dpdk("dpdk-memif", [("btl_dpdk_vdev", "@/run/ethermpi/{prefix}/dpdk/%h.memif")],
               max_nodes=2, per_node=1, mode="direct",
-              note="ethermpi dpdk BTL over a memif cable (kernel bypass, seed 000)"),
+              note="ethermpi dpdk BTL over a memif cable (kernel bypass, [dpdk-btl])"),
     # daemon mode (docs/daemon.md): one emd per node owns the cable end and
     # the ranks attach to it over shared memory; 'up --emd' starts the
     # daemons.  The ranks yield when idle: on 2 shared cores a spinning rank
@@ -182,7 +182,7 @@ TRANSPORTS = [
     _dpdk("dpdk-memif-daemon", DAEMON_MCA, requires=["{build}/src/emd"],
               max_nodes=2, up_args=["--emd", "memif"], mode="daemon", rdv_variants=True,
               note="ethermpi dpdk BTL, daemon mode: emd owns the memif cable end, rendezvous "
-                   "data on each rank's own queue (seed 000 §4.1-4.2)"),
+                   "data on each rank's own queue ([dpdk-btl] §4.1-4.2)"),
     Transport("raw-memif", [], raw_vdev="@/run/ethermpi/{prefix}/dpdk/%h.memif",
               requires=["{build}/bench/raw_pingpong"], max_nodes=2,
               note="raw L2 ping-pong on the same memif cable, no protocol: the floor"),
@@ -309,19 +309,19 @@ BENCHMARKS = [
     Benchmark("burst", "em_burst", 3, "us/msg", pattern="2:1"),
     Benchmark("pingpong", "em_pingpong", 2, "us/rt", pattern="1:1"),
     Benchmark("pingpong", "em_pingpong", 3, "us/rt", pattern="2:1"),
-    # seed 000 Fig. 11: every size forced through one protocol.  Eager up to
+    # [dpdk-btl] Fig. 11: every size forced through one protocol.  Eager up to
     # 64 KiB (the largest eager message both tcp and our BTLs take by
     # default); rendezvous from 0 B (eager limit = ob1's header alone).
     Benchmark("latency-eager", "em_latency", 2, "us", args=["-m", "0:65536"],
               mca=[("btl_{btl}_eager_limit", "65664"), ("btl_{btl}_max_send_size", "65664")]),
     Benchmark("latency-rndv", "em_latency", 2, "us",
               mca=[("btl_{btl}_eager_limit", "128"), ("btl_{btl}_rndv_eager_limit", "128")]),
-    # seed 001's scaling argument: descriptors per process with 16 ranks on
+    # [dse-rudp]'s scaling argument: descriptors per process with 16 ranks on
     # 2 nodes (8 per node, so tcp needs a connection per remote rank); the
     # ranks oversubscribe 2 cores, so they yield when idle.
     Benchmark("sockets", "em_sockets", 16, "count", pattern="16 ranks/2 nodes", nodes=2,
               env={"EMC_SLOTS": "8"}, mpirun_args=["--mca", "mpi_yield_when_idle", "1"]),
-    # seed 000's argument for the daemon: the receiver computes 100 ms
+    # [dpdk-btl]'s argument for the daemon: the receiver computes 100 ms
     # without MPI calls while the sender bursts 10,000 eager messages;
     # median = completion seconds, plus drops and retransmits
     # (the daemon transport makes its ranks yield when idle; direct mode's
@@ -337,7 +337,7 @@ BENCHMARKS = [
     for name, prog, unit in (("latency", "em_latency", "us"), ("bw", "em_bw", "MB/s"))
     for rdv, val in (("own-queue", "on"), ("daemon", "off"))
 ] + [
-    # seed 002 (docs/halo.md): 10 boundary items x 10,000 repetitions of
+    # [bds] (docs/halo.md): 10 boundary items x 10,000 repetitions of
     # 64 B - 9,000 B with em_halo's persistent requests, on 1 and on 2 links
     # between the two nodes.  tcp stripes over both interfaces when given
     # both (LINK_MCA), our BTLs open one module per interface / memif cable.
@@ -346,13 +346,13 @@ BENCHMARKS = [
               transport_mca=LINK_MCA if links == 2 else None)
     for pat in ("oneway", "twoway", "alternating") for links in (1, 2)
 ] + [
-    # the DDM-BDS sample program (seed 002 Fig. 15): median = synchronisation
+    # the DDM-BDS sample program ([bds] Fig. 15): median = synchronisation
     # seconds, compute_s = computation seconds (means over the ranks)
     # Two grids: the default one computes ~5x longer than it synchronises,
     # so its sync time is mostly the two ranks' skew on 2 shared cores (the
     # same for every transport); the 256x256x18 one (8 planes of 512 KiB
     # per rank) has tcp synchronising about as long as it computes, like
-    # the seed's program where halving sync cut the run by 14 %.
+    # [bds]'s program, where halving sync cut the run by 14 %.
     Benchmark("halo-app", "../../apps/halo/em_halo_app", 2, "s", pattern="128x128x66",
               fields={"links": 1}, top_fields=["compute_s"]),
     Benchmark("halo-app", "../../apps/halo/em_halo_app", 2, "s", pattern="256x256x18",

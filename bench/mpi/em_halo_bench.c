@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * em_halo -- seed 002's boundary-exchange benchmark on the em_halo library.
+ * em_halo -- [bds]'s boundary-exchange benchmark on the em_halo library.
  *
  * Two ranks (0 and 1, "PC1" and "PC2") exchange ITEMS boundary items of
- * SIZE bytes, REPS times, with one of the seed's patterns (-p):
+ * SIZE bytes, REPS times, with one of [bds]'s patterns (-p):
  *
  *   oneway       0 -> 1 every repetition
  *   twoway       0 -> 1 and 1 -> 0 at the same time every repetition
@@ -30,7 +30,7 @@
 #define _POSIX_C_SOURCE 200809L /* getopt */
 #endif
 #include "em_common.h"
-#include "em_halo.h"
+#include "halo/em_halo.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,13 +59,6 @@ static int g_rank;
 			em_fail("%s: %s", #call, em_halo_errmsg(h));            \
 	} while (0)
 
-#define MPICHK(call)                                                         \
-	do {                                                                 \
-		int mrc_ = (call);                                           \
-		if (mrc_ != MPI_SUCCESS)                                     \
-			em_mpi_fail(mrc_, #call, __FILE__, __LINE__);        \
-	} while (0)
-
 struct opts {
 	enum pattern pat;
 	int items, depth;
@@ -79,7 +72,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: em_halo -p oneway|twoway|alternating [options]\n"
-		"  seed 002's boundary-exchange benchmark (2 ranks), MB/s (10^6 B/s)\n"
+		"  [bds]'s boundary-exchange benchmark (2 ranks), MB/s (10^6 B/s)\n"
 		"  -p PATTERN  oneway, twoway or alternating (required)\n"
 		"  -k N        items per repetition (default 10)\n"
 		"  -n N        timed repetitions (default 10000; quick 1000)\n"
@@ -300,7 +293,7 @@ static double run_pattern(struct run *R, long n, long warm)
 	em_halo_t **h = R->h;
 
 	if (me > 1) { /* bystanders: only the start barrier */
-		MPICHK(MPI_Barrier(R->ccomm));
+		EM_CHECK(MPI_Barrier(R->ccomm));
 		return 0.0;
 	}
 	switch (R->pat) {
@@ -310,14 +303,14 @@ static double run_pattern(struct run *R, long n, long warm)
 		if (me == 1)
 			for (long p = 0; p < d && p < n; p++)
 				HALO(h[p], em_halo_post_recvs(h[p]));
-		MPICHK(MPI_Barrier(R->ccomm));
+		EM_CHECK(MPI_Barrier(R->ccomm));
 		for (long k = 0; k < n; k++) {
 			em_halo_t *x = h[k % d];
 
 			if (me == 0) {
 				if (k >= d) {
 					HALO(x, em_halo_wait(x));  /* sends of k - d */
-					MPICHK(MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_CREDIT, R->ccomm,
+					EM_CHECK(MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_CREDIT, R->ccomm,
 							MPI_STATUS_IGNORE));
 				}
 				HALO(x, em_halo_start_sends(x));
@@ -325,7 +318,7 @@ static double run_pattern(struct run *R, long n, long warm)
 				HALO(x, em_halo_wait(x));
 				if (k + d < n) {
 					HALO(x, em_halo_post_recvs(x));
-					MPICHK(MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_CREDIT, R->ccomm));
+					EM_CHECK(MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_CREDIT, R->ccomm));
 				}
 				if (k == warm - 1)
 					t0 = MPI_Wtime();
@@ -340,7 +333,7 @@ static double run_pattern(struct run *R, long n, long warm)
 	}
 	case P_TWOWAY:
 		HALO(h[0], em_halo_post_recvs(h[0]));
-		MPICHK(MPI_Barrier(R->ccomm));
+		EM_CHECK(MPI_Barrier(R->ccomm));
 		for (long k = 0; k < n; k++) {
 			em_halo_t *x = h[k & 1], *y = h[(k + 1) & 1];
 
@@ -358,7 +351,7 @@ static double run_pattern(struct run *R, long n, long warm)
 			HALO(h[1], em_halo_post_recvs(h[1]));
 		else
 			HALO(h[0], em_halo_post_recvs(h[0]));
-		MPICHK(MPI_Barrier(R->ccomm));
+		EM_CHECK(MPI_Barrier(R->ccomm));
 		for (long k = 0; k < n; k++) {
 			if (me == 0) {
 				HALO(h[0], em_halo_start_sends(h[0]));
@@ -427,10 +420,10 @@ int main(int argc, char **argv)
 	double *vals;
 
 	em_set_progname("em_halo");
-	MPICHK(MPI_Init(&argc, &argv));
-	MPICHK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-	MPICHK(MPI_Comm_rank(MPI_COMM_WORLD, &g_rank));
-	MPICHK(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
+	EM_CHECK(MPI_Init(&argc, &argv));
+	EM_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+	EM_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &g_rank));
+	EM_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
 	o = parse(argc, argv);
 	if (nranks < 2) {
 		if (g_rank == 0)
@@ -450,7 +443,7 @@ int main(int argc, char **argv)
 	R.depth = o.pat == P_ONEWAY ? o.depth : 2;
 	for (int a = 0; a < R.depth; a++)
 		R.rarea[a] = em_alloc((size_t)o.items * stride_of(maxsize));
-	MPICHK(MPI_Comm_dup(MPI_COMM_WORLD, &R.ccomm));
+	EM_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &R.ccomm));
 	vals = calloc((size_t)o.nsizes, sizeof(*vals));
 	if (vals == NULL)
 		em_fail("out of memory");
@@ -478,16 +471,16 @@ int main(int argc, char **argv)
 		R.size = o.sizes[s];
 		setup(&R);
 		verify(&R, o.corrupt);
-		MPICHK(MPI_Barrier(MPI_COMM_WORLD));
+		EM_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 		secs = run_pattern(&R, o.warm + o.reps, o.warm);
 		if (g_rank == measurer)
 			mbs = secs > 0 ? (double)o.reps * o.items * (double)R.size * dirs / secs / 1e6
 				       : 0.0;
 		if (measurer != 0) {
 			if (g_rank == measurer)
-				MPICHK(MPI_Send(&mbs, 1, MPI_DOUBLE, 0, TAG_RESULT, R.ccomm));
+				EM_CHECK(MPI_Send(&mbs, 1, MPI_DOUBLE, 0, TAG_RESULT, R.ccomm));
 			else if (g_rank == 0)
-				MPICHK(MPI_Recv(&mbs, 1, MPI_DOUBLE, measurer, TAG_RESULT, R.ccomm,
+				EM_CHECK(MPI_Recv(&mbs, 1, MPI_DOUBLE, measurer, TAG_RESULT, R.ccomm,
 						MPI_STATUS_IGNORE));
 		}
 		teardown(&R);
@@ -496,7 +489,7 @@ int main(int argc, char **argv)
 		vals[s] = mbs;
 	}
 	free(vals);
-	MPICHK(MPI_Comm_free(&R.ccomm));
+	EM_CHECK(MPI_Comm_free(&R.ccomm));
 	MPI_Finalize();
 	return 0;
 }
