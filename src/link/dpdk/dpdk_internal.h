@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file dpdk_internal.h
+ * The pieces of the DPDK link (link_dpdk.h) and what they share.
+ *
+ *   eal.c      EAL start and release, once per process (process-global state)
+ *   devargs.c  device lists and specifications ("@FILE", %h, %j, ';')
+ *   share.c    one port, several users of one process, told apart by ethertype
+ *   port.c     port set-up in steps (pick, size, configure, start) and close
+ *   link.c     the burst link ops over an open port, counters
+ *
+ * Threading: everything here runs in the thread that opened the port; the
+ * EAL and sharing state is process-global and unlocked (link_dpdk.h).
+ * Nothing here is exported from a shared object that links the DPDK link
+ * statically (hidden visibility): each copy keeps its own state.
+ */
+#ifndef EM_DPDK_INTERNAL_H
+#define EM_DPDK_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rte_ether.h>
+#include <rte_mbuf.h>
+#include <rte_memzone.h>
+#include <rte_ring.h>
+
+#include "link/link_dpdk.h"
+#include "link/link_util.h"
+#include "link/xdp_guard.h"
+
+#pragma GCC visibility push(hidden)
+
+/** Most frames one rx_burst takes (and linear copies the scratch holds). */
+#define EM_DPDK_BURST 32
+
+struct dpdk_link {
+    em_link_t link;                 /* must be first */
+    uint16_t port;
+    struct rte_mempool *pool;
+    struct rte_mempool *ext_pool;   /* data-less mbufs that point at a caller's payload */
+    struct rte_ether_addr mac;
+    struct rte_ether_addr *peers;
+    uint32_t npeers;
+    em_addr_map_t bysrc;            /* source MAC -> peer (rx_peer) */
+    uint64_t rng;
+    double rx_loss;
+    uint16_t ethertype_be;          /* our ethertype, network order */
+    uint8_t *scratch;               /* EM_DPDK_BURST linear copies of multi-segment frames */
+    em_xdp_guard_t guard;           /* af_xdp: this process owns the interface queue */
+    struct port_share *share;       /* the port's sharing table (NULL: not published) */
+    const struct rte_memzone *share_mz;  /* owner: the memzone holding it */
+    struct rte_ring *ring;          /* sharer: frames of our ethertype the others passed on */
+    int sharer;                     /* 1: not the port's owner */
+    int memif;                      /* a memif port: never stopped or closed (port.c) */
+    uint16_t rdv_slots;             /* own-queue layout (0: one queue) */
+    struct rte_mempool *rdv_pools[2 * 15];  /* per slot: rx pool, tx pool */
+    int share_slot;                 /* sharer: our entry in share->user[] */
+    em_dpdk_stats_t st;
+};
+
+/*
+ * Port sharing (one DPDK port, several users in one process, told apart
+ * by ethertype: the dpdk BTL's protocol 0x88B5 and an application's
+ * em_bcast channel 0x88B6).  The user that opened the port (the owner)
+ * publishes it in a memzone; a later open of the same device finds it
+ * there, even from another copy of this code (the BTL's .so and the
+ * application each link their own; DPDK's state is one per process), and
+ * becomes a sharer: own mempool for sending, the owner's tx queue, and a
+ * ring for the frames of its ethertype.  Whoever polls the port hands
+ * each frame of another user's ethertype to that user's ring.  All users
+ * must run in one thread (MPI's single-threaded progress), and sharers
+ * must close before the owner.
+ */
+#define SHARE_USERS 4
+struct port_share {
+    uint32_t magic;                 /* SHARE_MAGIC once filled in */
+    uint16_t port;
+    uint16_t users;                 /* registered users besides the owner */
+    uint32_t mtu;
+    uint8_t mac[6];
+    struct {
+        uint16_t ethertype_be;      /* 0: free */
+        struct rte_ring *ring;
+    } user[SHARE_USERS];
+};
+#define SHARE_MAGIC 0x454d5348u     /* "EMSH" */
+
+/* ---- eal.c ---- */
+/** Start EAL for @p cfg's device list (first call), or accept a further
+ *  port of the same list.  @return 0, or -1 with a sentence in @p err. */
+int em_dpdk_eal_start(const em_dpdk_cfg_t *cfg, char *err, size_t errlen);
+/** One more port holds EAL (after a successful em_dpdk_eal_start). */
+void em_dpdk_eal_hold(void);
+/** A port let go of EAL: the last one cleans it up (unless another copy
+ *  of this code started it, or memif ports are left running). */
+void em_dpdk_eal_release(void);
+/** 1 when the caller holds the only port left. */
+int em_dpdk_eal_last_port(void);
+/** A memif port is left running to the end (EAL must not be cleaned up). */
+void em_dpdk_eal_keep_memif(void);
+
+/* ---- devargs.c ---- */
+/** Item @p index of the ';'-separated device list, or -1 past its end. */
+int em_dpdk_vdev_item(const char *list, unsigned index, char *out, size_t len);
+
+/* ---- share.c ---- */
+/** The published sharing table of @p port (NULL: nobody publishes it);
+ *  @p mzname receives its memzone name. */
+struct port_share *em_dpdk_share_find(uint16_t port, char *mzname, size_t len);
+/** The owner publishes its port under @p mzname (best effort). */
+void em_dpdk_share_publish(struct dpdk_link *d, const char *mzname);
+/** The owner closes: nobody may find the port any more. */
+void em_dpdk_share_unpublish(struct dpdk_link *d);
+/** Become a sharer of a published port.  NULL with a sentence in @p err. */
+em_link_t *em_dpdk_share_open(const em_dpdk_cfg_t *cfg, uint16_t port, struct port_share *sh,
+                              char *err, size_t errlen);
+/** A sharer closes (frees @p d, releases EAL). */
+void em_dpdk_share_close(struct dpdk_link *d);
+/** A frame of another user's ethertype goes to that user's ring.  1: taken. */
+int em_dpdk_pass_on(struct port_share *sh, struct dpdk_link *d, struct rte_mbuf *mb);
+
+/* ---- link.c ---- */
+/** Fill in the link part of @p d (ops, MTU, flags, address, loss, ethertype). */
+void em_dpdk_link_init(struct dpdk_link *d, const em_dpdk_cfg_t *cfg, uint32_t mtu, uint32_t flags);
+
+/* ---- port.c ---- */
+void em_dpdk_port_close(em_link_t *l);
+
+#pragma GCC visibility pop
+
+#endif

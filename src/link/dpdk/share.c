@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file share.c
+ * Port sharing (dpdk_internal.h): the owner publishes its port in a
+ * memzone, a later user of the same port (another ethertype) finds it there
+ * and becomes a sharer; whoever polls the port passes each frame of another
+ * user's ethertype on to that user's ring.
+ */
+#include "link/dpdk/dpdk_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_errno.h>
+#include <rte_lcore.h>
+
+int em_dpdk_pass_on(struct port_share *sh, struct dpdk_link *d, struct rte_mbuf *mb)
+{
+    const struct rte_ether_hdr *eh = rte_pktmbuf_mtod(mb, const struct rte_ether_hdr *);
+    for (int u = 0; u < SHARE_USERS; u++) {
+        if (sh->user[u].ethertype_be == eh->ether_type && sh->user[u].ring) {
+            if (rte_ring_enqueue(sh->user[u].ring, mb) == 0)
+                return 1;
+            d->st.rx_foreign++;     /* its ring is full: lost, like a full rx queue */
+            rte_pktmbuf_free(mb);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+struct port_share *em_dpdk_share_find(uint16_t port, char *mzname, size_t len)
+{
+    snprintf(mzname, len, "em_share_p%u", port);
+    const struct rte_memzone *mz = rte_memzone_lookup(mzname);
+    if (mz && ((const struct port_share *)mz->addr)->magic == SHARE_MAGIC)
+        return mz->addr;
+    return NULL;
+}
+
+/* The owner publishes its port (best effort: without the memzone or the
+ * ring the port simply cannot be shared). */
+void em_dpdk_share_publish(struct dpdk_link *d, const char *mzname)
+{
+    char rname[RTE_RING_NAMESIZE];
+    snprintf(rname, sizeof rname, "em_rx_p%u_%04x", d->port, rte_be_to_cpu_16(d->ethertype_be));
+    d->ring = rte_ring_create(rname, 1024, (int)rte_socket_id(), 0);
+    const struct rte_memzone *mz = d->ring ?
+        rte_memzone_reserve(mzname, sizeof(struct port_share), (int)rte_socket_id(), 0) : NULL;
+    if (!mz) {
+        rte_ring_free(d->ring);
+        d->ring = NULL;
+        return;
+    }
+    struct port_share *sh = mz->addr;
+    memset(sh, 0, sizeof *sh);
+    sh->port = d->port;
+    sh->mtu = d->link.mtu;
+    memcpy(sh->mac, d->mac.addr_bytes, 6);
+    sh->user[0].ethertype_be = d->ethertype_be;
+    sh->user[0].ring = d->ring;
+    sh->magic = SHARE_MAGIC;
+    d->share = sh;
+    d->share_mz = mz;
+}
+
+void em_dpdk_share_unpublish(struct dpdk_link *d)
+{
+    if (!d->share)
+        return;
+    rte_ring_free(d->ring);
+    d->share->magic = 0;
+    rte_memzone_free(d->share_mz);
+    d->share = NULL;
+}
+
+/* a free entry of @p sh for ethertype @p et, or -1 with a sentence */
+static int share_slot(const struct port_share *sh, uint16_t et, char *err, size_t errlen)
+{
+    int slot = -1;
+    for (int u = 0; u < SHARE_USERS; u++) {
+        if (sh->user[u].ethertype_be == et) {
+            snprintf(err, errlen, "the DPDK port is already used in this process for ethertype "
+                     "0x%04x (one user per ethertype)", rte_be_to_cpu_16(et));
+            return -1;
+        }
+        if (slot < 0 && sh->user[u].ethertype_be == 0)
+            slot = u;
+    }
+    if (slot < 0)
+        snprintf(err, errlen, "the DPDK port already has %d users in this process", SHARE_USERS);
+    return slot;
+}
+
+em_link_t *em_dpdk_share_open(const em_dpdk_cfg_t *cfg, uint16_t port, struct port_share *sh,
+                              char *err, size_t errlen)
+{
+    uint16_t et = rte_cpu_to_be_16(cfg->ethertype ? cfg->ethertype : EM_ETHERTYPE);
+    int slot = share_slot(sh, et, err, errlen);
+    if (slot < 0)
+        return NULL;
+    struct dpdk_link *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    char name[RTE_RING_NAMESIZE];
+    snprintf(name, sizeof name, "em_rx_p%u_%04x", port, rte_be_to_cpu_16(et));
+    d->ring = rte_ring_lookup(name);        /* a previous sharer's, still here */
+    if (!d->ring)
+        d->ring = rte_ring_create(name, 1024, (int)rte_socket_id(), 0);
+    /* our own mbufs for sending (never freed: the PMD may hold some after
+     * we close; they go with EAL) */
+    snprintf(name, sizeof name, "em_pool_p%u_%04x", port, rte_be_to_cpu_16(et));
+    d->pool = rte_mempool_lookup(name);
+    if (!d->pool)
+        d->pool = rte_pktmbuf_pool_create(name, 2047, 256,
+                                          RTE_ALIGN(sizeof(em_pkt_t), RTE_MBUF_PRIV_ALIGN),
+                                          (uint16_t)(sh->mtu + RTE_ETHER_HDR_LEN + RTE_PKTMBUF_HEADROOM),
+                                          (int)rte_socket_id());
+    d->scratch = malloc((size_t)EM_DPDK_BURST * (sh->mtu + RTE_ETHER_HDR_LEN));
+    if (!d->ring || !d->pool || !d->scratch) {
+        snprintf(err, errlen, "cannot share the DPDK port: no memory for a ring or mbufs (%s)",
+                 rte_strerror(rte_errno));
+        free(d->scratch);
+        free(d);
+        return NULL;
+    }
+    d->port = port;
+    d->guard.lock_fd = -1;
+    d->sharer = 1;
+    d->share = sh;
+    d->share_slot = slot;
+    memcpy(d->mac.addr_bytes, sh->mac, 6);
+    em_dpdk_link_init(d, cfg, cfg->mtu && cfg->mtu < sh->mtu ? cfg->mtu : sh->mtu, 0);
+    sh->user[slot].ring = d->ring;
+    sh->user[slot].ethertype_be = et;
+    sh->users++;
+    return &d->link;
+}
+
+void em_dpdk_share_close(struct dpdk_link *d)
+{
+    struct port_share *sh = d->share;
+    if (sh->magic == SHARE_MAGIC) {
+        sh->user[d->share_slot].ethertype_be = 0;
+        sh->user[d->share_slot].ring = NULL;
+        sh->users--;
+    }
+    void *mb;
+    while (rte_ring_dequeue(d->ring, &mb) == 0)
+        rte_pktmbuf_free(mb);
+    free(d->peers);
+    em_addr_map_free(&d->bysrc);
+    free(d->scratch);
+    free(d);
+    em_dpdk_eal_release();
+}
