@@ -7,7 +7,17 @@
  * net_memif (shared-memory "cable"), net_af_xdp (a kernel interface) and a
  * real NIC's PMD.
  *
- * Address blob: 6 bytes MAC + 2 bytes queue id (big-endian).
+ * Framing (issue 17, em_dpdk_cfg_t::framing): L2 (default) sends raw
+ * Ethernet frames of our ethertype; udp puts Ethernet + IPv4 + UDP
+ * (link/ipudp.h) in front of the protocol frame, addressed to the peer's
+ * IPv4 address and UDP port, through the next hop the kernel's tables name
+ * (link/neigh.h), so routers and cloud networks carry it.
+ *
+ * Address blob: 6 bytes MAC + 2 bytes queue id (big-endian); L2 framing on
+ * a port with a kernel interface (af_xdp) adds the interface's IPv4
+ * address (4 bytes, big-endian: 12 in all) so that a peer behind a router
+ * is refused at set_peer with the reason, not left to time out; udp
+ * framing: MAC, queue, IPv4 address, UDP port (14 bytes).
  *
  * One DPDK port, one rx and one tx queue per process (direct mode).  The
  * process becomes a DPDK primary: EAL is started here, once per process,
@@ -20,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "link/ipudp.h"
 #include "link/link.h"
 
 #define EM_ETHERTYPE 0x88B5u
@@ -27,6 +38,16 @@
 #define EM_DPDK_MAX_PORTS 4
 /** The lossy broadcast channel's frames (IEEE 802 local experimental 2). */
 #define EM_ETHERTYPE_BCAST 0x88B6u
+
+/** em_dpdk_cfg_t::framing */
+enum em_dpdk_framing {
+    EM_DPDK_FRAMING_L2 = 0,   /**< raw Ethernet, our ethertype (one L2 segment) */
+    EM_DPDK_FRAMING_UDP = 1,  /**< Ethernet + IPv4 + UDP (routable; link/ipudp.h) */
+};
+/** Address blob lengths. */
+#define EM_DPDK_ADDR_L2     8u
+#define EM_DPDK_ADDR_L2_IP  12u
+#define EM_DPDK_ADDR_UDP    14u
 
 typedef struct em_dpdk_cfg {
     /** PMD devargs, e.g. "net_memif0,role=server,socket=/run/x.sock,socket-abstract=no"
@@ -56,6 +77,22 @@ typedef struct em_dpdk_cfg {
      *  are created here (no per-lcore cache, single producer and consumer:
      *  the slot's DPDK secondary is their only user).  0: one queue pair. */
     uint16_t rdv_slots;
+    /** enum em_dpdk_framing (0: L2) */
+    int framing;
+    /** udp framing: our UDP port; 0 = EM_UDP_PORT (EM_UDP_PORT_BCAST for
+     *  the EM_ETHERTYPE_BCAST user) */
+    uint16_t udp_port;
+    /** udp framing: this end's IPv4 address ("a.b.c.d"); NULL or "": the
+     *  af_xdp interface's first address, else (a memif cable, which no
+     *  kernel sees) 169.254.<MAC byte 4>.<MAC byte 5> */
+    const char *udp_addr;
+    /** udp framing: 1 = send no UDP checksum (0, allowed over IPv4; the
+     *  Ethernet FCS still covers each hop); 0 = a checksum, by the NIC when
+     *  it offloads it, else computed */
+    int udp_no_csum;
+    /** udp framing: how long set_peer waits for the next hop's ARP answer
+     *  (ms; 0 = 3000) */
+    uint32_t resolve_ms;
 } em_dpdk_cfg_t;
 
 /** Pool names of own-queue slot s on port p (printf formats: port, slot). */
@@ -73,7 +110,18 @@ typedef struct em_dpdk_port_stats {
 typedef struct em_dpdk_stats {
     uint64_t rx_frames, rx_foreign, rx_multiseg, rx_dropped_loss, tx_frames, tx_full;
     uint64_t tx_extbuf;    /**< frames whose payload went out from the caller's memory (extbuf) */
+    em_ipudp_counters_t udp_refused;  /**< udp framing: received frames refused, by reason */
+    uint64_t nh_changes;   /**< udp framing: next-hop MACs changed under us (neighbour watch) */
+    uint64_t tx_csum_sw;   /**< udp framing: UDP checksums computed in software */
 } em_dpdk_stats_t;
+
+/**
+ * Why the last em_link_set_peer() on @p l failed, as a sentence naming the
+ * cause and the fix ("" when it did not fail): a peer behind a router in
+ * L2 framing, no ARP answer from the next hop, a route through another
+ * interface, a framing mismatch with the peer.
+ */
+const char *em_link_dpdk_peer_error(const em_link_t *l);
 
 /**
  * Start EAL (first call only), probe the device, configure and start the
@@ -115,7 +163,7 @@ int em_link_dpdk_rdv_reset(em_link_t *l, uint16_t slot);
  */
 int em_dpdk_devargs(const char *spec, const char *job, char *out, size_t len,
                     char *err, size_t errlen);
-/** Render an address blob as "aa:bb:cc:dd:ee:ff/q". */
+/** Render an address blob as "aa:bb:cc:dd:ee:ff/q" (udp: "... a.b.c.d:port"). */
 void em_link_dpdk_addr_str(const em_link_addr_t *a, char *buf, size_t len);
 
 #endif
