@@ -153,8 +153,11 @@ void em_dpdk_udp_tx_hdr(struct dpdk_link *d, struct rte_mbuf *mb, const em_pkt_t
     uint8_t *h = rte_pktmbuf_mtod(mb, uint8_t *);
     unsigned flags = (u->tx_ip_hw ? EM_IPUDP_TX_IP_CSUM_HW : 0) |
                      (u->tx_udp_hw && !u->no_csum ? EM_IPUDP_TX_UDP_CSUM_HW : 0);
-    /* set_peer checked p->peer; the length fits (MTU) */
-    (void)em_ipudp_encode(&u->path[p->peer], u->ip_id++, p->len + p->ext_len, flags, h);
+    /* a peer never set (the engine sends only to peers it set: never
+     * happens) gets all-zero addresses, which every receiver refuses */
+    static const em_ipudp_path_t none;
+    const em_ipudp_path_t *pa = p->peer < u->npeers ? &u->path[p->peer] : &none;
+    (void)em_ipudp_encode(pa, u->ip_id++, p->len + p->ext_len, flags, h);   /* fits: MTU */
     if (!u->no_csum && !u->tx_udp_hw) {
         em_csum_piece_t pc[2] = { { p->data, p->len }, { p->ext, p->ext_len } };
         em_ipudp_udp_csum_set(h, pc, p->ext_len ? 2 : 1);
