@@ -18,16 +18,28 @@ static uint16_t bswap16(uint16_t v) { return (uint16_t)(v << 8 | v >> 8); }
  * order it is computed in (RFC 1071, 2.(B)). */
 static uint16_t piece_sum_be(const uint8_t *b, size_t len)
 {
-    uint64_t acc = 0;
-    while (len >= 8) {
-        uint64_t v;
-        memcpy(&v, b, 8);
-        acc += (uint32_t)v;
-        acc += v >> 32;
-        b += 8;
-        len -= 8;
+    /* 32-bit words into four 64-bit sums: no carry can be lost below
+     * 2^32 words, and the independent sums keep the adders busy */
+    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    while (len >= 16) {
+        uint32_t w[4];
+        memcpy(w, b, 16);
+        a0 += w[0];
+        a1 += w[1];
+        a2 += w[2];
+        a3 += w[3];
+        b += 16;
+        len -= 16;
     }
-    while (len >= 2) {
+    uint64_t acc = a0 + a1 + a2 + a3;
+    while (len >= 4) {
+        uint32_t w;
+        memcpy(&w, b, 4);
+        acc += w;
+        b += 4;
+        len -= 4;
+    }
+    if (len >= 2) {
         uint16_t w;
         memcpy(&w, b, 2);
         acc += w;
@@ -40,8 +52,10 @@ static uint16_t piece_sum_be(const uint8_t *b, size_t len)
         memcpy(&w, pad, 2);
         acc += w;
     }
-    while (acc >> 16)
-        acc = (acc & 0xFFFF) + (acc >> 16);
+    acc = (acc & 0xFFFFFFFFu) + (acc >> 32);    /* 64 -> 33 bits */
+    acc = (acc & 0xFFFFFFFFu) + (acc >> 32);
+    acc = (acc & 0xFFFF) + (acc >> 16);          /* 32 -> 17 bits */
+    acc = (acc & 0xFFFF) + (acc >> 16);
     uint16_t s = (uint16_t)acc;
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     s = bswap16(s);
