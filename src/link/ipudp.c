@@ -217,3 +217,66 @@ void em_ipv4_str(uint32_t ip, char *buf, size_t len)
 {
     snprintf(buf, len, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 0xFF, (ip >> 8) & 0xFF, ip & 0xFF);
 }
+
+void em_ipudp_template_init(em_ipudp_template_t *t, const em_ipudp_path_t *p, unsigned flags)
+{
+    (void)em_ipudp_encode(p, 0, 0, flags & EM_IPUDP_TX_IP_CSUM_HW, t->hdr);
+    struct em_wire_ipudp h;
+    memcpy(&h, t->hdr, sizeof h);
+    h.ip.total_len = 0;
+    h.ip.csum = 0;
+    h.udp.len = 0;
+    memcpy(t->hdr, &h, sizeof h);
+    em_csum_t c = { 0, 0 };
+    em_csum_add(&c, &h.ip, sizeof h.ip);        /* without length and id (both 0 here) */
+    t->ip_sum = em_csum_fold(&c);
+    em_csum_t u = { 0, 0 };
+    pseudo_sum(&u, &h.ip, 0);                   /* without the UDP length */
+    em_csum_add(&u, &h.udp, sizeof h.udp);      /* the ports (length and checksum 0) */
+    t->udp_sum = em_csum_fold(&u);
+    t->flags = flags;
+}
+
+static uint16_t fold32(uint32_t s)
+{
+    s = (s & 0xFFFF) + (s >> 16);
+    s = (s & 0xFFFF) + (s >> 16);
+    return (uint16_t)s;
+}
+
+int em_ipudp_template_write(const em_ipudp_template_t *t, uint16_t ip_id, uint32_t payload_len,
+                            const em_csum_piece_t *pieces, unsigned n, int udp_csum, void *out)
+{
+    if (payload_len > 65535u - EM_IPUDP_OVERHEAD)
+        return -1;
+    uint8_t *o = out;
+    memcpy(o, t->hdr, EM_IPUDP_HDR_LEN);
+    uint16_t tot = (uint16_t)(EM_IPUDP_OVERHEAD + payload_len);
+    uint16_t ulen = (uint16_t)(EM_UDP_HDR_LEN + payload_len);
+    uint16_t v = htons(tot);
+    memcpy(o + offsetof(struct em_wire_ipudp, ip.total_len), &v, 2);
+    v = htons(ip_id);
+    memcpy(o + offsetof(struct em_wire_ipudp, ip.id), &v, 2);
+    v = htons(ulen);
+    memcpy(o + offsetof(struct em_wire_ipudp, udp.len), &v, 2);
+    if (!(t->flags & EM_IPUDP_TX_IP_CSUM_HW)) {
+        v = htons((uint16_t)~fold32(t->ip_sum + tot + ip_id));
+        memcpy(o + offsetof(struct em_wire_ipudp, ip.csum), &v, 2);
+    }
+    if (t->flags & EM_IPUDP_TX_UDP_CSUM_HW) {
+        /* the pseudo header alone: its addresses and protocol (in udp_sum
+         * with the ports, which the NIC adds itself: take them out) */
+        em_csum_t c = { 0, 0 };
+        pseudo_sum(&c, (const struct em_wire_ipv4 *)(o + EM_ETH_HDR_LEN), htons(ulen));
+        v = htons(em_csum_fold(&c));
+        memcpy(o + offsetof(struct em_wire_ipudp, udp.csum), &v, 2);
+    } else if (udp_csum) {
+        em_csum_t c = { t->udp_sum + 2u * ulen, 0 };    /* UDP length: pseudo header and header */
+        for (unsigned i = 0; i < n; i++)
+            em_csum_add(&c, pieces[i].buf, pieces[i].len);
+        uint16_t s = (uint16_t)~em_csum_fold(&c);
+        v = htons(s ? s : 0xFFFF);
+        memcpy(o + offsetof(struct em_wire_ipudp, udp.csum), &v, 2);
+    }
+    return 0;
+}

@@ -153,6 +153,30 @@ void em_csum_add(em_csum_t *c, const void *buf, size_t len);
 /** The folded one's complement sum (not complemented). */
 uint16_t em_csum_fold(const em_csum_t *c);
 
+/**
+ * A path's headers prepared once (em_ipudp_template_init), so that each
+ * frame costs a 42-byte copy, three length/id stores and the payload's sum:
+ * the constant fields' partial checksums are kept.  The bytes written are
+ * exactly em_ipudp_encode's plus em_ipudp_udp_csum_set's.
+ */
+typedef struct em_ipudp_template {
+    uint8_t hdr[EM_IPUDP_HDR_LEN];  /**< lengths, id and checksums 0 */
+    uint32_t ip_sum;                /**< IP header's constant fields */
+    uint32_t udp_sum;               /**< pseudo header's addresses and protocol, the ports */
+    unsigned flags;                 /**< enum em_ipudp_tx_flags */
+} em_ipudp_template_t;
+
+void em_ipudp_template_init(em_ipudp_template_t *t, const em_ipudp_path_t *p, unsigned flags);
+
+/**
+ * Write the headers for a payload of the @p n pieces (@p payload_len bytes
+ * in all) into @p out; @p udp_csum 0: no UDP checksum (sent as 0).  With
+ * EM_IPUDP_TX_UDP_CSUM_HW the pseudo-header sum goes in its place.
+ * @return 0, or -1 when the payload does not fit an IPv4 datagram.
+ */
+int em_ipudp_template_write(const em_ipudp_template_t *t, uint16_t ip_id, uint32_t payload_len,
+                            const em_csum_piece_t *pieces, unsigned n, int udp_csum, void *out);
+
 /** Why a received frame was refused. */
 typedef enum em_ipudp_err {
     EM_IPUDP_OK = 0,

@@ -8,7 +8,8 @@
  * it is addressed to our port, is no fragment and has no options, and
  * re-encoding its addresses with em_ipudp_encode (and, when the frame had a
  * UDP checksum, em_ipudp_udp_csum_set) gives back a frame the decoder
- * accepts with the same payload.
+ * accepts with the same payload, and the per-peer template writes the same
+ * header bytes.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -56,6 +57,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         em_csum_piece_t pc[2] = { { rx.payload, cut }, { rx.payload + cut, rx.payload_len - cut } };
         em_ipudp_udp_csum_set(buf, pc, 2);
     }
+    /* the per-peer template writes the same header bytes */
+    em_ipudp_template_t t;
+    em_ipudp_template_init(&t, &p, 0);
+    uint8_t th[EM_IPUDP_HDR_LEN];
+    em_csum_piece_t whole = { rx.payload, rx.payload_len };
+    if (em_ipudp_template_write(&t, 7, rx.payload_len, &whole, 1, had_csum, th) != 0 ||
+        memcmp(th, buf, EM_IPUDP_HDR_LEN) != 0)
+        abort();
     em_ipudp_rx_t rx2;
     if (em_ipudp_decode(buf, EM_IPUDP_HDR_LEN + rx.payload_len, my_ip, EM_UDP_PORT, 0, &rx2) !=
         EM_IPUDP_OK)

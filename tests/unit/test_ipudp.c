@@ -138,6 +138,33 @@ static void test_offload_pseudo_sum(void **state)
     assert_int_equal(frame[40] << 8 | frame[41], em_csum_fold(&c));
 }
 
+/* the template writes exactly what encode + csum_set write */
+static void test_template_same_bytes(void **state)
+{
+    (void)state;
+    static uint8_t other[EM_IPUDP_HDR_LEN];
+    for (int hw = 0; hw < 4; hw++) {
+        em_ipudp_template_t t;
+        em_ipudp_template_init(&t, &path, (unsigned)hw);
+        for (uint32_t plen = 0; plen < 1400; plen += 173) {
+            for (uint32_t i = 0; i < plen; i++)
+                frame[EM_IPUDP_HDR_LEN + i] = (uint8_t)(i * 31 + plen);
+            assert_int_equal(em_ipudp_encode(&path, (uint16_t)(plen * 7), plen, (unsigned)hw, frame), 0);
+            em_csum_piece_t pc[2] = { { frame + EM_IPUDP_HDR_LEN, plen / 3 },
+                                      { frame + EM_IPUDP_HDR_LEN + plen / 3, plen - plen / 3 } };
+            if (!(hw & EM_IPUDP_TX_UDP_CSUM_HW))
+                em_ipudp_udp_csum_set(frame, pc, 2);
+            assert_int_equal(em_ipudp_template_write(&t, (uint16_t)(plen * 7), plen, pc, 2, 1, other), 0);
+            assert_memory_equal(other, frame, EM_IPUDP_HDR_LEN);
+        }
+    }
+    em_ipudp_template_t t;
+    em_ipudp_template_init(&t, &path, 0);
+    assert_int_equal(em_ipudp_template_write(&t, 1, 10, NULL, 0, 0, other), 0);
+    assert_int_equal(other[40] | other[41], 0);                 /* no checksum asked */
+    assert_int_equal(em_ipudp_template_write(&t, 1, 65535, NULL, 0, 0, other), -1);
+}
+
 static em_ipudp_err_t dec(size_t n)
 {
     em_ipudp_rx_t rx;
@@ -214,6 +241,7 @@ int main(void)
         cmocka_unit_test(test_reference_ip_checksum), cmocka_unit_test(test_encode_layout),
         cmocka_unit_test(test_roundtrip), cmocka_unit_test(test_scattered_checksum),
         cmocka_unit_test(test_offload_pseudo_sum), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_template_same_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

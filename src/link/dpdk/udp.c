@@ -46,6 +46,7 @@ struct dpdk_udp {
     uint32_t tick;
     uint32_t npeers;
     em_ipudp_path_t *path;      /* per peer: the headers' addresses */
+    em_ipudp_template_t *tmpl;  /* per peer: its headers, prepared (ipudp.h) */
     uint32_t *nh_ip;            /* per peer: next hop (0: not from the kernel) */
     uint8_t (*nh_mac)[6];       /* per peer: what the watch last saw */
     uint8_t *nh_valid;
@@ -140,6 +141,7 @@ void em_dpdk_udp_free(struct dpdk_link *d)
     em_neigh_watch_close(&u->watch);
     em_addr_map_free(&u->bysrc);
     free(u->path);
+    free(u->tmpl);
     free(u->nh_ip);
     free(u->nh_mac);
     free(u->nh_valid);
@@ -147,22 +149,26 @@ void em_dpdk_udp_free(struct dpdk_link *d)
     d->udp = NULL;
 }
 
+static unsigned tx_flags(const struct dpdk_udp *u)
+{
+    return (u->tx_ip_hw ? EM_IPUDP_TX_IP_CSUM_HW : 0) |
+           (u->tx_udp_hw && !u->no_csum ? EM_IPUDP_TX_UDP_CSUM_HW : 0);
+}
+
 void em_dpdk_udp_tx_hdr(struct dpdk_link *d, struct rte_mbuf *mb, const em_pkt_t *p)
 {
     struct dpdk_udp *u = d->udp;
     uint8_t *h = rte_pktmbuf_mtod(mb, uint8_t *);
-    unsigned flags = (u->tx_ip_hw ? EM_IPUDP_TX_IP_CSUM_HW : 0) |
-                     (u->tx_udp_hw && !u->no_csum ? EM_IPUDP_TX_UDP_CSUM_HW : 0);
+    unsigned flags = tx_flags(u);
     /* a peer never set (the engine sends only to peers it set: never
      * happens) gets all-zero addresses, which every receiver refuses */
-    static const em_ipudp_path_t none;
-    const em_ipudp_path_t *pa = p->peer < u->npeers ? &u->path[p->peer] : &none;
-    (void)em_ipudp_encode(pa, u->ip_id++, p->len + p->ext_len, flags, h);   /* fits: MTU */
-    if (!u->no_csum && !u->tx_udp_hw) {
-        em_csum_piece_t pc[2] = { { p->data, p->len }, { p->ext, p->ext_len } };
-        em_ipudp_udp_csum_set(h, pc, p->ext_len ? 2 : 1);
-        d->st.tx_csum_sw++;
-    }
+    static const em_ipudp_template_t none;
+    const em_ipudp_template_t *t = p->peer < u->npeers ? &u->tmpl[p->peer] : &none;
+    em_csum_piece_t pc[2] = { { p->data, p->len }, { p->ext, p->ext_len } };
+    int sw = !u->no_csum && !u->tx_udp_hw;
+    /* fits: the MTU bounds it */
+    (void)em_ipudp_template_write(t, u->ip_id++, p->len + p->ext_len, pc, p->ext_len ? 2 : 1, sw, h);
+    d->st.tx_csum_sw += (uint64_t)sw;
     if (flags) {
         mb->ol_flags |= RTE_MBUF_F_TX_IPV4 | (u->tx_ip_hw ? RTE_MBUF_F_TX_IP_CKSUM : 0) |
                         ((flags & EM_IPUDP_TX_UDP_CSUM_HW) ? RTE_MBUF_F_TX_UDP_CKSUM : 0);
@@ -209,6 +215,9 @@ static int udp_reserve(struct dpdk_udp *u, uint16_t peer)
 {
     uint32_t n = u->npeers;
     if (em_peer_table_reserve((void **)&u->path, &n, sizeof *u->path, peer) != 0)
+        return -1;
+    n = u->npeers;
+    if (em_peer_table_reserve((void **)&u->tmpl, &n, sizeof *u->tmpl, peer) != 0)
         return -1;
     n = u->npeers;
     if (em_peer_table_reserve((void **)&u->nh_ip, &n, sizeof *u->nh_ip, peer) != 0)
@@ -289,6 +298,7 @@ static int udp_set_peer(struct dpdk_link *d, uint16_t peer, const em_link_addr_t
     pa->dst_ip = ip;
     pa->src_port = u->port;
     pa->dst_port = port;
+    em_ipudp_template_init(&u->tmpl[peer], pa, tx_flags(u));
     u->nh_ip[peer] = nh_ip;
     memcpy(u->nh_mac[peer], mac, 6);
     u->nh_valid[peer] = nh_ip != 0;
@@ -378,6 +388,7 @@ void em_dpdk_udp_poll(struct dpdk_link *d)
             continue;
         if (u->nh_valid[i] && memcmp(u->path[i].dst_mac, u->nh_mac[i], 6) != 0) {
             memcpy(u->path[i].dst_mac, u->nh_mac[i], 6);
+            em_ipudp_template_init(&u->tmpl[i], &u->path[i], tx_flags(u));
             d->st.nh_changes++;
         } else if (!u->nh_valid[i]) {
             /* deleted: keep the old MAC, have the kernel ask again (the
