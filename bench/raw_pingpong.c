@@ -73,7 +73,7 @@ int main(int argc, char **argv)
     if (quick)
         iters = 1000;
     char vdev[1024], err[1024], prefix[64];
-    if (em_dpdk_devargs(vdev_arg, "raw", vdev, sizeof vdev, err, sizeof err) != 0) {
+    if (em_link_dpdk_devargs(vdev_arg, "raw", vdev, sizeof vdev, err, sizeof err) != 0) {
         fprintf(stderr, "raw_pingpong: %s\n", err);
         return 1;
     }

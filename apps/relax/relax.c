@@ -353,7 +353,7 @@ static int run_iterative(const struct opts *o, uint32_t key, MPI_Comm icomm)
                              .link_wait_ms = 30000, .framing = o->framing };
         if (o->transport == T_DPDK) {
 #ifdef EM_BCAST_HAVE_DPDK
-            if (em_dpdk_devargs(o->vdev, job, vdev, sizeof vdev, err, sizeof err) != 0)
+            if (em_link_dpdk_devargs(o->vdev, job, vdev, sizeof vdev, err, sizeof err) != 0)
                 ok = 0;
 #endif
             snprintf(prefix, sizeof prefix, "emrelax%ld", (long)getpid());

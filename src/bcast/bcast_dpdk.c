@@ -38,6 +38,7 @@ em_link_t *em_bcast_dpdk_link_open(const em_bcast_cfg_t *cfg, char *err, size_t 
         .link_wait_ms = cfg->link_wait_ms, .nb_mbufs = 8191,
         .ethertype = EM_ETHERTYPE_BCAST,
         .framing = cfg->framing ? EM_DPDK_FRAMING_UDP : EM_DPDK_FRAMING_L2,
+        .udp_port = EM_UDP_PORT_BCAST,
     };
     char e2[768];
     em_link_t *l = em_link_dpdk_open(&c, e2, sizeof e2);

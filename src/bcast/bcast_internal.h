@@ -8,6 +8,10 @@
 
 #include "bcast/em_bcast.h"
 
+/** The DPDK backend's ethertype (IEEE 802 local experimental 2), beside the
+ *  dpdk BTL protocol's EM_ETHERTYPE (0x88B5) on a shared port. */
+#define EM_ETHERTYPE_BCAST 0x88B6u
+
 /** A link over kernel UDP broadcast; peer 0 is the broadcast address. */
 em_link_t *em_bcast_udp_link_open(const em_bcast_cfg_t *cfg, char *err, size_t errlen);
 

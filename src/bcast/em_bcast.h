@@ -52,7 +52,7 @@ typedef struct em_bcast_cfg {
     const char *iface;     /**< interface whose IPv4 broadcast address is used (e.g. "eth0") */
     uint16_t port;         /**< UDP port (same on every member); 0 = 47603 */
     /* EM_BCAST_DPDK (see link_dpdk.h) */
-    const char *vdev;      /**< devargs, after em_dpdk_devargs() expansion */
+    const char *vdev;      /**< devargs, after em_link_dpdk_devargs() expansion */
     const char *eal_args;
     const char *file_prefix;
     double rx_loss;        /**< injected receive loss (wires no kernel sees) */

@@ -104,10 +104,45 @@ static void logf_(const char *fmt, ...)
     fflush(stderr);
 }
 
+/* Own queues: per slot the pool its rx queues receive into and the pool it
+ * sends from (emd_shm.h: EMD_RDV_*_POOL), created as the port sets up the
+ * queues: 1 + S*S queue pairs, queue q >= 1 received by slot (q - 1) % S. */
+static struct rte_mempool *own_pools[EMD_RDV_SLOTS_MAX][2];
+
+static struct rte_mempool *own_rx_pool(void *ctx, const em_dpdk_queue_info_t *qi, char *err,
+                                       size_t errlen)
+{
+    (void)ctx;
+    unsigned s = (qi->queue - 1u) % D.ctl.rdv_slots;
+    if (!own_pools[s][0]) {
+        char rx[64], tx[64];
+        snprintf(rx, sizeof rx, EMD_RDV_RX_POOL, qi->port, s);
+        snprintf(tx, sizeof tx, EMD_RDV_TX_POOL, qi->port, s);
+        own_pools[s][0] = em_link_dpdk_queue_pool(qi, rx, EMD_RDV_RX_MBUFS, err, errlen);
+        if (own_pools[s][0])
+            own_pools[s][1] = em_link_dpdk_queue_pool(qi, tx, EMD_RDV_TX_MBUFS, err, errlen);
+    }
+    return own_pools[s][1] ? own_pools[s][0] : NULL;
+}
+
+/* the port did not open: free the pools while EAL still runs */
+static void own_pools_free(void *ctx)
+{
+    (void)ctx;
+    for (unsigned s = 0; s < EMD_RDV_SLOTS_MAX; s++)
+        for (unsigned k = 0; k < 2; k++) {
+            em_link_dpdk_pool_free(own_pools[s][k]);
+            own_pools[s][k] = NULL;
+        }
+}
+
 static int slot_reset(void *ctx, uint16_t slot)
 {
     (void)ctx;
-    return em_link_dpdk_rdv_reset(D.core.link, slot);
+    if (slot >= EMD_RDV_SLOTS_MAX || !own_pools[slot][1])
+        return -1;
+    int rc = em_link_dpdk_pool_reset(own_pools[slot][0]);
+    return em_link_dpdk_pool_reset(own_pools[slot][1]) | rc;
 }
 
 #define FOR_CLIENTS(i) for (unsigned i = 0; i < D.core.max_clients; i++) if (D.core.cl[i].fd >= 0)
@@ -206,7 +241,7 @@ static int status_main(const char *spec)
 {
     char path[256], err[512];
     struct emd_ctl_status s;
-    if (em_dpdk_devargs(spec, "emd", path, sizeof path, err, sizeof err) != 0 ||
+    if (em_link_dpdk_devargs(spec, "emd", path, sizeof path, err, sizeof err) != 0 ||
         emd_status_query(path, 2000, &s, err, sizeof err) != 0) {
         fprintf(stderr, "emd --status: %s\n", err);
         return 1;
@@ -344,7 +379,7 @@ static const char *rdv_possible(const char *vdev, const char *eal_args, const ch
     else if (strstr(eal_args, "--in-memory") || strstr(eal_args, "--no-shconf") ||
              strstr(eal_args, "--no-huge"))
         why = "the daemon runs --in-memory/--no-shconf/--no-huge (DPDK secondaries cannot attach)";
-    else if (!*eal_args && (!hugetlbfs_mounted() || em_hugepages_free() < RDV_HUGEPAGES_MIN)) {
+    else if (!*eal_args && (!hugetlbfs_mounted() || em_link_dpdk_hugepages_free() < RDV_HUGEPAGES_MIN)) {
         snprintf(hp, sizeof hp, "no hugepages: echo 256 >/proc/sys/vm/nr_hugepages; "
                  "mount -t hugetlbfs nodev /dev/hugepages");
         why = hp;
@@ -449,7 +484,10 @@ static em_link_t *open_port(const char *vdev, const char *eal_args, const char *
     *rc = 1;
     const char *eal = rdv_possible(vdev, eal_args, prefix);
     em_dpdk_cfg_t cfg = { .vdev = vdev, .eal_args = eal, .file_prefix = prefix, .mtu = mtu,
-                          .link_wait_ms = link_wait, .rdv_slots = D.ctl.rdv_slots };
+                          .link_wait_ms = link_wait };
+    if (D.ctl.rdv_slots)
+        cfg.extra = (em_dpdk_extra_queues_t){ .n = (uint16_t)((unsigned)D.ctl.rdv_slots * D.ctl.rdv_slots),
+                                              .rx_pool = own_rx_pool, .undo = own_pools_free };
     em_link_t *link = em_link_dpdk_open(&cfg, err, sizeof err);
     if (!link) {
         fprintf(stderr, "emd: %s\n", err);
@@ -591,8 +629,8 @@ int main(int argc, char **argv)
     double rx_loss = A.rx_loss;
     int verbose = A.verbose, no_ack = A.no_ack;
     char err[512], sock[256], vdev[1024];
-    if (em_dpdk_devargs(sock_spec, "emd", sock, sizeof sock, err, sizeof err) != 0 ||
-        em_dpdk_devargs(vdev_spec, "emd", vdev, sizeof vdev, err, sizeof err) != 0) {
+    if (em_link_dpdk_devargs(sock_spec, "emd", sock, sizeof sock, err, sizeof err) != 0 ||
+        em_link_dpdk_devargs(vdev_spec, "emd", vdev, sizeof vdev, err, sizeof err) != 0) {
         fprintf(stderr, "emd: %s\n", err);
         return 1;
     }
@@ -622,7 +660,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     char prefix[EMD_RDV_NAME_LEN];
-    if (em_dpdk_devargs(prefix_spec, "emd", prefix, sizeof prefix, err, sizeof err) != 0) {
+    if (em_link_dpdk_devargs(prefix_spec, "emd", prefix, sizeof prefix, err, sizeof err) != 0) {
         fprintf(stderr, "emd: %s\n", err);
         return 1;
     }

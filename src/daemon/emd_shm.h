@@ -232,6 +232,13 @@ struct emd_client_stats {
 #define EMD_RDV_NO_SLOT    0xFFFFu
 #define EMD_RDV_NAME_LEN   64u
 #define EMD_RDV_WHY_LEN    96u
+/* The daemon creates two mempools per slot (em_link_dpdk_queue_pool), the
+ * slot's DPDK secondary looks them up: the pool receiving the rx queues of
+ * slot s on port p, and the pool the slot sends from (printf: port, slot). */
+#define EMD_RDV_RX_POOL    "emq_rx_p%u_s%u"
+#define EMD_RDV_TX_POOL    "emq_tx_p%u_s%u"
+#define EMD_RDV_RX_MBUFS   1023u
+#define EMD_RDV_TX_MBUFS   511u
 
 /** The queue carrying put frames from slot @p from (sender's node) to slot @p to. */
 static inline uint16_t emd_rdv_queue(uint16_t slots, uint16_t from, uint16_t to)

@@ -2,10 +2,11 @@
 /**
  * @file link_dpdk.h
  * The burst interface over a DPDK poll-mode driver at layer 2: ethertype
- * 0x88B5 (IEEE 802 local experimental), MAC addressing, no IP stack (seed
- * 000).  The PMD comes from a devargs string, so the same code runs on
- * net_memif (shared-memory "cable"), net_af_xdp (a kernel interface) and a
- * real NIC's PMD.
+ * 0x88B5 (IEEE 802 local experimental), MAC addressing, no IP stack (the
+ * design of Shimada and Hayasaka's DPDK BTL for Open MPI; docs/design.md,
+ * "link_dpdk and the dpdk BTL").  The PMD comes from a devargs string, so
+ * the same code runs on net_memif (shared-memory "cable"), net_af_xdp (a
+ * kernel interface) and a real NIC's PMD.
  *
  * Framing (issue 17, em_dpdk_cfg_t::framing): L2 (default) sends raw
  * Ethernet frames of our ethertype; udp puts Ethernet + IPv4 + UDP
@@ -13,16 +14,26 @@
  * IPv4 address and UDP port, through the next hop the kernel's tables name
  * (link/neigh.h), so routers and cloud networks carry it.
  *
- * Address blob: 6 bytes MAC + 2 bytes queue id (big-endian); L2 framing on
+ * Address blob: 6 bytes MAC + 2 bytes queue id (big-endian; always 0: a
+ * link sends and receives on its port's queue 0); L2 framing on
  * a port with a kernel interface (af_xdp) adds the interface's IPv4
  * address (4 bytes, big-endian: 12 in all) so that a peer behind a router
  * is refused at set_peer with the reason, not left to time out; udp
  * framing: MAC, queue, IPv4 address, UDP port (14 bytes).
  *
- * One DPDK port, one rx and one tx queue per process (direct mode).  The
- * process becomes a DPDK primary: EAL is started here, once per process,
- * with a unique file prefix and the calling thread's current CPU affinity
- * (EAL would otherwise pin the MPI rank to core 0).
+ * Ports: a process opens up to EM_DPDK_MAX_PORTS ports (a ';'-separated
+ * device list, one link each), and becomes a DPDK primary: EAL is started
+ * with the first port, once per process, with a unique file prefix and the
+ * calling thread's current CPU affinity (EAL would otherwise pin the MPI
+ * rank to core 0), and cleaned up when the last port closes.  A port the
+ * process already runs under another ethertype is shared (a second user,
+ * e.g. an em_bcast channel beside the dpdk BTL, even from another copy of
+ * this code in the process): sharers must close before the port's owner.
+ * A port can also carry extra queue pairs for another user (cfg.extra).
+ *
+ * Threading: EAL and port-sharing state is process-global and unlocked; open
+ * and close ports, and drive every link of a port, from one thread.
+ * Source layout: src/link/dpdk/ (dpdk_internal.h).
  */
 #ifndef EM_LINK_DPDK_H
 #define EM_LINK_DPDK_H
@@ -36,8 +47,38 @@
 #define EM_ETHERTYPE 0x88B5u
 /** Most ports one process opens (e.g. two memif cables: two links). */
 #define EM_DPDK_MAX_PORTS 4
-/** The lossy broadcast channel's frames (IEEE 802 local experimental 2). */
-#define EM_ETHERTYPE_BCAST 0x88B6u
+
+struct rte_mempool;
+
+/** What the pool of an extra queue must fit (em_dpdk_extra_queues_t::rx_pool). */
+typedef struct em_dpdk_queue_info {
+    uint16_t port;          /**< DPDK port id */
+    uint16_t queue;         /**< the queue pair: 1 .. extra.n */
+    uint16_t priv_size;     /**< mbuf private area of the port's frames (an em_pkt_t) */
+    uint16_t data_room;     /**< mbuf data room of the port's frames (headroom included) */
+    int socket;             /**< NUMA socket of the port */
+    const char *driver;     /**< the PMD's name, for messages */
+} em_dpdk_queue_info_t;
+
+/**
+ * Queue pairs beyond the link's own queue 0, for another user of the port
+ * (e.g. DPDK secondary processes of this primary that drive queues of
+ * their own, the way emd lends its clients own queues).
+ * The link only configures them: it never polls nor sends on them.
+ */
+typedef struct em_dpdk_extra_queues {
+    uint16_t n;             /**< extra queue pairs (0: none; the port must have 1 + n) */
+    /** The mempool that receives extra queue qi->queue, created and owned
+     *  by the caller (em_link_dpdk_queue_pool makes one that fits).  Called
+     *  once per queue, in queue order, before the port starts.  NULL fails
+     *  the open, with a sentence in @p err. */
+    struct rte_mempool *(*rx_pool)(void *ctx, const em_dpdk_queue_info_t *qi, char *err,
+                                   size_t errlen);
+    /** Optional: the open failed after rx_pool calls; free what they made
+     *  (EAL still runs). */
+    void (*undo)(void *ctx);
+    void *ctx;
+} em_dpdk_extra_queues_t;
 
 /** em_dpdk_cfg_t::framing */
 enum em_dpdk_framing {
@@ -54,7 +95,8 @@ typedef struct em_dpdk_cfg {
      *  or "net_af_xdp0,iface=eth0,start_queue=0,queue_count=1".  NULL/"": use
      *  the first port EAL finds with @p eal_args (e.g. a PCI NIC). */
     const char *vdev;
-    /** Extra EAL arguments, space separated (default "--no-huge -m 256"). */
+    /** Extra EAL arguments, space separated; NULL/"": "--in-memory -m 256"
+     *  when 128 hugepages are free, else "--no-huge --no-shconf -m 256". */
     const char *eal_args;
     /** --file-prefix; NULL = "em<pid>" (must be unique per process). */
     const char *file_prefix;
@@ -65,22 +107,18 @@ typedef struct em_dpdk_cfg {
     uint64_t loss_seed;
     uint32_t link_wait_ms; /**< how long to wait for link up; 0 = 10000 */
     /** ethertype of our frames (host order); 0 = EM_ETHERTYPE.  Another
-     *  value (e.g. EM_ETHERTYPE_BCAST) keeps a second user of the wire
+     *  value (e.g. em_bcast's 0x88B6) keeps a second user of the wire
      *  apart: frames of other ethertypes are counted as rx_foreign. */
     uint16_t ethertype;
     /** 1: never send a payload from the caller's memory (EM_LINK_F_GATHER
      *  off: every payload is copied into the mbuf), for comparison. */
     int no_gather;
-    /** emd's own-queue layout (daemon/emd_shm.h): S > 0 configures 1 + S*S
-     *  queue pairs; this link uses queue 0, and for each slot s the pools
-     *  EM_DPDK_RDV_RX_POOL (the rx queues of slot s) and EM_DPDK_RDV_TX_POOL
-     *  are created here (no per-lcore cache, single producer and consumer:
-     *  the slot's DPDK secondary is their only user).  0: one queue pair. */
-    uint16_t rdv_slots;
+    /** Queue pairs for another user of the port (below); none when zeroed. */
+    em_dpdk_extra_queues_t extra;
     /** enum em_dpdk_framing (0: L2) */
     int framing;
-    /** udp framing: our UDP port; 0 = EM_UDP_PORT (EM_UDP_PORT_BCAST for
-     *  the EM_ETHERTYPE_BCAST user) */
+    /** udp framing: our UDP port; 0 = EM_UDP_PORT (the broadcast channel
+     *  gives EM_UDP_PORT_BCAST) */
     uint16_t udp_port;
     /** udp framing: this end's IPv4 address ("a.b.c.d"); NULL or "": the
      *  af_xdp interface's first address, else (a memif cable, which no
@@ -95,12 +133,6 @@ typedef struct em_dpdk_cfg {
     uint32_t resolve_ms;
 } em_dpdk_cfg_t;
 
-/** Pool names of own-queue slot s on port p (printf formats: port, slot). */
-#define EM_DPDK_RDV_RX_POOL "emq_rx_p%u_s%u"
-#define EM_DPDK_RDV_TX_POOL "emq_tx_p%u_s%u"
-#define EM_DPDK_RDV_RX_MBUFS 1023u
-#define EM_DPDK_RDV_TX_MBUFS 511u
-
 /** Port counters (rte_eth_stats): all queues, and queue 0 alone. */
 typedef struct em_dpdk_port_stats {
     uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
@@ -108,11 +140,19 @@ typedef struct em_dpdk_port_stats {
 } em_dpdk_port_stats_t;
 
 typedef struct em_dpdk_stats {
-    uint64_t rx_frames, rx_foreign, rx_multiseg, rx_dropped_loss, tx_frames, tx_full;
-    uint64_t tx_extbuf;    /**< frames whose payload went out from the caller's memory (extbuf) */
+    uint64_t rx_frames;       /**< frames handed to the caller */
+    uint64_t rx_foreign;      /**< not ours, dropped: another ethertype nobody in this process
+                               *   uses, shorter than an Ethernet header, or over the MTU */
+    uint64_t rx_share_full;   /**< another user's frames (shared port) this link polled and
+                               *   dropped because that user's ring was full */
+    uint64_t rx_multiseg;     /**< chained frames, copied into one buffer */
+    uint64_t rx_dropped_loss; /**< dropped by the seeded loss injection (rx_loss) */
+    uint64_t tx_frames;       /**< frames the PMD took */
+    uint64_t tx_full;         /**< tx_burst calls that found the tx queue full */
+    uint64_t tx_extbuf;       /**< frames whose payload went out from the caller's memory (extbuf) */
     em_ipudp_counters_t udp_refused;  /**< udp framing: received frames refused, by reason */
-    uint64_t nh_changes;   /**< udp framing: next-hop MACs changed under us (neighbour watch) */
-    uint64_t tx_csum_sw;   /**< udp framing: UDP checksums computed in software */
+    uint64_t nh_changes;      /**< udp framing: next-hop MACs changed under us (neighbour watch) */
+    uint64_t tx_csum_sw;      /**< udp framing: UDP checksums computed in software */
 } em_dpdk_stats_t;
 
 /**
@@ -145,12 +185,21 @@ int em_link_dpdk_port_stats(const em_link_t *l, em_dpdk_port_stats_t *out);
 /** The DPDK name of the link's port ("net_memif0"). */
 void em_link_dpdk_port_name(const em_link_t *l, char *buf, size_t len);
 /**
- * Own queues: put slot @p slot's pools back in their initial state (every
- * mbuf free), after the slot's process is gone (it may have been killed
- * holding mbufs, or inside a pool operation).  Only while nobody uses the
- * slot.  @return 0, or -1 (no such slot).
+ * A mempool fitting the port's frames (@p qi of an extra queue's rx_pool
+ * call) for one user: no per-lcore cache (DPDK secondaries share lcore
+ * ids), a single-producer single-consumer ring.  @return the pool, or NULL
+ * with a sentence in @p err.
  */
-int em_link_dpdk_rdv_reset(em_link_t *l, uint16_t slot);
+struct rte_mempool *em_link_dpdk_queue_pool(const em_dpdk_queue_info_t *qi, const char *name,
+                                            unsigned n, char *err, size_t errlen);
+/** Free a pool made by em_link_dpdk_queue_pool (NULL: nothing), while EAL runs. */
+void em_link_dpdk_pool_free(struct rte_mempool *mp);
+/**
+ * Put every mbuf of a pool made by em_link_dpdk_queue_pool back, as new,
+ * after its user is gone (it may have been killed holding mbufs, or inside
+ * a pool operation).  Only while nobody uses the pool.  @return 0 or -1.
+ */
+int em_link_dpdk_pool_reset(struct rte_mempool *mp);
 
 /**
  * Turn a device specification into devargs: "%h" becomes the host name and
@@ -161,8 +210,10 @@ int em_link_dpdk_rdv_reset(em_link_t *l, uint16_t slot);
  * two cables, one link each), each part expanded on its own.
  * @return 0, or -1 with a sentence in @p err (unreadable FILE).
  */
-int em_dpdk_devargs(const char *spec, const char *job, char *out, size_t len,
-                    char *err, size_t errlen);
+int em_link_dpdk_devargs(const char *spec, const char *job, char *out, size_t len,
+                         char *err, size_t errlen);
+/** Free hugepages of the default size (/proc/meminfo), 0 when unknown. */
+long em_link_dpdk_hugepages_free(void);
 /** Render an address blob as "aa:bb:cc:dd:ee:ff/q" (udp: "... a.b.c.d:port"). */
 void em_link_dpdk_addr_str(const em_link_addr_t *a, char *buf, size_t len);
 

@@ -305,7 +305,7 @@ em_link_t *em_link_emq_open(const em_emq_cfg_t *cfg, char *err, size_t errlen)
                  "own-queue layout", cfg->port, 1u + (unsigned)cfg->slots * cfg->slots);
         goto fail;
     }
-    snprintf(pn, sizeof pn, EM_DPDK_RDV_TX_POOL, port, cfg->slot);
+    snprintf(pn, sizeof pn, EMD_RDV_TX_POOL, port, cfg->slot);
     txpool = rte_mempool_lookup(pn);
     if (!txpool || rte_pktmbuf_data_room_size(txpool) < RTE_PKTMBUF_HEADROOM + HDRS + cfg->mtu ||
         rte_pktmbuf_priv_size(txpool) < sizeof(em_pkt_t)) {

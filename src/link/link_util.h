@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file link_util.h
- * Small pieces shared by the link implementations.
+ * Small pieces shared by the link implementations: peer tables, the
+ * source-address map, a kernel interface's MTU.  (What only the DPDK link
+ * needs lives in src/link/dpdk/.)
  */
 #ifndef EM_LINK_UTIL_H
 #define EM_LINK_UTIL_H
@@ -44,23 +46,7 @@ static inline uint64_t em_addr_key6(const uint8_t b[6], uint16_t x)
     return k << 16 | x;
 }
 
-/** The value of "key=" in a comma-separated devargs string ("a=1,key=v"):
- *  1 with it in @p out, 0 when absent, empty or longer than @p len - 1. */
-int em_devarg(const char *devargs, const char *key, char *out, size_t len);
-
 /** MTU of kernel interface @p ifname (SIOCGIFMTU), 0 when unknown. */
 uint32_t em_if_mtu(const char *ifname);
-
-/** Free hugepages of the default size (/proc/meminfo), 0 when unknown. */
-long em_hugepages_free(void);
-
-/**
- * A memif server end (devargs "net_memif...,role=server,socket=PATH,
- * socket-abstract=no") whose socket file is left from a process that has
- * exited (memif ports are never closed: link_dpdk.c) makes the next server
- * on that path fail to bind.  Removes PATH when it is a socket nobody
- * listens on (connect refused).  @return 1 if removed, 0 otherwise.
- */
-int em_memif_remove_stale_socket(const char *devargs);
 
 #endif

@@ -60,7 +60,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     char vdev[1024], err[512];
-    if (em_dpdk_devargs(argv[1], "", vdev, sizeof vdev, err, sizeof err) != 0) {
+    if (em_link_dpdk_devargs(argv[1], "", vdev, sizeof vdev, err, sizeof err) != 0) {
         fprintf(stderr, "bcast_share: rank %d: %s\n", rank, err);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }

@@ -9,6 +9,9 @@
  *   --loss         seeded 50 % receive loss drops about half, counted
  *   --bad-device   an af_xdp port on a missing interface fails with a
  *                  message naming it
+ *   --extra-queues, --extra-queues-fail
+ *                  extra queue pairs with the caller's pools; a caller
+ *                  without a pool fails the open and undoes
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,6 +29,9 @@
 #include "link/link_dpdk.h"
 
 static em_link_t *L;
+
+/** A second user's ethertype on the shared port (em_bcast's, 0x88B6). */
+#define SECOND_ETHERTYPE 0x88B6u
 
 static int open_ring(double loss)
 {
@@ -176,20 +182,110 @@ static int bad_device_mode(void)
     return l == NULL && strstr(err, "nosuchif0") ? 0 : 1;
 }
 
+/* Extra queue pairs for another user of the port (the daemon's own
+ * queues): the link asks for each extra rx queue's pool in queue order,
+ * with the port's mbuf geometry, and uses none of them itself. */
+static struct {
+    struct rte_mempool *pool[4];
+    unsigned calls, undos, fail_at;
+    em_dpdk_queue_info_t last;
+} X;
+
+static struct rte_mempool *extra_pool(void *ctx, const em_dpdk_queue_info_t *qi, char *err,
+                                      size_t errlen)
+{
+    assert_ptr_equal(ctx, &X);
+    X.calls++;
+    X.last = *qi;
+    if (qi->queue != X.calls || qi->queue >= 4 || qi->queue == X.fail_at)
+        return NULL;                                       /* out of order, or told to fail */
+    char name[32];
+    snprintf(name, sizeof name, "test_extra_%u", qi->queue);
+    X.pool[qi->queue] = em_link_dpdk_queue_pool(qi, name, 63, err, errlen);
+    return X.pool[qi->queue];
+}
+
+static void extra_undo(void *ctx)
+{
+    (void)ctx;
+    X.undos++;
+    for (unsigned q = 0; q < 4; q++) {
+        em_link_dpdk_pool_free(X.pool[q]);
+        X.pool[q] = NULL;
+    }
+}
+
+static em_link_t *open_with_extra(unsigned fail_at, char *err, size_t errlen)
+{
+    X.fail_at = fail_at;
+    em_dpdk_cfg_t c = { .vdev = "net_ring0", .eal_args = "--no-huge -m 128 --no-shconf",
+                        .nb_mbufs = 1023, .link_wait_ms = 2000,
+                        .extra = { .n = 3, .rx_pool = extra_pool, .undo = extra_undo, .ctx = &X } };
+    return em_link_dpdk_open(&c, err, errlen);
+}
+
+/* --extra-queues: three extra queues, their pools made with
+ * em_link_dpdk_queue_pool; a pool whose user died holding mbufs is whole
+ * again after em_link_dpdk_pool_reset; queue 0 still carries our frames. */
+static int extra_queues_mode(void)
+{
+    char err[512] = "";
+    L = open_with_extra(0, err, sizeof err);
+    if (!L) {
+        fprintf(stderr, "open with extra queues: %s\n", err);
+        return 1;
+    }
+    int ok = X.calls == 3 && X.undos == 0 && X.last.queue == 3 &&
+             X.last.priv_size >= sizeof(em_pkt_t) && X.last.data_room >= L->mtu + 14u;
+    struct rte_mempool *mp = X.pool[2];
+    struct rte_mbuf *held[10];
+    ok = ok && rte_pktmbuf_alloc_bulk(mp, held, 10) == 0 && rte_mempool_avail_count(mp) == 53;
+    ok = ok && em_link_dpdk_pool_reset(mp) == 0 && rte_mempool_avail_count(mp) == 63;
+    char got[4][64];
+    em_link_set_peer(L, 0, &L->local);
+    send_frame(0, "q0");
+    ok = ok && drain(got, 4) >= 1 && strcmp(got[0], "q0") == 0;
+    printf("extra queues: %u pool calls, last queue %u, priv %u, room %u: %s\n", X.calls,
+           X.last.queue, X.last.priv_size, X.last.data_room, ok ? "ok" : "FAILED");
+    em_link_close(L);
+    return ok ? 0 : 1;
+}
+
+/* --extra-queues-fail: the caller has no pool for queue 2: the open fails
+ * with its sentence and the caller's undo runs (once). */
+static int extra_queues_fail_mode(void)
+{
+    char err[512] = "";
+    L = open_with_extra(2, err, sizeof err);
+    printf("error message: %s\n", err);
+    return L == NULL && X.calls == 2 && X.undos == 1 && X.pool[1] == NULL &&
+           strstr(err, "extra queue 2") ? 0 : 1;
+}
+
 /* Two users of one port in one process, told apart by ethertype (the
  * dpdk BTL and an em_bcast channel): the second open of the same device
  * shares the port, and whoever polls it passes the other's frames on. */
+static const em_dpdk_cfg_t second_user = {
+    .vdev = "net_ring0", .eal_args = "--no-huge -m 128 --no-shconf", .nb_mbufs = 2047,
+    .link_wait_ms = 2000, .ethertype = SECOND_ETHERTYPE };
+
+/* the same device again under SECOND_ETHERTYPE: a sharer of L's port */
+static em_link_t *open_second_user(void)
+{
+    char err[512] = "";
+    em_link_t *B = em_link_dpdk_open(&second_user, err, sizeof err);
+    if (!B)
+        fail_msg("second user could not share the port: %s", err);
+    return B;
+}
+
 static void test_shared_port(void **st)
 {
     char err[512] = "";
-    em_dpdk_cfg_t c = { .vdev = "net_ring0", .eal_args = "--no-huge -m 128 --no-shconf",
-                        .nb_mbufs = 2047, .link_wait_ms = 2000, .ethertype = EM_ETHERTYPE_BCAST };
-    em_link_t *B = em_link_dpdk_open(&c, err, sizeof err);
-    if (!B)
-        fail_msg("second user could not share the port: %s", err);
+    em_link_t *B = open_second_user();
     assert_memory_equal(B->local.bytes, L->local.bytes, 6);   /* same port, same MAC */
     /* a second user with the same ethertype is refused */
-    em_link_t *C = em_link_dpdk_open(&c, err, sizeof err);
+    em_link_t *C = em_link_dpdk_open(&second_user, err, sizeof err);
     assert_null(C);
     assert_non_null(strstr(err, "already used"));
 
@@ -233,12 +329,53 @@ static void test_shared_port(void **st)
     em_link_close(B);
 }
 
+/* The user that polls a shared port passes the other's frames on to its
+ * ring; when that ring is full they are lost and counted as rx_share_full
+ * (not as rx_foreign: they were somebody's). */
+static void test_shared_ring_full(void **st)
+{
+    em_link_t *B = open_second_user();
+    em_link_addr_t self = L->local;
+    assert_int_equal(em_link_set_peer(L, 0, &self), 0);
+    uint64_t foreign = em_link_dpdk_stats(B)->rx_foreign;
+    em_pkt_t *pk[32];
+    /* L sends, only B polls: L's frames pile up in L's ring (1023 places) */
+    for (int round = 0; round < 48 && em_link_dpdk_stats(B)->rx_share_full == 0; round++) {
+        for (unsigned i = 0; i < 32; i++) {
+            pk[i] = em_link_tx_alloc(L);
+            assert_non_null(pk[i]);
+            memcpy(pk[i]->data, "to-A", 4);
+            pk[i]->len = 4;
+            pk[i]->peer = 0;
+        }
+        unsigned sent = em_link_tx_burst(L, pk, 32);
+        for (unsigned i = sent; i < 32; i++)
+            em_link_tx_free(L, pk[i]);
+        for (int k = 0; k < 4; k++)
+            assert_int_equal(em_link_rx_burst(B, pk, 32), 0);   /* none of them is B's */
+    }
+    assert_true(em_link_dpdk_stats(B)->rx_share_full > 0);
+    assert_int_equal(em_link_dpdk_stats(B)->rx_foreign, foreign);
+    /* L gets what its ring held */
+    unsigned got = 0, n;
+    while ((n = em_link_rx_burst(L, pk, 32)) > 0) {
+        got += n;
+        em_link_rx_release(L, pk, n);
+    }
+    assert_true(got >= 1000);
+    em_link_close(B);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--bad-device") == 0)
         return bad_device_mode();
     if (argc > 1 && strcmp(argv[1], "--loss") == 0)
         return loss_mode();
+    if (argc > 1 && strcmp(argv[1], "--extra-queues") == 0)
+        return extra_queues_mode();
+    if (argc > 1 && strcmp(argv[1], "--extra-queues-fail") == 0)
+        return extra_queues_fail_mode();
     if (open_ring(0) != 0)
         return 1;
     const struct CMUnitTest tests[] = {
@@ -246,6 +383,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_foreign_ethertype_dropped),
         cmocka_unit_test(test_gather_payload),
         cmocka_unit_test(test_shared_port),
+        cmocka_unit_test(test_shared_ring_full),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     em_link_close(L);

@@ -167,7 +167,7 @@ static void test_shared_by_port(void **st)
     (void)st;
     char err[512] = "";
     em_dpdk_cfg_t c = { .vdev = "net_ring0", .eal_args = "--no-huge -m 128 --no-shconf",
-                        .nb_mbufs = 2047, .link_wait_ms = 2000, .ethertype = EM_ETHERTYPE_BCAST,
+                        .nb_mbufs = 2047, .link_wait_ms = 2000, .ethertype = 0x88B6, .udp_port = EM_UDP_PORT_BCAST,
                         .framing = EM_DPDK_FRAMING_UDP };
     em_link_t *b = em_link_dpdk_open(&c, err, sizeof err);
     assert_non_null(b);

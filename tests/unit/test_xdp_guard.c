@@ -25,7 +25,7 @@
 
 #include <cmocka.h>
 
-#include "link/xdp_guard.h"
+#include "link/dpdk/xdp_guard.h"
 
 static char dir[] = "/tmp/em_xdp_guard_XXXXXX";
 
@@ -68,32 +68,41 @@ static void test_one_owner(void **st)
     em_xdp_guard_release(&b);
 }
 
-static void test_dead_owner_frees_the_queue(void **st)
+/* A child process that owns queue @p queue of lo until it is killed (by
+ * SIGKILL, holding the lock, like a crashed rank). */
+static pid_t spawn_owner(unsigned queue)
 {
-    char err[256];
     int to_parent[2];
     assert_int_equal(pipe(to_parent), 0);
     pid_t child = fork();
     assert_true(child >= 0);
     if (child == 0) {
+        char err[256];
         em_xdp_guard_t g;
-        char c = em_xdp_guard_acquire("lo", 5, &g, err, sizeof err) == 0 ? 'y' : 'n';
+        char c = em_xdp_guard_acquire("lo", queue, &g, err, sizeof err) == 0 ? 'y' : 'n';
         if (write(to_parent[1], &c, 1) != 1)
             _exit(2);
-        pause();  /* dies by SIGKILL holding the lock, like a crashed rank */
+        pause();
         _exit(0);
     }
     char c = 0;
     assert_int_equal(read(to_parent[0], &c, 1), 1);
     assert_int_equal(c, 'y');
+    close(to_parent[0]);
+    close(to_parent[1]);
+    return child;
+}
+
+static void test_dead_owner_frees_the_queue(void **st)
+{
+    char err[256];
+    pid_t child = spawn_owner(5);
     em_xdp_guard_t g;
     assert_int_equal(em_xdp_guard_acquire("lo", 5, &g, err, sizeof err), -1);
     kill(child, SIGKILL);
     waitpid(child, NULL, 0);
     assert_int_equal(em_xdp_guard_acquire("lo", 5, &g, err, sizeof err), 0);
     em_xdp_guard_release(&g);
-    close(to_parent[0]);
-    close(to_parent[1]);
 }
 
 /* The XDP program is the interface's: while a queue of it has a live owner,
@@ -116,21 +125,7 @@ static void test_live_queue_blocks_cleanup(void **st)
     assert_int_equal(b.if_lock_fd, -1);
 
     /* the same across processes, and a dead owner no longer counts */
-    int to_parent[2];
-    assert_int_equal(pipe(to_parent), 0);
-    pid_t child = fork();
-    assert_true(child >= 0);
-    if (child == 0) {
-        em_xdp_guard_t g;
-        char ch = em_xdp_guard_acquire("lo", 0, &g, err, sizeof err) == 0 ? 'y' : 'n';
-        if (write(to_parent[1], &ch, 1) != 1)
-            _exit(2);
-        pause();
-        _exit(0);
-    }
-    char ch = 0;
-    assert_int_equal(read(to_parent[0], &ch, 1), 1);
-    assert_int_equal(ch, 'y');
+    pid_t child = spawn_owner(0);
     assert_int_equal(em_xdp_guard_acquire("lo", 1, &b, err, sizeof err), 0);
     assert_int_equal(b.cleanup, 0);
     em_xdp_guard_release(&b);
@@ -139,8 +134,6 @@ static void test_live_queue_blocks_cleanup(void **st)
     assert_int_equal(em_xdp_guard_acquire("lo", 1, &b, err, sizeof err), 0);
     assert_int_equal(b.cleanup, 1);
     em_xdp_guard_release(&b);
-    close(to_parent[0]);
-    close(to_parent[1]);
 }
 
 /* A symlink planted at a lock file's name (queue or interface lock) is

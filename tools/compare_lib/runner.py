@@ -153,7 +153,7 @@ DEFAULT_MTU = 9000
 # the MTUs of the MTU rows (issue 12): Ethernet's default and jumbo frames
 MTUS = (1500, 9000)
 # The largest MTU AF_XDP opens on a veth today: a frame plus the kernel's
-# XDP headroom must fit one page-sized UMEM chunk (link_dpdk.c).  Raise it
+# XDP headroom must fit one page-sized UMEM chunk (src/link/dpdk/port.c).  Raise it
 # here when the link learns to open more.
 AFXDP_MAX_MTU = 3402
 AFXDP_MTU_NOTE = ("AF_XDP on a veth opens at most MTU %d (a frame and the kernel's XDP "
@@ -193,7 +193,7 @@ TRANSPORTS = [
               note="raw L2 ping-pong on the same memif cable, no protocol: the floor"),
     # the same BTL over AF_XDP on the veth tcp uses: what a user without a
     # DPDK NIC runs.  The cluster's MTU is what one page-sized UMEM frame
-    # holds (link_dpdk.c); the tcp rows come from the 9000-byte cluster,
+    # holds (src/link/dpdk/port.c); the tcp rows come from the 9000-byte cluster,
     # which is tcp's better case (docs/benchmarks.md).
     # Its MTU rows: 1500, and for 9000 the largest MTU it opens on a veth.
     _dpdk("dpdk-afxdp", [("btl_dpdk_vdev", "@/run/ethermpi/{prefix}/dpdk/%h.afxdp")],

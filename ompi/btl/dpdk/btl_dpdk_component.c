@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file btl_dpdk_component.c
- * The `dpdk` BTL (seed 000): ethermpi's protocol at layer 2 through a DPDK
- * poll-mode driver, in user space.  Everything but the link lives in
- * ../common/em_btl.c; this file holds the component, its link parameters
- * and the link opener.  In this "direct" mode each MPI process owns its
+ * The `dpdk` BTL (after Shimada and Hayasaka's DPDK BTL for Open MPI;
+ * docs/design.md "link_dpdk and the dpdk BTL"): ethermpi's protocol at
+ * layer 2 through a DPDK poll-mode driver, in user space.  Everything but
+ * the link lives in ../common/em_btl.c; this file holds the component, its
+ * link parameters and the link opener.  In this "direct" mode each MPI process owns its
  * DPDK port (one rank per node).
  *
  * Select with: --mca btl self,vader,dpdk --mca btl_dpdk_vdev <devargs>
@@ -78,70 +79,69 @@ static int dpdk_register(void)
     dpdk_udp_port = 0;
     dpdk_udp_addr = "";
     dpdk_udp_checksum = 1;
-    (void)mca_base_component_var_register(c, "framing",
-        "l2: raw Ethernet frames (ethertype 0x88B5), for one L2 segment; udp: every frame in "
-        "UDP/IPv4 to the peer's address and port, through the next hop the kernel names, for "
-        "routed fabrics and cloud networks (docs/design.md \"Framing\").  Every process of the "
-        "job must use the same; in l2 a peer behind a router is refused at wire-up",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_framing);
-    (void)mca_base_component_var_register(c, "udp_port",
-        "udp framing: this process's UDP port (0 = 29717; the AF_XDP filter object takes "
-        "29717 and 29718)",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_udp_port);
-    (void)mca_base_component_var_register(c, "udp_addr",
-        "udp framing: this process's IPv4 address (empty: the af_xdp interface's; on a memif "
-        "cable a link-local 169.254.x.y from the port's MAC)",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_udp_addr);
-    (void)mca_base_component_var_register(c, "udp_checksum",
-        "udp framing: send UDP checksums (by the NIC where it offloads them, else computed); "
-        "0 = send none (allowed over IPv4; the Ethernet FCS still covers each hop)",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_udp_checksum);
-    (void)mca_base_component_var_register(c, "rdv_queue",
-        "Daemon mode: rendezvous (put) data on this process's own queue of the daemon's port "
-        "(seed 000; memif wire, the daemon a hugepage-backed DPDK primary): auto = when the daemon "
-        "offers one (else through the daemon, said at btl_base_verbose 10), on = required "
-        "(the job fails with the reason), off = always through the daemon",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_rdv_queue);
-    (void)mca_base_component_var_register(c, "mode",
-        "direct: this process owns the DPDK port (one rank per node); daemon: the node's emd "
-        "daemon owns it and the node's ranks attach to it (docs/daemon.md)",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_mode);
-    (void)mca_base_component_var_register(c, "emd_socket",
-        "Daemon mode: the emd daemon's control socket (%h = host name, @FILE = first line of FILE)",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_emd_socket);
-    (void)mca_base_component_var_register(c, "emd_heartbeat_ms",
-        "Daemon mode: the job is aborted when the daemon has not run for this long",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_emd_heartbeat_ms);
-    (void)mca_base_component_var_register(c, "vdev",
-        "DPDK device: devargs (e.g. net_memif0,role=client,socket=/run/x.sock,socket-abstract=no "
-        "or net_af_xdp0,iface=eth0), or @FILE to read them from FILE; %h is replaced by the "
-        "host name.  Several devices separated by ';' (@/x/%h.memif;@/x/%h.memif1): one "
-        "module per device, ob1 stripes over them.  Empty: the ports EAL finds (e.g. NICs "
-        "given in eal_args with -a); with eal_args empty too (and mode direct) the component "
-        "is not used",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_vdev);
-    (void)mca_base_component_var_register(c, "eal_args",
-        "Extra DPDK EAL arguments; empty = '--in-memory -m 256' with hugepages, else "
-        "'--no-huge --no-shconf -m 256' (no files left behind either way)",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_eal_args);
-    (void)mca_base_component_var_register(c, "mtu",
-        "L2 payload bytes per frame; 0 = as large as the port and mbufs allow (<= 9000)",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_mtu);
-    (void)mca_base_component_var_register(c, "rx_loss",
-        "Testing: drop this fraction of received frames (seeded; for wires no kernel sees, e.g. memif)",
-        MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_rx_loss);
-    (void)mca_base_component_var_register(c, "loss_seed",
-        "Testing: seed of rx_loss (0 = fixed default)",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_loss_seed);
-    (void)mca_base_component_var_register(c, "zero_copy",
-        "Send payloads of 512 bytes or more straight from the user's buffer (DPDK external "
-        "buffers chained behind the header) where the PMD takes chained mbufs and is a "
-        "virtual device (memif): never on a hardware NIC, whose DMA cannot reach user "
-        "memory that is not registered with DPDK; 0 = copy every payload into the frame",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_zero_copy);
-    (void)mca_base_component_var_register(c, "link_wait_ms",
-        "How long to wait for the port's link to come up (a memif cable waits for its other end)",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &dpdk_link_wait_ms);
+    /* read-only parameters, their defaults set above (in ompi_info's order) */
+    const struct {
+        const char *name;
+        mca_base_var_type_t type;
+        mca_base_var_info_lvl_t level;
+        void *var;
+        const char *help;
+    } params[] = {
+        { "rdv_queue", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &dpdk_rdv_queue,
+          "Daemon mode: rendezvous (put) data on this process's own queue of the daemon's port "
+          "(memif wire, the daemon a hugepage-backed DPDK primary; docs/daemon.md, Own "
+          "queues): auto = when the daemon offers one (else through the daemon, said at "
+          "btl_base_verbose 10), on = required (the job fails with the reason), off = always "
+          "through the daemon" },
+        { "mode", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_1, &dpdk_mode,
+          "direct: this process owns the DPDK port (one rank per node); daemon: the node's emd "
+          "daemon owns it and the node's ranks attach to it (docs/daemon.md)" },
+        { "emd_socket", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_2, &dpdk_emd_socket,
+          "Daemon mode: the emd daemon's control socket (%h = host name, @FILE = first line of FILE)" },
+        { "emd_heartbeat_ms", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &dpdk_emd_heartbeat_ms,
+          "Daemon mode: the job is aborted when the daemon has not run for this long" },
+        { "vdev", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_1, &dpdk_vdev,
+          "DPDK device: devargs (e.g. net_memif0,role=client,socket=/run/x.sock,socket-abstract=no "
+          "or net_af_xdp0,iface=eth0), or @FILE to read them from FILE; %h is replaced by the "
+          "host name.  Several devices separated by ';' (@/x/%h.memif;@/x/%h.memif1): one "
+          "module per device, ob1 stripes over them.  Empty: the ports EAL finds (e.g. NICs "
+          "given in eal_args with -a); with eal_args empty too (and mode direct) the component "
+          "is not used" },
+        { "eal_args", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &dpdk_eal_args,
+          "Extra DPDK EAL arguments; empty = '--in-memory -m 256' with hugepages, else "
+          "'--no-huge --no-shconf -m 256' (no files left behind either way)" },
+        { "mtu", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &dpdk_mtu,
+          "L2 payload bytes per frame; 0 = as large as the port and mbufs allow (<= 9000)" },
+        { "rx_loss", MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_9, &dpdk_rx_loss,
+          "Testing: drop this fraction of received frames (seeded; for wires no kernel sees, e.g. memif)" },
+        { "loss_seed", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_9, &dpdk_loss_seed,
+          "Testing: seed of rx_loss (0 = fixed default)" },
+        { "zero_copy", MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, &dpdk_zero_copy,
+          "Send payloads of 512 bytes or more straight from the user's buffer (DPDK external "
+          "buffers chained behind the header) where the PMD takes chained mbufs and is a "
+          "virtual device (memif): never on a hardware NIC, whose DMA cannot reach user "
+          "memory that is not registered with DPDK; 0 = copy every payload into the frame" },
+        { "link_wait_ms", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &dpdk_link_wait_ms,
+          "How long to wait for the port's link to come up (a memif cable waits for its other end)" },
+        { "framing", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_2, &dpdk_framing,
+          "l2: raw Ethernet frames (ethertype 0x88B5), for one L2 segment; udp: every frame in "
+          "UDP/IPv4 to the peer's address and port, through the next hop the kernel names, for "
+          "routed fabrics and cloud networks (docs/design.md \"Framing\").  Every process of the "
+          "job must use the same; in l2 a peer behind a router is refused at wire-up" },
+        { "udp_port", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_4, &dpdk_udp_port,
+          "udp framing: this process's UDP port (0 = 29717; the AF_XDP filter object takes "
+          "29717 and 29718)" },
+        { "udp_addr", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &dpdk_udp_addr,
+          "udp framing: this process's IPv4 address (empty: the af_xdp interface's; on a memif "
+          "cable a link-local 169.254.x.y from the port's MAC)" },
+        { "udp_checksum", MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, &dpdk_udp_checksum,
+          "udp framing: send UDP checksums (by the NIC where it offloads them, else computed); "
+          "0 = send none (allowed over IPv4; the Ethernet FCS still covers each hop)" },
+    };
+    for (size_t i = 0; i < sizeof params / sizeof params[0]; i++)
+        (void)mca_base_component_var_register(c, params[i].name, params[i].help, params[i].type,
+                                              NULL, 0, 0, params[i].level,
+                                              MCA_BASE_VAR_SCOPE_READONLY, params[i].var);
     em_btl_module_defaults(&dpdk_module.super);
     return mca_btl_base_param_register(c, &dpdk_module.super);
 }
@@ -207,7 +207,7 @@ static void emd_closing(void *ctx, const em_emd_stats_t *s)
 static em_link_t *emd_open_link(char *err, size_t errlen)
 {
     char path[1024];
-    if (em_dpdk_devargs(dpdk_emd_socket, "", path, sizeof path, err, errlen) != 0)
+    if (em_link_dpdk_devargs(dpdk_emd_socket, "", path, sizeof path, err, errlen) != 0)
         return NULL;
     int mode;
     const char *rq = dpdk_rdv_queue ? dpdk_rdv_queue : "auto";
@@ -255,7 +255,7 @@ static em_link_t *dpdk_open_link(unsigned index, char *err, size_t errlen)
      * their dying end of the cable */
     char vdev[1024], job[32];
     snprintf(job, sizeof job, "%u", (unsigned)OPAL_PROC_MY_NAME.jobid);
-    if (em_dpdk_devargs(dpdk_vdev, job, vdev, sizeof vdev, err, errlen) != 0)
+    if (em_link_dpdk_devargs(dpdk_vdev, job, vdev, sizeof vdev, err, errlen) != 0)
         return NULL;
     char prefix[64];
     snprintf(prefix, sizeof prefix, "em%ld", (long)getpid());

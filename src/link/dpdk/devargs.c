@@ -2,13 +2,18 @@
 /**
  * @file devargs.c
  * Device specifications and lists: "%h"/"%j" expansion, "@FILE" (its first
- * line), several devices separated by ';' (link_dpdk.h).
+ * line), several devices separated by ';' (link_dpdk.h); reading one key of
+ * a devargs string; a memif server's stale socket file (devargs.h).
  */
-#include "link/dpdk/dpdk_internal.h"
+#include "link/dpdk/devargs.h"
+#include "link/link_dpdk.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 int em_dpdk_vdev_item(const char *list, unsigned index, char *out, size_t len)
@@ -68,8 +73,8 @@ static int devargs_one(const char *spec, const char *job, char *out, size_t len,
     return 0;
 }
 
-int em_dpdk_devargs(const char *spec, const char *job, char *out, size_t len,
-                    char *err, size_t errlen)
+int em_link_dpdk_devargs(const char *spec, const char *job, char *out, size_t len,
+                         char *err, size_t errlen)
 {
     /* "A;B": each part expanded on its own (two cables: two device files) */
     char part[1024], one[1024];
@@ -95,4 +100,43 @@ int em_dpdk_devargs(const char *spec, const char *job, char *out, size_t len,
         p += n;
     } while (*p++ == ';');
     return 0;
+}
+
+int em_dpdk_devarg(const char *devargs, const char *key, char *out, size_t len)
+{
+    size_t kl = strlen(key);
+    const char *p = devargs;
+    while ((p = strstr(p, key)) != NULL) {
+        if ((p == devargs || p[-1] == ',') && p[kl] == '=') {
+            p += kl + 1;
+            size_t n = strcspn(p, ",");
+            if (n == 0 || n >= len)
+                return 0;
+            memcpy(out, p, n);
+            out[n] = 0;
+            return 1;
+        }
+        p += kl;
+    }
+    return 0;
+}
+
+int em_dpdk_memif_remove_stale_socket(const char *devargs)
+{
+    char role[16], abstract[8], path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    if (strncmp(devargs, "net_memif", 9) != 0 || !em_dpdk_devarg(devargs, "role", role, sizeof role) ||
+        strcmp(role, "server") != 0 || !em_dpdk_devarg(devargs, "socket-abstract", abstract, sizeof abstract) ||
+        strcmp(abstract, "no") != 0 || !em_dpdk_devarg(devargs, "socket", path, sizeof path))
+        return 0;
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
+        return 0;
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    memcpy(a.sun_path, path, strlen(path) + 1);
+    int live = connect(fd, (struct sockaddr *)&a, sizeof a) == 0 || errno != ECONNREFUSED;
+    close(fd);
+    return !live && unlink(path) == 0;
 }

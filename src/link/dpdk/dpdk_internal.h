@@ -4,12 +4,16 @@
  * The pieces of the DPDK link (link_dpdk.h) and what they share.
  *
  *   eal.c      EAL start and release, once per process (process-global state)
- *   devargs.c  device lists and specifications ("@FILE", %h, %j, ';')
+ *   devargs.c  device lists and specifications ("@FILE", %h, %j, ';'),
+ *              reading devargs (devargs.h)
  *   share.c    one port, several users of one process, told apart by ethertype
  *   port.c     port set-up in steps (pick, size, configure, start) and close
  *   link.c     the burst link ops over an open port, counters
  *   udp.c      udp framing (issue 17): addresses, next hop, headers, and
  *              the L2 framing's check that a peer is on our segment
+ *   xdp_guard.c  one live owner per AF_XDP interface queue (xdp_guard.h)
+ *
+ * Internal names are em_dpdk_*; the public API (link_dpdk.h) em_link_dpdk_*.
  *
  * Threading: everything here runs in the thread that opened the port; the
  * EAL and sharing state is process-global and unlocked (link_dpdk.h).
@@ -29,7 +33,8 @@
 
 #include "link/link_dpdk.h"
 #include "link/link_util.h"
-#include "link/xdp_guard.h"
+#include "link/dpdk/devargs.h"
+#include "link/dpdk/xdp_guard.h"
 
 #pragma GCC visibility push(hidden)
 
@@ -55,8 +60,6 @@ struct dpdk_link {
     struct rte_ring *ring;          /* sharer: frames of our ethertype the others passed on */
     int sharer;                     /* 1: not the port's owner */
     int memif;                      /* a memif port: never stopped or closed (port.c) */
-    uint16_t rdv_slots;             /* own-queue layout (0: one queue) */
-    struct rte_mempool *rdv_pools[2 * 15];  /* per slot: rx pool, tx pool */
     int share_slot;                 /* sharer: our entry in share->user[] */
     uint16_t hdr_len;               /* bytes in front of the protocol frame: 14, or 42 (udp) */
     uint16_t demux_be;              /* what tells our frames from a port sharer's: the
@@ -108,10 +111,6 @@ void em_dpdk_eal_release(void);
 int em_dpdk_eal_last_port(void);
 /** A memif port is left running to the end (EAL must not be cleaned up). */
 void em_dpdk_eal_keep_memif(void);
-
-/* ---- devargs.c ---- */
-/** Item @p index of the ';'-separated device list, or -1 past its end. */
-int em_dpdk_vdev_item(const char *list, unsigned index, char *out, size_t len);
 
 /* ---- share.c ---- */
 /** The published sharing table of @p port (NULL: nobody publishes it);

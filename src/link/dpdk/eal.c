@@ -49,6 +49,20 @@ static void remove_dir(const char *dir)
     rmdir(dir);
 }
 
+long em_link_dpdk_hugepages_free(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[128];
+    long v = 0;
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "HugePages_Free: %ld", &v) == 1)
+            break;
+    fclose(f);
+    return v;
+}
+
 void em_dpdk_eal_hold(void) { eal_ports++; }
 
 int em_dpdk_eal_last_port(void) { return eal_ports == 1; }
@@ -167,7 +181,7 @@ int em_dpdk_eal_start(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
          * files: --in-memory / --no-shconf leave nothing in /dev/hugepages
          * or /var/run/dpdk after a crash */
         mem_lock = eal_mem_lock();
-        extra = em_hugepages_free() >= 128 ? "--in-memory -m 256" : "--no-huge --no-shconf -m 256";
+        extra = em_link_dpdk_hugepages_free() >= 128 ? "--in-memory -m 256" : "--no-huge --no-shconf -m 256";
     }
     snprintf(store, sizeof store, "%s", extra);
     for (char *tok = strtok(store, " "); tok && argc < MAX_ARGS - 3; tok = strtok(NULL, " "))
@@ -179,7 +193,7 @@ int em_dpdk_eal_start(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
         char item[1024];
         for (unsigned nv = 0; nv < EM_DPDK_MAX_PORTS && argc < MAX_ARGS - 2 &&
              em_dpdk_vdev_item(cfg->vdev, nv, item, sizeof item) == 0; nv++) {
-            em_memif_remove_stale_socket(item);   /* an exited server's (ports stay open to the end) */
+            em_dpdk_memif_remove_stale_socket(item);   /* an exited server's (ports stay open to the end) */
             snprintf(vargs[nv], sizeof vargs[nv], "--vdev=%s", item);
             argv[argc++] = vargs[nv];
         }

@@ -38,9 +38,9 @@ static void dpdk_tx_free(em_link_t *l, em_pkt_t *p) { rte_pktmbuf_free(p->priv);
 static void ext_done(void *addr, void *opaque) { (void)addr; (void)opaque; }
 
 /* Chain a data-less mbuf pointing at the caller's payload behind the
- * header mbuf: the frame is built with no copy of the payload (seed 002's
- * zero-copy send; the PMD reads it from there).  0, or -1 when no such
- * mbuf is free (the caller then copies). */
+ * header mbuf: the frame is built with no copy of the payload (zero-copy
+ * send, docs/design.md "Copies per byte"; the PMD reads it from there).
+ * 0, or -1 when no such mbuf is free (the caller then copies). */
 static int attach_payload(struct dpdk_link *d, struct rte_mbuf *head, const uint8_t *ext,
                           uint32_t len)
 {

@@ -97,7 +97,8 @@ struct port_setup {
     uint32_t kmtu;              /* af_xdp: the kernel interface's MTU (0: unknown) */
     uint32_t nb;                /* mbufs in the pool */
     int gather;                 /* zero-copy send */
-    uint16_t nq;                /* queue pairs */
+    uint16_t nq;                /* queue pairs: ours and the caller's extra ones */
+    int extra_called;           /* extra.rx_pool was called (undo on failure) */
     struct rte_eth_conf conf;
     uint32_t waited;            /* ms spent starting the port */
     char *err;
@@ -218,7 +219,7 @@ static void negotiate_mtu(struct port_setup *ps, struct dpdk_link *d)
     d->memif = ps->info.driver_name && strstr(ps->info.driver_name, "memif") != NULL;
     ps->memif_bsize = 0;
     char bsize[16];
-    if (d->memif && em_devarg(ps->item, "bsize", bsize, sizeof bsize))
+    if (d->memif && em_dpdk_devarg(ps->item, "bsize", bsize, sizeof bsize))
         ps->memif_bsize = (uint32_t)strtoul(bsize, NULL, 10);
     if (ps->memif_bsize > 1518) {
         if (want > ps->memif_bsize - RTE_ETHER_HDR_LEN)
@@ -235,32 +236,20 @@ static void negotiate_mtu(struct port_setup *ps, struct dpdk_link *d)
     ps->want = want;
 }
 
-/* Own-queue pools of the daemon's layout (link_dpdk.h: rdv_slots). */
-static int create_rdv_pools(struct port_setup *ps, struct dpdk_link *d)
+/* Room for the caller's extra queue pairs (em_dpdk_extra_queues_t). */
+static int check_extra_queues(struct port_setup *ps)
 {
-    const em_dpdk_cfg_t *cfg = ps->cfg;
-    if (cfg->rdv_slots > 15 || 1u + (unsigned)cfg->rdv_slots * cfg->rdv_slots > ps->info.max_rx_queues ||
-        1u + (unsigned)cfg->rdv_slots * cfg->rdv_slots > ps->info.max_tx_queues) {
-        snprintf(ps->err, ps->errlen, "%s cannot have the %u queue pairs of %u own-queue slots",
-                 ps->info.driver_name, 1u + (unsigned)cfg->rdv_slots * cfg->rdv_slots, cfg->rdv_slots);
+    const em_dpdk_extra_queues_t *x = &ps->cfg->extra;
+    ps->nq = (uint16_t)(1u + x->n);
+    if (x->n && !x->rx_pool) {
+        snprintf(ps->err, ps->errlen, "extra DPDK queues need an rx_pool callback");
         return -1;
     }
-    ps->nq = (uint16_t)(1u + (unsigned)cfg->rdv_slots * cfg->rdv_slots);
-    d->rdv_slots = cfg->rdv_slots;
-    for (unsigned s = 0; s < cfg->rdv_slots; s++) {
-        for (unsigned k = 0; k < 2; k++) {
-            char pn[RTE_MEMPOOL_NAMESIZE];
-            snprintf(pn, sizeof pn, k ? EM_DPDK_RDV_TX_POOL : EM_DPDK_RDV_RX_POOL, ps->port, s);
-            /* no cache (secondaries share lcore ids), sp/sc ring: one user */
-            d->rdv_pools[2 * s + k] = rte_pktmbuf_pool_create_by_ops(pn,
-                k ? EM_DPDK_RDV_TX_MBUFS : EM_DPDK_RDV_RX_MBUFS, 0, ps->priv, ps->room,
-                (int)rte_socket_id(), "ring_sp_sc");
-            if (!d->rdv_pools[2 * s + k]) {
-                snprintf(ps->err, ps->errlen, "cannot create the own-queue pool %s: %s (more hugepages?)",
-                         pn, rte_strerror(rte_errno));
-                return -1;
-            }
-        }
+    if (1u + x->n > ps->info.max_rx_queues || 1u + x->n > ps->info.max_tx_queues) {
+        snprintf(ps->err, ps->errlen, "%s cannot have %u queue pairs (1 + %u extra; it has %u rx, "
+                 "%u tx)", ps->info.driver_name, 1u + x->n, x->n, ps->info.max_rx_queues,
+                 ps->info.max_tx_queues);
+        return -1;
     }
     return 0;
 }
@@ -301,8 +290,22 @@ static int create_pools(struct port_setup *ps, struct dpdk_link *d)
     if (ps->cfg->framing == EM_DPDK_FRAMING_UDP)
         ps->conf.txmode.offloads |= ps->info.tx_offload_capa &
                                     (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM);
-    ps->nq = 1;
-    return ps->cfg->rdv_slots ? create_rdv_pools(ps, d) : 0;
+    return 0;
+}
+
+/* The caller's pool for extra queue @p q (NULL: a sentence in err). */
+static struct rte_mempool *extra_rx_pool(struct port_setup *ps, uint16_t q)
+{
+    const em_dpdk_extra_queues_t *x = &ps->cfg->extra;
+    em_dpdk_queue_info_t qi = {
+        .port = ps->port, .queue = q, .priv_size = ps->priv, .data_room = ps->room,
+        .socket = rte_eth_dev_socket_id(ps->port), .driver = ps->info.driver_name,
+    };
+    ps->extra_called = 1;
+    struct rte_mempool *mp = x->rx_pool(x->ctx, &qi, ps->err, ps->errlen);
+    if (!mp && !ps->err[0])
+        snprintf(ps->err, ps->errlen, "no mempool for extra queue %u of %s", q, ps->info.driver_name);
+    return mp;
 }
 
 /* Configure the port and set up its queue pairs. */
@@ -322,8 +325,9 @@ static int configure_queues(struct port_setup *ps, struct dpdk_link *d)
     }
     rte_eth_dev_adjust_nb_rx_tx_desc(port, &nd, &nd);
     for (uint16_t q = 0; q < nq; q++) {
-        /* own queue q >= 1 is received by slot (q - 1) % S */
-        struct rte_mempool *rp = q ? d->rdv_pools[2 * ((q - 1u) % d->rdv_slots)] : d->pool;
+        struct rte_mempool *rp = q ? extra_rx_pool(ps, q) : d->pool;
+        if (!rp)
+            return -1;
         if ((rc = rte_eth_rx_queue_setup(port, q, nd, rte_eth_dev_socket_id(port), NULL, rp)) != 0 ||
             (rc = rte_eth_tx_queue_setup(port, q, nd, rte_eth_dev_socket_id(port), NULL)) != 0) {
             char *err = ps->err;
@@ -421,7 +425,7 @@ static em_link_t *open_owner(struct port_setup *ps, const char *mzname)
         em_dpdk_eal_release();
         return NULL;
     }
-    if (check_device(ps) != 0)
+    if (check_device(ps) != 0 || check_extra_queues(ps) != 0)
         goto fail;
     size_buffers(ps);
     negotiate_mtu(ps, d);
@@ -445,8 +449,8 @@ static em_link_t *open_owner(struct port_setup *ps, const char *mzname)
 fail:
     rte_eth_dev_close(ps->port);
     em_xdp_guard_release(&d->guard);
-    for (unsigned i = 0; i < 2 * 15; i++)
-        rte_mempool_free(d->rdv_pools[i]);
+    if (ps->extra_called && ps->cfg->extra.undo)
+        ps->cfg->extra.undo(ps->cfg->extra.ctx);
     if (d->pool)
         rte_mempool_free(d->pool);
     rte_mempool_free(d->ext_pool);
@@ -493,6 +497,19 @@ em_link_t *em_link_dpdk_open_port(const em_dpdk_cfg_t *cfg, unsigned index, char
     return open_owner(&ps, mzname);
 }
 
+struct rte_mempool *em_link_dpdk_queue_pool(const em_dpdk_queue_info_t *qi, const char *name,
+                                            unsigned n, char *err, size_t errlen)
+{
+    struct rte_mempool *mp = rte_pktmbuf_pool_create_by_ops(name, n, 0, qi->priv_size,
+                                                            qi->data_room, qi->socket, "ring_sp_sc");
+    if (!mp)
+        snprintf(err, errlen, "cannot create the mempool %s of %u mbufs for queue %u of %s: %s "
+                 "(more hugepages?)", name, n, qi->queue, qi->driver, rte_strerror(rte_errno));
+    return mp;
+}
+
+void em_link_dpdk_pool_free(struct rte_mempool *mp) { rte_mempool_free(mp); }
+
 struct pool_reset {
     void **objs;
     unsigned n, cap;
@@ -506,28 +523,21 @@ static void reset_one(struct rte_mempool *mp, void *opaque, void *obj, unsigned 
         r->objs[r->n++] = obj;
 }
 
-/* Every object of a ring-backed pool back into its (emptied) ring.  Safe
- * only while nobody else uses the pool; the ring is reset first, so a user
- * killed inside an enqueue or dequeue leaves nothing behind. */
-static int pool_reset(struct rte_mempool *mp)
+/* Every object of a ring-backed pool back into its (emptied) ring.  The
+ * ring is reset first, so a user killed inside an enqueue or dequeue
+ * leaves nothing behind. */
+int em_link_dpdk_pool_reset(struct rte_mempool *mp)
 {
-    struct rte_ring *ring = mp->pool_data;
+    struct rte_ring *ring = mp ? mp->pool_data : NULL;
+    if (!ring)
+        return -1;
     struct pool_reset r = { .cap = mp->size };
     r.objs = malloc(sizeof *r.objs * mp->size);
-    if (!r.objs || !ring)
-        return free(r.objs), -1;
+    if (!r.objs)
+        return -1;
     rte_ring_reset(ring);
     rte_mempool_obj_iter(mp, reset_one, &r);
     unsigned put = rte_ring_enqueue_bulk(ring, r.objs, r.n, NULL);
     free(r.objs);
     return put == r.n ? 0 : -1;
-}
-
-int em_link_dpdk_rdv_reset(em_link_t *l, uint16_t slot)
-{
-    struct dpdk_link *d = (struct dpdk_link *)l;
-    if (slot >= d->rdv_slots)
-        return -1;
-    int rc = pool_reset(d->rdv_pools[2 * slot]);
-    return pool_reset(d->rdv_pools[2 * slot + 1]) | rc;
 }

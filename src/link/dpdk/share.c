@@ -22,7 +22,7 @@ int em_dpdk_pass_on(struct port_share *sh, struct dpdk_link *d, struct rte_mbuf 
         if (sh->user[u].ethertype_be == key && sh->user[u].ring) {
             if (rte_ring_enqueue(sh->user[u].ring, mb) == 0)
                 return 1;
-            d->st.rx_foreign++;     /* its ring is full: lost, like a full rx queue */
+            d->st.rx_share_full++;  /* its ring is full: lost, like a full rx queue */
             rte_pktmbuf_free(mb);
             return 1;
         }
@@ -165,15 +165,14 @@ void em_dpdk_share_close(struct dpdk_link *d)
 }
 
 /* The sharing table's key (its field is named for L2): the ethertype, or
- * in udp framing the UDP port (ours are 29717.., no ethertype's value) */
+ * in udp framing the UDP port (ours are 29717 and 29718, no ethertype in
+ * use has these values) */
 uint16_t em_dpdk_demux_key(const em_dpdk_cfg_t *cfg)
 {
     uint16_t et = cfg->ethertype ? cfg->ethertype : EM_ETHERTYPE;
     if (cfg->framing != EM_DPDK_FRAMING_UDP)
         return rte_cpu_to_be_16(et);
-    uint16_t port = cfg->udp_port ? cfg->udp_port
-                                  : (et == EM_ETHERTYPE_BCAST ? EM_UDP_PORT_BCAST : EM_UDP_PORT);
-    return rte_cpu_to_be_16(port);
+    return rte_cpu_to_be_16(cfg->udp_port ? cfg->udp_port : EM_UDP_PORT);
 }
 
 uint16_t em_dpdk_frame_key(const struct rte_mbuf *mb)

@@ -37,7 +37,6 @@ struct dpdk_udp {
     uint32_t ip;                /* ours, host order */
     uint16_t port;
     uint32_t bcast_ip;          /* our subnet's broadcast address (0: unknown) */
-    int any_dst;                /* accept any destination address (the broadcast user) */
     int tx_ip_hw, tx_udp_hw, no_csum;
     uint16_t ip_id;
     uint32_t resolve_ms;
@@ -111,9 +110,7 @@ int em_dpdk_udp_setup(struct dpdk_link *d, const em_dpdk_cfg_t *cfg, const char 
     }
     if (plen && plen < 31 && u->ip == d->if_ip)
         u->bcast_ip = u->ip | (0xFFFFFFFFu >> plen);
-    u->port = cfg->udp_port ? cfg->udp_port
-                            : (cfg->ethertype == EM_ETHERTYPE_BCAST ? EM_UDP_PORT_BCAST : EM_UDP_PORT);
-    u->any_dst = cfg->ethertype == EM_ETHERTYPE_BCAST;
+    u->port = cfg->udp_port ? cfg->udp_port : EM_UDP_PORT;
     u->tx_ip_hw = (offloads & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM) != 0;
     u->tx_udp_hw = (offloads & RTE_ETH_TX_OFFLOAD_UDP_CKSUM) != 0;
     u->no_csum = cfg->udp_no_csum;
@@ -187,7 +184,11 @@ int em_dpdk_udp_rx(struct dpdk_link *d, const struct rte_mbuf *mb, uint8_t *f, u
     if ((mb->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_GOOD)
         flags |= EM_IPUDP_RX_UDP_CSUM_OK;
     em_ipudp_rx_t rx;
-    em_ipudp_err_t e = em_ipudp_decode(f, len, u->any_dst ? 0 : u->ip, u->port, flags, &rx);
+    em_ipudp_err_t e = em_ipudp_decode(f, len, 0, u->port, flags, &rx);
+    /* ours: our address, the limited or our subnet's broadcast, a group */
+    if (e == EM_IPUDP_OK && rx.dst_ip != u->ip && rx.dst_ip != 0xFFFFFFFFu &&
+        !(u->bcast_ip && rx.dst_ip == u->bcast_ip) && rx.dst_ip >> 28 != 0xE)
+        e = EM_IPUDP_ADDR;
     if (e != EM_IPUDP_OK) {
         em_ipudp_count(&d->st.udp_refused, e);
         return -1;

@@ -4,7 +4,8 @@
  * AF_XDP interface-queue ownership and leftover-program removal (see
  * xdp_guard.h).
  */
-#include "link/xdp_guard.h"
+#include "link/dpdk/xdp_guard.h"
+#include "link/dpdk/devargs.h"
 #include "link/link_util.h"
 
 #include <errno.h>
@@ -57,10 +58,10 @@ int em_xdp_devargs_iface(const char *devargs, char *ifname, size_t len, unsigned
     char q[16];
     if (!devargs || strncmp(devargs, "net_af_xdp", 10) != 0)
         return 0;
-    if (!em_devarg(devargs, "iface", ifname, len))
+    if (!em_dpdk_devarg(devargs, "iface", ifname, len))
         return 0;
     *queue = 0;
-    if (em_devarg(devargs, "start_queue", q, sizeof q)) {
+    if (em_dpdk_devarg(devargs, "start_queue", q, sizeof q)) {
         char *end;
         unsigned long v = strtoul(q, &end, 10);
         if (*end == 0 && v < 4096)
