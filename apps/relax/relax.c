@@ -66,6 +66,7 @@ struct opts {
     const char *iface, *vdev, *eal_args;
     uint16_t port;
     int check_direct, max_restarts, quiet;
+    int framing;                /* dpdk-bcast: 1 = udp framing (issue 17) */
 };
 
 static int rank, size;
@@ -101,6 +102,8 @@ static void usage(FILE *f)
         "  -p, --port P        udp-bcast: UDP port (default 47603)\n"
         "  -d, --vdev SPEC     dpdk-bcast: devargs or @FILE; %%h = host name, %%j = job key\n"
         "      --eal-args A    dpdk-bcast: extra EAL arguments\n"
+        "      --framing F     dpdk-bcast: l2 (default) or udp (UDP/IPv4; across a router the\n"
+        "                      updates fan out by unicast)\n"
         "      --loss PCT      dpdk-bcast: injected receive loss in %% (udp: set it on the wire,\n"
         "                      e.g. emcluster xdploss; the value is then only reported)\n"
         "      --check-direct  judge also solves directly (n <= 3000) and compares x\n"
@@ -116,7 +119,7 @@ static void parse(int argc, char **argv, struct opts *o)
         { "time-limit", 1, 0, 'T' }, { "seed", 1, 0, 3 }, { "iface", 1, 0, 'i' },
         { "port", 1, 0, 'p' }, { "vdev", 1, 0, 'd' }, { "eal-args", 1, 0, 4 },
         { "loss", 1, 0, 5 }, { "check-direct", 0, 0, 6 }, { "max-restarts", 1, 0, 7 },
-        { "quiet", 0, 0, 'q' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
+        { "quiet", 0, 0, 'q' }, { "help", 0, 0, 'h' }, { "framing", 1, 0, 8 }, { 0, 0, 0, 0 } };
     *o = (struct opts){ .n = 2000, .ratio = 0.5, .tol = 1e-6, .time_limit = 60, .seed = 1,
                         .iface = "eth0", .max_restarts = 5 };
     int c;
@@ -142,6 +145,11 @@ static void parse(int argc, char **argv, struct opts *o)
         case 6: o->check_direct = 1; break;
         case 7: o->max_restarts = atoi(optarg); break;
         case 'q': o->quiet = 1; break;
+        case 8:
+            if (strcmp(optarg, "udp") && strcmp(optarg, "l2"))
+                goto bad;
+            o->framing = !strcmp(optarg, "udp");
+            break;
         case 'h': if (rank == 0) usage(stdout); MPI_Finalize(); exit(0);
         default: goto bad_nomsg;
         }
@@ -342,7 +350,7 @@ static int run_iterative(const struct opts *o, uint32_t key, MPI_Comm icomm)
                              .members = (uint16_t)it.P, .vec_len = o->n, .iface = o->iface,
                              .port = o->port, .eal_args = o->eal_args,
                              .rx_loss = o->loss_pct / 100.0, .loss_seed = key ^ (uint64_t)rank * 7919,
-                             .link_wait_ms = 30000 };
+                             .link_wait_ms = 30000, .framing = o->framing };
         if (o->transport == T_DPDK) {
 #ifdef EM_BCAST_HAVE_DPDK
             if (em_link_dpdk_devargs(o->vdev, job, vdev, sizeof vdev, err, sizeof err) != 0)
@@ -359,6 +367,18 @@ static int run_iterative(const struct opts *o, uint32_t key, MPI_Comm icomm)
             else
                 maxk = em_bcast_max_elems(it.bc);
         }
+    }
+    /* udp framing: every member's address, so that members behind a
+     * router get the updates by unicast (em_bcast_set_members) */
+    if (o->transport == T_DPDK && o->framing && it.P > 1) {
+        uint32_t mine = ok && it.bc ? em_bcast_local_ipv4(it.bc) : 0;
+        uint32_t *all = calloc((size_t)it.P, sizeof *all);
+        if (!all)
+            die("out of memory");
+        MPI_Allgather(&mine, 1, MPI_UINT32_T, all, 1, MPI_UINT32_T, icomm);
+        if (ok && em_bcast_set_members(it.bc, all, (uint16_t)it.P, 0, err, sizeof err) < 0)
+            ok = 0;
+        free(all);
     }
     if (!ok)
         fprintf(stderr, "relax: rank %d: %s\n", rank, err);

@@ -257,10 +257,11 @@ class RunnerTests(unittest.TestCase):
     def test_select(self):
         names = [b.label for b in runner.select(runner.BENCHMARKS, "burst@2:1,latency",
                                                 lambda b: [b.name, b.label], "benchmark")]
-        # (a name selects its variants too: latency's rdv rows, issue 5, and
-        # its MTU rows, issue 12)
+        # (a name selects its variants too: latency's rdv rows, issue 5, its
+        # MTU rows, issue 12, and its framing rows, issue 17)
         self.assertEqual(names, ["latency", "burst@2:1", "latency,rdv=own-queue", "latency,rdv=daemon",
-                                 "latency,mtu=1500", "latency,mtu=9000"])
+                                 "latency,mtu=1500", "latency,mtu=9000", "latency,framing=l2",
+                                 "latency,framing=udp"])
         self.assertEqual(len(runner.select(runner.BENCHMARKS, None, lambda b: [b.name], "b")),
                          len(runner.BENCHMARKS))
         with self.assertRaises(SystemExit):
@@ -701,16 +702,19 @@ class SweepTests(unittest.TestCase):
         self.assertEqual(sorted(set(calls)), [("rudp", "bw"), ("tcp", "bw")])
         rows = results.stamp(cp.aggregate_rows(pairs, sweep.skipped, sweep.outcomes,
                                                sweep.not_applicable), *THIS_RUN)
-        by = {(r["transport"], r.get("mtu"), r.get("rdv")): r for r in rows}
-        rudp = by[("rudp", None, None)]
+        by = {(r["transport"], r.get("mtu"), r.get("rdv"), r.get("framing")): r for r in rows}
+        rudp = by[("rudp", None, None, None)]
         # run k of rudp printed k + 1 on rank 0 and 1 on rank 1
         ks = [i + 1 for i, c in enumerate(calls) if c[0] == "rudp"]
         self.assertEqual(rudp["spurious_retx_runs"], [k + 1 for k in ks])
         self.assertEqual(rudp["spurious_retx"], sum(k + 1 for k in ks))
-        self.assertNotIn("spurious_retx", by[("tcp", None, None)])
-        self.assertEqual(by[("tcp", 1500, None)]["status"], "skipped")
-        self.assertIn("emulated cluster", by[("rudp", 9000, None)]["reason"])
-        self.assertEqual(by[("rudp", 9000, None)]["mtu_requested"], 9000)
+        self.assertNotIn("spurious_retx", by[("tcp", None, None, None)])
+        self.assertEqual(by[("tcp", 1500, None, None)]["status"], "skipped")
+        self.assertIn("emulated cluster", by[("rudp", 9000, None, None)]["reason"])
+        # the framing rows are the dpdk BTL's only (issue 17)
+        self.assertEqual(by[("rudp", None, None, "udp")]["status"], "skipped")
+        self.assertIn("framings", by[("rudp", None, None, "udp")]["reason"])
+        self.assertEqual(by[("rudp", 9000, None, None)]["mtu_requested"], 9000)
         self.assertTrue(all(results.provenance(r) == THIS_RUN for r in rows))
 
 

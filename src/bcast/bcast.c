@@ -20,6 +20,7 @@
 struct em_bcast {
     em_link_t *link;
     uint16_t peer;           /* the link's broadcast peer */
+    uint16_t nfan;           /* > 0: unicast fan-out to link peers 1..nfan instead (udp framing) */
     uint16_t self;
     uint32_t max_elems;
     uint32_t tx_seq;
@@ -101,6 +102,28 @@ uint32_t em_bcast_max_elems(const em_bcast_t *b) { return b->max_elems; }
 const em_bcast_stats_t *em_bcast_stats(const em_bcast_t *b) { return &b->st; }
 em_link_t *em_bcast_link(const em_bcast_t *b) { return b->link; }
 
+uint32_t em_bcast_local_ipv4(const em_bcast_t *b)
+{
+    const em_link_addr_t *a = &b->link->local;
+    if (a->len != 14 || strcmp(b->link->ops->name, "dpdk") != 0)
+        return 0;
+    return (uint32_t)a->bytes[8] << 24 | (uint32_t)a->bytes[9] << 16 | (uint32_t)a->bytes[10] << 8 |
+           a->bytes[11];
+}
+
+int em_bcast_set_members(em_bcast_t *b, const uint32_t *ipv4, uint16_t n, int force, char *err,
+                         size_t errlen)
+{
+    if (!em_bcast_local_ipv4(b)) {
+        snprintf(err, errlen, "em_bcast: member addresses need the dpdk backend in udp framing");
+        return -1;
+    }
+    int k = em_bcast_dpdk_fanout(b->link, ipv4, n, b->self, force, err, errlen);
+    if (k > 0)
+        b->nfan = (uint16_t)k;
+    return k;
+}
+
 int em_bcast_send(em_bcast_t *b, uint32_t offset, const double *vals, uint32_t count)
 {
     if (count == 0 || count > b->max_elems)
@@ -120,7 +143,22 @@ int em_bcast_send(em_bcast_t *b, uint32_t offset, const double *vals, uint32_t c
     for (uint32_t i = 0; i < count; i++)
         em_bc_put_f64(p->data + EM_BC_HDR_LEN + (size_t)i * EM_BC_ELEM_SIZE, vals[i]);
     p->len = EM_BC_HDR_LEN + count * EM_BC_ELEM_SIZE;
-    p->peer = b->peer;
+    p->peer = b->nfan ? 1 : b->peer;
+    /* fan-out: the same frame to each unicast peer (a copy each) */
+    for (uint16_t f = 2; f <= b->nfan; f++) {
+        em_pkt_t *q = em_link_tx_alloc(b->link);
+        if (!q) {
+            b->st.send_full++;
+            break;
+        }
+        memcpy(q->data, p->data, p->len);
+        q->len = p->len;
+        q->peer = f;
+        if (em_link_tx_burst(b->link, &q, 1) != 1) {
+            em_link_tx_free(b->link, q);
+            b->st.send_full++;
+        }
+    }
     if (em_link_tx_burst(b->link, &p, 1) != 1) {
         em_link_tx_free(b->link, p);
         b->st.send_full++;

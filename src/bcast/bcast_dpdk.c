@@ -8,13 +8,22 @@
  * end; on af_xdp over a bridged veth or a real NIC, every node on the L2
  * segment.  Built only when DPDK is found; otherwise opening fails with a
  * message.
+ *
+ * udp framing (issue 17, cfg->framing): the frames are UDP/IPv4 to port
+ * 29718, peer 0 the limited broadcast 255.255.255.255 (MAC ff:..:ff),
+ * which stays on the subnet.  em_bcast_set_members gives the members'
+ * addresses: when one is behind a router (or the network delivers no
+ * broadcast, force), peers 1..k become the other members by unicast and
+ * the channel fans each update out to them, said once.
  */
 #include "bcast/bcast_internal.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #ifdef EM_BCAST_HAVE_DPDK
 #include "link/link_dpdk.h"
+#include "link/neigh.h"
 
 em_link_t *em_bcast_dpdk_link_open(const em_bcast_cfg_t *cfg, char *err, size_t errlen)
 {
@@ -28,6 +37,8 @@ em_link_t *em_bcast_dpdk_link_open(const em_bcast_cfg_t *cfg, char *err, size_t 
         .mtu = cfg->mtu, .rx_loss = cfg->rx_loss, .loss_seed = cfg->loss_seed,
         .link_wait_ms = cfg->link_wait_ms, .nb_mbufs = 8191,
         .ethertype = EM_ETHERTYPE_BCAST,
+        .framing = cfg->framing ? EM_DPDK_FRAMING_UDP : EM_DPDK_FRAMING_L2,
+        .udp_port = EM_UDP_PORT_BCAST,
     };
     char e2[768];
     em_link_t *l = em_link_dpdk_open(&c, e2, sizeof e2);
@@ -36,6 +47,11 @@ em_link_t *em_bcast_dpdk_link_open(const em_bcast_cfg_t *cfg, char *err, size_t 
         return NULL;
     }
     em_link_addr_t all = { .len = 8, .bytes = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0 } };
+    if (l->local.len == EM_DPDK_ADDR_UDP) {     /* 255.255.255.255:29718 */
+        all.len = EM_DPDK_ADDR_UDP;
+        memset(all.bytes + 8, 0xff, 4);
+        memcpy(all.bytes + 12, l->local.bytes + 12, 2);
+    }
     if (em_link_set_peer(l, 0, &all) != 0) {
         snprintf(err, errlen, "dpdk-bcast: cannot set the broadcast address");
         em_link_close(l);
@@ -43,7 +59,56 @@ em_link_t *em_bcast_dpdk_link_open(const em_bcast_cfg_t *cfg, char *err, size_t 
     }
     return l;
 }
+
+int em_bcast_dpdk_fanout(em_link_t *l, const uint32_t *ipv4, uint16_t n, uint16_t self, int force,
+                         char *err, size_t errlen)
+{
+    unsigned behind = 0;
+    for (uint16_t m = 0; m < n && !force; m++) {
+        em_route_t r;
+        char why[256];
+        if (m == self || !ipv4[m])
+            continue;
+        if (em_route_get(ipv4[m], &r, why, sizeof why) != 0) {
+            snprintf(err, errlen, "dpdk-bcast: member %u: %s", m, why);
+            return -1;
+        }
+        behind += r.gateway != 0;
+    }
+    if (!behind && !force)
+        return 0;                       /* the broadcast reaches everyone */
+    uint16_t k = 0;
+    for (uint16_t m = 0; m < n; m++) {
+        if (m == self || !ipv4[m])
+            continue;
+        em_link_addr_t a = { .len = EM_DPDK_ADDR_UDP };
+        a.bytes[8] = (uint8_t)(ipv4[m] >> 24);
+        a.bytes[9] = (uint8_t)(ipv4[m] >> 16);
+        a.bytes[10] = (uint8_t)(ipv4[m] >> 8);
+        a.bytes[11] = (uint8_t)ipv4[m];
+        memcpy(a.bytes + 12, l->local.bytes + 12, 2);    /* the same port everywhere */
+        if (em_link_set_peer(l, (uint16_t)(k + 1), &a) != 0) {
+            snprintf(err, errlen, "dpdk-bcast: member %u: %s", m, em_link_dpdk_peer_error(l));
+            return -1;
+        }
+        k++;
+    }
+    if (k)
+        fprintf(stderr, "em_bcast: %s: each update goes by unicast to the %u other member(s) "
+                "instead (udp framing, fan-out)\n",
+                force ? "broadcast not used (asked for fan-out)"
+                      : "some members are behind a router, which a broadcast does not cross", k);
+    return k;
+}
 #else
+int em_bcast_dpdk_fanout(em_link_t *l, const uint32_t *ipv4, uint16_t n, uint16_t self, int force,
+                         char *err, size_t errlen)
+{
+    (void)l; (void)ipv4; (void)n; (void)self; (void)force;
+    snprintf(err, errlen, "dpdk-bcast: this build has no DPDK");
+    return -1;
+}
+
 em_link_t *em_bcast_dpdk_link_open(const em_bcast_cfg_t *cfg, char *err, size_t errlen)
 {
     (void)cfg;

@@ -18,4 +18,9 @@ em_link_t *em_bcast_udp_link_open(const em_bcast_cfg_t *cfg, char *err, size_t e
 /** A link_dpdk port under EM_ETHERTYPE_BCAST; peer 0 is ff:ff:ff:ff:ff:ff. */
 em_link_t *em_bcast_dpdk_link_open(const em_bcast_cfg_t *cfg, char *err, size_t errlen);
 
+/** udp framing: point link peers 1..k at the members that need unicast
+ *  (em_bcast_set_members).  @return k, 0, or -1 with @p err. */
+int em_bcast_dpdk_fanout(em_link_t *l, const uint32_t *ipv4, uint16_t n, uint16_t self, int force,
+                         char *err, size_t errlen);
+
 #endif

@@ -61,6 +61,10 @@ typedef struct em_bcast_cfg {
     double rx_loss;        /**< injected receive loss (wires no kernel sees) */
     uint64_t loss_seed;
     uint32_t link_wait_ms;
+    /** EM_BCAST_DPDK framing (link_dpdk.h): 0 = L2 broadcast (ethertype
+     *  0x88B6); 1 = UDP/IPv4 to 255.255.255.255 port 29718 (routable
+     *  framing; beyond a router see em_bcast_set_members) */
+    int framing;
 } em_bcast_cfg_t;
 
 typedef struct em_bcast_stats {
@@ -119,6 +123,22 @@ int em_bcast_send(em_bcast_t *b, uint32_t offset, const double *vals, uint32_t c
 unsigned em_bcast_poll(em_bcast_t *b, em_bcast_rx_fn cb, void *arg, unsigned max_frames);
 
 const em_bcast_stats_t *em_bcast_stats(const em_bcast_t *b);
+
+/** udp framing: this member's IPv4 address (host order), 0 otherwise. */
+uint32_t em_bcast_local_ipv4(const em_bcast_t *b);
+
+/**
+ * udp framing: every member's IPv4 address (@p ipv4[m] for member m, host
+ * order; 0 = unknown).  A broadcast does not cross a router: when some
+ * member is behind one (the kernel routes it via a gateway), or with
+ * @p force (networks that deliver no broadcast at all, e.g. cloud virtual
+ * networks), each update is sent by unicast to every other member instead,
+ * and this is said once on stderr.
+ * @return the number of unicast peers (0: the broadcast reaches everyone),
+ * or -1 with a sentence in @p err (no route, no ARP answer from a next hop).
+ */
+int em_bcast_set_members(em_bcast_t *b, const uint32_t *ipv4, uint16_t n, int force, char *err,
+                         size_t errlen);
 
 /** The underlying link (e.g. for link_dpdk's own counters). */
 em_link_t *em_bcast_link(const em_bcast_t *b);

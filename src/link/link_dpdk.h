@@ -8,8 +8,18 @@
  * the same code runs on net_memif (shared-memory "cable"), net_af_xdp (a
  * kernel interface) and a real NIC's PMD.
  *
+ * Framing (issue 17, em_dpdk_cfg_t::framing): L2 (default) sends raw
+ * Ethernet frames of our ethertype; udp puts Ethernet + IPv4 + UDP
+ * (link/ipudp.h) in front of the protocol frame, addressed to the peer's
+ * IPv4 address and UDP port, through the next hop the kernel's tables name
+ * (link/neigh.h), so routers and cloud networks carry it.
+ *
  * Address blob: 6 bytes MAC + 2 bytes queue id (big-endian; always 0: a
- * link sends and receives on its port's queue 0).
+ * link sends and receives on its port's queue 0); L2 framing on
+ * a port with a kernel interface (af_xdp) adds the interface's IPv4
+ * address (4 bytes, big-endian: 12 in all) so that a peer behind a router
+ * is refused at set_peer with the reason, not left to time out; udp
+ * framing: MAC, queue, IPv4 address, UDP port (14 bytes).
  *
  * Ports: a process opens up to EM_DPDK_MAX_PORTS ports (a ';'-separated
  * device list, one link each), and becomes a DPDK primary: EAL is started
@@ -31,6 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "link/ipudp.h"
 #include "link/link.h"
 
 #define EM_ETHERTYPE 0x88B5u
@@ -69,6 +80,16 @@ typedef struct em_dpdk_extra_queues {
     void *ctx;
 } em_dpdk_extra_queues_t;
 
+/** em_dpdk_cfg_t::framing */
+enum em_dpdk_framing {
+    EM_DPDK_FRAMING_L2 = 0,   /**< raw Ethernet, our ethertype (one L2 segment) */
+    EM_DPDK_FRAMING_UDP = 1,  /**< Ethernet + IPv4 + UDP (routable; link/ipudp.h) */
+};
+/** Address blob lengths. */
+#define EM_DPDK_ADDR_L2     8u
+#define EM_DPDK_ADDR_L2_IP  12u
+#define EM_DPDK_ADDR_UDP    14u
+
 typedef struct em_dpdk_cfg {
     /** PMD devargs, e.g. "net_memif0,role=server,socket=/run/x.sock,socket-abstract=no"
      *  or "net_af_xdp0,iface=eth0,start_queue=0,queue_count=1".  NULL/"": use
@@ -94,6 +115,22 @@ typedef struct em_dpdk_cfg {
     int no_gather;
     /** Queue pairs for another user of the port (below); none when zeroed. */
     em_dpdk_extra_queues_t extra;
+    /** enum em_dpdk_framing (0: L2) */
+    int framing;
+    /** udp framing: our UDP port; 0 = EM_UDP_PORT (the broadcast channel
+     *  gives EM_UDP_PORT_BCAST) */
+    uint16_t udp_port;
+    /** udp framing: this end's IPv4 address ("a.b.c.d"); NULL or "": the
+     *  af_xdp interface's first address, else (a memif cable, which no
+     *  kernel sees) 169.254.<MAC byte 4>.<MAC byte 5> */
+    const char *udp_addr;
+    /** udp framing: 1 = send no UDP checksum (0, allowed over IPv4; the
+     *  Ethernet FCS still covers each hop); 0 = a checksum, by the NIC when
+     *  it offloads it, else computed */
+    int udp_no_csum;
+    /** udp framing: how long set_peer waits for the next hop's ARP answer
+     *  (ms; 0 = 3000) */
+    uint32_t resolve_ms;
 } em_dpdk_cfg_t;
 
 /** Port counters (rte_eth_stats): all queues, and queue 0 alone. */
@@ -113,7 +150,18 @@ typedef struct em_dpdk_stats {
     uint64_t tx_frames;       /**< frames the PMD took */
     uint64_t tx_full;         /**< tx_burst calls that found the tx queue full */
     uint64_t tx_extbuf;       /**< frames whose payload went out from the caller's memory (extbuf) */
+    em_ipudp_counters_t udp_refused;  /**< udp framing: received frames refused, by reason */
+    uint64_t nh_changes;      /**< udp framing: next-hop MACs changed under us (neighbour watch) */
+    uint64_t tx_csum_sw;      /**< udp framing: UDP checksums computed in software */
 } em_dpdk_stats_t;
+
+/**
+ * Why the last em_link_set_peer() on @p l failed, as a sentence naming the
+ * cause and the fix ("" when it did not fail): a peer behind a router in
+ * L2 framing, no ARP answer from the next hop, a route through another
+ * interface, a framing mismatch with the peer.
+ */
+const char *em_link_dpdk_peer_error(const em_link_t *l);
 
 /**
  * Start EAL (first call only), probe the device, configure and start the
@@ -166,7 +214,7 @@ int em_link_dpdk_devargs(const char *spec, const char *job, char *out, size_t le
                          char *err, size_t errlen);
 /** Free hugepages of the default size (/proc/meminfo), 0 when unknown. */
 long em_link_dpdk_hugepages_free(void);
-/** Render an address blob as "aa:bb:cc:dd:ee:ff/q". */
+/** Render an address blob as "aa:bb:cc:dd:ee:ff/q" (udp: "... a.b.c.d:port"). */
 void em_link_dpdk_addr_str(const em_link_addr_t *a, char *buf, size_t len);
 
 #endif

@@ -26,7 +26,7 @@ class Transport:
 
     def __init__(self, name, mca, env=None, requires=(), note="", btl=None, max_nodes=None,
                  per_node=None, raw_vdev=None, up_args=(), mode=None, rdv_variants=False,
-                 mtu_variants=False, max_mtu=None, max_mtu_note=None):
+                 mtu_variants=False, max_mtu=None, max_mtu_note=None, framing_variants=False):
         self.name = name
         self.mca = list(mca)
         self.env = dict(env or {})
@@ -45,6 +45,8 @@ class Transport:
         self.mtu_variants = mtu_variants
         self.max_mtu = max_mtu
         self.max_mtu_note = max_mtu_note
+        # benchmarks with a framing field (issue 17: btl_dpdk_framing l2 / udp) apply
+        self.framing_variants = framing_variants
 
     def mtu_for(self, asked):
         """The MTU this transport's row for MTU @p asked runs at."""
@@ -69,6 +71,9 @@ class Transport:
         if "rdv" in bench.fields and not self.rdv_variants:
             return "%s compares dpdk-memif-daemon's rendezvous paths (own queue / through the daemon)" % (
                 bench.label)
+        if "framing" in bench.fields and not self.framing_variants:
+            return "%s compares the dpdk BTL's framings (%s)" % (
+                bench.label, ", ".join(t.name for t in TRANSPORTS if t.framing_variants))
         if "mtu" in bench.fields and not self.mtu_variants:
             return "%s: the MTU rows are for the wires of a real network (%s)" % (
                 bench.label, ", ".join(t.name for t in TRANSPORTS if t.mtu_variants))
@@ -170,7 +175,7 @@ TRANSPORTS = [
     # writes each node's end into <rundir>/dpdk/<node>.memif); direct mode:
     # each process owns its node's DPDK port, so one rank per node.
     _dpdk("dpdk-memif", [("btl_dpdk_vdev", "@/run/ethermpi/{prefix}/dpdk/%h.memif")],
-              max_nodes=2, per_node=1, mode="direct",
+              max_nodes=2, per_node=1, mode="direct", framing_variants=True,
               note="ethermpi dpdk BTL over a memif cable (kernel bypass, [dpdk-btl])"),
     # daemon mode (docs/daemon.md): one emd per node owns the cable end and
     # the ranks attach to it over shared memory; 'up --emd' starts the
@@ -194,6 +199,7 @@ TRANSPORTS = [
     _dpdk("dpdk-afxdp", [("btl_dpdk_vdev", "@/run/ethermpi/{prefix}/dpdk/%h.afxdp")],
               per_node=1, up_args=["--mtu", str(AFXDP_MAX_MTU)], mode="direct",
               mtu_variants=True, max_mtu=AFXDP_MAX_MTU, max_mtu_note=AFXDP_MTU_NOTE,
+              framing_variants=True,
               note="ethermpi dpdk BTL over AF_XDP on the veth (kernel carries the frames)"),
     # daemon mode over AF_XDP: emd is the only AF_XDP user of each veth
     # (one process per interface is all libxdp allows here), the ranks
@@ -368,6 +374,16 @@ BENCHMARKS = [
     for name, prog, unit in (("latency", "em_latency", "us"), ("bw", "em_bw", "MB/s"),
                              ("bibw", "em_bibw", "MB/s"))
     for mtu in MTUS
+] + [
+    # issue 17: the dpdk BTL's framings on the flat cluster, l2 (raw
+    # Ethernet, the rows without a framing field) against udp (UDP/IPv4
+    # headers and checksums on every frame: what a routed or cloud network
+    # needs); the target is <= 0.1 us of small-message latency on memif
+    Benchmark(name, prog, 2, unit, fields={"framing": f},
+              transport_mca={t: [("btl_dpdk_framing", f)] for t in ("dpdk-memif", "dpdk-afxdp")},
+              counters=BW_COUNTERS if name == "bw" else ())
+    for name, prog, unit in (("latency", "em_latency", "us"), ("bw", "em_bw", "MB/s"))
+    for f in ("l2", "udp")
 ]
 
 

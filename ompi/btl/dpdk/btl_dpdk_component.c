@@ -53,6 +53,10 @@ static char *dpdk_mode;           /* "direct" or "daemon" */
 static char *dpdk_emd_socket;
 static int dpdk_emd_heartbeat_ms;
 static char *dpdk_bulk_queue;     /* "auto", "on" or "off" */
+static char *dpdk_framing;        /* "l2" or "udp" */
+static int dpdk_udp_port;
+static char *dpdk_udp_addr;
+static int dpdk_udp_checksum;
 
 static em_btl_module_t dpdk_module;
 
@@ -71,6 +75,10 @@ static int dpdk_register(void)
     dpdk_emd_socket = "/run/ethermpi/emd/%h.sock";
     dpdk_emd_heartbeat_ms = 3000;
     dpdk_bulk_queue = "auto";
+    dpdk_framing = "l2";
+    dpdk_udp_port = 0;
+    dpdk_udp_addr = "";
+    dpdk_udp_checksum = 1;
     /* read-only parameters, their defaults set above (in ompi_info's order) */
     const struct {
         const char *name;
@@ -115,6 +123,20 @@ static int dpdk_register(void)
           "memory that is not registered with DPDK; 0 = copy every payload into the frame" },
         { "link_wait_ms", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &dpdk_link_wait_ms,
           "How long to wait for the port's link to come up (a memif cable waits for its other end)" },
+        { "framing", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_2, &dpdk_framing,
+          "l2: raw Ethernet frames (ethertype 0x88B5), for one L2 segment; udp: every frame in "
+          "UDP/IPv4 to the peer's address and port, through the next hop the kernel names, for "
+          "routed fabrics and cloud networks (docs/design.md \"Framing\").  Every process of the "
+          "job must use the same; in l2 a peer behind a router is refused at wire-up" },
+        { "udp_port", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_4, &dpdk_udp_port,
+          "udp framing: this process's UDP port (0 = 29717; the AF_XDP filter object takes "
+          "29717 and 29718)" },
+        { "udp_addr", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &dpdk_udp_addr,
+          "udp framing: this process's IPv4 address (empty: the af_xdp interface's; on a memif "
+          "cable a link-local 169.254.x.y from the port's MAC)" },
+        { "udp_checksum", MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, &dpdk_udp_checksum,
+          "udp framing: send UDP checksums (by the NIC where it offloads them, else computed); "
+          "0 = send none (allowed over IPv4; the Ethernet FCS still covers each hop)" },
     };
     for (size_t i = 0; i < sizeof params / sizeof params[0]; i++)
         (void)mca_base_component_var_register(c, params[i].name, params[i].help, params[i].type,
@@ -214,8 +236,20 @@ static em_link_t *emd_open_link(char *err, size_t errlen)
 
 static em_link_t *dpdk_open_link(unsigned index, char *err, size_t errlen)
 {
-    if (dpdk_mode && 0 == strcmp(dpdk_mode, "daemon"))
+    const char *fr = dpdk_framing ? dpdk_framing : "l2";
+    if (0 != strcmp(fr, "l2") && 0 != strcmp(fr, "udp")) {
+        snprintf(err, errlen, "btl_dpdk_framing must be 'l2' or 'udp', not '%s'", fr);
+        return NULL;
+    }
+    int udp = 0 == strcmp(fr, "udp");
+    if (dpdk_mode && 0 == strcmp(dpdk_mode, "daemon")) {
+        if (udp) {
+            snprintf(err, errlen, "btl_dpdk_framing udp is not available in daemon mode yet (emd "
+                     "sends L2 frames): use btl_dpdk_mode direct");
+            return NULL;
+        }
         return index == 0 ? emd_open_link(err, errlen) : NULL;  /* one link: the daemon's */
+    }
     if (dpdk_mode && 0 != strcmp(dpdk_mode, "direct")) {
         snprintf(err, errlen, "btl_dpdk_mode must be 'direct' or 'daemon', not '%s'", dpdk_mode);
         return NULL;
@@ -235,6 +269,9 @@ static em_link_t *dpdk_open_link(unsigned index, char *err, size_t errlen)
         .rx_loss = dpdk_rx_loss, .loss_seed = (uint64_t)dpdk_loss_seed,
         .link_wait_ms = dpdk_link_wait_ms > 0 ? (uint32_t)dpdk_link_wait_ms : 0,
         .no_gather = !dpdk_zero_copy,
+        .framing = udp ? EM_DPDK_FRAMING_UDP : EM_DPDK_FRAMING_L2,
+        .udp_port = dpdk_udp_port > 0 && dpdk_udp_port < 65536 ? (uint16_t)dpdk_udp_port : 0,
+        .udp_addr = dpdk_udp_addr, .udp_no_csum = !dpdk_udp_checksum,
     };
     /* "A;B" in btl_dpdk_vdev: one port and module per device (two cables) */
     return em_link_dpdk_open_port(&c, index, err, errlen);

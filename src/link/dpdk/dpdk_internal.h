@@ -9,6 +9,8 @@
  *   share.c    one port, several users of one process, told apart by ethertype
  *   port.c     port set-up in steps (pick, size, configure, start) and close
  *   link.c     the burst link ops over an open port, counters
+ *   udp.c      udp framing (issue 17): addresses, next hop, headers, and
+ *              the L2 framing's check that a peer is on our segment
  *   xdp_guard.c  one live owner per AF_XDP interface queue (xdp_guard.h)
  *
  * Internal names are em_dpdk_*; the public API (link_dpdk.h) em_link_dpdk_*.
@@ -59,6 +61,13 @@ struct dpdk_link {
     int sharer;                     /* 1: not the port's owner */
     int memif;                      /* a memif port: never stopped or closed (port.c) */
     int share_slot;                 /* sharer: our entry in share->user[] */
+    uint16_t hdr_len;               /* bytes in front of the protocol frame: 14, or 42 (udp) */
+    uint16_t demux_be;              /* what tells our frames from a port sharer's: the
+                                       ethertype (L2) or the UDP port (udp), network order */
+    struct dpdk_udp *udp;           /* udp framing state (udp.c); NULL: L2 framing */
+    char ifname[16];                /* the port's kernel interface ("": none, e.g. memif) */
+    uint32_t if_ip;                 /* its IPv4 address (host order; 0: none) */
+    char peer_err[320];             /* why the last set_peer failed */
     em_dpdk_stats_t st;
 };
 
@@ -118,6 +127,32 @@ em_link_t *em_dpdk_share_open(const em_dpdk_cfg_t *cfg, uint16_t port, struct po
 void em_dpdk_share_close(struct dpdk_link *d);
 /** A frame of another user's ethertype goes to that user's ring.  1: taken. */
 int em_dpdk_pass_on(struct port_share *sh, struct dpdk_link *d, struct rte_mbuf *mb);
+/** The demultiplexing key of a user configured by @p cfg (network order). */
+uint16_t em_dpdk_demux_key(const em_dpdk_cfg_t *cfg);
+/** The demultiplexing key of a received frame: its ethertype, or for
+ *  IPv4/UDP (no options) its UDP destination port (network order). */
+uint16_t em_dpdk_frame_key(const struct rte_mbuf *mb);
+
+/* ---- udp.c ---- */
+/** After em_dpdk_link_init: learn the kernel interface behind @p item
+ *  (af_xdp), and in udp framing set up addresses, blob, MTU and the
+ *  neighbour watch; @p offloads are the port's enabled tx offloads.
+ *  @return 0, or -1 with a sentence in @p err. */
+int em_dpdk_udp_setup(struct dpdk_link *d, const em_dpdk_cfg_t *cfg, const char *item,
+                      uint64_t offloads, char *err, size_t errlen);
+void em_dpdk_udp_free(struct dpdk_link *d);
+/** udp framing: the 42 header bytes of @p p's frame in @p mb (checksums included). */
+void em_dpdk_udp_tx_hdr(struct dpdk_link *d, struct rte_mbuf *mb, const em_pkt_t *p);
+/** udp framing: validate a received frame (@p len linear bytes at @p f);
+ *  0 with p->data/p->len set, or -1 (counted). */
+int em_dpdk_udp_rx(struct dpdk_link *d, const struct rte_mbuf *mb, uint8_t *f, uint32_t len,
+                   em_pkt_t *p);
+/** set_peer of either framing (address checks, next hop). */
+int em_dpdk_set_peer(struct dpdk_link *d, uint16_t peer, const em_link_addr_t *a);
+/** rx_peer of udp framing: by source (IPv4, port). */
+uint16_t em_dpdk_udp_rx_peer(const struct dpdk_link *d, const em_pkt_t *p);
+/** udp framing, from rx_burst now and then: apply neighbour changes. */
+void em_dpdk_udp_poll(struct dpdk_link *d);
 
 /* ---- link.c ---- */
 /** Fill in the link part of @p d (ops, MTU, flags, address, loss, ethertype). */

@@ -23,7 +23,7 @@ static em_pkt_t *dpdk_tx_alloc(em_link_t *l)
     if (!m)
         return NULL;
     em_pkt_t *p = pkt_of(m);
-    p->data = rte_pktmbuf_mtod(m, uint8_t *) + RTE_ETHER_HDR_LEN;
+    p->data = rte_pktmbuf_mtod(m, uint8_t *) + d->hdr_len;
     p->len = 0;
     p->ext = NULL;
     p->ext_len = 0;
@@ -72,21 +72,25 @@ static unsigned dpdk_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
         for (unsigned i = 0; i < k; i++) {
             em_pkt_t *p = pkts[done + i];
             struct rte_mbuf *mb = p->priv;
-            struct rte_ether_hdr *eh = rte_pktmbuf_mtod(mb, struct rte_ether_hdr *);
-            if (p->peer < d->npeers)
-                rte_ether_addr_copy(&d->peers[p->peer], &eh->dst_addr);
-            else
-                memset(&eh->dst_addr, 0xff, sizeof eh->dst_addr);  /* never happens: checked by set_peer */
-            rte_ether_addr_copy(&d->mac, &eh->src_addr);
-            eh->ether_type = d->ethertype_be;
+            if (d->udp) {
+                em_dpdk_udp_tx_hdr(d, mb, p);   /* before the payload may move (flatten) */
+            } else {
+                struct rte_ether_hdr *eh = rte_pktmbuf_mtod(mb, struct rte_ether_hdr *);
+                if (p->peer < d->npeers)
+                    rte_ether_addr_copy(&d->peers[p->peer], &eh->dst_addr);
+                else
+                    memset(&eh->dst_addr, 0xff, sizeof eh->dst_addr);  /* never happens: checked by set_peer */
+                rte_ether_addr_copy(&d->mac, &eh->src_addr);
+                eh->ether_type = d->ethertype_be;
+            }
             if (p->ext_len && attach_payload(d, mb, p->ext, p->ext_len) == 0) {
-                mb->data_len = (uint16_t)(RTE_ETHER_HDR_LEN + p->len);
+                mb->data_len = (uint16_t)(d->hdr_len + p->len);
                 mb->pkt_len = mb->data_len + p->ext_len;
                 d->st.tx_extbuf++;
             } else {
                 if (p->ext_len)
                     em_link_pkt_flatten(p);   /* no ext mbuf free: copy after all */
-                mb->data_len = (uint16_t)(RTE_ETHER_HDR_LEN + p->len);
+                mb->data_len = (uint16_t)(d->hdr_len + p->len);
                 mb->pkt_len = mb->data_len;
             }
             m[i] = mb;
@@ -128,6 +132,8 @@ static unsigned dpdk_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     struct rte_mbuf *m[EM_DPDK_BURST];
     if (max > EM_DPDK_BURST)
         max = EM_DPDK_BURST;
+    if (d->udp)
+        em_dpdk_udp_poll(d);        /* next-hop MAC changes, now and then */
     uint16_t n = 0;
     struct port_share *sh = d->share;
     int shared = sh && sh->users > 0;
@@ -139,11 +145,11 @@ static unsigned dpdk_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     for (uint16_t i = 0; i < n; i++) {
         struct rte_mbuf *mb = m[i];
         struct rte_ether_hdr *eh = rte_pktmbuf_mtod(mb, struct rte_ether_hdr *);
-        if (mb->pkt_len >= RTE_ETHER_HDR_LEN && eh->ether_type != d->ethertype_be && shared &&
-            em_dpdk_pass_on(sh, d, mb))
+        uint16_t key = em_dpdk_frame_key(mb);
+        if (key != d->demux_be && shared && em_dpdk_pass_on(sh, d, mb))
             continue;
-        if (mb->pkt_len < RTE_ETHER_HDR_LEN || eh->ether_type != d->ethertype_be ||
-            mb->pkt_len - RTE_ETHER_HDR_LEN > d->link.mtu) {
+        if (mb->pkt_len < d->hdr_len || key != d->demux_be ||
+            mb->pkt_len - d->hdr_len > d->link.mtu) {
             d->st.rx_foreign++;
             rte_pktmbuf_free(mb);
             continue;
@@ -155,17 +161,24 @@ static unsigned dpdk_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
         }
         em_pkt_t *p = pkt_of(mb);
         p->priv = mb;
-        p->len = mb->pkt_len - RTE_ETHER_HDR_LEN;
+        uint8_t *f = (uint8_t *)eh;
         if (mb->nb_segs > 1) {
             /* chained mbufs (frame larger than one buffer): one linear copy */
-            uint8_t *lin = d->scratch + (size_t)k * (d->link.mtu + RTE_ETHER_HDR_LEN);
+            uint8_t *lin = d->scratch + (size_t)k * (d->link.mtu + d->hdr_len);
             const uint8_t *src = rte_pktmbuf_read(mb, 0, mb->pkt_len, lin);
             if (src != lin)
                 memcpy(lin, src, mb->pkt_len);
-            p->data = lin + RTE_ETHER_HDR_LEN;
+            f = lin;
             d->st.rx_multiseg++;
+        }
+        if (d->udp) {
+            if (em_dpdk_udp_rx(d, mb, f, mb->pkt_len, p) != 0) {
+                rte_pktmbuf_free(mb);
+                continue;
+            }
         } else {
-            p->data = (uint8_t *)eh + RTE_ETHER_HDR_LEN;
+            p->len = mb->pkt_len - RTE_ETHER_HDR_LEN;
+            p->data = f + RTE_ETHER_HDR_LEN;
         }
         pkts[k++] = p;
     }
@@ -183,14 +196,7 @@ static int dpdk_flush(em_link_t *l) { (void)l; return 0; }
 
 static int dpdk_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
-    struct dpdk_link *d = (struct dpdk_link *)l;
-    if (a->len != 8)
-        return -EINVAL;
-    if (em_peer_table_reserve((void **)&d->peers, &d->npeers, sizeof *d->peers, peer) != 0)
-        return -ENOMEM;
-    em_addr_map_del(&d->bysrc, em_addr_key6(d->peers[peer].addr_bytes, 0), peer);
-    memcpy(d->peers[peer].addr_bytes, a->bytes, 6);
-    return em_addr_map_put(&d->bysrc, em_addr_key6(a->bytes, 0), peer) == 0 ? 0 : -ENOMEM;
+    return em_dpdk_set_peer((struct dpdk_link *)l, peer, a);   /* udp.c: both framings */
 }
 
 /* the peer whose MAC (set_peer) is the frame's source: in direct mode one
@@ -198,6 +204,8 @@ static int dpdk_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 static uint16_t dpdk_rx_peer(em_link_t *l, const em_pkt_t *p)
 {
     const struct dpdk_link *d = (const struct dpdk_link *)l;
+    if (d->udp)
+        return em_dpdk_udp_rx_peer(d, p);       /* by source (IPv4, port) */
     const struct rte_mbuf *mb = p->priv;
     if (!mb || mb->data_len < RTE_ETHER_HDR_LEN)
         return EM_LINK_PEER_UNKNOWN;
@@ -224,6 +232,8 @@ void em_dpdk_link_init(struct dpdk_link *d, const em_dpdk_cfg_t *cfg, uint32_t m
     memcpy(d->link.local.bytes, d->mac.addr_bytes, 6);
     d->link.local.bytes[6] = 0;   /* queue 0 */
     d->link.local.bytes[7] = 0;
+    d->hdr_len = RTE_ETHER_HDR_LEN; /* udp.c changes both in udp framing */
+    d->demux_be = d->ethertype_be;
 }
 
 const em_dpdk_stats_t *em_link_dpdk_stats(const em_link_t *l) { return &((const struct dpdk_link *)l)->st; }
@@ -254,10 +264,20 @@ void em_link_dpdk_port_name(const em_link_t *l, char *buf, size_t len)
 
 void em_link_dpdk_addr_str(const em_link_addr_t *a, char *buf, size_t len)
 {
-    if (a->len != 8) {
+    if (a->len != EM_DPDK_ADDR_L2 && a->len != EM_DPDK_ADDR_L2_IP && a->len != EM_DPDK_ADDR_UDP) {
         snprintf(buf, len, "?");
         return;
     }
-    snprintf(buf, len, "%02x:%02x:%02x:%02x:%02x:%02x/%u", a->bytes[0], a->bytes[1], a->bytes[2],
-             a->bytes[3], a->bytes[4], a->bytes[5], (unsigned)(a->bytes[6] << 8 | a->bytes[7]));
+    int n = snprintf(buf, len, "%02x:%02x:%02x:%02x:%02x:%02x/%u", a->bytes[0], a->bytes[1],
+                     a->bytes[2], a->bytes[3], a->bytes[4], a->bytes[5],
+                     (unsigned)(a->bytes[6] << 8 | a->bytes[7]));
+    if (a->len > EM_DPDK_ADDR_L2 && n > 0 && (size_t)n < len) {
+        char ip[16];
+        em_ipv4_str((uint32_t)a->bytes[8] << 24 | (uint32_t)a->bytes[9] << 16 |
+                    (uint32_t)a->bytes[10] << 8 | a->bytes[11], ip, sizeof ip);
+        if (a->len == EM_DPDK_ADDR_UDP)
+            snprintf(buf + n, len - (size_t)n, " %s:%u", ip, (unsigned)(a->bytes[12] << 8 | a->bytes[13]));
+        else
+            snprintf(buf + n, len - (size_t)n, " %s", ip);
+    }
 }

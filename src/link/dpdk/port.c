@@ -67,6 +67,7 @@ void em_dpdk_port_close(em_link_t *l)
     }
     free(d->peers);
     em_addr_map_free(&d->bysrc);
+    em_dpdk_udp_free(d);
     free(d->scratch);
     free(d);
     if (em_dpdk_eal_last_port()) {
@@ -284,6 +285,11 @@ static int create_pools(struct port_setup *ps, struct dpdk_link *d)
         else
             ps->gather = 0;                 /* copy instead: slower, still correct */
     }
+    /* udp framing: the NIC fills in the checksums where it can (memif and
+     * af_xdp cannot: udp.c computes them) */
+    if (ps->cfg->framing == EM_DPDK_FRAMING_UDP)
+        ps->conf.txmode.offloads |= ps->info.tx_offload_capa &
+                                    (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM);
     return 0;
 }
 
@@ -433,6 +439,10 @@ static em_link_t *open_owner(struct port_setup *ps, const char *mzname)
         goto fail;
     }
     em_dpdk_link_init(d, ps->cfg, ps->want, ps->gather ? EM_LINK_F_GATHER : 0);
+    if (em_dpdk_udp_setup(d, ps->cfg, ps->item, ps->conf.txmode.offloads, ps->err, ps->errlen) != 0) {
+        rte_eth_dev_stop(ps->port);
+        goto fail;
+    }
     em_dpdk_share_publish(d, mzname);
     return &d->link;
 

@@ -17,9 +17,9 @@
 
 int em_dpdk_pass_on(struct port_share *sh, struct dpdk_link *d, struct rte_mbuf *mb)
 {
-    const struct rte_ether_hdr *eh = rte_pktmbuf_mtod(mb, const struct rte_ether_hdr *);
+    uint16_t key = em_dpdk_frame_key(mb);
     for (int u = 0; u < SHARE_USERS; u++) {
-        if (sh->user[u].ethertype_be == eh->ether_type && sh->user[u].ring) {
+        if (sh->user[u].ethertype_be == key && sh->user[u].ring) {
             if (rte_ring_enqueue(sh->user[u].ring, mb) == 0)
                 return 1;
             d->st.rx_share_full++;  /* its ring is full: lost, like a full rx queue */
@@ -96,7 +96,7 @@ static int share_slot(const struct port_share *sh, uint16_t et, char *err, size_
 em_link_t *em_dpdk_share_open(const em_dpdk_cfg_t *cfg, uint16_t port, struct port_share *sh,
                               char *err, size_t errlen)
 {
-    uint16_t et = rte_cpu_to_be_16(cfg->ethertype ? cfg->ethertype : EM_ETHERTYPE);
+    uint16_t et = em_dpdk_demux_key(cfg);
     int slot = share_slot(sh, et, err, errlen);
     if (slot < 0)
         return NULL;
@@ -134,6 +134,11 @@ em_link_t *em_dpdk_share_open(const em_dpdk_cfg_t *cfg, uint16_t port, struct po
     d->share_slot = slot;
     memcpy(d->mac.addr_bytes, sh->mac, 6);
     em_dpdk_link_init(d, cfg, cfg->mtu && cfg->mtu < sh->mtu ? cfg->mtu : sh->mtu, 0);
+    if (em_dpdk_udp_setup(d, cfg, cfg->vdev, 0, err, errlen) != 0) {
+        free(d->scratch);
+        free(d);
+        return NULL;
+    }
     sh->user[slot].ring = d->ring;
     sh->user[slot].ethertype_be = et;
     sh->users++;
@@ -153,7 +158,34 @@ void em_dpdk_share_close(struct dpdk_link *d)
         rte_pktmbuf_free(mb);
     free(d->peers);
     em_addr_map_free(&d->bysrc);
+    em_dpdk_udp_free(d);
     free(d->scratch);
     free(d);
     em_dpdk_eal_release();
+}
+
+/* The sharing table's key (its field is named for L2): the ethertype, or
+ * in udp framing the UDP port (ours are 29717 and 29718, no ethertype in
+ * use has these values) */
+uint16_t em_dpdk_demux_key(const em_dpdk_cfg_t *cfg)
+{
+    uint16_t et = cfg->ethertype ? cfg->ethertype : EM_ETHERTYPE;
+    if (cfg->framing != EM_DPDK_FRAMING_UDP)
+        return rte_cpu_to_be_16(et);
+    return rte_cpu_to_be_16(cfg->udp_port ? cfg->udp_port : EM_UDP_PORT);
+}
+
+uint16_t em_dpdk_frame_key(const struct rte_mbuf *mb)
+{
+    if (mb->data_len < RTE_ETHER_HDR_LEN)
+        return 0;
+    const uint8_t *f = rte_pktmbuf_mtod(mb, const uint8_t *);
+    uint16_t et;
+    memcpy(&et, f + 12, 2);
+    if (et != rte_cpu_to_be_16(EM_ETHERTYPE_IPV4) || mb->data_len < EM_IPUDP_HDR_LEN ||
+        f[14] != 0x45 || f[23] != EM_IPPROTO_UDP)
+        return et;
+    uint16_t port;
+    memcpy(&port, f + 36, 2);
+    return port;
 }
