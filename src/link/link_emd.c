@@ -19,6 +19,8 @@
 #include "emd_abi/emd_region.h"
 #include "emd_abi/emd_ring.h"
 #include "emd_abi/emd_wire.h"
+#include "util/clock.h"
+#include "util/loss.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -60,8 +62,7 @@ struct emd_link {
     em_pkt_t rx_pkts[EMD_RX_BURST];
     uint64_t rx_src[EMD_RX_BURST];    /* (MAC, endpoint) the daemon says each came from */
     em_addr_map_t bysrc;              /* (MAC, endpoint) -> peer (rx_peer) */
-    double rx_loss;
-    uint64_t rng;
+    em_loss_t loss;                   /* injected receive loss (cfg rx_loss, loss_seed) */
     uint64_t hb_timeout_ns, last_check_ns;
     unsigned poll_count;
     int dead;
@@ -83,13 +84,6 @@ struct emd_link {
 _Static_assert((int)EM_PKT_DATA == (int)EMD_CLS_DATA && (int)EM_PKT_BULK == (int)EMD_CLS_BULK &&
                    (int)EM_PKT_CTRL == (int)EMD_CLS_CTRL,
                "em_pkt_t::cls travels in the shim and the slots as is");
-
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 static void declare_dead(struct emd_link *d, const char *why)
 {
@@ -140,7 +134,7 @@ static void maybe_check(struct emd_link *d)
 {
     if ((++d->poll_count & 63u) != 0)
         return;
-    uint64_t now = now_ns();
+    uint64_t now = em_clock_ns();
     if (now - d->last_check_ns >= EMD_CHECK_NS)
         check_daemon(d, now);
 }
@@ -205,7 +199,7 @@ static void flush_bulk(struct emd_link *d, struct bulk_batch *b, unsigned *used,
         return;
     unsigned sent = em_link_tx_burst(d->bulkq, b->pk, b->n);
     if (sent)
-        atomic_store_explicit(&d->h->bulk_active_ns, now_ns(), memory_order_relaxed);
+        atomic_store_explicit(&d->h->bulk_active_ns, em_clock_ns(), memory_order_relaxed);
     for (unsigned j = 0; j < sent; j++)
         if (b->put[j]) {
             d->st.put_tx_bulk++;
@@ -293,14 +287,6 @@ static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
     return k;
 }
 
-static uint64_t rnd(struct emd_link *d)
-{
-    d->rng ^= d->rng << 13;
-    d->rng ^= d->rng >> 7;
-    d->rng ^= d->rng << 17;
-    return d->rng;
-}
-
 /** Up to @p max frames from the daemon's rx ring (lent until rx_release). */
 static unsigned daemon_rx(struct emd_link *d, em_pkt_t **pkts, unsigned max)
 {
@@ -326,7 +312,7 @@ static unsigned daemon_rx(struct emd_link *d, em_pkt_t **pkts, unsigned max)
             declare_dead(d, why);
             return 0;
         }
-        if (d->rx_loss > 0 && (double)(rnd(d) >> 11) / 9007199254740992.0 < d->rx_loss) {
+        if (em_loss_drop(&d->loss)) {
             d->st.rx_dropped_loss++;
             continue;
         }
@@ -354,7 +340,7 @@ static unsigned daemon_rx(struct emd_link *d, em_pkt_t **pkts, unsigned max)
  *  of the rendezvous protocol pass through it), and a sleeping one is woken. */
 static void bulk_active(struct emd_link *d)
 {
-    atomic_store_explicit(&d->h->bulk_active_ns, now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&d->h->bulk_active_ns, em_clock_ns(), memory_order_relaxed);
     if (atomic_load(&d->h->daemon_sleeping))
         wake_daemon(d);
 }
@@ -739,10 +725,9 @@ static em_link_t *make_link(struct emd_shm_hdr *h, uint64_t size, int fd, uint16
         d->tx_free[i] = &d->tx_pkts[i];
     }
     d->ntx_free = EMD_TX_POOL;
-    d->rx_loss = cfg->rx_loss;
-    d->rng = cfg->loss_seed ? cfg->loss_seed : 0x9E3779B97F4A7C15ull;
+    em_loss_init(&d->loss, cfg->rx_loss, cfg->loss_seed);
     d->hb_timeout_ns = (uint64_t)(cfg->heartbeat_timeout_ms ? cfg->heartbeat_timeout_ms : 3000) * 1000000ull;
-    d->last_check_ns = now_ns();
+    d->last_check_ns = em_clock_ns();
     d->dead_cb = cfg->dead_cb;
     d->dead_ctx = cfg->dead_ctx;
     d->link.ops = &emd_ops;

@@ -35,6 +35,7 @@
 #include "link/link_util.h"
 #include "link/dpdk/devargs.h"
 #include "link/dpdk/xdp_guard.h"
+#include "util/loss.h"
 
 #pragma GCC visibility push(hidden)
 
@@ -50,8 +51,7 @@ struct dpdk_link {
     struct rte_ether_addr *peers;
     uint32_t npeers;
     em_addr_map_t bysrc;            /* source MAC -> peer (rx_peer) */
-    uint64_t rng;
-    double rx_loss;
+    em_loss_t loss;                 /* injected receive loss (cfg rx_loss, loss_seed) */
     uint16_t ethertype_be;          /* our ethertype, network order */
     uint8_t *scratch;               /* EM_DPDK_BURST linear copies of multi-segment frames */
     em_xdp_guard_t guard;           /* af_xdp: this process owns the interface queue */

@@ -118,14 +118,6 @@ static unsigned dpdk_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
     return done;
 }
 
-static uint64_t rnd(struct dpdk_link *d)
-{
-    d->rng ^= d->rng << 13;
-    d->rng ^= d->rng >> 7;
-    d->rng ^= d->rng << 17;
-    return d->rng;
-}
-
 static unsigned dpdk_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
 {
     struct dpdk_link *d = (struct dpdk_link *)l;
@@ -154,7 +146,7 @@ static unsigned dpdk_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
             rte_pktmbuf_free(mb);
             continue;
         }
-        if (d->rx_loss > 0 && (double)(rnd(d) >> 11) / 9007199254740992.0 < d->rx_loss) {
+        if (em_loss_drop(&d->loss)) {
             d->st.rx_dropped_loss++;
             rte_pktmbuf_free(mb);
             continue;
@@ -222,9 +214,8 @@ static const em_link_ops_t dpdk_ops = {
 
 void em_dpdk_link_init(struct dpdk_link *d, const em_dpdk_cfg_t *cfg, uint32_t mtu, uint32_t flags)
 {
-    d->rx_loss = cfg->rx_loss;
     d->ethertype_be = rte_cpu_to_be_16(cfg->ethertype ? cfg->ethertype : EM_ETHERTYPE);
-    d->rng = cfg->loss_seed ? cfg->loss_seed : 0x9E3779B97F4A7C15ull;
+    em_loss_init(&d->loss, cfg->rx_loss, cfg->loss_seed);
     d->link.ops = &dpdk_ops;
     d->link.mtu = mtu;
     d->link.flags = flags;
