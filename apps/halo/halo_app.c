@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * em_halo_app - the DDM-BDS sample program (seed 002, Fig. 15): a 3-D
+ * em_halo_app - the DDM-BDS sample program ([bds], Fig. 15): a 3-D
  * Jacobi (7-point) sweep decomposed along z over a chain of ranks, ghost
  * planes exchanged with em_halo, checked against a single-process run, and
  * the time spent computing and synchronising printed separately.

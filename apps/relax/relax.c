@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * relax: distributed asynchronous relaxation for Ax = b (seed 003).
+ * relax: distributed asynchronous relaxation for Ax = b ([relax-dpdk]).
  *
  * Rank 0 is the convergence-judging rank; ranks 1..P are iterative ranks,
  * each owning a contiguous block of rows.  Transports for the x updates:
