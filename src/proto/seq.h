@@ -18,7 +18,7 @@
  *   below: duplicate (re-ACK);  inside: deliver or buffer;  above: drop.
  *
  * Two numbers are comparable as long as they are less than 2^31 apart;
- * windows are at most EM_WINDOW_MAX (64) packets, far inside that.
+ * windows are at most EM_WINDOW_MAX (256) packets, far inside that.
  */
 #ifndef EM_PROTO_SEQ_H
 #define EM_PROTO_SEQ_H

@@ -383,16 +383,20 @@ static void test_timeout_backoff_then_peer_failure(void **st)
     assert_int_equal(em_proto_next_deadline(x.p), 1000);
     em_proto_poll(x.p, 999);
     assert_int_equal(x.c.nf, 2);
-    em_proto_poll(x.p, 1000);                       /* timeout 1: the oldest resent */
+    em_proto_poll(x.p, 1000);                       /* timeout 1: a probe, no data */
     assert_int_equal(x.c.nf, 3);
-    assert_true(x.c.f[2].h.flags & EM_F_RETX);
-    assert_int_equal(x.c.f[2].h.seq, 0);
+    assert_int_equal(x.c.f[2].h.type, EM_PT_ACK);
+    assert_true(x.c.f[2].h.flags & EM_F_ACKNOW);
+    assert_int_equal(em_proto_stats(x.p)->probes, 1);
     assert_int_equal(em_proto_next_deadline(x.p), 3000);   /* back-off: 2 us */
-    em_proto_poll(x.p, 3000);                       /* timeout 2: both (a lost tail) */
-    assert_int_equal(x.c.nf, 5);
-    assert_int_equal(x.c.f[4].h.seq, 1);
+    em_proto_poll(x.p, 3000);                       /* timeout 2: the oldest resent */
+    assert_int_equal(x.c.nf, 4);
+    assert_true(x.c.f[3].h.flags & EM_F_RETX);
+    assert_int_equal(x.c.f[3].h.seq, 0);
     assert_int_equal(em_proto_next_deadline(x.p), 7000);   /* 4 us */
-    em_proto_poll(x.p, 7000);                       /* timeout 3 */
+    em_proto_poll(x.p, 7000);                       /* timeout 3: both (a lost tail) */
+    assert_int_equal(x.c.nf, 6);
+    assert_int_equal(x.c.f[5].h.seq, 1);
     assert_int_equal(em_proto_next_deadline(x.p), 15000);  /* capped at 8 us */
     assert_int_equal(x.c.ncomplete, 0);
     em_proto_poll(x.p, 15000);                      /* 4th > max_retries: failed */
@@ -410,10 +414,10 @@ static void test_timeout_backoff_then_peer_failure(void **st)
 }
 
 /* A receiver that acknowledges late (descheduled) makes the RTO fire
- * although nothing was lost: only the oldest frame goes again, and the late
- * ACK still gives an RTT sample from a frame sent once, so the RTO grows to
- * the lateness seen (issue 12: before, the whole window was resent, Karn
- * left no sample, and the RTO never learned). */
+ * although nothing was lost: a probe goes, no data, and the late ACK still
+ * gives an RTT sample from a frame sent once, so the RTO grows to the
+ * lateness seen (issue 12: before, the whole window was resent, Karn left
+ * no sample, and the RTO never learned). */
 static void test_late_ack_teaches_rto_without_resending_window(void **st)
 {
     struct fx x; em_proto_op_t op[4];
@@ -422,12 +426,68 @@ static void test_late_ack_teaches_rto_without_resending_window(void **st)
         em_proto_send(x.p, &op[i], 1, 0, "m", 1, NULL, 0);
     assert_int_equal(x.c.nf, 4);
     em_proto_poll(x.p, 1000);                       /* spurious timeout */
-    assert_int_equal(x.c.nf, 5);                    /* one duplicate, not four */
-    feed(&x, ack(4, 0), NULL, 2500);                /* the receiver woke up */
+    assert_int_equal(x.c.nf, 5);                    /* a probe, no duplicate */
+    assert_int_equal(x.c.f[4].h.type, EM_PT_ACK);
+    em_hdr_t a = ack(4, 0);
+    a.flags |= EM_F_PROBED;                         /* the receiver woke up and answers */
+    feed(&x, a, NULL, 2500);
     assert_int_equal(x.c.ncomplete, 4);
+    assert_int_equal(x.c.nf, 5);
+    assert_int_equal(em_proto_stats(x.p)->retransmits, 0);
     assert_int_equal(em_proto_stats(x.p)->rtt_samples, 1);   /* from frame 3, sent once */
     assert_int_equal(em_proto_srtt(x.p, 1), 2500);
     assert_true(em_proto_rto(x.p, 1) > 2500);
+    em_proto_destroy(x.p);
+}
+
+/* The answer to a probe tells loss from lateness: frames sent before the
+ * probe that it does not cover were lost and go again at once, the others
+ * not at all (issue 12 part 2). */
+static void test_probe_answer_resends_only_what_was_lost(void **st)
+{
+    struct fx x; em_proto_op_t op[4];
+    mk(&x, EM_RECOVERY_SR, 0);
+    for (int i = 0; i < 4; i++)
+        em_proto_send(x.p, &op[i], 1, 0, "m", 1, NULL, 0);
+    em_proto_poll(x.p, 1000);                       /* timeout: probe */
+    assert_int_equal(x.c.nf, 5);
+    feed(&x, ack(1, 0), NULL, 1200);                /* a late ACK, not the answer */
+    assert_int_equal(x.c.nf, 5);                    /* nothing judged from it */
+    em_hdr_t a = ack(2, 0);                         /* holds 0 and 1: 2 and 3 were lost */
+    a.flags |= EM_F_PROBED;
+    feed(&x, a, NULL, 1500);
+    assert_int_equal(x.c.nf, 7);
+    assert_int_equal(x.c.f[5].h.seq, 2);
+    assert_int_equal(x.c.f[6].h.seq, 3);
+    assert_true(x.c.f[5].h.flags & EM_F_RETX);
+    assert_int_equal(em_proto_stats(x.p)->fast_retransmits, 2);
+    assert_int_equal(em_proto_stats(x.p)->timeouts, 1);
+    feed(&x, a, NULL, 1600);                        /* a duplicate answer: judged once */
+    assert_int_equal(x.c.nf, 7);
+    em_proto_destroy(x.p);
+}
+
+/* The receiving side: a probe is answered at once with the ACK state,
+ * flagged PROBED, and the answer itself is never answered (no ping-pong). */
+static void test_probe_is_answered_once(void **st)
+{
+    struct fx x;
+    mk(&x, EM_RECOVERY_SR, 0);
+    feed(&x, data(0, 0, "a"), "a", 0);
+    em_hdr_t pr = ack(0, 0);
+    pr.flags |= EM_F_ACKNOW;
+    feed(&x, pr, NULL, 10);
+    em_proto_poll(x.p, 10);                         /* no ack_delay wait */
+    assert_int_equal(x.c.nf, 1);
+    assert_int_equal(x.c.f[0].h.type, EM_PT_ACK);
+    assert_int_equal(x.c.f[0].h.ack, 1);
+    assert_true(x.c.f[0].h.flags & EM_F_PROBED);
+    assert_false(x.c.f[0].h.flags & EM_F_ACKNOW);
+    em_hdr_t ans = ack(0, 0);
+    ans.flags |= EM_F_PROBED;
+    feed(&x, ans, NULL, 20);
+    em_proto_poll(x.p, 1000000);
+    assert_int_equal(x.c.nf, 1);
     em_proto_destroy(x.p);
 }
 
@@ -456,11 +516,13 @@ static void test_adaptive_rto_follows_rtt_and_karn(void **st)
     em_proto_send(x.p, &op[1], 1, 0, "b", 1, NULL, 3000);
     em_proto_poll(x.p, 3000);                               /* refreshes the bound */
     assert_int_equal(em_proto_next_deadline(x.p), 3000 + 6000);
-    em_proto_poll(x.p, 9000);                               /* times out, resent */
-    feed(&x, ack(2, 0), NULL, 9100);                        /* acks a resent frame */
+    em_proto_poll(x.p, 9000);                               /* times out: a probe */
+    em_proto_poll(x.p, 21000);                              /* again (2 x 6 us): resent */
+    assert_int_equal(em_proto_stats(x.p)->retransmits, 1);
+    feed(&x, ack(2, 0), NULL, 21100);                       /* acks a resent frame */
     assert_int_equal(em_proto_stats(x.p)->rtt_samples, 1);  /* Karn: no sample */
-    em_proto_send(x.p, &op[2], 1, 0, "c", 1, NULL, 10000);
-    feed(&x, ack(3, 0), NULL, 10100);                       /* RTT 100 ns */
+    em_proto_send(x.p, &op[2], 1, 0, "c", 1, NULL, 22000);
+    feed(&x, ack(3, 0), NULL, 22100);                       /* RTT 100 ns */
     /* srtt = (7*2000 + 100)/8 = 1762, rttvar = (3*1000 + 1900)/4 = 1225 */
     assert_int_equal(em_proto_srtt(x.p, 1), 1762);
     assert_int_equal(em_proto_rto(x.p, 1), 1762 + 4900);
@@ -795,6 +857,8 @@ int main(void)
         cmocka_unit_test(test_gbn_nack_resends_everything_outstanding),
         cmocka_unit_test(test_timeout_backoff_then_peer_failure),
         cmocka_unit_test(test_late_ack_teaches_rto_without_resending_window),
+        cmocka_unit_test(test_probe_answer_resends_only_what_was_lost),
+        cmocka_unit_test(test_probe_is_answered_once),
         cmocka_unit_test(test_progress_resets_backoff),
         cmocka_unit_test(test_adaptive_rto_follows_rtt_and_karn),
         cmocka_unit_test(test_foreign_frames_dropped_and_counted),

@@ -157,8 +157,10 @@ static int check_params(const char *name, const em_btl_params_t *params, em_reco
     if (params->window < 1 || params->window > (int)EM_WINDOW_MAX) {
         char v[32];
         snprintf(v, sizeof v, "%d", params->window);
+        char range[32];
+        snprintf(range, sizeof range, "1 to %u", EM_WINDOW_MAX);
         opal_show_help(HELP_FILE, "bad-param", true, name, opal_process_info.nodename,
-                       "window", v, "1 to 64");
+                       "window", v, range);
         return -1;
     }
     return 0;

@@ -53,7 +53,8 @@ struct em_btl_modex {
         em_link_addr_t addr;
     } link[EM_BTL_MAX_LINKS];
 };
-#define EM_BTL_MODEX_VERSION 3u
+/* 4: frames may carry EM_F_PROBED (issue 12), which version 3 refuses */
+#define EM_BTL_MODEX_VERSION 4u
 
 /** Registration handle: exactly what travels to the peer in the rendezvous. */
 struct mca_btl_base_registration_handle_t {

@@ -54,7 +54,8 @@ int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
     p->order_max_mb = 64;
     p->random_isn = 1;
     reg_int(c, "window", 5, &p->window,
-        "Packets in flight per peer before waiting for an ACK (1-64)");
+        "Packets in flight per peer before waiting for an ACK (1-256; the congestion window, in "
+        "bytes, decides how much of it is used)");
     reg_string(c, "recovery", 5, &p->recovery,
         "Loss recovery: 'sr' (selective repeat with SACK, default) or 'gbn' (Go-Back-N with NACK)");
     reg_string(c, "cc", 5, &p->cc,
