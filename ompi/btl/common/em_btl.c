@@ -62,6 +62,19 @@ static int cc_mode(const char *s)
     return -1;
 }
 
+/* window 0: about @p kb KiB in flight at this MTU, 64 .. EM_WINDOW_MAX
+ * frames (docs/design.md "link_udp": 64 frames are 94 KB at MTU 1500, the
+ * bound of rudp's bandwidth there; at 9000 they are 576 KB already). */
+static unsigned auto_window(int kb, uint32_t mtu)
+{
+    uint64_t frames = mtu ? ((uint64_t)kb * 1024 + mtu - 1) / mtu : 64;
+    if (frames < 64)
+        frames = 64;
+    if (frames > EM_WINDOW_MAX)
+        frames = EM_WINDOW_MAX;
+    return (unsigned)frames;
+}
+
 /* One link's module: engine, endpoints, fragment sizes. */
 static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, em_recovery_t rec,
                         char *err, size_t errlen)
@@ -83,7 +96,8 @@ static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, em_
     cfg.self = (uint16_t)OPAL_PROC_MY_NAME.vpid;
     cfg.npeers = (uint16_t)jsize;
     cfg.frame_max = link->mtu;
-    cfg.window = (uint16_t)params->window;
+    cfg.window = (uint16_t)(params->window ? params->window
+                                           : auto_window(params->window_kb, link->mtu));
     cfg.recovery = rec;
     cfg.rto_ns = (uint64_t)params->rto_us * 1000u;
     cfg.rto_min_ns = (uint64_t)params->rto_min_us * 1000u;
@@ -154,11 +168,13 @@ static int check_params(const char *name, const em_btl_params_t *params, em_reco
                        "cc", params->cc, "delay, loss or off");
         return -1;
     }
-    if (params->window < 1 || params->window > (int)EM_WINDOW_MAX) {
+    if ((params->window == 0 && params->window_kb <= 0) || params->window < 0 ||
+        params->window > (int)EM_WINDOW_MAX) {
         char v[32];
         snprintf(v, sizeof v, "%d", params->window);
         char range[32];
-        snprintf(range, sizeof range, "1 to %u", EM_WINDOW_MAX);
+        snprintf(range, sizeof range, "%s to %u", params->window_kb > 0 ? "0" : "1",
+                 EM_WINDOW_MAX);
         opal_show_help(HELP_FILE, "bad-param", true, name, opal_process_info.nodename,
                        "window", v, range);
         return -1;

@@ -117,7 +117,9 @@ typedef struct em_btl_rdma {
 
 /** Parameters common to every ethermpi BTL (registered by em_btl_register_params). */
 typedef struct em_btl_params {
-    int window;
+    int window;              /**< frames in flight per peer; 0 = from window_kb and the MTU */
+    int window_kb;           /**< window = 0: about this many KiB in flight (the component's
+                                  default; 0 = none, then window defaults to 32) */
     char *recovery;          /**< "sr" or "gbn" */
     char *cc;                /**< congestion control: "loss" (default), "delay" or "off" */
     int rto_us, rto_min_us, rto_max_us, retries, ack_delay_us;
