@@ -15,6 +15,8 @@
 /** How long the largest recent RTT sample keeps the RTO up (see rtt_sample()). */
 #define EM_RTT_PEAK_WINDOW_NS 250000000ull
 #define EM_SLOT_MASK (EM_WINDOW_MAX - 1u)
+/** Timeouts of a streak that send only a probe, no data (em_on_timeout). */
+#define EM_PROBE_ONLY 2u
 _Static_assert((EM_WINDOW_MAX & (EM_WINDOW_MAX - 1u)) == 0, "window max is a power of two");
 _Static_assert(EM_WINDOW_MAX % 64 == 0, "the out-of-order bitmap is whole 64-bit words");
 _Static_assert(EM_SACK_BITS == 64 && EM_SACK_BITS <= EM_WINDOW_MAX,

@@ -364,16 +364,17 @@ void em_on_nack(struct em_proto *p, uint16_t peer, uint64_t now)
  * tail of several frames is still repaired in a few timeouts (the doubling),
  * holes before a received frame at once by SACK.
  *
- * Probe first (RACK-TLP, RFC 8985, in spirit): the first timeout of a
- * streak resends no data.  It sends a probe, a standalone ACK flagged
- * ACKNOW, and the peer answers with its ACK state flagged PROBED.  A peer
- * that was only late (descheduled: the common case on shared cores) has by
- * then consumed the frames that came before the probe, so the answer
- * acknowledges them and nothing is resent: no spurious retransmission.  A
- * peer that lost frames answers without them, and they are resent one
- * round trip later (on_probe_answer).  A lost probe or a silent peer: the
- * next timeouts resend as before, so a dead peer fails after the same
- * max_retries timeouts as without probes.
+ * Probe first (RACK-TLP, RFC 8985, in spirit): every timeout sends a
+ * probe, a standalone ACK flagged ACKNOW, and the peer answers with its ACK
+ * state flagged PROBED.  A peer that was only late (descheduled: the common
+ * case on shared cores) has by then consumed the frames that came before
+ * the probe, so the answer acknowledges them and nothing is resent: no
+ * spurious retransmission.  A peer that lost frames answers without them,
+ * and they are resent one round trip later (on_probe_answer).  The first
+ * EM_PROBE_ONLY timeouts of a streak resend no data; two probes unanswered
+ * mean a silent peer or a lossy path, and from then on data goes too, as
+ * before.  A dead peer fails after the same max_retries timeouts as
+ * without probes.
  */
 void em_on_timeout(struct em_proto *p, uint16_t peer, uint64_t now)
 {
@@ -385,17 +386,19 @@ void em_on_timeout(struct em_proto *p, uint16_t peer, uint64_t now)
         return;
     }
     pe->probe_stamp = 0;
-    unsigned n = 0;
-    if (pe->retries == 1 && !p->cfg.link_acks &&
-        em_send_ctl(p, peer, EM_PT_ACK, EM_F_ACKNOW) == 0) {
-        pe->probe_stamp = pe->stamp ? pe->stamp : 1;
-        p->st.probes++;
-    } else {
-        /* 1, 2, 4 ... frames (the first timeout probed) */
-        unsigned k = pe->retries >= 2 ? pe->retries - 2 : 0;
+    bool probe = !p->cfg.link_acks;
+    /* data from the (EM_PROBE_ONLY + 1)th timeout of a streak on, 1, 2, 4 ...
+     * frames; without probes from the first */
+    unsigned first = probe ? EM_PROBE_ONLY + 1 : 1;
+    if (pe->retries >= first) {
+        unsigned k = pe->retries - first;
         unsigned burst = k > 8 ? EM_WINDOW_MAX : 1u << k;
-        n = resend_outstanding(p, peer, p->cfg.recovery == EM_RECOVERY_SR, burst, now);
+        unsigned n = resend_outstanding(p, peer, p->cfg.recovery == EM_RECOVERY_SR, burst, now);
         em_cc_on_loss(&pe->cc, &p->cfg, &p->st, n, true, pe->snd_una, pe->snd_nxt, now);
+    }
+    if (probe && em_send_ctl(p, peer, EM_PT_ACK, EM_F_ACKNOW) == 0) {
+        pe->probe_stamp = pe->stamp ? pe->stamp : 1;   /* judges what went before it */
+        p->st.probes++;
     }
     pe->rto_cur = pe->rto_cur * 2 > p->cfg.rto_max_ns ? p->cfg.rto_max_ns : pe->rto_cur * 2;
     pe->rto_deadline = now + pe->rto_cur;

@@ -389,14 +389,16 @@ static void test_timeout_backoff_then_peer_failure(void **st)
     assert_true(x.c.f[2].h.flags & EM_F_ACKNOW);
     assert_int_equal(em_proto_stats(x.p)->probes, 1);
     assert_int_equal(em_proto_next_deadline(x.p), 3000);   /* back-off: 2 us */
-    em_proto_poll(x.p, 3000);                       /* timeout 2: the oldest resent */
+    em_proto_poll(x.p, 3000);                       /* timeout 2: a probe again */
     assert_int_equal(x.c.nf, 4);
-    assert_true(x.c.f[3].h.flags & EM_F_RETX);
-    assert_int_equal(x.c.f[3].h.seq, 0);
+    assert_int_equal(x.c.f[3].h.type, EM_PT_ACK);
     assert_int_equal(em_proto_next_deadline(x.p), 7000);   /* 4 us */
-    em_proto_poll(x.p, 7000);                       /* timeout 3: both (a lost tail) */
+    em_proto_poll(x.p, 7000);                       /* timeout 3: the oldest resent + probe */
     assert_int_equal(x.c.nf, 6);
-    assert_int_equal(x.c.f[5].h.seq, 1);
+    assert_true(x.c.f[4].h.flags & EM_F_RETX);
+    assert_int_equal(x.c.f[4].h.seq, 0);
+    assert_int_equal(x.c.f[5].h.type, EM_PT_ACK);
+    assert_int_equal(em_proto_stats(x.p)->probes, 3);
     assert_int_equal(em_proto_next_deadline(x.p), 15000);  /* capped at 8 us */
     assert_int_equal(x.c.ncomplete, 0);
     em_proto_poll(x.p, 15000);                      /* 4th > max_retries: failed */
@@ -497,10 +499,11 @@ static void test_progress_resets_backoff(void **st)
     mk(&x, EM_RECOVERY_SR, 0);
     em_proto_send(x.p, &op[0], 1, 0, "m", 1, NULL, 0);
     em_proto_send(x.p, &op[1], 1, 0, "n", 1, NULL, 0);
-    em_proto_poll(x.p, 1000);
-    em_proto_poll(x.p, 3000);
-    feed(&x, ack(1, 0), NULL, 3500);
-    assert_int_equal(em_proto_next_deadline(x.p), 4500);   /* rto back to 1 us */
+    em_proto_poll(x.p, 1000);                       /* probe */
+    em_proto_poll(x.p, 3000);                       /* probe */
+    em_proto_poll(x.p, 7000);                       /* probe + the oldest resent */
+    feed(&x, ack(1, 0), NULL, 7500);                /* covers a resent frame: no sample */
+    assert_int_equal(em_proto_next_deadline(x.p), 8500);   /* rto back to 1 us */
     em_proto_destroy(x.p);
 }
 
@@ -517,12 +520,13 @@ static void test_adaptive_rto_follows_rtt_and_karn(void **st)
     em_proto_poll(x.p, 3000);                               /* refreshes the bound */
     assert_int_equal(em_proto_next_deadline(x.p), 3000 + 6000);
     em_proto_poll(x.p, 9000);                               /* times out: a probe */
-    em_proto_poll(x.p, 21000);                              /* again (2 x 6 us): resent */
+    em_proto_poll(x.p, 21000);                              /* again (2 x 6 us): a probe */
+    em_proto_poll(x.p, 45000);                              /* again (4 x 6 us): resent */
     assert_int_equal(em_proto_stats(x.p)->retransmits, 1);
-    feed(&x, ack(2, 0), NULL, 21100);                       /* acks a resent frame */
+    feed(&x, ack(2, 0), NULL, 45100);                       /* acks a resent frame */
     assert_int_equal(em_proto_stats(x.p)->rtt_samples, 1);  /* Karn: no sample */
-    em_proto_send(x.p, &op[2], 1, 0, "c", 1, NULL, 22000);
-    feed(&x, ack(3, 0), NULL, 22100);                       /* RTT 100 ns */
+    em_proto_send(x.p, &op[2], 1, 0, "c", 1, NULL, 46000);
+    feed(&x, ack(3, 0), NULL, 46100);                       /* RTT 100 ns */
     /* srtt = (7*2000 + 100)/8 = 1762, rttvar = (3*1000 + 1900)/4 = 1225 */
     assert_int_equal(em_proto_srtt(x.p, 1), 1762);
     assert_int_equal(em_proto_rto(x.p, 1), 1762 + 4900);
