@@ -219,9 +219,14 @@ static unsigned resend_outstanding(struct em_proto *p, uint16_t peer, bool selec
 
 /**
  * The answer to our probe: the peer's ACK state after the probe arrived.
- * Frames sent before the probe (the network keeps order, near enough) that
- * it neither acknowledges nor SACKs were lost: resend them now.  Frames
- * resent since have newer stamps and are left alone.
+ * The oldest frame sent before the probe that it neither acknowledges nor
+ * SACKs was lost, if the network kept the order: resend it now.  Only that
+ * one: a probe can overtake data (a veth delivers from per-CPU backlogs;
+ * under load a 64 KB GSO skb was seen to arrive milliseconds after a probe
+ * sent later from another CPU, and resending every frame the answer did
+ * not cover resent up to a window of duplicates).  More holes show in the
+ * SACK once it arrives (RACK), or the next timeout probes again.  Frames
+ * resent since the probe have newer stamps and are left alone.
  */
 static void on_probe_answer(struct em_proto *p, uint16_t peer, uint64_t now)
 {
@@ -238,6 +243,7 @@ static void on_probe_answer(struct em_proto *p, uint16_t peer, uint64_t now)
             break;
         p->st.fast_retransmits++;
         lost++;
+        break;
     }
     if (lost)
         em_cc_on_loss(&pe->cc, &p->cfg, &p->st, lost, false, pe->snd_una, pe->snd_nxt, now);

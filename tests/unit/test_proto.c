@@ -455,17 +455,16 @@ static void test_probe_answer_resends_only_what_was_lost(void **st)
     assert_int_equal(x.c.nf, 5);
     feed(&x, ack(1, 0), NULL, 1200);                /* a late ACK, not the answer */
     assert_int_equal(x.c.nf, 5);                    /* nothing judged from it */
-    em_hdr_t a = ack(2, 0);                         /* holds 0 and 1: 2 and 3 were lost */
+    em_hdr_t a = ack(2, 0);                         /* holds 0 and 1: 2 (and 3?) lost */
     a.flags |= EM_F_PROBED;
     feed(&x, a, NULL, 1500);
-    assert_int_equal(x.c.nf, 7);
+    assert_int_equal(x.c.nf, 6);                    /* the oldest only: data may trail */
     assert_int_equal(x.c.f[5].h.seq, 2);
-    assert_int_equal(x.c.f[6].h.seq, 3);
     assert_true(x.c.f[5].h.flags & EM_F_RETX);
-    assert_int_equal(em_proto_stats(x.p)->fast_retransmits, 2);
+    assert_int_equal(em_proto_stats(x.p)->fast_retransmits, 1);
     assert_int_equal(em_proto_stats(x.p)->timeouts, 1);
     feed(&x, a, NULL, 1600);                        /* a duplicate answer: judged once */
-    assert_int_equal(x.c.nf, 7);
+    assert_int_equal(x.c.nf, 6);
     em_proto_destroy(x.p);
 }
 

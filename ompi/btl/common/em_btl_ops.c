@@ -354,7 +354,7 @@ static void print_stats(em_btl_module_t *m)
     const em_proto_stats_t *p = em_engine_proto_stats(m->engine);
     const em_engine_stats_t *e = em_engine_stats(m->engine);
     opal_output(0, "[%s] btl_%s stats: tx %llu frames (%llu data, %llu acks, %llu retransmits, "
-                   "%llu timeouts, %llu probes), rx %llu frames (%llu dups, %llu out-of-order, %llu spurious_retx), "
+                   "%llu timeouts, %llu probes, %llu fast_retransmits), rx %llu frames (%llu dups, %llu out-of-order, %llu spurious_retx), "
                    "msgs %llu/%llu, "
                    "puts placed %llu rejected %llu, drops: key %llu magic %llu malformed %llu "
                    "window %llu, backpressure %llu; payload bytes copied by ethermpi: tx %llu "
@@ -367,6 +367,7 @@ static void print_stats(em_btl_module_t *m)
                 (unsigned long long)p->tx_frames, (unsigned long long)p->tx_data_frames,
                 (unsigned long long)p->tx_acks, (unsigned long long)p->retransmits,
                 (unsigned long long)p->timeouts, (unsigned long long)p->probes,
+                (unsigned long long)p->fast_retransmits,
                 (unsigned long long)p->rx_frames,
                 (unsigned long long)p->rx_dups, (unsigned long long)p->rx_ooo,
                 (unsigned long long)p->spurious_retx,
