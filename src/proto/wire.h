@@ -90,9 +90,9 @@ enum em_pkt_flags {
                              frame carries it (like IBV_WC_REM_ACCESS_ERR) */
     EM_F_PROBED = 0x10, /**< the ACK fields of this frame were taken after a probe of the
                              destination arrived (a standalone ACK with EM_F_ACKNOW, sent
-                             on a retransmit timeout instead of data): every frame the
-                             destination sent before its probe and that this ACK does not
-                             cover was lost (issue 12: a late ACK is no loss) */
+                             on a retransmit timeout): a frame the destination sent before
+                             its probe that this ACK does not cover was lost, if the network
+                             kept the order (issue 12: a late ACK is no loss) */
 };
 #define EM_F_ALL (EM_F_RETX | EM_F_SACK | EM_F_ACKNOW | EM_F_REMERR | EM_F_PROBED)
 
