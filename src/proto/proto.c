@@ -93,11 +93,21 @@ em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops
     p->data_payload = cfg->frame_max - EM_HDR_LEN;
     p->put_payload = cfg->frame_max - EM_HDR_LEN - EM_PUT_EXT_LEN;
     p->ack_every = cfg->window / 2 ? cfg->window / 2 : 1;
+    p->ring = 1;
+    while (p->ring < cfg->window)
+        p->ring *= 2;
+    p->tx_slots = calloc((size_t)cfg->npeers * p->ring, sizeof *p->tx_slots);
+    if (!p->tx_slots) {
+        free(p->peers);
+        free(p);
+        return NULL;
+    }
     p->next_deadline = EM_NEVER;
     p->max_msg = cfg->max_msg && cfg->max_msg < em_proto_max_msg(p) ? cfg->max_msg
                                                                       : (uint32_t)em_proto_max_msg(p);
     for (uint32_t i = 0; i < cfg->npeers; i++) {
         struct em_peer *pe = &p->peers[i];
+        pe->tx = p->tx_slots + (size_t)i * p->ring;
         pe->set = !cfg->peers_need_set;
         pe->key = cfg->job_key;
         pe->tx_isn = pe->rx_isn = cfg->isn;
@@ -118,7 +128,7 @@ static void abort_ops(struct em_proto *p, struct em_peer *pe, int status)
     em_proto_op_t *op = pe->q_head;
 
     pe->q_head = pe->q_tail = pe->q_send = NULL;
-    memset(pe->tx, 0, sizeof pe->tx);
+    memset(pe->tx, 0, (size_t)p->ring * sizeof *pe->tx);
     pe->snd_una = pe->snd_nxt;
     pe->rto_deadline = EM_NEVER;
     pe->pace_at = EM_NEVER;
@@ -190,6 +200,7 @@ void em_proto_destroy(em_proto_t *p)
         abort_ops(p, &p->peers[i], -EM_ECANCELED);
         em_rx_free(p, &p->peers[i]);
     }
+    free(p->tx_slots);
     free(p->peers);
     free(p);
 }
@@ -213,7 +224,7 @@ int em_proto_set_peer(em_proto_t *p, uint16_t peer, uint64_t key, uint32_t tx_is
         return 0;
     /* nothing may have moved yet: the ISNs are where both sides start */
     if (pe->q_head || pe->snd_nxt != pe->tx_isn || pe->rcv_nxt != pe->rx_isn ||
-        pe->ooo_bits || pe->ra_active || pe->state != EM_PEER_ACTIVE)
+        pe->nooo || pe->ra_active || pe->state != EM_PEER_ACTIVE)
         return -EM_EINVAL;
     pe->key = key;
     pe->tx_isn = tx_isn;
@@ -422,6 +433,8 @@ static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint16_t
     switch (h.type) {
     case EM_PT_ACK:
         p->st.rx_acks++;
+        if (h.flags & EM_F_ACKNOW)
+            em_on_probe(p, h.src, now);   /* a probe: answer with our ACK state */
         break;
     case EM_PT_NACK:
         p->st.rx_nacks++;

@@ -32,8 +32,15 @@
 
 #include "proto/wire.h"
 
-/** Largest window (packets in flight per peer): the SACK bitmap's reach + 1. */
-#define EM_WINDOW_MAX 64u
+/** Largest window (packets in flight per peer).  The SACK bitmap on the
+ *  wire reports the EM_SACK_BITS frames after the cumulative ACK; a window
+ *  may reach further (issue 12: 64 frames are only 94 KB at MTU 1500):
+ *  frames beyond the bitmap are held by the receiver all the same and
+ *  become visible to the sender as the cumulative ACK moves up
+ *  (docs/design.md "Sequence numbers and the window"). */
+#define EM_WINDOW_MAX 256u
+/** Frames after the cumulative ACK that one SACK bitmap describes. */
+#define EM_SACK_BITS 64u
 
 /** Error values (returned negated, like errno). */
 enum em_err {
@@ -210,7 +217,8 @@ typedef struct em_proto_stats {
     uint64_t tx_eagain;        /**< emits refused by the link */
     uint64_t retransmits;      /**< frames sent again (all causes) */
     uint64_t timeouts;         /**< retransmit timer expiries */
-    uint64_t fast_retransmits; /**< retransmits triggered by SACK or NACK */
+    uint64_t fast_retransmits; /**< retransmits triggered by SACK, NACK or a probe's answer */
+    uint64_t probes;           /**< timeouts answered with a probe instead of a retransmission */
     uint64_t rtt_samples;      /**< round-trip samples taken (Karn: never from retransmitted frames) */
     uint64_t rx_frames;        /**< frames accepted by the decoder and the checks */
     uint64_t rx_payload_bytes; /**< payload bytes delivered in order */

@@ -15,8 +15,12 @@
 /** How long the largest recent RTT sample keeps the RTO up (see rtt_sample()). */
 #define EM_RTT_PEAK_WINDOW_NS 250000000ull
 #define EM_SLOT_MASK (EM_WINDOW_MAX - 1u)
+/** Timeouts of a streak that send only a probe, no data (em_on_timeout). */
+#define EM_PROBE_ONLY 2u
 _Static_assert((EM_WINDOW_MAX & (EM_WINDOW_MAX - 1u)) == 0, "window max is a power of two");
-_Static_assert(EM_WINDOW_MAX <= 64, "the SACK bitmap (64 bits) must cover the window");
+_Static_assert(EM_WINDOW_MAX % 64 == 0, "the out-of-order bitmap is whole 64-bit words");
+_Static_assert(EM_SACK_BITS == 64 && EM_SACK_BITS <= EM_WINDOW_MAX,
+               "the wire's SACK field is 64 bits");
 
 /** One packet in flight (sender side); indexed by seq & EM_SLOT_MASK. */
 struct em_tx_slot {
@@ -53,7 +57,7 @@ struct em_peer {
     em_proto_op_t *q_head;     /**< every incomplete op to this peer, FIFO */
     em_proto_op_t *q_tail;
     em_proto_op_t *q_send;     /**< first op with fragments not yet sent */
-    struct em_tx_slot tx[EM_WINDOW_MAX];
+    struct em_tx_slot *tx;     /**< em_proto::ring slots (a share of em_proto::tx_slots) */
     uint64_t stamp;            /**< last transmission stamp handed out */
     uint64_t srtt, rttvar;     /**< smoothed RTT and its variation (RFC 6298), 0 = no sample */
     uint64_t rtt_peak;         /**< largest RTT sample in the current peak window */
@@ -63,17 +67,21 @@ struct em_peer {
     uint64_t rto_deadline;     /**< when the oldest unacked frame times out */
     uint32_t retries;          /**< consecutive timeouts without progress */
     uint8_t tx_blocked;        /**< the link refused a frame: retry on next poll */
+    uint64_t probe_stamp;      /**< a probe is out: the last stamp sent before it (0: none) */
     em_cc_t cc;                /**< congestion window and pacing (cc.h) */
     uint64_t pace_at;          /**< pacing holds new frames until then (EM_NEVER: not paced) */
 
     /* ---- receiver half ---- */
     uint32_t rcv_nxt;          /**< next sequence number expected (= cumulative ACK) */
-    uint64_t ooo_bits;         /**< bit i: rcv_nxt + i is buffered (bit 0 never set) */
-    struct em_rx_slot *rx;     /**< EM_WINDOW_MAX slots, allocated on first reorder */
+    uint64_t ooo[EM_WINDOW_MAX / 64]; /**< bit (seq & EM_SLOT_MASK): seq is buffered out of
+                                   order (only seqs in rcv_nxt + 1 .. rcv_nxt + W - 1) */
+    uint32_t nooo;             /**< bits set in ooo */
+    struct em_rx_slot *rx;     /**< em_proto::ring slots, allocated on first reorder */
     uint32_t ack_owed;         /**< in-order frames delivered since our last ACK */
     uint64_t ack_deadline;     /**< when a standalone ACK must go out */
     uint8_t nack_owed;         /**< Go-Back-N: a NACK must go out */
     uint8_t nack_sent;         /**< Go-Back-N: NACK already sent for this gap */
+    uint8_t probed;            /**< a probe came: our next ACK state carries EM_F_PROBED */
 
     /* reassembly of a multi-fragment message (frames arrive in order) */
     uint8_t ra_active;
@@ -95,11 +103,51 @@ struct em_proto {
     uint32_t data_payload;  /**< payload bytes per DATA frame */
     uint32_t put_payload;   /**< payload bytes per PUT frame */
     uint32_t ack_every;     /**< ACK at once after this many in-order frames */
+    uint32_t ring;          /**< slots per peer and direction: cfg.window rounded up to 2^k */
+    struct em_tx_slot *tx_slots; /**< npeers x ring sender slots */
     uint64_t next_deadline; /**< lower bound of every peer's deadlines */
     uint32_t max_msg;       /**< receiver side: longest message accepted */
     uint64_t rx_mem;        /**< bytes of reassembly buffers and out-of-order slots held */
     em_proto_stats_t st;
 };
+
+/** The tx (or rx) slot of @p seq in a ring of @p p->ring. */
+static inline uint32_t em_slot(const struct em_proto *p, uint32_t seq)
+{
+    return seq & (p->ring - 1u);
+}
+
+/** Is @p seq held out of order? */
+static inline bool em_ooo_has(const struct em_peer *pe, uint32_t seq)
+{
+    uint32_t b = seq & EM_SLOT_MASK;
+    return (pe->ooo[b / 64] >> (b % 64)) & 1u;
+}
+
+static inline void em_ooo_set(struct em_peer *pe, uint32_t seq)
+{
+    uint32_t b = seq & EM_SLOT_MASK;
+    pe->ooo[b / 64] |= (uint64_t)1 << (b % 64);
+    pe->nooo++;
+}
+
+static inline void em_ooo_clear(struct em_peer *pe, uint32_t seq)
+{
+    uint32_t b = seq & EM_SLOT_MASK;
+    pe->ooo[b / 64] &= ~((uint64_t)1 << (b % 64));
+    pe->nooo--;
+}
+
+/** The wire's SACK bitmap: bit i = rcv_nxt + 1 + i is held. */
+static inline uint64_t em_sack_bits(const struct em_peer *pe)
+{
+    if (!pe->nooo)
+        return 0;
+    uint32_t b = (pe->rcv_nxt + 1u) & EM_SLOT_MASK, w = b / 64, off = b % 64;
+    uint64_t lo = pe->ooo[w] >> off;
+    uint64_t hi = off ? pe->ooo[(w + 1) % (EM_WINDOW_MAX / 64)] << (64 - off) : 0;
+    return lo | hi;
+}
 
 /** Lower the instance-wide deadline to @p t. */
 static inline void em_arm(struct em_proto *p, uint64_t t)
@@ -119,6 +167,10 @@ void em_on_timeout(struct em_proto *p, uint16_t peer, uint64_t now);
 void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
                      const uint8_t *payload, uint64_t now);
 int em_send_ack(struct em_proto *p, uint16_t peer, uint8_t type);
+/** A standalone frame of @p type with our ACK state and the extra @p flags. */
+int em_send_ctl(struct em_proto *p, uint16_t peer, uint8_t type, uint8_t flags);
+/** A probe arrived from @p peer: answer it on the next poll. */
+void em_on_probe(struct em_proto *p, uint16_t peer, uint64_t now);
 void em_reassembly_reset(struct em_peer *pe);
 void em_rx_free(struct em_proto *p, struct em_peer *pe);
 /** Room for @p n more bytes of receive buffers? (counts drop_budget when not) */

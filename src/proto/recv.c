@@ -17,16 +17,23 @@
 
 int em_send_ack(struct em_proto *p, uint16_t peer, uint8_t type)
 {
+    return em_send_ctl(p, peer, type, 0);
+}
+
+int em_send_ctl(struct em_proto *p, uint16_t peer, uint8_t type, uint8_t flags)
+{
     struct em_peer *pe = &p->peers[peer];
     uint8_t hbuf[EM_HDR_LEN];
     em_hdr_t h = {
-        .type = type, .job_key = pe->key, .src = p->cfg.self, .dst = peer,
-        .seq = pe->snd_nxt, .ack = pe->rcv_nxt, .sack = pe->ooo_bits >> 1,
+        .type = type, .flags = flags, .job_key = pe->key, .src = p->cfg.self, .dst = peer,
+        .seq = pe->snd_nxt, .ack = pe->rcv_nxt, .sack = em_sack_bits(pe),
     };
     if (h.sack)
         h.flags |= EM_F_SACK;
     if (pe->refused_put)
         h.flags |= EM_F_REMERR;
+    if (pe->probed)
+        h.flags |= EM_F_PROBED;
     em_hdr_encode(&h, hbuf);
     if (p->ops.emit(p->uctx, peer, hbuf, EM_HDR_LEN, NULL, 0) != 0) {
         p->st.tx_eagain++;
@@ -35,6 +42,7 @@ int em_send_ack(struct em_proto *p, uint16_t peer, uint8_t type)
     p->st.tx_frames++;
     pe->ack_owed = 0;
     pe->ack_deadline = EM_NEVER;
+    pe->probed = 0;
     if (type == EM_PT_NACK) {
         p->st.tx_nacks++;
         pe->nack_owed = 0;
@@ -43,6 +51,14 @@ int em_send_ack(struct em_proto *p, uint16_t peer, uint8_t type)
         p->st.tx_acks++;
     }
     return 0;
+}
+
+void em_on_probe(struct em_proto *p, uint16_t peer, uint64_t now)
+{
+    struct em_peer *pe = &p->peers[peer];
+    pe->probed = 1;
+    pe->ack_deadline = now;   /* the answer: on the next poll, or on our next frame */
+    em_arm(p, now);
 }
 
 void em_reassembly_reset(struct em_peer *pe)
@@ -162,7 +178,6 @@ static bool consume(struct em_proto *p, uint16_t peer, const em_hdr_t *h, const 
     if (h->type == EM_PT_DATA && !deliver_data(p, peer, h, payload, &malformed))
         return false;
     pe->rcv_nxt++;
-    pe->ooo_bits >>= 1;
     pe->nack_sent = 0;
     pe->ack_owed++;
     p->st.rx_payload_bytes += h->len;
@@ -200,16 +215,16 @@ static void buffer_ooo(struct em_proto *p, struct em_peer *pe, uint32_t d,
                        const em_hdr_t *h, const uint8_t *payload)
 {
     if (!pe->rx) {
-        if (!em_rx_mem_take(p, EM_WINDOW_MAX * sizeof *pe->rx))
+        if (!em_rx_mem_take(p, (uint64_t)p->ring * sizeof *pe->rx))
             return;
-        pe->rx = calloc(EM_WINDOW_MAX, sizeof *pe->rx);
+        pe->rx = calloc(p->ring, sizeof *pe->rx);
         if (!pe->rx) {
-            p->rx_mem -= EM_WINDOW_MAX * sizeof *pe->rx;
+            p->rx_mem -= (uint64_t)p->ring * sizeof *pe->rx;
             p->st.drop_nomem++;
             return;
         }
     }
-    struct em_rx_slot *s = &pe->rx[h->seq & EM_SLOT_MASK];
+    struct em_rx_slot *s = &pe->rx[em_slot(p, h->seq)];
     if (!s->payload) {
         if (!em_rx_mem_take(p, p->cfg.frame_max))
             return;               /* not buffered: SACK does not claim it, it comes again */
@@ -223,24 +238,25 @@ static void buffer_ooo(struct em_proto *p, struct em_peer *pe, uint32_t d,
     s->hdr = *h;
     memcpy(s->payload, payload, h->len);
     p->st.rx_copy_bytes += h->len;
-    pe->ooo_bits |= (uint64_t)1 << d;
+    em_ooo_set(pe, h->seq);
     p->st.rx_ooo++;
 }
 
 void em_rx_free(struct em_proto *p, struct em_peer *pe)
 {
     if (pe->rx) {
-        for (unsigned i = 0; i < EM_WINDOW_MAX; i++) {
+        for (unsigned i = 0; i < p->ring; i++) {
             if (pe->rx[i].payload)
                 p->rx_mem -= p->cfg.frame_max;
             free(pe->rx[i].payload);
         }
         free(pe->rx);
-        p->rx_mem -= EM_WINDOW_MAX * sizeof *pe->rx;
+        p->rx_mem -= (uint64_t)p->ring * sizeof *pe->rx;
         pe->rx = NULL;
     }
     ra_release(p, pe);
-    pe->ooo_bits = 0;
+    memset(pe->ooo, 0, sizeof pe->ooo);
+    pe->nooo = 0;
     em_reassembly_reset(pe);
 }
 
@@ -270,7 +286,7 @@ void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
             }
             return;
         }
-        if ((pe->ooo_bits >> d) & 1) {
+        if (em_ooo_has(pe, h->seq)) {
             p->st.rx_dups++;
             if (h->flags & EM_F_RETX)
                 p->st.spurious_retx++;
@@ -280,6 +296,8 @@ void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
         return;
     }
 
+    if (pe->nooo && em_ooo_has(pe, h->seq))
+        em_ooo_clear(pe, h->seq);   /* a copy kept earlier could not be consumed: this one is */
     if (!consume(p, peer, h, payload)) {
         if (p->cfg.link_acks)   /* acknowledged by the link: it will not come again */
             em_fail_acked(p, peer, "no memory to reassemble a message the emd daemon had "
@@ -287,11 +305,11 @@ void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
         return;
     }
     /* Drain frames that were waiting for this one. */
-    while ((pe->ooo_bits & 1) && pe->state == EM_PEER_ACTIVE) {
-        struct em_rx_slot *s = &pe->rx[pe->rcv_nxt & EM_SLOT_MASK];
-        pe->ooo_bits &= ~(uint64_t)1;
+    while (pe->nooo && em_ooo_has(pe, pe->rcv_nxt) && pe->state == EM_PEER_ACTIVE) {
+        struct em_rx_slot *s = &pe->rx[em_slot(p, pe->rcv_nxt)];
+        em_ooo_clear(pe, pe->rcv_nxt);
         if (!consume(p, peer, &s->hdr, s->payload)) {
-            pe->ooo_bits |= 1;    /* keep it; retried when the next frame arrives */
+            em_ooo_set(pe, pe->rcv_nxt); /* keep it; retried when the next frame arrives */
             if (p->cfg.link_acks) /* (which may never come: the link acknowledged the rest) */
                 em_fail_acked(p, peer, "no memory to reassemble a message the emd daemon had "
                                        "acknowledged for us");

@@ -18,11 +18,13 @@ static uint32_t frag_payload(const struct em_proto *p, const em_proto_op_t *op)
 static void fill_ack(const struct em_peer *pe, em_hdr_t *h)
 {
     h->ack = pe->rcv_nxt;
-    h->sack = pe->ooo_bits >> 1;
+    h->sack = em_sack_bits(pe);
     if (h->sack)
         h->flags |= EM_F_SACK;
     if (pe->refused_put)
         h->flags |= EM_F_REMERR;
+    if (pe->probed)
+        h->flags |= EM_F_PROBED;
 }
 
 /** Our ACK state reached the peer: nothing owed any more. */
@@ -30,6 +32,7 @@ static void ack_sent(struct em_peer *pe)
 {
     pe->ack_owed = 0;
     pe->ack_deadline = EM_NEVER;
+    pe->probed = 0;
 }
 
 /**
@@ -39,7 +42,7 @@ static void ack_sent(struct em_peer *pe)
 int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
-    struct em_tx_slot *s = &pe->tx[seq & EM_SLOT_MASK];
+    struct em_tx_slot *s = &pe->tx[em_slot(p, seq)];
     const em_proto_op_t *op = s->op;
     uint32_t pl = frag_payload(p, op);
     uint32_t off = (uint32_t)s->frag_no * pl;
@@ -112,7 +115,7 @@ void em_pump(struct em_proto *p, uint16_t peer, uint64_t now)
         }
         em_proto_op_t *op = pe->q_send;
         uint32_t seq = pe->snd_nxt;
-        struct em_tx_slot *s = &pe->tx[seq & EM_SLOT_MASK];
+        struct em_tx_slot *s = &pe->tx[em_slot(p, seq)];
 
         s->op = op;
         s->frag_no = op->frags_sent;
@@ -201,7 +204,7 @@ static unsigned resend_outstanding(struct em_proto *p, uint16_t peer, bool selec
     unsigned n = 0;
 
     for (uint32_t seq = pe->snd_una; em_seq_lt(seq, pe->snd_nxt); seq++) {
-        const struct em_tx_slot *s = &pe->tx[seq & EM_SLOT_MASK];
+        const struct em_tx_slot *s = &pe->tx[em_slot(p, seq)];
         if (selective && n >= max)
             break;
         if (selective && seq != pe->snd_una &&
@@ -212,6 +215,38 @@ static unsigned resend_outstanding(struct em_proto *p, uint16_t peer, bool selec
         n++;
     }
     return n;
+}
+
+/**
+ * The answer to our probe: the peer's ACK state after the probe arrived.
+ * The oldest frame sent before the probe that it neither acknowledges nor
+ * SACKs was lost, if the network kept the order: resend it now.  Only that
+ * one: a probe can overtake data (a veth delivers from per-CPU backlogs;
+ * under load a 64 KB GSO skb was seen to arrive milliseconds after a probe
+ * sent later from another CPU, and resending every frame the answer did
+ * not cover resent up to a window of duplicates).  More holes show in the
+ * SACK once it arrives (RACK), or the next timeout probes again.  Frames
+ * resent since the probe have newer stamps and are left alone.
+ */
+static void on_probe_answer(struct em_proto *p, uint16_t peer, uint64_t now)
+{
+    struct em_peer *pe = &p->peers[peer];
+    uint64_t before = pe->probe_stamp;
+    unsigned lost = 0;
+
+    pe->probe_stamp = 0;
+    for (uint32_t seq = pe->snd_una; em_seq_lt(seq, pe->snd_nxt); seq++) {
+        const struct em_tx_slot *s = &pe->tx[em_slot(p, seq)];
+        if (s->sacked || s->stamp > before)
+            continue;
+        if (em_send_frag(p, peer, seq, EM_F_RETX, now) != 0)
+            break;
+        p->st.fast_retransmits++;
+        lost++;
+        break;
+    }
+    if (lost)
+        em_cc_on_loss(&pe->cc, &p->cfg, &p->st, lost, false, pe->snd_una, pe->snd_nxt, now);
 }
 
 /**
@@ -231,7 +266,7 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
     if (em_seq_gt(h->ack, pe->snd_una)) {
         /* One RTT sample per ACK, from the newest frame it covers, if that
          * frame was sent only once (Karn). */
-        const struct em_tx_slot *newest = &pe->tx[(h->ack - 1) & EM_SLOT_MASK];
+        const struct em_tx_slot *newest = &pe->tx[em_slot(p, (h->ack - 1))];
         uint64_t rtt = 0, acked = 0, unsacked = 0;
         if (!newest->retx && now >= newest->tx_time) {
             rtt = now - newest->tx_time;
@@ -243,7 +278,7 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
          * snd_una moves before each completion so that a send issued from
          * the callback sees a consistent window. */
         while (em_seq_lt(pe->snd_una, h->ack)) {
-            struct em_tx_slot *s = &pe->tx[pe->snd_una & EM_SLOT_MASK];
+            struct em_tx_slot *s = &pe->tx[em_slot(p, pe->snd_una)];
             em_proto_op_t *op = s->op;
             acked += s->bytes;
             if (!s->sacked)
@@ -272,11 +307,11 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
              * frame known to have arrived is taken as lost (RACK-style:
              * robust to reordering of ACKs, needs no duplicate counting). */
             uint64_t newest = 0;
-            for (unsigned i = 0; i < 64; i++) {
+            for (unsigned i = 0; i < EM_SACK_BITS; i++) {
                 uint32_t seq = h->ack + 1 + i;
                 if (!((h->sack >> i) & 1) || !em_seq_in(seq, pe->snd_una, pe->snd_nxt - pe->snd_una))
                     continue;
-                struct em_tx_slot *s = &pe->tx[seq & EM_SLOT_MASK];
+                struct em_tx_slot *s = &pe->tx[em_slot(p, seq)];
                 if (!s->sacked)
                     em_cc_on_sacked(&pe->cc, s->bytes);
                 s->sacked = 1;
@@ -285,7 +320,7 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
             }
             unsigned lost = 0;
             for (uint32_t seq = pe->snd_una; em_seq_lt(seq, pe->snd_nxt); seq++) {
-                struct em_tx_slot *s = &pe->tx[seq & EM_SLOT_MASK];
+                struct em_tx_slot *s = &pe->tx[em_slot(p, seq)];
                 if (s->sacked || s->stamp >= newest)
                     continue;
                 if (em_send_frag(p, peer, seq, EM_F_RETX, now) != 0)
@@ -296,6 +331,8 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
             em_cc_on_loss(&pe->cc, &p->cfg, &p->st, lost, false, pe->snd_una, pe->snd_nxt, now);
         }
     }
+    if ((h->flags & EM_F_PROBED) && pe->probe_stamp)
+        on_probe_answer(p, peer, now);
     em_pump(p, peer, now);
     return true;
 }
@@ -332,6 +369,18 @@ void em_on_nack(struct em_proto *p, uint16_t peer, uint64_t now)
  * sample, the RTO never grew, and the next stall timed out again.  A lost
  * tail of several frames is still repaired in a few timeouts (the doubling),
  * holes before a received frame at once by SACK.
+ *
+ * Probe first (RACK-TLP, RFC 8985, in spirit): every timeout sends a
+ * probe, a standalone ACK flagged ACKNOW, and the peer answers with its ACK
+ * state flagged PROBED.  A peer that was only late (descheduled: the common
+ * case on shared cores) has by then consumed the frames that came before
+ * the probe, so the answer acknowledges them and nothing is resent: no
+ * spurious retransmission.  A peer that lost frames answers without them,
+ * and they are resent one round trip later (on_probe_answer).  The first
+ * EM_PROBE_ONLY timeouts of a streak resend no data; two probes unanswered
+ * mean a silent peer or a lossy path, and from then on data goes too, as
+ * before.  A dead peer fails after the same max_retries timeouts as
+ * without probes.
  */
 void em_on_timeout(struct em_proto *p, uint16_t peer, uint64_t now)
 {
@@ -342,9 +391,21 @@ void em_on_timeout(struct em_proto *p, uint16_t peer, uint64_t now)
         em_fail_peer(p, peer);
         return;
     }
-    unsigned burst = pe->retries > 6 ? EM_WINDOW_MAX : 1u << (pe->retries - 1);
-    unsigned n = resend_outstanding(p, peer, p->cfg.recovery == EM_RECOVERY_SR, burst, now);
-    em_cc_on_loss(&pe->cc, &p->cfg, &p->st, n, true, pe->snd_una, pe->snd_nxt, now);
+    pe->probe_stamp = 0;
+    bool probe = !p->cfg.link_acks;
+    /* data from the (EM_PROBE_ONLY + 1)th timeout of a streak on, 1, 2, 4 ...
+     * frames; without probes from the first */
+    unsigned first = probe ? EM_PROBE_ONLY + 1 : 1;
+    if (pe->retries >= first) {
+        unsigned k = pe->retries - first;
+        unsigned burst = k > 8 ? EM_WINDOW_MAX : 1u << k;
+        unsigned n = resend_outstanding(p, peer, p->cfg.recovery == EM_RECOVERY_SR, burst, now);
+        em_cc_on_loss(&pe->cc, &p->cfg, &p->st, n, true, pe->snd_una, pe->snd_nxt, now);
+    }
+    if (probe && em_send_ctl(p, peer, EM_PT_ACK, EM_F_ACKNOW) == 0) {
+        pe->probe_stamp = pe->stamp ? pe->stamp : 1;   /* judges what went before it */
+        p->st.probes++;
+    }
     pe->rto_cur = pe->rto_cur * 2 > p->cfg.rto_max_ns ? p->cfg.rto_max_ns : pe->rto_cur * 2;
     pe->rto_deadline = now + pe->rto_cur;
     em_arm(p, pe->rto_deadline);

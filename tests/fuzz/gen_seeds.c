@@ -45,6 +45,36 @@ int main(int argc, char **argv)
     rc |= put(d, "decode_put.bin", b, frame(b, EM_PT_PUT, 7, 30, 0, 1, 30));
     rc |= put(d, "decode_ack.bin", b, frame(b, EM_PT_ACK, 0, 0, 0, 0, 0));
     rc |= put(d, "decode_nack.bin", b, frame(b, EM_PT_NACK, 0, 0, 0, 0, 0));
+    /* a probe and its answer (issue 12): flags at byte 3 */
+    size_t pn = frame(b, EM_PT_ACK, 0, 0, 0, 0, 0);
+    b[3] = EM_F_ACKNOW | EM_F_PROBED;
+    rc |= put(d, "decode_probe.bin", b, pn);
+
+    /* a window of 101 frames (wider than the SACK bitmap): we send (harness
+     * flag 4|8), the peer probes us, time passes so our timer fires and we
+     * probe, the peer answers (PROBED) without our frames */
+    {
+        size_t n = 0;
+        r[n++] = (uint8_t)(0 | (100 << 1));
+        static const struct { uint8_t t; uint32_t s; uint16_t len, fcnt; uint8_t hfl, fl; } pseq[] = {
+            { EM_PT_DATA, 0xFFFFFFF0u, 20, 1, 0, 0x0D },
+            { EM_PT_DATA, 0xFFFFFFF1u, 20, 1, 0, 0x0D },
+            { EM_PT_ACK, 0, 0, 0, EM_F_ACKNOW, 0x01 },
+            { EM_PT_DATA, 0xFFFFFFF3u, 20, 1, EM_F_RETX, 0x31 },
+            { EM_PT_ACK, 0, 0, 0, EM_F_PROBED, 0x01 },
+            { EM_PT_ACK, 0, 0, 0, EM_F_PROBED | EM_F_SACK, 0x71 },
+        };
+        for (unsigned i = 0; i < sizeof pseq / sizeof pseq[0]; i++) {
+            size_t fl = frame(b, pseq[i].t, pseq[i].s, pseq[i].len, 0, pseq[i].fcnt, pseq[i].len);
+            b[3] = pseq[i].hfl;
+            r[n++] = (uint8_t)(fl >> 8);
+            r[n++] = (uint8_t)fl;
+            r[n++] = pseq[i].fl;
+            memcpy(r + n, b, fl);
+            n += fl;
+        }
+        rc |= put(d, "rx_probe.bin", r, n);
+    }
 
     /* receive-path sequences: byte 0 = mode/window, then [len16][flags][frame] */
     for (int mode = 0; mode < 2; mode++) {

@@ -114,8 +114,8 @@ static bool all_done(void *u)
     return true;
 }
 
-static void run_case(em_recovery_t mode, double loss, unsigned nodes, unsigned nmsg,
-                     const size_t *sizes, unsigned nsizes, uint64_t seed)
+static void run_case_w(em_recovery_t mode, double loss, unsigned nodes, unsigned nmsg,
+                       const size_t *sizes, unsigned nsizes, uint64_t seed, uint16_t window)
 {
     struct run r = { .nodes = nodes, .nmsg = nmsg, .sizes = sizes, .nsizes = nsizes };
     em_proto_cfg_t pc;
@@ -123,7 +123,7 @@ static void run_case(em_recovery_t mode, double loss, unsigned nodes, unsigned n
     em_proto_cfg_default(&pc);
     pc.job_key = 77;
     pc.recovery = mode;
-    pc.window = 16;
+    pc.window = window;
     pc.rto_ns = 200000;
     pc.rto_min_ns = 50000;
     pc.rto_max_ns = 2000000;
@@ -166,6 +166,12 @@ static void run_case(em_recovery_t mode, double loss, unsigned nodes, unsigned n
     em_simnet_destroy(r.net);
 }
 
+static void run_case(em_recovery_t mode, double loss, unsigned nodes, unsigned nmsg,
+                     const size_t *sizes, unsigned nsizes, uint64_t seed)
+{
+    run_case_w(mode, loss, nodes, nmsg, sizes, nsizes, seed, 16);
+}
+
 /* 0 B, 1 B, around the 1456 B fragment boundary, a few KiB, 64 KiB */
 static const size_t SMALL[] = { 0, 1, 16, 32, 128, 1455, 1456, 1457, 2912, 2913, 9000, 65536 };
 
@@ -188,6 +194,21 @@ static void test_large_messages_4mib(void **st)
     static const size_t BIG[] = { 4u << 20, 1u << 20, 3, (4u << 20) - 1 };
     run_case(EM_RECOVERY_SR, 0.05, 3, 4, BIG, 4, 7);
     run_case(EM_RECOVERY_GBN, 0.05, 2, 2, BIG, 4, 8);
+}
+
+/* Windows wider than the 64 frames one SACK bitmap describes (issue 12):
+ * frames beyond it are held and reported only as the cumulative ACK moves
+ * up; a window that is not a power of two (200) uses a ring of 256 slots.
+ * 1 MiB messages keep the whole window busy under loss, reorder and
+ * duplication. */
+static void test_wide_window(void **st)
+{
+    static const size_t MIX[] = { 1u << 20, 65536, 1, 300000, 1456, (1u << 20) - 7 };
+    run_case_w(EM_RECOVERY_SR, 0.0, 3, 12, MIX, 6, 11, EM_WINDOW_MAX);
+    run_case_w(EM_RECOVERY_SR, 0.01, 3, 12, MIX, 6, 12, EM_WINDOW_MAX);
+    run_case_w(EM_RECOVERY_SR, 0.05, 3, 12, MIX, 6, 13, 200);
+    run_case_w(EM_RECOVERY_SR, 0.20, 2, 6, MIX, 6, 14, EM_WINDOW_MAX);
+    run_case_w(EM_RECOVERY_GBN, 0.05, 2, 6, MIX, 6, 15, 200);
 }
 
 /* ---- a peer that stops answering ---- */
@@ -317,6 +338,7 @@ int main(void)
         cmocka_unit_test(test_gbn_loss5),
         cmocka_unit_test(test_gbn_loss20),
         cmocka_unit_test(test_large_messages_4mib),
+        cmocka_unit_test(test_wide_window),
         cmocka_unit_test(test_silent_peer_fails_within_bound),
         cmocka_unit_test(test_puts_placed_exactly_under_loss),
     };

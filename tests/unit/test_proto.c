@@ -383,16 +383,22 @@ static void test_timeout_backoff_then_peer_failure(void **st)
     assert_int_equal(em_proto_next_deadline(x.p), 1000);
     em_proto_poll(x.p, 999);
     assert_int_equal(x.c.nf, 2);
-    em_proto_poll(x.p, 1000);                       /* timeout 1: the oldest resent */
+    em_proto_poll(x.p, 1000);                       /* timeout 1: a probe, no data */
     assert_int_equal(x.c.nf, 3);
-    assert_true(x.c.f[2].h.flags & EM_F_RETX);
-    assert_int_equal(x.c.f[2].h.seq, 0);
+    assert_int_equal(x.c.f[2].h.type, EM_PT_ACK);
+    assert_true(x.c.f[2].h.flags & EM_F_ACKNOW);
+    assert_int_equal(em_proto_stats(x.p)->probes, 1);
     assert_int_equal(em_proto_next_deadline(x.p), 3000);   /* back-off: 2 us */
-    em_proto_poll(x.p, 3000);                       /* timeout 2: both (a lost tail) */
-    assert_int_equal(x.c.nf, 5);
-    assert_int_equal(x.c.f[4].h.seq, 1);
+    em_proto_poll(x.p, 3000);                       /* timeout 2: a probe again */
+    assert_int_equal(x.c.nf, 4);
+    assert_int_equal(x.c.f[3].h.type, EM_PT_ACK);
     assert_int_equal(em_proto_next_deadline(x.p), 7000);   /* 4 us */
-    em_proto_poll(x.p, 7000);                       /* timeout 3 */
+    em_proto_poll(x.p, 7000);                       /* timeout 3: the oldest resent + probe */
+    assert_int_equal(x.c.nf, 6);
+    assert_true(x.c.f[4].h.flags & EM_F_RETX);
+    assert_int_equal(x.c.f[4].h.seq, 0);
+    assert_int_equal(x.c.f[5].h.type, EM_PT_ACK);
+    assert_int_equal(em_proto_stats(x.p)->probes, 3);
     assert_int_equal(em_proto_next_deadline(x.p), 15000);  /* capped at 8 us */
     assert_int_equal(x.c.ncomplete, 0);
     em_proto_poll(x.p, 15000);                      /* 4th > max_retries: failed */
@@ -410,10 +416,10 @@ static void test_timeout_backoff_then_peer_failure(void **st)
 }
 
 /* A receiver that acknowledges late (descheduled) makes the RTO fire
- * although nothing was lost: only the oldest frame goes again, and the late
- * ACK still gives an RTT sample from a frame sent once, so the RTO grows to
- * the lateness seen (issue 12: before, the whole window was resent, Karn
- * left no sample, and the RTO never learned). */
+ * although nothing was lost: a probe goes, no data, and the late ACK still
+ * gives an RTT sample from a frame sent once, so the RTO grows to the
+ * lateness seen (issue 12: before, the whole window was resent, Karn left
+ * no sample, and the RTO never learned). */
 static void test_late_ack_teaches_rto_without_resending_window(void **st)
 {
     struct fx x; em_proto_op_t op[4];
@@ -422,12 +428,104 @@ static void test_late_ack_teaches_rto_without_resending_window(void **st)
         em_proto_send(x.p, &op[i], 1, 0, "m", 1, NULL, 0);
     assert_int_equal(x.c.nf, 4);
     em_proto_poll(x.p, 1000);                       /* spurious timeout */
-    assert_int_equal(x.c.nf, 5);                    /* one duplicate, not four */
-    feed(&x, ack(4, 0), NULL, 2500);                /* the receiver woke up */
+    assert_int_equal(x.c.nf, 5);                    /* a probe, no duplicate */
+    assert_int_equal(x.c.f[4].h.type, EM_PT_ACK);
+    em_hdr_t a = ack(4, 0);
+    a.flags |= EM_F_PROBED;                         /* the receiver woke up and answers */
+    feed(&x, a, NULL, 2500);
     assert_int_equal(x.c.ncomplete, 4);
+    assert_int_equal(x.c.nf, 5);
+    assert_int_equal(em_proto_stats(x.p)->retransmits, 0);
     assert_int_equal(em_proto_stats(x.p)->rtt_samples, 1);   /* from frame 3, sent once */
     assert_int_equal(em_proto_srtt(x.p, 1), 2500);
     assert_true(em_proto_rto(x.p, 1) > 2500);
+    em_proto_destroy(x.p);
+}
+
+/* The answer to a probe tells loss from lateness: frames sent before the
+ * probe that it does not cover were lost and go again at once, the others
+ * not at all (issue 12 part 2). */
+static void test_probe_answer_resends_only_what_was_lost(void **st)
+{
+    struct fx x; em_proto_op_t op[4];
+    mk(&x, EM_RECOVERY_SR, 0);
+    for (int i = 0; i < 4; i++)
+        em_proto_send(x.p, &op[i], 1, 0, "m", 1, NULL, 0);
+    em_proto_poll(x.p, 1000);                       /* timeout: probe */
+    assert_int_equal(x.c.nf, 5);
+    feed(&x, ack(1, 0), NULL, 1200);                /* a late ACK, not the answer */
+    assert_int_equal(x.c.nf, 5);                    /* nothing judged from it */
+    em_hdr_t a = ack(2, 0);                         /* holds 0 and 1: 2 (and 3?) lost */
+    a.flags |= EM_F_PROBED;
+    feed(&x, a, NULL, 1500);
+    assert_int_equal(x.c.nf, 6);                    /* the oldest only: data may trail */
+    assert_int_equal(x.c.f[5].h.seq, 2);
+    assert_true(x.c.f[5].h.flags & EM_F_RETX);
+    assert_int_equal(em_proto_stats(x.p)->fast_retransmits, 1);
+    assert_int_equal(em_proto_stats(x.p)->timeouts, 1);
+    feed(&x, a, NULL, 1600);                        /* a duplicate answer: judged once */
+    assert_int_equal(x.c.nf, 6);
+    em_proto_destroy(x.p);
+}
+
+/* The receiving side: a probe is answered at once with the ACK state,
+ * flagged PROBED, and the answer itself is never answered (no ping-pong). */
+static void test_probe_is_answered_once(void **st)
+{
+    struct fx x;
+    mk(&x, EM_RECOVERY_SR, 0);
+    feed(&x, data(0, 0, "a"), "a", 0);
+    em_hdr_t pr = ack(0, 0);
+    pr.flags |= EM_F_ACKNOW;
+    feed(&x, pr, NULL, 10);
+    em_proto_poll(x.p, 10);                         /* no ack_delay wait */
+    assert_int_equal(x.c.nf, 1);
+    assert_int_equal(x.c.f[0].h.type, EM_PT_ACK);
+    assert_int_equal(x.c.f[0].h.ack, 1);
+    assert_true(x.c.f[0].h.flags & EM_F_PROBED);
+    assert_false(x.c.f[0].h.flags & EM_F_ACKNOW);
+    em_hdr_t ans = ack(0, 0);
+    ans.flags |= EM_F_PROBED;
+    feed(&x, ans, NULL, 20);
+    em_proto_poll(x.p, 1000000);
+    assert_int_equal(x.c.nf, 1);
+    em_proto_destroy(x.p);
+}
+
+/* A window wider than the SACK bitmap (issue 12): the bitmap reports the 64
+ * frames after the cumulative ACK, across the 64-bit words of the receiver's
+ * map; frames further out are held, not reported, and delivered in order
+ * once the gap fills. */
+static void test_wide_window_sack_and_drain(void **st)
+{
+    struct fx x;
+    int err;
+    mk(&x, EM_RECOVERY_SR, 60);
+    em_proto_destroy(x.p);
+    x.cfg.window = 128;
+    x.p = em_proto_create(&x.cfg, &OPS, &x.c, &err);
+    assert_non_null(x.p);
+    feed(&x, data(60, 0, "a"), "a", 0);            /* rcv_nxt 61 */
+    static const uint32_t held[] = { 63, 64, 70, 124, 130, 187 };   /* 187 = 61 + 126 */
+    for (unsigned i = 0; i < 6; i++)
+        feed(&x, data(held[i], 0, "h"), "h", 10);
+    feed(&x, data(189, 0, "z"), "z", 10);           /* 61 + 128: beyond the window */
+    assert_int_equal(em_proto_stats(x.p)->drop_window, 1);
+    em_proto_poll(x.p, 10);
+    assert_int_equal(x.c.nf, 1);
+    assert_int_equal(x.c.f[0].h.ack, 61);
+    /* bit i = 62 + i: 63, 64, 70, 124; 130 and 187 are beyond the bitmap */
+    uint64_t want = (1ull << 1) | (1ull << 2) | (1ull << 8) | (1ull << 62);
+    assert_true(x.c.f[0].h.flags & EM_F_SACK);
+    assert_int_equal(x.c.f[0].h.sack, want);
+    assert_int_equal(x.c.nrecv, 1);
+    feed(&x, data(61, 0, "b"), "b", 20);
+    feed(&x, data(62, 0, "c"), "c", 20);            /* drains 63, 64 */
+    assert_int_equal(x.c.nrecv, 5);
+    for (uint32_t q = 65; q < 190; q++)             /* the rest, held ones again (dups) */
+        feed(&x, data(q, 0, "r"), "r", 30);
+    assert_int_equal(x.c.nrecv, 5 + 125);           /* 65..189 delivered once each */
+    assert_true(em_proto_stats(x.p)->rx_dups >= 4);
     em_proto_destroy(x.p);
 }
 
@@ -437,10 +535,11 @@ static void test_progress_resets_backoff(void **st)
     mk(&x, EM_RECOVERY_SR, 0);
     em_proto_send(x.p, &op[0], 1, 0, "m", 1, NULL, 0);
     em_proto_send(x.p, &op[1], 1, 0, "n", 1, NULL, 0);
-    em_proto_poll(x.p, 1000);
-    em_proto_poll(x.p, 3000);
-    feed(&x, ack(1, 0), NULL, 3500);
-    assert_int_equal(em_proto_next_deadline(x.p), 4500);   /* rto back to 1 us */
+    em_proto_poll(x.p, 1000);                       /* probe */
+    em_proto_poll(x.p, 3000);                       /* probe */
+    em_proto_poll(x.p, 7000);                       /* probe + the oldest resent */
+    feed(&x, ack(1, 0), NULL, 7500);                /* covers a resent frame: no sample */
+    assert_int_equal(em_proto_next_deadline(x.p), 8500);   /* rto back to 1 us */
     em_proto_destroy(x.p);
 }
 
@@ -456,11 +555,14 @@ static void test_adaptive_rto_follows_rtt_and_karn(void **st)
     em_proto_send(x.p, &op[1], 1, 0, "b", 1, NULL, 3000);
     em_proto_poll(x.p, 3000);                               /* refreshes the bound */
     assert_int_equal(em_proto_next_deadline(x.p), 3000 + 6000);
-    em_proto_poll(x.p, 9000);                               /* times out, resent */
-    feed(&x, ack(2, 0), NULL, 9100);                        /* acks a resent frame */
+    em_proto_poll(x.p, 9000);                               /* times out: a probe */
+    em_proto_poll(x.p, 21000);                              /* again (2 x 6 us): a probe */
+    em_proto_poll(x.p, 45000);                              /* again (4 x 6 us): resent */
+    assert_int_equal(em_proto_stats(x.p)->retransmits, 1);
+    feed(&x, ack(2, 0), NULL, 45100);                       /* acks a resent frame */
     assert_int_equal(em_proto_stats(x.p)->rtt_samples, 1);  /* Karn: no sample */
-    em_proto_send(x.p, &op[2], 1, 0, "c", 1, NULL, 10000);
-    feed(&x, ack(3, 0), NULL, 10100);                       /* RTT 100 ns */
+    em_proto_send(x.p, &op[2], 1, 0, "c", 1, NULL, 46000);
+    feed(&x, ack(3, 0), NULL, 46100);                       /* RTT 100 ns */
     /* srtt = (7*2000 + 100)/8 = 1762, rttvar = (3*1000 + 1900)/4 = 1225 */
     assert_int_equal(em_proto_srtt(x.p, 1), 1762);
     assert_int_equal(em_proto_rto(x.p, 1), 1762 + 4900);
@@ -795,6 +897,9 @@ int main(void)
         cmocka_unit_test(test_gbn_nack_resends_everything_outstanding),
         cmocka_unit_test(test_timeout_backoff_then_peer_failure),
         cmocka_unit_test(test_late_ack_teaches_rto_without_resending_window),
+        cmocka_unit_test(test_probe_answer_resends_only_what_was_lost),
+        cmocka_unit_test(test_probe_is_answered_once),
+        cmocka_unit_test(test_wide_window_sack_and_drain),
         cmocka_unit_test(test_progress_resets_backoff),
         cmocka_unit_test(test_adaptive_rto_follows_rtt_and_karn),
         cmocka_unit_test(test_foreign_frames_dropped_and_counted),

@@ -53,7 +53,8 @@ struct em_btl_modex {
         em_link_addr_t addr;
     } link[EM_BTL_MAX_LINKS];
 };
-#define EM_BTL_MODEX_VERSION 3u
+/* 4: frames may carry EM_F_PROBED (issue 12), which version 3 refuses */
+#define EM_BTL_MODEX_VERSION 4u
 
 /** Registration handle: exactly what travels to the peer in the rendezvous. */
 struct mca_btl_base_registration_handle_t {
@@ -116,7 +117,9 @@ typedef struct em_btl_rdma {
 
 /** Parameters common to every ethermpi BTL (registered by em_btl_register_params). */
 typedef struct em_btl_params {
-    int window;
+    int window;              /**< frames in flight per peer; 0 = from window_kb and the MTU */
+    int window_kb;           /**< window = 0: about this many KiB in flight (the component's
+                                  default; 0 = none, then window defaults to 32) */
     char *recovery;          /**< "sr" or "gbn" */
     char *cc;                /**< congestion control: "loss" (default), "delay" or "off" */
     int rto_us, rto_min_us, rto_max_us, retries, ack_delay_us;

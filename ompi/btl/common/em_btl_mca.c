@@ -38,7 +38,7 @@ int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
 {
     /* Defaults: docs/design.md "Defaults" (protocol) and "BTL defaults".
      * A component may set its own window first (rudp: 64, see "link_udp"). */
-    if (p->window == 0)
+    if (p->window == 0 && p->window_kb <= 0)
         p->window = 32;
     p->recovery = "sr";
     p->cc = "loss";     /* not delay: docs/design.md "Congestion control", real links */
@@ -53,8 +53,14 @@ int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
     p->order_max_held = 16384;
     p->order_max_mb = 64;
     p->random_isn = 1;
+    if (p->window_kb > 0)
+        reg_int(c, "window_kb", 5, &p->window_kb,
+            "With window 0: frames in flight per peer = this many KiB / the link's MTU, "
+            "64 to 256 frames");
     reg_int(c, "window", 5, &p->window,
-        "Packets in flight per peer before waiting for an ACK (1-64)");
+        "Packets in flight per peer before waiting for an ACK (1-256; 0 = sized by window_kb "
+        "where the component has it; the congestion window, in bytes, decides how much of it "
+        "is used)");
     reg_string(c, "recovery", 5, &p->recovery,
         "Loss recovery: 'sr' (selective repeat with SACK, default) or 'gbn' (Go-Back-N with NACK)");
     reg_string(c, "cc", 5, &p->cc,

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file em_btl_internal.h
+ * What the files of the common BTL share and nothing else sees (em_btl.h is
+ * the components' interface).  The module is split along its seams:
+ *   em_btl.c       component side: parameters checked, links opened, one
+ *                  engine per link, modex published, progress
+ *   em_btl_ops.c   the BTL 3.1 module functions (add_procs, alloc, send,
+ *                  sendi, put, registration, finalize) and descriptor pools
+ *   em_btl_peer.c  engine callbacks (delivery, completion, peer failure),
+ *                  modex entries, pair keys, the order over several links
+ * Threading: as em_btl.h (one thread at a time, no locks).
+ */
+#ifndef EM_BTL_INTERNAL_H
+#define EM_BTL_INTERNAL_H
+
+#include <stddef.h>
+
+#include "em_btl.h"
+
+#define HELP_FILE "help-mpi-btl-ethermpi.txt"
+
+/** The struct of type @p type whose member @p member is at @p ptr. */
+#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+/** Our module behind Open MPI's base module (super is its first member). */
+static inline em_btl_module_t *em_btl_mod(struct mca_btl_base_module_t *b)
+{
+    return container_of(b, em_btl_module_t, super);
+}
+
+/* em_btl_ops.c */
+/** Return a send descriptor to its size class's free list. */
+void em_btl_frag_put(em_btl_module_t *m, em_btl_frag_t *f);
+/** Return a put descriptor to the free list. */
+void em_btl_rdma_put(em_btl_module_t *m, em_btl_rdma_t *r);
+/** btl_finalize: drain, print stats, destroy the engine, free everything. */
+int em_btl_finalize(struct mca_btl_base_module_t *btl);
+
+/* em_btl_peer.c */
+/** Callbacks the engine of every module calls. */
+extern const em_engine_ops_t em_btl_engine_ops;
+/** A process's modex entry, checked; NULL when it has none we can use
+ *  (the caller frees it). */
+struct em_btl_modex *em_btl_read_modex(em_btl_module_t *m, const opal_process_name_t *name);
+/** The order state of @p peer when its messages carry order numbers, else NULL. */
+em_order_t *em_btl_numbered(em_btl_module_t *m, uint16_t peer);
+/** Give the engine @p vpid's address and pair keys from @p mx.
+ *  @return 0, or -1 when the entry does not fit this module. */
+int em_btl_set_peer_from(em_btl_module_t *m, uint16_t vpid, const struct em_btl_modex *mx);
+/** Free the per-peer order states (NULL is fine). */
+void em_btl_order_free(struct em_btl_order *o, uint32_t npeers);
+
+#endif

@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file em_btl_ops.c
+ * The BTL 3.1 module functions over the ethermpi engine and their
+ * descriptor pools (see em_btl.h, em_btl_internal.h).
+ */
+#include "em_btl_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opal/class/opal_bitmap.h"
+#include "opal/datatype/opal_convertor.h"
+#include "opal/mca/btl/base/base.h"
+#include "opal/mca/btl/base/btl_base_error.h"
+#include "opal/util/proc.h"
+#include "opal/util/show_help.h"
+
+#define FRAG_BATCH 16
+
+/* the order number is sent from order_hdr: it must run straight into buf */
+_Static_assert(offsetof(em_btl_frag_t, buf) == offsetof(em_btl_frag_t, order_hdr) + EM_ORDER_HDR,
+               "order_hdr sits right before buf");
+
+/* ---------------------------------------------------------------- memory */
+
+static void *track(em_btl_module_t *m, size_t sz)
+{
+    if (m->nchunks == m->chunks_cap) {
+        size_t nc = m->chunks_cap ? m->chunks_cap * 2 : 64;
+        void **n = realloc(m->chunks, nc * sizeof *n);
+        if (!n)
+            return NULL;
+        m->chunks = n;
+        m->chunks_cap = nc;
+    }
+    void *p = calloc(1, sz);
+    if (p)
+        m->chunks[m->nchunks++] = p;
+    return p;
+}
+
+static em_btl_frag_t *frag_get(em_btl_module_t *m, int cls)
+{
+    if (!m->free_frags[cls]) {
+        for (int i = 0; i < FRAG_BATCH; i++) {
+            em_btl_frag_t *f = track(m, sizeof *f + m->frag_cap[cls]);
+            if (!f)
+                break;
+            f->cap = m->frag_cap[cls];
+            f->cls = (uint8_t)cls;
+            f->kind = EM_BTL_OP_SEND;
+            f->next_free = m->free_frags[cls];
+            m->free_frags[cls] = f;
+        }
+        if (!m->free_frags[cls])
+            return NULL;
+    }
+    em_btl_frag_t *f = m->free_frags[cls];
+    m->free_frags[cls] = f->next_free;
+    return f;
+}
+
+void em_btl_frag_put(em_btl_module_t *m, em_btl_frag_t *f)
+{
+    f->next_free = m->free_frags[f->cls];
+    m->free_frags[f->cls] = f;
+}
+
+static em_btl_rdma_t *rdma_get(em_btl_module_t *m)
+{
+    if (!m->free_rdma) {
+        em_btl_rdma_t *r = track(m, sizeof *r);
+        if (!r)
+            return NULL;
+        r->kind = EM_BTL_OP_PUT;
+        return r;
+    }
+    em_btl_rdma_t *r = m->free_rdma;
+    m->free_rdma = r->next_free;
+    return r;
+}
+
+void em_btl_rdma_put(em_btl_module_t *m, em_btl_rdma_t *r)
+{
+    r->next_free = m->free_rdma;
+    m->free_rdma = r;
+}
+
+/* -------------------------------------------------------- module functions */
+
+static int em_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+                        struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
+                        opal_bitmap_t *reachable)
+{
+    em_btl_module_t *m = em_btl_mod(btl);
+    const opal_process_name_t me = OPAL_PROC_MY_NAME;
+
+    for (size_t i = 0; i < nprocs; i++) {
+        opal_proc_t *proc = procs[i];
+        if (0 == opal_compare_proc(proc->proc_name, me))
+            continue;
+        if (!m->params->same_node && OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags))
+            continue;                       /* vader's job */
+        if (proc->proc_name.jobid != me.jobid || proc->proc_name.vpid >= m->npeers)
+            continue;                       /* other jobs (spawn) are not supported */
+        struct em_btl_modex *mx = em_btl_read_modex(m, &proc->proc_name);
+        if (!mx) {
+            BTL_VERBOSE(("%s: no usable address for %s", m->name, OPAL_NAME_PRINT(proc->proc_name)));
+            continue;
+        }
+        if (m->index >= mx->count) {        /* the peer has fewer links: not via this one */
+            free(mx);
+            continue;
+        }
+        if (mx->link[m->index].frame_max < m->link->mtu ||
+            mx->link[m->index].addr.len > sizeof mx->link[m->index].addr.bytes) {
+            opal_show_help(HELP_FILE, "mtu-mismatch", true, m->name, opal_process_info.nodename,
+                           (unsigned)m->link->mtu, OPAL_NAME_PRINT(proc->proc_name),
+                           (unsigned)mx->link[m->index].frame_max, m->name);
+            free(mx);
+            continue;
+        }
+        uint16_t vpid = (uint16_t)proc->proc_name.vpid;
+        struct mca_btl_base_endpoint_t *ep = &m->eps[vpid];
+        if (!ep->resolved && em_btl_set_peer_from(m, vpid, mx) != 0) {
+            free(mx);
+            continue;
+        }
+        ep->resolved = 1;
+        if (m->order)
+            m->order[vpid].on = mx->count >= 2 ? EM_BTL_ORDER_ON : EM_BTL_ORDER_OFF;
+        free(mx);
+        ep->proc = proc;
+        ep->peer = vpid;
+        peers[i] = ep;
+        if (reachable)
+            opal_bitmap_set_bit(reachable, (int)i);
+    }
+    return OPAL_SUCCESS;
+}
+
+static int em_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+                        struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers)
+{
+    return OPAL_SUCCESS;
+}
+
+static mca_btl_base_descriptor_t *em_alloc(struct mca_btl_base_module_t *btl,
+                                           struct mca_btl_base_endpoint_t *ep,
+                                           uint8_t order, size_t size, uint32_t flags)
+{
+    em_btl_module_t *m = em_btl_mod(btl);
+    int cls = size <= m->frag_cap[0] ? 0 : 1;
+    if (size > m->frag_cap[1])
+        return NULL;
+    em_btl_frag_t *f = frag_get(m, cls);
+    if (!f)
+        return NULL;
+    f->seg.seg_addr.pval = f->buf;
+    f->seg.seg_len = size;
+    f->base.des_segments = &f->seg;
+    f->base.des_segment_count = 1;
+    f->base.des_flags = flags;
+    f->base.des_cbfunc = NULL;
+    f->base.des_cbdata = NULL;
+    f->base.des_context = NULL;
+    f->base.order = MCA_BTL_NO_ORDER;
+    f->ep = ep;
+    return &f->base;
+}
+
+static int em_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des)
+{
+    em_btl_frag_put(em_btl_mod(btl), (em_btl_frag_t *)des);
+    return OPAL_SUCCESS;
+}
+
+static mca_btl_base_descriptor_t *em_prepare_src(struct mca_btl_base_module_t *btl,
+                                                 struct mca_btl_base_endpoint_t *ep,
+                                                 struct opal_convertor_t *conv, uint8_t order,
+                                                 size_t reserve, size_t *size, uint32_t flags)
+{
+    em_btl_module_t *m = em_btl_mod(btl);
+    if (reserve + *size > m->frag_cap[1])
+        *size = m->frag_cap[1] - reserve;
+    mca_btl_base_descriptor_t *des = em_alloc(btl, ep, order, reserve + *size, flags);
+    if (!des)
+        return NULL;
+    em_btl_frag_t *f = (em_btl_frag_t *)des;
+    struct iovec iov = { .iov_base = f->buf + reserve, .iov_len = *size };
+    uint32_t cnt = 1;
+    size_t max = *size;
+    if (opal_convertor_pack(conv, &iov, &cnt, &max) < 0) {
+        em_free(btl, des);
+        return NULL;
+    }
+    *size = max;
+    f->seg.seg_len = reserve + max;
+    return des;
+}
+
+static int map_err(int rc)
+{
+    return rc == -EM_EPEERFAIL ? OPAL_ERR_UNREACH : OPAL_ERROR;
+}
+
+/* Send the @p len bytes at f->buf; with several links, behind the peer's
+ * next order number (which counts only once the engine took the message). */
+static int ordered_send(em_btl_module_t *m, em_btl_frag_t *f, uint16_t peer, uint8_t tag,
+                        size_t len)
+{
+    em_order_t *o = em_btl_numbered(m, peer);
+    if (!o)
+        return em_engine_send(m->engine, &f->op, peer, tag, f->buf, len, &f->kind);
+    em_order_stamp(o, f->order_hdr);
+    int rc = em_engine_send(m->engine, &f->op, peer, tag, f->order_hdr, len + EM_ORDER_HDR,
+                            &f->kind);
+    if (rc == 0)
+        em_order_sent(o);
+    return rc;
+}
+
+static int em_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                   struct mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
+{
+    em_btl_module_t *m = em_btl_mod(btl);
+    em_btl_frag_t *f = (em_btl_frag_t *)des;
+    if (ep->failed)
+        return OPAL_ERR_UNREACH;
+    f->ep = ep;
+    int rc = ordered_send(m, f, ep->peer, tag, (size_t)des->des_segments[0].seg_len);
+    return rc == 0 ? OPAL_SUCCESS : map_err(rc);
+}
+
+static int em_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                    struct opal_convertor_t *conv, void *header, size_t header_size,
+                    size_t payload_size, uint8_t order, uint32_t flags,
+                    mca_btl_base_tag_t tag, mca_btl_base_descriptor_t **descriptor)
+{
+    em_btl_module_t *m = em_btl_mod(btl);
+    if (descriptor)
+        *descriptor = NULL;
+    if (ep->failed)
+        return OPAL_ERR_UNREACH;
+    /* An inline send completes at once, and the caller may then not drive
+     * progress for a long time (a rank that sends and sleeps): a message
+     * queued behind a full window, or behind a frame whose timer is due,
+     * would wait for that.  Take it only if it leaves now; otherwise hand
+     * back a descriptor: ob1 sends it with btl_send and waits for its
+     * completion, driving progress (ACKs, retransmissions) meanwhile. */
+    if (!em_engine_send_ready(m->engine, ep->peer, header_size + payload_size +
+                              (em_btl_numbered(m, ep->peer) ? EM_ORDER_HDR : 0))) {
+        if (descriptor)
+            *descriptor = em_alloc(btl, ep, order, header_size + payload_size, flags);
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    mca_btl_base_descriptor_t *des = em_alloc(btl, ep, order, header_size + payload_size,
+                                              flags | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (!des)
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    em_btl_frag_t *f = (em_btl_frag_t *)des;
+    memcpy(f->buf, header, header_size);
+    if (payload_size) {
+        struct iovec iov = { .iov_base = f->buf + header_size, .iov_len = payload_size };
+        uint32_t cnt = 1;
+        size_t max = payload_size;
+        if (opal_convertor_pack(conv, &iov, &cnt, &max) < 0 || max != payload_size) {
+            em_free(btl, des);
+            return OPAL_ERROR;
+        }
+    }
+    int rc = ordered_send(m, f, ep->peer, tag, header_size + payload_size);
+    if (rc != 0) {
+        em_free(btl, des);
+        return map_err(rc);
+    }
+    return OPAL_SUCCESS;
+}
+
+static int em_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                  void *local_address, uint64_t remote_address,
+                  mca_btl_base_registration_handle_t *local_handle,
+                  mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
+                  int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                  void *cbdata)
+{
+    em_btl_module_t *m = em_btl_mod(btl);
+    if (ep->failed)
+        return OPAL_ERR_UNREACH;
+    if (!remote_handle || remote_address < remote_handle->region.base || size > btl->btl_put_limit)
+        return OPAL_ERR_BAD_PARAM;
+    em_btl_rdma_t *r = rdma_get(m);
+    if (!r)
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    r->ep = ep;
+    r->cbfunc = cbfunc;
+    r->cbcontext = cbcontext;
+    r->cbdata = cbdata;
+    r->local_address = local_address;
+    r->local_handle = local_handle;
+    int rc = em_engine_put(m->engine, &r->op, ep->peer, &remote_handle->region,
+                           remote_address - remote_handle->region.base, local_address, size,
+                           &r->kind);
+    if (rc != 0) {
+        em_btl_rdma_put(m, r);
+        return map_err(rc);
+    }
+    return OPAL_SUCCESS;
+}
+
+static mca_btl_base_registration_handle_t *em_register_mem(struct mca_btl_base_module_t *btl,
+                                                           struct mca_btl_base_endpoint_t *ep,
+                                                           void *base, size_t size, uint32_t flags)
+{
+    em_btl_module_t *m = em_btl_mod(btl);
+    mca_btl_base_registration_handle_t *h = malloc(sizeof *h);
+    if (!h)
+        return NULL;
+    if (!(flags & MCA_BTL_REG_FLAG_REMOTE_WRITE)) {
+        /* access flags honoured (issue 13, L5): puts are the only remote
+         * access we offer, so a region nobody may write gets a handle that
+         * names no region: every put into it is refused */
+        h->region = (em_region_handle_t){ .id = 0, .key = 0,
+                                          .base = (uint64_t)(uintptr_t)base, .len = size };
+        return h;
+    }
+    if (em_engine_register(m->engine, base, size, &h->region) != 0) {
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+static int em_deregister_mem(struct mca_btl_base_module_t *btl,
+                             mca_btl_base_registration_handle_t *h)
+{
+    em_btl_module_t *m = em_btl_mod(btl);
+    int rc = h->region.id == 0 ? 0 : em_engine_deregister(m->engine, &h->region);
+    free(h);
+    return rc == 0 ? OPAL_SUCCESS : OPAL_ERR_BAD_PARAM;
+}
+
+static int em_register_error(struct mca_btl_base_module_t *btl,
+                             mca_btl_base_module_error_cb_fn_t cbfunc)
+{
+    em_btl_mod(btl)->error_cb = cbfunc;
+    return OPAL_SUCCESS;
+}
+
+static void print_stats(em_btl_module_t *m)
+{
+    const em_proto_stats_t *p = em_engine_proto_stats(m->engine);
+    const em_engine_stats_t *e = em_engine_stats(m->engine);
+    opal_output(0, "[%s] btl_%s stats: tx %llu frames (%llu data, %llu acks, %llu retransmits, "
+                   "%llu timeouts, %llu probes, %llu fast_retransmits), rx %llu frames (%llu dups, %llu out-of-order, %llu spurious_retx), "
+                   "msgs %llu/%llu, "
+                   "puts placed %llu rejected %llu, drops: key %llu magic %llu malformed %llu "
+                   "window %llu, backpressure %llu; payload bytes copied by ethermpi: tx %llu "
+                   "(sent from the user's memory: %llu), rx reassembly/out-of-order %llu, "
+                   "rx put placement %llu (handed over in place: %llu); refused: "
+                   "drop_source %llu drop_job_key %llu drop_tag %llu drop_budget %llu "
+                   "drop_endpoint %llu drop_version %llu drop_short %llu drop_peer_failed %llu, "
+                   "puts_failed %llu (remote access error), rx buffers %llu bytes",
+                opal_process_info.nodename, m->name,
+                (unsigned long long)p->tx_frames, (unsigned long long)p->tx_data_frames,
+                (unsigned long long)p->tx_acks, (unsigned long long)p->retransmits,
+                (unsigned long long)p->timeouts, (unsigned long long)p->probes,
+                (unsigned long long)p->fast_retransmits,
+                (unsigned long long)p->rx_frames,
+                (unsigned long long)p->rx_dups, (unsigned long long)p->rx_ooo,
+                (unsigned long long)p->spurious_retx,
+                (unsigned long long)p->msgs_sent, (unsigned long long)p->msgs_recv,
+                (unsigned long long)e->puts_placed, (unsigned long long)p->puts_rejected,
+                (unsigned long long)p->drop_job_key, (unsigned long long)p->drop_magic,
+                (unsigned long long)p->drop_malformed, (unsigned long long)p->drop_window,
+                (unsigned long long)e->tx_backpressure, (unsigned long long)e->tx_copy_bytes,
+                (unsigned long long)e->tx_gather_bytes, (unsigned long long)p->rx_copy_bytes,
+                (unsigned long long)e->put_bytes, (unsigned long long)e->recv_bytes,
+                (unsigned long long)p->drop_source, (unsigned long long)p->drop_job_key,
+                (unsigned long long)m->drop_tag, (unsigned long long)p->drop_budget,
+                (unsigned long long)p->drop_endpoint, (unsigned long long)p->drop_version,
+                (unsigned long long)p->drop_short, (unsigned long long)p->drop_peer_failed,
+                (unsigned long long)p->puts_failed,
+                (unsigned long long)em_engine_rx_mem(m->engine));
+    opal_output(0, "[%s] btl_%s congestion control: cwnd cuts for loss %llu, for delay %llu; "
+                   "new frames held by cwnd %llu, by pacing %llu", opal_process_info.nodename,
+                m->name,
+                (unsigned long long)p->cc_loss_decreases, (unsigned long long)p->cc_delay_decreases,
+                (unsigned long long)p->cc_cwnd_blocked, (unsigned long long)p->cc_paced);
+    if (m->order && m->index == 0) {
+        uint64_t kept = 0, dropped = 0;
+        for (uint32_t i = 0; i < m->npeers; i++) {
+            kept += m->order[i].o.kept;
+            dropped += m->order[i].o.dropped;
+        }
+        opal_output(0, "[%s] btl_%s links: %llu messages kept until their turn, %llu dropped "
+                       "(no valid order number), order_overflow %llu peers",
+                    opal_process_info.nodename, m->name,
+                    (unsigned long long)kept, (unsigned long long)dropped,
+                    (unsigned long long)m->order_overflow);
+    }
+}
+
+int em_btl_finalize(struct mca_btl_base_module_t *btl)
+{
+    em_btl_module_t *m = em_btl_mod(btl);
+    /* From here on no upcall reaches the PML: it has been finalized, and its
+     * component may be unloaded (a late frame during the drain below used to
+     * call into unmapped memory: a segfault in MPI_Finalize, ~1 run in 4). */
+    m->finalizing = 1;
+    if (m->order && m->index == 0) {
+        /* the order state is the first module's: the siblings stop handing
+         * messages up with it (the PML is finalized before any BTL) */
+        for (em_btl_module_t *s = m->next; s; s = s->next) {
+            s->finalizing = 1;
+            s->order = NULL;
+        }
+        em_btl_order_free(m->order, m->npeers);
+    }
+    m->order = NULL;
+    if (m->engine) {
+        /* give the last ACKs a moment to leave, so peers need not retransmit */
+        uint64_t t0 = em_now_ns();
+        while (!em_engine_idle(m->engine) && em_now_ns() - t0 < 100000000ull)
+            em_engine_progress(m->engine);
+        if (m->params->print_stats)
+            print_stats(m);
+        if (m->params->print_stats && m->params->print_link_stats)
+            m->params->print_link_stats(m->link);
+        em_engine_destroy(m->engine);
+        m->engine = NULL;
+    }
+    em_link_close(m->link);
+    m->link = NULL;
+    for (size_t i = 0; i < m->nchunks; i++)
+        free(m->chunks[i]);
+    free(m->chunks);
+    m->chunks = NULL;
+    m->nchunks = m->chunks_cap = 0;
+    m->free_frags[0] = m->free_frags[1] = NULL;
+    m->free_rdma = NULL;
+    free(m->eps);
+    m->eps = NULL;
+    return OPAL_SUCCESS;
+}
+
+/* ----------------------------------------------------------- component side */
+
+void em_btl_module_defaults(mca_btl_base_module_t *b)
+{
+    /* See docs/design.md "BTL defaults" for how these were measured: eager
+     * beat the put rendezvous up to 64 KiB messages (+128 for ob1's header). */
+    b->btl_eager_limit = 64 * 1024 + 128;
+    b->btl_rndv_eager_limit = 8 * 1024;
+    b->btl_max_send_size = 64 * 1024 + 128;
+    b->btl_rdma_pipeline_send_length = 64 * 1024;
+    b->btl_rdma_pipeline_frag_size = 4 * 1024 * 1024;
+    b->btl_min_rdma_pipeline_size = 0;
+    /* above tcp's LOW + 100: bml/r2 keeps only the BTLs of the highest
+     * exclusivity per peer, so with both listed tcp carries nothing to a
+     * peer we reach (at equal exclusivity r2 would split large messages
+     * with tcp by bandwidth weight); below vader and self (same node) */
+    b->btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 200;
+    b->btl_latency = 10;
+    b->btl_bandwidth = 10000;
+    b->btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_PUT;
+    b->btl_put_limit = 64 * 1024 * 1024;   /* lowered at init to what one put can carry */
+    b->btl_put_alignment = 0;
+    b->btl_put_local_registration_threshold = SIZE_MAX;  /* puts read local memory directly */
+    b->btl_registration_handle_size = sizeof(struct mca_btl_base_registration_handle_t);
+    b->btl_add_procs = em_add_procs;
+    b->btl_del_procs = em_del_procs;
+    b->btl_finalize = em_btl_finalize;
+    b->btl_alloc = em_alloc;
+    b->btl_free = em_free;
+    b->btl_prepare_src = em_prepare_src;
+    b->btl_send = em_send;
+    b->btl_sendi = em_sendi;
+    b->btl_put = em_put;
+    b->btl_get = NULL;
+    b->btl_dump = mca_btl_base_dump;
+    b->btl_register_mem = em_register_mem;
+    b->btl_deregister_mem = em_deregister_mem;
+    b->btl_register_error = em_register_error;
+}
