@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file ofi_cq.c
+ * Completion queue: completions in a growing ring (never dropped: the
+ * provider has no other place for them), errors in a FIFO list.  Reading
+ * drives every endpoint bound to the queue (manual progress).
+ */
+#include "ofi_prov.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int emo_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
+                void *context);
+
+int emo_cq_bind_ep(struct emo_cq *cq, struct emo_ep *ep)
+{
+    for (unsigned i = 0; i < cq->neps; i++)
+        if (cq->eps[i] == ep)
+            return 0;
+    if (cq->neps == EMO_CQ_MAX_EPS)
+        return -FI_ENOSPC;
+    cq->eps[cq->neps++] = ep;
+    return 0;
+}
+
+void emo_cq_unbind_ep(struct emo_cq *cq, struct emo_ep *ep)
+{
+    for (unsigned i = 0; i < cq->neps; i++) {
+        if (cq->eps[i] == ep) {
+            cq->eps[i] = cq->eps[--cq->neps];
+            return;
+        }
+    }
+}
+
+int emo_cq_write(struct emo_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf,
+                 uint64_t data, uint64_t tag, fi_addr_t src)
+{
+    if (cq->count == cq->cap) {
+        size_t cap = cq->cap * 2;
+        struct emo_cqe *r = malloc(cap * sizeof *r);
+        if (!r) {
+            FI_WARN(&emo_prov, FI_LOG_CQ, "out of memory for a completion: it is lost\n");
+            return -FI_ENOMEM;
+        }
+        for (size_t i = 0; i < cq->count; i++)
+            r[i] = cq->ring[(cq->head + i) % cq->cap];
+        free(cq->ring);
+        cq->ring = r;
+        cq->cap = cap;
+        cq->head = 0;
+    }
+    struct emo_cqe *e = &cq->ring[(cq->head + cq->count++) % cq->cap];
+    e->e = (struct fi_cq_tagged_entry){ .op_context = ctx, .flags = flags, .len = len,
+                                        .buf = buf, .data = data, .tag = tag };
+    e->src = src;
+    return 0;
+}
+
+int emo_cq_write_err(struct emo_cq *cq, void *ctx, uint64_t flags, int err, size_t len,
+                     size_t olen, uint64_t tag, fi_addr_t src, const char *fmt, ...)
+{
+    struct emo_cq_err *x = calloc(1, sizeof *x);
+    if (!x) {
+        FI_WARN(&emo_prov, FI_LOG_CQ, "out of memory for an error completion: it is lost\n");
+        return -FI_ENOMEM;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(x->msg, sizeof x->msg, fmt, ap);
+    va_end(ap);
+    x->e.op_context = ctx;
+    x->e.flags = flags;
+    x->e.len = len;
+    x->e.olen = olen;
+    x->e.tag = tag;
+    x->e.err = err < 0 ? -err : err;
+    x->e.prov_errno = x->e.err;
+    x->src = src;
+    if (cq->err_tail)
+        cq->err_tail->next = x;
+    else
+        cq->err_head = x;
+    cq->err_tail = x;
+    FI_INFO(&emo_prov, FI_LOG_CQ, "error completion: %s (%s)\n", fi_strerror(x->e.err), x->msg);
+    return 0;
+}
+
+static void cq_progress(struct emo_cq *cq)
+{
+    for (unsigned i = 0; i < cq->neps; i++)
+        emo_ep_progress(cq->eps[i]);
+}
+
+/* copy entry @p e in the CQ's format to @p out */
+static size_t put_entry(const struct emo_cq *cq, const struct emo_cqe *e, void *out)
+{
+    switch (cq->format) {
+    case FI_CQ_FORMAT_CONTEXT: {
+        struct fi_cq_entry c = { .op_context = e->e.op_context };
+        memcpy(out, &c, sizeof c);
+        return sizeof c;
+    }
+    case FI_CQ_FORMAT_MSG: {
+        struct fi_cq_msg_entry m = { .op_context = e->e.op_context, .flags = e->e.flags,
+                                     .len = e->e.len };
+        memcpy(out, &m, sizeof m);
+        return sizeof m;
+    }
+    case FI_CQ_FORMAT_DATA: {
+        struct fi_cq_data_entry d = { .op_context = e->e.op_context, .flags = e->e.flags,
+                                      .len = e->e.len, .buf = e->e.buf, .data = e->e.data };
+        memcpy(out, &d, sizeof d);
+        return sizeof d;
+    }
+    default:
+        memcpy(out, &e->e, sizeof e->e);
+        return sizeof e->e;
+    }
+}
+
+static ssize_t cq_take(struct emo_cq *cq, void *buf, size_t count, fi_addr_t *src)
+{
+    if (cq->count == 0)
+        cq_progress(cq);
+    if (cq->count == 0)
+        return cq->err_head ? -FI_EAVAIL : -FI_EAGAIN;
+    /* an error waits to be read: entries before it may be read first */
+    size_t n = 0;
+    uint8_t *o = buf;
+    while (n < count && cq->count) {
+        const struct emo_cqe *e = &cq->ring[cq->head];
+        o += put_entry(cq, e, o);
+        if (src)
+            src[n] = e->src;
+        cq->head = (cq->head + 1) % cq->cap;
+        cq->count--;
+        n++;
+    }
+    return (ssize_t)n;
+}
+
+static ssize_t cq_read(struct fid_cq *fcq, void *buf, size_t count)
+{
+    return cq_take(container_of_emo(fcq, struct emo_cq, cq), buf, count, NULL);
+}
+
+static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
+{
+    return cq_take(container_of_emo(fcq, struct emo_cq, cq), buf, count, src);
+}
+
+static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint64_t flags)
+{
+    struct emo_cq *cq = container_of_emo(fcq, struct emo_cq, cq);
+    struct emo_cq_err *x = cq->err_head;
+    if (!x)
+        return -FI_EAGAIN;
+    cq->err_head = x->next;
+    if (!cq->err_head)
+        cq->err_tail = NULL;
+    /* err_data stays valid until the next readerr (libfabric's rule) */
+    free(cq->err_last);
+    cq->err_last = x;
+    /* API >= 1.5: the caller's err_data_size says whether it gave a buffer */
+    size_t user_sz = buf->err_data_size;
+    void *user_buf = buf->err_data;
+    *buf = x->e;
+    size_t mlen = strlen(x->msg) + 1;
+    if (user_sz && user_buf) {
+        size_t k = user_sz < mlen ? user_sz : mlen;
+        memcpy(user_buf, x->msg, k);
+        buf->err_data = user_buf;
+        buf->err_data_size = k;
+    } else {
+        buf->err_data = x->msg;
+        buf->err_data_size = mlen;
+    }
+    return 1;
+}
+
+static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src,
+                            const void *cond, int timeout)
+{
+    uint64_t end = timeout >= 0 ? em_now_ns() + (uint64_t)timeout * 1000000u : UINT64_MAX;
+    for (;;) {
+        ssize_t n = cq_readfrom(fcq, buf, count, src);
+        if (n != -FI_EAGAIN || em_now_ns() >= end)
+            return n;
+    }
+}
+
+static ssize_t cq_sread(struct fid_cq *fcq, void *buf, size_t count, const void *cond,
+                        int timeout)
+{
+    return cq_sreadfrom(fcq, buf, count, NULL, cond, timeout);
+}
+
+static int cq_signal(struct fid_cq *cq) { return 0; }
+
+static const char *cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data,
+                               char *buf, size_t len)
+{
+    const char *s = err_data ? (const char *)err_data : fi_strerror(prov_errno);
+    if (buf && len) {
+        snprintf(buf, len, "%s", s);
+        return buf;
+    }
+    return s;
+}
+
+static int cq_close(struct fid *fid)
+{
+    struct emo_cq *cq = container_of_emo(fid, struct emo_cq, cq.fid);
+    if (cq->neps)
+        return -FI_EBUSY;
+    while (cq->err_head) {
+        struct emo_cq_err *x = cq->err_head;
+        cq->err_head = x->next;
+        free(x);
+    }
+    free(cq->err_last);
+    free(cq->ring);
+    free(cq);
+    return 0;
+}
+
+static int cq_control(struct fid *fid, int command, void *arg)
+{
+    return -FI_ENOSYS;   /* no wait object: FI_GETWAIT has nothing to give */
+}
+
+static struct fi_ops cq_fi_ops = { .size = sizeof(struct fi_ops), .close = cq_close,
+    .bind = emo_no_bind, .control = cq_control, .ops_open = emo_no_ops_open };
+static struct fi_ops_cq cq_ops = { .size = sizeof(struct fi_ops_cq), .read = cq_read,
+    .readfrom = cq_readfrom, .readerr = cq_readerr, .sread = cq_sread,
+    .sreadfrom = cq_sreadfrom, .signal = cq_signal, .strerror = cq_strerror };
+
+int emo_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **fcq,
+                void *context)
+{
+    enum fi_cq_format fmt = attr ? attr->format : FI_CQ_FORMAT_UNSPEC;
+    if (fmt == FI_CQ_FORMAT_UNSPEC)
+        fmt = FI_CQ_FORMAT_CONTEXT;
+    if (fmt != FI_CQ_FORMAT_CONTEXT && fmt != FI_CQ_FORMAT_MSG && fmt != FI_CQ_FORMAT_DATA &&
+        fmt != FI_CQ_FORMAT_TAGGED)
+        return -FI_ENOSYS;
+    if (attr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
+        return -FI_ENOSYS;    /* manual progress: the caller polls */
+    struct emo_cq *cq = calloc(1, sizeof *cq);
+    if (!cq)
+        return -FI_ENOMEM;
+    cq->cap = attr && attr->size ? attr->size : EMO_CQ_DEFAULT;
+    cq->ring = malloc(cq->cap * sizeof *cq->ring);
+    if (!cq->ring) {
+        free(cq);
+        return -FI_ENOMEM;
+    }
+    cq->dom = container_of_emo(domain, struct emo_domain, dom);
+    cq->format = fmt;
+    cq->cq.fid.fclass = FI_CLASS_CQ;
+    cq->cq.fid.context = context;
+    cq->cq.fid.ops = &cq_fi_ops;
+    cq->cq.ops = &cq_ops;
+    *fcq = &cq->cq;
+    return 0;
+}

@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file ofi_data.c
+ * The data-path calls: fi_send/fi_tsend (and their inject, data, msg and
+ * iov forms), fi_recv/fi_trecv with FI_PEEK, FI_CLAIM and FI_DISCARD,
+ * fi_cancel.  A message up to the eager limit travels whole (copied once
+ * into the engine's message, once out of it); a longer one goes by
+ * rendezvous (ofi_rdv.c).  Messages to the endpoint itself are delivered
+ * locally, whatever their size.
+ */
+#include "ofi_rdv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* the peer id of @p fa, its engine state set up; @return 0 or -FI_* */
+static int dest_peer(struct emo_ep *ep, fi_addr_t fa, uint16_t *peer)
+{
+    const emo_addr_t *a = emo_av_get(ep->av, fa);
+    if (!a)
+        return -FI_EINVAL;
+    *peer = a->id;
+    if (a->id == ep->self.id)
+        return a->secret == ep->self.secret ? 0 : -FI_EADDRINUSE;
+    if (a->id >= ep->npeers) {
+        FI_WARN(&emo_prov, FI_LOG_EP_DATA, "peer id %u is not below FI_ETHERMPI_NPEERS %u: "
+                "set it the same in every process\n", a->id, ep->npeers);
+        return -FI_EINVAL;
+    }
+    if (ep->peer_failed[a->id])
+        return -FI_EIO;
+    return emo_ep_set_peer(ep, a->id);
+}
+
+struct emo_send_args {
+    const void *buf;
+    size_t len;
+    fi_addr_t dest;
+    void *context;
+    uint64_t tag, data, flags;   /* flags: FI_INJECT, FI_COMPLETION, FI_REMOTE_CQ_DATA */
+    bool tagged;
+};
+
+/* deliver to this endpoint itself, then complete */
+static ssize_t send_self(struct emo_ep *ep, emo_op_t *op)
+{
+    ep->st.self_sent++;
+    emo_handle_msg(ep, ep->self.id, EMO_T_EAGER, op->msg, op->msg_len);
+    emo_complete_tx(op, 0);
+    emo_op_free(op);
+    return 0;
+}
+
+static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
+{
+    if (!ep->enabled)
+        return -FI_EOPBADSTATE;
+    if ((s->flags & FI_INJECT) && s->len > ep->eager_max)
+        return -FI_EMSGSIZE;
+    uint16_t peer;
+    int rc = dest_peer(ep, s->dest, &peer);
+    if (rc)
+        return rc;
+    bool self = peer == ep->self.id, eager = self || s->len <= ep->eager_max;
+    emo_op_t *op = emo_op_new(ep, eager ? EMO_OP_EAGER : EMO_OP_RTS,
+                              EMO_HDR_LEN + (eager ? s->len : 0));
+    if (!op)
+        return -FI_EAGAIN;
+    op->peer = peer;
+    op->context = s->context;
+    op->cq_flags = FI_SEND | (s->tagged ? FI_TAGGED : FI_MSG);
+    op->want_cqe = !(s->flags & FI_INJECT) &&
+                   (!ep->tx_selective || (s->flags & FI_COMPLETION));
+    op->tag = s->tagged ? s->tag : 0;
+    op->len = s->len;
+    op->buf = (void *)s->buf;
+    emo_hdr_t h = { .type = eager ? EMO_T_EAGER : EMO_T_RTS,
+                    .flags = (uint8_t)((s->tagged ? EMO_F_TAGGED : 0) |
+                                       ((s->flags & FI_REMOTE_CQ_DATA) ? EMO_F_DATA : 0)),
+                    .tag = op->tag, .data = (s->flags & FI_REMOTE_CQ_DATA) ? s->data : 0,
+                    .len = s->len };
+    if (eager) {
+        if (s->len)
+            memcpy(op->msg + EMO_HDR_LEN, s->buf, s->len);
+        if (self) {
+            emo_hdr_encode(&h, op->msg);
+            return send_self(ep, op);
+        }
+        emo_hdr_encode(&h, op->msg);
+        rc = em_engine_send(ep->eng, &op->pop, peer, EMO_T_EAGER, op->msg, op->msg_len, op);
+        if (rc) {
+            emo_op_free(op);
+            return emo_errno(rc);
+        }
+        ep->st.eager_sent++;
+        return 0;
+    }
+    /* rendezvous: the RTS travels as a control message; the operation
+     * waits in the cookie table for the CTS */
+    if ((rc = emo_cookie_add(ep, op)) != 0) {
+        emo_op_free(op);
+        return rc;
+    }
+    h.s_cookie = op->cookie;
+    emo_op_t *c = emo_op_new(ep, EMO_OP_CTRL, EMO_HDR_LEN);
+    if (!c) {
+        emo_cookie_del(ep, op);
+        emo_op_free(op);
+        return -FI_EAGAIN;
+    }
+    emo_hdr_encode(&h, c->msg);
+    rc = em_engine_send(ep->eng, &c->pop, peer, EMO_T_RTS, c->msg, EMO_HDR_LEN, c);
+    if (rc) {
+        emo_op_free(c);
+        emo_cookie_del(ep, op);
+        emo_op_free(op);
+        return emo_errno(rc);
+    }
+    ep->st.rdv_sent++;
+    return 0;
+}
+
+/* ---- receive ---------------------------------------------------------------- */
+
+struct emo_recv_args {
+    void *buf;
+    size_t len;
+    fi_addr_t src;
+    void *context;
+    uint64_t tag, ignore, flags;
+    bool tagged;
+};
+
+static uint32_t peer_filter(struct emo_ep *ep, fi_addr_t src)
+{
+    if (src == FI_ADDR_UNSPEC || !(ep->info->caps & FI_DIRECTED_RECV))
+        return EMO_ANY_PEER;
+    const emo_addr_t *a = emo_av_get(ep->av, src);
+    return a ? a->id : EMO_ANY_PEER - 1;   /* unknown address: matches nobody */
+}
+
+/* FI_PEEK (with FI_CLAIM or FI_DISCARD): look at the unexpected queue */
+static ssize_t do_peek(struct emo_ep *ep, const struct emo_recv_args *r, emo_queue_t *unexp,
+                       uint32_t filt)
+{
+    uint64_t fl = FI_RECV | (r->tagged ? FI_TAGGED : FI_MSG);
+    emo_qent_t *q = emo_match_unexp(unexp, filt, r->tag, r->ignore,
+                                    (r->flags & FI_DISCARD) != 0);
+    if (!q) {
+        if (ep->rx_cq)
+            emo_cq_write_err(ep->rx_cq, r->context, fl, -FI_ENOMSG, 0, 0, r->tag,
+                             FI_ADDR_NOTAVAIL, "no message matches the probe");
+        return 0;
+    }
+    emo_unexp_t *u = container_of_emo(q, emo_unexp_t, q);
+    if (u->flags & EMO_F_DATA)
+        fl |= FI_REMOTE_CQ_DATA;
+    if (ep->rx_cq)
+        emo_cq_write(ep->rx_cq, r->context, fl, (size_t)u->len, NULL, u->data, u->q.tag,
+                     emo_src(ep, (uint16_t)u->q.peer));
+    if (r->flags & FI_DISCARD) {
+        emo_unexp_release(ep, u);     /* an RTS dropped so: its sender waits forever (MPI
+                                         never discards) */
+    } else if (r->flags & FI_CLAIM) {
+        u->q.claimed = 1;
+        ((struct fi_context *)r->context)->internal[0] = u;
+    }
+    return 0;
+}
+
+static ssize_t do_recv(struct emo_ep *ep, const struct emo_recv_args *r)
+{
+    if (!ep->enabled)
+        return -FI_EOPBADSTATE;
+    emo_queue_t *unexp = r->tagged ? &ep->unexp_tag : &ep->unexp_msg;
+    uint32_t filt = peer_filter(ep, r->src);
+    uint64_t tag = r->tagged ? r->tag : 0, ignore = r->tagged ? r->ignore : 0;
+    emo_rx_t rx = { .buf = r->buf, .len = r->len, .context = r->context, .flags = r->flags,
+                    .tagged = r->tagged };
+    if (r->flags & FI_PEEK)
+        return do_peek(ep, r, unexp, filt);
+    emo_qent_t *q;
+    if (r->flags & FI_CLAIM) {
+        if (!r->context)
+            return -FI_EINVAL;
+        emo_unexp_t *u = ((struct fi_context *)r->context)->internal[0];
+        if (!u || !u->q.claimed || !emo_queue_remove(unexp, &u->q))
+            return -FI_EINVAL;
+        q = &u->q;
+        if (r->flags & FI_DISCARD) {
+            emo_unexp_release(ep, u);
+            if (ep->rx_cq)
+                emo_cq_write(ep->rx_cq, r->context, FI_RECV | (r->tagged ? FI_TAGGED : FI_MSG),
+                             0, NULL, 0, tag, FI_ADDR_NOTAVAIL);
+            return 0;
+        }
+    } else {
+        q = emo_match_unexp(unexp, filt, tag, ignore, true);
+    }
+    if (q) {
+        emo_unexp_t *u = container_of_emo(q, emo_unexp_t, q);
+        emo_deliver(ep, &rx, (uint16_t)u->q.peer, u->type, u->flags, u->q.tag, u->data, u->len,
+                    u->s_cookie, u->payload);
+        emo_unexp_release(ep, u);
+        return 0;
+    }
+    emo_rx_t *p = malloc(sizeof *p);
+    if (!p)
+        return -FI_EAGAIN;
+    *p = rx;
+    p->q.peer = filt;
+    p->q.tag = tag;
+    p->q.ignore = ignore;
+    p->q.claimed = 0;
+    emo_queue_push(r->tagged ? &ep->posted_tag : &ep->posted_msg, &p->q);
+    return 0;
+}
+
+void emo_fail_posted_from(struct emo_ep *ep, uint16_t peer)
+{
+    emo_queue_t *qs[2] = { &ep->posted_tag, &ep->posted_msg };
+    for (int k = 0; k < 2; k++) {
+        emo_qent_t *q = qs[k]->head;
+        while (q) {
+            emo_qent_t *next = q->next;
+            if (q->peer == peer) {
+                emo_rx_t *rx = container_of_emo(q, emo_rx_t, q);
+                emo_queue_remove(qs[k], q);
+                if (ep->rx_cq)
+                    emo_cq_write_err(ep->rx_cq, rx->context,
+                                     FI_RECV | (rx->tagged ? FI_TAGGED : FI_MSG), -FI_EIO, 0, 0,
+                                     rx->q.tag, emo_src(ep, peer),
+                                     "receive from endpoint %u: the peer failed", peer);
+                free(rx);
+            }
+            q = next;
+        }
+    }
+}
+
+ssize_t emo_cancel(struct emo_ep *ep, void *context)
+{
+    emo_queue_t *qs[2] = { &ep->posted_tag, &ep->posted_msg };
+    for (int k = 0; k < 2; k++) {
+        for (emo_qent_t *q = qs[k]->head; q; q = q->next) {
+            emo_rx_t *rx = container_of_emo(q, emo_rx_t, q);
+            if (rx->context != context)
+                continue;
+            emo_queue_remove(qs[k], q);
+            if (ep->rx_cq)
+                emo_cq_write_err(ep->rx_cq, context, FI_RECV | (rx->tagged ? FI_TAGGED : FI_MSG),
+                                 -FI_ECANCELED, 0, 0, rx->q.tag, FI_ADDR_NOTAVAIL,
+                                 "receive canceled");
+            free(rx);
+            return 0;
+        }
+    }
+    return -FI_ENOENT;     /* not a posted receive (sends cannot be canceled) */
+}
+
+void emo_data_fini(struct emo_ep *ep)
+{
+    emo_queue_t *posted[2] = { &ep->posted_tag, &ep->posted_msg };
+    emo_queue_t *unexp[2] = { &ep->unexp_tag, &ep->unexp_msg };
+    for (int k = 0; k < 2; k++) {
+        while (posted[k]->head) {
+            emo_qent_t *q = posted[k]->head;
+            emo_queue_remove(posted[k], q);
+            free(container_of_emo(q, emo_rx_t, q));
+        }
+        while (unexp[k]->head) {
+            emo_qent_t *q = unexp[k]->head;
+            emo_queue_remove(unexp[k], q);
+            emo_unexp_release(ep, container_of_emo(q, emo_unexp_t, q));
+        }
+    }
+    for (uint32_t i = 0; i < ep->ops_cap; i++) {
+        emo_op_free(ep->ops[i]);
+        ep->ops[i] = NULL;
+    }
+}
+
+/* ---- fi_ops_msg / fi_ops_tagged ---------------------------------------------- */
+
+#define EP(fep) container_of_emo(fep, struct emo_ep, ep)
+
+/* one iov entry at most (iov_limit 1) */
+static int one_iov(const struct iovec *iov, size_t count, void **buf, size_t *len)
+{
+    if (count > EMO_IOV_LIMIT)
+        return -FI_EINVAL;
+    *buf = count ? iov[0].iov_base : NULL;
+    *len = count ? iov[0].iov_len : 0;
+    return 0;
+}
+
+static ssize_t send_(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
+                     void *ctx, uint64_t tag, uint64_t data, uint64_t flags, bool tagged)
+{
+    struct emo_send_args s = { .buf = buf, .len = len, .dest = dest, .context = ctx,
+                               .tag = tag, .data = data, .flags = flags, .tagged = tagged };
+    return do_send(EP(fep), &s);
+}
+
+static ssize_t recv_(struct fid_ep *fep, void *buf, size_t len, fi_addr_t src, void *ctx,
+                     uint64_t tag, uint64_t ignore, uint64_t flags, bool tagged)
+{
+    struct emo_recv_args r = { .buf = buf, .len = len, .src = src, .context = ctx, .tag = tag,
+                               .ignore = ignore, .flags = flags, .tagged = tagged };
+    return do_recv(EP(fep), &r);
+}
+
+static ssize_t m_recv(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src,
+                      void *ctx)
+{
+    return recv_(ep, buf, len, src, ctx, 0, 0, EP(ep)->rx_op_flags, false);
+}
+
+static ssize_t m_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
+                       fi_addr_t src, void *ctx)
+{
+    void *b;
+    size_t l;
+    int rc = one_iov(iov, count, &b, &l);
+    return rc ? rc : recv_(ep, b, l, src, ctx, 0, 0, EP(ep)->rx_op_flags, false);
+}
+
+static ssize_t m_recvmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t flags)
+{
+    void *b;
+    size_t l;
+    int rc = one_iov(msg->msg_iov, msg->iov_count, &b, &l);
+    return rc ? rc : recv_(ep, b, l, msg->addr, msg->context, 0, 0, flags, false);
+}
+
+static ssize_t m_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+                      fi_addr_t dest, void *ctx)
+{
+    return send_(ep, buf, len, dest, ctx, 0, 0, EP(ep)->tx_op_flags, false);
+}
+
+static ssize_t m_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
+                       fi_addr_t dest, void *ctx)
+{
+    void *b;
+    size_t l;
+    int rc = one_iov(iov, count, &b, &l);
+    return rc ? rc : send_(ep, b, l, dest, ctx, 0, 0, EP(ep)->tx_op_flags, false);
+}
+
+static ssize_t m_sendmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t flags)
+{
+    void *b;
+    size_t l;
+    int rc = one_iov(msg->msg_iov, msg->iov_count, &b, &l);
+    return rc ? rc : send_(ep, b, l, msg->addr, msg->context, 0, msg->data, flags, false);
+}
+
+static ssize_t m_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest)
+{
+    return send_(ep, buf, len, dest, NULL, 0, 0, FI_INJECT, false);
+}
+
+static ssize_t m_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+                          uint64_t data, fi_addr_t dest, void *ctx)
+{
+    return send_(ep, buf, len, dest, ctx, 0, data, EP(ep)->tx_op_flags | FI_REMOTE_CQ_DATA,
+                 false);
+}
+
+static ssize_t m_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint64_t data,
+                            fi_addr_t dest)
+{
+    return send_(ep, buf, len, dest, NULL, 0, data, FI_INJECT | FI_REMOTE_CQ_DATA, false);
+}
+
+struct fi_ops_msg emo_msg_ops = { .size = sizeof(struct fi_ops_msg), .recv = m_recv,
+    .recvv = m_recvv, .recvmsg = m_recvmsg, .send = m_send, .sendv = m_sendv,
+    .sendmsg = m_sendmsg, .inject = m_inject, .senddata = m_senddata,
+    .injectdata = m_injectdata };
+
+static ssize_t t_recv(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src,
+                      uint64_t tag, uint64_t ignore, void *ctx)
+{
+    return recv_(ep, buf, len, src, ctx, tag, ignore, EP(ep)->rx_op_flags, true);
+}
+
+static ssize_t t_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
+                       fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx)
+{
+    void *b;
+    size_t l;
+    int rc = one_iov(iov, count, &b, &l);
+    return rc ? rc : recv_(ep, b, l, src, ctx, tag, ignore, EP(ep)->rx_op_flags, true);
+}
+
+static ssize_t t_recvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg, uint64_t flags)
+{
+    void *b;
+    size_t l;
+    int rc = one_iov(msg->msg_iov, msg->iov_count, &b, &l);
+    return rc ? rc : recv_(ep, b, l, msg->addr, msg->context, msg->tag, msg->ignore, flags,
+                           true);
+}
+
+static ssize_t t_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+                      fi_addr_t dest, uint64_t tag, void *ctx)
+{
+    return send_(ep, buf, len, dest, ctx, tag, 0, EP(ep)->tx_op_flags, true);
+}
+
+static ssize_t t_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
+                       fi_addr_t dest, uint64_t tag, void *ctx)
+{
+    void *b;
+    size_t l;
+    int rc = one_iov(iov, count, &b, &l);
+    return rc ? rc : send_(ep, b, l, dest, ctx, tag, 0, EP(ep)->tx_op_flags, true);
+}
+
+static ssize_t t_sendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg, uint64_t flags)
+{
+    void *b;
+    size_t l;
+    int rc = one_iov(msg->msg_iov, msg->iov_count, &b, &l);
+    return rc ? rc : send_(ep, b, l, msg->addr, msg->context, msg->tag, msg->data, flags, true);
+}
+
+static ssize_t t_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest,
+                        uint64_t tag)
+{
+    return send_(ep, buf, len, dest, NULL, tag, 0, FI_INJECT, true);
+}
+
+static ssize_t t_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+                          uint64_t data, fi_addr_t dest, uint64_t tag, void *ctx)
+{
+    return send_(ep, buf, len, dest, ctx, tag, data, EP(ep)->tx_op_flags | FI_REMOTE_CQ_DATA,
+                 true);
+}
+
+static ssize_t t_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint64_t data,
+                            fi_addr_t dest, uint64_t tag)
+{
+    return send_(ep, buf, len, dest, NULL, tag, data, FI_INJECT | FI_REMOTE_CQ_DATA, true);
+}
+
+struct fi_ops_tagged emo_tagged_ops = { .size = sizeof(struct fi_ops_tagged), .recv = t_recv,
+    .recvv = t_recvv, .recvmsg = t_recvmsg, .send = t_send, .sendv = t_sendv,
+    .sendmsg = t_sendmsg, .inject = t_inject, .senddata = t_senddata,
+    .injectdata = t_injectdata };

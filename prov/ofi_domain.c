@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file ofi_domain.c
+ * Domain, memory registration (no-op: mr_mode 0, the provider copies or
+ * registers with the engine itself), address vector and completion queue.
+ *
+ * The AV keeps each peer's decoded address; fi_addr_t is the insertion
+ * index for FI_AV_TABLE and FI_AV_MAP alike (FI_AV_MAP lets the provider
+ * choose the value).  Peers reach the engine lazily (emo_ep_set_peer): on
+ * the first send to them, or when their first frame arrives.
+ *
+ * The CQ keeps completions in a ring that grows (never drops one) and
+ * errors in a list; reading it drives every endpoint bound to it.
+ */
+#include "ofi_prov.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- memory registration: accepted, nothing to do ---------------------- */
+
+struct emo_mr {
+    struct fid_mr mr;
+};
+
+static int mr_close(struct fid *fid)
+{
+    free(container_of_emo(fid, struct emo_mr, mr.fid));
+    return 0;
+}
+
+static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags) { return 0; }
+
+static struct fi_ops mr_fi_ops = { .size = sizeof(struct fi_ops), .close = mr_close,
+    .bind = mr_bind, .control = emo_no_control, .ops_open = emo_no_ops_open };
+
+static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
+                  uint64_t offset, uint64_t requested_key, uint64_t flags, struct fid_mr **mr,
+                  void *context)
+{
+    struct emo_domain *d = container_of_emo(fid, struct emo_domain, dom.fid);
+    struct emo_mr *m = calloc(1, sizeof *m);
+    if (!m)
+        return -FI_ENOMEM;
+    m->mr.fid.fclass = FI_CLASS_MR;
+    m->mr.fid.context = context;
+    m->mr.fid.ops = &mr_fi_ops;
+    m->mr.mem_desc = NULL;
+    m->mr.key = ++d->mr_key;
+    *mr = &m->mr;
+    return 0;
+}
+
+static int mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint64_t access,
+                   uint64_t offset, uint64_t requested_key, uint64_t flags, struct fid_mr **mr,
+                   void *context)
+{
+    return mr_reg(fid, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, access,
+                  offset, requested_key, flags, mr, context);
+}
+
+static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
+                      struct fid_mr **mr)
+{
+    return mr_reg(fid, NULL, 0, attr->access, attr->offset, attr->requested_key, flags, mr,
+                  attr->context);
+}
+
+static struct fi_ops_mr mr_ops = { .size = sizeof(struct fi_ops_mr), .reg = mr_reg,
+    .regv = mr_regv, .regattr = mr_regattr };
+
+/* ---- address vector ------------------------------------------------------ */
+
+static int av_close(struct fid *fid)
+{
+    struct emo_av *av = container_of_emo(fid, struct emo_av, av.fid);
+    if (av->ep)
+        return -FI_EBUSY;
+    free(av->tab);
+    free(av->by_id);
+    free(av);
+    return 0;
+}
+
+fi_addr_t emo_av_lookup_id(const struct emo_av *av, uint16_t id)
+{
+    return av && av->by_id ? av->by_id[id] : FI_ADDR_NOTAVAIL;
+}
+
+const emo_addr_t *emo_av_get(const struct emo_av *av, fi_addr_t fa)
+{
+    if (!av || fa >= av->n || !av->tab[fa].used)
+        return NULL;
+    return &av->tab[fa].a;
+}
+
+/* one address: @return 0 with *@p out set, or a negative fi_errno */
+static int av_insert_one(struct emo_av *av, const void *blob, fi_addr_t *out)
+{
+    emo_addr_t a;
+    if (emo_addr_decode(blob, EMO_ADDR_LEN, &a) != 0) {
+        FI_WARN(&emo_prov, FI_LOG_AV, "not an ethermpi address (wrong size, version or "
+                "fields): was it made by another provider or version?\n");
+        return -FI_EINVAL;
+    }
+    fi_addr_t old = av->by_id[a.id];
+    if (old != FI_ADDR_NOTAVAIL) {
+        if (av->tab[old].a.secret == a.secret) {
+            *out = old;              /* the same endpoint again */
+            return 0;
+        }
+        FI_WARN(&emo_prov, FI_LOG_AV, "two endpoints use id %u: give each process its own "
+                "FI_ETHERMPI_ID (or start it with an MPI launcher)\n", a.id);
+        return -FI_EADDRINUSE;
+    }
+    if (av->ep && a.id == av->ep->self.id && a.secret != av->ep->self.secret) {
+        FI_WARN(&emo_prov, FI_LOG_AV, "a peer uses this endpoint's own id %u: give each "
+                "process its own FI_ETHERMPI_ID\n", a.id);
+        return -FI_EADDRINUSE;
+    }
+    if (av->n == av->cap) {
+        size_t cap = av->cap ? av->cap * 2 : 64;
+        struct emo_av_ent *t = realloc(av->tab, cap * sizeof *t);
+        if (!t)
+            return -FI_ENOMEM;
+        av->tab = t;
+        av->cap = cap;
+    }
+    av->tab[av->n] = (struct emo_av_ent){ .a = a, .used = 1 };
+    av->by_id[a.id] = av->n;
+    *out = av->n++;
+    return 0;
+}
+
+static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr_t *fi_addr,
+                     uint64_t flags, void *context)
+{
+    struct emo_av *av = container_of_emo(fav, struct emo_av, av);
+    int done = 0;
+    if (flags)
+        return -FI_EBADFLAGS;
+    for (size_t i = 0; i < count; i++) {
+        fi_addr_t fa = FI_ADDR_NOTAVAIL;
+        int rc = av_insert_one(av, (const uint8_t *)addr + i * EMO_ADDR_LEN, &fa);
+        if (fi_addr)
+            fi_addr[i] = fa;
+        if (rc == 0)
+            done++;
+    }
+    return done;
+}
+
+static int av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint64_t flags)
+{
+    struct emo_av *av = container_of_emo(fav, struct emo_av, av);
+    for (size_t i = 0; i < count; i++) {
+        fi_addr_t fa = fi_addr[i];
+        if (fa >= av->n || !av->tab[fa].used)
+            return -FI_EINVAL;
+        av->by_id[av->tab[fa].a.id] = FI_ADDR_NOTAVAIL;
+        av->tab[fa].used = 0;
+    }
+    return 0;
+}
+
+static int av_lookup(struct fid_av *fav, fi_addr_t fa, void *addr, size_t *addrlen)
+{
+    struct emo_av *av = container_of_emo(fav, struct emo_av, av);
+    const emo_addr_t *a = emo_av_get(av, fa);
+    if (!a)
+        return -FI_EINVAL;
+    uint8_t blob[EMO_ADDR_LEN];
+    emo_addr_encode(a, blob);
+    memcpy(addr, blob, *addrlen < EMO_ADDR_LEN ? *addrlen : EMO_ADDR_LEN);
+    *addrlen = EMO_ADDR_LEN;
+    return 0;
+}
+
+static const char *av_straddr(struct fid_av *fav, const void *addr, char *buf, size_t *len)
+{
+    emo_addr_t a;
+    char tmp[128];
+    if (emo_addr_decode(addr, EMO_ADDR_LEN, &a) != 0)
+        snprintf(tmp, sizeof tmp, "ethermpi:invalid");
+    else
+        snprintf(tmp, sizeof tmp, "ethermpi:id=%u:mtu=%u:link=%u bytes", a.id, a.frame_max,
+                 a.link.len);
+    if (buf && *len) {
+        snprintf(buf, *len, "%s", tmp);
+    }
+    *len = strlen(tmp) + 1;
+    return buf;
+}
+
+static int av_insertsvc(struct fid_av *av, const char *node, const char *service,
+                        fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt, const char *service,
+                        size_t svccnt, fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static int av_set(struct fid_av *av, struct fi_av_set_attr *attr, struct fid_av_set **av_set,
+                  void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops av_fi_ops = { .size = sizeof(struct fi_ops), .close = av_close,
+    .bind = emo_no_bind, .control = emo_no_control, .ops_open = emo_no_ops_open };
+static struct fi_ops_av av_ops = { .size = sizeof(struct fi_ops_av), .insert = av_insert,
+    .insertsvc = av_insertsvc, .insertsym = av_insertsym, .remove = av_remove,
+    .lookup = av_lookup, .straddr = av_straddr, .av_set = av_set };
+
+static int av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **fav,
+                   void *context)
+{
+    if (attr && attr->type != FI_AV_UNSPEC && attr->type != FI_AV_MAP &&
+        attr->type != FI_AV_TABLE)
+        return -FI_EINVAL;
+    if (attr && (attr->flags & (FI_EVENT | FI_READ)))
+        return -FI_ENOSYS;    /* no asynchronous inserts, no shared AVs */
+    struct emo_av *av = calloc(1, sizeof *av);
+    if (!av)
+        return -FI_ENOMEM;
+    av->by_id = malloc(65536 * sizeof *av->by_id);
+    if (!av->by_id) {
+        free(av);
+        return -FI_ENOMEM;
+    }
+    for (size_t i = 0; i < 65536; i++)
+        av->by_id[i] = FI_ADDR_NOTAVAIL;
+    av->dom = container_of_emo(domain, struct emo_domain, dom);
+    av->type = attr && attr->type != FI_AV_UNSPEC ? attr->type : FI_AV_TABLE;
+    av->av.fid.fclass = FI_CLASS_AV;
+    av->av.fid.context = context;
+    av->av.fid.ops = &av_fi_ops;
+    av->av.ops = &av_ops;
+    *fav = &av->av;
+    return 0;
+}
+
+/* ---- domain ------------------------------------------------------------ */
+
+int emo_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
+                void *context);
+
+static int domain_close(struct fid *fid)
+{
+    free(container_of_emo(fid, struct emo_domain, dom.fid));
+    return 0;
+}
+
+static int no_scalable_ep(struct fid_domain *d, struct fi_info *i, struct fid_ep **e, void *c)
+{
+    return -FI_ENOSYS;
+}
+
+static int no_cntr_open(struct fid_domain *d, struct fi_cntr_attr *a, struct fid_cntr **c,
+                        void *ctx)
+{
+    return -FI_ENOSYS;
+}
+
+static int no_poll_open(struct fid_domain *d, struct fi_poll_attr *a, struct fid_poll **p)
+{
+    return -FI_ENOSYS;
+}
+
+static int no_stx_ctx(struct fid_domain *d, struct fi_tx_attr *a, struct fid_stx **s, void *c)
+{
+    return -FI_ENOSYS;
+}
+
+static int no_srx_ctx(struct fid_domain *d, struct fi_rx_attr *a, struct fid_ep **e, void *c)
+{
+    return -FI_ENOSYS;
+}
+
+static int no_query_atomic(struct fid_domain *d, enum fi_datatype dt, enum fi_op op,
+                           struct fi_atomic_attr *a, uint64_t flags)
+{
+    return -FI_ENOSYS;
+}
+
+static int no_query_collective(struct fid_domain *d, enum fi_collective_op coll,
+                               struct fi_collective_attr *a, uint64_t flags)
+{
+    return -FI_ENOSYS;
+}
+
+static int endpoint2(struct fid_domain *d, struct fi_info *info, struct fid_ep **ep,
+                     uint64_t flags, void *context)
+{
+    return flags ? -FI_EBADFLAGS : emo_ep_open(d, info, ep, context);
+}
+
+static struct fi_ops domain_fi_ops = { .size = sizeof(struct fi_ops), .close = domain_close,
+    .bind = emo_no_bind, .control = emo_no_control, .ops_open = emo_no_ops_open };
+static struct fi_ops_domain domain_ops = { .size = sizeof(struct fi_ops_domain),
+    .av_open = av_open, .cq_open = emo_cq_open, .endpoint = emo_ep_open,
+    .scalable_ep = no_scalable_ep, .cntr_open = no_cntr_open, .poll_open = no_poll_open,
+    .stx_ctx = no_stx_ctx, .srx_ctx = no_srx_ctx, .query_atomic = no_query_atomic,
+    .query_collective = no_query_collective, .endpoint2 = endpoint2 };
+
+int emo_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
+                    void *context)
+{
+    emo_params_load();
+    if (info && info->domain_attr && info->domain_attr->name &&
+        strcmp(info->domain_attr->name, emo_params.link))
+        return -FI_EINVAL;
+    struct emo_domain *d = calloc(1, sizeof *d);
+    if (!d)
+        return -FI_ENOMEM;
+    d->fab = container_of_emo(fabric, struct emo_fabric, fab);
+    d->dom.fid.fclass = FI_CLASS_DOMAIN;
+    d->dom.fid.context = context;
+    d->dom.fid.ops = &domain_fi_ops;
+    d->dom.ops = &domain_ops;
+    d->dom.mr = &mr_ops;
+    *dom = &d->dom;
+    return 0;
+}

@@ -1,0 +1,496 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file ofi_ep.c
+ * The endpoint: its link and engine (opened by fi_endpoint, so that
+ * fi_getname works before fi_enable), binding to the AV and CQs, the
+ * address, the endpoint id, and manual progress.
+ *
+ * Endpoint id: the engine's wire header names source and destination by a
+ * 16-bit id that all processes of a job agree on (like the BTL's vpid).
+ * FI_ETHERMPI_ID if set; else the launcher's rank (PMIX_RANK, PMI_RANK,
+ * OMPI_COMM_WORLD_RANK, SLURM_PROCID) plus k x size for a process's k-th
+ * endpoint; else random below FI_ETHERMPI_NPEERS (256): two endpoints that
+ * draw the same id are refused by fi_av_insert (-FI_EADDRINUSE, with a
+ * message naming FI_ETHERMPI_ID), never mixed up.
+ */
+#include "ofi_prov.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "link/link_emd.h"
+#include "link/link_udp.h"
+#ifdef EMO_HAVE_DPDK
+#include "link/link_dpdk.h"
+#endif
+
+int emo_errno(int em_err)
+{
+    switch (-em_err) {
+    case 0: return 0;
+    case EM_EINVAL: return -FI_EINVAL;
+    case EM_EPEERFAIL: return -FI_EIO;
+    case EM_ENOMEM: return -FI_ENOMEM;
+    case EM_EAGAIN: return -FI_EAGAIN;
+    case EM_ECANCELED: return -FI_ECANCELED;
+    case EM_EACCES: return -FI_EACCES;
+    default: return -FI_EOTHER;
+    }
+}
+
+/* ---- id ------------------------------------------------------------------- */
+
+static long env_long(const char *const *names, const char **which)
+{
+    for (; *names; names++) {
+        const char *v = getenv(*names);
+        char *end;
+        if (v && *v) {
+            errno = 0;
+            long x = strtol(v, &end, 10);
+            if (!errno && !*end && x >= 0) {
+                if (which)
+                    *which = *names;
+                return x;
+            }
+        }
+    }
+    return -1;
+}
+
+/* @return 0 with *id and *npeers, or -1 with a sentence in @p err */
+static int pick_id(uint16_t *id, uint16_t *npeers, char *err, size_t errlen)
+{
+    static unsigned eps_in_process;
+    static const char *const rank_vars[] = { "PMIX_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK",
+                                             "SLURM_PROCID", NULL };
+    static const char *const size_vars[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS",
+                                             NULL };
+    unsigned k = eps_in_process++;
+    long n = emo_params.npeers > 0 ? emo_params.npeers : 0, x;
+    const char *from = "FI_ETHERMPI_ID";
+    if (emo_params.id >= 0) {
+        x = emo_params.id + (long)k * (n ? n : 256);
+        if (!n)
+            n = 256;
+        if (k)
+            x = -1;     /* an explicit id names one endpoint */
+    } else if ((x = env_long(rank_vars, &from)) >= 0) {
+        long size = env_long(size_vars, NULL);
+        if (!n)
+            n = size > 0 ? size * 4 : 256;
+        if (size > 0)
+            x += (long)k * size;
+    } else {
+        uint16_t r;
+        if (!n)
+            n = 256;
+        if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) {
+            snprintf(err, errlen, "getrandom failed (%s): set FI_ETHERMPI_ID", strerror(errno));
+            return -1;
+        }
+        from = "random";
+        x = r % n;
+    }
+    if (n > 65535)
+        n = 65535;
+    if (x < 0 || x >= n) {
+        snprintf(err, errlen, "endpoint id %ld (%s, endpoint %u of this process) is not below "
+                 "FI_ETHERMPI_NPEERS %ld: set FI_ETHERMPI_NPEERS larger (the same in every "
+                 "process)", x, from, k, n);
+        return -1;
+    }
+    *id = (uint16_t)x;
+    *npeers = (uint16_t)n;
+    FI_INFO(&emo_prov, FI_LOG_EP_CTRL, "endpoint id %ld of %ld (%s)\n", x, n, from);
+    return 0;
+}
+
+/* ---- link ----------------------------------------------------------------- */
+
+static void udp_note(void *ctx, const char *msg)
+{
+    FI_WARN(&emo_prov, FI_LOG_EP_CTRL, "udp link: %s\n", msg);
+}
+
+static void emd_dead(void *ctx, const char *why)
+{
+    FI_WARN(&emo_prov, FI_LOG_EP_CTRL, "the emd daemon is gone (%s): peers will fail\n", why);
+}
+
+static em_link_t *open_link(char *err, size_t errlen)
+{
+    const char *l = emo_params.link ? emo_params.link : "udp";
+    if (0 == strcmp(l, "udp")) {
+        em_udp_cfg_t c = { .iface = emo_params.iface, .mtu = emo_params.mtu > 0
+                           ? (uint32_t)emo_params.mtu : 0, .sock_buf = emo_params.sock_buf,
+                           .note = udp_note };
+        return em_link_udp_open(&c, err, errlen);
+    }
+    if (0 == strcmp(l, "emd")) {
+        if (!emo_params.emd_socket || !*emo_params.emd_socket) {
+            snprintf(err, errlen, "FI_ETHERMPI_LINK=emd needs FI_ETHERMPI_EMD_SOCKET (the "
+                     "daemon's control socket)");
+            return NULL;
+        }
+        em_emd_cfg_t c = { .socket_path = emo_params.emd_socket, .dead_cb = emd_dead,
+                           .rdv_mode = EM_EMD_RDV_OFF };
+        return em_link_emd_open(&c, err, errlen);
+    }
+#ifdef EMO_HAVE_DPDK
+    if (0 == strcmp(l, "dpdk")) {
+        char vdev[1024], prefix[64];
+        if (em_dpdk_devargs(emo_params.vdev ? emo_params.vdev : "", "0", vdev, sizeof vdev,
+                            err, errlen) != 0)
+            return NULL;
+        snprintf(prefix, sizeof prefix, "emo%ld", (long)getpid());
+        em_dpdk_cfg_t c = { .vdev = vdev, .eal_args = emo_params.eal_args,
+                            .file_prefix = prefix,
+                            .mtu = emo_params.mtu > 0 ? (uint32_t)emo_params.mtu : 0 };
+        return em_link_dpdk_open(&c, err, errlen);
+    }
+#endif
+    snprintf(err, errlen, "FI_ETHERMPI_LINK='%s' is not a link of this build (udp, emd%s)", l,
+#ifdef EMO_HAVE_DPDK
+             ", dpdk"
+#else
+             ""
+#endif
+    );
+    return NULL;
+}
+
+/* ---- engine --------------------------------------------------------------- */
+
+static int cc_mode(const char *s)
+{
+    if (!s || 0 == strcmp(s, "loss"))
+        return EM_CC_LOSS;
+    if (0 == strcmp(s, "delay"))
+        return EM_CC_DELAY;
+    if (0 == strcmp(s, "off"))
+        return EM_CC_OFF;
+    return -1;
+}
+
+static int make_engine(struct emo_ep *ep, char *err, size_t errlen)
+{
+    em_proto_cfg_t cfg;
+    em_proto_cfg_default(&cfg);
+    if (cc_mode(emo_params.cc) < 0 || emo_params.window < 1 ||
+        emo_params.window > (int)EM_WINDOW_MAX) {
+        snprintf(err, errlen, "FI_ETHERMPI_CC must be loss, delay or off and "
+                 "FI_ETHERMPI_WINDOW 1 to 64");
+        return -1;
+    }
+    cfg.peers_need_set = 1;
+    cfg.bind_source = 1;
+    cfg.job_key = ep->self.secret;
+    cfg.isn = ep->self.isn;
+    cfg.self = ep->self.id;
+    cfg.npeers = ep->npeers;
+    cfg.frame_max = ep->link->mtu;
+    cfg.window = (uint16_t)emo_params.window;
+    cfg.rto_ns = (uint64_t)emo_params.rto_us * 1000u;
+    cfg.rto_min_ns = (uint64_t)emo_params.rto_min_us * 1000u;
+    cfg.rto_max_ns = (uint64_t)emo_params.rto_max_us * 1000u;
+    cfg.max_retries = (uint32_t)emo_params.retries;
+    cfg.ack_delay_ns = (uint64_t)emo_params.ack_delay_us * 1000u;
+    cfg.cc = (em_cc_mode_t)cc_mode(emo_params.cc);
+    /* no message longer than a sender of ours makes: the eager limit plus
+     * our header (rendezvous data travels as puts, not messages) */
+    cfg.max_msg = (uint32_t)ep->eager_max + EMO_HDR_LEN;
+    cfg.rx_mem_max = emo_params.rx_mem_mb > 0 ? (uint64_t)emo_params.rx_mem_mb << 20 : 0;
+    if (cfg.frame_max && 65536 / cfg.frame_max > cfg.cc_pace_burst)
+        cfg.cc_pace_burst = (uint16_t)(65536 / cfg.frame_max);
+    if (cfg.cc_pace_burst > cfg.window)
+        cfg.cc_pace_burst = cfg.window;
+    int e = 0;
+    ep->eng = em_engine_create(ep->link, &cfg, &emo_engine_ops, ep, &e);
+    if (!ep->eng) {
+        snprintf(err, errlen, "engine: %s (check FI_ETHERMPI_RTO_* and WINDOW)", em_strerror(e));
+        return -1;
+    }
+    return 0;
+}
+
+int emo_ep_set_peer(struct emo_ep *ep, uint16_t id)
+{
+    if (id >= ep->npeers || id == ep->self.id)
+        return -FI_EINVAL;
+    if (ep->peer_set[id])
+        return 0;
+    fi_addr_t fa = emo_av_lookup_id(ep->av, id);
+    const emo_addr_t *a = emo_av_get(ep->av, fa);
+    if (!a)
+        return -FI_EADDRNOTAVAIL;
+    if (a->frame_max < ep->link->mtu) {
+        FI_WARN(&emo_prov, FI_LOG_AV, "peer %u's frames are %u bytes, ours %u: set "
+                "FI_ETHERMPI_MTU the same in every process\n", id, a->frame_max, ep->link->mtu);
+        return -FI_EINVAL;
+    }
+    if (em_engine_set_peer(ep->eng, id, &a->link) != 0)
+        return -FI_EINVAL;
+    uint64_t key = emo_pair_key(ep->self.secret, ep->self.id, a->secret, a->id);
+    if (em_engine_set_peer_keys(ep->eng, id, key, ep->self.isn, a->isn) != 0)
+        return -FI_EINVAL;
+    ep->peer_set[id] = 1;
+    return 0;
+}
+
+void emo_ep_progress(struct emo_ep *ep)
+{
+    if (!ep->eng || ep->in_progress)
+        return;
+    ep->in_progress = 1;
+    (void)em_engine_progress(ep->eng);
+    ep->in_progress = 0;
+}
+
+/* ---- fid methods ---------------------------------------------------------- */
+
+static void print_stats(struct emo_ep *ep)
+{
+    const em_proto_stats_t *p = em_engine_proto_stats(ep->eng);
+    FI_INFO(&emo_prov, FI_LOG_EP_DATA, "endpoint %u: eager %llu rdv %llu self %llu; "
+            "unexpected %llu (peak %llu bytes); refused: short %llu magic %llu type %llu "
+            "malformed %llu cookie %llu len %llu unknown-peer %llu; retransmits %llu, "
+            "peer failures %llu\n", ep->self.id,
+            (unsigned long long)ep->st.eager_sent, (unsigned long long)ep->st.rdv_sent,
+            (unsigned long long)ep->st.self_sent, (unsigned long long)ep->st.unexp_msgs,
+            (unsigned long long)ep->st.unexp_bytes_max,
+            (unsigned long long)ep->st.dec_err[EMO_DEC_SHORT],
+            (unsigned long long)ep->st.dec_err[EMO_DEC_MAGIC],
+            (unsigned long long)ep->st.dec_err[EMO_DEC_TYPE],
+            (unsigned long long)ep->st.dec_err[EMO_DEC_MALFORMED],
+            (unsigned long long)ep->st.bad_cookie, (unsigned long long)ep->st.bad_len,
+            (unsigned long long)ep->st.unknown_peer, (unsigned long long)p->retransmits,
+            (unsigned long long)p->peer_failures);
+}
+
+static int ep_close(struct fid *fid)
+{
+    struct emo_ep *ep = container_of_emo(fid, struct emo_ep, ep.fid);
+    if (ep->eng) {
+        /* give queued frames (ACKs, the last sends) a short chance to leave */
+        uint64_t end = em_now_ns() + 50u * 1000000u;
+        while (!em_engine_idle(ep->eng) && em_now_ns() < end)
+            emo_ep_progress(ep);
+        print_stats(ep);
+        ep->in_progress = 2;       /* destroying: callbacks write no completions */
+        em_engine_destroy(ep->eng);
+    }
+    emo_data_fini(ep);
+    em_link_close(ep->link);
+    if (ep->tx_cq)
+        emo_cq_unbind_ep(ep->tx_cq, ep);
+    if (ep->rx_cq)
+        emo_cq_unbind_ep(ep->rx_cq, ep);
+    if (ep->av && ep->av->ep == ep)
+        ep->av->ep = NULL;
+    fi_freeinfo(ep->info);
+    free(ep->peer_set);
+    free(ep->peer_failed);
+    free(ep->ops);
+    free(ep->op_gen);
+    free(ep);
+    return 0;
+}
+
+static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+    struct emo_ep *ep = container_of_emo(fid, struct emo_ep, ep.fid);
+    switch (bfid->fclass) {
+    case FI_CLASS_AV: {
+        struct emo_av *av = container_of_emo(bfid, struct emo_av, av.fid);
+        if (ep->av || av->ep)
+            return -FI_EINVAL;      /* one AV per endpoint, one endpoint per AV */
+        ep->av = av;
+        av->ep = ep;
+        return 0;
+    }
+    case FI_CLASS_CQ: {
+        struct emo_cq *cq = container_of_emo(bfid, struct emo_cq, cq.fid);
+        if (!(flags & (FI_TRANSMIT | FI_RECV)))
+            return -FI_EBADFLAGS;
+        int rc = emo_cq_bind_ep(cq, ep);
+        if (rc)
+            return rc;
+        if (flags & FI_TRANSMIT) {
+            ep->tx_cq = cq;
+            ep->tx_selective = (flags & FI_SELECTIVE_COMPLETION) != 0;
+        }
+        if (flags & FI_RECV) {
+            ep->rx_cq = cq;
+            ep->rx_selective = (flags & FI_SELECTIVE_COMPLETION) != 0;
+        }
+        return 0;
+    }
+    case FI_CLASS_EQ:
+        return 0;                   /* nothing to report: RDM endpoints do not connect */
+    case FI_CLASS_CNTR:
+        return -FI_ENOSYS;
+    default:
+        return -FI_EINVAL;
+    }
+}
+
+static int ep_control(struct fid *fid, int command, void *arg)
+{
+    struct emo_ep *ep = container_of_emo(fid, struct emo_ep, ep.fid);
+    switch (command) {
+    case FI_ENABLE:
+        if (!ep->av) {
+            FI_WARN(&emo_prov, FI_LOG_EP_CTRL, "fi_enable: bind an AV first\n");
+            return -FI_ENOAV;
+        }
+        if (!ep->tx_cq || !ep->rx_cq) {
+            FI_WARN(&emo_prov, FI_LOG_EP_CTRL, "fi_enable: bind CQs for FI_TRANSMIT and "
+                    "FI_RECV first\n");
+            return -FI_ENOCQ;
+        }
+        ep->enabled = true;
+        return 0;
+    case FI_GETOPSFLAG:
+        if (!arg)
+            return -FI_EINVAL;
+        *(uint64_t *)arg = (*(uint64_t *)arg & FI_TRANSMIT) ? ep->tx_op_flags : ep->rx_op_flags;
+        return 0;
+    case FI_SETOPSFLAG:
+        if (!arg)
+            return -FI_EINVAL;
+        if (*(uint64_t *)arg & FI_TRANSMIT)
+            ep->tx_op_flags = *(uint64_t *)arg & ~(uint64_t)FI_TRANSMIT;
+        else
+            ep->rx_op_flags = *(uint64_t *)arg & ~(uint64_t)FI_RECV;
+        return 0;
+    default:
+        return -FI_ENOSYS;
+    }
+}
+
+static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+    struct emo_ep *ep = container_of_emo(fid, struct emo_ep, ep.fid);
+    size_t have = *addrlen;
+    *addrlen = EMO_ADDR_LEN;
+    if (!addr || have < EMO_ADDR_LEN)
+        return -FI_ETOOSMALL;
+    emo_addr_encode(&ep->self, addr);
+    return 0;
+}
+
+static int ep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+    /* the link chose its address at open (a port, a queue): only that
+     * address can be "set" again */
+    struct emo_ep *ep = container_of_emo(fid, struct emo_ep, ep.fid);
+    uint8_t mine[EMO_ADDR_LEN];
+    emo_addr_encode(&ep->self, mine);
+    return addrlen == EMO_ADDR_LEN && 0 == memcmp(addr, mine, EMO_ADDR_LEN) ? 0 : -FI_EINVAL;
+}
+
+static ssize_t ep_cancel(fid_t fid, void *context)
+{
+    return emo_cancel(container_of_emo(fid, struct emo_ep, ep.fid), context);
+}
+
+static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+    return -FI_ENOPROTOOPT;
+}
+
+static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
+{
+    return -FI_ENOPROTOOPT;
+}
+
+static ssize_t ep_size_left(struct fid_ep *ep) { return EMO_TX_SIZE; }
+
+/* connection management: RDM endpoints do not connect */
+static int cm_getpeer(struct fid_ep *e, void *a, size_t *l) { return -FI_ENOSYS; }
+static int cm_connect(struct fid_ep *e, const void *a, const void *p, size_t l) { return -FI_ENOSYS; }
+static int cm_listen(struct fid_pep *p) { return -FI_ENOSYS; }
+static int cm_accept(struct fid_ep *e, const void *p, size_t l) { return -FI_ENOSYS; }
+static int cm_reject(struct fid_pep *pe, fid_t h, const void *p, size_t l) { return -FI_ENOSYS; }
+static int cm_shutdown(struct fid_ep *e, uint64_t f) { return -FI_ENOSYS; }
+static int cm_join(struct fid_ep *e, const void *a, uint64_t f, struct fid_mc **m, void *c)
+{
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops ep_fi_ops = { .size = sizeof(struct fi_ops), .close = ep_close,
+    .bind = ep_bind, .control = ep_control, .ops_open = emo_no_ops_open };
+static struct fi_ops_ep ep_ops = { .size = sizeof(struct fi_ops_ep), .cancel = ep_cancel,
+    .getopt = ep_getopt, .setopt = ep_setopt, .rx_size_left = ep_size_left,
+    .tx_size_left = ep_size_left };
+static struct fi_ops_cm ep_cm = { .size = sizeof(struct fi_ops_cm), .setname = ep_setname,
+    .getname = ep_getname, .getpeer = cm_getpeer, .connect = cm_connect, .listen = cm_listen,
+    .accept = cm_accept, .reject = cm_reject, .shutdown = cm_shutdown, .join = cm_join };
+
+/* link, id, secrets, engine; @return 0 or -1 with a sentence in @p err */
+static int ep_setup(struct emo_ep *ep, char *err, size_t errlen)
+{
+    uint8_t rnd[12];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+        snprintf(err, errlen, "getrandom failed (%s): no secret for the pair keys",
+                 strerror(errno));
+        return -1;
+    }
+    memcpy(&ep->self.secret, rnd, 8);
+    memcpy(&ep->self.isn, rnd + 8, 4);
+    if (pick_id(&ep->self.id, &ep->npeers, err, errlen) != 0)
+        return -1;
+    ep->link = open_link(err, errlen);
+    if (!ep->link)
+        return -1;
+    ep->self.frame_max = ep->link->mtu;
+    ep->self.link = ep->link->local;
+    ep->peer_set = calloc(ep->npeers, 1);
+    ep->peer_failed = calloc(ep->npeers, 1);
+    if (!ep->peer_set || !ep->peer_failed) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return make_engine(ep, err, errlen);
+}
+
+int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **fep,
+                void *context)
+{
+    if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
+        return -FI_EINVAL;
+    emo_params_load();
+    struct emo_ep *ep = calloc(1, sizeof *ep);
+    if (!ep)
+        return -FI_ENOMEM;
+    ep->dom = container_of_emo(domain, struct emo_domain, dom);
+    ep->info = fi_dupinfo(info);
+    ep->eager_max = emo_params.eager_max > 0 ? (size_t)emo_params.eager_max : 0;
+    ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+    ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
+    emo_queue_init(&ep->posted_tag);
+    emo_queue_init(&ep->unexp_tag);
+    emo_queue_init(&ep->posted_msg);
+    emo_queue_init(&ep->unexp_msg);
+    ep->ep.fid.fclass = FI_CLASS_EP;
+    ep->ep.fid.context = context;
+    ep->ep.fid.ops = &ep_fi_ops;
+    ep->ep.ops = &ep_ops;
+    ep->ep.cm = &ep_cm;
+    ep->ep.msg = &emo_msg_ops;
+    ep->ep.tagged = &emo_tagged_ops;
+    char err[512] = "";
+    if (!ep->info || ep_setup(ep, err, sizeof err) != 0) {
+        FI_WARN(&emo_prov, FI_LOG_EP_CTRL, "cannot open an endpoint: %s\n",
+                err[0] ? err : "out of memory");
+        ep_close(&ep->ep.fid);
+        return -FI_ENODEV;
+    }
+    *fep = &ep->ep;
+    return 0;
+}

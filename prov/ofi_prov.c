@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file ofi_prov.c
+ * The provider's entry point (fi_prov_ini), its FI_ETHERMPI_* parameters,
+ * fi_getinfo, the fabric and the (empty) event queue.
+ *
+ * API version: written to the libfabric 1.17 headers (Debian 12, the
+ * oldest target).  The core skips a provider whose fi_version is below the
+ * version an application asks for, and the MPIs ask for their own header's
+ * version (MPICH 5's embedded libfabric is 2.x); so fi_prov_ini declares
+ * the running core's version (fi_version()), never less than 1.17.  The
+ * provider only reads and writes fields that exist in 1.17, and every
+ * fi_info it returns comes from the core's fi_allocinfo(), so structures
+ * of a newer core are sized by that core (fields we do not know stay 0).
+ */
+#include "ofi_prov.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+emo_params_t emo_params;
+
+/* ---- parameters -------------------------------------------------------- */
+
+struct emo_pdef {
+    const char *name;
+    enum fi_param_type type;
+    void *val;
+    const char *help;
+};
+
+static const struct emo_pdef pdefs[] = {
+    { "link", FI_PARAM_STRING, &emo_params.link,
+      "Which link carries the frames: udp (kernel UDP, default), dpdk (a DPDK PMD: memif, "
+      "af_xdp, a NIC; FI_ETHERMPI_VDEV) or emd (the node daemon; FI_ETHERMPI_EMD_SOCKET)" },
+    { "if_include", FI_PARAM_STRING, &emo_params.iface,
+      "udp: interface name, IPv4 address or subnet to bind (as btl_rudp_if_include); "
+      "default the first non-loopback IPv4 interface" },
+    { "mtu", FI_PARAM_INT, &emo_params.mtu, "Frame size in bytes; 0 = the link's" },
+    { "sock_buf", FI_PARAM_INT, &emo_params.sock_buf,
+      "udp: socket buffer bytes (as btl_rudp_sock_buf); 0 = 4 MiB" },
+    { "vdev", FI_PARAM_STRING, &emo_params.vdev,
+      "dpdk: device as DPDK devargs, or @FILE (first line); %h = host name (as btl_dpdk_vdev)" },
+    { "eal_args", FI_PARAM_STRING, &emo_params.eal_args,
+      "dpdk: extra EAL arguments, e.g. '-a 0000:3b:00.0' (as btl_dpdk_eal_args)" },
+    { "emd_socket", FI_PARAM_STRING, &emo_params.emd_socket,
+      "emd: the daemon's control socket (as btl_dpdk_emd_socket)" },
+    { "window", FI_PARAM_INT, &emo_params.window, "Frames in flight per peer (1-64)" },
+    { "rto_us", FI_PARAM_INT, &emo_params.rto_us, "First retransmit timeout, microseconds" },
+    { "rto_min_us", FI_PARAM_INT, &emo_params.rto_min_us, "Smallest retransmit timeout, us" },
+    { "rto_max_us", FI_PARAM_INT, &emo_params.rto_max_us, "Largest retransmit timeout, us" },
+    { "retries", FI_PARAM_INT, &emo_params.retries,
+      "Consecutive timeouts before a peer is declared failed (its operations then complete "
+      "with FI_EIO in the CQ)" },
+    { "ack_delay_us", FI_PARAM_INT, &emo_params.ack_delay_us, "Longest ACK delay, us" },
+    { "rx_mem_mb", FI_PARAM_INT, &emo_params.rx_mem_mb,
+      "MiB of reassembly and out-of-order buffers per endpoint" },
+    { "cc", FI_PARAM_STRING, &emo_params.cc, "Congestion control: loss (default), delay, off" },
+    { "eager_max", FI_PARAM_INT, &emo_params.eager_max,
+      "Largest message sent eagerly (copied once each side); larger ones use rendezvous "
+      "(a put into the receiver's buffer).  Also the inject size" },
+    { "id", FI_PARAM_INT, &emo_params.id,
+      "This endpoint's id (0-65534), unique in the job; default the launcher's rank "
+      "(PMIX_RANK, PMI_RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID), else random" },
+    { "npeers", FI_PARAM_INT, &emo_params.npeers,
+      "Ids in the job (every id below it); default 4 x the launcher's size, else 256" },
+};
+
+void emo_params_load(void)
+{
+    static int loaded;
+    if (loaded)
+        return;
+    loaded = 1;
+    emo_params = (emo_params_t){
+        .link = "udp", .window = 64, .rto_us = 1000, .rto_min_us = 200, .rto_max_us = 1000000,
+        .retries = 70, .ack_delay_us = 20, .rx_mem_mb = 256, .cc = "loss", .eager_max = 8192,
+        .id = -1,
+    };
+    for (size_t i = 0; i < sizeof pdefs / sizeof pdefs[0]; i++) {
+        fi_param_define(&emo_prov, pdefs[i].name, pdefs[i].type, "%s", pdefs[i].help);
+        (void)fi_param_get(&emo_prov, pdefs[i].name, pdefs[i].val);
+    }
+}
+
+/* ---- shared no-op methods -------------------------------------------- */
+
+int emo_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags) { return -FI_ENOSYS; }
+int emo_no_control(struct fid *fid, int command, void *arg) { return -FI_ENOSYS; }
+int emo_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+/* ---- fi_getinfo -------------------------------------------------------- */
+
+#define EMO_PRIMARY (FI_MSG | FI_TAGGED)
+#define EMO_SECONDARY (FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | \
+                       FI_REMOTE_COMM)
+#define EMO_CAPS (EMO_PRIMARY | EMO_SECONDARY)
+
+/* can the hints' domain attributes be met?  @return 0 or -FI_ENODATA */
+static int check_domain_hints(const struct fi_domain_attr *d)
+{
+    if (!d)
+        return 0;
+    if (d->name && strcmp(d->name, emo_params.link)) {
+        FI_INFO(&emo_prov, FI_LOG_CORE, "domain '%s' asked; this process's is '%s' "
+                "(FI_ETHERMPI_LINK)\n", d->name, emo_params.link);
+        return -FI_ENODATA;
+    }
+    if (d->threading != FI_THREAD_UNSPEC && d->threading != FI_THREAD_DOMAIN) {
+        FI_INFO(&emo_prov, FI_LOG_CORE, "threading %d asked: only FI_THREAD_DOMAIN\n",
+                (int)d->threading);
+        return -FI_ENODATA;
+    }
+    if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO) {
+        FI_INFO(&emo_prov, FI_LOG_CORE, "FI_PROGRESS_AUTO asked: progress is manual\n");
+        return -FI_ENODATA;
+    }
+    if (d->av_type != FI_AV_UNSPEC && d->av_type != FI_AV_MAP && d->av_type != FI_AV_TABLE)
+        return -FI_ENODATA;
+    if (d->cq_data_size > 8)
+        return -FI_ENODATA;
+    return 0;
+}
+
+/* @return 0 when @p hints can be met, or -FI_ENODATA (with the reason logged) */
+static int check_hints(const struct fi_info *hints)
+{
+    if (!hints)
+        return 0;
+    if (hints->caps & ~EMO_CAPS) {
+        FI_INFO(&emo_prov, FI_LOG_CORE, "capabilities 0x%llx not offered\n",
+                (unsigned long long)(hints->caps & ~EMO_CAPS));
+        return -FI_ENODATA;
+    }
+    if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
+        hints->ep_attr->type != FI_EP_RDM)
+        return -FI_ENODATA;
+    if (hints->addr_format != FI_FORMAT_UNSPEC)
+        return -FI_ENODATA;
+    if (hints->fabric_attr && hints->fabric_attr->name &&
+        strcmp(hints->fabric_attr->name, EMO_FABRIC_NAME))
+        return -FI_ENODATA;
+    if (hints->tx_attr && (hints->tx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS) &&
+        !(hints->tx_attr->msg_order & FI_ORDER_NONE)) {
+        /* SAS only: RMA orders do not apply (no FI_RMA) */
+        if (hints->tx_attr->msg_order & ~(uint64_t)(FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW |
+                                                    FI_ORDER_WAR | FI_ORDER_WAW))
+            return -FI_ENODATA;
+    }
+    return check_domain_hints(hints->domain_attr);
+}
+
+static void fill_info(struct fi_info *fi, const struct fi_info *hints)
+{
+    uint64_t caps = hints && hints->caps ? hints->caps : EMO_CAPS;
+    if (!(caps & EMO_PRIMARY))
+        caps |= EMO_PRIMARY;
+    caps |= FI_SEND | FI_RECV;
+    fi->caps = caps;
+    fi->mode = 0;
+    fi->addr_format = FI_FORMAT_UNSPEC;
+
+    fi->tx_attr->caps = caps & (EMO_PRIMARY | FI_SEND | FI_LOCAL_COMM | FI_REMOTE_COMM);
+    fi->tx_attr->op_flags = hints && hints->tx_attr ? hints->tx_attr->op_flags : 0;
+    fi->tx_attr->msg_order = FI_ORDER_SAS;
+    fi->tx_attr->comp_order = FI_ORDER_NONE;
+    fi->tx_attr->inject_size = (size_t)emo_params.eager_max;
+    fi->tx_attr->size = EMO_TX_SIZE;
+    fi->tx_attr->iov_limit = EMO_IOV_LIMIT;
+    fi->tx_attr->rma_iov_limit = 0;
+
+    fi->rx_attr->caps = caps & (EMO_PRIMARY | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE |
+                                FI_LOCAL_COMM | FI_REMOTE_COMM);
+    fi->rx_attr->op_flags = hints && hints->rx_attr ? hints->rx_attr->op_flags : 0;
+    fi->rx_attr->msg_order = FI_ORDER_SAS;
+    fi->rx_attr->comp_order = FI_ORDER_NONE;
+    fi->rx_attr->total_buffered_recv = 0;
+    fi->rx_attr->size = EMO_RX_SIZE;
+    fi->rx_attr->iov_limit = EMO_IOV_LIMIT;
+
+    fi->ep_attr->type = FI_EP_RDM;
+    fi->ep_attr->protocol = FI_PROTO_UNSPEC;
+    fi->ep_attr->protocol_version = 1;
+    fi->ep_attr->max_msg_size = (size_t)1 << 40;
+    fi->ep_attr->msg_prefix_size = 0;
+    fi->ep_attr->max_order_raw_size = 0;
+    fi->ep_attr->max_order_war_size = 0;
+    fi->ep_attr->max_order_waw_size = 0;
+    fi->ep_attr->mem_tag_format = 0xAAAAAAAAAAAAAAAAull;   /* FI_TAG_GENERIC: 64 bits */
+    fi->ep_attr->tx_ctx_cnt = 1;
+    fi->ep_attr->rx_ctx_cnt = 1;
+
+    struct fi_domain_attr *d = fi->domain_attr;
+    d->name = strdup(emo_params.link);
+    d->threading = FI_THREAD_DOMAIN;
+    d->control_progress = FI_PROGRESS_MANUAL;
+    d->data_progress = FI_PROGRESS_MANUAL;
+    d->resource_mgmt = FI_RM_ENABLED;
+    d->av_type = hints && hints->domain_attr && hints->domain_attr->av_type != FI_AV_UNSPEC
+                     ? hints->domain_attr->av_type : FI_AV_TABLE;
+    d->mr_mode = 0;
+    d->mr_key_size = 8;
+    d->cq_data_size = 8;
+    d->cq_cnt = 64;
+    d->ep_cnt = 4;
+    d->tx_ctx_cnt = 1;
+    d->rx_ctx_cnt = 1;
+    d->max_ep_tx_ctx = 1;
+    d->max_ep_rx_ctx = 1;
+    d->mr_iov_limit = 1;
+    d->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;
+    d->mr_cnt = 1u << 16;
+
+    fi->fabric_attr->name = strdup(EMO_FABRIC_NAME);
+    fi->fabric_attr->prov_version = EMO_PROV_VERSION;
+}
+
+int emo_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+                const struct fi_info *hints, struct fi_info **info)
+{
+    (void)version; (void)node; (void)service; (void)flags;
+    emo_params_load();
+    *info = NULL;
+    int rc = check_hints(hints);
+    if (rc)
+        return rc;
+    struct fi_info *fi = fi_allocinfo();
+    if (!fi)
+        return -FI_ENOMEM;
+    fill_info(fi, hints);
+    if (!fi->domain_attr->name || !fi->fabric_attr->name) {
+        fi_freeinfo(fi);
+        return -FI_ENOMEM;
+    }
+    *info = fi;
+    return 0;
+}
+
+/* ---- event queue (no events: RDM endpoints never connect) -------------- */
+
+static int eq_close(struct fid *fid)
+{
+    free(container_of_emo(fid, struct emo_eq, eq.fid));
+    return 0;
+}
+
+static ssize_t eq_read(struct fid_eq *eq, uint32_t *event, void *buf, size_t len, uint64_t f)
+{
+    return -FI_EAGAIN;
+}
+
+static ssize_t eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf, uint64_t flags)
+{
+    return -FI_EAGAIN;
+}
+
+static ssize_t eq_sread(struct fid_eq *eq, uint32_t *event, void *buf, size_t len, int timeout,
+                        uint64_t flags)
+{
+    return -FI_EAGAIN;
+}
+
+static const char *eq_strerror(struct fid_eq *eq, int prov_errno, const void *err_data,
+                               char *buf, size_t len)
+{
+    const char *s = fi_strerror(prov_errno);
+    if (buf && len) {
+        strncpy(buf, s, len - 1);
+        buf[len - 1] = 0;
+    }
+    return s;
+}
+
+static ssize_t eq_write(struct fid_eq *eq, uint32_t event, const void *buf, size_t len,
+                        uint64_t flags)
+{
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops eq_fi_ops = { .size = sizeof(struct fi_ops), .close = eq_close,
+    .bind = emo_no_bind, .control = emo_no_control, .ops_open = emo_no_ops_open };
+static struct fi_ops_eq eq_ops = { .size = sizeof(struct fi_ops_eq), .read = eq_read,
+    .readerr = eq_readerr, .write = eq_write, .sread = eq_sread, .strerror = eq_strerror };
+
+static int eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
+                   void *context)
+{
+    struct emo_eq *q = calloc(1, sizeof *q);
+    if (!q)
+        return -FI_ENOMEM;
+    q->eq.fid.fclass = FI_CLASS_EQ;
+    q->eq.fid.context = context;
+    q->eq.fid.ops = &eq_fi_ops;
+    q->eq.ops = &eq_ops;
+    *eq = &q->eq;
+    return 0;
+}
+
+/* ---- fabric ------------------------------------------------------------ */
+
+static int fabric_close(struct fid *fid)
+{
+    free(container_of_emo(fid, struct emo_fabric, fab.fid));
+    return 0;
+}
+
+static int no_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
+                         void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static int no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+                        struct fid_wait **waitset)
+{
+    return -FI_ENOSYS;
+}
+
+static int no_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
+{
+    return 0;   /* nothing to wait on: manual progress, callers poll */
+}
+
+static struct fi_ops fabric_fi_ops = { .size = sizeof(struct fi_ops), .close = fabric_close,
+    .bind = emo_no_bind, .control = emo_no_control, .ops_open = emo_no_ops_open };
+static struct fi_ops_fabric fabric_ops = { .size = sizeof(struct fi_ops_fabric),
+    .domain = emo_domain_open, .passive_ep = no_passive_ep, .eq_open = eq_open,
+    .wait_open = no_wait_open, .trywait = no_trywait };
+
+int emo_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)
+{
+    if (attr && attr->name && strcmp(attr->name, EMO_FABRIC_NAME))
+        return -FI_ENODATA;
+    struct emo_fabric *f = calloc(1, sizeof *f);
+    if (!f)
+        return -FI_ENOMEM;
+    f->fab.fid.fclass = FI_CLASS_FABRIC;
+    f->fab.fid.context = context;
+    f->fab.fid.ops = &fabric_fi_ops;
+    f->fab.ops = &fabric_ops;
+    *fabric = &f->fab;
+    return 0;
+}
+
+/* ---- provider ---------------------------------------------------------- */
+
+static void emo_cleanup(void) {}
+
+struct fi_provider emo_prov = {
+    .version = EMO_PROV_VERSION,
+    .fi_version = EMO_API_VERSION,
+    .name = EMO_PROV_NAME,
+    .getinfo = emo_getinfo,
+    .fabric = emo_fabric_open,
+    .cleanup = emo_cleanup,
+};
+
+FI_EXT_INI
+{
+    uint32_t core = fi_version();
+    if (FI_VERSION_GE(core, EMO_API_VERSION))
+        emo_prov.fi_version = core;
+    return &emo_prov;
+}

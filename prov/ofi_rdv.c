@@ -1,0 +1,440 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file ofi_rdv.c
+ * What arrives from the engine, and the operations behind it: eager
+ * delivery and the unexpected queue, the rendezvous (RTS -> CTS -> puts ->
+ * FIN; ofi_wire.h), the cookie table, completions and peer failure.
+ *
+ * Every message is decoded by emo_hdr_decode() (bounded, each field
+ * checked for its type); a CTS or FIN must name an operation of the same
+ * peer in the right state, with a length within what was asked, or it is
+ * counted and dropped.
+ *
+ * Threading: everything here runs on the domain's thread, inside
+ * em_engine_progress() (callbacks) or an fi_* call.
+ */
+#include "ofi_rdv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- operations and cookies ------------------------------------------------ */
+
+emo_op_t *emo_op_new(struct emo_ep *ep, int kind, size_t msg_len)
+{
+    emo_op_t *op = calloc(1, sizeof *op + msg_len);
+    if (!op)
+        return NULL;
+    op->ep = ep;
+    op->kind = kind;
+    op->msg_len = msg_len;
+    return op;
+}
+
+void emo_op_free(emo_op_t *op)
+{
+    if (!op)
+        return;
+    free(op->puts);
+    free(op);
+}
+
+#define COOKIE_IDX_BITS 20u
+#define COOKIE_IDX_MASK ((1u << COOKIE_IDX_BITS) - 1u)
+
+int emo_cookie_add(struct emo_ep *ep, emo_op_t *op)
+{
+    uint32_t i = 0;
+    for (; i < ep->ops_cap && ep->ops[i]; i++)
+        ;
+    if (i == ep->ops_cap) {
+        uint32_t cap = ep->ops_cap ? ep->ops_cap * 2 : 64;
+        if (cap > COOKIE_IDX_MASK)
+            return -FI_EAGAIN;
+        emo_op_t **o = realloc(ep->ops, cap * sizeof *o);
+        if (!o)
+            return -FI_ENOMEM;
+        ep->ops = o;
+        uint16_t *g = realloc(ep->op_gen, cap * sizeof *g);
+        if (!g)
+            return -FI_ENOMEM;
+        ep->op_gen = g;
+        for (uint32_t k = ep->ops_cap; k < cap; k++) {
+            ep->ops[k] = NULL;
+            ep->op_gen[k] = 0;
+        }
+        ep->ops_cap = cap;
+    }
+    ep->op_gen[i] = (uint16_t)((ep->op_gen[i] + 1) & 0xFFFu);
+    ep->ops[i] = op;
+    op->cookie = ((uint32_t)ep->op_gen[i] << COOKIE_IDX_BITS) | (i + 1);
+    return 0;
+}
+
+emo_op_t *emo_cookie_get(struct emo_ep *ep, uint32_t cookie, uint16_t peer, int kind)
+{
+    uint32_t i = (cookie & COOKIE_IDX_MASK);
+    if (i == 0 || i > ep->ops_cap)
+        return NULL;
+    emo_op_t *op = ep->ops[i - 1];
+    if (!op || op->cookie != cookie || op->peer != peer || op->kind != kind)
+        return NULL;
+    return op;
+}
+
+void emo_cookie_del(struct emo_ep *ep, emo_op_t *op)
+{
+    uint32_t i = op->cookie & COOKIE_IDX_MASK;
+    if (i && i <= ep->ops_cap && ep->ops[i - 1] == op)
+        ep->ops[i - 1] = NULL;
+    op->cookie = 0;
+}
+
+/* ---- completions ------------------------------------------------------------ */
+
+fi_addr_t emo_src(struct emo_ep *ep, uint16_t peer)
+{
+    return emo_av_lookup_id(ep->av, peer);
+}
+
+void emo_complete_tx(emo_op_t *op, int status)
+{
+    struct emo_ep *ep = op->ep;
+    if (!ep->tx_cq || ep->in_progress > 1)
+        return;
+    if (status)
+        emo_cq_write_err(ep->tx_cq, op->context, op->cq_flags, status, op->len, 0, op->tag,
+                         emo_src(ep, op->peer), "send to endpoint %u: %s%s%s", op->peer,
+                         fi_strerror(-status), status == -FI_EIO ? ": " : "",
+                         status == -FI_EIO && em_engine_fail_reason(ep->eng, op->peer)
+                             ? em_engine_fail_reason(ep->eng, op->peer) : "");
+    else if (op->want_cqe)
+        emo_cq_write(ep->tx_cq, op->context, op->cq_flags, op->len, NULL, 0, op->tag, 0);
+}
+
+/* a receive finished: @p n bytes of a @p total-byte message landed */
+static void complete_rx(struct emo_ep *ep, void *ctx, uint64_t flags, bool want, void *buf,
+                        size_t n, size_t total, uint64_t data, uint64_t tag, uint16_t peer,
+                        int status)
+{
+    if (!ep->rx_cq || ep->in_progress > 1)
+        return;
+    fi_addr_t src = emo_src(ep, peer);
+    if (!status && total > n)
+        status = -FI_ETRUNC;
+    if (status)
+        emo_cq_write_err(ep->rx_cq, ctx, flags, status, n, total - n, tag, src,
+                         "receive from endpoint %u: %s%s%s", peer, fi_strerror(-status),
+                         status == -FI_ETRUNC ? " (the message is longer than the buffer)" : "",
+                         status == -FI_EIO ? " (the peer failed)" : "");
+    else if (want)
+        emo_cq_write(ep->rx_cq, ctx, flags, n, buf, data, tag, src);
+}
+
+static uint64_t rx_flags(bool tagged, uint8_t wflags)
+{
+    return FI_RECV | (tagged ? FI_TAGGED : FI_MSG) |
+           ((wflags & EMO_F_DATA) ? FI_REMOTE_CQ_DATA : 0);
+}
+
+/* ---- control messages -------------------------------------------------------- */
+
+/* send a CTS or FIN (header only); @return 0 or a negative fi_errno */
+static int send_ctrl(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h, emo_op_t *parent)
+{
+    emo_op_t *c = emo_op_new(ep, EMO_OP_CTRL, EMO_HDR_LEN);
+    if (!c)
+        return -FI_ENOMEM;
+    c->peer = peer;
+    c->buf = parent;   /* not owned: only compared on failure */
+    emo_hdr_encode(h, c->msg);
+    int rc = em_engine_send(ep->eng, &c->pop, peer, h->type, c->msg, EMO_HDR_LEN, c);
+    if (rc) {
+        emo_op_free(c);
+        return emo_errno(rc);
+    }
+    return 0;
+}
+
+/* ---- receiving ------------------------------------------------------------- */
+
+/* Start the receive of a rendezvous message into @p rx (matched). */
+static void rdv_accept(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uint64_t tag,
+                       uint64_t data, uint8_t wflags, uint64_t len, uint32_t s_cookie)
+{
+    emo_op_t *op = emo_op_new(ep, EMO_OP_RRECV, 0);
+    uint64_t flags = rx_flags(rx->tagged, wflags);
+    if (!op || emo_cookie_add(ep, op) != 0) {
+        /* cannot take it: the sender waits for a CTS that never comes, so
+         * fail the receive loudly (the job's error path ends it) */
+        emo_op_free(op);
+        complete_rx(ep, rx->context, flags, true, rx->buf, 0, 0, data, tag, peer, -FI_ENOMEM);
+        return;
+    }
+    op->peer = peer;
+    op->context = rx->context;
+    op->cq_flags = flags;
+    op->want_cqe = !ep->rx_selective || (rx->flags & FI_COMPLETION);
+    op->buf = rx->buf;
+    op->tag = tag;
+    op->data = data;
+    op->len = len < rx->len ? (size_t)len : rx->len;
+    op->olen = (size_t)(len - op->len);
+    emo_hdr_t h = { .type = EMO_T_CTS, .len = op->len, .s_cookie = s_cookie,
+                    .r_cookie = op->cookie };
+    if (op->len) {
+        if (em_engine_register(ep->eng, op->buf, op->len, &op->reg) != 0) {
+            op->status = -FI_ENOMEM;
+            op->len = 0;         /* grant nothing; FIN still comes and ends it */
+            h.len = 0;
+        } else {
+            h.region = op->reg.id;
+            h.key = op->reg.key;
+        }
+    }
+    int rc = send_ctrl(ep, peer, &h, op);
+    if (rc) {
+        if (op->reg.id)
+            em_engine_deregister(ep->eng, &op->reg);
+        emo_cookie_del(ep, op);
+        complete_rx(ep, op->context, flags, true, op->buf, 0, 0, data, tag, peer, rc);
+        emo_op_free(op);
+    }
+}
+
+/* an unexpected or arriving message meets receive @p rx */
+void emo_deliver(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uint8_t type,
+                 uint8_t wflags, uint64_t tag, uint64_t data, uint64_t len, uint32_t s_cookie,
+                 const void *payload)
+{
+    if (type == EMO_T_RTS) {
+        rdv_accept(ep, rx, peer, tag, data, wflags, len, s_cookie);
+        return;
+    }
+    size_t n = len < rx->len ? (size_t)len : rx->len;
+    if (n)
+        memcpy(rx->buf, payload, n);
+    complete_rx(ep, rx->context, rx_flags(rx->tagged, wflags),
+                !ep->rx_selective || (rx->flags & FI_COMPLETION), rx->buf, n, (size_t)len,
+                data, tag, peer, 0);
+}
+
+/* keep an unmatched EAGER or RTS message */
+static void queue_unexp(struct emo_ep *ep, emo_queue_t *q, uint16_t peer, const emo_hdr_t *h,
+                        const void *payload)
+{
+    size_t plen = h->type == EMO_T_EAGER ? (size_t)h->len : 0;
+    emo_unexp_t *u = malloc(sizeof *u + plen);
+    if (!u) {
+        FI_WARN(&emo_prov, FI_LOG_EP_DATA, "out of memory for an unexpected message of %zu "
+                "bytes from endpoint %u: it is lost\n", plen, peer);
+        return;
+    }
+    u->q.peer = peer;
+    u->q.tag = h->tag;
+    u->q.ignore = 0;
+    u->q.claimed = 0;
+    u->type = h->type;
+    u->flags = h->flags;
+    u->data = h->data;
+    u->len = h->len;
+    u->s_cookie = h->s_cookie;
+    if (plen)
+        memcpy(u->payload, payload, plen);
+    emo_queue_push(q, &u->q);
+    ep->unexp_bytes += plen;
+    ep->st.unexp_msgs++;
+    if (ep->unexp_bytes > ep->st.unexp_bytes_max)
+        ep->st.unexp_bytes_max = ep->unexp_bytes;
+}
+
+void emo_unexp_release(struct emo_ep *ep, emo_unexp_t *u)
+{
+    if (u->type == EMO_T_EAGER)
+        ep->unexp_bytes -= (size_t)u->len;
+    free(u);
+}
+
+static void on_message(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h, const void *pl)
+{
+    bool tagged = (h->flags & EMO_F_TAGGED) != 0;
+    emo_queue_t *posted = tagged ? &ep->posted_tag : &ep->posted_msg;
+    emo_qent_t *q = emo_match_posted(posted, peer, tagged ? h->tag : 0);
+    if (!q) {
+        queue_unexp(ep, tagged ? &ep->unexp_tag : &ep->unexp_msg, peer, h, pl);
+        return;
+    }
+    emo_rx_t *rx = container_of_emo(q, emo_rx_t, q);
+    emo_deliver(ep, rx, peer, h->type, h->flags, h->tag, h->data, h->len, h->s_cookie, pl);
+    free(rx);
+}
+
+/* CTS: put the bytes into the receiver's region, then FIN */
+static void on_cts(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
+{
+    emo_op_t *op = emo_cookie_get(ep, h->s_cookie, peer, EMO_OP_RTS);
+    if (!op) {
+        ep->st.bad_cookie++;
+        return;
+    }
+    if (h->len > op->len) {
+        ep->st.bad_len++;
+        return;
+    }
+    emo_cookie_del(ep, op);
+    size_t len = (size_t)h->len, nput = (len + EMO_PUT_CHUNK - 1) / EMO_PUT_CHUNK;
+    if (nput) {
+        op->puts = calloc(nput, sizeof *op->puts);
+        if (!op->puts) {
+            op->status = -FI_ENOMEM;
+            nput = 0;
+        }
+    }
+    em_region_handle_t rh = { .id = h->region, .key = h->key, .len = len };
+    size_t off = 0;
+    op->puts_left = 1;               /* held until every put is queued */
+    for (size_t i = 0; i < nput; i++, off += EMO_PUT_CHUNK) {
+        size_t n = len - off < EMO_PUT_CHUNK ? len - off : EMO_PUT_CHUNK;
+        int rc = em_engine_put(ep->eng, &op->puts[i], peer, &rh, off,
+                               (const uint8_t *)op->buf + off, n, op);
+        if (rc) {
+            op->status = emo_errno(rc);
+            break;
+        }
+        op->puts_left++;
+    }
+    emo_hdr_t fin = { .type = EMO_T_FIN, .len = op->status ? 0 : len, .r_cookie = h->r_cookie };
+    int rc = send_ctrl(ep, peer, &fin, NULL);
+    if (rc && !op->status)
+        op->status = rc;
+    emo_put_done(op, 0);             /* drop the hold */
+}
+
+void emo_put_done(emo_op_t *op, int status)
+{
+    if (status && !op->status)
+        op->status = status;
+    if (--op->puts_left)
+        return;
+    emo_complete_tx(op, op->status);
+    emo_op_free(op);
+}
+
+/* FIN: the bytes are in place (the engine delivers in order) */
+static void on_fin(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
+{
+    emo_op_t *op = emo_cookie_get(ep, h->r_cookie, peer, EMO_OP_RRECV);
+    if (!op) {
+        ep->st.bad_cookie++;
+        return;
+    }
+    int status = op->status;
+    if (h->len != op->len && !status)
+        status = -FI_EIO;     /* the sender gave up part way (its own error) */
+    emo_cookie_del(ep, op);
+    if (op->reg.id)
+        em_engine_deregister(ep->eng, &op->reg);
+    complete_rx(ep, op->context, op->cq_flags, op->want_cqe, op->buf, op->len,
+                op->len + op->olen, op->data, op->tag, peer, status);
+    emo_op_free(op);
+}
+
+void emo_handle_msg(struct emo_ep *ep, uint16_t peer, uint8_t etag, const void *data,
+                    size_t len)
+{
+    emo_hdr_t h;
+    emo_dec_err_t e = emo_hdr_decode(etag, data, len, &h);
+    if (e != EMO_DEC_OK) {
+        ep->st.dec_err[e]++;
+        FI_WARN_SPARSE(&emo_prov, FI_LOG_EP_DATA, "refused a message from endpoint %u: %s\n",
+                       peer, emo_dec_err_name(e));
+        return;
+    }
+    const uint8_t *pl = (const uint8_t *)data + EMO_HDR_LEN;
+    switch (h.type) {
+    case EMO_T_EAGER:
+    case EMO_T_RTS:
+        on_message(ep, peer, &h, pl);
+        break;
+    case EMO_T_CTS:
+        on_cts(ep, peer, &h);
+        break;
+    case EMO_T_FIN:
+        on_fin(ep, peer, &h);
+        break;
+    }
+}
+
+/* ---- engine callbacks -------------------------------------------------------- */
+
+static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_t len)
+{
+    emo_handle_msg(u, peer, tag, data, len);
+}
+
+static void cb_complete(void *u, void *ctx, int status)
+{
+    emo_op_t *op = ctx;
+    int st = emo_errno(status);
+    switch (op->kind) {
+    case EMO_OP_EAGER:
+        emo_complete_tx(op, st);
+        emo_op_free(op);
+        break;
+    case EMO_OP_RTS:          /* one of its puts */
+        emo_put_done(op, st);
+        break;
+    case EMO_OP_CTRL:         /* a CTS, FIN or RTS message; failures reach the
+                                 operations through peer_failed */
+        emo_op_free(op);
+        break;
+    default:
+        break;
+    }
+}
+
+/* @p peer failed: rendezvous operations waiting on it end with FI_EIO, and
+ * so do receives posted for it alone */
+static void cb_peer_failed(void *u, uint16_t peer)
+{
+    struct emo_ep *ep = u;
+    if (peer < ep->npeers)
+        ep->peer_failed[peer] = 1;
+    FI_WARN(&emo_prov, FI_LOG_EP_DATA, "endpoint %u failed: %s\n", peer,
+            em_engine_fail_reason(ep->eng, peer) ? em_engine_fail_reason(ep->eng, peer) : "");
+    if (ep->in_progress > 1)
+        return;               /* destroying: nobody reads the CQ any more */
+    for (uint32_t i = 0; i < ep->ops_cap; i++) {
+        emo_op_t *op = ep->ops[i];
+        if (!op || op->peer != peer)
+            continue;
+        emo_cookie_del(ep, op);
+        if (op->kind == EMO_OP_RRECV) {
+            if (op->reg.id)
+                em_engine_deregister(ep->eng, &op->reg);
+            complete_rx(ep, op->context, op->cq_flags, true, op->buf, 0, op->len + op->olen,
+                        op->data, op->tag, peer, -FI_EIO);
+        } else {
+            emo_complete_tx(op, -FI_EIO);
+        }
+        emo_op_free(op);
+    }
+    emo_fail_posted_from(ep, peer);
+}
+
+static void cb_resolve(void *u, uint16_t peer)
+{
+    struct emo_ep *ep = u;
+    if (emo_ep_set_peer(ep, peer) != 0)
+        ep->st.unknown_peer++;
+}
+
+static int cb_resolve_peer(void *u, uint16_t peer)
+{
+    return emo_ep_set_peer(u, peer) == 0 ? 0 : -1;
+}
+
+const em_engine_ops_t emo_engine_ops = {
+    .recv = cb_recv, .complete = cb_complete, .peer_failed = cb_peer_failed,
+    .resolve = cb_resolve, .resolve_peer = cb_resolve_peer,
+};

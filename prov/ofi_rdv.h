@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file ofi_rdv.h
+ * Receive side, rendezvous and operation bookkeeping shared by ofi_rdv.c
+ * and ofi_data.c (see ofi_rdv.c).
+ */
+#ifndef EMO_OFI_RDV_H
+#define EMO_OFI_RDV_H
+
+#include "ofi_prov.h"
+
+emo_op_t *emo_op_new(struct emo_ep *ep, int kind, size_t msg_len);
+void emo_op_free(emo_op_t *op);
+/** Give @p op a cookie (index + generation).  @return 0 or a negative fi_errno. */
+int emo_cookie_add(struct emo_ep *ep, emo_op_t *op);
+/** The operation @p cookie names, if it belongs to @p peer and is of @p kind. */
+emo_op_t *emo_cookie_get(struct emo_ep *ep, uint32_t cookie, uint16_t peer, int kind);
+void emo_cookie_del(struct emo_ep *ep, emo_op_t *op);
+fi_addr_t emo_src(struct emo_ep *ep, uint16_t peer);
+/** A send finished with @p status (0 or a negative fi_errno). */
+void emo_complete_tx(emo_op_t *op, int status);
+/** One put (or the hold) of a rendezvous send is done. */
+void emo_put_done(emo_op_t *op, int status);
+/** Hand message (@p type EAGER or RTS) to receive @p rx. */
+void emo_deliver(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uint8_t type,
+                 uint8_t wflags, uint64_t tag, uint64_t data, uint64_t len, uint32_t s_cookie,
+                 const void *payload);
+/** A message (engine tag @p etag) from @p peer: decode and dispatch. */
+void emo_handle_msg(struct emo_ep *ep, uint16_t peer, uint8_t etag, const void *data,
+                    size_t len);
+void emo_unexp_release(struct emo_ep *ep, emo_unexp_t *u);
+/** Posted receives for @p peer alone end with FI_EIO (ofi_data.c). */
+void emo_fail_posted_from(struct emo_ep *ep, uint16_t peer);
+
+#endif

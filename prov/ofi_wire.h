@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file ofi_wire.h
+ * The provider's own wire formats, carried inside engine messages (the
+ * engine's header, keys, sequence numbers and fragmentation come first;
+ * src/proto/wire.h).  The engine message's 8-bit tag is the type below.
+ *
+ * Message header (EMO_HDR_LEN = 56 bytes, big-endian), at the start of
+ * every engine message the provider sends:
+ *
+ *    0               1               2               3
+ *    0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7
+ *   +---------------+---------------+---------------+---------------+
+ *  0|  magic 0xEF   |  version 1    |     type      |     flags     |
+ *   +---------------+---------------+---------------+---------------+
+ *  4|                         reserved (0)                          |
+ *   +---------------------------------------------------------------+
+ *  8|                 tag (64 bits; 0 for FI_MSG traffic)           |
+ *   +---------------------------------------------------------------+
+ * 16|          remote CQ data (64 bits; EMO_F_DATA, else 0)         |
+ *   +---------------------------------------------------------------+
+ * 24|  length (64): EAGER payload bytes after this header; RTS the  |
+ *   |  whole message; CTS the bytes the receiver takes; FIN written |
+ *   +---------------------------------------------------------------+
+ * 32|       sender's cookie (RTS, CTS echo it; else 0)              |
+ *   +---------------------------------------------------------------+
+ * 36|       receiver's cookie (CTS, FIN echo it; else 0)            |
+ *   +---------------------------------------------------------------+
+ * 40|       region id (CTS; else 0)                                 |
+ *   +---------------------------------------------------------------+
+ * 44|                         reserved (0)                          |
+ *   +---------------------------------------------------------------+
+ * 48|       region key (64 bits; CTS; else 0)                       |
+ *   +---------------------------------------------------------------+
+ *
+ * Rendezvous (messages longer than the eager limit): the sender sends RTS;
+ * when a receive matches it, the receiver registers its buffer with the
+ * engine and answers CTS (region id + random key: never a raw address);
+ * the sender puts the bytes there (the engine checks region, key and
+ * bounds before a byte is written) and then sends FIN.  The engine keeps
+ * each peer's frames in order, so FIN arrives after the last put byte was
+ * placed.  A cookie names an operation in its owner's table (index +
+ * generation) and is checked against the peer before it is used.
+ *
+ * Address blob (fi_getname; EMO_ADDR_LEN = 56 bytes, big-endian):
+ *   0 magic 0xEF, 1 version 1, 2..3 endpoint id, 4..7 frame_max,
+ *   8..15 secret, 16..19 initial sequence number, 20..23 reserved,
+ *   24 link address length, 25..55 link address bytes.
+ */
+#ifndef EMO_OFI_WIRE_H
+#define EMO_OFI_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "link/link.h"
+
+#define EMO_MAGIC   0xEFu
+#define EMO_VERSION 1u
+#define EMO_HDR_LEN 56u
+#define EMO_ADDR_LEN 56u
+
+enum emo_type {
+    EMO_T_EAGER = 1,   /**< whole message follows the header */
+    EMO_T_RTS   = 2,   /**< rendezvous request: length, sender's cookie */
+    EMO_T_CTS   = 3,   /**< clear to send: region + key, granted length */
+    EMO_T_FIN   = 4,   /**< the put is done: receiver's cookie, bytes written */
+};
+
+enum emo_flags {
+    EMO_F_TAGGED = 0x01, /**< tagged (fi_tsend) traffic: match the tagged queues */
+    EMO_F_DATA   = 0x02, /**< remote CQ data is meaningful */
+};
+#define EMO_F_ALL (EMO_F_TAGGED | EMO_F_DATA)
+
+struct emo_wire_hdr {
+    uint8_t magic, version, type, flags;
+    uint32_t rsvd0;
+    uint64_t tag;
+    uint64_t data;
+    uint64_t len;
+    uint32_t s_cookie;
+    uint32_t r_cookie;
+    uint32_t region;
+    uint32_t rsvd1;
+    uint64_t key;
+} __attribute__((packed));
+_Static_assert(sizeof(struct emo_wire_hdr) == EMO_HDR_LEN, "message header is 56 bytes");
+_Static_assert(offsetof(struct emo_wire_hdr, tag) == 8, "diagram: tag at 8");
+_Static_assert(offsetof(struct emo_wire_hdr, len) == 24, "diagram: length at 24");
+_Static_assert(offsetof(struct emo_wire_hdr, s_cookie) == 32, "diagram: cookies at 32");
+_Static_assert(offsetof(struct emo_wire_hdr, key) == 48, "diagram: key at 48");
+
+/** Decoded header (host order). */
+typedef struct emo_hdr {
+    uint8_t type, flags;
+    uint64_t tag, data, len;
+    uint32_t s_cookie, r_cookie, region;
+    uint64_t key;
+} emo_hdr_t;
+
+/** Why a message was refused (counted per reason by the endpoint). */
+typedef enum emo_dec_err {
+    EMO_DEC_OK = 0,
+    EMO_DEC_SHORT,      /**< shorter than the header */
+    EMO_DEC_MAGIC,      /**< foreign magic or version */
+    EMO_DEC_TYPE,       /**< unknown type, or the engine tag is not the type */
+    EMO_DEC_MALFORMED,  /**< reserved bits, lengths or fields inconsistent with the type */
+    EMO_DEC_COUNT
+} emo_dec_err_t;
+
+/** Encode @p h into @p out (EMO_HDR_LEN bytes). */
+void emo_hdr_encode(const emo_hdr_t *h, void *out);
+/**
+ * Decode and check the message @p msg of @p len bytes that the engine
+ * delivered with tag @p etag.  On EMO_DEC_OK, *@p h is filled and an
+ * EAGER message's payload is exactly h->len bytes after the header.
+ */
+emo_dec_err_t emo_hdr_decode(uint8_t etag, const void *msg, size_t len, emo_hdr_t *h);
+/** A short name of @p e for counters and logs. */
+const char *emo_dec_err_name(emo_dec_err_t e);
+
+/** A provider address (what fi_getname gives and fi_av_insert takes). */
+typedef struct emo_addr {
+    uint16_t id;          /**< engine endpoint id (the wire's source/destination) */
+    uint32_t frame_max;   /**< the owner's link MTU */
+    uint64_t secret;      /**< random per endpoint: the pair key is mixed from two */
+    uint32_t isn;         /**< random first sequence number of the owner's frames */
+    em_link_addr_t link;  /**< link-level address (IP:port, MAC + queue, ...) */
+} emo_addr_t;
+
+void emo_addr_encode(const emo_addr_t *a, uint8_t out[EMO_ADDR_LEN]);
+/** @return 0, or -1 when @p len or any field is wrong. */
+int emo_addr_decode(const void *buf, size_t len, emo_addr_t *a);
+
+/** The pair key of endpoints (@p a, id @p ia) and (@p b, id @p ib): both
+ *  sides compute the same value (ordered by id). */
+uint64_t emo_pair_key(uint64_t a, uint16_t ia, uint64_t b, uint16_t ib);
+
+#endif
