@@ -177,6 +177,9 @@ MPI_UNAVAILABLE = {}
 # only shm is kept out, FI_PROVIDER chooses (docs/ofi.md).  MPICH ignores
 # these and runs ch4's ofi netmod (mpis.launch).
 OFI_MCA = [("pml", "cm"), ("mtl", "ofi"), ("mtl_ofi_provider_exclude", "shm")]
+# the ethermpi provider from the build dir (prov/): libfabric loads it from
+# FI_PROVIDER_PATH, Debian's and the wheels' alike
+ETHERMPI_ENV = {"FI_PROVIDER": "ethermpi", "FI_PROVIDER_PATH": "{build}/prov"}
 
 
 # The transport table.  Later issues add entries here (dpdk-memif,
@@ -245,6 +248,25 @@ TRANSPORTS = [
     Transport("ofi-tcp", OFI_MCA, env={"FI_PROVIDER": "tcp;ofi_rxm", "FI_TCP_IFACE": "{iface}"},
               mpis=MPIS, mpi_rows_only=True,
               note="libfabric tcp;ofi_rxm (Open MPI mtl ofi, MPICH ch4:ofi)"),
+    # the ethermpi provider (prov/, docs/ofi.md) under every MPI: on kernel
+    # UDP over the veth, on the memif cable (DPDK; one process owns its
+    # node's end: one rank per node) and over AF_XDP on the veth
+    Transport("ofi-ethermpi-udp", OFI_MCA,
+              env=dict(ETHERMPI_ENV, FI_ETHERMPI_IF_INCLUDE="{iface}"),
+              requires=["{build}/prov/libethermpi-fi.so"], mpis=MPIS, mpi_rows_only=True,
+              note="ethermpi libfabric provider on kernel UDP"),
+    Transport("ofi-ethermpi-memif", OFI_MCA,
+              env=dict(ETHERMPI_ENV, FI_ETHERMPI_LINK="dpdk",
+                       FI_ETHERMPI_VDEV="@/run/ethermpi/{prefix}/dpdk/%h.memif"),
+              requires=["{build}/prov/libethermpi-fi.so"], mpis=MPIS, mpi_rows_only=True,
+              max_nodes=2, per_node=1,
+              note="ethermpi libfabric provider on the memif cable (kernel bypass)"),
+    Transport("ofi-ethermpi-afxdp", OFI_MCA,
+              env=dict(ETHERMPI_ENV, FI_ETHERMPI_LINK="dpdk",
+                       FI_ETHERMPI_VDEV="@/run/ethermpi/{prefix}/dpdk/%h.afxdp"),
+              requires=["{build}/prov/libethermpi-fi.so"], mpis=MPIS, mpi_rows_only=True,
+              per_node=1, up_args=["--mtu", str(AFXDP_MAX_MTU)],
+              note="ethermpi libfabric provider over AF_XDP on the veth"),
 ]
 
 
