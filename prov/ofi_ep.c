@@ -122,6 +122,56 @@ static void emd_dead(void *ctx, const char *why)
     FI_WARN(&emo_prov, FI_LOG_EP_CTRL, "the emd daemon is gone (%s): peers will fail\n", why);
 }
 
+/* "@FILE" = FILE's first line; then "%h" = this host's name (as the BTL's
+ * btl_dpdk_vdev: one setting gives each node its own end of a cable) */
+static int expand_spec(const char *spec, char *out, size_t len, char *err, size_t errlen)
+{
+    char raw[1024], host[256];
+    if (spec[0] == '@') {
+        char path[1024];
+        if (expand_spec(spec + 1, path, sizeof path, err, errlen) != 0)
+            return -1;
+        FILE *f = fopen(path, "r");
+        if (!f || !fgets(raw, sizeof raw, f)) {
+            snprintf(err, errlen, "cannot read the device file '%.200s': %s", path,
+                     f ? "empty" : strerror(errno));
+            if (f)
+                fclose(f);
+            return -1;
+        }
+        fclose(f);
+        raw[strcspn(raw, "\r\n")] = 0;
+    } else {
+        snprintf(raw, sizeof raw, "%s", spec);
+    }
+    if (gethostname(host, sizeof host) != 0)
+        snprintf(host, sizeof host, "localhost");
+    host[sizeof host - 1] = 0;
+    size_t o = 0;
+    for (const char *p = raw; *p; p++) {
+        const char *ins = NULL;
+        char one[2] = { *p, 0 };
+        if (p[0] == '%' && p[1] == 'h') {
+            ins = host;
+            p++;
+        } else if (p[0] == '%' && p[1] == 'j') {
+            ins = "0";      /* no job id in libfabric: one cable socket per node pair */
+            p++;
+        } else {
+            ins = one;
+        }
+        size_t n = strlen(ins);
+        if (o + n >= len) {
+            snprintf(err, errlen, "device string too long: '%.200s'", raw);
+            return -1;
+        }
+        memcpy(out + o, ins, n);
+        o += n;
+    }
+    out[o] = 0;
+    return 0;
+}
+
 static em_link_t *open_link(char *err, size_t errlen)
 {
     const char *l = emo_params.link ? emo_params.link : "udp";
@@ -144,8 +194,8 @@ static em_link_t *open_link(char *err, size_t errlen)
 #ifdef EMO_HAVE_DPDK
     if (0 == strcmp(l, "dpdk")) {
         char vdev[1024], prefix[64];
-        if (em_dpdk_devargs(emo_params.vdev ? emo_params.vdev : "", "0", vdev, sizeof vdev,
-                            err, errlen) != 0)
+        if (expand_spec(emo_params.vdev ? emo_params.vdev : "", vdev, sizeof vdev, err,
+                        errlen) != 0)
             return NULL;
         snprintf(prefix, sizeof prefix, "emo%ld", (long)getpid());
         em_dpdk_cfg_t c = { .vdev = vdev, .eal_args = emo_params.eal_args,

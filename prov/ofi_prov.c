@@ -213,6 +213,7 @@ static void fill_info(struct fi_info *fi, const struct fi_info *hints)
     d->mr_iov_limit = 1;
     d->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;
     d->mr_cnt = 1u << 16;
+    d->max_err_data = sizeof(((struct emo_cq_err *)0)->msg);
 
     fi->fabric_attr->name = strdup(EMO_FABRIC_NAME);
     fi->fabric_attr->prov_version = EMO_PROV_VERSION;

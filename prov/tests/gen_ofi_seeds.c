@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Seeds for fuzz_ofi_wire: one valid message of each type and an address. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ofi_wire.h"
+
+static int put(const char *dir, const char *name, const void *b, size_t n)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(b, 1, n, f) != n)
+        return 1;
+    return fclose(f) != 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2)
+        return 2;
+    uint8_t b[1 + EMO_HDR_LEN + 16];
+    int rc = 0;
+    emo_hdr_t hs[4] = {
+        { .type = EMO_T_EAGER, .flags = EMO_F_TAGGED | EMO_F_DATA, .tag = 5, .data = 9, .len = 16 },
+        { .type = EMO_T_RTS, .flags = EMO_F_TAGGED, .tag = 5, .len = 1 << 20, .s_cookie = 0x100001 },
+        { .type = EMO_T_CTS, .len = 1 << 20, .s_cookie = 0x100001, .r_cookie = 0x100002,
+          .region = 1, .key = 0xABCDEF },
+        { .type = EMO_T_FIN, .len = 1 << 20, .r_cookie = 0x100002 },
+    };
+    const char *names[4] = { "ofi_eager.bin", "ofi_rts.bin", "ofi_cts.bin", "ofi_fin.bin" };
+    for (int i = 0; i < 4; i++) {
+        b[0] = hs[i].type;
+        emo_hdr_encode(&hs[i], b + 1);
+        size_t n = 1 + EMO_HDR_LEN;
+        if (hs[i].type == EMO_T_EAGER) {
+            memset(b + n, 0x5A, 16);
+            n += 16;
+        }
+        rc |= put(argv[1], names[i], b, n);
+    }
+    emo_addr_t a = { .id = 3, .frame_max = 1472, .secret = 77, .isn = 5,
+                     .link = { .len = 6, .bytes = { 10, 0, 0, 1, 0, 80 } } };
+    uint8_t ab[1 + EMO_ADDR_LEN];
+    ab[0] = 0xAD;
+    emo_addr_encode(&a, ab + 1);
+    rc |= put(argv[1], "ofi_addr.bin", ab, sizeof ab);
+    return rc;
+}

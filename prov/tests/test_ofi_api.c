@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The provider through libfabric's own API, two processes over kernel UDP
+ * on loopback (fork; addresses exchanged over pipes, as an MPI modex
+ * would).  Checks: tagged eager messages matched in order, expected and
+ * unexpected; ignore bits; rendezvous of 1 MiB and of 4 MiB + 1 (two
+ * puts), expected and unexpected; untagged fi_senddata with its CQ data;
+ * truncation as FI_ETRUNC with olen; FI_PEEK, FI_CLAIM and FI_ENOMSG; a
+ * message to the endpoint itself; and a killed peer: a send to it and a
+ * receive posted for it end as CQ errors (FI_EIO), not a hang.
+ *
+ * Usage: test_ofi_api [provider dir]  (else FI_PROVIDER_PATH must be set)
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#define CHECK(c, ...) do { if (!(c)) { fprintf(stderr, "[%d] FAIL %s:%d: ", me, __FILE__, \
+                           __LINE__); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); \
+                           exit(1); } } while (0)
+#define FI(call) do { ssize_t r_ = (call); CHECK(r_ >= 0, "%s = %zd (%s)", #call, r_, \
+                                                  fi_strerror((int)-r_)); } while (0)
+
+static int me;                       /* 0 parent, 1 child */
+static struct fid_fabric *fab;
+static struct fid_domain *dom;
+static struct fid_ep *ep;
+static struct fid_av *av;
+static struct fid_cq *cq;
+static struct fi_info *info;
+static fi_addr_t peer, self_addr;
+static int to_peer, from_peer;       /* pipes */
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* Completions read while waiting for something else (manual progress: a
+ * process must keep reading its CQ, e.g. to acknowledge, while it waits on
+ * the pipe); wait_ctx takes them from here first. */
+struct stashed {
+    int is_err;
+    struct fi_cq_tagged_entry e;
+    struct fi_cq_err_entry x;
+};
+static struct stashed stash[64];
+static int nstash;
+
+static void progress_once(void)
+{
+    struct fi_cq_tagged_entry e;
+    ssize_t n = fi_cq_read(cq, &e, 1);
+    if (n == 1) {
+        CHECK(nstash < 64, "stash full");
+        stash[nstash++] = (struct stashed){ .e = e };
+    } else if (n == -FI_EAVAIL) {
+        struct fi_cq_err_entry x = { 0 };
+        CHECK(fi_cq_readerr(cq, &x, 0) == 1, "readerr");
+        CHECK(nstash < 64, "stash full");
+        stash[nstash++] = (struct stashed){ .is_err = 1, .x = x };
+    } else {
+        CHECK(n == -FI_EAGAIN, "fi_cq_read = %zd", n);
+    }
+}
+
+/* tell the other process we got here and wait until it did, progressing */
+static void sync_peer(void)
+{
+    char c = 'x';
+    CHECK(write(to_peer, &c, 1) == 1, "pipe write");
+    struct pollfd pf = { .fd = from_peer, .events = POLLIN };
+    double end = now_s() + 60;
+    while (poll(&pf, 1, 0) == 0) {
+        progress_once();
+        CHECK(now_s() < end, "the other process did not sync within 60 s");
+    }
+    CHECK(read(from_peer, &c, 1) == 1, "pipe read: the other process died");
+}
+
+/* wait for the completion of @p ctx; @return 0, or the error's fi_errno
+ * (with *err filled) when it completed with an error */
+static int wait_ctx(void *ctx, struct fi_cq_tagged_entry *out, struct fi_cq_err_entry *err,
+                    double timeout)
+{
+    for (int i = 0; i < nstash; i++) {
+        struct stashed st = stash[i];
+        void *c = st.is_err ? st.x.op_context : st.e.op_context;
+        if (c != ctx)
+            continue;
+        memmove(&stash[i], &stash[i + 1], (size_t)(nstash - i - 1) * sizeof stash[0]);
+        nstash--;
+        if (st.is_err) {
+            if (err)
+                *err = st.x;
+            return st.x.err;
+        }
+        if (out)
+            *out = st.e;
+        return 0;
+    }
+    double end = now_s() + timeout;
+    while (now_s() < end) {
+        struct fi_cq_tagged_entry e;
+        ssize_t n = fi_cq_read(cq, &e, 1);
+        if (n == 1) {
+            CHECK(e.op_context == ctx, "completion of %p while waiting for %p", e.op_context,
+                  ctx);
+            if (out)
+                *out = e;
+            return 0;
+        }
+        if (n == -FI_EAVAIL) {
+            struct fi_cq_err_entry x = { 0 };
+            CHECK(fi_cq_readerr(cq, &x, 0) == 1, "readerr");
+            CHECK(x.op_context == ctx, "error of %p while waiting for %p: %s", x.op_context,
+                  ctx, fi_strerror(x.err));
+            if (err)
+                *err = x;
+            return x.err;
+        }
+        CHECK(n == -FI_EAGAIN, "fi_cq_read = %zd", n);
+    }
+    CHECK(0, "no completion of %p within %.0f s", ctx, timeout);
+    return -1;
+}
+
+static void open_all(void)
+{
+    struct fi_info *hints = fi_allocinfo();
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV;
+    hints->fabric_attr->prov_name = strdup("ethermpi");
+    hints->domain_attr->av_type = me ? FI_AV_MAP : FI_AV_TABLE;
+    FI(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info));
+    fi_freeinfo(hints);
+    CHECK(!strcmp(info->fabric_attr->prov_name, "ethermpi"), "provider %s",
+          info->fabric_attr->prov_name);
+    FI(fi_fabric(info->fabric_attr, &fab, NULL));
+    FI(fi_domain(fab, info, &dom, NULL));
+    struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED, .size = 64 };
+    FI(fi_cq_open(dom, &ca, &cq, NULL));
+    struct fi_av_attr aa = { .type = info->domain_attr->av_type };
+    FI(fi_av_open(dom, &aa, &av, NULL));
+    FI(fi_endpoint(dom, info, &ep, NULL));
+    FI(fi_ep_bind(ep, &av->fid, 0));
+    FI(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+    FI(fi_enable(ep));
+    char name[256], rname[256];
+    size_t len = 0;
+    CHECK(fi_getname(&ep->fid, name, &len) == -FI_ETOOSMALL && len > 0, "getname size");
+    FI(fi_getname(&ep->fid, name, &len));
+    CHECK(write(to_peer, name, len) == (ssize_t)len, "pipe");
+    CHECK(read(from_peer, rname, len) == (ssize_t)len, "pipe");
+    CHECK(fi_av_insert(av, rname, 1, &peer, 0, NULL) == 1, "av_insert peer");
+    CHECK(fi_av_insert(av, name, 1, &self_addr, 0, NULL) == 1, "av_insert self");
+    char garbage[256] = { 1, 2, 3 };
+    CHECK(fi_av_insert(av, garbage, 1, NULL, 0, NULL) == 0, "a foreign address must be refused");
+}
+
+static void fill(uint8_t *b, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++)
+        b[i] = (uint8_t)(i * 7 + seed + (i >> 12));
+}
+
+static int same(const uint8_t *b, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++)
+        if (b[i] != (uint8_t)(i * 7 + seed + (i >> 12)))
+            return 0;
+    return 1;
+}
+
+static void send_wait(const void *buf, size_t len, uint64_t tag)
+{
+    struct fi_context c;
+    FI(fi_tsend(ep, buf, len, NULL, peer, tag, &c));
+    CHECK(wait_ctx(&c, NULL, NULL, 20) == 0, "send of %zu bytes tag %lx", len,
+          (unsigned long)tag);
+}
+
+static void recv_wait(void *buf, size_t len, uint64_t tag, uint64_t ignore, size_t expect_len,
+                      uint64_t expect_tag)
+{
+    struct fi_context c;
+    struct fi_cq_tagged_entry e;
+    FI(fi_trecv(ep, buf, len, NULL, FI_ADDR_UNSPEC, tag, ignore, &c));
+    CHECK(wait_ctx(&c, &e, NULL, 20) == 0, "recv tag %lx", (unsigned long)tag);
+    CHECK(e.len == expect_len && e.tag == expect_tag && (e.flags & FI_RECV) &&
+          (e.flags & FI_TAGGED), "recv: len %zu tag %lx flags %lx", e.len,
+          (unsigned long)e.tag, (unsigned long)e.flags);
+}
+
+static uint8_t big[(4u << 20) + 1], rbig[(4u << 20) + 1];
+
+static void child_sends(void)
+{
+    uint8_t m[100];
+    /* 1: unexpected eager, two of one tag (order), then an expected one */
+    fill(m, 16, 1); send_wait(m, 16, 0x10);
+    fill(m, 16, 2); send_wait(m, 16, 0x10);
+    sync_peer();
+    sync_peer();                                 /* the parent posted tag 0x11 */
+    fill(m, 16, 3); send_wait(m, 16, 0x11);
+    /* 2: ignore bits */
+    fill(m, 8, 4); send_wait(m, 8, 0x1AB);
+    /* 3: rendezvous, expected then unexpected (the parent posts late) */
+    sync_peer();
+    fill(big, 1u << 20, 5); send_wait(big, 1u << 20, 0x20);
+    fill(big, sizeof big, 6); send_wait(big, sizeof big, 0x21);
+    /* 4: untagged with remote CQ data */
+    struct fi_context c;
+    fill(m, 32, 7);
+    FI(fi_senddata(ep, m, 32, NULL, 0xC0FFEE, peer, &c));
+    CHECK(wait_ctx(&c, NULL, NULL, 20) == 0, "senddata");
+    /* 5: truncation; 6: a message for the parent's probe */
+    fill(m, 100, 8); send_wait(m, 100, 0x30);
+    fill(m, 40, 9); send_wait(m, 40, 0x55);
+    sync_peer();                                 /* done: the parent kills us now */
+    for (;;)
+        pause();
+}
+
+static void parent_checks(pid_t child)
+{
+    uint8_t b[100];
+    struct fi_context c;
+    struct fi_cq_err_entry x;
+    sync_peer();                                 /* both 0x10 messages are unexpected now */
+    recv_wait(b, sizeof b, 0x10, 0, 16, 0x10);
+    CHECK(same(b, 16, 1), "first 0x10 message out of order or corrupt");
+    recv_wait(b, sizeof b, 0x10, 0, 16, 0x10);
+    CHECK(same(b, 16, 2), "second 0x10 message corrupt");
+    FI(fi_trecv(ep, b, sizeof b, NULL, peer, 0x11, 0, &c));
+    sync_peer();
+    CHECK(wait_ctx(&c, NULL, NULL, 20) == 0 && same(b, 16, 3), "expected eager (directed)");
+    recv_wait(b, sizeof b, 0x100, 0xFF, 8, 0x1AB);
+    CHECK(same(b, 8, 4), "ignore-bits message corrupt");
+    /* rendezvous: 1 MiB posted first, 4 MiB + 1 arriving unexpected */
+    FI(fi_trecv(ep, rbig, sizeof rbig, NULL, FI_ADDR_UNSPEC, 0x20, 0, &c));
+    sync_peer();
+    CHECK(wait_ctx(&c, NULL, NULL, 30) == 0 && same(rbig, 1u << 20, 5), "rendezvous 1 MiB");
+    usleep(200000);
+    recv_wait(rbig, sizeof rbig, 0x21, 0, sizeof rbig, 0x21);
+    CHECK(same(rbig, sizeof rbig, 6), "rendezvous 4 MiB + 1 corrupt");
+    struct fi_cq_tagged_entry e;
+    FI(fi_recv(ep, b, sizeof b, NULL, FI_ADDR_UNSPEC, &c));
+    CHECK(wait_ctx(&c, &e, NULL, 20) == 0, "untagged recv");
+    CHECK(e.len == 32 && e.data == 0xC0FFEE && (e.flags & FI_REMOTE_CQ_DATA) &&
+          (e.flags & FI_MSG) && same(b, 32, 7), "senddata: len %zu data %lx", e.len,
+          (unsigned long)e.data);
+    FI(fi_trecv(ep, b, 50, NULL, FI_ADDR_UNSPEC, 0x30, 0, &c));
+    CHECK(wait_ctx(&c, NULL, &x, 20) == FI_ETRUNC && x.len == 50 && x.olen == 50,
+          "truncation: len %zu olen %zu", x.len, x.olen);
+    /* probe: nothing for 0x77; 0x55 arrives, is claimed, then received */
+    struct fi_msg_tagged tm = { .msg_iov = &(struct iovec){ b, sizeof b }, .iov_count = 1,
+                                .addr = FI_ADDR_UNSPEC, .tag = 0x77, .context = &c };
+    FI(fi_trecvmsg(ep, &tm, FI_PEEK));
+    CHECK(wait_ctx(&c, NULL, &x, 5) == FI_ENOMSG, "peek of nothing");
+    tm.tag = 0x55;
+    int got = -1;
+    for (double end = now_s() + 20; got != 0 && now_s() < end;) {
+        FI(fi_trecvmsg(ep, &tm, FI_PEEK | FI_CLAIM));
+        got = wait_ctx(&c, &e, &x, 5);
+    }
+    CHECK(got == 0 && e.len == 40 && e.tag == 0x55, "peek+claim");
+    memset(b, 0, sizeof b);
+    FI(fi_trecvmsg(ep, &tm, FI_CLAIM));
+    CHECK(wait_ctx(&c, &e, NULL, 5) == 0 && e.len == 40 && same(b, 40, 9), "claimed recv");
+    /* to itself */
+    uint8_t s[64];
+    fill(s, sizeof s, 10);
+    struct fi_context c2;
+    FI(fi_trecv(ep, b, sizeof b, NULL, FI_ADDR_UNSPEC, 0x99, 0, &c2));
+    FI(fi_tsend(ep, s, sizeof s, NULL, self_addr, 0x99, &c));
+    CHECK(wait_ctx(&c2, NULL, NULL, 5) == 0 && same(b, 64, 10), "self recv");
+    CHECK(wait_ctx(&c, NULL, NULL, 5) == 0, "self send");
+    /* the peer dies: its operations end as CQ errors */
+    sync_peer();
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    double t0 = now_s();
+    FI(fi_trecv(ep, b, sizeof b, NULL, peer, 0x42, 0, &c2));
+    FI(fi_tsend(ep, s, sizeof s, NULL, peer, 0x41, &c));
+    CHECK(wait_ctx(&c, NULL, &x, 30) == FI_EIO, "send to a dead peer");
+    CHECK(x.err_data && x.err_data_size > 0, "error entry names no cause");
+    printf("killed peer: send failed after %.2f s: %s\n", now_s() - t0,
+           fi_cq_strerror(cq, x.prov_errno, x.err_data, NULL, 0));
+    CHECK(wait_ctx(&c2, NULL, &x, 5) == FI_EIO, "receive posted for the dead peer");
+    CHECK(fi_tsend(ep, s, sizeof s, NULL, peer, 0x43, &c) == -FI_EIO, "send after failure");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        setenv("FI_PROVIDER_PATH", argv[1], 1);
+    setenv("FI_ETHERMPI_IF_INCLUDE", "127.0.0.1", 0);
+    /* fail a silent peer within about a second, not the default minute */
+    setenv("FI_ETHERMPI_RETRIES", "6", 0);
+    setenv("FI_ETHERMPI_RTO_MAX_US", "100000", 0);
+    int p2c[2], c2p[2];
+    if (pipe(p2c) || pipe(c2p))
+        return 1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return 1;
+    me = pid == 0;
+    setenv("FI_ETHERMPI_ID", me ? "1" : "0", 1);
+    to_peer = me ? c2p[1] : p2c[1];
+    from_peer = me ? p2c[0] : c2p[0];
+    open_all();
+    if (me) {
+        child_sends();
+        return 0;
+    }
+    parent_checks(pid);
+    fi_close(&ep->fid);
+    fi_close(&av->fid);
+    fi_close(&cq->fid);
+    fi_close(&dom->fid);
+    fi_close(&fab->fid);
+    fi_freeinfo(info);
+    printf("test_ofi_api: all checks passed\n");
+    return 0;
+}
