@@ -102,7 +102,13 @@ void emo_complete_tx(emo_op_t *op, int status)
     struct emo_ep *ep = op->ep;
     if (!ep->tx_cq || ep->in_progress > 1)
         return;
-    if (status)
+    if (status && !op->context) {
+        /* an inject has no completion, and an error entry without a
+         * context crashes MPIs that map every entry to a request: log it;
+         * the peer's failure reaches the caller on its next operation */
+        FI_WARN(&emo_prov, FI_LOG_EP_DATA, "inject to endpoint %u failed: %s\n", op->peer,
+                fi_strerror(-status));
+    } else if (status)
         emo_cq_write_err(ep->tx_cq, op->context, op->cq_flags, status, op->len, 0, op->tag,
                          emo_src(ep, op->peer), "send to endpoint %u: %s%s%s", op->peer,
                          fi_strerror(-status), status == -FI_EIO ? ": " : "",
