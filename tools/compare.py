@@ -67,9 +67,9 @@ def parse_args(argv):
                    help="only the mpi rows (issue 16: latency, bw, bibw of the libfabric "
                         "transports and each MPI's tcp path under Debian's Open MPI 4.1 and the "
                         "Open MPI 5 / MPICH 5 wheels; field mpi; needs 'make venv')")
-    p.add_argument("--venv", default=os.path.join(REPO, ".venv-mpi"),
+    p.add_argument("--venv", default=os.environ.get("EM_VENV") or os.path.join(REPO, ".venv-mpi"),
                    help="directory of the wheels' venvs <venv>/ompi5, <venv>/mpich5 "
-                        "(default <repo>/.venv-mpi, as 'make venv' makes them)")
+                        "(default $EM_VENV, else <repo>/.venv-mpi, as 'make venv' makes them)")
     p.add_argument("--iface", default="eth0", help="cluster interface name (default eth0)")
     p.add_argument("--emcluster", default=os.path.join(REPO, "tools", "emcluster"))
     p.add_argument("--quick", action="store_true", help="fewer sizes and iterations (-q)")
