@@ -187,8 +187,11 @@ static em_link_t *open_link(char *err, size_t errlen)
                      "daemon's control socket)");
             return NULL;
         }
-        em_emd_cfg_t c = { .socket_path = emo_params.emd_socket, .dead_cb = emd_dead,
-                           .rdv_mode = EM_EMD_RDV_OFF };
+        /* own queues for puts (a DPDK secondary of the daemon) are not
+         * opened here: the mode stays AUTO with no opener, so puts go
+         * through the daemon (and the code builds whatever renov-emd names
+         * that mode) */
+        em_emd_cfg_t c = { .socket_path = emo_params.emd_socket, .dead_cb = emd_dead };
         return em_link_emd_open(&c, err, errlen);
     }
 #ifdef EMO_HAVE_DPDK

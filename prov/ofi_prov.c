@@ -96,6 +96,7 @@ int emo_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **op
 
 #define EMO_PRIMARY (FI_MSG | FI_TAGGED)
 #define EMO_SECONDARY (FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | \
+                       FI_REMOTE_CQ_DATA | \
                        FI_REMOTE_COMM)
 #define EMO_CAPS (EMO_PRIMARY | EMO_SECONDARY)
 

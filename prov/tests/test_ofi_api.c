@@ -191,8 +191,8 @@ static void send_wait(const void *buf, size_t len, uint64_t tag)
 {
     struct fi_context c;
     FI(fi_tsend(ep, buf, len, NULL, peer, tag, &c));
-    CHECK(wait_ctx(&c, NULL, NULL, 20) == 0, "send of %zu bytes tag %lx", len,
-          (unsigned long)tag);
+    int rc = wait_ctx(&c, NULL, NULL, 20);
+    CHECK(rc == 0, "send of %zu bytes tag %lx: %s", len, (unsigned long)tag, fi_strerror(rc));
 }
 
 static void recv_wait(void *buf, size_t len, uint64_t tag, uint64_t ignore, size_t expect_len,
@@ -201,7 +201,8 @@ static void recv_wait(void *buf, size_t len, uint64_t tag, uint64_t ignore, size
     struct fi_context c;
     struct fi_cq_tagged_entry e;
     FI(fi_trecv(ep, buf, len, NULL, FI_ADDR_UNSPEC, tag, ignore, &c));
-    CHECK(wait_ctx(&c, &e, NULL, 20) == 0, "recv tag %lx", (unsigned long)tag);
+    int rc = wait_ctx(&c, &e, NULL, 20);
+    CHECK(rc == 0, "recv tag %lx: %s", (unsigned long)tag, fi_strerror(rc));
     CHECK(e.len == expect_len && e.tag == expect_tag && (e.flags & FI_RECV) &&
           (e.flags & FI_TAGGED), "recv: len %zu tag %lx flags %lx", e.len,
           (unsigned long)e.tag, (unsigned long)e.flags);
@@ -311,9 +312,11 @@ int main(int argc, char **argv)
     if (argc > 1)
         setenv("FI_PROVIDER_PATH", argv[1], 1);
     setenv("FI_ETHERMPI_IF_INCLUDE", "127.0.0.1", 0);
-    /* fail a silent peer within about a second, not the default minute */
-    setenv("FI_ETHERMPI_RETRIES", "6", 0);
-    setenv("FI_ETHERMPI_RTO_MAX_US", "100000", 0);
+    /* fail a silent peer within seconds, not the default minute (12
+     * timeouts of up to 0.25 s: a loaded machine may not run a process
+     * for a while, and that must not read as a dead peer) */
+    setenv("FI_ETHERMPI_RETRIES", "12", 0);
+    setenv("FI_ETHERMPI_RTO_MAX_US", "250000", 0);
     int p2c[2], c2p[2];
     if (pipe(p2c) || pipe(c2p))
         return 1;
