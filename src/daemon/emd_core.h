@@ -123,7 +123,8 @@ struct emd_node {
 
 typedef struct emd_core {
     em_link_t *link;
-    uint8_t mac[6];
+    uint8_t mac[6];               /* our node id (emd_wire.h "Node ids": MAC, or IPv4 + port) */
+    int framing;                  /* enum emd_framing: what node ids are, how peers are addressed */
     uint32_t mtu;                 /* client frame size = link MTU - shim */
     int ack;                      /* send eager ACKs on the clients' behalf */
     uint32_t max_clients, max_flows;
@@ -193,12 +194,18 @@ void emd_core_publish_rx(emd_core_t *c);
 /** Any client with tx slots waiting? */
 int emd_core_tx_pending(const emd_core_t *c);
 
-/** Send a hello (or reply) with our queue layout to every node. */
+/** Send a hello (or reply) with our queue layout to every node (L2 only:
+ *  in udp framing there are no bulk queues to pair, so no hello). */
 void emd_core_send_hello(emd_core_t *c, uint8_t kind);
 /** Queue pairs of our port (1 + S*S, or 1). */
 uint16_t emd_core_queues(const emd_core_t *c);
 
-/** Link peer index of node @p mac (added, or an aged entry reused); -1: none free. */
+/** Link peer index of node @p mac (added, or an aged entry reused); -1: none free.
+ *  The link address it gives the port: L2, the MAC and queue 0 (8 bytes);
+ *  udp, link_dpdk's udp blob (14 bytes: MAC ff:..:ff, queue 0, IPv4,
+ *  port): the DPDK link takes the next hop's MAC from the kernel, and on a
+ *  cable, which no kernel sees, any MAC reaches the one other end, which
+ *  checks the IPv4 address and port. */
 int emd_core_node(emd_core_t *c, const uint8_t mac[6]);
 
 #endif
