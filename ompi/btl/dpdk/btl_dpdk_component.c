@@ -128,7 +128,9 @@ static int dpdk_register(void)
           "l2: raw Ethernet frames (ethertype 0x88B5), for one L2 segment; udp: every frame in "
           "UDP/IPv4 to the peer's address and port, through the next hop the kernel names, for "
           "routed fabrics and cloud networks (docs/design.md \"Framing\").  Every process of the "
-          "job must use the same; in l2 a peer behind a router is refused at wire-up" },
+          "job must use the same; in l2 a peer behind a router is refused at wire-up.  Daemon "
+          "mode: the node's emd must run the same (emd --framing; its --udp-port/--udp-addr "
+          "apply, not btl_dpdk_udp_*), else the job stops at start-up" },
         { "udp_port", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_4, &dpdk_udp_port,
           "udp framing: this process's UDP port (0 = 29717; the AF_XDP filter object takes "
           "29717 and 29718)" },
