@@ -150,6 +150,11 @@ typedef struct emd_core {
     uint64_t ack_refused;         /* in-order frames delivered without an ACK: a check refused them */
     uint64_t flows_refused;       /* flow registrations refused (bad or table full) */
     uint64_t nodes_full, nodes_evicted, tx_bad_mac;
+    /* the last node the port refused (udp: no route, no ARP answer; link_dpdk
+     * says why on stderr): not asked again for EMD_NODE_AGE_NS, so a
+     * retransmitting client does not stall the loop in next-hop lookups */
+    uint8_t unreach_id[6];
+    uint64_t unreach_ns, nodes_unreachable;
     uint64_t hello_bad, hello_conflict, hello_replies_skipped;
     uint64_t doomed_clients;
     uint64_t rx_ring_full;        /* frames dropped for a full rx ring (the daemon's own count) */

@@ -12,6 +12,11 @@
 int emd_core_node(emd_core_t *c, const uint8_t mac[6])
 {
     int lru = -1;
+    if (c->unreach_ns && memcmp(mac, c->unreach_id, 6) == 0 &&
+        c->now_ns - c->unreach_ns < EMD_NODE_AGE_NS) {
+        c->nodes_unreachable++;
+        return -1;
+    }
     for (unsigned i = 0; i < c->nnodes; i++) {
         struct emd_node *n = &c->nodes[i];
         if (memcmp(n->mac, mac, 6) == 0) {
@@ -41,8 +46,12 @@ int emd_core_node(emd_core_t *c, const uint8_t mac[6])
     } else {
         memcpy(a.bytes, mac, 6);
     }
-    if (em_link_set_peer(c->link, (uint16_t)slot, &a) != 0)
+    if (em_link_set_peer(c->link, (uint16_t)slot, &a) != 0) {
+        memcpy(c->unreach_id, mac, 6);
+        c->unreach_ns = c->now_ns ? c->now_ns : 1;
+        c->nodes_unreachable++;
         return -1;
+    }
     memcpy(c->nodes[slot].mac, mac, 6);
     c->nodes[slot].last_ns = c->now_ns;
     c->nodes[slot].used = 1;

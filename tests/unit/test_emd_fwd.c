@@ -48,6 +48,7 @@ static const uint8_t MACS[2][6] = { { 2, 0xe7, 0, 0, 0, 1 }, { 2, 0xe7, 0, 0, 0,
 static const uint8_t IPS[2][6] = { { 11, 0, 0, 1, 0x74, 0x15 }, { 11, 0, 1, 2, 0x74, 0x15 } };
 static int UDP;                            /* the world runs udp framing */
 static em_link_addr_t LAST_BLOB[2];        /* what each daemon last gave its port's set_peer */
+static unsigned UNREACH_ASKED;             /* set_peer calls for a node the port cannot reach */
 
 /* ------------------------------------------------------------ port -- */
 
@@ -82,6 +83,7 @@ static int p_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
         if (a->len != 14 || peer >= 16 || memcmp(a->bytes, head, 8) != 0)
             return -1;
         node = memcmp(a->bytes + 8, IPS[0], 6) == 0 ? 0 : memcmp(a->bytes + 8, IPS[1], 6) == 0 ? 1 : 2;
+        UNREACH_ASKED += node == 2;   /* no route to it (link_dpdk's next-hop lookup would fail) */
     } else if (a->len != 8 || peer >= 16) {
         return -1;
     } else {
@@ -437,6 +439,22 @@ static void test_udp_framing_keys_by_ip_and_port(void **st)
     static const uint8_t mcast[6] = { 224, 0, 0, 1, 0x74, 0x15 };
     a.len = emd_addr_encode_udp(a.bytes, mcast, 20);
     assert_int_equal(em_link_set_peer(CL[0].link, 2, &a), -EINVAL);
+    /* a node the port cannot reach: asked once, then refused without asking
+     * (a retransmitting client must not stall the loop in lookups) */
+    static const uint8_t far[6] = { 11, 0, 9, 9, 0x74, 0x15 };
+    a.len = emd_addr_encode_udp(a.bytes, far, 20);
+    assert_int_equal(em_engine_set_peer(CL[1].eng, 2, &a), 0);
+    assert_int_equal(em_engine_set_peer_keys(CL[1].eng, 2, 0x5eed, 1u, 2u), 0);
+    static em_proto_op_t op[4];
+    static const uint8_t msg[8] = "lost";
+    uint64_t unreach0 = D[0].nodes_unreachable;
+    UNREACH_ASKED = 0;
+    for (unsigned m = 0; m < 4; m++)
+        assert_int_equal(em_engine_send(CL[1].eng, &op[m], 2, 1, msg, sizeof msg, NULL), 0);
+    for (unsigned r = 0; r < 50; r++)
+        round_();
+    assert_int_equal(UNREACH_ASKED, 1);
+    assert_true(D[0].nodes_unreachable >= unreach0 + 4);
     end_world();
 }
 
