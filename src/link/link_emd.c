@@ -670,8 +670,9 @@ static int open_bulk_queue(struct emd_link *d, struct emd_shm_hdr *h, uint16_t e
 {
     char why[400] = "", e2[300] = "";
     const struct emd_bulkq_info *r = &h->bulkq;
-    if (r->slots == 0)
-        snprintf(why, sizeof why, "the emd daemon offers no bulk queues: %s", r->why);
+    if (r->slots == 0 || d->udp)        /* bulk queues write L2 frames (docs/daemon.md, Framing) */
+        snprintf(why, sizeof why, "the emd daemon offers no bulk queues: %s",
+                 r->slots ? "it runs udp framing" : r->why);
     else if (r->slot == EMD_BULKQ_NO_SLOT)
         snprintf(why, sizeof why, "the emd daemon has no bulk-queue slot left for this process: %s",
                  r->why);
