@@ -182,6 +182,12 @@ static const char *bulkq_possible(struct emd *e, const char *vdev, const char *e
     static char hp[EMD_BULKQ_WHY_LEN];
     if (e->ctl.bulk_slots == 0)
         why = "emd --bulk-slots 0";
+    else if (e->core.framing == EMD_FRAMING_UDP)
+        /* a bulk queue writes L2 frames to the peer node's MAC (link_bulkq);
+         * udp framing would need IP/UDP headers and next-hop lookups in
+         * every rank, for the memif cable only (the one wire with bulk
+         * queues), which has no router to cross */
+        why = "emd --framing udp (bulk queues write L2 frames only)";
     else if (strncmp(vdev, "net_memif", 9) != 0 || strchr(vdev, ';'))
         why = strstr(vdev, "af_xdp") ? "the af_xdp wire (DPDK secondaries cannot rx/tx on it)"
                                      : "not a memif wire (no per-process queues without rte_flow)";
@@ -214,6 +220,13 @@ static void usage(FILE *f)
         "                     %%j = \"emd\"; empty: the first port EAL finds\n"
         "  --eal-args ARGS    extra EAL arguments (default: see link_dpdk)\n"
         "  --mtu N            L2 payload bytes (0 = largest)\n"
+        "  --framing l2|udp   l2 (default): raw Ethernet frames, one segment; udp: inside\n"
+        "                     UDP/IPv4, to the peer node's IPv4 address and port, across\n"
+        "                     routers (no bulk queues; the ranks need btl_dpdk_framing udp)\n"
+        "  --udp-port N       udp framing: this node's UDP port (default 29717)\n"
+        "  --udp-addr A.B.C.D udp framing: this node's IPv4 address (default: the af_xdp\n"
+        "                     interface's; on a memif cable 169.254.x.y from the MAC)\n"
+        "  --udp-no-csum      udp framing: send no UDP checksum (0; the FCS covers each hop)\n"
         "  --rx-kib N         per-process rx ring in KiB, power of 2 (default 16384: 16 MiB,\n"
         "                     e.g. 50,000 frames of 256 B or 1,800 of 9000 B)\n"
         "  --tx-slots N       per-process tx ring slots, power of 2 (default 1024)\n"
@@ -249,15 +262,13 @@ static void usage(FILE *f)
  * queue pairs) and check the bulk-queue names the clients will check.
  * @return the link, or NULL after saying why on stderr, with the exit code in @p rc.
  */
-static em_link_t *open_port(struct emd *e, struct dpdk_port *port, const char *vdev,
-                            const char *eal_args, const char *prefix, uint32_t mtu, uint32_t link_wait,
-                            int *rc)
+static em_link_t *open_port(struct emd *e, struct dpdk_port *port, em_dpdk_cfg_t cfg, int *rc)
 {
     char err[512];
+    const char *prefix = cfg.file_prefix;
     *rc = 1;
-    const char *eal = bulkq_possible(e, vdev, eal_args);
-    em_dpdk_cfg_t cfg = { .vdev = vdev, .eal_args = eal, .file_prefix = prefix, .mtu = mtu,
-                          .link_wait_ms = link_wait };
+    cfg.eal_args = bulkq_possible(e, cfg.vdev, cfg.eal_args);
+    cfg.framing = e->core.framing == EMD_FRAMING_UDP ? EM_DPDK_FRAMING_UDP : EM_DPDK_FRAMING_L2;
     if (e->ctl.bulk_slots)
         cfg.extra = (em_dpdk_extra_queues_t){ .n = (uint16_t)(emd_bulkq_queues(e->ctl.bulk_slots) - 1u),
                                               .rx_pool = bulk_rx_pool, .undo = bulk_pools_free, .ctx = port };
@@ -265,6 +276,11 @@ static em_link_t *open_port(struct emd *e, struct dpdk_port *port, const char *v
     em_link_t *link = em_link_dpdk_open(&cfg, err, sizeof err);
     if (!link) {
         fprintf(stderr, "emd: %s\n", err);
+        return NULL;
+    }
+    if (e->core.framing == EMD_FRAMING_UDP && link->local.len != EM_DPDK_ADDR_UDP) {
+        fprintf(stderr, "emd: the port has no udp address (%u-byte blob)\n", link->local.len);
+        em_link_close(link);
         return NULL;
     }
     if (link->mtu <= EMD_WIRE_HDR_LEN + 64) {
@@ -303,7 +319,9 @@ static int parse_u32(const char *s, uint32_t *out)
 
 struct args {
     const char *sock_spec, *vdev_spec, *eal_args, *prefix_spec, *status_spec;
-    uint32_t bulk_slots, mtu, spin_us, max_sleep_us, loss_seed, link_wait;
+    const char *framing, *udp_addr;
+    uint32_t bulk_slots, mtu, spin_us, max_sleep_us, loss_seed, link_wait, udp_port;
+    int udp_no_csum;
     uint32_t rx_kib, max_clients, max_flows, max_nodes;
     double rx_loss;
     int verbose, no_ack;
@@ -327,9 +345,12 @@ static int parse_args(struct emd *e, int argc, char **argv, struct args *a)
         { "max-per-uid", required_argument, NULL, 'U' }, { "max-flows", required_argument, NULL, 'F' },
         { "max-nodes", required_argument, NULL, 'N' }, { "group", required_argument, NULL, 'G' },
         { "uid", required_argument, NULL, 'I' }, { "status", required_argument, NULL, 'q' },
+        { "framing", required_argument, NULL, 'x' }, { "udp-port", required_argument, NULL, 'u' },
+        { "udp-addr", required_argument, NULL, 'a' }, { "udp-no-csum", no_argument, NULL, 'n' },
         { 0, 0, 0, 0 }
     };
     *a = (struct args){ .vdev_spec = "", .eal_args = "", .prefix_spec = "emd-%h", .bulk_slots = 4,
+                        .framing = "l2",
                         .spin_us = 50, .max_sleep_us = 200, .link_wait = 30000, .rx_kib = 16384,
                         .max_clients = 64, .max_flows = EMD_FLOWS_DEFAULT, .max_nodes = EMD_NODES_DEFAULT };
     const char *group = NULL, *user = NULL;
@@ -356,6 +377,10 @@ static int parse_args(struct emd *e, int argc, char **argv, struct args *a)
         case 'w': bad |= parse_u32(optarg, &a->link_wait); break;
         case 'Q': bad |= parse_u32(optarg, &a->bulk_slots); break;
         case 'P': a->prefix_spec = optarg; break;
+        case 'x': a->framing = optarg; break;
+        case 'u': bad |= parse_u32(optarg, &a->udp_port); break;
+        case 'a': a->udp_addr = optarg; break;
+        case 'n': a->udp_no_csum = 1; break;
         case 'l': {
             char *end;
             a->rx_loss = strtod(optarg, &end);
@@ -376,11 +401,16 @@ static int parse_args(struct emd *e, int argc, char **argv, struct args *a)
                 user && e->ctl.allow_uid < 0 ? user : group);
         return 2;
     }
+    if (strcmp(a->framing, "l2") != 0 && strcmp(a->framing, "udp") != 0) {
+        fprintf(stderr, "emd: --framing must be 'l2' or 'udp', not '%s'\n", a->framing);
+        return 2;
+    }
+    e->core.framing = strcmp(a->framing, "udp") == 0 ? EMD_FRAMING_UDP : EMD_FRAMING_L2;
     if (a->status_spec && !bad && optind == argc)
         return -1;
     if (bad || !a->sock_spec || optind != argc || a->max_clients == 0 || a->max_clients > MAX_CLIENTS_LIMIT ||
         a->max_sleep_us == 0 || a->bulk_slots > EMD_BULKQ_SLOTS_MAX || a->max_flows > EMD_FLOWS_MAX ||
-        a->max_nodes > 65535) {
+        a->max_nodes > 65535 || a->udp_port > 65535) {
         fprintf(stderr, "emd: bad or missing arguments\n");
         usage(stderr);
         return 2;
@@ -406,7 +436,10 @@ static int setup(struct emd *e, const struct args *A, em_link_t *link)
     e->port = &dpdk_port_ops;
     e->ctl.port = e->port;
     e->ctl.port_ctx = e->port_ctx;
-    if (emd_core_init(&e->core, link, link->local.bytes, cmtu, A->max_clients, A->max_flows,
+    /* our node id (emd_wire.h): the MAC, or in udp framing the IPv4 address
+     * and port of the udp blob (link_dpdk.h: MAC, queue, IPv4, port) */
+    const uint8_t *id = link->local.bytes + (e->core.framing == EMD_FRAMING_UDP ? 8 : 0);
+    if (emd_core_init(&e->core, link, id, cmtu, A->max_clients, A->max_flows,
                       A->max_nodes, !A->no_ack) != 0 || emd_ctl_setup(&e->ctl) != 0) {
         fprintf(stderr, "emd: out of memory\n");
         return 1;
@@ -418,8 +451,14 @@ static int setup(struct emd *e, const struct args *A, em_link_t *link)
 static void log_ready(const struct emd *e, const char *vdev, const char *sock)
 {
     const uint8_t *m = e->core.mac;
-    e->log("ready: %s, MAC %02x:%02x:%02x:%02x:%02x:%02x, frame %u bytes, socket %s, rings: rx %u KiB, "
-           "tx %u slots%s", vdev[0] ? vdev : "(first port)", m[0], m[1], m[2], m[3], m[4], m[5],
+    char node[40];
+    if (e->core.framing == EMD_FRAMING_UDP)
+        snprintf(node, sizeof node, "udp framing, node %u.%u.%u.%u:%u", m[0], m[1], m[2], m[3],
+                 (unsigned)(m[4] << 8 | m[5]));
+    else
+        snprintf(node, sizeof node, "MAC %02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+    e->log("ready: %s, %s, frame %u bytes, socket %s, rings: rx %u KiB, "
+           "tx %u slots%s", vdev[0] ? vdev : "(first port)", node,
            e->core.mtu, sock, e->ctl.rx_size >> 10, e->ctl.tx_slots, e->core.ack ? ", eager ACKs" : "");
     if (e->ctl.allow_uid >= 0 || e->ctl.allow_gid >= 0)
         e->log("who may attach: root, uid %ld%s, group %ld (socket mode 0660)", (long)geteuid(),
@@ -490,7 +529,10 @@ int main(int argc, char **argv)
     }
     catch_signals(e);
     e->ctl.bulk_slots = (uint16_t)A.bulk_slots;
-    em_link_t *link = open_port(e, &port, vdev, A.eal_args, prefix, A.mtu, A.link_wait, &rc);
+    em_dpdk_cfg_t pcfg = { .vdev = vdev, .eal_args = A.eal_args, .file_prefix = prefix, .mtu = A.mtu,
+                           .link_wait_ms = A.link_wait, .udp_port = (uint16_t)A.udp_port,
+                           .udp_addr = A.udp_addr, .udp_no_csum = A.udp_no_csum };
+    em_link_t *link = open_port(e, &port, pcfg, &rc);
     if (!link)
         return rc;
     port.link = link;
@@ -500,8 +542,10 @@ int main(int argc, char **argv)
         return rc;
     }
     /* memif: both ends must have the same queue pairs (bulk queues pair up
-     * by index); ask the other end before serving anyone */
-    if (strncmp(vdev, "net_memif", 9) == 0 && emd_wait_hello(e, A.link_wait) != 0) {
+     * by index); ask the other end before serving anyone (udp framing has
+     * no bulk queues: nothing to pair) */
+    if (strncmp(vdev, "net_memif", 9) == 0 && e->core.framing != EMD_FRAMING_UDP &&
+        emd_wait_hello(e, A.link_wait) != 0) {
         em_link_close(link);
         return e->core.peer_seen ? 2 : 1;
     }

@@ -123,7 +123,8 @@ struct emd_node {
 
 typedef struct emd_core {
     em_link_t *link;
-    uint8_t mac[6];
+    uint8_t mac[6];               /* our node id (emd_wire.h "Node ids": MAC, or IPv4 + port) */
+    int framing;                  /* enum emd_framing: what node ids are, how peers are addressed */
     uint32_t mtu;                 /* client frame size = link MTU - shim */
     int ack;                      /* send eager ACKs on the clients' behalf */
     uint32_t max_clients, max_flows;
@@ -149,6 +150,11 @@ typedef struct emd_core {
     uint64_t ack_refused;         /* in-order frames delivered without an ACK: a check refused them */
     uint64_t flows_refused;       /* flow registrations refused (bad or table full) */
     uint64_t nodes_full, nodes_evicted, tx_bad_mac;
+    /* the last node the port refused (udp: no route, no ARP answer; link_dpdk
+     * says why on stderr): not asked again for EMD_NODE_AGE_NS, so a
+     * retransmitting client does not stall the loop in next-hop lookups */
+    uint8_t unreach_id[6];
+    uint64_t unreach_ns, nodes_unreachable;
     uint64_t hello_bad, hello_conflict, hello_replies_skipped;
     uint64_t doomed_clients;
     uint64_t rx_ring_full;        /* frames dropped for a full rx ring (the daemon's own count) */
@@ -193,12 +199,18 @@ void emd_core_publish_rx(emd_core_t *c);
 /** Any client with tx slots waiting? */
 int emd_core_tx_pending(const emd_core_t *c);
 
-/** Send a hello (or reply) with our queue layout to every node. */
+/** Send a hello (or reply) with our queue layout to every node (L2 only:
+ *  in udp framing there are no bulk queues to pair, so no hello). */
 void emd_core_send_hello(emd_core_t *c, uint8_t kind);
 /** Queue pairs of our port (1 + S*S, or 1). */
 uint16_t emd_core_queues(const emd_core_t *c);
 
-/** Link peer index of node @p mac (added, or an aged entry reused); -1: none free. */
+/** Link peer index of node @p mac (added, or an aged entry reused); -1: none free.
+ *  The link address it gives the port: L2, the MAC and queue 0 (8 bytes);
+ *  udp, link_dpdk's udp blob (14 bytes: MAC ff:..:ff, queue 0, IPv4,
+ *  port): the DPDK link takes the next hop's MAC from the kernel, and on a
+ *  cable, which no kernel sees, any MAC reaches the one other end, which
+ *  checks the IPv4 address and port. */
 int emd_core_node(emd_core_t *c, const uint8_t mac[6]);
 
 #endif

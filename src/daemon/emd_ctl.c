@@ -383,6 +383,8 @@ static void attach(emd_ctl_t *t, int fd, pid_t pid, uid_t uid)
     emd_shm_init(h, size, core->mtu, t->rx_size, t->tx_slots, t->instance, ep, core->mac);
     if (core->ack)
         h->flags |= EMD_SHM_F_DAEMON_ACKS;
+    if (core->framing == EMD_FRAMING_UDP)
+        h->flags |= EMD_SHM_F_UDP;
     atomic_store(&h->rx_loss_ppm, (uint32_t)(core->loss * 1e6));
     uint16_t slot = give_slot(t, h, pid);
     atomic_store(&h->heartbeat_ns, emd_now_ns());

@@ -107,8 +107,6 @@ unsigned emd_core_poll_port(emd_core_t *c)
     return n;
 }
 
-/** A destination a client may name: unicast (no broadcast or multicast amplification). */
-static int unicast(const uint8_t mac[6]) { return !(mac[0] & 1); }
 
 /**
  * One slot of @p cl: a frame to the port (appended to @p batch) or to a
@@ -145,9 +143,11 @@ static int drain_slot(emd_core_t *c, struct emd_client *cl, const uint8_t *s, em
         c->local++;
         return 0;
     }
-    int ni = unicast(sh.mac) ? emd_core_node(c, sh.mac) : -1;
+    /* a destination a client may name: unicast (no broadcast or multicast amplification) */
+    int uni = emd_node_unicast(c->framing, sh.mac);
+    int ni = uni ? emd_core_node(c, sh.mac) : -1;
     if (ni < 0) {
-        if (!unicast(sh.mac))
+        if (!uni)
             c->tx_bad_mac++;
         atomic_fetch_add_explicit(&cl->h->st.tx_bad, 1, memory_order_relaxed);
         return 0;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file emd_peer.c
- * emd's peers (emd_core.h): the node table (the MACs it sends to, LRU
+ * emd's peers (emd_core.h): the node table (the node ids it sends to, LRU
  * beyond --max-nodes) and the memif hello that checks the other end's
  * queue layout.
  */
@@ -12,6 +12,11 @@
 int emd_core_node(emd_core_t *c, const uint8_t mac[6])
 {
     int lru = -1;
+    if (c->unreach_ns && memcmp(mac, c->unreach_id, 6) == 0 &&
+        c->now_ns - c->unreach_ns < EMD_NODE_AGE_NS) {
+        c->nodes_unreachable++;
+        return -1;
+    }
     for (unsigned i = 0; i < c->nnodes; i++) {
         struct emd_node *n = &c->nodes[i];
         if (memcmp(n->mac, mac, 6) == 0) {
@@ -34,9 +39,19 @@ int emd_core_node(emd_core_t *c, const uint8_t mac[6])
         return -1;
     }
     em_link_addr_t a = { .len = 8 };
-    memcpy(a.bytes, mac, 6);
-    if (em_link_set_peer(c->link, (uint16_t)slot, &a) != 0)
+    if (c->framing == EMD_FRAMING_UDP) {
+        a.len = 14;                               /* link_dpdk.h: EM_DPDK_ADDR_UDP */
+        memset(a.bytes, 0xff, 6);
+        memcpy(a.bytes + 8, mac, 6);              /* IPv4 + port, big-endian */
+    } else {
+        memcpy(a.bytes, mac, 6);
+    }
+    if (em_link_set_peer(c->link, (uint16_t)slot, &a) != 0) {
+        memcpy(c->unreach_id, mac, 6);
+        c->unreach_ns = c->now_ns ? c->now_ns : 1;
+        c->nodes_unreachable++;
         return -1;
+    }
     memcpy(c->nodes[slot].mac, mac, 6);
     c->nodes[slot].last_ns = c->now_ns;
     c->nodes[slot].used = 1;
@@ -53,6 +68,8 @@ uint16_t emd_core_queues(const emd_core_t *c)
 void emd_core_send_hello(emd_core_t *c, uint8_t kind)
 {
     static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+    if (c->framing == EMD_FRAMING_UDP)
+        return;                                   /* no bulk queues to pair up */
     int ni = emd_core_node(c, bcast);
     em_pkt_t *p = ni >= 0 ? em_link_tx_alloc(c->link) : NULL;
     if (!p)

@@ -74,6 +74,7 @@ void emd_ctl_status_fill(const emd_ctl_t *t, struct emd_ctl_status *s)
     v[EMD_ST_ack_resyncs] = c->ack_resyncs;
     v[EMD_ST_notes] = c->notes;
     v[EMD_ST_status_requests] = t->status_reqs;
+    v[EMD_ST_nodes_unreachable] = c->nodes_unreachable;
     if (t->port && t->port->stats) {     /* tx_port_full (the port's counters) */
         emd_port_stats_t ps = { 0 };
         t->port->stats(t->port_ctx, &ps);

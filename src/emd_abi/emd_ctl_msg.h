@@ -138,7 +138,8 @@ _Static_assert(sizeof(struct emd_ctl_msg) == 64, "emd_ctl_msg is 64 bytes");
     X(put_bytes, "put bytes carried by the daemon") \
     X(ack_resyncs, "eager flows moved by the clients' own ACKs") \
     X(notes, "notes of bulk-queue ACKs") \
-    X(status_requests, "STATUS requests answered (this one included)")
+    X(status_requests, "STATUS requests answered (this one included)") \
+    X(nodes_unreachable, "sends refused: the port could not reach the node (udp: no route or ARP answer)")
 
 #define EMD_STATUS_ENUM_(name, text) EMD_ST_##name,
 enum emd_status_index { EMD_STATUS_FIELDS(EMD_STATUS_ENUM_) EMD_ST_COUNT };

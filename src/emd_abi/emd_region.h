@@ -50,6 +50,11 @@ enum emd_shm_flags {
     /** The daemon acknowledges sequenced frames once they are in the rx
      *  ring (so the client must never drop a frame it was handed). */
     EMD_SHM_F_DAEMON_ACKS = 0x1,
+    /** The daemon runs udp framing (emd --framing udp, emd_wire.h "Node
+     *  ids"): mac is the node's IPv4 + UDP port, and the client publishes
+     *  a udp address (emd_addr_encode_udp).  A client whose job asked for
+     *  the other framing refuses to attach, naming both. */
+    EMD_SHM_F_UDP = 0x2,
 };
 
 /** Counters the daemon keeps per client (the client only reads them). */

@@ -118,3 +118,40 @@ int emd_addr_decode(const uint8_t *a, size_t len, uint8_t mac[6], uint16_t *ep, 
     *slot = len == EMD_ADDR_LEN_BULKQ ? w.slot : EMD_BULKQ_NO_SLOT;
     return 0;
 }
+
+uint8_t emd_addr_encode_udp(uint8_t *out, const uint8_t node[6], uint16_t ep)
+{
+    struct emd_addr_udp_wire w = { .ep = htobe16(ep), .format = EMD_ADDR_UDP_V1 };
+    memcpy(&w.ip, node, 4);               /* the node id is big-endian already */
+    memcpy(&w.port, node + 4, 2);
+    memcpy(out, &w, sizeof w);
+    return EMD_ADDR_LEN_UDP;
+}
+
+int emd_addr_framing(const uint8_t *a, size_t len, uint8_t node[6], uint16_t *ep)
+{
+    struct emd_addr_udp_wire w;
+    if (len != EMD_ADDR_LEN_UDP)
+        return len == EMD_ADDR_LEN ? EMD_FRAMING_L2 : -1;
+    memcpy(&w, a, sizeof w);              /* one read; checked below */
+    if (w.format != EMD_ADDR_UDP_V1)
+        return w.format == EMD_ADDR_BULKQ_V1 ? EMD_FRAMING_L2 : -1;
+    uint8_t id[6];
+    memcpy(id, &w.ip, 4);
+    memcpy(id + 4, &w.port, 2);
+    uint16_t e = be16toh(w.ep);
+    if (e == 0 || w.rsvd[0] || w.rsvd[1] || w.rsvd[2] || !emd_node_unicast(EMD_FRAMING_UDP, id))
+        return -1;
+    memcpy(node, id, 6);
+    *ep = e;
+    return EMD_FRAMING_UDP;
+}
+
+int emd_node_unicast(int framing, const uint8_t node[6])
+{
+    if (framing != EMD_FRAMING_UDP)
+        return !(node[0] & 1);
+    uint32_t ip = (uint32_t)node[0] << 24 | (uint32_t)node[1] << 16 | (uint32_t)node[2] << 8 | node[3];
+    uint16_t port = (uint16_t)(node[4] << 8 | node[5]);
+    return ip != 0 && ip != 0xFFFFFFFFu && ip >> 28 != 0xE && port != 0;
+}

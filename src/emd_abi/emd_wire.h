@@ -133,14 +133,29 @@ void emd_hello_encode(uint8_t *p, uint8_t kind, uint16_t slots, uint16_t queues)
 int emd_hello_decode(const uint8_t *p, size_t len, uint8_t *kind, uint16_t *slots, uint16_t *queues);
 
 /*
- * A client's address in the modex (em_link_addr_t): node MAC (6), endpoint
- * (2, big-endian) and, when it has a bulk queue, 4 more bytes: the format
- * EMD_ADDR_BULKQ_V1, its slot, S, 0.  8 bytes: no bulk queue (puts to it go
- * through the daemons).
+ * Node ids (issue 17, `emd --framing`): 6 bytes that name a node's daemon.
+ * L2 framing: its port's MAC.  udp framing: its IPv4 address and UDP port,
+ * big-endian (a.b.c.d, port high, port low), which is what the node table
+ * keys peers by and what a daemon's udp link sends to (the next hop's MAC
+ * comes from the kernel, link/neigh.h).  The shim's src_mac, a slot's mac,
+ * the region's mac and the modex address's first 6 bytes all carry the
+ * node id of the framing in use; clients treat it as opaque.
+ *
+ * A client's address in the modex (em_link_addr_t): node id (6), endpoint
+ * (2, big-endian) and 4 more bytes when it has a bulk queue (the format
+ * EMD_ADDR_BULKQ_V1, its slot, S, 0) or when its daemon runs udp framing
+ * (EMD_ADDR_UDP_V1, 0, 0, 0: struct emd_addr_udp_wire).  8 bytes: L2, no
+ * bulk queue (puts to it go through the daemons).  An older build refuses
+ * the udp format (unknown format byte): never a wrong guess.
  */
 #define EMD_ADDR_LEN        8u
 #define EMD_ADDR_LEN_BULKQ  12u
+#define EMD_ADDR_LEN_UDP    12u
 #define EMD_ADDR_BULKQ_V1   1u
+#define EMD_ADDR_UDP_V1     2u
+
+/** Framing of a daemon's node ids (emd --framing; emd_addr_decode's @p framing). */
+enum emd_framing { EMD_FRAMING_L2 = 0, EMD_FRAMING_UDP = 1 };
 
 /** The address as in the modex (big-endian endpoint); the last 4 bytes only with a bulk queue. */
 struct emd_addr_wire {
@@ -155,6 +170,19 @@ _Static_assert(sizeof(struct emd_addr_wire) == EMD_ADDR_LEN_BULKQ, "the address 
 _Static_assert(offsetof(struct emd_addr_wire, ep) == 6, "endpoint at 6");
 _Static_assert(offsetof(struct emd_addr_wire, format) == EMD_ADDR_LEN, "bulk-queue part at 8");
 
+/** The address of a client whose daemon runs udp framing (big-endian; no bulk queue). */
+struct emd_addr_udp_wire {
+    uint32_t ip;          /**< the node's IPv4 address */
+    uint16_t port;        /**< the node's UDP port (its daemon's) */
+    uint16_t ep;          /**< endpoint, never 0 */
+    uint8_t format;       /**< EMD_ADDR_UDP_V1 */
+    uint8_t rsvd[3];      /**< 0 */
+} __attribute__((packed));
+_Static_assert(sizeof(struct emd_addr_udp_wire) == EMD_ADDR_LEN_UDP, "the udp address is 12 bytes");
+_Static_assert(offsetof(struct emd_addr_udp_wire, port) == 4, "port at 4 (node id: bytes 0..5)");
+_Static_assert(offsetof(struct emd_addr_udp_wire, ep) == 6, "endpoint at 6, as in L2");
+_Static_assert(offsetof(struct emd_addr_udp_wire, format) == 8, "format at 8, as in L2");
+
 /** Fill @p out (>= EMD_ADDR_LEN_BULKQ bytes); slots 0: no bulk queue. @return the length. */
 uint8_t emd_addr_encode(uint8_t *out, const uint8_t mac[6], uint16_t ep, uint16_t slots, uint16_t slot);
 /**
@@ -164,5 +192,17 @@ uint8_t emd_addr_encode(uint8_t *out, const uint8_t mac[6], uint16_t ep, uint16_
  */
 int emd_addr_decode(const uint8_t *a, size_t len, uint8_t mac[6], uint16_t *ep, uint16_t *slots,
                     uint16_t *slot);
+/** Fill @p out (EMD_ADDR_LEN_UDP bytes) for node id @p node (IPv4 + port). @return the length. */
+uint8_t emd_addr_encode_udp(uint8_t *out, const uint8_t node[6], uint16_t ep);
+/**
+ * The framing of a peer's address: EMD_FRAMING_UDP for a valid udp
+ * address (endpoint != 0, reserved bytes 0, IPv4 not 0, port not 0),
+ * EMD_FRAMING_L2 for what emd_addr_decode takes, -1 otherwise.  For a udp
+ * address the node id goes to @p node and the endpoint to @p ep.
+ */
+int emd_addr_framing(const uint8_t *a, size_t len, uint8_t node[6], uint16_t *ep);
+/** A node id a daemon may send to: L2, a unicast MAC; udp, an IPv4
+ *  address that is not 0, broadcast or multicast, and a port not 0. */
+int emd_node_unicast(int framing, const uint8_t node[6]);
 
 #endif

@@ -79,6 +79,7 @@ struct emd_link {
     void (*note_cb)(void *, const char *);
     void *cb_ctx;
     int bulk_mode, layout_warned;
+    int udp, framing_warned;            /* the daemon's framing (EMD_SHM_F_UDP): node ids are IPv4 + port */
 };
 
 _Static_assert((int)EM_PKT_DATA == (int)EMD_CLS_DATA && (int)EM_PKT_BULK == (int)EMD_CLS_BULK &&
@@ -410,8 +411,14 @@ static int emd_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     struct emd_link *d = (struct emd_link *)l;
     uint8_t mac[6];
-    uint16_t ep, slots, slot;
-    if (emd_addr_decode(a->bytes, a->len, mac, &ep, &slots, &slot) != 0)
+    uint16_t ep, slots = 0, slot = EMD_BULKQ_NO_SLOT;
+    int fr = emd_addr_framing(a->bytes, a->len, mac, &ep);
+    if (fr >= 0 && fr != d->udp && !d->framing_warned++)
+        fprintf(stderr, "ethermpi link_emd: framing mismatch: this process's emd daemon runs %s "
+                "framing, peer %u's %s: give every process the same btl_dpdk_framing and every "
+                "emd the same --framing\n", d->udp ? "udp" : "l2", peer, fr ? "udp" : "l2");
+    if (fr != d->udp || (fr == EMD_FRAMING_L2 && emd_addr_decode(a->bytes, a->len, mac, &ep, &slots,
+                                                                 &slot) != 0))
         return -EINVAL;                    /* e.g. a direct-mode address: not reachable through emd */
     if (em_peer_table_reserve((void **)&d->peers, &d->npeers, sizeof *d->peers, peer) != 0)
         return -ENOMEM;
@@ -649,8 +656,9 @@ static int open_bulk_queue(struct emd_link *d, struct emd_shm_hdr *h, uint16_t e
 {
     char why[400] = "", e2[300] = "";
     const struct emd_bulkq_info *r = &h->bulkq;
-    if (r->slots == 0)
-        snprintf(why, sizeof why, "the emd daemon offers no bulk queues: %s", r->why);
+    if (r->slots == 0 || d->udp)        /* bulk queues write L2 frames (docs/daemon.md, Framing) */
+        snprintf(why, sizeof why, "the emd daemon offers no bulk queues: %s",
+                 r->slots ? "it runs udp framing" : r->why);
     else if (r->slot == EMD_BULKQ_NO_SLOT)
         snprintf(why, sizeof why, "the emd daemon has no bulk-queue slot left for this process: %s",
                  r->why);
@@ -705,6 +713,14 @@ static em_link_t *make_link(struct emd_shm_hdr *h, uint64_t size, int fd, uint16
                  "(emd --rx-loss, tools/emcluster emd loss)");
         return NULL;
     }
+    int udp = (h->flags & EMD_SHM_F_UDP) != 0;
+    if (udp != (cfg->framing == EMD_FRAMING_UDP)) {
+        snprintf(err, errlen, "framing mismatch: the job asks for btl_dpdk_framing %s, but this "
+                 "node's emd daemon runs --framing %s: run the job with --mca btl_dpdk_framing %s, "
+                 "or restart the daemons with emd --framing %s", udp ? "l2" : "udp",
+                 udp ? "udp" : "l2", udp ? "udp" : "l2", udp ? "l2" : "udp");
+        return NULL;
+    }
     struct emd_link *d = calloc(1, sizeof *d);
     uint32_t mtu = h->mtu;
     uint8_t *txm = d ? malloc((size_t)EMD_TX_POOL * mtu) : NULL;
@@ -735,7 +751,9 @@ static em_link_t *make_link(struct emd_shm_hdr *h, uint64_t size, int fd, uint16
     d->link.flags = EM_LINK_F_GATHER;
     if (h->flags & EMD_SHM_F_DAEMON_ACKS)
         d->link.flags |= EM_LINK_F_ACKS;   /* the protocol must not drop what the daemon acknowledged */
-    d->link.local.len = emd_addr_encode(d->link.local.bytes, h->mac, endpoint, 0, 0);
+    d->udp = udp;   /* a udp daemon offers no bulk queues (emd.c), so the address stays this one */
+    d->link.local.len = udp ? emd_addr_encode_udp(d->link.local.bytes, h->mac, endpoint)
+                            : emd_addr_encode(d->link.local.bytes, h->mac, endpoint, 0, 0);
     d->close_cb = cfg->close_cb;
     d->note_cb = cfg->note_cb;
     d->cb_ctx = cfg->ctx;

@@ -57,6 +57,9 @@ typedef struct em_emd_cfg {
      *  NULL: a line on stderr.  Afterwards the link sends and receives nothing. */
     void (*dead_cb)(void *ctx, const char *why);
     void *dead_ctx;
+    /** enum emd_framing the job asked for (btl_dpdk_framing): the daemon
+     *  must run the same (emd --framing), else the open fails naming both */
+    int framing;
     /** bulk queues: AUTO (use them when the daemon offers a slot and
      *  bulk_open succeeds, else say why through note_cb), ON (fail the open
      *  with the reason when not possible), OFF (puts through the daemon) */

@@ -97,11 +97,13 @@ static void header(const uint8_t *d, size_t n)
         abort();
     /* open it as a link: the bulk-queue opener sees only checked values */
     char err[600];
+    int udp = (h->flags & EMD_SHM_F_UDP) != 0;   /* the job asks the daemon's framing */
     em_emd_cfg_t cfg = { .dead_cb = quiet, .bulk_open = check_bulkq, .note_cb = quiet,
-                         .bulk_mode = (n > 8 && (d[8] & 1)) ? EM_EMD_BULKQ_ON : EM_EMD_BULKQ_AUTO };
+                         .bulk_mode = (n > 8 && (d[8] & 1)) ? EM_EMD_BULKQ_ON : EM_EMD_BULKQ_AUTO,
+                         .framing = udp ? EMD_FRAMING_UDP : EMD_FRAMING_L2 };
     em_link_t *l = em_link_emd_from_region(region, sz, h->instance, h->endpoint, &cfg, err, sizeof err);
     if (l) {
-        if (l->local.len != EMD_ADDR_LEN)   /* check_bulkq never gives a link */
+        if (l->local.len != (udp ? EMD_ADDR_LEN_UDP : EMD_ADDR_LEN))   /* check_bulkq never gives a link */
             abort();
         em_link_close(l);
     } else if (!memchr(err, 0, sizeof err)) {
@@ -113,8 +115,18 @@ static void addr(const uint8_t *d, size_t n)
 {
     uint8_t mac[6];
     uint16_t ep, slots, slot;
+    int fr = emd_addr_framing(d, n, mac, &ep);
+    if (fr == EMD_FRAMING_UDP) {      /* udp: a valid node id, and it encodes back the same */
+        uint8_t back[EMD_ADDR_LEN_UDP];
+        if (n != EMD_ADDR_LEN_UDP || ep == 0 || !emd_node_unicast(fr, mac) ||
+            emd_addr_encode_udp(back, mac, ep) != n || memcmp(back, d, n) != 0)
+            abort();
+        return;
+    }
     if (emd_addr_decode(d, n, mac, &ep, &slots, &slot) != 0)
         return;
+    if (fr != EMD_FRAMING_L2)
+        abort();
     if (ep == 0 || (n != EMD_ADDR_LEN && n != EMD_ADDR_LEN_BULKQ) || slots > EMD_BULKQ_SLOTS_MAX ||
         (n == EMD_ADDR_LEN && slots != 0) || (slots && slot >= slots) || memcmp(mac, d, 6) != 0)
         abort();

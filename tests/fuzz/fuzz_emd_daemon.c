@@ -51,6 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static const uint8_t MAC[6] = { 2, 0xe7, 0, 0, 0, 1 };
 static const uint8_t OTHER[6] = { 2, 0xe7, 0, 0, 0, 2 };
 
+static emd_core_t C;
+
 /* ------------------------------------------------------------ fake port -- */
 
 struct fake {
@@ -109,8 +111,13 @@ static int f_flush(em_link_t *l) { (void)l; return 0; }
 static int f_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     (void)l;
-    (void)a;
     CHECK(peer < NODES);
+    /* the blob the framing calls for: L2 MAC + queue; udp link_dpdk's 14
+     * bytes with a node id a client may name (never broadcast/multicast) */
+    if (C.framing == EMD_FRAMING_UDP)
+        CHECK(a->len == 14 && a->bytes[0] == 0xff && emd_node_unicast(EMD_FRAMING_UDP, a->bytes + 8));
+    else
+        CHECK(a->len == 8);
     F.peers[peer / 8] |= (uint8_t)(1u << (peer % 8));
     return 0;
 }
@@ -150,7 +157,6 @@ static size_t take(struct in *in, uint8_t *out, size_t want)
 
 /* ------------------------------------------------------------- clients -- */
 
-static emd_core_t C;
 static struct emd_shm_hdr *region[NCL];
 static uint64_t region_size;
 static uint16_t next_ep = 1;
@@ -334,6 +340,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     C.now_ns = 1;
     if (emd_core_init(&C, &F.link, MAC, MTU, NCL, 16, NODES, 1) != 0)
         return 0;
+    C.framing = size % 2 ? EMD_FRAMING_UDP : EMD_FRAMING_L2;   /* issue 17: node ids are IPv4 + port */
     for (unsigned k = 0; k < NCL; k++)
         attach(k);
     struct in in = { data, size };

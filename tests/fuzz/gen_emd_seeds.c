@@ -78,6 +78,16 @@ int main(int argc, char **argv)
     /* 4: a 12-byte address (endpoint 3, slot 2 of 4) */
     buf[0] = 4;
     put(argv[1], "emd_addr.bin", buf, 1u + emd_addr_encode(buf + 1, mac, 3, 4, 2));
+    /* 4: a udp address (10.77.1.2:29717, endpoint 3; issue 17) */
+    static const uint8_t node[6] = { 10, 77, 1, 2, 0x74, 0x15 };
+    put(argv[1], "emd_addr_udp.bin", buf, 1u + emd_addr_encode_udp(buf + 1, node, 3));
+    /* 1: a region header of a udp daemon */
+    memset(region, 0, sizeof region);
+    emd_shm_init((struct emd_shm_hdr *)region, sz, 256, 1u << 16, 16, 42, 3, node);
+    ((struct emd_shm_hdr *)region)->flags |= EMD_SHM_F_UDP;
+    buf[0] = 1;
+    memcpy(buf + 1, region, EMD_SHM_HDR_SIZE);
+    put(argv[1], "emd_hdr_udp.bin", buf, 1 + EMD_SHM_HDR_SIZE);
     /* 5: a hello (4 slots, 17 queue pairs) */
     buf[0] = 5;
     emd_hello_encode(buf + 1, EMD_HELLO, 4, 17);

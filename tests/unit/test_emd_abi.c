@@ -385,6 +385,54 @@ static void test_addr(void **st)
     assert_int_equal(emd_addr_decode(a, 8, mac, &ep, &slots, &slot), -1);
 }
 
+/* udp framing (issue 17): node id = IPv4 + port, packed big-endian */
+static void test_addr_udp(void **st)
+{
+    (void)st;
+    static const uint8_t ID[6] = { 10, 77, 1, 2, 0x74, 0x15 };   /* 10.77.1.2:29717 */
+    uint8_t a[16], id[6], mac[6];
+    uint16_t ep, slots, slot;
+    assert_int_equal(emd_addr_encode_udp(a, ID, 0x1234), EMD_ADDR_LEN_UDP);
+    static const uint8_t wire[12] = { 10, 77, 1, 2, 0x74, 0x15, 0x12, 0x34, EMD_ADDR_UDP_V1, 0, 0, 0 };
+    assert_memory_equal(a, wire, 12);                           /* the diagram, byte by byte */
+    assert_int_equal(emd_addr_framing(a, 12, id, &ep), EMD_FRAMING_UDP);
+    assert_memory_equal(id, ID, 6);
+    assert_int_equal(ep, 0x1234);
+    /* the L2 decoder never takes it for a bulk-queue address */
+    assert_int_equal(emd_addr_decode(a, 12, mac, &ep, &slots, &slot), -1);
+    /* L2 addresses are L2 */
+    uint8_t l2[12];
+    assert_int_equal(emd_addr_framing(l2, emd_addr_encode(l2, MAC, 3, 0, 0), id, &ep), EMD_FRAMING_L2);
+    assert_int_equal(emd_addr_framing(l2, emd_addr_encode(l2, MAC, 3, 4, 1), id, &ep), EMD_FRAMING_L2);
+    uint8_t b[12];
+    struct { int at; uint8_t v; } bad[] = {
+        { 8, 3 },                      /* unknown format */
+        { 9, 1 }, { 11, 1 },           /* reserved bytes */
+        { 6, 0 },                      /* endpoint 0 (with [7] below) */
+        { 0, 224 },                    /* multicast */
+        { 0, 0 },                      /* 0.77.1.2: with [1..3] below, 0.0.0.0 */
+        { 4, 0 },                      /* port 0 (with [5] below) */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memcpy(b, a, 12);
+        b[bad[i].at] = bad[i].v;
+        if (bad[i].at == 6 || bad[i].at == 4)
+            b[bad[i].at + 1] = 0;
+        if (bad[i].at == 0 && bad[i].v == 0)
+            memset(b, 0, 4);
+        assert_int_equal(emd_addr_framing(b, 12, id, &ep), -1);
+    }
+    memset(b, 0xff, 4);                                          /* broadcast */
+    assert_int_equal(emd_addr_framing(b, 12, id, &ep), -1);
+    assert_int_equal(emd_addr_framing(a, 10, id, &ep), -1);      /* length */
+    /* node ids a daemon sends to */
+    assert_true(emd_node_unicast(EMD_FRAMING_UDP, ID));
+    static const uint8_t odd[6] = { 11, 0, 0, 1, 0x74, 0x15 };  /* an odd first byte is fine in udp */
+    assert_true(emd_node_unicast(EMD_FRAMING_UDP, odd));
+    assert_false(emd_node_unicast(EMD_FRAMING_L2, odd));        /* ... a group MAC in L2 */
+    assert_true(emd_node_unicast(EMD_FRAMING_L2, MAC));
+}
+
 static void test_hello(void **st)
 {
     (void)st;
@@ -421,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_wire_shim),
         cmocka_unit_test(test_bulkq_check),
         cmocka_unit_test(test_addr),
+        cmocka_unit_test(test_addr_udp),
         cmocka_unit_test(test_hello),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

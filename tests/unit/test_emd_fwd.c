@@ -16,8 +16,14 @@
  *   - hostile and odd port frames (short, foreign magic, other version,
  *     unknown class, reserved bits, a length beyond the frame, endpoint 0,
  *     an endpoint nobody has, a bad hello) are counted and dropped, and the
- *     job next to them is not disturbed.
+ *     job next to them is not disturbed;
+ *   - udp framing (emd --framing udp): node ids are IPv4 + port (11.x, whose
+ *     first byte an L2 check would take for a multicast MAC), the node table
+ *     keys by them and gives the port link_dpdk's 14-byte udp blob, the
+ *     clients publish udp addresses; a client of the other framing is
+ *     refused at attach and at set_peer, naming both settings.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,6 +44,11 @@
 #define SLOTS 64u
 
 static const uint8_t MACS[2][6] = { { 2, 0xe7, 0, 0, 0, 1 }, { 2, 0xe7, 0, 0, 0, 2 } };
+/* udp framing: 11.0.0.1:29717 and 11.0.1.2:29717 */
+static const uint8_t IPS[2][6] = { { 11, 0, 0, 1, 0x74, 0x15 }, { 11, 0, 1, 2, 0x74, 0x15 } };
+static int UDP;                            /* the world runs udp framing */
+static em_link_addr_t LAST_BLOB[2];        /* what each daemon last gave its port's set_peer */
+static unsigned UNREACH_ASKED;             /* set_peer calls for a node the port cannot reach */
 
 /* ------------------------------------------------------------ port -- */
 
@@ -65,9 +76,19 @@ static int p_flush(em_link_t *l) { return em_link_flush(((struct port *)l)->sim)
 static int p_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     struct port *pt = (struct port *)l;
-    if (a->len != 8 || peer >= 16)
+    LAST_BLOB[pt->node] = *a;
+    unsigned node;
+    if (UDP) {        /* link_dpdk's udp blob: MAC (any: ff), queue 0, IPv4, port */
+        static const uint8_t head[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0 };
+        if (a->len != 14 || peer >= 16 || memcmp(a->bytes, head, 8) != 0)
+            return -1;
+        node = memcmp(a->bytes + 8, IPS[0], 6) == 0 ? 0 : memcmp(a->bytes + 8, IPS[1], 6) == 0 ? 1 : 2;
+        UNREACH_ASKED += node == 2;   /* no route to it (link_dpdk's next-hop lookup would fail) */
+    } else if (a->len != 8 || peer >= 16) {
         return -1;
-    unsigned node = a->bytes[0] == 0xff ? 1 - pt->node : (unsigned)a->bytes[5] - 1;
+    } else {
+        node = a->bytes[0] == 0xff ? 1 - pt->node : (unsigned)a->bytes[5] - 1;
+    }
     if (node > 1)
         return -1;
     em_link_addr_t sa = { .len = 1, .bytes = { (uint8_t)node } };
@@ -144,13 +165,13 @@ static void client(unsigned k, unsigned node, unsigned idx, uint16_t ep)
     c->region = aligned_alloc(64, (c->size + 63) & ~63ull);
     assert_non_null(c->region);
     memset(c->region, 0, c->size);
-    emd_shm_init(c->region, c->size, CMTU, RXSZ, SLOTS, 99, ep, MACS[node]);
-    c->region->flags |= EMD_SHM_F_DAEMON_ACKS;
+    emd_shm_init(c->region, c->size, CMTU, RXSZ, SLOTS, 99, ep, UDP ? IPS[node] : MACS[node]);
+    c->region->flags |= EMD_SHM_F_DAEMON_ACKS | (UDP ? EMD_SHM_F_UDP : 0);
     atomic_store(&c->region->heartbeat_ns, 0);
     assert_int_equal(emd_core_attach(&D[node], idx, 100 + (int)k, c->region, c->size, RXSZ, SLOTS, ep,
                                      1, 0, EMD_BULKQ_NO_SLOT), 0);
     char err[256];
-    em_emd_cfg_t cfg = { 0 };
+    em_emd_cfg_t cfg = { .framing = UDP ? EMD_FRAMING_UDP : EMD_FRAMING_L2 };
     c->link = em_link_emd_from_region(c->region, c->size, 99, ep, &cfg, err, sizeof err);
     assert_non_null(c->link);
     assert_true(c->link->flags & EM_LINK_F_ACKS);
@@ -194,7 +215,8 @@ static void world_lossy(double loss, double dup)
         PORT[n] = (struct port){ .link = { .ops = &PORT_OPS, .mtu = PMTU }, .sim = em_sim_link(SIM, n),
                                  .node = n };
         memset(&D[n], 0, sizeof D[n]);
-        assert_int_equal(emd_core_init(&D[n], &PORT[n].link, MACS[n], CMTU, 2, 16, 16, 1), 0);
+        assert_int_equal(emd_core_init(&D[n], &PORT[n].link, UDP ? IPS[n] : MACS[n], CMTU, 2, 16, 16, 1), 0);
+        D[n].framing = UDP ? EMD_FRAMING_UDP : EMD_FRAMING_L2;
     }
     client(0, 0, 0, 10);
     client(1, 0, 1, 11);
@@ -214,6 +236,7 @@ static void end_world(void)
     for (unsigned n = 0; n < 2; n++)
         emd_core_fini(&D[n]);
     em_sim_destroy(SIM);
+    UDP = 0;
 }
 
 /* one round: the sim's clock, both daemons (port, then tx rings), every engine */
@@ -380,6 +403,93 @@ static void test_hostile_port_frames(void **st)
     end_world();
 }
 
+static void test_udp_framing_keys_by_ip_and_port(void **st)
+{
+    (void)st;
+    UDP = 1;
+    world();
+    /* the clients publish udp addresses: node id = IPv4 + port, endpoint */
+    uint8_t id[6];
+    uint16_t ep;
+    assert_int_equal(CL[2].link->local.len, EMD_ADDR_LEN_UDP);
+    assert_int_equal(emd_addr_framing(CL[2].link->local.bytes, CL[2].link->local.len, id, &ep),
+                     EMD_FRAMING_UDP);
+    assert_memory_equal(id, IPS[1], 6);
+    assert_int_equal(ep, 20);
+    pair(0, 2, 0xfffffff0u, 77u);
+    send_msgs(0, 2, 24);
+    /* node 0's daemon keyed node 1 by (IP, port) and gave the port the udp blob */
+    assert_int_equal(D[0].nnodes, 1);
+    assert_memory_equal(D[0].nodes[0].mac, IPS[1], 6);
+    assert_int_equal(LAST_BLOB[0].len, 14);
+    assert_memory_equal(LAST_BLOB[0].bytes + 8, IPS[1], 6);
+    assert_int_equal(D[1].nnodes, 1);                /* its eager ACKs went back the same way */
+    assert_memory_equal(D[1].nodes[0].mac, IPS[0], 6);
+    assert_true(D[1].acks > 0);
+    assert_int_equal(D[0].tx_bad_mac + D[1].rx_bad + D[1].rx_no_ep, 0);
+    /* same node: through the daemon, not the wire */
+    pair(0, 1, 5u, 6u);
+    uint64_t local0 = D[0].local;
+    send_msgs(1, 0, 6);
+    assert_true(D[0].local >= local0 + 6);   /* (the wire may still carry the last exchange's ACKs) */
+    /* an L2 peer address, or a udp one naming a multicast group, is refused */
+    em_link_addr_t a = { 0 };
+    a.len = emd_addr_encode(a.bytes, MACS[1], 20, 0, 0);
+    assert_int_equal(em_link_set_peer(CL[0].link, 2, &a), -EINVAL);
+    static const uint8_t mcast[6] = { 224, 0, 0, 1, 0x74, 0x15 };
+    a.len = emd_addr_encode_udp(a.bytes, mcast, 20);
+    assert_int_equal(em_link_set_peer(CL[0].link, 2, &a), -EINVAL);
+    /* a node the port cannot reach: asked once, then refused without asking
+     * (a retransmitting client must not stall the loop in lookups) */
+    static const uint8_t far[6] = { 11, 0, 9, 9, 0x74, 0x15 };
+    a.len = emd_addr_encode_udp(a.bytes, far, 20);
+    assert_int_equal(em_engine_set_peer(CL[1].eng, 2, &a), 0);
+    assert_int_equal(em_engine_set_peer_keys(CL[1].eng, 2, 0x5eed, 1u, 2u), 0);
+    static em_proto_op_t op[4];
+    static const uint8_t msg[8] = "lost";
+    uint64_t unreach0 = D[0].nodes_unreachable;
+    UNREACH_ASKED = 0;
+    for (unsigned m = 0; m < 4; m++)
+        assert_int_equal(em_engine_send(CL[1].eng, &op[m], 2, 1, msg, sizeof msg, NULL), 0);
+    for (unsigned r = 0; r < 50; r++)
+        round_();
+    assert_int_equal(UNREACH_ASKED, 1);
+    assert_true(D[0].nodes_unreachable >= unreach0 + 4);
+    end_world();
+}
+
+static void test_framing_mismatch_refused(void **st)
+{
+    (void)st;
+    UDP = 0;
+    world();                                          /* L2 daemons */
+    em_link_addr_t a = { 0 };
+    a.len = emd_addr_encode_udp(a.bytes, IPS[1], 20);
+    assert_int_equal(em_link_set_peer(CL[0].link, 2, &a), -EINVAL);   /* a udp peer */
+    /* a job asking udp of an L2 daemon, and the reverse: refused at attach, naming both */
+    for (int daemon_udp = 0; daemon_udp < 2; daemon_udp++) {
+        uint32_t ss;
+        uint64_t size = emd_shm_size(CMTU, RXSZ, SLOTS, &ss);
+        struct emd_shm_hdr *h = aligned_alloc(64, (size + 63) & ~63ull);
+        assert_non_null(h);
+        memset(h, 0, size);
+        emd_shm_init(h, size, CMTU, RXSZ, SLOTS, 99, 30, daemon_udp ? IPS[0] : MACS[0]);
+        h->flags |= daemon_udp ? EMD_SHM_F_UDP : 0;
+        char err[512] = "";
+        em_emd_cfg_t cfg = { .framing = daemon_udp ? EMD_FRAMING_L2 : EMD_FRAMING_UDP };
+        assert_null(em_link_emd_from_region(h, size, 99, 30, &cfg, err, sizeof err));
+        assert_non_null(strstr(err, daemon_udp ? "btl_dpdk_framing l2" : "btl_dpdk_framing udp"));
+        assert_non_null(strstr(err, daemon_udp ? "--framing udp" : "--framing l2"));
+        cfg.framing = daemon_udp ? EMD_FRAMING_UDP : EMD_FRAMING_L2;   /* matching: attaches */
+        em_link_t *l = em_link_emd_from_region(h, size, 99, 30, &cfg, err, sizeof err);
+        assert_non_null(l);
+        assert_int_equal(l->local.len, daemon_udp ? EMD_ADDR_LEN_UDP : EMD_ADDR_LEN);
+        em_link_close(l);
+        free(h);
+    }
+    end_world();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -387,6 +497,8 @@ int main(void)
         cmocka_unit_test(test_same_node_through_the_daemon),
         cmocka_unit_test(test_lossy_wire_exactly_once),
         cmocka_unit_test(test_hostile_port_frames),
+        cmocka_unit_test(test_udp_framing_keys_by_ip_and_port),
+        cmocka_unit_test(test_framing_mismatch_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,6 +37,7 @@
 #include "link/link_dpdk.h"
 #include "link/link_emd.h"
 #include "link/link_bulkq.h"
+#include "emd_abi/emd_wire.h"
 #include "opal/mca/btl/base/base.h"
 
 extern mca_btl_base_component_3_0_0_t mca_btl_dpdk_component;
@@ -127,7 +128,9 @@ static int dpdk_register(void)
           "l2: raw Ethernet frames (ethertype 0x88B5), for one L2 segment; udp: every frame in "
           "UDP/IPv4 to the peer's address and port, through the next hop the kernel names, for "
           "routed fabrics and cloud networks (docs/design.md \"Framing\").  Every process of the "
-          "job must use the same; in l2 a peer behind a router is refused at wire-up" },
+          "job must use the same; in l2 a peer behind a router is refused at wire-up.  Daemon "
+          "mode: the node's emd must run the same (emd --framing; its --udp-port/--udp-addr "
+          "apply, not btl_dpdk_udp_*), else the job stops at start-up" },
         { "udp_port", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_4, &dpdk_udp_port,
           "udp framing: this process's UDP port (0 = 29717; the AF_XDP filter object takes "
           "29717 and 29718)" },
@@ -208,7 +211,7 @@ static void emd_closing(void *ctx, const em_emd_stats_t *s)
                 (unsigned long long)s->ack_tx_bulk);
 }
 
-static em_link_t *emd_open_link(char *err, size_t errlen)
+static em_link_t *emd_open_link(int udp, char *err, size_t errlen)
 {
     char path[1024];
     if (em_link_dpdk_devargs(dpdk_emd_socket, "", path, sizeof path, err, errlen) != 0)
@@ -230,6 +233,8 @@ static em_link_t *emd_open_link(char *err, size_t errlen)
         .heartbeat_timeout_ms = dpdk_emd_heartbeat_ms > 0 ? (uint32_t)dpdk_emd_heartbeat_ms : 0,
         .dead_cb = emd_dead,
         .bulk_mode = mode, .bulk_open = bulk_open, .note_cb = bulk_note, .close_cb = emd_closing,
+        /* the daemon must run the same framing (emd --framing): checked at attach */
+        .framing = udp ? EMD_FRAMING_UDP : EMD_FRAMING_L2,
     };
     return em_link_emd_open(&c, err, errlen);
 }
@@ -242,14 +247,8 @@ static em_link_t *dpdk_open_link(unsigned index, char *err, size_t errlen)
         return NULL;
     }
     int udp = 0 == strcmp(fr, "udp");
-    if (dpdk_mode && 0 == strcmp(dpdk_mode, "daemon")) {
-        if (udp) {
-            snprintf(err, errlen, "btl_dpdk_framing udp is not available in daemon mode yet (emd "
-                     "sends L2 frames): use btl_dpdk_mode direct");
-            return NULL;
-        }
-        return index == 0 ? emd_open_link(err, errlen) : NULL;  /* one link: the daemon's */
-    }
+    if (dpdk_mode && 0 == strcmp(dpdk_mode, "daemon"))   /* one link: the daemon's */
+        return index == 0 ? emd_open_link(udp, err, errlen) : NULL;
     if (dpdk_mode && 0 != strcmp(dpdk_mode, "direct")) {
         snprintf(err, errlen, "btl_dpdk_mode must be 'direct' or 'daemon', not '%s'", dpdk_mode);
         return NULL;
