@@ -70,6 +70,20 @@ static em_pkt_t *make_frame(em_link_t *l, uint16_t peer, unsigned f, uint32_t le
     return p;
 }
 
+/* send @p n frames of @p len bytes to @p peer in one burst, numbered from
+ * @p first (their pattern); their lengths go to @p lens for expect_frames */
+static void send_burst(em_link_t *l, uint16_t peer, unsigned first, unsigned n, uint32_t len,
+                       uint32_t *lens)
+{
+    em_pkt_t *pk[64];
+    assert_true(n <= 64);
+    for (unsigned f = 0; f < n; f++) {
+        lens[f] = len;
+        pk[f] = make_frame(l, peer, first + f, len, NULL);
+    }
+    assert_int_equal(em_link_tx_burst(l, pk, n), n);
+}
+
 /* receive @p n frames (at most @p max per burst) and check them against
  * the pattern of frames first..first+n-1 and lengths @p lens */
 static void expect_frames(em_link_t *l, unsigned first, unsigned n, const uint32_t *lens,
@@ -184,12 +198,7 @@ static void test_gso_fallback_loses_nothing(void **state)
     enum { N = 12 };
     uint32_t lens[N];
     for (unsigned round = 0; round < 2; round++) {
-        em_pkt_t *pk[N];
-        for (unsigned f = 0; f < N; f++) {
-            lens[f] = 1200;
-            pk[f] = make_frame(a, 1, round * N + f, lens[f], NULL);
-        }
-        assert_int_equal(em_link_tx_burst(a, pk, N), N);
+        send_burst(a, 1, round * N, N, 1200, lens);
         expect_frames(b, round * N, N, lens, 64);
     }
     const em_udp_stats_t *s = em_link_udp_stats(a);
@@ -257,13 +266,8 @@ static void test_no_gro_receiver(void **state)
     assert_int_equal(info.gro, 0);
     assert_int_equal(em_link_set_peer(a, 1, &b->local), 0);
     enum { N = 20 };
-    em_pkt_t *pk[N];
     uint32_t lens[N];
-    for (unsigned f = 0; f < N; f++) {
-        lens[f] = 1472;
-        pk[f] = make_frame(a, 1, f, lens[f], NULL);
-    }
-    assert_int_equal(em_link_tx_burst(a, pk, N), N);
+    send_burst(a, 1, 0, N, 1472, lens);
     assert_true(em_link_udp_stats(a)->tx_gso_sends >= 1);
     expect_frames(b, 0, N, lens, 64);
     assert_int_equal(em_link_udp_stats(b)->rx_gro_dgrams, 0);
@@ -279,13 +283,8 @@ static void test_no_gso(void **state)
     em_link_t *a = open_link(1, 0), *b = open_link(0, 0);
     assert_int_equal(em_link_set_peer(a, 1, &b->local), 0);
     enum { N = 10 };
-    em_pkt_t *pk[N];
     uint32_t lens[N];
-    for (unsigned f = 0; f < N; f++) {
-        lens[f] = 1000;
-        pk[f] = make_frame(a, 1, f, lens[f], NULL);
-    }
-    assert_int_equal(em_link_tx_burst(a, pk, N), N);
+    send_burst(a, 1, 0, N, 1000, lens);
     assert_int_equal(em_link_udp_stats(a)->tx_gso_sends, 0);
     assert_int_equal(em_link_udp_stats(a)->tx_dgrams, N);
     expect_frames(b, 0, N, lens, 64);
