@@ -289,17 +289,5 @@ static mca_btl_base_module_t **rudp_init(int *num_btls, bool progress_threads, b
 
 static int rudp_progress(void) { return em_btl_progress(&rudp_module); }
 
-__attribute__((visibility("default")))
-mca_btl_base_component_3_0_0_t mca_btl_rudp_component = {
-    .btl_version = {
-        EM_BTL_VERSION("rudp"),
-        .mca_open_component = rudp_open,
-        .mca_close_component = rudp_close,
-        .mca_register_component_params = rudp_register,
-    },
-    .btl_data = {
-        .param_field = MCA_BASE_METADATA_PARAM_CHECKPOINT,
-    },
-    .btl_init = rudp_init,
-    .btl_progress = rudp_progress,
-};
+/* mca_btl_rudp_component, the struct Open MPI loads */
+EM_BTL_COMPONENT(rudp);
