@@ -876,6 +876,18 @@ static void test_bad_config_and_arguments(void **st)
     em_proto_destroy(x.p);
 }
 
+/* the cc parameter's names (the BTLs' and the provider's btl_*_cc) */
+static void test_cc_mode_names(void **st)
+{
+    (void)st;
+    assert_int_equal(em_cc_mode_parse("loss"), EM_CC_LOSS);
+    assert_int_equal(em_cc_mode_parse(NULL), EM_CC_LOSS);
+    assert_int_equal(em_cc_mode_parse("delay"), EM_CC_DELAY);
+    assert_int_equal(em_cc_mode_parse("off"), EM_CC_OFF);
+    assert_int_equal(em_cc_mode_parse("Loss"), -1);
+    assert_int_equal(em_cc_mode_parse(""), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -909,6 +921,7 @@ int main(void)
         cmocka_unit_test(test_sequence_wraps),
         cmocka_unit_test(test_destroy_cancels_pending),
         cmocka_unit_test(test_bad_config_and_arguments),
+        cmocka_unit_test(test_cc_mode_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
