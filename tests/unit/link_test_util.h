@@ -2,18 +2,33 @@
 /**
  * @file link_test_util.h
  * Small steps the link tests (test_link_dpdk, test_link_dpdk_udp,
- * test_ipudp) share: send one string as a frame, and put a correct IPv4
- * header checksum back after a test rewrote a header field.  Header-only,
+ * test_ipudp, test_link_udp, test_link_emd) share: record the link's
+ * messages, send one frame, and put a correct IPv4 header checksum back
+ * after a test rewrote a header field.  Header-only,
  * for cmocka test programs (the send asserts); include after cmocka.h.
  */
 #ifndef EM_TESTS_LINK_TEST_UTIL_H
 #define EM_TESTS_LINK_TEST_UTIL_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "link/ipudp.h"
 #include "link/link.h"
+
+/* What the link said through its message callback (em_udp_cfg_t.note,
+ * em_emd_cfg_t.dead_cb): how often, and the last message.  One recorder
+ * per test program (a header-only static); the test zeroes cb_calls. */
+static unsigned cb_calls;
+static char cb_last[256];
+
+static inline void cb_record(void *ctx, const char *msg)
+{
+    (void)ctx;
+    cb_calls++;
+    snprintf(cb_last, sizeof cb_last, "%s", msg);
+}
 
 /** Send one frame to @p peer: @p hdr_len bytes of @p hdr copied into the
  *  packet, then @p ext_len bytes at @p ext gathered behind them (ext NULL:

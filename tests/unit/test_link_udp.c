@@ -22,26 +22,17 @@
 #include <cmocka.h>
 
 #include "link/link_udp.h"
+#include "link_test_util.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
 #endif
 
-static unsigned nnotes;
-static char last_note[256];
-
-static void note(void *ctx, const char *msg)
-{
-    (void)ctx;
-    nnotes++;
-    snprintf(last_note, sizeof last_note, "%s", msg);
-}
-
 static em_link_t *open_link(int no_gso, int no_gro)
 {
     char err[256];
     em_udp_cfg_t c = { .iface = "127.0.0.1", .mtu = 1472, .no_gso = no_gso, .no_gro = no_gro,
-                       .note = note };
+                       .note = cb_record };
     em_link_t *l = em_link_udp_open(&c, err, sizeof err);
     if (!l)
         fail_msg("open: %s", err);
@@ -194,7 +185,7 @@ static void test_gso_fallback_loses_nothing(void **state)
     assert_int_equal(em_link_set_peer(a, 1, &b->local), 0);
     int one = 1;
     assert_int_equal(setsockopt(em_link_udp_fd(a), SOL_SOCKET, SO_NO_CHECK, &one, sizeof one), 0);
-    nnotes = 0;
+    cb_calls = 0;
     enum { N = 12 };
     uint32_t lens[N];
     for (unsigned round = 0; round < 2; round++) {
@@ -209,8 +200,8 @@ static void test_gso_fallback_loses_nothing(void **state)
     em_udp_info_t info;
     em_link_udp_info(a, &info);
     assert_int_equal(info.gso, 0);
-    assert_int_equal(nnotes, 1);
-    assert_non_null(strstr(last_note, "GSO"));
+    assert_int_equal(cb_calls, 1);
+    assert_non_null(strstr(cb_last, "GSO"));
     em_link_close(a);
     em_link_close(b);
 }
