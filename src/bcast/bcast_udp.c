@@ -184,10 +184,7 @@ em_link_t *em_bcast_udp_link_open(const em_bcast_cfg_t *cfg, char *err, size_t e
         ubc_close(&u->link);
         return NULL;
     }
-    for (unsigned i = 0; i < TX_POOL; i++) {
-        u->tx[i].data = u->tx_mem + (size_t)i * u->link.mtu;
-        em_pkt_pool_put(&u->tx_pool, &u->tx[i]);
-    }
+    em_pkt_pool_fill(&u->tx_pool, u->tx, u->tx_mem, TX_POOL, u->link.mtu);
     uint16_t port = cfg->port ? cfg->port : DEFAULT_PORT;
     int one = 1, big = 4 << 20;
     u->fd = socket(AF_INET, SOCK_DGRAM, 0);

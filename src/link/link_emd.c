@@ -15,6 +15,7 @@
  */
 #include "link/link_emd.h"
 #include "link/link_util.h"
+#include "link/pkt_pool.h"
 #include "emd_abi/emd_ctl_msg.h"
 #include "emd_abi/emd_region.h"
 #include "emd_abi/emd_ring.h"
@@ -56,8 +57,8 @@ struct emd_link {
     struct peer_addr *peers;
     uint32_t npeers;
     em_pkt_t tx_pkts[EMD_TX_POOL];
-    em_pkt_t *tx_free[EMD_TX_POOL];
-    unsigned ntx_free;
+    em_pkt_t *tx_stack[EMD_TX_POOL];
+    em_pkt_pool_t tx_pool;            /* free packets of tx_pkts */
     uint8_t *tx_mem;
     em_pkt_t rx_pkts[EMD_RX_BURST];
     uint64_t rx_src[EMD_RX_BURST];    /* (MAC, endpoint) the daemon says each came from */
@@ -142,21 +143,15 @@ static void maybe_check(struct emd_link *d)
 
 static em_pkt_t *emd_tx_alloc(em_link_t *l)
 {
-    struct emd_link *d = (struct emd_link *)l;
-    if (!d->ntx_free)
-        return NULL;
-    em_pkt_t *p = d->tx_free[--d->ntx_free];
-    p->len = 0;
-    p->cls = EM_PKT_DATA;             /* until the caller says otherwise */
-    p->ext = NULL;
-    p->ext_len = 0;
+    em_pkt_t *p = em_pkt_pool_get(&((struct emd_link *)l)->tx_pool);
+    if (p)
+        p->cls = EM_PKT_DATA;         /* until the caller says otherwise */
     return p;
 }
 
 static void emd_tx_free(em_link_t *l, em_pkt_t *p)
 {
-    struct emd_link *d = (struct emd_link *)l;
-    d->tx_free[d->ntx_free++] = p;
+    em_pkt_pool_put(&((struct emd_link *)l)->tx_pool, p);
 }
 
 static void wake_daemon(struct emd_link *d)
@@ -235,7 +230,7 @@ static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
         em_pkt_t *p = pkts[k];
         if (p->peer >= d->npeers || !d->peers[p->peer].set || p->len + p->ext_len > d->mtu) {
             d->st.tx_bad++;                /* engine bug: drop, as a wire would */
-            d->tx_free[d->ntx_free++] = p;
+            em_pkt_pool_put(&d->tx_pool, p);
             continue;
         }
         const struct peer_addr *pa = &d->peers[p->peer];
@@ -263,7 +258,7 @@ static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
                 bq.bytes[bq.n] = q->len;
                 bq.put[bq.n] = (uint8_t)put;
                 bq.pk[bq.n++] = q;
-                d->tx_free[d->ntx_free++] = p;
+                em_pkt_pool_put(&d->tx_pool, p);
                 continue;
             }
             if (used == room)
@@ -273,7 +268,7 @@ static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
         }
         fill_slot(d, pa, p->cls, p->data, p->len, p->ext, p->ext_len, 0);
         used++;
-        d->tx_free[d->ntx_free++] = p;   /* copied: the buffer is free again */
+        em_pkt_pool_put(&d->tx_pool, p);   /* copied: the buffer is free again */
     }
     flush_bulk(d, &bq, &used, room);
     if (k < n)
@@ -736,11 +731,8 @@ static em_link_t *make_link(struct emd_shm_hdr *h, uint64_t size, int fd, uint16
     emd_ring_init_rx(&d->rx, h);
     emd_ring_init_tx(&d->tx, h);
     d->tx_mem = txm;
-    for (unsigned i = 0; i < EMD_TX_POOL; i++) {
-        d->tx_pkts[i].data = txm + (size_t)i * mtu;
-        d->tx_free[i] = &d->tx_pkts[i];
-    }
-    d->ntx_free = EMD_TX_POOL;
+    em_pkt_pool_init(&d->tx_pool, d->tx_stack, EMD_TX_POOL);
+    em_pkt_pool_fill(&d->tx_pool, d->tx_pkts, txm, EMD_TX_POOL, mtu);
     em_loss_init(&d->loss, cfg->rx_loss, cfg->loss_seed);
     d->hb_timeout_ns = (uint64_t)(cfg->heartbeat_timeout_ms ? cfg->heartbeat_timeout_ms : 3000) * 1000000ull;
     d->last_check_ns = em_clock_ns();

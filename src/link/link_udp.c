@@ -17,6 +17,7 @@
  */
 #include "link/link_udp.h"
 #include "link/link_util.h"
+#include "link/pkt_pool.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -64,8 +65,8 @@ struct udp_link {
     em_udp_info_t info;
     /* tx */
     em_pkt_t tx_pkts[UDP_TX_POOL];
-    em_pkt_t *tx_free[UDP_TX_POOL];
-    unsigned ntx_free;
+    em_pkt_t *tx_stack[UDP_TX_POOL];
+    em_pkt_pool_t tx_pool;       /* free packets of tx_pkts */
     uint8_t *tx_mem;
     struct mmsghdr tx_msgs[UDP_TX_MSGS];
     struct iovec tx_iov[UDP_TX_IOV];
@@ -90,19 +91,12 @@ struct udp_link {
 
 static em_pkt_t *udp_tx_alloc(em_link_t *l)
 {
-    struct udp_link *u = (struct udp_link *)l;
-    if (!u->ntx_free)
-        return NULL;
-    em_pkt_t *p = u->tx_free[--u->ntx_free];
-    p->ext = NULL;
-    p->ext_len = 0;
-    return p;
+    return em_pkt_pool_get(&((struct udp_link *)l)->tx_pool);
 }
 
 static void udp_tx_free(em_link_t *l, em_pkt_t *p)
 {
-    struct udp_link *u = (struct udp_link *)l;
-    u->tx_free[u->ntx_free++] = p;
+    em_pkt_pool_put(&((struct udp_link *)l)->tx_pool, p);
 }
 
 static uint32_t frame_len(const em_pkt_t *p) { return p->len + p->ext_len; }
@@ -545,11 +539,8 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
         udp_close(&u->link);
         return NULL;
     }
-    for (unsigned i = 0; i < UDP_TX_POOL; i++) {
-        u->tx_pkts[i].data = u->tx_mem + (size_t)i * mtu;
-        u->tx_free[i] = &u->tx_pkts[i];
-    }
-    u->ntx_free = UDP_TX_POOL;
+    em_pkt_pool_init(&u->tx_pool, u->tx_stack, UDP_TX_POOL);
+    em_pkt_pool_fill(&u->tx_pool, u->tx_pkts, u->tx_mem, UDP_TX_POOL, mtu);
     u->link.ops = &udp_ops;
     u->link.mtu = mtu;
     u->link.flags = EM_LINK_F_GATHER;

@@ -10,6 +10,8 @@
 
 #include "proto/seq.h"
 
+#include <string.h>
+
 static uint64_t clamp_cwnd(const em_cc_t *c, uint64_t w)
 {
     if (w < c->cwnd_min)
@@ -318,4 +320,15 @@ void em_cc_flush(em_cc_t *c)
     c->ep_active = 0;
     c->ep_cut = 0;
     c->ep_cong = 0;
+}
+
+int em_cc_mode_parse(const char *name)
+{
+    if (!name || 0 == strcmp(name, "loss"))
+        return EM_CC_LOSS;
+    if (0 == strcmp(name, "delay"))
+        return EM_CC_DELAY;
+    if (0 == strcmp(name, "off"))
+        return EM_CC_OFF;
+    return -1;
 }

@@ -70,6 +70,11 @@ typedef enum em_cc_mode {
     EM_CC_DELAY = 2, /**< loss (proportional, once per window) + RTT target, paced (default) */
 } em_cc_mode_t;
 
+/** The mode named @p name as the components' cc parameter spells it:
+ *  "loss" (also NULL), "delay" or "off".
+ *  @return an em_cc_mode_t, or -1 for any other name. */
+int em_cc_mode_parse(const char *name);
+
 /** Configuration of one protocol instance (one endpoint talking to many peers). */
 typedef struct em_proto_cfg {
     /** The key of every pair until em_proto_set_peer() gives the pair's own

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bcast/bcast_wire.h"
+#include "seed_file.h"
 
 static int seed(const char *dir, const char *name, uint16_t count, uint32_t offset, size_t pad_to)
 {
@@ -20,17 +21,7 @@ static int seed(const char *dir, const char *name, uint16_t count, uint32_t offs
     em_bc_encode_hdr(&h, b + 4);
     for (uint16_t i = 0; i < count; i++)
         em_bc_put_f64(b + 4 + EM_BC_HDR_LEN + 8u * i, 0.5 * i - 3);
-    size_t n = EM_BC_HDR_LEN + 8u * count;
-    if (n < pad_to)
-        n = pad_to;
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(b, 1, 4 + n, f) != 4 + n) {
-        perror(path);
-        return 1;
-    }
-    return fclose(f) != 0;
+    return em_seed_write_frame(dir, name, b, 4, EM_BC_HDR_LEN + 8u * count, pad_to);
 }
 
 int main(int argc, char **argv)

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "seed_file.h"
+
 static uint8_t buf[4096];
 static size_t n;
 
@@ -19,14 +21,8 @@ static void w(uint32_t v) { b(v >> 24); b(v >> 16); b(v >> 8); b(v); }
 
 static void put(const char *dir, const char *name)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(buf, 1, n, f) != n) {
-        perror(path);
+    if (em_seed_write(dir, name, buf, n) != 0)
         exit(1);
-    }
-    fclose(f);
     n = 0;
 }
 

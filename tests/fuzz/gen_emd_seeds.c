@@ -9,17 +9,12 @@
 #include "emd_abi/emd_ctl_msg.h"
 #include "emd_abi/emd_region.h"
 #include "emd_abi/emd_wire.h"
+#include "seed_file.h"
 
 static void put(const char *dir, const char *name, const void *p, size_t n)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(p, 1, n, f) != n) {
-        perror(path);
+    if (em_seed_write(dir, name, p, n) != 0)
         exit(1);
-    }
-    fclose(f);
 }
 
 int main(int argc, char **argv)

@@ -6,21 +6,18 @@
 #include <stdio.h>
 
 #include "halo/halo_table.h"
+#include "seed_file.h"
 
 static int write_seed(const char *dir, const char *name, const struct em_halo_sizes *t)
 {
 	unsigned char buf[EM_HALO_DESC_LEN(16, 16)];
 	size_t len = em_halo_desc_encode(t, buf, sizeof(buf));
-	char path[4096];
-	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	if (f == NULL || len == 0 || fwrite(buf, 1, len, f) != len) {
-		perror(path);
+	if (len == 0) {
+		fprintf(stderr, "%s: description does not encode\n", name);
 		return 1;
 	}
-	return fclose(f) != 0;
+	return em_seed_write(dir, name, buf, len);
 }
 
 int main(int argc, char **argv)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "link/ipudp.h"
+#include "seed_file.h"
 
 static int seed(const char *dir, const char *name, uint8_t flags, uint32_t plen, int csum,
                 size_t pad_to)
@@ -26,20 +27,7 @@ static int seed(const char *dir, const char *name, uint8_t flags, uint32_t plen,
         em_csum_piece_t pc = { f + EM_IPUDP_HDR_LEN, plen };
         em_ipudp_udp_csum_set(f, &pc, 1);
     }
-    size_t n = EM_IPUDP_HDR_LEN + plen;
-    if (n < pad_to)
-        n = pad_to;
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *fp = fopen(path, "wb");
-    if (!fp || fwrite(b, 1, 1 + n, fp) != 1 + n) {
-        perror(path);
-        if (fp)
-            fclose(fp);
-        return 1;
-    }
-    fclose(fp);
-    return 0;
+    return em_seed_write_frame(dir, name, b, 1, EM_IPUDP_HDR_LEN + plen, pad_to);
 }
 
 int main(int argc, char **argv)

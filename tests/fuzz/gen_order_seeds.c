@@ -7,17 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int write_seed(const char *dir, const char *name, const unsigned char *b, size_t len)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(b, 1, len, f) != len) {
-        perror(path);
-        return 1;
-    }
-    return fclose(f) != 0;
-}
+#include "seed_file.h"
 
 int main(int argc, char **argv)
 {
@@ -35,7 +25,7 @@ int main(int argc, char **argv)
     raw[n++] = 0xff; raw[n++] = 0xff; raw[n++] = 0xff; raw[n++] = 0xfe; raw[n++] = 'h'; raw[n++] = 'i';
     raw[n++] = 0xc2; raw[n++] = 0x00; raw[n++] = 0x01;   /* raw, too short */
     raw[n++] = 0x00; raw[n++] = 0x00; raw[n++] = 0x00;   /* the sender's next ones */
-    return write_seed(argv[1], "order_inorder.bin", inorder, sizeof inorder) |
-           write_seed(argv[1], "order_mixed.bin", mixed, sizeof mixed) |
-           write_seed(argv[1], "order_raw.bin", raw, n);
+    return em_seed_write(argv[1], "order_inorder.bin", inorder, sizeof inorder) |
+           em_seed_write(argv[1], "order_mixed.bin", mixed, sizeof mixed) |
+           em_seed_write(argv[1], "order_raw.bin", raw, n);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "proto/wire.h"
+#include "seed_file.h"
 
 static size_t frame(uint8_t *b, uint8_t type, uint32_t seq, uint16_t len, uint16_t fno, uint16_t fcnt, uint32_t mlen)
 {
@@ -25,30 +26,21 @@ static size_t frame(uint8_t *b, uint8_t type, uint32_t seq, uint16_t len, uint16
     return n + h.len;
 }
 
-static int put(const char *dir, const char *name, const uint8_t *b, size_t n)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(b, 1, n, f) != n) { perror(path); return 1; }
-    return fclose(f) != 0;
-}
-
 int main(int argc, char **argv)
 {
     if (argc != 2) { fprintf(stderr, "usage: gen_seeds OUTDIR\n"); return 2; }
     const char *d = argv[1];
     uint8_t b[2048], r[2048];
     int rc = 0;
-    rc |= put(d, "decode_data.bin", b, frame(b, EM_PT_DATA, 0xFFFFFFF0u, 20, 0, 1, 20));
-    rc |= put(d, "decode_frag.bin", b, frame(b, EM_PT_DATA, 3, 100, 1, 3, 300));
-    rc |= put(d, "decode_put.bin", b, frame(b, EM_PT_PUT, 7, 30, 0, 1, 30));
-    rc |= put(d, "decode_ack.bin", b, frame(b, EM_PT_ACK, 0, 0, 0, 0, 0));
-    rc |= put(d, "decode_nack.bin", b, frame(b, EM_PT_NACK, 0, 0, 0, 0, 0));
+    rc |= em_seed_write(d, "decode_data.bin", b, frame(b, EM_PT_DATA, 0xFFFFFFF0u, 20, 0, 1, 20));
+    rc |= em_seed_write(d, "decode_frag.bin", b, frame(b, EM_PT_DATA, 3, 100, 1, 3, 300));
+    rc |= em_seed_write(d, "decode_put.bin", b, frame(b, EM_PT_PUT, 7, 30, 0, 1, 30));
+    rc |= em_seed_write(d, "decode_ack.bin", b, frame(b, EM_PT_ACK, 0, 0, 0, 0, 0));
+    rc |= em_seed_write(d, "decode_nack.bin", b, frame(b, EM_PT_NACK, 0, 0, 0, 0, 0));
     /* a probe and its answer (issue 12): flags at byte 3 */
     size_t pn = frame(b, EM_PT_ACK, 0, 0, 0, 0, 0);
     b[3] = EM_F_ACKNOW | EM_F_PROBED;
-    rc |= put(d, "decode_probe.bin", b, pn);
+    rc |= em_seed_write(d, "decode_probe.bin", b, pn);
 
     /* a window of 101 frames (wider than the SACK bitmap): we send (harness
      * flag 4|8), the peer probes us, time passes so our timer fires and we
@@ -73,7 +65,7 @@ int main(int argc, char **argv)
             memcpy(r + n, b, fl);
             n += fl;
         }
-        rc |= put(d, "rx_probe.bin", r, n);
+        rc |= em_seed_write(d, "rx_probe.bin", r, n);
     }
 
     /* receive-path sequences: byte 0 = mode/window, then [len16][flags][frame] */
@@ -96,7 +88,7 @@ int main(int argc, char **argv)
             memcpy(r + n, b, fl);
             n += fl;
         }
-        rc |= put(d, mode ? "rx_gbn.bin" : "rx_sr.bin", r, n);
+        rc |= em_seed_write(d, mode ? "rx_gbn.bin" : "rx_sr.bin", r, n);
     }
     return rc;
 }

@@ -90,4 +90,45 @@ static pid_t start_emd(const char *emd, const char *name, const char *max_client
     return -1;
 }
 
+/** 0 when the test can run; 77 (meson's "skipped", said on stderr) when
+ *  not root: the daemon needs DPDK and the tests switch users. */
+static int emd_harness_need_root(void)
+{
+    if (geteuid() == 0)
+        return 0;
+    fprintf(stderr, "skipped: needs root (DPDK, setuid)\n");
+    return 77;
+}
+
+/** Stop @p emd with SIGTERM and CHECK that it exits 0. */
+static void stop_emd(pid_t emd)
+{
+    int ws = 0;
+    kill(emd, SIGTERM);
+    waitpid(emd, &ws, 0);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "emd did not stop cleanly (%d)", ws);
+}
+
+/**
+ * The test's verdict: the daemon's log lines matching @p log_re (always
+ * when @p show_log, else only on failure), "passed"/"FAILED" with the time
+ * since @p t0, and the scratch directory removed when passed (kept for a
+ * look when not).
+ * @return the exit status, 0 or 1.
+ */
+static int emd_harness_finish(uint64_t t0, const char *log_re, int show_log)
+{
+    char cmd[300];
+    if (show_log || failures) {
+        snprintf(cmd, sizeof cmd, "grep -E '%s' %s >&2", log_re, logpath);
+        if (system(cmd) != 0) {}
+    }
+    fprintf(stderr, "%s in %.1f s\n", failures ? "FAILED" : "passed", (double)(now_ms() - t0) / 1000.0);
+    if (!failures) {
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        if (system(cmd) != 0) {}
+    }
+    return failures ? 1 : 0;
+}
+
 #endif

@@ -340,10 +340,8 @@ int main(int argc, char **argv)
 {
     if (argc != 2)
         return 2;
-    if (geteuid() != 0) {
-        fprintf(stderr, "skipped: needs root (DPDK, setuid)\n");
+    if (emd_harness_need_root())
         return 77;
-    }
     uint64_t t0 = now_ms();
     static const char *const more[] = { "--max-sleep-us", "200", NULL };
     pid_t emd = start_emd(argv[1], "emd-hostile", "8", more);
@@ -385,17 +383,6 @@ int main(int argc, char **argv)
     }
     kill(emd, SIGUSR1);
     usleep(200000);
-    kill(emd, SIGTERM);
-    ws = 0;
-    waitpid(emd, &ws, 0);
-    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "emd did not stop cleanly (%d)", ws);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "grep -E 'detached|refused|stats|refusals' %s >&2", logpath);
-    if (system(cmd) != 0) {}
-    fprintf(stderr, "%s in %.1f s\n", failures ? "FAILED" : "passed", (double)(now_ms() - t0) / 1000.0);
-    if (!failures) {
-        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-        if (system(cmd) != 0) {}
-    }
-    return failures ? 1 : 0;
+    stop_emd(emd);
+    return emd_harness_finish(t0, "detached|refused|stats|refusals", 1);
 }

@@ -251,10 +251,8 @@ int main(int argc, char **argv)
 {
     if (argc != 3)
         return 2;
-    if (geteuid() != 0) {
-        fprintf(stderr, "skipped: needs root (DPDK, setuid)\n");
+    if (emd_harness_need_root())
         return 77;
-    }
     uint64_t t0 = now_ms();
     pid_t emd = start_emd(argv[1], "emd-status", "2", NULL);
     if (emd < 0)
@@ -295,17 +293,6 @@ int main(int argc, char **argv)
     for (int k = 0; k < 2; k++)
         if (a[k].fd >= 0)
             close(a[k].fd);
-    kill(emd, SIGTERM);
-    int ws = 0;
-    waitpid(emd, &ws, 0);
-    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "emd did not stop cleanly (%d)", ws);
-    fprintf(stderr, "%s in %.1f s\n", failures ? "FAILED" : "passed", (double)(now_ms() - t0) / 1000.0);
-    char cmd[200];
-    if (failures) {
-        snprintf(cmd, sizeof cmd, "grep -E 'refused|STATUS' %s >&2", logpath);
-        if (system(cmd) != 0) {}
-    }
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) {}
-    return failures ? 1 : 0;
+    stop_emd(emd);
+    return emd_harness_finish(t0, "refused|STATUS", 0);
 }

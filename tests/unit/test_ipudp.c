@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "link/ipudp.h"
+#include "link_test_util.h"
 
 static const em_ipudp_path_t path = {
     .src_mac = { 2, 0xe7, 0, 0, 0, 1 }, .dst_mac = { 2, 0xe7, 0xfe, 0, 0, 1 },
@@ -35,15 +36,7 @@ static size_t build(uint32_t plen, int csum)
 }
 
 /* fix the IP checksum after a test changed an IP header field */
-static void fix_ip_csum(void)
-{
-    frame[24] = frame[25] = 0;
-    em_csum_t c = { 0, 0 };
-    em_csum_add(&c, frame + 14, 20);
-    uint16_t v = (uint16_t)~em_csum_fold(&c);
-    frame[24] = (uint8_t)(v >> 8);
-    frame[25] = (uint8_t)v;
-}
+static void fix_ip_csum(void) { em_test_ip_csum_fix(frame); }
 
 static void test_reference_ip_checksum(void **state)
 {

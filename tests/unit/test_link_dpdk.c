@@ -27,6 +27,7 @@
 #include <rte_mbuf.h>
 
 #include "link/link_dpdk.h"
+#include "link_test_util.h"
 
 static em_link_t *L;
 
@@ -45,15 +46,7 @@ static int open_ring(double loss)
     return L ? 0 : -1;
 }
 
-static void send_frame(uint16_t peer, const char *s)
-{
-    em_pkt_t *p = em_link_tx_alloc(L);
-    assert_non_null(p);
-    p->len = (uint32_t)strlen(s);
-    memcpy(p->data, s, p->len);
-    p->peer = peer;
-    assert_int_equal(em_link_tx_burst(L, &p, 1), 1);
-}
+static void send_frame(uint16_t peer, const char *s) { em_test_send_str(L, peer, s); }
 
 /* receive up to max frames (copies, NUL-terminated) */
 static unsigned drain(char (*out)[64], unsigned max)
@@ -103,14 +96,7 @@ static void test_gather_payload(void **st)
     static uint8_t payload[1200];
     for (size_t i = 0; i < sizeof payload; i++)
         payload[i] = (uint8_t)(i * 7 + 3);
-    em_pkt_t *p = em_link_tx_alloc(L);
-    assert_non_null(p);
-    memcpy(p->data, "HDR:", 4);
-    p->len = 4;
-    p->ext = payload;
-    p->ext_len = sizeof payload;
-    p->peer = 0;
-    assert_int_equal(em_link_tx_burst(L, &p, 1), 1);
+    em_test_send(L, 0, "HDR:", 4, payload, sizeof payload);
     assert_int_equal(em_link_dpdk_stats(L)->tx_extbuf, 1);
     em_pkt_t *pk[4];
     unsigned n = 0;

@@ -25,19 +25,10 @@
 #include <rte_mbuf.h>
 
 #include "link/ipudp.h"
+#include "link_test_util.h"
 #include "link/link_dpdk.h"
 
 static em_link_t *L;
-
-static void send_to(em_link_t *l, uint16_t peer, const char *s)
-{
-    em_pkt_t *p = em_link_tx_alloc(l);
-    assert_non_null(p);
-    p->len = (uint32_t)strlen(s);
-    memcpy(p->data, s, p->len);
-    p->peer = peer;
-    assert_int_equal(em_link_tx_burst(l, &p, 1), 1);
-}
 
 /* poll until @p want frames came (or 2000 tries); check each against @p s */
 static unsigned expect(em_link_t *l, unsigned want, const char *s, uint16_t peer)
@@ -69,8 +60,8 @@ static void test_address_and_loopback(void **st)
     assert_non_null(strstr(s, " 169.254."));
     assert_non_null(strstr(s, ":29717"));
     assert_int_equal(em_link_set_peer(L, 2, &L->local), 0);
-    send_to(L, 2, "hello over udp");
-    send_to(L, 2, "hello over udp");
+    em_test_send_str(L, 2, "hello over udp");
+    em_test_send_str(L, 2, "hello over udp");
     assert_int_equal(expect(L, 2, "hello over udp", 2), 2);
     assert_true(em_link_dpdk_stats(L)->tx_csum_sw >= 2);
     /* an L2 peer: refused with the reason */
@@ -90,13 +81,7 @@ static void test_gather_checksum(void **st)
     static uint8_t payload[1201];   /* odd: the second piece starts at an odd offset too */
     for (size_t i = 0; i < sizeof payload; i++)
         payload[i] = (uint8_t)(i * 7 + 3);
-    em_pkt_t *p = em_link_tx_alloc(L);
-    memcpy(p->data, "HDR", 3);
-    p->len = 3;
-    p->ext = payload;
-    p->ext_len = sizeof payload;
-    p->peer = 0;
-    assert_int_equal(em_link_tx_burst(L, &p, 1), 1);
+    em_test_send(L, 0, "HDR", 3, payload, sizeof payload);
     em_pkt_t *pk[4];
     unsigned n = 0;
     for (int tries = 0; tries < 2000 && n == 0; tries++)
@@ -135,12 +120,7 @@ static void flip_payload(uint8_t *f) { f[EM_IPUDP_HDR_LEN + 3] ^= 1; }
 static void set_mf(uint8_t *f)
 {
     f[20] |= 0x20;
-    f[24] = f[25] = 0;
-    em_csum_t c = { 0, 0 };
-    em_csum_add(&c, f + 14, 20);
-    uint16_t v = (uint16_t)~em_csum_fold(&c);
-    f[24] = (uint8_t)(v >> 8);
-    f[25] = (uint8_t)v;
+    em_test_ip_csum_fix(f);
 }
 static void other_port(uint8_t *f) { f[37] = (uint8_t)(f[37] + 7); }
 
@@ -153,7 +133,7 @@ static void test_refused_frames(void **st)
     inject(flip_payload);
     inject(set_mf);
     inject(other_port);
-    send_to(L, 2, "good");
+    em_test_send_str(L, 2, "good");
     assert_int_equal(expect(L, 1, "good", 2), 1);
     for (int i = 0; i < 200; i++)   /* nothing else comes */
         assert_int_equal(expect(L, 1, "none", 0), 0);
@@ -173,8 +153,8 @@ static void test_shared_by_port(void **st)
     assert_non_null(b);
     assert_int_equal(b->local.bytes[12] << 8 | b->local.bytes[13], EM_UDP_PORT_BCAST);
     assert_int_equal(em_link_set_peer(b, 0, &b->local), 0);
-    send_to(b, 0, "to the channel");
-    send_to(L, 2, "to the protocol");
+    em_test_send_str(b, 0, "to the channel");
+    em_test_send_str(L, 2, "to the protocol");
     /* either user may poll first: each gets only its own */
     assert_int_equal(expect(L, 1, "to the protocol", 2), 1);
     assert_int_equal(expect(b, 1, "to the channel", 0), 1);

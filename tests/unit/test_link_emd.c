@@ -29,17 +29,9 @@
 #include "emd_abi/emd_wire.h"
 #include "link/link_emd.h"
 #include "proto/wire.h"
+#include "link_test_util.h"
 
 #include "emd_fixture.h"
-
-static int dead_calls;
-static char dead_why[256];
-static void on_dead(void *ctx, const char *why)
-{
-    (void)ctx;
-    dead_calls++;
-    snprintf(dead_why, sizeof dead_why, "%s", why);
-}
 
 static void test_loss_refused_with_daemon_acks(void **st)
 {
@@ -67,24 +59,24 @@ static void test_rx_corrupt_indices(void **st)
     uint64_t size;
     char err[512];
     struct emd_shm_hdr *h = make_region(&size, 1492, 1u << 16, 32);
-    dead_calls = 0;
-    em_emd_cfg_t c = { .dead_cb = on_dead };
+    cb_calls = 0;
+    em_emd_cfg_t c = { .dead_cb = cb_record };
     em_link_t *l = em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err);
     assert_non_null(l);
     em_pkt_t *rx[8];
     atomic_store(&h->rx.tail, 17);                 /* not a record boundary */
     assert_int_equal(em_link_rx_burst(l, rx, 8), 0);
-    assert_int_equal(dead_calls, 1);
-    assert_non_null(strstr(dead_why, "corrupt"));
+    assert_int_equal(cb_calls, 1);
+    assert_non_null(strstr(cb_last, "corrupt"));
     em_link_close(l);
     /* more than the ring holds */
     memset(h, 0, size);
     emd_shm_init(h, size, 1492, 1u << 16, 32, 0x1234, 5, MAC);
-    dead_calls = 0;
+    cb_calls = 0;
     l = em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err);
     atomic_store(&h->rx.tail, (1u << 16) + 64);
     assert_int_equal(em_link_rx_burst(l, rx, 8), 0);
-    assert_int_equal(dead_calls, 1);
+    assert_int_equal(cb_calls, 1);
     em_link_close(l);
     munmap(h, size);
 }
@@ -184,8 +176,8 @@ static void test_link_rings_and_death(void **st)
     pthread_t t;
     fake_start(&f, &t);
     char err[512] = "";
-    dead_calls = 0;
-    em_emd_cfg_t c = { .socket_path = f.path, .dead_cb = on_dead };
+    cb_calls = 0;
+    em_emd_cfg_t c = { .socket_path = f.path, .dead_cb = cb_record };
     em_link_t *l = em_link_emd_open(&c, err, sizeof err);
     pthread_join(t, NULL);
     assert_non_null(l);
@@ -286,8 +278,8 @@ static void test_link_rings_and_death(void **st)
     memcpy(drx.base + (drx.mine & (drx.cap - 1)), &rh, sizeof rh);
     atomic_store(&f.h->rx.tail, drx.mine + 128);
     assert_int_equal(em_link_rx_burst(l, rx, 8), 0);
-    assert_int_equal(dead_calls, 1);
-    assert_non_null(strstr(dead_why, "bad length"));
+    assert_int_equal(cb_calls, 1);
+    assert_non_null(strstr(cb_last, "bad length"));
     em_link_emd_stats(l, &es);
     assert_int_equal(es.rx_bad, 1);
     em_link_close(l);
@@ -298,7 +290,7 @@ static void test_link_rings_and_death(void **st)
     munmap(f.h, f.size);
     f.h = NULL;
     pthread_create(&t, NULL, fake_daemon, &f);
-    dead_calls = 0;
+    cb_calls = 0;
     l = em_link_emd_open(&c, err, sizeof err);
     pthread_join(t, NULL);
     assert_non_null(l);
@@ -309,9 +301,9 @@ static void test_link_rings_and_death(void **st)
     do {
         (void)em_link_rx_burst(l, rx, 8);
         clock_gettime(CLOCK_MONOTONIC, &t1);
-    } while (!dead_calls && t1.tv_sec - t0.tv_sec < 2);
-    assert_int_equal(dead_calls, 1);
-    assert_non_null(strstr(dead_why, "closed"));
+    } while (!cb_calls && t1.tv_sec - t0.tv_sec < 2);
+    assert_int_equal(cb_calls, 1);
+    assert_non_null(strstr(cb_last, "closed"));
     assert_int_equal(em_link_flush(l), -EPIPE);
     assert_int_equal(em_link_tx_burst(l, &p, 0), 0);
     em_link_close(l);

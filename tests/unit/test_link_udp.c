@@ -22,26 +22,17 @@
 #include <cmocka.h>
 
 #include "link/link_udp.h"
+#include "link_test_util.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
 #endif
 
-static unsigned nnotes;
-static char last_note[256];
-
-static void note(void *ctx, const char *msg)
-{
-    (void)ctx;
-    nnotes++;
-    snprintf(last_note, sizeof last_note, "%s", msg);
-}
-
 static em_link_t *open_link(int no_gso, int no_gro)
 {
     char err[256];
     em_udp_cfg_t c = { .iface = "127.0.0.1", .mtu = 1472, .no_gso = no_gso, .no_gro = no_gro,
-                       .note = note };
+                       .note = cb_record };
     em_link_t *l = em_link_udp_open(&c, err, sizeof err);
     if (!l)
         fail_msg("open: %s", err);
@@ -68,6 +59,20 @@ static em_pkt_t *make_frame(em_link_t *l, uint16_t peer, unsigned f, uint32_t le
     }
     p->peer = peer;
     return p;
+}
+
+/* send @p n frames of @p len bytes to @p peer in one burst, numbered from
+ * @p first (their pattern); their lengths go to @p lens for expect_frames */
+static void send_burst(em_link_t *l, uint16_t peer, unsigned first, unsigned n, uint32_t len,
+                       uint32_t *lens)
+{
+    em_pkt_t *pk[64];
+    assert_true(n <= 64);
+    for (unsigned f = 0; f < n; f++) {
+        lens[f] = len;
+        pk[f] = make_frame(l, peer, first + f, len, NULL);
+    }
+    assert_int_equal(em_link_tx_burst(l, pk, n), n);
 }
 
 /* receive @p n frames (at most @p max per burst) and check them against
@@ -180,16 +185,11 @@ static void test_gso_fallback_loses_nothing(void **state)
     assert_int_equal(em_link_set_peer(a, 1, &b->local), 0);
     int one = 1;
     assert_int_equal(setsockopt(em_link_udp_fd(a), SOL_SOCKET, SO_NO_CHECK, &one, sizeof one), 0);
-    nnotes = 0;
+    cb_calls = 0;
     enum { N = 12 };
     uint32_t lens[N];
     for (unsigned round = 0; round < 2; round++) {
-        em_pkt_t *pk[N];
-        for (unsigned f = 0; f < N; f++) {
-            lens[f] = 1200;
-            pk[f] = make_frame(a, 1, round * N + f, lens[f], NULL);
-        }
-        assert_int_equal(em_link_tx_burst(a, pk, N), N);
+        send_burst(a, 1, round * N, N, 1200, lens);
         expect_frames(b, round * N, N, lens, 64);
     }
     const em_udp_stats_t *s = em_link_udp_stats(a);
@@ -200,8 +200,8 @@ static void test_gso_fallback_loses_nothing(void **state)
     em_udp_info_t info;
     em_link_udp_info(a, &info);
     assert_int_equal(info.gso, 0);
-    assert_int_equal(nnotes, 1);
-    assert_non_null(strstr(last_note, "GSO"));
+    assert_int_equal(cb_calls, 1);
+    assert_non_null(strstr(cb_last, "GSO"));
     em_link_close(a);
     em_link_close(b);
 }
@@ -257,13 +257,8 @@ static void test_no_gro_receiver(void **state)
     assert_int_equal(info.gro, 0);
     assert_int_equal(em_link_set_peer(a, 1, &b->local), 0);
     enum { N = 20 };
-    em_pkt_t *pk[N];
     uint32_t lens[N];
-    for (unsigned f = 0; f < N; f++) {
-        lens[f] = 1472;
-        pk[f] = make_frame(a, 1, f, lens[f], NULL);
-    }
-    assert_int_equal(em_link_tx_burst(a, pk, N), N);
+    send_burst(a, 1, 0, N, 1472, lens);
     assert_true(em_link_udp_stats(a)->tx_gso_sends >= 1);
     expect_frames(b, 0, N, lens, 64);
     assert_int_equal(em_link_udp_stats(b)->rx_gro_dgrams, 0);
@@ -279,13 +274,8 @@ static void test_no_gso(void **state)
     em_link_t *a = open_link(1, 0), *b = open_link(0, 0);
     assert_int_equal(em_link_set_peer(a, 1, &b->local), 0);
     enum { N = 10 };
-    em_pkt_t *pk[N];
     uint32_t lens[N];
-    for (unsigned f = 0; f < N; f++) {
-        lens[f] = 1000;
-        pk[f] = make_frame(a, 1, f, lens[f], NULL);
-    }
-    assert_int_equal(em_link_tx_burst(a, pk, N), N);
+    send_burst(a, 1, 0, N, 1000, lens);
     assert_int_equal(em_link_udp_stats(a)->tx_gso_sends, 0);
     assert_int_equal(em_link_udp_stats(a)->tx_dgrams, N);
     expect_frames(b, 0, N, lens, 64);

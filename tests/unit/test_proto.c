@@ -114,6 +114,17 @@ static em_proto_t *mk(struct fx *x, em_recovery_t mode, uint32_t isn)
     return x->p;
 }
 
+/* Recreate x's protocol with x->cfg as the test changed it (counters and
+ * captured frames cleared). */
+static void remk(struct fx *x)
+{
+    int err;
+    em_proto_destroy(x->p);
+    memset(&x->c, 0, sizeof x->c);
+    x->p = em_proto_create(&x->cfg, &OPS, &x->c, &err);
+    assert_non_null(x->p);
+}
+
 /* Craft a frame from peer 1 and feed it in. */
 static void feed(struct fx *x, em_hdr_t h, const void *payload, uint64_t now)
 {
@@ -499,12 +510,9 @@ static void test_probe_is_answered_once(void **st)
 static void test_wide_window_sack_and_drain(void **st)
 {
     struct fx x;
-    int err;
     mk(&x, EM_RECOVERY_SR, 60);
-    em_proto_destroy(x.p);
     x.cfg.window = 128;
-    x.p = em_proto_create(&x.cfg, &OPS, &x.c, &err);
-    assert_non_null(x.p);
+    remk(&x);
     feed(&x, data(60, 0, "a"), "a", 0);            /* rcv_nxt 61 */
     static const uint32_t held[] = { 63, 64, 70, 124, 130, 187 };   /* 187 = 61 + 126 */
     for (unsigned i = 0; i < 6; i++)
@@ -735,13 +743,9 @@ static void test_link_acks_refusal_fails_peer(void **st)
     assert_int_equal(x.c.nfailed, 0);                          /* no link ACKs: dropped */
     assert_int_equal(em_proto_stats(x.p)->drop_window, 1);
     assert_null(em_proto_fail_reason(x.p, 1));
-    em_proto_destroy(x.p);
 
     x.cfg.link_acks = true;
-    int err;
-    memset(&x.c, 0, sizeof x.c);
-    x.p = em_proto_create(&x.cfg, &OPS, &x.c, &err);
-    assert_non_null(x.p);
+    remk(&x);
     assert_int_equal(em_proto_flow(x.p, 1, &f), 0);
     assert_int_equal(f.rcv_nxt, 0x7ffffffeu);
     assert_int_equal(f.snd_nxt, 0x7ffffffeu);
@@ -769,14 +773,10 @@ static void test_link_acks_refusal_fails_peer(void **st)
 static void test_link_acks_budget_and_refused_put_fail_peer(void **st)
 {
     struct fx x;
-    int err;
     mk(&x, EM_RECOVERY_SR, 10);
-    em_proto_destroy(x.p);
     x.cfg.link_acks = true;
     x.cfg.max_msg = 2000;                 /* this rank accepts 2000 B messages */
-    memset(&x.c, 0, sizeof x.c);
-    x.p = em_proto_create(&x.cfg, &OPS, &x.c, &err);
-    assert_non_null(x.p);
+    remk(&x);
     /* first fragment of a 5000 B message, in order: over the budget */
     em_hdr_t h = { .type = EM_PT_DATA, .tag = 1, .seq = 10, .ack = 10, .len = 1000,
                    .msg_len = 5000, .frag_cnt = 5, .msg_id = 1 };
@@ -810,23 +810,18 @@ static void test_link_acks_budget_and_refused_put_fail_peer(void **st)
 static void test_tx_room_counts_the_congestion_window(void **st)
 {
     struct fx x;
-    int err;
     em_proto_op_t op;
     static uint8_t msg[2000];
     mk(&x, EM_RECOVERY_SR, 0);
-    em_proto_destroy(x.p);
     x.cfg.window = 64;
     x.cfg.cc = EM_CC_LOSS;
     x.cfg.cc_init_frames = 8;
-    memset(&x.c, 0, sizeof x.c);
-    x.p = em_proto_create(&x.cfg, &OPS, &x.c, &err);
-    assert_non_null(x.p);
+    remk(&x);
     assert_int_equal(em_proto_tx_room(x.p, 1, 0), 8);    /* cwnd, not the 64-frame window */
     assert_int_equal(em_proto_send(x.p, &op, 1, 1, msg, sizeof msg, NULL, 0), 0);
     assert_int_equal(em_proto_tx_room(x.p, 1, 0), 6);
     x.cfg.cc = EM_CC_OFF;
-    em_proto_destroy(x.p);
-    x.p = em_proto_create(&x.cfg, &OPS, &x.c, &err);
+    remk(&x);
     assert_int_equal(em_proto_tx_room(x.p, 1, 0), 64);
     em_proto_destroy(x.p);
 }
@@ -881,6 +876,18 @@ static void test_bad_config_and_arguments(void **st)
     em_proto_destroy(x.p);
 }
 
+/* the cc parameter's names (the BTLs' and the provider's btl_*_cc) */
+static void test_cc_mode_names(void **st)
+{
+    (void)st;
+    assert_int_equal(em_cc_mode_parse("loss"), EM_CC_LOSS);
+    assert_int_equal(em_cc_mode_parse(NULL), EM_CC_LOSS);
+    assert_int_equal(em_cc_mode_parse("delay"), EM_CC_DELAY);
+    assert_int_equal(em_cc_mode_parse("off"), EM_CC_OFF);
+    assert_int_equal(em_cc_mode_parse("Loss"), -1);
+    assert_int_equal(em_cc_mode_parse(""), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -914,6 +921,7 @@ int main(void)
         cmocka_unit_test(test_sequence_wraps),
         cmocka_unit_test(test_destroy_cancels_pending),
         cmocka_unit_test(test_bad_config_and_arguments),
+        cmocka_unit_test(test_cc_mode_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,18 +50,6 @@ void em_btl_add_help_dir(const void *symbol_in_component)
     }
 }
 
-/** The cc parameter's value (docs/design.md "Congestion control"); -1 if unknown. */
-static int cc_mode(const char *s)
-{
-    if (!s || 0 == strcmp(s, "loss"))
-        return EM_CC_LOSS;
-    if (0 == strcmp(s, "delay"))
-        return EM_CC_DELAY;
-    if (0 == strcmp(s, "off"))
-        return EM_CC_OFF;
-    return -1;
-}
-
 /* window 0: about @p kb KiB in flight at this MTU, 64 .. EM_WINDOW_MAX
  * frames (docs/design.md "link_udp": 64 frames are 94 KB at MTU 1500, the
  * bound of rudp's bandwidth there; at 9000 they are 576 KB already). */
@@ -104,7 +92,7 @@ static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, em_
     cfg.rto_max_ns = (uint64_t)params->rto_max_us * 1000u;
     cfg.max_retries = (uint32_t)params->retries;
     cfg.ack_delay_ns = (uint64_t)params->ack_delay_us * 1000u;
-    cfg.cc = (em_cc_mode_t)cc_mode(params->cc);     /* checked by the caller */
+    cfg.cc = (em_cc_mode_t)em_cc_mode_parse(params->cc);     /* checked by the caller */
     /* Pace in bursts of 64 KB, not 8 frames: the kernel sends a GSO batch of
      * up to 64 KB as one packet anyway (as TCP paces TSO-sized bursts), and
      * a user-space loop woken per 1.5 KB frame lost 40 % of rudp's bandwidth
@@ -163,7 +151,7 @@ static int check_params(const char *name, const em_btl_params_t *params, em_reco
                        "recovery", params->recovery, "sr or gbn");
         return -1;
     }
-    if (cc_mode(params->cc) < 0) {
+    if (em_cc_mode_parse(params->cc) < 0) {
         opal_show_help(HELP_FILE, "bad-param", true, name, opal_process_info.nodename,
                        "cc", params->cc, "delay, loss or off");
         return -1;

@@ -179,6 +179,25 @@ typedef struct em_btl_module {
     MCA_BASE_MAKE_VERSION(component, EM_VERSION_MAJOR, EM_VERSION_MINOR,        \
                           EM_VERSION_RELEASE)
 
+/**
+ * Define the exported component struct mca_btl_<name>_component of an em
+ * BTL: every one is the same but for its callbacks <name>_open, _close,
+ * _register, _init and _progress, which the component file defines.
+ */
+#define EM_BTL_COMPONENT(name)                                                  \
+    __attribute__((visibility("default")))                                      \
+    mca_btl_base_component_3_0_0_t mca_btl_##name##_component = {               \
+        .btl_version = {                                                        \
+            EM_BTL_VERSION(#name),                                              \
+            .mca_open_component = name##_open,                                  \
+            .mca_close_component = name##_close,                                \
+            .mca_register_component_params = name##_register,                   \
+        },                                                                      \
+        .btl_data = { .param_field = MCA_BASE_METADATA_PARAM_CHECKPOINT },      \
+        .btl_init = name##_init,                                                \
+        .btl_progress = name##_progress,                                        \
+    }
+
 /** Register the common MCA parameters of component @p c into @p p. */
 int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p);
 

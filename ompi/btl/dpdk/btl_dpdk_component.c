@@ -334,17 +334,5 @@ int em_btl_dpdk_counters(uint64_t *out, int n)
     return 5;
 }
 
-__attribute__((visibility("default")))
-mca_btl_base_component_3_0_0_t mca_btl_dpdk_component = {
-    .btl_version = {
-        EM_BTL_VERSION("dpdk"),
-        .mca_open_component = dpdk_open,
-        .mca_close_component = dpdk_close,
-        .mca_register_component_params = dpdk_register,
-    },
-    .btl_data = {
-        .param_field = MCA_BASE_METADATA_PARAM_CHECKPOINT,
-    },
-    .btl_init = dpdk_init,
-    .btl_progress = dpdk_progress,
-};
+/* mca_btl_dpdk_component, the struct Open MPI loads */
+EM_BTL_COMPONENT(dpdk);

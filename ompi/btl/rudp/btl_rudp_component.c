@@ -33,6 +33,7 @@
 
 #include "../common/em_btl.h"
 #include "link/link_udp.h"
+#include "util/procfs.h"
 
 /* exported: the component Open MPI looks up by name */
 extern mca_btl_base_component_3_0_0_t mca_btl_rudp_component;
@@ -219,16 +220,7 @@ static long proc_long(const char *path)
 /* CAP_NET_ADMIN effective: link_udp's SO_{SND,RCV}BUFFORCE then works */
 static int has_net_admin(void)
 {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    unsigned long long eff = 0;
-    if (!f)
-        return 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "CapEff: %llx", &eff) == 1)
-            break;
-    fclose(f);
-    return (eff >> 12) & 1;                 /* CAP_NET_ADMIN */
+    return (em_proc_field("/proc/self/status", "CapEff:", 16, 0) >> 12) & 1;   /* CAP_NET_ADMIN */
 }
 
 /* Without CAP_NET_ADMIN the kernel clamps the socket buffers to
@@ -297,17 +289,5 @@ static mca_btl_base_module_t **rudp_init(int *num_btls, bool progress_threads, b
 
 static int rudp_progress(void) { return em_btl_progress(&rudp_module); }
 
-__attribute__((visibility("default")))
-mca_btl_base_component_3_0_0_t mca_btl_rudp_component = {
-    .btl_version = {
-        EM_BTL_VERSION("rudp"),
-        .mca_open_component = rudp_open,
-        .mca_close_component = rudp_close,
-        .mca_register_component_params = rudp_register,
-    },
-    .btl_data = {
-        .param_field = MCA_BASE_METADATA_PARAM_CHECKPOINT,
-    },
-    .btl_init = rudp_init,
-    .btl_progress = rudp_progress,
-};
+/* mca_btl_rudp_component, the struct Open MPI loads */
+EM_BTL_COMPONENT(rudp);

@@ -7,6 +7,7 @@
  * port.  Process-global state, unlocked: one thread opens and closes ports.
  */
 #include "link/dpdk/dpdk_internal.h"
+#include "util/procfs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -51,16 +52,7 @@ static void remove_dir(const char *dir)
 
 long em_link_dpdk_hugepages_free(void)
 {
-    FILE *f = fopen("/proc/meminfo", "r");
-    char line[128];
-    long v = 0;
-    if (!f)
-        return 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "HugePages_Free: %ld", &v) == 1)
-            break;
-    fclose(f);
-    return v;
+    return (long)em_proc_field("/proc/meminfo", "HugePages_Free:", 10, 0);
 }
 
 void em_dpdk_eal_hold(void) { eal_ports++; }

@@ -214,21 +214,17 @@ uint16_t em_dpdk_udp_rx_peer(const struct dpdk_link *d, const em_pkt_t *p)
 /* grow the per-peer arrays to hold @p peer */
 static int udp_reserve(struct dpdk_udp *u, uint16_t peer)
 {
+    const struct { void **arr; size_t elem; } t[] = {
+        { (void **)&u->path, sizeof *u->path },     { (void **)&u->tmpl, sizeof *u->tmpl },
+        { (void **)&u->nh_ip, sizeof *u->nh_ip },   { (void **)&u->nh_mac, sizeof *u->nh_mac },
+        { (void **)&u->nh_valid, sizeof *u->nh_valid },
+    };
     uint32_t n = u->npeers;
-    if (em_peer_table_reserve((void **)&u->path, &n, sizeof *u->path, peer) != 0)
-        return -1;
-    n = u->npeers;
-    if (em_peer_table_reserve((void **)&u->tmpl, &n, sizeof *u->tmpl, peer) != 0)
-        return -1;
-    n = u->npeers;
-    if (em_peer_table_reserve((void **)&u->nh_ip, &n, sizeof *u->nh_ip, peer) != 0)
-        return -1;
-    n = u->npeers;
-    if (em_peer_table_reserve((void **)&u->nh_mac, &n, sizeof *u->nh_mac, peer) != 0)
-        return -1;
-    n = u->npeers;
-    if (em_peer_table_reserve((void **)&u->nh_valid, &n, sizeof *u->nh_valid, peer) != 0)
-        return -1;
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        n = u->npeers;              /* every array has npeers entries until all have grown */
+        if (em_peer_table_reserve(t[i].arr, &n, t[i].elem, peer) != 0)
+            return -1;
+    }
     u->npeers = n;
     return 0;
 }
