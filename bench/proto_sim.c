@@ -85,7 +85,7 @@ static void s_recv(void *u, unsigned node, uint16_t from, uint8_t tag, const voi
 static void s_complete(void *u, unsigned node, void *ctx, int status)
 {
     struct st *s = u;
-    if (status == -EM_ECANCELED)    /* teardown after the measurement */
+    if (status == -EM_ECANCELED) /* teardown after the measurement */
         return;
     if (status != 0) {
         fprintf(stderr, "operation failed: %s\n", em_strerror(status));
@@ -97,7 +97,11 @@ static void s_complete(void *u, unsigned node, void *ctx, int status)
     }
 }
 
-static bool stream_done(void *u) { struct st *s = u; return s->received == s->to_send && s->done == s->to_send; }
+static bool stream_done(void *u)
+{
+    struct st *s = u;
+    return s->received == s->to_send && s->done == s->to_send;
+}
 static bool pp_done(void *u) { return ((struct st *)u)->pp_left == 0; }
 
 static int cmpd(const void *a, const void *b)
@@ -142,7 +146,9 @@ static struct result run(em_recovery_t mode, unsigned window, double loss, unsig
     uint64_t t = em_simnet_now(s.net);
     const em_proto_stats_t *ps = em_proto_stats(em_simnet_proto(s.net, 1));
     struct result r = {
-        .mode = mode == EM_RECOVERY_SR ? "sr" : "gbn", .window = window, .loss = loss,
+        .mode = mode == EM_RECOVERY_SR ? "sr" : "gbn",
+        .window = window,
+        .loss = loss,
         .gbps = (double)nmsg * s.msg * 8 / (double)t,
         .retx_per_frame = (double)ps->retransmits / (double)ps->tx_data_frames,
         .cpu_ns_per_frame = (w1 - w0) * 1e9 / (double)ps->tx_data_frames,
@@ -181,7 +187,7 @@ static void incast(unsigned mtu, uint64_t seed, uint64_t duration_ns, struct inc
     em_incast_cfg_default(&ic);
     sc.mtu = mtu;
     sc.seed = seed;
-    sc.bn_ns_per_kb = 800;          /* 10 Gbit/s, as each sender's own wire */
+    sc.bn_ns_per_kb = 800; /* 10 Gbit/s, as each sender's own wire */
     sc.bn_queue = 64;
     sc.bn_node = 0;
     ic.duration_ns = duration_ns;
@@ -224,13 +230,21 @@ int main(int argc, char **argv)
     em_proto_cfg_default(&def);
     em_cc_mode_t cc = def.cc;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-q")) { nmsg = 48; npp = 3000; incast_ns = 5000000; }
-        else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "-m") && i + 1 < argc) mtu = (unsigned)atoi(argv[++i]);
-        else if (!strcmp(argv[i], "-s") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 0);
-        else if (!strcmp(argv[i], "-c") && i + 1 < argc) cc = parse_cc(argv[++i]);
+        if (!strcmp(argv[i], "-q")) {
+            nmsg = 48;
+            npp = 3000;
+            incast_ns = 5000000;
+        } else if (!strcmp(argv[i], "-o") && i + 1 < argc)
+            out = argv[++i];
+        else if (!strcmp(argv[i], "-m") && i + 1 < argc)
+            mtu = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-s") && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "-c") && i + 1 < argc)
+            cc = parse_cc(argv[++i]);
         else {
-            fprintf(stderr, "usage: proto_sim [-q] [-o FILE] [-m MTU] [-s SEED] [-c off|loss|delay]\n");
+            fprintf(stderr,
+                    "usage: proto_sim [-q] [-o FILE] [-m MTU] [-s SEED] [-c off|loss|delay]\n");
             return 2;
         }
     }
@@ -240,9 +254,12 @@ int main(int argc, char **argv)
     unsigned n = 0;
 
     printf("proto_sim: simulated link 10 Gbit/s, 5 us one-way, MTU %u, 64 KiB stream x %u, "
-           "64 B ping-pong x %u, seed %" PRIu64 ", cc %s\n\n", mtu, nmsg, npp, seed, CC_NAME[cc]);
-    printf("| mode | window | loss | goodput Gbit/s | lat median us | lat p99 us | retx/frame | cpu ns/frame |\n");
-    printf("|------|-------:|-----:|---------------:|--------------:|-----------:|-----------:|-------------:|\n");
+           "64 B ping-pong x %u, seed %" PRIu64 ", cc %s\n\n",
+           mtu, nmsg, npp, seed, CC_NAME[cc]);
+    printf("| mode | window | loss | goodput Gbit/s | lat median us | lat p99 us | retx/frame | "
+           "cpu ns/frame |\n");
+    printf("|------|-------:|-----:|---------------:|--------------:|-----------:|-----------:|----"
+           "---------:|\n");
     for (int m = 0; m < 2; m++)
         for (unsigned w = 0; w < 5; w++)
             for (unsigned l = 0; l < 3; l++) {
@@ -264,21 +281,23 @@ int main(int argc, char **argv)
     }
     fprintf(f, "[\n");
     for (unsigned i = 0; i < n; i++)
-        fprintf(f, "  {\"kind\": \"stream\", \"cc\": \"%s\", \"mode\": \"%s\", \"window\": %u, "
-                   "\"loss\": %.2f, \"mtu\": %u, "
-                   "\"goodput_gbps\": %.4f, \"latency_median_us\": %.3f, \"latency_p99_us\": %.3f, "
-                   "\"retransmits_per_frame\": %.5f, \"cpu_ns_per_frame\": %.1f},\n",
+        fprintf(f,
+                "  {\"kind\": \"stream\", \"cc\": \"%s\", \"mode\": \"%s\", \"window\": %u, "
+                "\"loss\": %.2f, \"mtu\": %u, "
+                "\"goodput_gbps\": %.4f, \"latency_median_us\": %.3f, \"latency_p99_us\": %.3f, "
+                "\"retransmits_per_frame\": %.5f, \"cpu_ns_per_frame\": %.1f},\n",
                 CC_NAME[cc], res[i].mode, res[i].window, res[i].loss, mtu, res[i].gbps,
                 res[i].lat_med_us, res[i].lat_p99_us, res[i].retx_per_frame,
                 res[i].cpu_ns_per_frame);
     for (unsigned i = 0; i < 3; i++) {
         const em_incast_result_t *r = &inc[i].r;
-        fprintf(f, "  {\"kind\": \"incast\", \"cc\": \"%s\", \"senders\": 8, \"mtu\": %u, "
-                   "\"bottleneck_gbps\": 10, \"buffer_frames\": 64, \"duration_ms\": %.1f, "
-                   "\"goodput_fraction\": %.4f, \"retransmit_fraction\": %.5f, "
-                   "\"jain_fairness\": %.4f, \"min_share\": %.4f, \"data_frames\": %" PRIu64 ", "
-                   "\"retransmits\": %" PRIu64 ", \"timeouts\": %" PRIu64 ", "
-                   "\"bottleneck_drops\": %" PRIu64 ", \"max_queue_frames\": %u}%s\n",
+        fprintf(f,
+                "  {\"kind\": \"incast\", \"cc\": \"%s\", \"senders\": 8, \"mtu\": %u, "
+                "\"bottleneck_gbps\": 10, \"buffer_frames\": 64, \"duration_ms\": %.1f, "
+                "\"goodput_fraction\": %.4f, \"retransmit_fraction\": %.5f, "
+                "\"jain_fairness\": %.4f, \"min_share\": %.4f, \"data_frames\": %" PRIu64 ", "
+                "\"retransmits\": %" PRIu64 ", \"timeouts\": %" PRIu64 ", "
+                "\"bottleneck_drops\": %" PRIu64 ", \"max_queue_frames\": %u}%s\n",
                 CC_NAME[inc[i].cc], mtu, incast_ns / 1e6, r->goodput_frac, r->retx_frac, r->jain,
                 r->min_share, r->data_frames, r->retransmits, r->timeouts, r->bn_dropped,
                 r->bn_max_queue, i + 1 < 3 ? "," : "");

@@ -52,11 +52,16 @@ int main(int argc, char **argv)
     int server = 0, quick = 0, iters = 10000;
     const char *vdev_arg = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--server")) server = 1;
-        else if (!strcmp(argv[i], "--client")) server = 0;
-        else if (!strcmp(argv[i], "--vdev") && i + 1 < argc) vdev_arg = argv[++i];
-        else if (!strcmp(argv[i], "-q")) quick = 1;
-        else if (!strcmp(argv[i], "-i") && i + 1 < argc) iters = atoi(argv[++i]);
+        if (!strcmp(argv[i], "--server"))
+            server = 1;
+        else if (!strcmp(argv[i], "--client"))
+            server = 0;
+        else if (!strcmp(argv[i], "--vdev") && i + 1 < argc)
+            vdev_arg = argv[++i];
+        else if (!strcmp(argv[i], "-q"))
+            quick = 1;
+        else if (!strcmp(argv[i], "-i") && i + 1 < argc)
+            iters = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: raw_pingpong --server|--client --vdev DEVARGS [-q] [-i N]\n");
             return 2;
@@ -74,7 +79,9 @@ int main(int argc, char **argv)
         return 1;
     }
     snprintf(prefix, sizeof prefix, "emraw%ld", (long)getpid());
-    em_dpdk_cfg_t c = { .vdev = vdev, .file_prefix = prefix, .nb_mbufs = 4095, .link_wait_ms = 30000 };
+    em_dpdk_cfg_t c = {
+        .vdev = vdev, .file_prefix = prefix, .nb_mbufs = 4095, .link_wait_ms = 30000
+    };
     em_link_t *l = em_link_dpdk_open(&c, err, sizeof err);
     if (!l) {
         fprintf(stderr, "raw_pingpong: %s\n", err);
@@ -128,7 +135,8 @@ int main(int argc, char **argv)
                 }
                 uint64_t t1 = now_ns();
                 if (n && pk[0]->len != sizes[k]) {
-                    fprintf(stderr, "raw_pingpong: echo of %u bytes for %u\n", pk[0]->len, sizes[k]);
+                    fprintf(stderr, "raw_pingpong: echo of %u bytes for %u\n", pk[0]->len,
+                            sizes[k]);
                     rc = 1;
                 }
                 if (n)

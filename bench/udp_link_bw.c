@@ -73,8 +73,8 @@ static int server(em_link_t *l, double secs)
     const em_udp_stats_t *s = em_link_udp_stats(l);
     double d = t1 > t0 ? t1 - t0 : 1e-9;
     printf("rx %.1f MB/s %.1f MB/cpu-s (%llu frames in %llu datagrams, %.2f s)\n",
-           (double)bytes / d / 1e6, (double)bytes / (c1 - c0 > 1e-6 ? c1 - c0 : 1e-6) / 1e6,
-           frames, (unsigned long long)s->rx_dgrams, d);
+           (double)bytes / d / 1e6, (double)bytes / (c1 - c0 > 1e-6 ? c1 - c0 : 1e-6) / 1e6, frames,
+           (unsigned long long)s->rx_dgrams, d);
     return 0;
 }
 
@@ -135,19 +135,39 @@ int main(int argc, char **argv)
     double secs = 3;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--server")) srv = 1;
-        else if (!strcmp(a, "--client")) srv = 0;
-        else if (!strcmp(a, "--no-gso")) c.no_gso = 1;
-        else if (!strcmp(a, "--no-gro")) c.no_gro = 1;
-        else if (!v) return usage();
-        else if (!strcmp(a, "--iface")) { c.iface = v; i++; }
-        else if (!strcmp(a, "--port")) { c.port = (uint16_t)atoi(v); i++; }
-        else if (!strcmp(a, "--peer")) { peer = v; i++; }
-        else if (!strcmp(a, "--rx-batch")) { c.rx_batch = (unsigned)atoi(v); i++; }
-        else if (!strcmp(a, "--burst")) { burst = (unsigned)atoi(v); i++; }
-        else if (!strcmp(a, "--sock-buf")) { c.sock_buf = atoi(v); i++; }
-        else if (!strcmp(a, "-t")) { secs = atof(v); i++; }
-        else return usage();
+        if (!strcmp(a, "--server"))
+            srv = 1;
+        else if (!strcmp(a, "--client"))
+            srv = 0;
+        else if (!strcmp(a, "--no-gso"))
+            c.no_gso = 1;
+        else if (!strcmp(a, "--no-gro"))
+            c.no_gro = 1;
+        else if (!v)
+            return usage();
+        else if (!strcmp(a, "--iface")) {
+            c.iface = v;
+            i++;
+        } else if (!strcmp(a, "--port")) {
+            c.port = (uint16_t)atoi(v);
+            i++;
+        } else if (!strcmp(a, "--peer")) {
+            peer = v;
+            i++;
+        } else if (!strcmp(a, "--rx-batch")) {
+            c.rx_batch = (unsigned)atoi(v);
+            i++;
+        } else if (!strcmp(a, "--burst")) {
+            burst = (unsigned)atoi(v);
+            i++;
+        } else if (!strcmp(a, "--sock-buf")) {
+            c.sock_buf = atoi(v);
+            i++;
+        } else if (!strcmp(a, "-t")) {
+            secs = atof(v);
+            i++;
+        } else
+            return usage();
     }
     if (srv < 0 || (!srv && !peer) || burst < 1 || burst > 256)
         return usage();

@@ -11,8 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const struct em_prog prog = EM_WINDOWED_PROG("bibw", "windowed bi-directional bandwidth 0 <-> 1, MB/s (10^6 B/s, "
-               "both directions summed)");
+static const struct em_prog prog = EM_WINDOWED_PROG(
+    "bibw", "windowed bi-directional bandwidth 0 <-> 1, MB/s (10^6 B/s, "
+            "both directions summed)");
 
 /* Both ranks' round: a window of receives and a window of sends. */
 static void exchange_window(struct em_bench *b, size_t size, void *ctx)
@@ -30,8 +31,13 @@ static void exchange_window(struct em_bench *b, size_t size, void *ctx)
 int main(int argc, char **argv)
 {
     static const struct em_windowed w = {
-        .prog = &prog, .per_window = 2, .directions = 2, .pair = "0 <-> 1", .note = " each way",
-        .round0 = exchange_window, .round1 = exchange_window,
+        .prog = &prog,
+        .per_window = 2,
+        .directions = 2,
+        .pair = "0 <-> 1",
+        .note = " each way",
+        .round0 = exchange_window,
+        .round1 = exchange_window,
     };
     return em_windowed_main(argc, argv, &w);
 }

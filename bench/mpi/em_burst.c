@@ -12,8 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const struct em_prog prog = EM_COUNTED_PROG("burst", "one-way burst: ranks 1..N-1 each send -n messages to rank 0; "
-               "us per message and messages/s at rank 0");
+static const struct em_prog prog = EM_COUNTED_PROG(
+    "burst", "one-way burst: ranks 1..N-1 each send -n messages to rank 0; "
+             "us per message and messages/s at rank 0");
 
 /* Rank 0 takes n messages of size bytes from any sender. */
 static void recv_any(struct em_bench *b, long n, int size)
@@ -59,8 +60,7 @@ int main(int argc, char **argv)
         } else {
             for (long i = 0; i < o->count_warmup; i++)
                 EM_CHECK(MPI_Send(b.sbuf, n, MPI_BYTE, 0, EM_TAG_DATA, MPI_COMM_WORLD));
-            EM_CHECK(MPI_Recv(NULL, 0, MPI_BYTE, 0, EM_TAG_ACK, MPI_COMM_WORLD,
-                              MPI_STATUS_IGNORE));
+            EM_CHECK(MPI_Recv(NULL, 0, MPI_BYTE, 0, EM_TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
             for (long i = 0; i < o->count; i++)
                 EM_CHECK(MPI_Send(b.sbuf, n, MPI_BYTE, 0, EM_TAG_DATA, MPI_COMM_WORLD));
         }

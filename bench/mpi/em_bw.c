@@ -11,7 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const struct em_prog prog = EM_WINDOWED_PROG("bw", "windowed uni-directional bandwidth rank 0 -> 1, MB/s (10^6 B/s)");
+static const struct em_prog prog = EM_WINDOWED_PROG(
+    "bw", "windowed uni-directional bandwidth rank 0 -> 1, MB/s (10^6 B/s)");
 
 /* Rank 0's round: a window of sends, then the zero-byte acknowledgement. */
 static void send_window(struct em_bench *b, size_t size, void *ctx)
@@ -19,8 +20,8 @@ static void send_window(struct em_bench *b, size_t size, void *ctx)
     struct em_window *w = ctx;
 
     for (int i = 0; i < b->o.window; i++)
-        EM_CHECK(MPI_Isend(b->sbuf, (int)size, MPI_BYTE, 1, EM_TAG_DATA, MPI_COMM_WORLD,
-                           &w->req[i]));
+        EM_CHECK(
+            MPI_Isend(b->sbuf, (int)size, MPI_BYTE, 1, EM_TAG_DATA, MPI_COMM_WORLD, &w->req[i]));
     EM_CHECK(MPI_Waitall(b->o.window, w->req, MPI_STATUSES_IGNORE));
     EM_CHECK(MPI_Recv(NULL, 0, MPI_BYTE, 1, EM_TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
 }
@@ -38,8 +39,13 @@ static void recv_window(struct em_bench *b, size_t size, void *ctx)
 int main(int argc, char **argv)
 {
     static const struct em_windowed w = {
-        .prog = &prog, .per_window = 1, .directions = 1, .pair = "0 -> 1", .note = "",
-        .round0 = send_window, .round1 = recv_window,
+        .prog = &prog,
+        .per_window = 1,
+        .directions = 1,
+        .pair = "0 -> 1",
+        .note = "",
+        .round0 = send_window,
+        .round1 = recv_window,
     };
     return em_windowed_main(argc, argv, &w);
 }

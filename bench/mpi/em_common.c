@@ -21,8 +21,8 @@ _Noreturn void em_mpi_fail(int rc, const char *what, const char *file, int line)
         len = 0;
     msg[len] = '\0';
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    fprintf(stderr, "%s: rank %d: %s failed at %s:%d: %s (code %d)\n",
-            em_progname, rank, what, file, line, msg, rc);
+    fprintf(stderr, "%s: rank %d: %s failed at %s:%d: %s (code %d)\n", em_progname, rank, what,
+            file, line, msg, rc);
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 2);
     exit(2); /* not reached unless MPI_Abort returns */
@@ -63,9 +63,21 @@ static int parse_size(const char *s, size_t *out)
         return -1;
     switch (*end) {
     case '\0': break;
-    case 'k': case 'K': mult = 1ull << 10; end++; break;
-    case 'm': case 'M': mult = 1ull << 20; end++; break;
-    case 'g': case 'G': mult = 1ull << 30; end++; break;
+    case 'k':
+    case 'K':
+        mult = 1ull << 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        mult = 1ull << 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        mult = 1ull << 30;
+        end++;
+        break;
     default: return -1;
     }
     if (*end != '\0')
@@ -120,28 +132,36 @@ static void usage(const struct em_prog *p, FILE *f)
 
     fprintf(f, "usage: %s [options]\n  %s\n", p->prog, p->summary);
     if (p->optmask & EM_OPT_SIZES)
-        fprintf(f, "  -m MIN:MAX  message sizes, K/M/G suffixes allowed "
-                   "(default %zu:%zu; MAX alone sets the maximum)\n",
+        fprintf(f,
+                "  -m MIN:MAX  message sizes, K/M/G suffixes allowed "
+                "(default %zu:%zu; MAX alone sets the maximum)\n",
                 d->min_size, d->max_size);
     if (p->optmask & EM_OPT_ITERS)
-        fprintf(f, "  -i N[:M]    timed iterations for sizes <= %zu (N) and "
-                   "larger (M) (default %ld:%ld)\n",
+        fprintf(f,
+                "  -i N[:M]    timed iterations for sizes <= %zu (N) and "
+                "larger (M) (default %ld:%ld)\n",
                 EM_LARGE_THRESHOLD, d->iters_small, d->iters_large);
     if (p->optmask & EM_OPT_WARMUP)
-        fprintf(f, "  -w N[:M]    warm-up iterations, small:large "
-                   "(default %ld:%ld)\n", d->warmup_small, d->warmup_large);
+        fprintf(f,
+                "  -w N[:M]    warm-up iterations, small:large "
+                "(default %ld:%ld)\n",
+                d->warmup_small, d->warmup_large);
     if (p->optmask & EM_OPT_COUNT)
-        fprintf(f, "  -n N        messages per sender per size (default %ld; "
-                   "%ld extra untimed warm-up)\n", d->count, d->count_warmup);
+        fprintf(f,
+                "  -n N        messages per sender per size (default %ld; "
+                "%ld extra untimed warm-up)\n",
+                d->count, d->count_warmup);
     if (p->optmask & EM_OPT_WINDOW)
-        fprintf(f, "  -W N        messages in flight per iteration "
-                   "(default %d)\n", d->window);
+        fprintf(f,
+                "  -W N        messages in flight per iteration "
+                "(default %d)\n",
+                d->window);
     if (p->optmask & EM_OPT_BUDGET)
-        fprintf(f, "  -B BYTES    for large sizes, cut iterations so one size "
-                   "moves about BYTES per direction (default %zu)\n",
+        fprintf(f,
+                "  -B BYTES    for large sizes, cut iterations so one size "
+                "moves about BYTES per direction (default %zu)\n",
                 d->budget);
-    fprintf(f, "  -q          quick mode for tests (sizes %zu:%zu",
-            q->min_size, q->max_size);
+    fprintf(f, "  -q          quick mode for tests (sizes %zu:%zu", q->min_size, q->max_size);
     if (p->optmask & EM_OPT_ITERS)
         fprintf(f, ", iterations %ld:%ld", q->iters_small, q->iters_large);
     if (p->optmask & EM_OPT_COUNT)
@@ -167,8 +187,7 @@ static _Noreturn void setup_exit(int code)
     exit(code);
 }
 
-struct em_opts em_setup(int *argc, char ***argv, const struct em_prog *p,
-                        int *rank, int *nranks)
+struct em_opts em_setup(int *argc, char ***argv, const struct em_prog *p, int *rank, int *nranks)
 {
     struct em_opts o;
     int have_min = 0, have_max = 0, have_is = 0, have_il = 0;
@@ -186,7 +205,7 @@ struct em_opts em_setup(int *argc, char ***argv, const struct em_prog *p,
     EM_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, rank));
     EM_CHECK(MPI_Comm_size(MPI_COMM_WORLD, nranks));
 
-    for (int i = 1; i < *argc; i++)        /* --help as well as -h */
+    for (int i = 1; i < *argc; i++) /* --help as well as -h */
         if (0 == strcmp((*argv)[i], "--help"))
             help = 1;
     opterr = 0;
@@ -200,14 +219,23 @@ struct em_opts em_setup(int *argc, char ***argv, const struct em_prog *p,
             }
             if (strchr(optarg, ':') == NULL) {
                 /* "MAX" */
-                if (parse_size(a, &max_size)) bad = 1; else have_max = 1;
+                if (parse_size(a, &max_size))
+                    bad = 1;
+                else
+                    have_max = 1;
                 break;
             }
             if (a[0] != '\0') {
-                if (parse_size(a, &min_size)) bad = 1; else have_min = 1;
+                if (parse_size(a, &min_size))
+                    bad = 1;
+                else
+                    have_min = 1;
             }
             if (b[0] != '\0') {
-                if (parse_size(b, &max_size)) bad = 1; else have_max = 1;
+                if (parse_size(b, &max_size))
+                    bad = 1;
+                else
+                    have_max = 1;
             }
             break;
         case 'i':
@@ -223,26 +251,36 @@ struct em_opts em_setup(int *argc, char ***argv, const struct em_prog *p,
                 break;
             }
             if (a[0] != '\0') {
-                if (parse_long(a, lo, s)) bad = 1; else *hs = 1;
+                if (parse_long(a, lo, s))
+                    bad = 1;
+                else
+                    *hs = 1;
             }
             if (b[0] != '\0') {
-                if (parse_long(b, lo, l)) bad = 1; else *hl = 1;
+                if (parse_long(b, lo, l))
+                    bad = 1;
+                else
+                    *hl = 1;
             }
             break;
         }
         case 'n':
-            if (!(p->optmask & EM_OPT_COUNT) || parse_long(optarg, 1, &n)) bad = 1;
-            else have_n = 1;
+            if (!(p->optmask & EM_OPT_COUNT) || parse_long(optarg, 1, &n))
+                bad = 1;
+            else
+                have_n = 1;
             break;
         case 'W':
-            if (!(p->optmask & EM_OPT_WINDOW) || parse_long(optarg, 1, &win) ||
-                win > 4096) bad = 1;
-            else have_win = 1;
+            if (!(p->optmask & EM_OPT_WINDOW) || parse_long(optarg, 1, &win) || win > 4096)
+                bad = 1;
+            else
+                have_win = 1;
             break;
         case 'B':
-            if (!(p->optmask & EM_OPT_BUDGET) || parse_size(optarg, &budget) ||
-                budget == 0) bad = 1;
-            else have_b = 1;
+            if (!(p->optmask & EM_OPT_BUDGET) || parse_size(optarg, &budget) || budget == 0)
+                bad = 1;
+            else
+                have_b = 1;
             break;
         case 'q': quick = 1; break;
         case 'C': corrupt = 1; break;
@@ -256,18 +294,26 @@ struct em_opts em_setup(int *argc, char ***argv, const struct em_prog *p,
     o = quick ? p->quick : p->normal;
     o.quick = quick;
     o.corrupt = corrupt;
-    if (have_min) o.min_size = min_size;
-    if (have_max) o.max_size = max_size;
-    if (have_is) o.iters_small = is;
-    if (have_il) o.iters_large = il;
-    if (have_ws) o.warmup_small = ws;
-    if (have_wl) o.warmup_large = wl;
+    if (have_min)
+        o.min_size = min_size;
+    if (have_max)
+        o.max_size = max_size;
+    if (have_is)
+        o.iters_small = is;
+    if (have_il)
+        o.iters_large = il;
+    if (have_ws)
+        o.warmup_small = ws;
+    if (have_wl)
+        o.warmup_large = wl;
     if (have_n) {
         o.count = n;
         o.count_warmup = n / 10;
     }
-    if (have_win) o.window = (int)win;
-    if (have_b) o.budget = budget;
+    if (have_win)
+        o.window = (int)win;
+    if (have_b)
+        o.budget = budget;
     if (!bad && o.min_size > o.max_size)
         bad = 1;
 
@@ -392,8 +438,8 @@ size_t em_check(const unsigned char *buf, size_t size, unsigned dir)
     return SIZE_MAX;
 }
 
-static void recv_checked(const struct em_opts *o, unsigned char *rbuf,
-                         size_t size, int from, unsigned dir, int inject)
+static void recv_checked(const struct em_opts *o, unsigned char *rbuf, size_t size, int from,
+                         unsigned dir, int inject)
 {
     MPI_Status st;
     int count = -1;
@@ -402,34 +448,32 @@ static void recv_checked(const struct em_opts *o, unsigned char *rbuf,
     em_poison(rbuf, size, dir);
     /* Receive into room for one extra byte so an over-long message shows
      * up as a wrong count rather than an MPI truncation error. */
-    EM_CHECK(MPI_Recv(rbuf, (int)size + 1, MPI_BYTE, from, EM_TAG_VERIFY,
-                      MPI_COMM_WORLD, &st));
+    EM_CHECK(MPI_Recv(rbuf, (int)size + 1, MPI_BYTE, from, EM_TAG_VERIFY, MPI_COMM_WORLD, &st));
     EM_CHECK(MPI_Get_count(&st, MPI_BYTE, &count));
     if (count != (int)size)
         em_fail("length mismatch: message of %zu bytes from rank %d "
-                "arrived with %d bytes", size, from, count);
+                "arrived with %d bytes",
+                size, from, count);
     if (inject && o->corrupt && size > 0)
         rbuf[size / 2] ^= 0x5a; /* -C self-test */
     bad = em_check(rbuf, size, dir);
     if (bad != SIZE_MAX)
         em_fail("content mismatch: message of %zu bytes from rank %d, byte "
-                "%zu is 0x%02x, expected 0x%02x", size, from, bad,
-                (unsigned)rbuf[bad], (unsigned)em_byte(bad, size, dir));
+                "%zu is 0x%02x, expected 0x%02x",
+                size, from, bad, (unsigned)rbuf[bad], (unsigned)em_byte(bad, size, dir));
 }
 
-void em_verify_exchange(const struct em_opts *o, int me, int a, int b,
-                        size_t size, unsigned char *sbuf, unsigned char *rbuf)
+void em_verify_exchange(const struct em_opts *o, int me, int a, int b, size_t size,
+                        unsigned char *sbuf, unsigned char *rbuf)
 {
     if (me == a) {
         em_fill(sbuf, size, 0);
-        EM_CHECK(MPI_Send(sbuf, (int)size, MPI_BYTE, b, EM_TAG_VERIFY,
-                          MPI_COMM_WORLD));
+        EM_CHECK(MPI_Send(sbuf, (int)size, MPI_BYTE, b, EM_TAG_VERIFY, MPI_COMM_WORLD));
         recv_checked(o, rbuf, size, b, 1, 0);
     } else if (me == b) {
         recv_checked(o, rbuf, size, a, 0, 1);
         em_fill(sbuf, size, 1);
-        EM_CHECK(MPI_Send(sbuf, (int)size, MPI_BYTE, a, EM_TAG_VERIFY,
-                          MPI_COMM_WORLD));
+        EM_CHECK(MPI_Send(sbuf, (int)size, MPI_BYTE, a, EM_TAG_VERIFY, MPI_COMM_WORLD));
     }
 }
 
@@ -523,8 +567,8 @@ size_t em_recv_slots(const struct em_opts *o, size_t area, size_t size)
     return slots > (size_t)o->window ? (size_t)o->window : slots;
 }
 
-void em_post_window_recvs(const struct em_opts *o, unsigned char *area, size_t slots,
-                          size_t size, int peer, MPI_Request *req)
+void em_post_window_recvs(const struct em_opts *o, unsigned char *area, size_t slots, size_t size,
+                          int peer, MPI_Request *req)
 {
     for (int w = 0; w < o->window; w++)
         EM_CHECK(MPI_Irecv(area + ((size_t)w % slots) * size, (int)size, MPI_BYTE, peer,
@@ -551,9 +595,8 @@ void em_bench_window_header(const struct em_bench *b, const char *pair, const ch
     em_bench_header(b, 1, metric, unit,
                     "# %s: %d ranks (%s measured), window %d%s, iterations %ld:%ld, "
                     "warm-up %ld:%ld, large-size budget %zu B%s\n",
-                    b->prog->prog, b->nranks, pair, o->window, note, o->iters_small,
-                    o->iters_large, o->warmup_small, o->warmup_large, o->budget,
-                    o->quick ? ", quick" : "");
+                    b->prog->prog, b->nranks, pair, o->window, note, o->iters_small, o->iters_large,
+                    o->warmup_small, o->warmup_large, o->budget, o->quick ? ", quick" : "");
 }
 
 double em_bench_time(struct em_bench *b, size_t size, long warm, long iters, em_round_fn round,
@@ -578,9 +621,8 @@ int em_windowed_main(int argc, char **argv, const struct em_windowed *wp)
 {
     struct em_bench b;
     size_t area;
-    struct em_window w = {
-        .req = em_bench_window_begin(&b, &argc, &argv, wp->prog, wp->per_window, &area)
-    };
+    struct em_window w = { .req = em_bench_window_begin(&b, &argc, &argv, wp->prog, wp->per_window,
+                                                        &area) };
 
     em_bench_window_header(&b, wp->pair, wp->note);
     for (size_t k = 0; k < b.nsizes; k++) {
@@ -594,8 +636,8 @@ int em_windowed_main(int argc, char **argv, const struct em_windowed *wp)
         double t = em_bench_time(&b, size, em_bw_warmup(&b.o, size), iters,
                                  b.rank ? wp->round1 : wp->round0, &w);
         if (b.rank == 0) {
-            double mbs = wp->directions * (double)size * (double)b.o.window * (double)iters /
-                         t / 1e6;
+            double mbs = wp->directions * (double)size * (double)b.o.window * (double)iters / t /
+                         1e6;
             em_print_row(size, 1, &mbs);
         }
     }
@@ -611,6 +653,6 @@ void em_bench_counted_header(const struct em_bench *b, const char *const *metric
 
     em_bench_header(b, 2, metrics, units,
                     "# %s: pattern %d:1 (%d ranks, %s rank 0), %ld %s per size (+%ld warm-up)%s\n",
-                    b->prog->prog, b->nranks - 1, b->nranks, role, o->count, what,
-                    o->count_warmup, o->quick ? ", quick" : "");
+                    b->prog->prog, b->nranks - 1, b->nranks, role, o->count, what, o->count_warmup,
+                    o->quick ? ", quick" : "");
 }

@@ -44,66 +44,77 @@ enum em_optmask {
 struct em_opts {
     size_t min_size;
     size_t max_size;
-    long iters_small;   /* timed iterations, size <= EM_LARGE_THRESHOLD */
-    long iters_large;   /* timed iterations, size >  EM_LARGE_THRESHOLD */
+    long iters_small; /* timed iterations, size <= EM_LARGE_THRESHOLD */
+    long iters_large; /* timed iterations, size >  EM_LARGE_THRESHOLD */
     long warmup_small;
     long warmup_large;
-    long count;         /* messages / round trips per sender (-n) */
-    long count_warmup;  /* untimed messages before each count run */
-    int window;         /* messages in flight (-W) */
-    size_t budget;      /* bytes per size and direction for large sizes (-B) */
-    int quick;          /* -q was given */
-    int corrupt;        /* -C: self-test, flip a received byte on purpose */
+    long count;        /* messages / round trips per sender (-n) */
+    long count_warmup; /* untimed messages before each count run */
+    int window;        /* messages in flight (-W) */
+    size_t budget;     /* bytes per size and direction for large sizes (-B) */
+    int quick;         /* -q was given */
+    int corrupt;       /* -C: self-test, flip a received byte on purpose */
 };
 
 struct em_prog {
-    const char *prog;   /* executable name, for messages */
-    const char *bench;  /* benchmark name in the header line */
+    const char *prog;  /* executable name, for messages */
+    const char *bench; /* benchmark name in the header line */
     const char *summary;
     unsigned optmask;
     struct em_opts normal;
     struct em_opts quick;
-    int min_ranks;      /* em_setup refuses fewer ranks (exit 2); 0 = any */
+    int min_ranks; /* em_setup refuses fewer ranks (exit 2); 0 = any */
 };
 
 /* The option defaults the two benchmark families share.  Windowed bandwidth
  * (em_bw, em_bibw): sizes 1 B..4 MiB, 64 messages in flight, a byte budget
  * for large sizes.  Counted bursts (em_burst, em_pingpong): -n messages or
  * round trips per sender, sizes 0..16 KiB. */
-#define EM_WINDOWED_NORMAL                                                  \
-    { .min_size = 1, .max_size = 4u << 20, .iters_small = 100, .iters_large = 20, \
-      .warmup_small = 10, .warmup_large = 2, .window = 64, .budget = (size_t)128 << 20 }
-#define EM_WINDOWED_QUICK                                                   \
-    { .min_size = 1, .max_size = 256u << 10, .iters_small = 10, .iters_large = 4, \
-      .warmup_small = 2, .warmup_large = 1, .window = 64, .budget = (size_t)16 << 20 }
-#define EM_WINDOWED_OPTS                                                    \
+#define EM_WINDOWED_NORMAL                                                                         \
+    {                                                                                              \
+        .min_size = 1, .max_size = 4u << 20, .iters_small = 100, .iters_large = 20,                \
+        .warmup_small = 10, .warmup_large = 2, .window = 64, .budget = (size_t)128 << 20           \
+    }
+#define EM_WINDOWED_QUICK                                                                          \
+    {                                                                                              \
+        .min_size = 1, .max_size = 256u << 10, .iters_small = 10, .iters_large = 4,                \
+        .warmup_small = 2, .warmup_large = 1, .window = 64, .budget = (size_t)16 << 20             \
+    }
+#define EM_WINDOWED_OPTS                                                                           \
     (EM_OPT_SIZES | EM_OPT_ITERS | EM_OPT_WARMUP | EM_OPT_WINDOW | EM_OPT_BUDGET)
 /* The whole em_prog of a windowed-bandwidth / counted-burst program named
  * "em_" NAME whose table is NAME. */
-#define EM_WINDOWED_PROG(name, summ)                                        \
-    { .prog = "em_" name, .bench = name, .summary = summ, .optmask = EM_WINDOWED_OPTS, \
-      .normal = EM_WINDOWED_NORMAL, .quick = EM_WINDOWED_QUICK, .min_ranks = 2 }
-#define EM_COUNTED_PROG(name, summ)                                         \
-    { .prog = "em_" name, .bench = name, .summary = summ,                   \
-      .optmask = EM_OPT_SIZES | EM_OPT_COUNT, .normal = EM_COUNTED_NORMAL,  \
-      .quick = EM_COUNTED_QUICK, .min_ranks = 2 }
-#define EM_COUNTED_NORMAL                                                   \
-    { .min_size = 0, .max_size = 16u << 10, .count = 10000, .count_warmup = 1000 }
-#define EM_COUNTED_QUICK                                                    \
-    { .min_size = 0, .max_size = 4u << 10, .count = 1000, .count_warmup = 100 }
+#define EM_WINDOWED_PROG(name, summ)                                                               \
+    {                                                                                              \
+        .prog = "em_" name, .bench = name, .summary = summ, .optmask = EM_WINDOWED_OPTS,           \
+        .normal = EM_WINDOWED_NORMAL, .quick = EM_WINDOWED_QUICK, .min_ranks = 2                   \
+    }
+#define EM_COUNTED_PROG(name, summ)                                                                \
+    {                                                                                              \
+        .prog = "em_" name, .bench = name, .summary = summ,                                        \
+        .optmask = EM_OPT_SIZES | EM_OPT_COUNT, .normal = EM_COUNTED_NORMAL,                       \
+        .quick = EM_COUNTED_QUICK, .min_ranks = 2                                                  \
+    }
+#define EM_COUNTED_NORMAL                                                                          \
+    {                                                                                              \
+        .min_size = 0, .max_size = 16u << 10, .count = 10000, .count_warmup = 1000                 \
+    }
+#define EM_COUNTED_QUICK                                                                           \
+    {                                                                                              \
+        .min_size = 0, .max_size = 4u << 10, .count = 1000, .count_warmup = 100                    \
+    }
 
 /* Error path for MPI calls: print the MPI error string and abort the job. */
-#define EM_CHECK(call)                                                      \
-    do {                                                                    \
-        int em_rc_ = (call);                                                \
-        if (em_rc_ != MPI_SUCCESS)                                          \
-            em_mpi_fail(em_rc_, #call, __FILE__, __LINE__);                 \
+#define EM_CHECK(call)                                                                             \
+    do {                                                                                           \
+        int em_rc_ = (call);                                                                       \
+        if (em_rc_ != MPI_SUCCESS)                                                                 \
+            em_mpi_fail(em_rc_, #call, __FILE__, __LINE__);                                        \
     } while (0)
 
 /* MPI_Init, error handler, option parsing.  Returns the options; on bad
  * options or -h every rank finalizes and exits itself. */
-struct em_opts em_setup(int *argc, char ***argv, const struct em_prog *p,
-                        int *rank, int *nranks);
+struct em_opts em_setup(int *argc, char ***argv, const struct em_prog *p, int *rank, int *nranks);
 
 _Noreturn void em_mpi_fail(int rc, const char *what, const char *file, int line);
 _Noreturn void em_fail(const char *fmt, ...);
@@ -139,8 +150,8 @@ size_t em_check(const unsigned char *buf, size_t size, unsigned dir);
 /* One checked round trip between ranks a and b (a sends first, then b
  * replies with different content).  Called by a and b only; any other
  * rank must not call it.  Aborts the job on a content or length mismatch. */
-void em_verify_exchange(const struct em_opts *o, int me, int a, int b,
-                        size_t size, unsigned char *sbuf, unsigned char *rbuf);
+void em_verify_exchange(const struct em_opts *o, int me, int a, int b, size_t size,
+                        unsigned char *sbuf, unsigned char *rbuf);
 
 /* Table output (rank 0 only). */
 void em_print_header(const char *bench, int ncols, const char *const *metrics,
@@ -193,8 +204,8 @@ double em_bench_time(struct em_bench *b, size_t size, long warm, long iters, em_
 
 /* The receive slots and requests a windowed round works with. */
 struct em_window {
-    MPI_Request *req;   /* per_window * o.window requests */
-    size_t slots;       /* receive slots of the current size (em_recv_slots) */
+    MPI_Request *req; /* per_window * o.window requests */
+    size_t slots;     /* receive slots of the current size (em_recv_slots) */
 };
 
 /* A windowed-bandwidth program: ranks 0 and 1 run round0 / round1 (ctx is
@@ -229,8 +240,8 @@ size_t em_recv_slots(const struct em_opts *o, size_t area, size_t size);
 
 /* Posts o->window non-blocking receives of size bytes from peer into the
  * receive area (slot w % slots), requests in req[0 .. window-1]. */
-void em_post_window_recvs(const struct em_opts *o, unsigned char *area, size_t slots,
-                          size_t size, int peer, MPI_Request *req);
+void em_post_window_recvs(const struct em_opts *o, unsigned char *area, size_t slots, size_t size,
+                          int peer, MPI_Request *req);
 
 /* Sorts v in place and returns the median (n > 0). */
 double em_median(double *v, size_t n);

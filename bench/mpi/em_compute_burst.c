@@ -27,7 +27,7 @@
 #include <string.h>
 #include <time.h>
 
-#define COMPUTE_NS 100000000ull   /* 100 ms */
+#define COMPUTE_NS 100000000ull /* 100 ms */
 
 static const struct em_prog prog = {
     .prog = "em_compute_burst",
@@ -102,7 +102,8 @@ int main(int argc, char **argv)
                                               "sender_done" };
         static const char *const unit[] = { "s", "count", "count", "count", "s" };
         printf("# em_compute_burst: receiver rank 0 computes %.0f ms, rank 1 sends %ld messages "
-               "per size; counters %s\n", COMPUTE_NS / 1e6, n,
+               "per size; counters %s\n",
+               COMPUTE_NS / 1e6, n,
                counters ? "from the dpdk BTL" : "unavailable (not the dpdk BTL): -1");
         em_print_header(prog.bench, 5, metric, unit);
     }
@@ -117,7 +118,8 @@ int main(int argc, char **argv)
             for (long i = 0; i < n; i++) {
                 unsigned char *m = buf + (size_t)i * size;
                 em_fill(m, size, (unsigned)(i & 0xff));
-                EM_CHECK(MPI_Isend(m, (int)size, MPI_BYTE, 0, EM_TAG_DATA, MPI_COMM_WORLD, &req[i]));
+                EM_CHECK(
+                    MPI_Isend(m, (int)size, MPI_BYTE, 0, EM_TAG_DATA, MPI_COMM_WORLD, &req[i]));
             }
             EM_CHECK(MPI_Waitall((int)n, req, MPI_STATUSES_IGNORE));
         } else {
@@ -130,7 +132,7 @@ int main(int argc, char **argv)
         double done = MPI_Wtime() - t0, sender_done = done;
         if (rank == 0) {
             if (o.corrupt && size)
-                buf[0] ^= 0xff;      /* -C: the check below must catch this */
+                buf[0] ^= 0xff; /* -C: the check below must catch this */
             for (long i = 0; i < n; i += (n / 16) + 1) {
                 size_t bad = em_check(buf + (size_t)i * size, size, (unsigned)(i & 0xff));
                 if (bad != (size_t)-1)

@@ -13,12 +13,18 @@ static const struct em_prog prog = {
     .bench = "latency",
     .summary = "ping-pong between ranks 0 and 1, one-way latency (RTT/2) in us",
     .optmask = EM_OPT_SIZES | EM_OPT_ITERS | EM_OPT_WARMUP,
-    .normal = { .min_size = 0, .max_size = 4u << 20,
-                .iters_small = 10000, .iters_large = 100,
-                .warmup_small = 1000, .warmup_large = 10 },
-    .quick = { .min_size = 0, .max_size = 1u << 20,
-               .iters_small = 200, .iters_large = 20,
-               .warmup_small = 20, .warmup_large = 2 },
+    .normal = { .min_size = 0,
+                .max_size = 4u << 20,
+                .iters_small = 10000,
+                .iters_large = 100,
+                .warmup_small = 1000,
+                .warmup_large = 10 },
+    .quick = { .min_size = 0,
+               .max_size = 1u << 20,
+               .iters_small = 200,
+               .iters_large = 20,
+               .warmup_small = 20,
+               .warmup_large = 2 },
     .min_ranks = 2,
 };
 
@@ -27,16 +33,16 @@ static void ping(struct em_bench *b, size_t size, void *ctx)
 {
     (void)ctx;
     EM_CHECK(MPI_Send(b->sbuf, (int)size, MPI_BYTE, 1, EM_TAG_DATA, MPI_COMM_WORLD));
-    EM_CHECK(MPI_Recv(b->rbuf, (int)size, MPI_BYTE, 1, EM_TAG_DATA, MPI_COMM_WORLD,
-                      MPI_STATUS_IGNORE));
+    EM_CHECK(
+        MPI_Recv(b->rbuf, (int)size, MPI_BYTE, 1, EM_TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
 }
 
 /* Rank 1's round: take, then reply. */
 static void pong(struct em_bench *b, size_t size, void *ctx)
 {
     (void)ctx;
-    EM_CHECK(MPI_Recv(b->rbuf, (int)size, MPI_BYTE, 0, EM_TAG_DATA, MPI_COMM_WORLD,
-                      MPI_STATUS_IGNORE));
+    EM_CHECK(
+        MPI_Recv(b->rbuf, (int)size, MPI_BYTE, 0, EM_TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     EM_CHECK(MPI_Send(b->sbuf, (int)size, MPI_BYTE, 0, EM_TAG_DATA, MPI_COMM_WORLD));
 }
 
@@ -50,9 +56,9 @@ int main(int argc, char **argv)
     em_bench_begin(&b, &argc, &argv, &prog, NULL);
     em_bench_header(&b, 1, metric, unit,
                     "# em_latency: %d ranks (0 <-> 1 measured), iterations %ld:%ld, "
-                    "warm-up %ld:%ld, large above %zu B%s\n", b.nranks, o->iters_small,
-                    o->iters_large, o->warmup_small, o->warmup_large, EM_LARGE_THRESHOLD,
-                    o->quick ? ", quick" : "");
+                    "warm-up %ld:%ld, large above %zu B%s\n",
+                    b.nranks, o->iters_small, o->iters_large, o->warmup_small, o->warmup_large,
+                    EM_LARGE_THRESHOLD, o->quick ? ", quick" : "");
 
     for (size_t k = 0; k < b.nsizes; k++) {
         size_t size = b.sizes[k];

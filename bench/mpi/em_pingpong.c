@@ -11,8 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const struct em_prog prog = EM_COUNTED_PROG("pingpong", "request/reply: ranks 1..N-1 each do -n round trips with "
-               "rank 0; median and mean us per round trip");
+static const struct em_prog prog = EM_COUNTED_PROG(
+    "pingpong", "request/reply: ranks 1..N-1 each do -n round trips with "
+                "rank 0; median and mean us per round trip");
 
 /* Rank 0 answers every client's round trips of this size. */
 static void serve(struct em_bench *b, long total, int n)

@@ -19,14 +19,14 @@
 
 struct em_bcast {
     em_link_t *link;
-    uint16_t peer;           /* the link's broadcast peer */
-    uint16_t nfan;           /* > 0: unicast fan-out to link peers 1..nfan instead (udp framing) */
+    uint16_t peer; /* the link's broadcast peer */
+    uint16_t nfan; /* > 0: unicast fan-out to link peers 1..nfan instead (udp framing) */
     uint16_t self;
     uint32_t max_elems;
     uint32_t tx_seq;
     em_bc_expect_t ex;
-    uint32_t *next_seq;      /* per sender: the sequence number expected next */
-    double *vals;            /* max_elems decoded elements */
+    uint32_t *next_seq; /* per sender: the sequence number expected next */
+    double *vals;       /* max_elems decoded elements */
     em_bcast_stats_t st;
 };
 
@@ -40,7 +40,8 @@ em_bcast_t *em_bcast_open_link(em_link_t *link, uint16_t bcast_peer, const em_bc
         return NULL;
     }
     if (cfg->members == 0 || cfg->self >= cfg->members || cfg->vec_len == 0) {
-        snprintf(err, errlen, "em_bcast: bad configuration: member %u of %u, vector of %u "
+        snprintf(err, errlen,
+                 "em_bcast: bad configuration: member %u of %u, vector of %u "
                  "elements (need self < members and a non-empty vector)",
                  cfg->self, cfg->members, cfg->vec_len);
         em_link_close(link);
@@ -50,8 +51,10 @@ em_bcast_t *em_bcast_open_link(em_link_t *link, uint16_t bcast_peer, const em_bc
     if (cfg->mtu && cfg->mtu < mtu)
         mtu = cfg->mtu;
     if (mtu < EM_BC_HDR_LEN + EM_BC_ELEM_SIZE) {
-        snprintf(err, errlen, "em_bcast: frames of %u bytes cannot carry one element "
-                 "(header %u + %u bytes)", mtu, EM_BC_HDR_LEN, EM_BC_ELEM_SIZE);
+        snprintf(err, errlen,
+                 "em_bcast: frames of %u bytes cannot carry one element "
+                 "(header %u + %u bytes)",
+                 mtu, EM_BC_HDR_LEN, EM_BC_ELEM_SIZE);
         em_link_close(link);
         return NULL;
     }
@@ -76,8 +79,9 @@ em_bcast_t *em_bcast_open_link(em_link_t *link, uint16_t bcast_peer, const em_bc
     b->link = link;
     b->peer = bcast_peer;
     b->self = cfg->self;
-    b->ex = (em_bc_expect_t){ .key = cfg->key, .channel = cfg->channel,
-                              .members = cfg->members, .vec_len = cfg->vec_len };
+    b->ex = (em_bc_expect_t){
+        .key = cfg->key, .channel = cfg->channel, .members = cfg->members, .vec_len = cfg->vec_len
+    };
     return b;
 }
 
@@ -85,12 +89,8 @@ em_bcast_t *em_bcast_open(const em_bcast_cfg_t *cfg, char *err, size_t errlen)
 {
     em_link_t *l;
     switch (cfg->kind) {
-    case EM_BCAST_UDP:
-        l = em_bcast_udp_link_open(cfg, err, errlen);
-        break;
-    case EM_BCAST_DPDK:
-        l = em_bcast_dpdk_link_open(cfg, err, errlen);
-        break;
+    case EM_BCAST_UDP: l = em_bcast_udp_link_open(cfg, err, errlen); break;
+    case EM_BCAST_DPDK: l = em_bcast_dpdk_link_open(cfg, err, errlen); break;
     default:
         snprintf(err, errlen, "em_bcast: unknown backend %d (udp or dpdk)", (int)cfg->kind);
         return NULL;
@@ -136,8 +136,12 @@ int em_bcast_send(em_bcast_t *b, uint32_t offset, const double *vals, uint32_t c
         b->st.send_full++;
         return -EAGAIN;
     }
-    em_bc_hdr_t h = { .type = EM_BC_T_F64, .key = b->ex.key, .channel = b->ex.channel,
-                      .sender = b->self, .seq = b->tx_seq, .offset = offset,
+    em_bc_hdr_t h = { .type = EM_BC_T_F64,
+                      .key = b->ex.key,
+                      .channel = b->ex.channel,
+                      .sender = b->self,
+                      .seq = b->tx_seq,
+                      .offset = offset,
                       .count = (uint16_t)count };
     em_bc_encode_hdr(&h, p->data);
     for (uint32_t i = 0; i < count; i++)
@@ -165,7 +169,7 @@ int em_bcast_send(em_bcast_t *b, uint32_t offset, const double *vals, uint32_t c
         return -EAGAIN;
     }
     em_link_flush(b->link);
-    b->tx_seq++;   /* numbers only frames on the wire: a receiver's gaps are wire losses */
+    b->tx_seq++; /* numbers only frames on the wire: a receiver's gaps are wire losses */
     b->st.sent++;
     return 0;
 }
@@ -189,7 +193,7 @@ static void deliver(em_bcast_t *b, const em_pkt_t *p, em_bcast_rx_fn cb, void *a
         b->st.dropped++;
         return;
     }
-    if (h.sender == b->self) {      /* our own broadcast, looped back by the kernel */
+    if (h.sender == b->self) { /* our own broadcast, looped back by the kernel */
         b->st.own++;
         return;
     }
@@ -201,7 +205,7 @@ static void deliver(em_bcast_t *b, const em_pkt_t *p, em_bcast_rx_fn cb, void *a
     if (d >= 0)
         b->next_seq[h.sender] = h.seq + 1;
     else
-        b->st.late++;               /* still delivered: another part of the vector */
+        b->st.late++; /* still delivered: another part of the vector */
     const uint8_t *e = p->data + EM_BC_HDR_LEN;
     for (uint32_t i = 0; i < h.count; i++)
         b->vals[i] = em_bc_get_f64(e + (size_t)i * EM_BC_ELEM_SIZE);

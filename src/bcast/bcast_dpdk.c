@@ -28,14 +28,20 @@
 em_link_t *em_bcast_dpdk_link_open(const em_bcast_cfg_t *cfg, char *err, size_t errlen)
 {
     if (!cfg->vdev || !*cfg->vdev) {
-        snprintf(err, errlen, "dpdk-bcast: no DPDK device given (a devargs string such as "
+        snprintf(err, errlen,
+                 "dpdk-bcast: no DPDK device given (a devargs string such as "
                  "net_memif0,role=server,socket=/run/x.sock,socket-abstract=no)");
         return NULL;
     }
     em_dpdk_cfg_t c = {
-        .vdev = cfg->vdev, .eal_args = cfg->eal_args, .file_prefix = cfg->file_prefix,
-        .mtu = cfg->mtu, .rx_loss = cfg->rx_loss, .loss_seed = cfg->loss_seed,
-        .link_wait_ms = cfg->link_wait_ms, .nb_mbufs = 8191,
+        .vdev = cfg->vdev,
+        .eal_args = cfg->eal_args,
+        .file_prefix = cfg->file_prefix,
+        .mtu = cfg->mtu,
+        .rx_loss = cfg->rx_loss,
+        .loss_seed = cfg->loss_seed,
+        .link_wait_ms = cfg->link_wait_ms,
+        .nb_mbufs = 8191,
         .ethertype = EM_ETHERTYPE_BCAST,
         .framing = cfg->framing ? EM_DPDK_FRAMING_UDP : EM_DPDK_FRAMING_L2,
         .udp_port = EM_UDP_PORT_BCAST,
@@ -47,7 +53,7 @@ em_link_t *em_bcast_dpdk_link_open(const em_bcast_cfg_t *cfg, char *err, size_t 
         return NULL;
     }
     em_link_addr_t all = { .len = 8, .bytes = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0 } };
-    if (l->local.len == EM_DPDK_ADDR_UDP) {     /* 255.255.255.255:29718 */
+    if (l->local.len == EM_DPDK_ADDR_UDP) { /* 255.255.255.255:29718 */
         all.len = EM_DPDK_ADDR_UDP;
         memset(all.bytes + 8, 0xff, 4);
         memcpy(all.bytes + 12, l->local.bytes + 12, 2);
@@ -76,7 +82,7 @@ int em_bcast_dpdk_fanout(em_link_t *l, const uint32_t *ipv4, uint16_t n, uint16_
         behind += r.gateway != 0;
     }
     if (!behind && !force)
-        return 0;                       /* the broadcast reaches everyone */
+        return 0; /* the broadcast reaches everyone */
     uint16_t k = 0;
     for (uint16_t m = 0; m < n; m++) {
         if (m == self || !ipv4[m])
@@ -86,7 +92,7 @@ int em_bcast_dpdk_fanout(em_link_t *l, const uint32_t *ipv4, uint16_t n, uint16_
         a.bytes[9] = (uint8_t)(ipv4[m] >> 16);
         a.bytes[10] = (uint8_t)(ipv4[m] >> 8);
         a.bytes[11] = (uint8_t)ipv4[m];
-        memcpy(a.bytes + 12, l->local.bytes + 12, 2);    /* the same port everywhere */
+        memcpy(a.bytes + 12, l->local.bytes + 12, 2); /* the same port everywhere */
         if (em_link_set_peer(l, (uint16_t)(k + 1), &a) != 0) {
             snprintf(err, errlen, "dpdk-bcast: member %u: %s", m, em_link_dpdk_peer_error(l));
             return -1;
@@ -94,17 +100,23 @@ int em_bcast_dpdk_fanout(em_link_t *l, const uint32_t *ipv4, uint16_t n, uint16_
         k++;
     }
     if (k)
-        fprintf(stderr, "em_bcast: %s: each update goes by unicast to the %u other member(s) "
+        fprintf(stderr,
+                "em_bcast: %s: each update goes by unicast to the %u other member(s) "
                 "instead (udp framing, fan-out)\n",
                 force ? "broadcast not used (asked for fan-out)"
-                      : "some members are behind a router, which a broadcast does not cross", k);
+                      : "some members are behind a router, which a broadcast does not cross",
+                k);
     return k;
 }
 #else
 int em_bcast_dpdk_fanout(em_link_t *l, const uint32_t *ipv4, uint16_t n, uint16_t self, int force,
                          char *err, size_t errlen)
 {
-    (void)l; (void)ipv4; (void)n; (void)self; (void)force;
+    (void)l;
+    (void)ipv4;
+    (void)n;
+    (void)self;
+    (void)force;
     snprintf(err, errlen, "dpdk-bcast: this build has no DPDK");
     return -1;
 }
@@ -112,7 +124,8 @@ int em_bcast_dpdk_fanout(em_link_t *l, const uint32_t *ipv4, uint16_t n, uint16_
 em_link_t *em_bcast_dpdk_link_open(const em_bcast_cfg_t *cfg, char *err, size_t errlen)
 {
     (void)cfg;
-    snprintf(err, errlen, "dpdk-bcast: this build has no DPDK (install libdpdk-dev and "
+    snprintf(err, errlen,
+             "dpdk-bcast: this build has no DPDK (install libdpdk-dev and "
              "re-run meson setup)");
     return NULL;
 }

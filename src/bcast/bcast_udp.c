@@ -23,18 +23,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define TX_POOL 64
-#define RX_BURST 32
+#define TX_POOL       64
+#define RX_BURST      32
 #define IPV4_UDP_HDRS 28u
-#define DEFAULT_PORT 47603
+#define DEFAULT_PORT  47603
 
 struct ubc_link {
-    em_link_t link;                 /* must be first */
+    em_link_t link; /* must be first */
     int fd;
     struct sockaddr_in bcast;
     em_pkt_t tx[TX_POOL];
     em_pkt_t *tx_stack[TX_POOL];
-    em_pkt_pool_t tx_pool;          /* free packets of tx[] */
+    em_pkt_pool_t tx_pool; /* free packets of tx[] */
     uint8_t *tx_mem;
     em_pkt_t rx[RX_BURST];
     uint8_t *rx_mem;
@@ -58,10 +58,11 @@ static unsigned ubc_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
     unsigned done = 0;
     for (; done < n; done++) {
         em_pkt_t *p = pkts[done];
-        ssize_t r = sendto(u->fd, p->data, p->len, MSG_DONTWAIT,
-                           (const struct sockaddr *)&u->bcast, sizeof u->bcast);
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS || errno == EINTR))
-            break;      /* socket full: the caller keeps this one */
+        ssize_t r = sendto(u->fd, p->data, p->len, MSG_DONTWAIT, (const struct sockaddr *)&u->bcast,
+                           sizeof u->bcast);
+        if (r < 0 &&
+            (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS || errno == EINTR))
+            break; /* socket full: the caller keeps this one */
         /* sent, or failed for good (the datagram is lost like a frame on a bad wire) */
         ubc_tx_free(l, p);
     }
@@ -75,14 +76,14 @@ static unsigned ubc_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
         max = RX_BURST;
     for (unsigned i = 0; i < max; i++) {
         u->iov[i] = (struct iovec){ .iov_base = u->rx_mem + (size_t)i * u->link.mtu,
-                                   .iov_len = u->link.mtu };
+                                    .iov_len = u->link.mtu };
         u->msgs[i].msg_hdr = (struct msghdr){ .msg_iov = &u->iov[i], .msg_iovlen = 1 };
     }
     int r = recvmmsg(u->fd, u->msgs, max, MSG_DONTWAIT, NULL);
     unsigned n = 0;
     for (int i = 0; i < r; i++) {
         if (u->msgs[i].msg_hdr.msg_flags & MSG_TRUNC)
-            continue;    /* longer than our MTU: not one of ours */
+            continue; /* longer than our MTU: not one of ours */
         u->rx[n].data = u->iov[i].iov_base;
         u->rx[n].len = u->msgs[i].msg_len;
         pkts[n] = &u->rx[n];
@@ -91,12 +92,23 @@ static unsigned ubc_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     return n;
 }
 
-static void ubc_rx_release(em_link_t *l, em_pkt_t **p, unsigned n) { (void)l; (void)p; (void)n; }
-static int ubc_flush(em_link_t *l) { (void)l; return 0; }
+static void ubc_rx_release(em_link_t *l, em_pkt_t **p, unsigned n)
+{
+    (void)l;
+    (void)p;
+    (void)n;
+}
+static int ubc_flush(em_link_t *l)
+{
+    (void)l;
+    return 0;
+}
 static int ubc_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
-    (void)l; (void)peer; (void)a;
-    return -ENOTSUP;     /* one destination only: the broadcast address */
+    (void)l;
+    (void)peer;
+    (void)a;
+    return -ENOTSUP; /* one destination only: the broadcast address */
 }
 
 static void ubc_close(em_link_t *l)
@@ -111,9 +123,14 @@ static void ubc_close(em_link_t *l)
 
 static const em_link_ops_t ubc_ops = {
     .name = "udp-bcast",
-    .tx_alloc = ubc_tx_alloc, .tx_burst = ubc_tx_burst, .tx_free = ubc_tx_free,
-    .rx_burst = ubc_rx_burst, .rx_release = ubc_rx_release, .flush = ubc_flush,
-    .set_peer = ubc_set_peer, .close = ubc_close,
+    .tx_alloc = ubc_tx_alloc,
+    .tx_burst = ubc_tx_burst,
+    .tx_free = ubc_tx_free,
+    .rx_burst = ubc_rx_burst,
+    .rx_release = ubc_rx_release,
+    .flush = ubc_flush,
+    .set_peer = ubc_set_peer,
+    .close = ubc_close,
 };
 
 /** The IPv4 broadcast address of @p ifname, or -1 with a reason. */
@@ -151,9 +168,11 @@ static int if_broadcast(const char *ifname, struct in_addr *out, char *err, size
     }
     freeifaddrs(ifs);
     if (!found)
-        snprintf(err, errlen, exists ? "udp-bcast: interface '%s' has no IPv4 broadcast address"
-                                     : "udp-bcast: no interface '%s' in this network namespace "
-                                       "(pick one with the interface option)", ifname);
+        snprintf(err, errlen,
+                 exists ? "udp-bcast: interface '%s' has no IPv4 broadcast address"
+                        : "udp-bcast: no interface '%s' in this network namespace "
+                          "(pick one with the interface option)",
+                 ifname);
     return found ? 0 : -1;
 }
 
@@ -188,8 +207,7 @@ em_link_t *em_bcast_udp_link_open(const em_bcast_cfg_t *cfg, char *err, size_t e
     uint16_t port = cfg->port ? cfg->port : DEFAULT_PORT;
     int one = 1, big = 4 << 20;
     u->fd = socket(AF_INET, SOCK_DGRAM, 0);
-    if (u->fd < 0 ||
-        setsockopt(u->fd, SOL_SOCKET, SO_BROADCAST, &one, sizeof one) != 0 ||
+    if (u->fd < 0 || setsockopt(u->fd, SOL_SOCKET, SO_BROADCAST, &one, sizeof one) != 0 ||
         /* several members on one node each get every broadcast */
         setsockopt(u->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) {
         snprintf(err, errlen, "udp-bcast: socket: %s", strerror(errno));
@@ -200,13 +218,16 @@ em_link_t *em_bcast_udp_link_open(const em_bcast_cfg_t *cfg, char *err, size_t e
     (void)setsockopt(u->fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
     /* only this interface's broadcasts (needs CAP_NET_RAW; best effort) */
     (void)setsockopt(u->fd, SOL_SOCKET, SO_BINDTODEVICE, ifname, (socklen_t)strlen(ifname));
-    struct sockaddr_in any = { .sin_family = AF_INET, .sin_port = htons(port),
+    struct sockaddr_in any = { .sin_family = AF_INET,
+                               .sin_port = htons(port),
                                .sin_addr.s_addr = htonl(INADDR_ANY) };
     if (bind(u->fd, (struct sockaddr *)&any, sizeof any) != 0) {
         snprintf(err, errlen, "udp-bcast: cannot bind UDP port %u: %s", port, strerror(errno));
         ubc_close(&u->link);
         return NULL;
     }
-    u->bcast = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(port), .sin_addr = ba };
+    u->bcast = (struct sockaddr_in){ .sin_family = AF_INET,
+                                     .sin_port = htons(port),
+                                     .sin_addr = ba };
     return &u->link;
 }

@@ -13,8 +13,8 @@
 const char *em_bc_dec_name(int r)
 {
     static const char *const names[EM_BC_NREASONS] = {
-        "ok", "short", "magic", "version", "type", "reserved", "key", "channel",
-        "sender", "count", "length", "range",
+        "ok",  "short",   "magic",  "version", "type",   "reserved",
+        "key", "channel", "sender", "count",   "length", "range",
     };
     return r >= 0 && r < EM_BC_NREASONS ? names[r] : "?";
 }
@@ -35,13 +35,13 @@ int em_bc_decode(const uint8_t *buf, size_t len, const em_bc_expect_t *ex, em_bc
     if (w.rsvd0 != 0 || w.rsvd1 != 0)
         return EM_BC_ERSVD;
     em_bc_hdr_t d = {
-        .type    = w.type,
-        .key     = be32toh(w.key),
+        .type = w.type,
+        .key = be32toh(w.key),
         .channel = be16toh(w.channel),
-        .sender  = be16toh(w.sender),
-        .seq     = be32toh(w.seq),
-        .offset  = be32toh(w.offset),
-        .count   = be16toh(w.count),
+        .sender = be16toh(w.sender),
+        .seq = be32toh(w.seq),
+        .offset = be32toh(w.offset),
+        .count = be16toh(w.count),
     };
     if (d.key != ex->key)
         return EM_BC_EKEY;
@@ -63,17 +63,17 @@ int em_bc_decode(const uint8_t *buf, size_t len, const em_bc_expect_t *ex, em_bc
 void em_bc_encode_hdr(const em_bc_hdr_t *h, uint8_t *buf)
 {
     struct em_bc_wire_hdr w = {
-        .magic   = EM_BC_MAGIC,
+        .magic = EM_BC_MAGIC,
         .version = EM_BC_VERSION,
-        .type    = h->type,
-        .rsvd0   = 0,
-        .key     = htobe32(h->key),
+        .type = h->type,
+        .rsvd0 = 0,
+        .key = htobe32(h->key),
         .channel = htobe16(h->channel),
-        .sender  = htobe16(h->sender),
-        .seq     = htobe32(h->seq),
-        .offset  = htobe32(h->offset),
-        .count   = htobe16(h->count),
-        .rsvd1   = 0,
+        .sender = htobe16(h->sender),
+        .seq = htobe32(h->seq),
+        .offset = htobe32(h->offset),
+        .count = htobe16(h->count),
+        .rsvd1 = 0,
     };
     memcpy(buf, &w, sizeof w);
 }

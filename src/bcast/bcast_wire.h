@@ -47,20 +47,20 @@
 #define EM_BC_MAGIC     0xEBu
 #define EM_BC_VERSION   1u
 #define EM_BC_HDR_LEN   24u
-#define EM_BC_MIN_FRAME 46u   /**< Ethernet minimum payload (padding allowed up to here) */
+#define EM_BC_MIN_FRAME 46u /**< Ethernet minimum payload (padding allowed up to here) */
 
 /** Element types (field "elem type"). */
 enum em_bc_type {
-    EM_BC_T_F64 = 1,  /**< IEEE-754 binary64, big-endian */
+    EM_BC_T_F64 = 1, /**< IEEE-754 binary64, big-endian */
 };
-#define EM_BC_ELEM_SIZE 8u    /**< bytes per element of every type defined so far */
+#define EM_BC_ELEM_SIZE 8u /**< bytes per element of every type defined so far */
 
 /** The header exactly as on the wire (big-endian fields, no padding). */
 struct em_bc_wire_hdr {
-    uint8_t  magic;
-    uint8_t  version;
-    uint8_t  type;
-    uint8_t  rsvd0;
+    uint8_t magic;
+    uint8_t version;
+    uint8_t type;
+    uint8_t rsvd0;
     uint32_t key;
     uint16_t channel;
     uint16_t sender;
@@ -83,38 +83,38 @@ _Static_assert(offsetof(struct em_bc_wire_hdr, rsvd1) == 22, "diagram: reserved 
 /** Decoded header, host order (the magic, version and reserved fields are
  *  checked by em_bc_decode and not kept). */
 typedef struct em_bc_hdr {
-    uint8_t  type;      /**< element type, enum em_bc_type */
-    uint32_t key;       /**< the job's key */
-    uint16_t channel;   /**< channel id */
-    uint16_t sender;    /**< member id of the sender, < members */
-    uint32_t seq;       /**< per sender and channel, +1 per frame (wraps: util/seq.h) */
-    uint32_t offset;    /**< index of the first element carried */
-    uint16_t count;     /**< elements carried, >= 1 */
+    uint8_t type;     /**< element type, enum em_bc_type */
+    uint32_t key;     /**< the job's key */
+    uint16_t channel; /**< channel id */
+    uint16_t sender;  /**< member id of the sender, < members */
+    uint32_t seq;     /**< per sender and channel, +1 per frame (wraps: util/seq.h) */
+    uint32_t offset;  /**< index of the first element carried */
+    uint16_t count;   /**< elements carried, >= 1 */
 } em_bc_hdr_t;
 
 /** What a receiver accepts: frames that do not match are rejected. */
 typedef struct em_bc_expect {
     uint32_t key;
     uint16_t channel;
-    uint16_t members;   /**< senders are 0 .. members-1 */
-    uint32_t vec_len;   /**< offset + count must be <= vec_len */
+    uint16_t members; /**< senders are 0 .. members-1 */
+    uint32_t vec_len; /**< offset + count must be <= vec_len */
 } em_bc_expect_t;
 
 /** Decode results; every value but OK is a reason a frame is rejected. */
 enum em_bc_dec {
     EM_BC_OK = 0,
-    EM_BC_ESHORT,     /**< shorter than the header */
+    EM_BC_ESHORT, /**< shorter than the header */
     EM_BC_EMAGIC,
     EM_BC_EVERSION,
-    EM_BC_ETYPE,      /**< unknown element type */
-    EM_BC_ERSVD,      /**< a reserved field is not 0 */
-    EM_BC_EKEY,       /**< another job's frame */
-    EM_BC_ECHANNEL,   /**< another channel */
-    EM_BC_ESENDER,    /**< sender id >= members */
-    EM_BC_ECOUNT,     /**< count 0 */
-    EM_BC_ELEN,       /**< frame length does not match count, or more elements than
+    EM_BC_ETYPE,    /**< unknown element type */
+    EM_BC_ERSVD,    /**< a reserved field is not 0 */
+    EM_BC_EKEY,     /**< another job's frame */
+    EM_BC_ECHANNEL, /**< another channel */
+    EM_BC_ESENDER,  /**< sender id >= members */
+    EM_BC_ECOUNT,   /**< count 0 */
+    EM_BC_ELEN,     /**< frame length does not match count, or more elements than
                            this channel's frames hold (its cfg.mtu; em_bcast_poll) */
-    EM_BC_ERANGE,     /**< offset + count beyond the vector */
+    EM_BC_ERANGE,   /**< offset + count beyond the vector */
     EM_BC_NREASONS
 };
 

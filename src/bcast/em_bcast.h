@@ -45,20 +45,20 @@ typedef enum em_bcast_kind {
 
 typedef struct em_bcast_cfg {
     em_bcast_kind_t kind;
-    uint32_t key;          /**< job key: frames carrying another key are rejected */
-    uint16_t channel;      /**< channel id: several channels may share a wire */
-    uint16_t self;         /**< this member's id (0 .. members-1) */
-    uint16_t members;      /**< number of members (senders) */
-    uint32_t vec_len;      /**< length of the shared vector (bounds check) */
-    uint32_t mtu;          /**< largest frame payload wanted; 0 = what the wire allows */
+    uint32_t key;     /**< job key: frames carrying another key are rejected */
+    uint16_t channel; /**< channel id: several channels may share a wire */
+    uint16_t self;    /**< this member's id (0 .. members-1) */
+    uint16_t members; /**< number of members (senders) */
+    uint32_t vec_len; /**< length of the shared vector (bounds check) */
+    uint32_t mtu;     /**< largest frame payload wanted; 0 = what the wire allows */
     /* EM_BCAST_UDP */
-    const char *iface;     /**< interface whose IPv4 broadcast address is used (e.g. "eth0") */
-    uint16_t port;         /**< UDP port (same on every member); 0 = 47603 */
+    const char *iface; /**< interface whose IPv4 broadcast address is used (e.g. "eth0") */
+    uint16_t port;     /**< UDP port (same on every member); 0 = 47603 */
     /* EM_BCAST_DPDK (see link_dpdk.h) */
-    const char *vdev;      /**< devargs, after em_link_dpdk_devargs() expansion */
+    const char *vdev; /**< devargs, after em_link_dpdk_devargs() expansion */
     const char *eal_args;
     const char *file_prefix;
-    double rx_loss;        /**< injected receive loss (wires no kernel sees) */
+    double rx_loss; /**< injected receive loss (wires no kernel sees) */
     uint64_t loss_seed;
     uint32_t link_wait_ms;
     /** EM_BCAST_DPDK framing (link_dpdk.h): 0 = L2 broadcast (ethertype
@@ -68,15 +68,15 @@ typedef struct em_bcast_cfg {
 } em_bcast_cfg_t;
 
 typedef struct em_bcast_stats {
-    uint64_t sent;          /**< frames handed to the wire */
-    uint64_t send_full;     /**< updates not sent: no tx buffer / ring full (lost at the sender) */
-    uint64_t received;      /**< frames accepted and delivered */
-    uint64_t elements;      /**< elements delivered */
-    uint64_t dropped;       /**< gaps + rejected */
-    uint64_t gaps;          /**< frames missing in per-sender sequence numbers */
-    uint64_t late;          /**< frames older than one already seen (reordered or duplicated) */
-    uint64_t own;           /**< own frames looped back (ignored, not counted as received) */
-    uint64_t rejected;      /**< frames failing validation (sum of rejected_by) */
+    uint64_t sent;      /**< frames handed to the wire */
+    uint64_t send_full; /**< updates not sent: no tx buffer / ring full (lost at the sender) */
+    uint64_t received;  /**< frames accepted and delivered */
+    uint64_t elements;  /**< elements delivered */
+    uint64_t dropped;   /**< gaps + rejected */
+    uint64_t gaps;      /**< frames missing in per-sender sequence numbers */
+    uint64_t late;      /**< frames older than one already seen (reordered or duplicated) */
+    uint64_t own;       /**< own frames looped back (ignored, not counted as received) */
+    uint64_t rejected;  /**< frames failing validation (sum of rejected_by) */
     uint64_t rejected_by[12]; /**< per em_bc_dec reason (index = enum em_bc_dec) */
 } em_bcast_stats_t;
 

@@ -48,9 +48,21 @@
 
 /* the one daemon of this process, for the signal handlers only */
 static struct emd *sig_emd;
-static void on_stop(int sig) { (void)sig; sig_emd->stop = 1; }
-static void on_usr1(int sig) { (void)sig; sig_emd->dump = 1; }
-static void on_hup(int sig) { (void)sig; sig_emd->hup = 1; }
+static void on_stop(int sig)
+{
+    (void)sig;
+    sig_emd->stop = 1;
+}
+static void on_usr1(int sig)
+{
+    (void)sig;
+    sig_emd->dump = 1;
+}
+static void on_hup(int sig)
+{
+    (void)sig;
+    sig_emd->hup = 1;
+}
 
 static void emd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void emd_log(const char *fmt, ...)
@@ -194,8 +206,10 @@ static const char *bulkq_possible(struct emd *e, const char *vdev, const char *e
     else if (strstr(eal_args, "--in-memory") || strstr(eal_args, "--no-shconf") ||
              strstr(eal_args, "--no-huge"))
         why = "the daemon runs --in-memory/--no-shconf/--no-huge (DPDK secondaries cannot attach)";
-    else if (!*eal_args && (!hugetlbfs_mounted() || em_link_dpdk_hugepages_free() < BULKQ_HUGEPAGES_MIN)) {
-        snprintf(hp, sizeof hp, "no hugepages: echo 256 >/proc/sys/vm/nr_hugepages; "
+    else if (!*eal_args &&
+             (!hugetlbfs_mounted() || em_link_dpdk_hugepages_free() < BULKQ_HUGEPAGES_MIN)) {
+        snprintf(hp, sizeof hp,
+                 "no hugepages: echo 256 >/proc/sys/vm/nr_hugepages; "
                  "mount -t hugetlbfs nodev /dev/hugepages");
         why = hp;
     }
@@ -210,51 +224,53 @@ static const char *bulkq_possible(struct emd *e, const char *vdev, const char *e
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: emd --socket PATH --vdev SPEC [options]\n"
-        "       emd --status PATH   print the counters of the emd serving PATH as\n"
-        "                           'name value' lines (any user the access rule admits)\n"
-        "  The ethermpi node daemon: owns the DPDK port, serves the node's MPI processes\n"
-        "  (dpdk BTL, --mca btl_dpdk_mode daemon).  See docs/daemon.md.\n"
-        "  --socket PATH      control socket the processes attach to (%%h = host name)\n"
-        "  --vdev SPEC        DPDK devargs, or @FILE (first line); %%h = host name,\n"
-        "                     %%j = \"emd\"; empty: the first port EAL finds\n"
-        "  --eal-args ARGS    extra EAL arguments (default: see link_dpdk)\n"
-        "  --mtu N            L2 payload bytes (0 = largest)\n"
-        "  --framing l2|udp   l2 (default): raw Ethernet frames, one segment; udp: inside\n"
-        "                     UDP/IPv4, to the peer node's IPv4 address and port, across\n"
-        "                     routers (no bulk queues; the ranks need btl_dpdk_framing udp)\n"
-        "  --udp-port N       udp framing: this node's UDP port (default 29717)\n"
-        "  --udp-addr A.B.C.D udp framing: this node's IPv4 address (default: the af_xdp\n"
-        "                     interface's; on a memif cable 169.254.x.y from the MAC)\n"
-        "  --udp-no-csum      udp framing: send no UDP checksum (0; the FCS covers each hop)\n"
-        "  --rx-kib N         per-process rx ring in KiB, power of 2 (default 16384: 16 MiB,\n"
-        "                     e.g. 50,000 frames of 256 B or 1,800 of 9000 B)\n"
-        "  --tx-slots N       per-process tx ring slots, power of 2 (default 1024)\n"
-        "  --max-clients N    processes at once (default 64)\n"
-        "  --max-per-uid N    processes of one uid at once (default 0: no limit)\n"
-        "  --max-flows N      peers per process the daemon acknowledges for (default 4096)\n"
-        "  --max-nodes N      nodes the daemon sends to at once (default 1024; unused ones age out)\n"
-        "  --group NAME       who may attach: members of this group (default: the daemon's group);\n"
-        "                     the socket is made with this group, mode 0660\n"
-        "  --uid USER         who may attach: this user too (and the socket's owner)\n"
-        "  --spin-us N        keep polling this long after the last frame (default 50)\n"
-        "  --max-sleep-us N   longest idle sleep (default 200)\n"
-        "  --rx-loss P        testing: drop this fraction of received frames (seeded); SIGHUP\n"
-        "                     re-reads it from SOCKET.loss (emcluster emd loss)\n"
-        "  --no-ack           do not acknowledge eager frames for the processes\n"
-        "  --no-yield         never sched_yield() while spinning (a core of its own)\n"
-        "  --loss-seed N      seed of --rx-loss\n"
-        "  --link-wait-ms N   wait this long for the port's link (default 30000)\n"
-        "  --bulk-slots N     bulk queues: up to N processes get queues of their own for\n"
-        "                     rendezvous (put) data (1 + N*N queue pairs; memif wire and\n"
-        "                     hugepages only; both daemons of a cable must agree);\n"
-        "                     0 = none, puts go through the daemon (default 4);\n"
-        "                     --rdv-slots N is the old name (deprecated)\n"
-        "  --file-prefix P    EAL file prefix (default emd-%%h); the ranks attach to it as\n"
-        "                     DPDK secondaries\n"
-        "  -v, --verbose      log attaches and detaches (a client detached for bad rings or\n"
-        "                     messages is always logged, with its pid and uid)\n"
-        "  SIGUSR1 logs the counters; SIGTERM/SIGINT stop (clients see the stop).\n");
+            "usage: emd --socket PATH --vdev SPEC [options]\n"
+            "       emd --status PATH   print the counters of the emd serving PATH as\n"
+            "                           'name value' lines (any user the access rule admits)\n"
+            "  The ethermpi node daemon: owns the DPDK port, serves the node's MPI processes\n"
+            "  (dpdk BTL, --mca btl_dpdk_mode daemon).  See docs/daemon.md.\n"
+            "  --socket PATH      control socket the processes attach to (%%h = host name)\n"
+            "  --vdev SPEC        DPDK devargs, or @FILE (first line); %%h = host name,\n"
+            "                     %%j = \"emd\"; empty: the first port EAL finds\n"
+            "  --eal-args ARGS    extra EAL arguments (default: see link_dpdk)\n"
+            "  --mtu N            L2 payload bytes (0 = largest)\n"
+            "  --framing l2|udp   l2 (default): raw Ethernet frames, one segment; udp: inside\n"
+            "                     UDP/IPv4, to the peer node's IPv4 address and port, across\n"
+            "                     routers (no bulk queues; the ranks need btl_dpdk_framing udp)\n"
+            "  --udp-port N       udp framing: this node's UDP port (default 29717)\n"
+            "  --udp-addr A.B.C.D udp framing: this node's IPv4 address (default: the af_xdp\n"
+            "                     interface's; on a memif cable 169.254.x.y from the MAC)\n"
+            "  --udp-no-csum      udp framing: send no UDP checksum (0; the FCS covers each hop)\n"
+            "  --rx-kib N         per-process rx ring in KiB, power of 2 (default 16384: 16 MiB,\n"
+            "                     e.g. 50,000 frames of 256 B or 1,800 of 9000 B)\n"
+            "  --tx-slots N       per-process tx ring slots, power of 2 (default 1024)\n"
+            "  --max-clients N    processes at once (default 64)\n"
+            "  --max-per-uid N    processes of one uid at once (default 0: no limit)\n"
+            "  --max-flows N      peers per process the daemon acknowledges for (default 4096)\n"
+            "  --max-nodes N      nodes the daemon sends to at once (default 1024; unused ones age "
+            "out)\n"
+            "  --group NAME       who may attach: members of this group (default: the daemon's "
+            "group);\n"
+            "                     the socket is made with this group, mode 0660\n"
+            "  --uid USER         who may attach: this user too (and the socket's owner)\n"
+            "  --spin-us N        keep polling this long after the last frame (default 50)\n"
+            "  --max-sleep-us N   longest idle sleep (default 200)\n"
+            "  --rx-loss P        testing: drop this fraction of received frames (seeded); SIGHUP\n"
+            "                     re-reads it from SOCKET.loss (emcluster emd loss)\n"
+            "  --no-ack           do not acknowledge eager frames for the processes\n"
+            "  --no-yield         never sched_yield() while spinning (a core of its own)\n"
+            "  --loss-seed N      seed of --rx-loss\n"
+            "  --link-wait-ms N   wait this long for the port's link (default 30000)\n"
+            "  --bulk-slots N     bulk queues: up to N processes get queues of their own for\n"
+            "                     rendezvous (put) data (1 + N*N queue pairs; memif wire and\n"
+            "                     hugepages only; both daemons of a cable must agree);\n"
+            "                     0 = none, puts go through the daemon (default 4);\n"
+            "                     --rdv-slots N is the old name (deprecated)\n"
+            "  --file-prefix P    EAL file prefix (default emd-%%h); the ranks attach to it as\n"
+            "                     DPDK secondaries\n"
+            "  -v, --verbose      log attaches and detaches (a client detached for bad rings or\n"
+            "                     messages is always logged, with its pid and uid)\n"
+            "  SIGUSR1 logs the counters; SIGTERM/SIGINT stop (clients see the stop).\n");
 }
 
 /**
@@ -270,8 +286,11 @@ static em_link_t *open_port(struct emd *e, struct dpdk_port *port, em_dpdk_cfg_t
     cfg.eal_args = bulkq_possible(e, cfg.vdev, cfg.eal_args);
     cfg.framing = e->core.framing == EMD_FRAMING_UDP ? EM_DPDK_FRAMING_UDP : EM_DPDK_FRAMING_L2;
     if (e->ctl.bulk_slots)
-        cfg.extra = (em_dpdk_extra_queues_t){ .n = (uint16_t)(emd_bulkq_queues(e->ctl.bulk_slots) - 1u),
-                                              .rx_pool = bulk_rx_pool, .undo = bulk_pools_free, .ctx = port };
+        cfg.extra = (em_dpdk_extra_queues_t){ .n = (uint16_t)(emd_bulkq_queues(e->ctl.bulk_slots) -
+                                                              1u),
+                                              .rx_pool = bulk_rx_pool,
+                                              .undo = bulk_pools_free,
+                                              .ctx = port };
     port->slots = e->ctl.bulk_slots;
     em_link_t *link = em_link_dpdk_open(&cfg, err, sizeof err);
     if (!link) {
@@ -291,13 +310,15 @@ static em_link_t *open_port(struct emd *e, struct dpdk_port *port, em_dpdk_cfg_t
     if (e->ctl.bulk_slots) {
         snprintf(e->ctl.bulk_prefix, sizeof e->ctl.bulk_prefix, "%s", prefix);
         em_link_dpdk_port_name(link, e->ctl.bulk_port, sizeof e->ctl.bulk_port);
-        struct emd_bulkq_info probe = { .slots = e->ctl.bulk_slots, .slot = 0,
-                                      .queues = emd_bulkq_queues(e->ctl.bulk_slots) };
+        struct emd_bulkq_info probe = { .slots = e->ctl.bulk_slots,
+                                        .slot = 0,
+                                        .queues = emd_bulkq_queues(e->ctl.bulk_slots) };
         memcpy(probe.prefix, e->ctl.bulk_prefix, sizeof probe.prefix);
         memcpy(probe.port, e->ctl.bulk_port, sizeof probe.port);
         const char *why = NULL;
-        if (emd_bulkq_check(&probe, &why) != 0) {   /* what the clients will check */
-            fprintf(stderr, "emd: bulk queues: %s (prefix '%s', port '%s')\n", why, prefix, e->ctl.bulk_port);
+        if (emd_bulkq_check(&probe, &why) != 0) { /* what the clients will check */
+            fprintf(stderr, "emd: bulk queues: %s (prefix '%s', port '%s')\n", why, prefix,
+                    e->ctl.bulk_port);
             em_link_close(link);
             *rc = 2;
             return NULL;
@@ -331,28 +352,49 @@ struct args {
  *  @return -1 to go on, or the exit code (0 after --help, 2 on bad arguments). */
 static int parse_args(struct emd *e, int argc, char **argv, struct args *a)
 {
-    static const struct option opts[] = {
-        { "socket", required_argument, NULL, 's' }, { "vdev", required_argument, NULL, 'd' },
-        { "eal-args", required_argument, NULL, 'e' }, { "mtu", required_argument, NULL, 'm' },
-        { "rx-kib", required_argument, NULL, 'R' }, { "tx-slots", required_argument, NULL, 'T' },
-        { "max-clients", required_argument, NULL, 'C' }, { "spin-us", required_argument, NULL, 'S' },
-        { "max-sleep-us", required_argument, NULL, 'Z' }, { "rx-loss", required_argument, NULL, 'l' },
-        { "loss-seed", required_argument, NULL, 'L' }, { "link-wait-ms", required_argument, NULL, 'w' },
-        { "verbose", no_argument, NULL, 'v' }, { "no-ack", no_argument, NULL, 'A' },
-        { "no-yield", no_argument, NULL, 'Y' }, { "help", no_argument, NULL, 'h' },
-        { "bulk-slots", required_argument, NULL, 'Q' }, { "file-prefix", required_argument, NULL, 'P' },
-        { "rdv-slots", required_argument, NULL, 'Q' },       /* the old name of --bulk-slots */
-        { "max-per-uid", required_argument, NULL, 'U' }, { "max-flows", required_argument, NULL, 'F' },
-        { "max-nodes", required_argument, NULL, 'N' }, { "group", required_argument, NULL, 'G' },
-        { "uid", required_argument, NULL, 'I' }, { "status", required_argument, NULL, 'q' },
-        { "framing", required_argument, NULL, 'x' }, { "udp-port", required_argument, NULL, 'u' },
-        { "udp-addr", required_argument, NULL, 'a' }, { "udp-no-csum", no_argument, NULL, 'n' },
-        { 0, 0, 0, 0 }
-    };
-    *a = (struct args){ .vdev_spec = "", .eal_args = "", .prefix_spec = "emd-%h", .bulk_slots = 4,
+    static const struct option opts[] = { { "socket", required_argument, NULL, 's' },
+                                          { "vdev", required_argument, NULL, 'd' },
+                                          { "eal-args", required_argument, NULL, 'e' },
+                                          { "mtu", required_argument, NULL, 'm' },
+                                          { "rx-kib", required_argument, NULL, 'R' },
+                                          { "tx-slots", required_argument, NULL, 'T' },
+                                          { "max-clients", required_argument, NULL, 'C' },
+                                          { "spin-us", required_argument, NULL, 'S' },
+                                          { "max-sleep-us", required_argument, NULL, 'Z' },
+                                          { "rx-loss", required_argument, NULL, 'l' },
+                                          { "loss-seed", required_argument, NULL, 'L' },
+                                          { "link-wait-ms", required_argument, NULL, 'w' },
+                                          { "verbose", no_argument, NULL, 'v' },
+                                          { "no-ack", no_argument, NULL, 'A' },
+                                          { "no-yield", no_argument, NULL, 'Y' },
+                                          { "help", no_argument, NULL, 'h' },
+                                          { "bulk-slots", required_argument, NULL, 'Q' },
+                                          { "file-prefix", required_argument, NULL, 'P' },
+                                          { "rdv-slots", required_argument, NULL,
+                                            'Q' }, /* the old name of --bulk-slots */
+                                          { "max-per-uid", required_argument, NULL, 'U' },
+                                          { "max-flows", required_argument, NULL, 'F' },
+                                          { "max-nodes", required_argument, NULL, 'N' },
+                                          { "group", required_argument, NULL, 'G' },
+                                          { "uid", required_argument, NULL, 'I' },
+                                          { "status", required_argument, NULL, 'q' },
+                                          { "framing", required_argument, NULL, 'x' },
+                                          { "udp-port", required_argument, NULL, 'u' },
+                                          { "udp-addr", required_argument, NULL, 'a' },
+                                          { "udp-no-csum", no_argument, NULL, 'n' },
+                                          { 0, 0, 0, 0 } };
+    *a = (struct args){ .vdev_spec = "",
+                        .eal_args = "",
+                        .prefix_spec = "emd-%h",
+                        .bulk_slots = 4,
                         .framing = "l2",
-                        .spin_us = 50, .max_sleep_us = 200, .link_wait = 30000, .rx_kib = 16384,
-                        .max_clients = 64, .max_flows = EMD_FLOWS_DEFAULT, .max_nodes = EMD_NODES_DEFAULT };
+                        .spin_us = 50,
+                        .max_sleep_us = 200,
+                        .link_wait = 30000,
+                        .rx_kib = 16384,
+                        .max_clients = 64,
+                        .max_flows = EMD_FLOWS_DEFAULT,
+                        .max_nodes = EMD_NODES_DEFAULT };
     const char *group = NULL, *user = NULL;
     e->ctl.tx_slots = 1024;
     int o, bad = 0;
@@ -408,8 +450,9 @@ static int parse_args(struct emd *e, int argc, char **argv, struct args *a)
     e->core.framing = strcmp(a->framing, "udp") == 0 ? EMD_FRAMING_UDP : EMD_FRAMING_L2;
     if (a->status_spec && !bad && optind == argc)
         return -1;
-    if (bad || !a->sock_spec || optind != argc || a->max_clients == 0 || a->max_clients > MAX_CLIENTS_LIMIT ||
-        a->max_sleep_us == 0 || a->bulk_slots > EMD_BULKQ_SLOTS_MAX || a->max_flows > EMD_FLOWS_MAX ||
+    if (bad || !a->sock_spec || optind != argc || a->max_clients == 0 ||
+        a->max_clients > MAX_CLIENTS_LIMIT || a->max_sleep_us == 0 ||
+        a->bulk_slots > EMD_BULKQ_SLOTS_MAX || a->max_flows > EMD_FLOWS_MAX ||
         a->max_nodes > 65535 || a->udp_port > 65535) {
         fprintf(stderr, "emd: bad or missing arguments\n");
         usage(stderr);
@@ -439,8 +482,9 @@ static int setup(struct emd *e, const struct args *A, em_link_t *link)
     /* our node id (emd_wire.h): the MAC, or in udp framing the IPv4 address
      * and port of the udp blob (link_dpdk.h: MAC, queue, IPv4, port) */
     const uint8_t *id = link->local.bytes + (e->core.framing == EMD_FRAMING_UDP ? 8 : 0);
-    if (emd_core_init(&e->core, link, id, cmtu, A->max_clients, A->max_flows,
-                      A->max_nodes, !A->no_ack) != 0 || emd_ctl_setup(&e->ctl) != 0) {
+    if (emd_core_init(&e->core, link, id, cmtu, A->max_clients, A->max_flows, A->max_nodes,
+                      !A->no_ack) != 0 ||
+        emd_ctl_setup(&e->ctl) != 0) {
         fprintf(stderr, "emd: out of memory\n");
         return 1;
     }
@@ -456,18 +500,21 @@ static void log_ready(const struct emd *e, const char *vdev, const char *sock)
         snprintf(node, sizeof node, "udp framing, node %u.%u.%u.%u:%u", m[0], m[1], m[2], m[3],
                  (unsigned)(m[4] << 8 | m[5]));
     else
-        snprintf(node, sizeof node, "MAC %02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+        snprintf(node, sizeof node, "MAC %02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3],
+                 m[4], m[5]);
     e->log("ready: %s, %s, frame %u bytes, socket %s, rings: rx %u KiB, "
-           "tx %u slots%s", vdev[0] ? vdev : "(first port)", node,
-           e->core.mtu, sock, e->ctl.rx_size >> 10, e->ctl.tx_slots, e->core.ack ? ", eager ACKs" : "");
+           "tx %u slots%s",
+           vdev[0] ? vdev : "(first port)", node, e->core.mtu, sock, e->ctl.rx_size >> 10,
+           e->ctl.tx_slots, e->core.ack ? ", eager ACKs" : "");
     if (e->ctl.allow_uid >= 0 || e->ctl.allow_gid >= 0)
         e->log("who may attach: root, uid %ld%s, group %ld (socket mode 0660)", (long)geteuid(),
                e->ctl.allow_uid >= 0 ? " and --uid" : "",
                e->ctl.allow_gid >= 0 ? e->ctl.allow_gid : (long)getegid());
     if (e->ctl.bulk_slots)
         e->log("bulk queues: %u slots, %u queue pairs on %s, DPDK primary with --file-prefix=%s "
-               "(ranks attach as secondaries: trusted users only, see docs/daemon.md)", e->ctl.bulk_slots,
-               emd_bulkq_queues(e->ctl.bulk_slots), e->ctl.bulk_port, e->ctl.bulk_prefix);
+               "(ranks attach as secondaries: trusted users only, see docs/daemon.md)",
+               e->ctl.bulk_slots, emd_bulkq_queues(e->ctl.bulk_slots), e->ctl.bulk_port,
+               e->ctl.bulk_prefix);
     else
         e->log("bulk queues: none: %s; rendezvous data goes through the daemon", e->ctl.bulk_why);
 }
@@ -491,7 +538,8 @@ static int expand_specs(const struct args *A, char *sock, char *vdev, size_t vde
     char err[512];
     if (em_link_dpdk_devargs(A->sock_spec, "emd", sock, 256, err, sizeof err) != 0 ||
         em_link_dpdk_devargs(A->vdev_spec, "emd", vdev, vdevlen, err, sizeof err) != 0 ||
-        em_link_dpdk_devargs(A->prefix_spec, "emd", prefix, EMD_BULKQ_NAME_LEN, err, sizeof err) != 0) {
+        em_link_dpdk_devargs(A->prefix_spec, "emd", prefix, EMD_BULKQ_NAME_LEN, err, sizeof err) !=
+            0) {
         fprintf(stderr, "emd: %s\n", err);
         return -1;
     }
@@ -522,16 +570,21 @@ int main(int argc, char **argv)
     snprintf(e->loss_path, sizeof e->loss_path, "%s.loss", sock);
     e->spin_ns = (uint64_t)A.spin_us * 1000u;
     e->max_sleep_ns = (uint64_t)A.max_sleep_us * 1000u;
-    (void)prctl(PR_SET_TIMERSLACK, 1000UL);   /* short sleeps mean short */
+    (void)prctl(PR_SET_TIMERSLACK, 1000UL); /* short sleeps mean short */
     if (emd_ctl_claim(&e->ctl, sock, err, sizeof err) != 0) {
         fprintf(stderr, "emd: %s\n", err);
         return 1;
     }
     catch_signals(e);
     e->ctl.bulk_slots = (uint16_t)A.bulk_slots;
-    em_dpdk_cfg_t pcfg = { .vdev = vdev, .eal_args = A.eal_args, .file_prefix = prefix, .mtu = A.mtu,
-                           .link_wait_ms = A.link_wait, .udp_port = (uint16_t)A.udp_port,
-                           .udp_addr = A.udp_addr, .udp_no_csum = A.udp_no_csum };
+    em_dpdk_cfg_t pcfg = { .vdev = vdev,
+                           .eal_args = A.eal_args,
+                           .file_prefix = prefix,
+                           .mtu = A.mtu,
+                           .link_wait_ms = A.link_wait,
+                           .udp_port = (uint16_t)A.udp_port,
+                           .udp_addr = A.udp_addr,
+                           .udp_no_csum = A.udp_no_csum };
     em_link_t *link = open_port(e, &port, pcfg, &rc);
     if (!link)
         return rc;
@@ -560,7 +613,7 @@ int main(int argc, char **argv)
     emd_dump_stats(e);
     emd_shutdown(e, sock);
     em_link_close(link);
-    close(e->ctl.lock_fd);          /* the lock file stays: flock, not its existence, is the lock */
+    close(e->ctl.lock_fd); /* the lock file stays: flock, not its existence, is the lock */
     emd_core_fini(&e->core);
     return 0;
 }

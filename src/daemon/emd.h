@@ -24,14 +24,14 @@
 #include "daemon/emd_ctl.h"
 
 struct emd {
-    emd_core_t core;              /**< data plane */
-    emd_ctl_t ctl;                /**< control plane */
-    const emd_port_ops_t *port;   /**< the port's extras (NULL: none) */
+    emd_core_t core;            /**< data plane */
+    emd_ctl_t ctl;              /**< control plane */
+    const emd_port_ops_t *port; /**< the port's extras (NULL: none) */
     void *port_ctx;
     uint64_t spin_ns, max_sleep_ns;
-    int yield;                    /**< sched_yield() when a spin round found nothing */
-    char loss_path[300];          /**< re-read on hup (testing) */
-    volatile sig_atomic_t stop, dump, hup;   /**< set by signal handlers */
+    int yield;                             /**< sched_yield() when a spin round found nothing */
+    char loss_path[300];                   /**< re-read on hup (testing) */
+    volatile sig_atomic_t stop, dump, hup; /**< set by signal handlers */
     void (*log)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 };
 

@@ -43,7 +43,8 @@ int emd_core_add_flow(emd_core_t *c, unsigned i, const struct emd_ctl_flow *m, c
         c->flows_refused++;
         return -1;
     }
-    if (m->self == m->peer || m->frame_max < EM_HDR_LEN + EM_PUT_EXT_LEN || m->frame_max > cl->mtu) {
+    if (m->self == m->peer || m->frame_max < EM_HDR_LEN + EM_PUT_EXT_LEN ||
+        m->frame_max > cl->mtu) {
         *why = "flow with equal endpoints or a frame size beyond the region's";
         c->flows_refused++;
         return -1;
@@ -61,9 +62,14 @@ int emd_core_add_flow(emd_core_t *c, unsigned i, const struct emd_ctl_flow *m, c
         f = &cl->flows[k];
         cl->nflows++;
     }
-    *f = (struct emd_flow){ .rx_key = m->rx_key, .tx_key = m->tx_key, .rcv_nxt = m->rx_next,
-                            .snd_hint = m->tx_next, .frame_max = m->frame_max, .self = m->self,
-                            .peer = m->peer, .used = 1 };
+    *f = (struct emd_flow){ .rx_key = m->rx_key,
+                            .tx_key = m->tx_key,
+                            .rcv_nxt = m->rx_next,
+                            .snd_hint = m->tx_next,
+                            .frame_max = m->frame_max,
+                            .self = m->self,
+                            .peer = m->peer,
+                            .used = 1 };
     return 0;
 }
 
@@ -92,7 +98,7 @@ void emd_deliver_acked(emd_core_t *c, struct emd_client *cl, const uint8_t *data
         f = flow_find(cl, h.dst, h.src);
     if (!f || !frame_acceptable(f, &h)) {
         if (f)
-            c->ack_refused++;        /* the client refuses and counts it; no ACK from us */
+            c->ack_refused++; /* the client refuses and counts it; no ACK from us */
         (void)emd_deliver(c, cl, data, len, from);
         return;
     }
@@ -116,7 +122,7 @@ void emd_deliver_acked(emd_core_t *c, struct emd_client *cl, const uint8_t *data
         return;
     }
     if (emd_deliver(c, cl, data, len, from) != 0)
-        return;                      /* ring full: no ACK, the sender retransmits */
+        return; /* ring full: no ACK, the sender retransmits */
     if (d == 0) {
         f->rcv_nxt++;
         f->ack_owed = 1;
@@ -127,7 +133,7 @@ static void tx_batch(emd_core_t *c, em_pkt_t **batch, unsigned nb)
 {
     unsigned sent = em_link_tx_burst(c->link, batch, nb);
     for (unsigned j = sent; j < nb; j++)
-        em_link_tx_free(c->link, batch[j]);   /* a later ACK covers it */
+        em_link_tx_free(c->link, batch[j]); /* a later ACK covers it */
     c->acks += sent;
 }
 
@@ -146,11 +152,16 @@ void emd_send_acks(emd_core_t *c)
             int ni = emd_core_node(c, f->src_mac);
             em_pkt_t *p = ni >= 0 ? em_link_tx_alloc(c->link) : NULL;
             if (!p)
-                continue;            /* try again after the next burst */
-            em_hdr_t a = { .type = EM_PT_ACK, .src = f->self, .dst = f->peer,
-                           .seq = f->snd_hint, .ack = f->rcv_nxt };
-            a.job_key = f->tx_key;   /* (whatever width the wire's key has) */
-            emd_shim_t to = { .cls = EMD_CLS_CTRL, .len = EM_HDR_LEN, .dst = f->src_ep, .src = cl->ep };
+                continue; /* try again after the next burst */
+            em_hdr_t a = { .type = EM_PT_ACK,
+                           .src = f->self,
+                           .dst = f->peer,
+                           .seq = f->snd_hint,
+                           .ack = f->rcv_nxt };
+            a.job_key = f->tx_key; /* (whatever width the wire's key has) */
+            emd_shim_t to = {
+                .cls = EMD_CLS_CTRL, .len = EM_HDR_LEN, .dst = f->src_ep, .src = cl->ep
+            };
             memcpy(to.src_mac, c->mac, 6);
             emd_wire_encode(p->data, &to);
             p->len = EMD_WIRE_HDR_LEN + (uint32_t)em_hdr_encode(&a, p->data + EMD_WIRE_HDR_LEN);
@@ -196,4 +207,3 @@ void emd_resync_flow(emd_core_t *c, struct emd_client *cl, const uint8_t *hdr, u
     if (fwd > 0 && fwd < (1 << 24))
         f->snd_hint = next;
 }
-

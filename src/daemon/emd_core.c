@@ -81,8 +81,14 @@ int emd_core_attach(emd_core_t *c, unsigned i, int fd, struct emd_shm_hdr *h, ui
     if (i >= c->max_clients || want == 0 || want != size || ep == 0 || ep == EMD_EP_CONTROL)
         return -1;
     struct emd_client *cl = &c->cl[i];
-    *cl = (struct emd_client){ .fd = fd, .h = h, .size = size, .mtu = c->mtu, .ep = ep, .pid = pid,
-                               .uid = uid, .slot = slot };
+    *cl = (struct emd_client){ .fd = fd,
+                               .h = h,
+                               .size = size,
+                               .mtu = c->mtu,
+                               .ep = ep,
+                               .pid = pid,
+                               .uid = uid,
+                               .slot = slot };
     /* the geometry emd_shm_init laid out, from the arguments */
     uint8_t *base = (uint8_t *)h;
     emd_ring_init(&cl->rx, &h->rx, base + EMD_SHM_RX_OFF, rx_size, 0, 0);
@@ -93,7 +99,7 @@ int emd_core_attach(emd_core_t *c, unsigned i, int fd, struct emd_shm_hdr *h, ui
         while (cap < 2 * c->max_flows)
             cap <<= 1;
         cl->flows = calloc(cap, sizeof *cl->flows);
-        cl->flow_cap = cl->flows ? cap : 0;      /* no memory: no eager ACKs for this one */
+        cl->flow_cap = cl->flows ? cap : 0; /* no memory: no eager ACKs for this one */
     }
     c->ep2cl[ep] = (uint16_t)(i + 1);
     return 0;

@@ -63,26 +63,27 @@
 /** node table (MACs the daemon sends to), default; LRU beyond it */
 #define EMD_NODES_DEFAULT 1024u
 /** a node entry unused this long may be given to another MAC */
-#define EMD_NODE_AGE_NS   1000000000ull
+#define EMD_NODE_AGE_NS 1000000000ull
 
 /** A sender -> client stream the daemon acknowledges (registered by the client). */
 struct emd_flow {
-    uint64_t rx_key;              /* key of frames peer -> client */
-    uint64_t tx_key;              /* key of frames client -> peer (our ACKs carry it) */
-    uint32_t rcv_nxt;             /* next sequence number expected from the peer */
-    uint32_t snd_hint;            /* the client's next sequence number toward the peer */
-    uint32_t frame_max;           /* the client's largest frame, headers included */
-    uint16_t self, peer;          /* protocol endpoint ids */
-    uint16_t src_ep;              /* where the ACK goes (learned from a frame that passed the checks) */
+    uint64_t rx_key;     /* key of frames peer -> client */
+    uint64_t tx_key;     /* key of frames client -> peer (our ACKs carry it) */
+    uint32_t rcv_nxt;    /* next sequence number expected from the peer */
+    uint32_t snd_hint;   /* the client's next sequence number toward the peer */
+    uint32_t frame_max;  /* the client's largest frame, headers included */
+    uint16_t self, peer; /* protocol endpoint ids */
+    uint16_t src_ep;     /* where the ACK goes (learned from a frame that passed the checks) */
     uint8_t src_mac[6];
     uint8_t used, ack_owed, where_known;
 };
 
 /** The port's counters emd reports beyond the link's (emd_port_ops_t::stats). */
 typedef struct emd_port_stats {
-    uint64_t tx_full;             /**< sends the port refused (tx queue full) */
-    int bulk_known;               /**< 1: the bulk_* counters below are meaningful */
-    uint64_t bulk_rx_frames, bulk_rx_bytes, bulk_tx_frames, bulk_tx_bytes;  /**< the ranks' bulk queues */
+    uint64_t tx_full; /**< sends the port refused (tx queue full) */
+    int bulk_known;   /**< 1: the bulk_* counters below are meaningful */
+    uint64_t bulk_rx_frames, bulk_rx_bytes, bulk_tx_frames,
+        bulk_tx_bytes; /**< the ranks' bulk queues */
 } emd_port_stats_t;
 
 /**
@@ -100,55 +101,55 @@ typedef struct emd_port_ops {
 
 /** One attached client, as the daemon sees it. */
 struct emd_client {
-    int fd;                       /* control socket; -1: slot free (the control plane's) */
-    struct emd_shm_hdr *h;        /* the shared region (client-writable) */
+    int fd;                /* control socket; -1: slot free (the control plane's) */
+    struct emd_shm_hdr *h; /* the shared region (client-writable) */
     /* geometry: the daemon's copies, fixed at attach, never re-read */
     uint64_t size;
     uint32_t mtu;
-    emd_ring_t rx;                /* we produce (records) */
-    emd_ring_t tx;                /* we consume (slots) */
+    emd_ring_t rx; /* we produce (records) */
+    emd_ring_t tx; /* we consume (slots) */
     uint16_t ep;
-    uint32_t pid, uid;            /* from SO_PEERCRED */
-    struct emd_flow *flows;       /* hash table of flow_cap entries (NULL: no eager ACKs) */
+    uint32_t pid, uid;      /* from SO_PEERCRED */
+    struct emd_flow *flows; /* hash table of flow_cap entries (NULL: no eager ACKs) */
     unsigned nflows, flow_cap;
-    uint16_t slot;                /* bulk-queue slot, or EMD_BULKQ_NO_SLOT */
-    const char *doomed;           /* non-NULL: detach at the next safe point, for this reason */
+    uint16_t slot;      /* bulk-queue slot, or EMD_BULKQ_NO_SLOT */
+    const char *doomed; /* non-NULL: detach at the next safe point, for this reason */
 };
 
 struct emd_node {
     uint8_t mac[6];
     uint8_t used;
-    uint64_t last_ns;             /* last use (LRU) */
+    uint64_t last_ns; /* last use (LRU) */
 };
 
 typedef struct emd_core {
     em_link_t *link;
-    uint8_t mac[6];               /* our node id (emd_wire.h "Node ids": MAC, or IPv4 + port) */
-    int framing;                  /* enum emd_framing: what node ids are, how peers are addressed */
-    uint32_t mtu;                 /* client frame size = link MTU - shim */
-    int ack;                      /* send eager ACKs on the clients' behalf */
+    uint8_t mac[6]; /* our node id (emd_wire.h "Node ids": MAC, or IPv4 + port) */
+    int framing;    /* enum emd_framing: what node ids are, how peers are addressed */
+    uint32_t mtu;   /* client frame size = link MTU - shim */
+    int ack;        /* send eager ACKs on the clients' behalf */
     uint32_t max_clients, max_flows;
     struct emd_client *cl;
-    uint16_t *ep2cl;              /* endpoint -> client index + 1 (65536 entries) */
-    struct emd_node *nodes;       /* the link's peer table: index = link peer id */
+    uint16_t *ep2cl;        /* endpoint -> client index + 1 (65536 entries) */
+    struct emd_node *nodes; /* the link's peer table: index = link peer id */
     unsigned nnodes, max_nodes;
-    uint64_t now_ns;              /* the loop's clock (set by the caller each round) */
-    int tx_blocked;               /* this round, the port refused frames (or no mbuf) */
-    double loss;                  /* testing: drop this fraction of port frames */
+    uint64_t now_ns; /* the loop's clock (set by the caller each round) */
+    int tx_blocked;  /* this round, the port refused frames (or no mbuf) */
+    double loss;     /* testing: drop this fraction of port frames */
     uint64_t rng;
     /* memif: the other end's queue layout (hello) */
-    uint16_t bulk_slots;          /* ours (emd --bulk-slots) */
-    int peer_seen;                /* a consistent hello or reply arrived */
+    uint16_t bulk_slots; /* ours (emd --bulk-slots) */
+    int peer_seen;       /* a consistent hello or reply arrived */
     uint16_t peer_slots, peer_queues;
-    uint8_t peer_mac[6];          /* the first hello's source: its layout is the one we keep */
+    uint8_t peer_mac[6]; /* the first hello's source: its layout is the one we keep */
     int mismatch_logged;
     uint64_t last_hello_reply_ns;
     void (*log)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
     /* node totals */
     uint64_t rx_frames, rx_bad, rx_no_ep, tx_frames, local, loss_drops, acks;
     uint64_t put_frames, put_bytes, ack_resyncs, notes;
-    uint64_t ack_refused;         /* in-order frames delivered without an ACK: a check refused them */
-    uint64_t flows_refused;       /* flow registrations refused (bad or table full) */
+    uint64_t ack_refused;   /* in-order frames delivered without an ACK: a check refused them */
+    uint64_t flows_refused; /* flow registrations refused (bad or table full) */
     uint64_t nodes_full, nodes_evicted, tx_bad_mac;
     /* the last node the port refused (udp: no route, no ARP answer; link_dpdk
      * says why on stderr): not asked again for EMD_NODE_AGE_NS, so a
@@ -157,7 +158,7 @@ typedef struct emd_core {
     uint64_t unreach_ns, nodes_unreachable;
     uint64_t hello_bad, hello_conflict, hello_replies_skipped;
     uint64_t doomed_clients;
-    uint64_t rx_ring_full;        /* frames dropped for a full rx ring (the daemon's own count) */
+    uint64_t rx_ring_full; /* frames dropped for a full rx ring (the daemon's own count) */
 } emd_core_t;
 
 /** CLOCK_MONOTONIC in ns: the daemon's one clock (the loop sets emd_core_t::now_ns from it). */

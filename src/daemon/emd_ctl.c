@@ -188,7 +188,7 @@ static int holder_alive(int pidfd, pid_t pid)
 {
     if (pidfd >= 0) {
         struct pollfd p = { .fd = pidfd, .events = POLLIN };
-        return poll(&p, 1, 0) == 0;      /* readable = exited */
+        return poll(&p, 1, 0) == 0; /* readable = exited */
     }
     return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
@@ -199,9 +199,9 @@ void emd_ctl_detach(emd_ctl_t *t, unsigned i, const char *why, int loud)
     if (c->fd < 0)
         return;
     if (loud || t->verbose)
-        t->log("endpoint %u (pid %u, uid %u) detached: %s; rx %llu delivered, %llu dropped (ring full)",
-               c->ep, c->pid, c->uid, why,
-               (unsigned long long)atomic_load(&c->h->st.rx_delivered),
+        t->log("endpoint %u (pid %u, uid %u) detached: %s; rx %llu delivered, %llu dropped (ring "
+               "full)",
+               c->ep, c->pid, c->uid, why, (unsigned long long)atomic_load(&c->h->st.rx_delivered),
                (unsigned long long)atomic_load(&c->h->st.rx_ring_full));
     uint16_t k = c->slot;
     if (k != EMD_BULKQ_NO_SLOT && k < EMD_BULKQ_SLOTS_MAX) {
@@ -290,7 +290,8 @@ static uint16_t give_slot(emd_ctl_t *t, struct emd_shm_hdr *h, pid_t pid)
                 break;
             }
         if (slot == EMD_BULKQ_NO_SLOT)
-            snprintf(h->bulkq.why, sizeof h->bulkq.why, "all %u slots in use (emd --bulk-slots)", t->bulk_slots);
+            snprintf(h->bulkq.why, sizeof h->bulkq.why, "all %u slots in use (emd --bulk-slots)",
+                     t->bulk_slots);
     } else {
         snprintf(h->bulkq.why, sizeof h->bulkq.why, "%s", t->bulk_why);
     }
@@ -323,7 +324,8 @@ static void status_reply(emd_ctl_t *t, int fd, pid_t pid, uid_t uid)
     emd_ctl_status_fill(t, &s);
     /* the socket's buffer is empty: one 536-byte message fits; never wait */
     if (send(fd, &s, sizeof s, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof s)
-        t->log("STATUS reply to pid %d uid %u not sent: %s", (int)pid, (unsigned)uid, strerror(errno));
+        t->log("STATUS reply to pid %d uid %u not sent: %s", (int)pid, (unsigned)uid,
+               strerror(errno));
     else if (t->verbose)
         t->log("STATUS answered for pid %d uid %u", (int)pid, (unsigned)uid);
     close(fd);
@@ -357,8 +359,10 @@ static void attach(emd_ctl_t *t, int fd, pid_t pid, uid_t uid)
         ;
     uint16_t ep = 0;
     const char *busy = i == core->max_clients ? "too many clients"
-                     : t->max_per_uid && clients_of_uid(t, uid) >= t->max_per_uid ? "too many of this uid"
-                     : !(ep = next_endpoint(t)) ? "no free endpoint" : NULL;
+                       : t->max_per_uid && clients_of_uid(t, uid) >= t->max_per_uid
+                           ? "too many of this uid"
+                       : !(ep = next_endpoint(t)) ? "no free endpoint"
+                                                  : NULL;
     if (busy) {
         t->refused_busy++;
         t->log("refused pid %d uid %u: %s (emd --max-clients %u, --max-per-uid %u)", (int)pid,
@@ -390,10 +394,11 @@ static void attach(emd_ctl_t *t, int fd, pid_t pid, uid_t uid)
     atomic_store(&h->heartbeat_ns, emd_now_ns());
     int sent = send_ok(fd, t->instance, size, ep, mfd);
     int e = errno;
-    close(mfd);                    /* the mapping keeps the memory */
-    if (sent != 0 || emd_core_attach(core, i, fd, h, size, t->rx_size, t->tx_slots, ep, (uint32_t)pid,
-                                     (uint32_t)uid, slot) != 0) {
-        t->log("attach of pid %d failed while answering: %s", (int)pid, sent ? strerror(e) : "no memory");
+    close(mfd); /* the mapping keeps the memory */
+    if (sent != 0 || emd_core_attach(core, i, fd, h, size, t->rx_size, t->tx_slots, ep,
+                                     (uint32_t)pid, (uint32_t)uid, slot) != 0) {
+        t->log("attach of pid %d failed while answering: %s", (int)pid,
+               sent ? strerror(e) : "no memory");
         if (slot != EMD_BULKQ_NO_SLOT)
             slot_free(t, slot);
         munmap(mem, size);
@@ -402,8 +407,9 @@ static void attach(emd_ctl_t *t, int fd, pid_t pid, uid_t uid)
     }
     t->attaches++;
     if (t->verbose)
-        t->log("pid %d (uid %u) attached as endpoint %u (%llu-byte region), bulk-queue slot %d", (int)pid,
-               (unsigned)uid, ep, (unsigned long long)size, slot == EMD_BULKQ_NO_SLOT ? -1 : (int)slot);
+        t->log("pid %d (uid %u) attached as endpoint %u (%llu-byte region), bulk-queue slot %d",
+               (int)pid, (unsigned)uid, ep, (unsigned long long)size,
+               slot == EMD_BULKQ_NO_SLOT ? -1 : (int)slot);
 }
 
 /** A new connection: check who it is, then wait for (or read) its ATTACH_REQ. */
@@ -422,7 +428,8 @@ static void accept_pending(emd_ctl_t *t, uint64_t now)
     if (!allowed(t, fd, cr.uid, cr.gid)) {
         t->refused_cred++;
         t->log("refused pid %d uid %u gid %u: not allowed to attach (emd --uid/--group; see "
-               "docs/daemon.md \"Who may attach\")", (int)cr.pid, (unsigned)cr.uid, (unsigned)cr.gid);
+               "docs/daemon.md \"Who may attach\")",
+               (int)cr.pid, (unsigned)cr.uid, (unsigned)cr.gid);
         /* read what it sent first: closing a unix socket with unread data
          * resets the connection, and the client would not see the reason */
         char junk[sizeof(struct emd_ctl_msg)];
@@ -440,7 +447,7 @@ static void accept_pending(emd_ctl_t *t, uint64_t now)
         same += t->pending[i].fd >= 0 && t->pending[i].uid == cr.uid;
     }
     struct pollfd p = { .fd = fd, .events = POLLIN };
-    if (poll(&p, 1, 0) > 0) {          /* the request is usually there already */
+    if (poll(&p, 1, 0) > 0) { /* the request is usually there already */
         attach(t, fd, cr.pid, cr.uid);
         return;
     }
@@ -471,7 +478,7 @@ static void client_msgs(emd_ctl_t *t, unsigned i)
             return;
         }
         if (n < 0)
-            return;                    /* drained (or EAGAIN) */
+            return; /* drained (or EAGAIN) */
         struct emd_ctl_msg m;
         const char *why = NULL;
         if (emd_ctl_check(buf, (size_t)n, &m, &why) != 0 ||
@@ -484,8 +491,8 @@ static void client_msgs(emd_ctl_t *t, unsigned i)
             if (emd_core_add_flow(t->core, i, &m.flow, &why) == 0)
                 t->flows_added++;
             else if (t->verbose)
-                t->log("endpoint %u (pid %u): flow %u -> %u not acknowledged by the daemon: %s", c->ep,
-                       c->pid, m.flow.peer, m.flow.self, why);
+                t->log("endpoint %u (pid %u): flow %u -> %u not acknowledged by the daemon: %s",
+                       c->ep, c->pid, m.flow.peer, m.flow.self, why);
         }
         /* WAKE: its only job was to end the sleep */
     }
@@ -497,7 +504,7 @@ void emd_ctl_poll(emd_ctl_t *t, uint64_t timeout_ns)
     nfds_t n = 0;
     t->pfd[n++] = (struct pollfd){ .fd = t->listen_fd, .events = POLLIN };
     for (unsigned i = 0; i < core->max_clients; i++)
-        t->pfd[n++] = (struct pollfd){ .fd = core->cl[i].fd, .events = POLLIN };  /* -1: ignored */
+        t->pfd[n++] = (struct pollfd){ .fd = core->cl[i].fd, .events = POLLIN }; /* -1: ignored */
     for (unsigned i = 0; i < EMD_PENDING; i++)
         t->pfd[n++] = (struct pollfd){ .fd = t->pending[i].fd, .events = POLLIN };
     struct timespec ts = { .tv_sec = (time_t)(timeout_ns / 1000000000ull),
@@ -513,8 +520,9 @@ void emd_ctl_poll(emd_ctl_t *t, uint64_t timeout_ns)
             attach(t, fd, t->pending[i].pid, t->pending[i].uid);
         } else if (now - t->pending[i].since > EMD_PENDING_NS) {
             t->pending[i].fd = -1;
-            t->log("refused pid %d uid %u: no attach request within %llu ms", (int)t->pending[i].pid,
-                   (unsigned)t->pending[i].uid, (unsigned long long)(EMD_PENDING_NS / 1000000u));
+            t->log("refused pid %d uid %u: no attach request within %llu ms",
+                   (int)t->pending[i].pid, (unsigned)t->pending[i].uid,
+                   (unsigned long long)(EMD_PENDING_NS / 1000000u));
             close(fd);
         }
     }

@@ -37,10 +37,10 @@
 
 #include "daemon/emd_core.h"
 
-#define EMD_PENDING           16u       /* connections waiting for their ATTACH_REQ */
-#define EMD_PENDING_PER_UID   4u
-#define EMD_PENDING_NS        1000000000ull
-#define EMD_CTL_BUDGET        64u       /* control messages per client per round */
+#define EMD_PENDING         16u /* connections waiting for their ATTACH_REQ */
+#define EMD_PENDING_PER_UID 4u
+#define EMD_PENDING_NS      1000000000ull
+#define EMD_CTL_BUDGET      64u /* control messages per client per round */
 
 typedef struct emd_ctl {
     emd_core_t *core;
@@ -52,15 +52,23 @@ typedef struct emd_ctl {
     int verbose;
     /* who may attach: -1 = not given */
     long allow_uid, allow_gid;
-    uint32_t max_per_uid;              /* 0: no limit */
-    struct { int fd; uint64_t since; uid_t uid; pid_t pid; gid_t gid; } pending[EMD_PENDING];
-    struct pollfd *pfd;                /* 1 + max_clients + EMD_PENDING */
+    uint32_t max_per_uid; /* 0: no limit */
+    struct {
+        int fd;
+        uint64_t since;
+        uid_t uid;
+        pid_t pid;
+        gid_t gid;
+    } pending[EMD_PENDING];
+    struct pollfd *pfd; /* 1 + max_clients + EMD_PENDING */
     /* bulk queues (bulk_slots 0: none, bulk_why says why) */
     uint16_t bulk_slots;
     uint8_t slot_used[EMD_BULKQ_SLOTS_MAX];
     int slot_pidfd[EMD_BULKQ_SLOTS_MAX]; /* a detached holder still alive: released when it exits */
-    pid_t slot_pid[EMD_BULKQ_SLOTS_MAX]; /* the holder (SO_PEERCRED), while attached or waited for */
-    char bulk_prefix[EMD_BULKQ_NAME_LEN], bulk_port[EMD_BULKQ_NAME_LEN], bulk_why[EMD_BULKQ_WHY_LEN];
+    pid_t
+        slot_pid[EMD_BULKQ_SLOTS_MAX]; /* the holder (SO_PEERCRED), while attached or waited for */
+    char bulk_prefix[EMD_BULKQ_NAME_LEN], bulk_port[EMD_BULKQ_NAME_LEN],
+        bulk_why[EMD_BULKQ_WHY_LEN];
     /** the port's extras (NULL: none): bulk slots' pool reset, STATUS's port counters */
     const emd_port_ops_t *port;
     void *port_ctx;

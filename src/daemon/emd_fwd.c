@@ -86,7 +86,7 @@ unsigned emd_core_poll_port(emd_core_t *c)
         }
         struct emd_client *cl = emd_client_of(c, s.dst);
         if (!cl) {
-            c->rx_no_ep++;          /* the process is gone (or never was) */
+            c->rx_no_ep++; /* the process is gone (or never was) */
             continue;
         }
         emd_count_bulk(c, cl, s.cls, s.len);
@@ -99,14 +99,13 @@ unsigned emd_core_poll_port(emd_core_t *c)
     }
     if (n) {
         em_link_rx_release(c->link, pk, n);
-        emd_core_publish_rx(c);    /* the frames are in the rings before any ACK leaves */
+        emd_core_publish_rx(c); /* the frames are in the rings before any ACK leaves */
         if (acks)
             emd_send_acks(c);
         c->rx_frames += n;
     }
     return n;
 }
-
 
 /**
  * One slot of @p cl: a frame to the port (appended to @p batch) or to a
@@ -116,7 +115,7 @@ unsigned emd_core_poll_port(emd_core_t *c)
 static int drain_slot(emd_core_t *c, struct emd_client *cl, const uint8_t *s, em_pkt_t **out)
 {
     struct emd_slot_hdr sh;
-    memcpy(&sh, s, sizeof sh);   /* one read of what the client wrote; checked below */
+    memcpy(&sh, s, sizeof sh); /* one read of what the client wrote; checked below */
     if (sh.len == 0 || sh.len > cl->mtu || sh.endpoint == 0 || sh.cls >= EMD_CLS_COUNT) {
         atomic_fetch_add_explicit(&cl->h->st.tx_bad, 1, memory_order_relaxed);
         return 0;
@@ -124,13 +123,13 @@ static int drain_slot(emd_core_t *c, struct emd_client *cl, const uint8_t *s, em
     const uint8_t *frame = s + sizeof sh;
     uint8_t hdr[EM_HDR_LEN + EM_PUT_EXT_LEN];
     uint32_t hl = sh.len < sizeof hdr ? sh.len : (uint32_t)sizeof hdr;
-    memcpy(hdr, frame, hl);      /* a private copy of what we parse */
+    memcpy(hdr, frame, hl); /* a private copy of what we parse */
     if (sh.flags & EMD_SLOT_F_NOTE) {
         emd_resync_flow(c, cl, hdr, hl);
-        c->notes++;              /* its frame went on the client's bulk queue */
+        c->notes++; /* its frame went on the client's bulk queue */
         return 0;
     }
-    if (memcmp(sh.mac, c->mac, 6) == 0) {          /* on this node */
+    if (memcmp(sh.mac, c->mac, 6) == 0) { /* on this node */
         emd_resync_flow(c, cl, hdr, hl);
         emd_count_bulk(c, cl, sh.cls, sh.len);
         struct emd_client *dc = emd_client_of(c, sh.endpoint);
@@ -158,7 +157,7 @@ static int drain_slot(emd_core_t *c, struct emd_client *cl, const uint8_t *s, em
     emd_shim_t to = { .cls = sh.cls, .len = (uint16_t)sh.len, .dst = sh.endpoint, .src = cl->ep };
     memcpy(to.src_mac, c->mac, 6);
     emd_wire_encode(p->data, &to);
-    memcpy(p->data + EMD_WIRE_HDR_LEN, frame, sh.len);   /* the one copy of the frame */
+    memcpy(p->data + EMD_WIRE_HDR_LEN, frame, sh.len); /* the one copy of the frame */
     p->len = EMD_WIRE_HDR_LEN + sh.len;
     p->peer = (uint16_t)ni;
     p->cls = sh.cls;
@@ -174,7 +173,7 @@ unsigned emd_core_drain(emd_core_t *c, unsigned ci)
     struct emd_client *cl = &c->cl[ci];
     if (cl->fd < 0 || cl->doomed)
         return 0;
-    int64_t av = emd_slots_sc_avail(&cl->tx);       /* the client's tail, once */
+    int64_t av = emd_slots_sc_avail(&cl->tx); /* the client's tail, once */
     if (av == 0)
         return 0;
     if (av < 0) {
@@ -189,7 +188,7 @@ unsigned emd_core_drain(emd_core_t *c, unsigned ci)
     for (uint32_t k = 0; k < avail; k++) {
         em_pkt_t *p = NULL;
         int r = drain_slot(c, cl, emd_slots_sc_at(&cl->tx, k), &p);
-        if (r < 0) {                  /* no mbuf: stop here, the rest waits */
+        if (r < 0) { /* no mbuf: stop here, the rest waits */
             avail = k;
             c->tx_blocked = 1;
             break;
@@ -214,7 +213,7 @@ unsigned emd_core_drain(emd_core_t *c, unsigned ci)
         atomic_fetch_add_explicit(&cl->h->st.tx_sent, sent, memory_order_relaxed);
         done = sent;
     }
-    emd_core_publish_rx(c);           /* same-node deliveries */
+    emd_core_publish_rx(c); /* same-node deliveries */
     emd_slots_sc_dequeue(&cl->tx, avail);
     return avail ? avail : done;
 }

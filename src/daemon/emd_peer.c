@@ -40,9 +40,9 @@ int emd_core_node(emd_core_t *c, const uint8_t mac[6])
     }
     em_link_addr_t a = { .len = 8 };
     if (c->framing == EMD_FRAMING_UDP) {
-        a.len = 14;                               /* link_dpdk.h: EM_DPDK_ADDR_UDP */
+        a.len = 14; /* link_dpdk.h: EM_DPDK_ADDR_UDP */
         memset(a.bytes, 0xff, 6);
-        memcpy(a.bytes + 8, mac, 6);              /* IPv4 + port, big-endian */
+        memcpy(a.bytes + 8, mac, 6); /* IPv4 + port, big-endian */
     } else {
         memcpy(a.bytes, mac, 6);
     }
@@ -60,22 +60,21 @@ int emd_core_node(emd_core_t *c, const uint8_t mac[6])
     return (int)slot;
 }
 
-uint16_t emd_core_queues(const emd_core_t *c)
-{
-    return emd_bulkq_queues(c->bulk_slots);
-}
+uint16_t emd_core_queues(const emd_core_t *c) { return emd_bulkq_queues(c->bulk_slots); }
 
 void emd_core_send_hello(emd_core_t *c, uint8_t kind)
 {
     static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
     if (c->framing == EMD_FRAMING_UDP)
-        return;                                   /* no bulk queues to pair up */
+        return; /* no bulk queues to pair up */
     int ni = emd_core_node(c, bcast);
     em_pkt_t *p = ni >= 0 ? em_link_tx_alloc(c->link) : NULL;
     if (!p)
         return;
-    emd_shim_t to = { .cls = EMD_CLS_CTRL, .len = (uint16_t)sizeof(struct emd_hello),
-                      .dst = EMD_EP_CONTROL, .src = 0 };
+    emd_shim_t to = { .cls = EMD_CLS_CTRL,
+                      .len = (uint16_t)sizeof(struct emd_hello),
+                      .dst = EMD_EP_CONTROL,
+                      .src = 0 };
     memcpy(to.src_mac, c->mac, 6);
     emd_wire_encode(p->data, &to);
     emd_hello_encode(p->data + EMD_WIRE_HDR_LEN, kind, c->bulk_slots, emd_core_queues(c));
@@ -101,8 +100,7 @@ void emd_handle_hello(emd_core_t *c, const uint8_t *f, uint16_t len, const uint8
         c->rx_bad++;
         return;
     }
-    if (!c->peer_seen ||
-        (c->peer_queues != emd_core_queues(c) && queues == emd_core_queues(c))) {
+    if (!c->peer_seen || (c->peer_queues != emd_core_queues(c) && queues == emd_core_queues(c))) {
         /* the first; or a matching one after a mismatching one (a forger
          * that spoke first does not decide for the real other end) */
         c->peer_seen = 1;
@@ -110,12 +108,13 @@ void emd_handle_hello(emd_core_t *c, const uint8_t *f, uint16_t len, const uint8
         c->peer_queues = queues;
         memcpy(c->peer_mac, smac, 6);
     } else if (memcmp(smac, c->peer_mac, 6) != 0 || queues != c->peer_queues) {
-        c->hello_conflict++;          /* changes nothing */
+        c->hello_conflict++; /* changes nothing */
     }
     if (queues != emd_core_queues(c) && !c->mismatch_logged) {
         c->log("error: a daemon on the cable has %u queue pairs (--bulk-slots %u), this one %u "
                "(--bulk-slots %u): their bulk queues do not pair up; restart both with the same "
-               "--bulk-slots", queues, slots, emd_core_queues(c), c->bulk_slots);
+               "--bulk-slots",
+               queues, slots, emd_core_queues(c), c->bulk_slots);
         c->mismatch_logged = 1;
     }
     if (kind == EMD_HELLO) {
@@ -127,4 +126,3 @@ void emd_handle_hello(emd_core_t *c, const uint8_t *f, uint16_t len, const uint8
         emd_core_send_hello(c, EMD_HELLO_REPLY);
     }
 }
-

@@ -35,7 +35,7 @@ void emd_ctl_status_fill(const emd_ctl_t *t, struct emd_ctl_status *s)
     for (unsigned i = 0; i < c->max_clients; i++)
         if (c->cl[i].fd >= 0) {
             clients++;
-            flows += c->cl[i].nflows;        /* the daemon's own table, not the region */
+            flows += c->cl[i].nflows; /* the daemon's own table, not the region */
         }
     for (unsigned k = 0; k < t->bulk_slots && k < EMD_BULKQ_SLOTS_MAX; k++)
         used += t->slot_used[k];
@@ -75,7 +75,7 @@ void emd_ctl_status_fill(const emd_ctl_t *t, struct emd_ctl_status *s)
     v[EMD_ST_notes] = c->notes;
     v[EMD_ST_status_requests] = t->status_reqs;
     v[EMD_ST_nodes_unreachable] = c->nodes_unreachable;
-    if (t->port && t->port->stats) {     /* tx_port_full (the port's counters) */
+    if (t->port && t->port->stats) { /* tx_port_full (the port's counters) */
         emd_port_stats_t ps = { 0 };
         t->port->stats(t->port_ctx, &ps);
         v[EMD_ST_tx_port_full] = ps.tx_full;
@@ -96,7 +96,8 @@ int emd_status_query(const char *path, int timeout_ms, struct emd_ctl_status *ou
         int e = errno;
         snprintf(err, errlen, "cannot connect to %s: %s%s", path, strerror(e),
                  e == EACCES ? " (not in the socket's group: emd --group, docs/deploy.md)"
-                 : e == ENOENT || e == ECONNREFUSED ? " (emd not running, or another --socket)" : "");
+                 : e == ENOENT || e == ECONNREFUSED ? " (emd not running, or another --socket)"
+                                                    : "");
         if (fd >= 0)
             close(fd);
         return -1;
@@ -111,14 +112,17 @@ int emd_status_query(const char *path, int timeout_ms, struct emd_ctl_status *ou
     close(fd);
     const char *why = NULL;
     if (n <= 0) {
-        snprintf(err, errlen, "no STATUS reply from %s within %d ms (an emd older than STATUS, or "
-                 "not an emd)", path, timeout_ms);
+        snprintf(err, errlen,
+                 "no STATUS reply from %s within %d ms (an emd older than STATUS, or "
+                 "not an emd)",
+                 path, timeout_ms);
         return -1;
     }
-    if (n == (ssize_t)sizeof m) {          /* a refusal: ATTACH_ERR with its reason */
+    if (n == (ssize_t)sizeof m) { /* a refusal: ATTACH_ERR with its reason */
         struct emd_ctl_msg e;
         if (emd_ctl_check(buf, (size_t)n, &e, &why) == 0 && e.type == EMD_CTL_ATTACH_ERR) {
-            snprintf(err, errlen, "%s refused STATUS: %s (%s)", path, e.text, strerror((int)e.status));
+            snprintf(err, errlen, "%s refused STATUS: %s (%s)", path, e.text,
+                     strerror((int)e.status));
             return -1;
         }
     }

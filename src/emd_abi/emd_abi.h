@@ -51,7 +51,7 @@
  * the daemon's shim (emd_wire.h), so a receiver drops what was meant for
  * the previous owner of its slot.
  */
-#define EMD_BULKQ_SLOTS_MAX 15u          /* 1 + 15*15 = 226 queue pairs (memif: <= 255) */
+#define EMD_BULKQ_SLOTS_MAX 15u /* 1 + 15*15 = 226 queue pairs (memif: <= 255) */
 #define EMD_BULKQ_NO_SLOT   0xFFFFu
 #define EMD_BULKQ_NAME_LEN  64u
 #define EMD_BULKQ_WHY_LEN   96u
@@ -59,10 +59,10 @@
 /* The daemon creates two mempools per bulk slot, the slot's DPDK secondary
  * looks them up by name: the pool the slot's rx queues receive into, and
  * the pool it sends from (printf arguments: port id, slot). */
-#define EMD_BULKQ_RX_POOL   "bulkq_rx_p%u_s%u"
-#define EMD_BULKQ_TX_POOL   "bulkq_tx_p%u_s%u"
-#define EMD_BULKQ_RX_MBUFS  1023u
-#define EMD_BULKQ_TX_MBUFS  511u
+#define EMD_BULKQ_RX_POOL  "bulkq_rx_p%u_s%u"
+#define EMD_BULKQ_TX_POOL  "bulkq_tx_p%u_s%u"
+#define EMD_BULKQ_RX_MBUFS 1023u
+#define EMD_BULKQ_TX_MBUFS 511u
 
 /** The queue carrying put frames from bulk slot @p from (sender's node) to slot @p to. */
 static inline uint16_t emd_bulkq_queue(uint16_t slots, uint16_t from, uint16_t to)

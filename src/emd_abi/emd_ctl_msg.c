@@ -7,6 +7,8 @@
 #include "emd_abi/emd_region.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -38,8 +40,8 @@ int emd_ctl_check(const void *buf, size_t len, struct emd_ctl_msg *out, const ch
         *why = "control message of unknown type";
         return -1;
     }
-    if (out->type == EMD_CTL_ATTACH_OK &&
-        (out->endpoint == 0 || out->shm_size < EMD_SHM_HDR_SIZE || out->shm_size > EMD_REGION_MAX)) {
+    if (out->type == EMD_CTL_ATTACH_OK && (out->endpoint == 0 || out->shm_size < EMD_SHM_HDR_SIZE ||
+                                           out->shm_size > EMD_REGION_MAX)) {
         *why = "ATTACH_OK with a bad endpoint or region size";
         return -1;
     }
@@ -80,14 +82,17 @@ int emd_status_check(const void *buf, size_t len, struct emd_ctl_status *out, co
     return 0;
 }
 
-
 int emd_send_fd(int sock, const void *msg, size_t len, int fd)
 {
-    union { struct cmsghdr c; char b[CMSG_SPACE(sizeof(int))]; } ctl;
+    union {
+        struct cmsghdr c;
+        char b[CMSG_SPACE(sizeof(int))];
+    } ctl;
     memset(&ctl, 0, sizeof ctl);
     struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
-    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
-                         .msg_controllen = sizeof ctl.b };
+    struct msghdr mh = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b
+    };
     struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
     cm->cmsg_level = SOL_SOCKET;
     cm->cmsg_type = SCM_RIGHTS;
@@ -105,10 +110,14 @@ ssize_t emd_recv_fd(int sock, void *buf, size_t cap, int *fd)
 {
     /* room for a few descriptors: any beyond the one we take are closed,
      * never leaked into this process */
-    union { struct cmsghdr c; char b[CMSG_SPACE(4 * sizeof(int))]; } ctl;
+    union {
+        struct cmsghdr c;
+        char b[CMSG_SPACE(4 * sizeof(int))];
+    } ctl;
     struct iovec iov = { .iov_base = buf, .iov_len = cap };
-    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
-                         .msg_controllen = sizeof ctl.b };
+    struct msghdr mh = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b
+    };
     ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
     *fd = -1;
     if (n < 0)
@@ -134,4 +143,34 @@ ssize_t emd_recv_fd(int sock, void *buf, size_t cap, int *fd)
         return -1;
     }
     return n;
+}
+
+int emd_ctl_recv(int fd, struct emd_ctl_msg *m, int *memfd, uint32_t timeout_ms, char *err,
+                 size_t errlen)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    int r = poll(&p, 1, (int)timeout_ms);
+    if (r <= 0) {
+        snprintf(err, errlen, "the emd daemon did not answer within %u ms (hung, or overloaded?)",
+                 timeout_ms);
+        return -1;
+    }
+    uint8_t buf[sizeof *m + 1];
+    ssize_t n = emd_recv_fd(fd, buf, sizeof buf, memfd);
+    if (n <= 0) {
+        snprintf(err, errlen, "the emd daemon closed the connection during attach%s%s",
+                 n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
+        goto bad;
+    }
+    const char *why = NULL;
+    if (emd_ctl_check(buf, (size_t)n, m, &why) != 0) {
+        snprintf(err, errlen, "bad answer from the emd daemon: %s", why);
+        goto bad;
+    }
+    return 0;
+bad:
+    if (*memfd >= 0)
+        close(*memfd);
+    *memfd = -1;
+    return -1;
 }

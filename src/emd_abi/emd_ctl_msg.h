@@ -31,7 +31,7 @@
 
 #include "emd_abi/emd_abi.h"
 
-#define EMD_CTL_MAGIC   0x454D4443u   /* "EMDC" */
+#define EMD_CTL_MAGIC 0x454D4443u /* "EMDC" */
 
 /* ------------------------------------------------------------ control -- */
 
@@ -41,8 +41,8 @@ enum emd_ctl_type {
     EMD_CTL_ATTACH_ERR = 3,
     EMD_CTL_WAKE = 4,
     EMD_CTL_FLOW = 5,
-    EMD_CTL_STATUS_REQ = 6,  /**< the first message of a connection: send the counters, close */
-    EMD_CTL_STATUS = 7,      /**< the reply: a struct emd_ctl_status (not a struct emd_ctl_msg) */
+    EMD_CTL_STATUS_REQ = 6, /**< the first message of a connection: send the counters, close */
+    EMD_CTL_STATUS = 7,     /**< the reply: a struct emd_ctl_status (not a struct emd_ctl_msg) */
 };
 
 /**
@@ -56,33 +56,33 @@ enum emd_ctl_type {
  * here only concerns frames sent to its own endpoint.
  */
 struct emd_ctl_flow {
-    uint64_t rx_key;       /**< key of the frames peer -> self */
-    uint64_t tx_key;       /**< key of the frames self -> peer */
-    uint32_t rx_next;      /**< next sequence number self expects from peer */
-    uint32_t tx_next;      /**< self's next sequence number toward peer */
-    uint32_t frame_max;    /**< self's largest frame, headers included */
-    uint16_t self, peer;   /**< protocol endpoint ids (self != peer) */
-    uint8_t rsvd[24];      /**< 0 */
+    uint64_t rx_key;     /**< key of the frames peer -> self */
+    uint64_t tx_key;     /**< key of the frames self -> peer */
+    uint32_t rx_next;    /**< next sequence number self expects from peer */
+    uint32_t tx_next;    /**< self's next sequence number toward peer */
+    uint32_t frame_max;  /**< self's largest frame, headers included */
+    uint16_t self, peer; /**< protocol endpoint ids (self != peer) */
+    uint8_t rsvd[24];    /**< 0 */
 };
 _Static_assert(sizeof(struct emd_ctl_flow) == 56, "emd_ctl_flow is 56 bytes");
 
 /** One control message (fixed size; SOCK_SEQPACKET keeps the boundaries). */
 struct emd_ctl_msg {
-    uint32_t magic;        /**< EMD_CTL_MAGIC */
-    uint16_t version;      /**< EMD_VERSION */
-    uint16_t type;         /**< enum emd_ctl_type */
+    uint32_t magic;   /**< EMD_CTL_MAGIC */
+    uint16_t version; /**< EMD_VERSION */
+    uint16_t type;    /**< enum emd_ctl_type */
     union {
         struct {
-            uint32_t pid;          /**< ATTACH_REQ: the client's pid (diagnostics; the daemon
+            uint32_t pid;      /**< ATTACH_REQ: the client's pid (diagnostics; the daemon
                                         uses SO_PEERCRED's) */
-            uint32_t status;       /**< ATTACH_ERR: an errno value */
-            uint64_t instance;     /**< ATTACH_OK: random id of this daemon run */
-            uint64_t shm_size;     /**< ATTACH_OK: bytes of the region (= the memfd's size) */
-            uint16_t endpoint;     /**< ATTACH_OK: the client's endpoint id (1..65535) */
+            uint32_t status;   /**< ATTACH_ERR: an errno value */
+            uint64_t instance; /**< ATTACH_OK: random id of this daemon run */
+            uint64_t shm_size; /**< ATTACH_OK: bytes of the region (= the memfd's size) */
+            uint16_t endpoint; /**< ATTACH_OK: the client's endpoint id (1..65535) */
             uint16_t rsvd[3];
-            char text[24];         /**< ATTACH_ERR: reason (NUL-terminated); else 0 */
+            char text[24]; /**< ATTACH_ERR: reason (NUL-terminated); else 0 */
         };
-        struct emd_ctl_flow flow;  /**< FLOW */
+        struct emd_ctl_flow flow; /**< FLOW */
     };
 };
 _Static_assert(sizeof(struct emd_ctl_msg) == 64, "emd_ctl_msg is 64 bytes");
@@ -102,63 +102,64 @@ _Static_assert(sizeof(struct emd_ctl_msg) == 64, "emd_ctl_msg is 64 bytes");
  * The counters: X(name, meaning).  Totals since the daemon started, except
  * those marked "now".
  */
-#define EMD_STATUS_FIELDS(X) \
-    X(clients, "clients attached now") \
-    X(attaches, "attaches accepted") \
-    X(detaches, "clients detached") \
-    X(rx_frames, "frames received from the port") \
-    X(rx_bad, "received frames refused (bad shim header)") \
-    X(rx_no_endpoint, "received frames for no attached endpoint") \
-    X(rx_loss_drops, "received frames dropped by --rx-loss (testing)") \
-    X(rx_ring_full, "received frames dropped: the client's rx ring was full") \
-    X(tx_frames, "frames sent to the port") \
-    X(tx_port_full, "sends the port refused (tx queue full)") \
-    X(local_frames, "frames carried between clients of this node") \
-    X(eager_acks, "eager ACKs sent for the clients") \
-    X(ack_refused, "in-order frames not acknowledged (checks failed)") \
-    X(flows, "eager-ACK flows registered now") \
-    X(flows_added, "flow registrations accepted") \
-    X(flows_refused, "flow registrations refused") \
-    X(refused_credentials, "connections refused by the access rule (--uid/--group)") \
-    X(refused_limits, "attaches refused by limits (--max-clients, --max-per-uid, pending)") \
-    X(refused_requests, "connections refused: malformed first request") \
-    X(bad_control, "control messages refused from attached clients") \
-    X(doomed_clients, "clients detached for bad rings or messages") \
-    X(nodes, "nodes in the node table now") \
-    X(nodes_full, "sends refused: node table full") \
-    X(nodes_evicted, "node table entries aged out and reused") \
-    X(tx_bad_mac, "sends to broadcast/multicast refused") \
-    X(hello_bad, "memif hellos refused") \
-    X(hello_conflict, "memif hellos with a conflicting layout") \
-    X(hello_replies_skipped, "memif hello replies skipped (rate)") \
-    X(bulk_slots, "bulk-queue slots configured") \
-    X(bulk_slots_used, "bulk-queue slots in use now") \
-    X(bulk_slots_held, "bulk-queue slots kept for a live detached holder") \
-    X(put_frames, "put frames carried by the daemon") \
-    X(put_bytes, "put bytes carried by the daemon") \
-    X(ack_resyncs, "eager flows moved by the clients' own ACKs") \
-    X(notes, "notes of bulk-queue ACKs") \
-    X(status_requests, "STATUS requests answered (this one included)") \
-    X(nodes_unreachable, "sends refused: the port could not reach the node (udp: no route or ARP answer)")
+#define EMD_STATUS_FIELDS(X)                                                                       \
+    X(clients, "clients attached now")                                                             \
+    X(attaches, "attaches accepted")                                                               \
+    X(detaches, "clients detached")                                                                \
+    X(rx_frames, "frames received from the port")                                                  \
+    X(rx_bad, "received frames refused (bad shim header)")                                         \
+    X(rx_no_endpoint, "received frames for no attached endpoint")                                  \
+    X(rx_loss_drops, "received frames dropped by --rx-loss (testing)")                             \
+    X(rx_ring_full, "received frames dropped: the client's rx ring was full")                      \
+    X(tx_frames, "frames sent to the port")                                                        \
+    X(tx_port_full, "sends the port refused (tx queue full)")                                      \
+    X(local_frames, "frames carried between clients of this node")                                 \
+    X(eager_acks, "eager ACKs sent for the clients")                                               \
+    X(ack_refused, "in-order frames not acknowledged (checks failed)")                             \
+    X(flows, "eager-ACK flows registered now")                                                     \
+    X(flows_added, "flow registrations accepted")                                                  \
+    X(flows_refused, "flow registrations refused")                                                 \
+    X(refused_credentials, "connections refused by the access rule (--uid/--group)")               \
+    X(refused_limits, "attaches refused by limits (--max-clients, --max-per-uid, pending)")        \
+    X(refused_requests, "connections refused: malformed first request")                            \
+    X(bad_control, "control messages refused from attached clients")                               \
+    X(doomed_clients, "clients detached for bad rings or messages")                                \
+    X(nodes, "nodes in the node table now")                                                        \
+    X(nodes_full, "sends refused: node table full")                                                \
+    X(nodes_evicted, "node table entries aged out and reused")                                     \
+    X(tx_bad_mac, "sends to broadcast/multicast refused")                                          \
+    X(hello_bad, "memif hellos refused")                                                           \
+    X(hello_conflict, "memif hellos with a conflicting layout")                                    \
+    X(hello_replies_skipped, "memif hello replies skipped (rate)")                                 \
+    X(bulk_slots, "bulk-queue slots configured")                                                   \
+    X(bulk_slots_used, "bulk-queue slots in use now")                                              \
+    X(bulk_slots_held, "bulk-queue slots kept for a live detached holder")                         \
+    X(put_frames, "put frames carried by the daemon")                                              \
+    X(put_bytes, "put bytes carried by the daemon")                                                \
+    X(ack_resyncs, "eager flows moved by the clients' own ACKs")                                   \
+    X(notes, "notes of bulk-queue ACKs")                                                           \
+    X(status_requests, "STATUS requests answered (this one included)")                             \
+    X(nodes_unreachable,                                                                           \
+      "sends refused: the port could not reach the node (udp: no route or ARP answer)")
 
 #define EMD_STATUS_ENUM_(name, text) EMD_ST_##name,
 enum emd_status_index { EMD_STATUS_FIELDS(EMD_STATUS_ENUM_) EMD_ST_COUNT };
 #undef EMD_STATUS_ENUM_
 
-#define EMD_STATUS_LAYOUT 1u   /* meaning of v[]: bump when one changes */
-#define EMD_STATUS_MAX    64u  /* room in the reply; EMD_ST_COUNT <= this */
+#define EMD_STATUS_LAYOUT 1u  /* meaning of v[]: bump when one changes */
+#define EMD_STATUS_MAX    64u /* room in the reply; EMD_ST_COUNT <= this */
 _Static_assert(EMD_ST_COUNT <= EMD_STATUS_MAX, "more counters than the reply holds");
 
 /** The STATUS reply (fixed size). */
 struct emd_ctl_status {
-    uint32_t magic;        /**< EMD_CTL_MAGIC */
-    uint16_t version;      /**< EMD_VERSION */
-    uint16_t type;         /**< EMD_CTL_STATUS */
-    uint16_t layout;       /**< EMD_STATUS_LAYOUT */
-    uint16_t count;        /**< counters filled in v (1..EMD_STATUS_MAX) */
-    uint32_t rsvd;         /**< 0 */
-    uint64_t instance;     /**< random id of this daemon run (as in ATTACH_OK) */
-    uint64_t v[EMD_STATUS_MAX];  /**< the counters; unused entries 0 */
+    uint32_t magic;             /**< EMD_CTL_MAGIC */
+    uint16_t version;           /**< EMD_VERSION */
+    uint16_t type;              /**< EMD_CTL_STATUS */
+    uint16_t layout;            /**< EMD_STATUS_LAYOUT */
+    uint16_t count;             /**< counters filled in v (1..EMD_STATUS_MAX) */
+    uint32_t rsvd;              /**< 0 */
+    uint64_t instance;          /**< random id of this daemon run (as in ATTACH_OK) */
+    uint64_t v[EMD_STATUS_MAX]; /**< the counters; unused entries 0 */
 };
 _Static_assert(sizeof(struct emd_ctl_status) == 536, "emd_ctl_status is 536 bytes");
 
@@ -192,5 +193,14 @@ int emd_send_fd(int sock, const void *msg, size_t len, int fd);
  * @return the message's bytes (0: the peer closed), or -1 (errno).
  */
 ssize_t emd_recv_fd(int sock, void *buf, size_t cap, int *fd);
+/**
+ * The client's side of one exchange: wait up to @p timeout_ms for the
+ * daemon's answer on @p sock, receive it with the descriptor that may come
+ * with it (@p memfd, -1 when none) and check it (emd_ctl_check) into @p m.
+ * @return 0, or -1 with the cause in @p err (a hung or closed daemon, or a
+ * malformed answer; @p memfd is closed and set to -1 then).
+ */
+int emd_ctl_recv(int sock, struct emd_ctl_msg *m, int *memfd, uint32_t timeout_ms, char *err,
+                 size_t errlen);
 
 #endif

@@ -13,8 +13,8 @@ static int pow2(uint32_t v) { return v && !(v & (v - 1)); }
 uint64_t emd_shm_size(uint32_t mtu, uint32_t rx_size, uint32_t tx_slots, uint32_t *slot_size)
 {
     if (mtu == 0 || mtu > EMD_MTU_MAX || !pow2(rx_size) || !pow2(tx_slots) ||
-        rx_size < EMD_RX_SIZE_MIN || rx_size > EMD_RX_SIZE_MAX ||
-        tx_slots < EMD_SLOTS_MIN || tx_slots > EMD_SLOTS_MAX)
+        rx_size < EMD_RX_SIZE_MIN || rx_size > EMD_RX_SIZE_MAX || tx_slots < EMD_SLOTS_MIN ||
+        tx_slots > EMD_SLOTS_MAX)
         return 0;
     uint32_t ss = emd_rec_size(mtu);
     uint64_t size = EMD_SHM_RX_OFF + (uint64_t)rx_size + (uint64_t)ss * tx_slots;
@@ -42,7 +42,7 @@ void emd_shm_init(struct emd_shm_hdr *h, uint64_t size, uint32_t mtu, uint32_t r
     h->mtu = mtu;
     h->endpoint = endpoint;
     memcpy(h->mac, mac, 6);
-    h->bulkq.slot = EMD_BULKQ_NO_SLOT;          /* no bulk queue until the daemon gives one */
+    h->bulkq.slot = EMD_BULKQ_NO_SLOT; /* no bulk queue until the daemon gives one */
     snprintf(h->bulkq.why, sizeof h->bulkq.why, "the daemon offers no bulk queues");
     atomic_store(&h->state, EMD_STATE_RUNNING);
 }
@@ -90,8 +90,8 @@ int emd_bulkq_check(const struct emd_bulkq_info *r, const char **why)
     return 0;
 }
 
-int emd_shm_check(const struct emd_shm_hdr *h, uint64_t size, uint64_t instance,
-                  uint16_t endpoint, const char **why)
+int emd_shm_check(const struct emd_shm_hdr *h, uint64_t size, uint64_t instance, uint16_t endpoint,
+                  const char **why)
 {
     if (size < EMD_SHM_HDR_SIZE) {
         *why = "shared region smaller than its header";
@@ -105,7 +105,8 @@ int emd_shm_check(const struct emd_shm_hdr *h, uint64_t size, uint64_t instance,
         *why = "shared region layout version mismatch (daemon and client from different builds)";
         return -1;
     }
-    if (h->instance != instance || h->endpoint != endpoint || h->endpoint == 0 || h->total_size != size) {
+    if (h->instance != instance || h->endpoint != endpoint || h->endpoint == 0 ||
+        h->total_size != size) {
         *why = "shared region does not match the ATTACH_OK message";
         return -1;
     }
@@ -115,10 +116,10 @@ int emd_shm_check(const struct emd_shm_hdr *h, uint64_t size, uint64_t instance,
         *why = "shared region with inconsistent ring sizes";
         return -1;
     }
-    if (h->rx_off != EMD_SHM_RX_OFF || (uint64_t)h->tx_off != EMD_SHM_RX_OFF + (uint64_t)h->rx_size) {
+    if (h->rx_off != EMD_SHM_RX_OFF ||
+        (uint64_t)h->tx_off != EMD_SHM_RX_OFF + (uint64_t)h->rx_size) {
         *why = "shared region with bad ring offsets";
         return -1;
     }
     return emd_bulkq_check(&h->bulkq, why);
 }
-

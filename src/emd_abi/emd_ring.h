@@ -39,20 +39,20 @@
 /** Results of the ring calls (negative values are the reasons). */
 enum emd_ring_err {
     EMD_RING_OK = 0,
-    EMD_RING_FULL = -1,       /**< no room now (not an error of the other side) */
-    EMD_RING_CORRUPT = -2,    /**< the other side's index is impossible */
-    EMD_RING_BAD_WRAP = -3,   /**< a filler record that does not reach the end */
-    EMD_RING_BAD_LEN = -4,    /**< a record of length 0, beyond the mtu or the data */
+    EMD_RING_FULL = -1,     /**< no room now (not an error of the other side) */
+    EMD_RING_CORRUPT = -2,  /**< the other side's index is impossible */
+    EMD_RING_BAD_WRAP = -3, /**< a filler record that does not reach the end */
+    EMD_RING_BAD_LEN = -4,  /**< a record of length 0, beyond the mtu or the data */
 };
 
 /** One side's handle on one ring. */
 typedef struct emd_ring {
-    struct emd_ring_idx *idx;  /**< the shared indices */
-    uint8_t *base;             /**< first byte of the ring's storage */
-    uint32_t cap;              /**< slots, or bytes; a power of 2 */
-    uint32_t slot_size;        /**< slots: bytes per slot; records: 0 */
-    uint32_t mine;             /**< this side's index (producer: tail, consumer: head), as published */
-    uint32_t pend;             /**< producer: written, not published; consumer: taken, not released */
+    struct emd_ring_idx *idx; /**< the shared indices */
+    uint8_t *base;            /**< first byte of the ring's storage */
+    uint32_t cap;             /**< slots, or bytes; a power of 2 */
+    uint32_t slot_size;       /**< slots: bytes per slot; records: 0 */
+    uint32_t mine; /**< this side's index (producer: tail, consumer: head), as published */
+    uint32_t pend; /**< producer: written, not published; consumer: taken, not released */
 } emd_ring_t;
 
 /** A sentence for an enum emd_ring_err. */
@@ -74,8 +74,8 @@ static inline const char *emd_ring_strerror(int err)
  * index starting at @p start (the daemon: 0, it laid the region out and
  * reads nothing back).
  */
-static inline void emd_ring_init(emd_ring_t *r, struct emd_ring_idx *idx, uint8_t *base, uint32_t cap,
-                                 uint32_t slot_size, uint32_t start)
+static inline void emd_ring_init(emd_ring_t *r, struct emd_ring_idx *idx, uint8_t *base,
+                                 uint32_t cap, uint32_t slot_size, uint32_t start)
 {
     r->idx = idx;
     r->base = base;
@@ -181,16 +181,17 @@ static inline int emd_slots_sc_pending(const emd_ring_t *r)
  * @return EMD_RING_OK, EMD_RING_FULL, or EMD_RING_CORRUPT (the head is
  *         impossible: beyond the tail, or not on a record boundary).
  */
-static inline int emd_recs_sp_put(emd_ring_t *r, struct emd_slot_hdr sh, const void *data, uint32_t len)
+static inline int emd_recs_sp_put(emd_ring_t *r, struct emd_slot_hdr sh, const void *data,
+                                  uint32_t len)
 {
-    uint32_t head = atomic_load_explicit(&r->idx->head, memory_order_acquire);   /* once */
+    uint32_t head = atomic_load_explicit(&r->idx->head, memory_order_acquire); /* once */
     uint32_t tail = r->mine + r->pend;
     uint32_t used = tail - head;
     if (used > r->cap || (head & (EMD_REC_ALIGN - 1)))
         return EMD_RING_CORRUPT;
     uint32_t need = emd_rec_size(len);
     uint32_t to_end = r->cap - (tail & (r->cap - 1));
-    uint32_t pad = need > to_end ? to_end : 0;       /* the record starts over at 0 */
+    uint32_t pad = need > to_end ? to_end : 0; /* the record starts over at 0 */
     if (r->cap - used < pad + need)
         return EMD_RING_FULL;
     if (pad) {
@@ -237,15 +238,15 @@ static inline int64_t emd_recs_sc_avail(const emd_ring_t *r)
  * emd_recs_sc_release.  Records longer than @p mtu are refused.
  * @return 1 (a record), 0 (none left), or a negative enum emd_ring_err.
  */
-static inline int emd_recs_sc_take(emd_ring_t *r, uint32_t *avail, uint32_t mtu, struct emd_slot_hdr *sh,
-                                   uint8_t **frame)
+static inline int emd_recs_sc_take(emd_ring_t *r, uint32_t *avail, uint32_t mtu,
+                                   struct emd_slot_hdr *sh, uint8_t **frame)
 {
     while (*avail) {
         uint32_t pos = r->mine + r->pend;
         uint32_t to_end = r->cap - (pos & (r->cap - 1));
         uint8_t *s = r->base + (pos & (r->cap - 1));
-        memcpy(sh, s, sizeof *sh);         /* one read; the checks use this copy */
-        if (sh->len == EMD_REC_WRAP) {     /* filler up to the ring's end */
+        memcpy(sh, s, sizeof *sh);     /* one read; the checks use this copy */
+        if (sh->len == EMD_REC_WRAP) { /* filler up to the ring's end */
             if (to_end > *avail)
                 return EMD_RING_BAD_WRAP;
             r->pend += to_end;
@@ -254,7 +255,7 @@ static inline int emd_recs_sc_take(emd_ring_t *r, uint32_t *avail, uint32_t mtu,
         }
         uint32_t need = sh->len <= mtu ? emd_rec_size(sh->len) : 0;
         if (sh->len == 0 || need == 0 || need > to_end || need > *avail)
-            return EMD_RING_BAD_LEN;       /* a record we cannot step over safely */
+            return EMD_RING_BAD_LEN; /* a record we cannot step over safely */
         r->pend += need;
         *avail -= need;
         *frame = s + sizeof *sh;

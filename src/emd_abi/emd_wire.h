@@ -44,22 +44,22 @@
 
 /** Frame classes (the values of em_pkt_t::cls in link/link.h; link_emd asserts it). */
 enum emd_cls {
-    EMD_CLS_DATA = 0,   /**< sequenced message data (and anything unclassified) */
-    EMD_CLS_BULK = 1,   /**< put (rendezvous) data: the bulk queue's traffic */
-    EMD_CLS_CTRL = 2,   /**< standalone ACK/NACK */
+    EMD_CLS_DATA = 0, /**< sequenced message data (and anything unclassified) */
+    EMD_CLS_BULK = 1, /**< put (rendezvous) data: the bulk queue's traffic */
+    EMD_CLS_CTRL = 2, /**< standalone ACK/NACK */
     EMD_CLS_COUNT = 3,
 };
 
 /** The shim exactly as on the wire (big-endian fields). */
 struct emd_wire_hdr {
-    uint8_t magic;        /**< EMD_WIRE_MAGIC */
-    uint8_t version;      /**< EMD_VERSION */
-    uint8_t cls;          /**< enum emd_cls */
-    uint8_t rsvd;         /**< 0 */
-    uint16_t len;         /**< frame bytes that follow */
-    uint16_t dst;         /**< destination endpoint (EMD_EP_CONTROL: a hello) */
-    uint16_t src;         /**< source endpoint */
-    uint8_t src_mac[6];   /**< source node */
+    uint8_t magic;      /**< EMD_WIRE_MAGIC */
+    uint8_t version;    /**< EMD_VERSION */
+    uint8_t cls;        /**< enum emd_cls */
+    uint8_t rsvd;       /**< 0 */
+    uint16_t len;       /**< frame bytes that follow */
+    uint16_t dst;       /**< destination endpoint (EMD_EP_CONTROL: a hello) */
+    uint16_t src;       /**< source endpoint */
+    uint8_t src_mac[6]; /**< source node */
 } __attribute__((packed));
 _Static_assert(sizeof(struct emd_wire_hdr) == EMD_WIRE_HDR_LEN, "the shim is 16 bytes");
 _Static_assert(offsetof(struct emd_wire_hdr, cls) == 2, "diagram: class at 2");
@@ -110,18 +110,18 @@ int emd_wire_decode(const uint8_t *p, size_t frame_len, emd_shim_t *out);
  *   |"EMDH"|version | kind | slots (be) | queues (be) | rsvd (0)  |
  *   +------+--------+------+------------+-------------+-----------+
  */
-#define EMD_EP_CONTROL 0xFFFFu
+#define EMD_EP_CONTROL  0xFFFFu
 #define EMD_HELLO_MAGIC "EMDH"
 enum emd_hello_kind { EMD_HELLO = 1, EMD_HELLO_REPLY = 2 };
 
 /** The hello body after the shim, as on the wire (big-endian fields). */
 struct emd_hello {
-    uint8_t magic[4];     /**< "EMDH" */
-    uint8_t version;      /**< EMD_VERSION */
-    uint8_t kind;         /**< enum emd_hello_kind */
-    uint16_t slots;       /**< bulk-queue slots in effect (emd --bulk-slots; 0: none) */
-    uint16_t queues;      /**< queue pairs of the port */
-    uint8_t rsvd[6];      /**< 0 */
+    uint8_t magic[4]; /**< "EMDH" */
+    uint8_t version;  /**< EMD_VERSION */
+    uint8_t kind;     /**< enum emd_hello_kind */
+    uint16_t slots;   /**< bulk-queue slots in effect (emd --bulk-slots; 0: none) */
+    uint16_t queues;  /**< queue pairs of the port */
+    uint8_t rsvd[6];  /**< 0 */
 } __attribute__((packed));
 _Static_assert(sizeof(struct emd_hello) == 16, "emd_hello is 16 bytes");
 _Static_assert(offsetof(struct emd_hello, slots) == 6, "diagram: slots at 6");
@@ -130,7 +130,8 @@ _Static_assert(offsetof(struct emd_hello, queues) == 8, "diagram: queues at 8");
 /** Write a hello at @p p (sizeof(struct emd_hello) bytes). */
 void emd_hello_encode(uint8_t *p, uint8_t kind, uint16_t slots, uint16_t queues);
 /** @return EMD_WIRE_OK with the fields, or EMD_WIRE_SHORT / EMD_WIRE_HELLO_BAD. */
-int emd_hello_decode(const uint8_t *p, size_t len, uint8_t *kind, uint16_t *slots, uint16_t *queues);
+int emd_hello_decode(const uint8_t *p, size_t len, uint8_t *kind, uint16_t *slots,
+                     uint16_t *queues);
 
 /*
  * Node ids (issue 17, `emd --framing`): 6 bytes that name a node's daemon.
@@ -148,23 +149,23 @@ int emd_hello_decode(const uint8_t *p, size_t len, uint8_t *kind, uint16_t *slot
  * bulk queue (puts to it go through the daemons).  An older build refuses
  * the udp format (unknown format byte): never a wrong guess.
  */
-#define EMD_ADDR_LEN        8u
-#define EMD_ADDR_LEN_BULKQ  12u
-#define EMD_ADDR_LEN_UDP    12u
-#define EMD_ADDR_BULKQ_V1   1u
-#define EMD_ADDR_UDP_V1     2u
+#define EMD_ADDR_LEN       8u
+#define EMD_ADDR_LEN_BULKQ 12u
+#define EMD_ADDR_LEN_UDP   12u
+#define EMD_ADDR_BULKQ_V1  1u
+#define EMD_ADDR_UDP_V1    2u
 
 /** Framing of a daemon's node ids (emd --framing; emd_addr_decode's @p framing). */
 enum emd_framing { EMD_FRAMING_L2 = 0, EMD_FRAMING_UDP = 1 };
 
 /** The address as in the modex (big-endian endpoint); the last 4 bytes only with a bulk queue. */
 struct emd_addr_wire {
-    uint8_t mac[6];       /**< the node (its port's MAC) */
-    uint16_t ep;          /**< endpoint, never 0 */
-    uint8_t format;       /**< EMD_ADDR_BULKQ_V1 */
-    uint8_t slot;         /**< the process's bulk slot, < slots */
-    uint8_t slots;        /**< S of its daemon, 1..EMD_BULKQ_SLOTS_MAX */
-    uint8_t rsvd;         /**< 0 */
+    uint8_t mac[6]; /**< the node (its port's MAC) */
+    uint16_t ep;    /**< endpoint, never 0 */
+    uint8_t format; /**< EMD_ADDR_BULKQ_V1 */
+    uint8_t slot;   /**< the process's bulk slot, < slots */
+    uint8_t slots;  /**< S of its daemon, 1..EMD_BULKQ_SLOTS_MAX */
+    uint8_t rsvd;   /**< 0 */
 } __attribute__((packed));
 _Static_assert(sizeof(struct emd_addr_wire) == EMD_ADDR_LEN_BULKQ, "the address is 12 bytes");
 _Static_assert(offsetof(struct emd_addr_wire, ep) == 6, "endpoint at 6");
@@ -172,11 +173,11 @@ _Static_assert(offsetof(struct emd_addr_wire, format) == EMD_ADDR_LEN, "bulk-que
 
 /** The address of a client whose daemon runs udp framing (big-endian; no bulk queue). */
 struct emd_addr_udp_wire {
-    uint32_t ip;          /**< the node's IPv4 address */
-    uint16_t port;        /**< the node's UDP port (its daemon's) */
-    uint16_t ep;          /**< endpoint, never 0 */
-    uint8_t format;       /**< EMD_ADDR_UDP_V1 */
-    uint8_t rsvd[3];      /**< 0 */
+    uint32_t ip;     /**< the node's IPv4 address */
+    uint16_t port;   /**< the node's UDP port (its daemon's) */
+    uint16_t ep;     /**< endpoint, never 0 */
+    uint8_t format;  /**< EMD_ADDR_UDP_V1 */
+    uint8_t rsvd[3]; /**< 0 */
 } __attribute__((packed));
 _Static_assert(sizeof(struct emd_addr_udp_wire) == EMD_ADDR_LEN_UDP, "the udp address is 12 bytes");
 _Static_assert(offsetof(struct emd_addr_udp_wire, port) == 4, "port at 4 (node id: bytes 0..5)");
@@ -184,7 +185,8 @@ _Static_assert(offsetof(struct emd_addr_udp_wire, ep) == 6, "endpoint at 6, as i
 _Static_assert(offsetof(struct emd_addr_udp_wire, format) == 8, "format at 8, as in L2");
 
 /** Fill @p out (>= EMD_ADDR_LEN_BULKQ bytes); slots 0: no bulk queue. @return the length. */
-uint8_t emd_addr_encode(uint8_t *out, const uint8_t mac[6], uint16_t ep, uint16_t slots, uint16_t slot);
+uint8_t emd_addr_encode(uint8_t *out, const uint8_t mac[6], uint16_t ep, uint16_t slots,
+                        uint16_t slot);
 /**
  * Decode a peer's address: endpoint != 0; for 12 bytes the format, S in
  * 1..EMD_BULKQ_SLOTS_MAX, slot < S, the last byte 0.  @p slots = 0 for an

@@ -41,8 +41,8 @@ typedef struct em_halo em_halo_t;
 
 /** One boundary item: `size` bytes at `addr` in the application's array. */
 typedef struct em_halo_item {
-	void *addr;
-	size_t size;
+    void *addr;
+    size_t size;
 } em_halo_item_t;
 
 /**
@@ -63,7 +63,7 @@ int em_halo_create(MPI_Comm comm, em_halo_t **out);
  * items, call after commit) return EM_HALO_EINVAL / EM_HALO_ESTATE.
  */
 int em_halo_add_neighbor(em_halo_t *h, int rank, const em_halo_item_t *send, int nsend,
-			 const em_halo_item_t *recv, int nrecv);
+                         const em_halo_item_t *recv, int nrecv);
 
 /**
  * Checks and freezes the tables (collective over the communicator):
@@ -109,10 +109,10 @@ const char *em_halo_strerror(int rc);
 /** Counters: completed steps (em_halo_wait calls that completed sends or
  * receives) and bytes per step in each direction. */
 struct em_halo_info {
-	int neighbors;
-	int send_items, recv_items;
-	size_t send_bytes, recv_bytes; /* per step */
-	long waits;
+    int neighbors;
+    int send_items, recv_items;
+    size_t send_bytes, recv_bytes; /* per step */
+    long waits;
 };
 int em_halo_get_info(const em_halo_t *h, struct em_halo_info *info);
 

@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EM_HALO_DESC_MAGIC 0x454d4831u /* "EMH1" */
+#define EM_HALO_DESC_MAGIC   0x454d4831u /* "EMH1" */
 #define EM_HALO_DESC_VERSION 1
 #define EM_HALO_DESC_HDR_LEN 16
 /* Items per direction and neighbour.  Each item is one MPI message with the
@@ -38,28 +38,28 @@
 #define EM_HALO_MAX_ITEM_SIZE ((uint64_t)0x7fffffff)
 
 /* Bytes of a description with these counts. */
-#define EM_HALO_DESC_LEN(nsend, nrecv) \
-	(EM_HALO_DESC_HDR_LEN + 8u * ((size_t)(nsend) + (size_t)(nrecv)))
+#define EM_HALO_DESC_LEN(nsend, nrecv)                                                             \
+    (EM_HALO_DESC_HDR_LEN + 8u * ((size_t)(nsend) + (size_t)(nrecv)))
 
 /* Return codes shared with em_halo.h. */
 enum em_halo_rc {
-	EM_HALO_OK = 0,
-	EM_HALO_EINVAL = 1,	/* bad argument (the message says which) */
-	EM_HALO_ENOMEM = 2,	/* out of memory */
-	EM_HALO_EMISMATCH = 3,	/* this rank's table disagrees with a neighbour's */
-	EM_HALO_ENEIGHBOR = 4,	/* neighbour lists are not symmetric */
-	EM_HALO_EPEER = 5,	/* another rank's setup failed (see its message) */
-	EM_HALO_EPROTO = 6,	/* a neighbour sent a malformed description */
-	EM_HALO_ESTATE = 7,	/* call not allowed in this state (e.g. exchange before commit) */
-	EM_HALO_EMPI = 8,	/* an MPI call failed (the message has MPI's text) */
+    EM_HALO_OK = 0,
+    EM_HALO_EINVAL = 1,    /* bad argument (the message says which) */
+    EM_HALO_ENOMEM = 2,    /* out of memory */
+    EM_HALO_EMISMATCH = 3, /* this rank's table disagrees with a neighbour's */
+    EM_HALO_ENEIGHBOR = 4, /* neighbour lists are not symmetric */
+    EM_HALO_EPEER = 5,     /* another rank's setup failed (see its message) */
+    EM_HALO_EPROTO = 6,    /* a neighbour sent a malformed description */
+    EM_HALO_ESTATE = 7,    /* call not allowed in this state (e.g. exchange before commit) */
+    EM_HALO_EMPI = 8,      /* an MPI call failed (the message has MPI's text) */
 };
 
 /* One side's view of a table, sizes only. */
 struct em_halo_sizes {
-	uint32_t nsend;
-	uint32_t nrecv;
-	const uint64_t *send; /* nsend sizes */
-	const uint64_t *recv; /* nrecv sizes */
+    uint32_t nsend;
+    uint32_t nrecv;
+    const uint64_t *send; /* nsend sizes */
+    const uint64_t *recv; /* nrecv sizes */
 };
 
 /*
@@ -77,7 +77,7 @@ size_t em_halo_desc_encode(const struct em_halo_sizes *t, uint8_t *buf, size_t c
  * sizes than cap) returns EM_HALO_EPROTO and writes the reason into why.
  */
 int em_halo_desc_decode(const uint8_t *buf, size_t len, struct em_halo_sizes *t,
-			uint64_t *sizes_out, size_t cap, char *why, size_t whylen);
+                        uint64_t *sizes_out, size_t cap, char *why, size_t whylen);
 
 /*
  * Compares this rank's table for neighbour `peer` with the description the
@@ -88,15 +88,15 @@ int em_halo_desc_decode(const uint8_t *buf, size_t len, struct em_halo_sizes *t,
  * mismatch.
  */
 int em_halo_table_compare(int me, int peer, const struct em_halo_sizes *mine,
-			  const struct em_halo_sizes *theirs, char *msg, size_t msglen);
+                          const struct em_halo_sizes *theirs, char *msg, size_t msglen);
 
 /* One item of a rank's tables, for the local checks. */
 struct em_halo_span {
-	uintptr_t addr;
-	uint64_t size;
-	int peer;    /* neighbour rank */
-	int index;   /* item index in its table */
-	int is_recv; /* 1 = receive item, 0 = send item */
+    uintptr_t addr;
+    uint64_t size;
+    int peer;    /* neighbour rank */
+    int index;   /* item index in its table */
+    int is_recv; /* 1 = receive item, 0 = send item */
 };
 
 /*

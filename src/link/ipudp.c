@@ -52,9 +52,9 @@ static uint16_t piece_sum_be(const uint8_t *b, size_t len)
         memcpy(&w, pad, 2);
         acc += w;
     }
-    acc = (acc & 0xFFFFFFFFu) + (acc >> 32);    /* 64 -> 33 bits */
+    acc = (acc & 0xFFFFFFFFu) + (acc >> 32); /* 64 -> 33 bits */
     acc = (acc & 0xFFFFFFFFu) + (acc >> 32);
-    acc = (acc & 0xFFFF) + (acc >> 16);          /* 32 -> 17 bits */
+    acc = (acc & 0xFFFF) + (acc >> 16); /* 32 -> 17 bits */
     acc = (acc & 0xFFFF) + (acc >> 16);
     uint16_t s = (uint16_t)acc;
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -66,7 +66,7 @@ static uint16_t piece_sum_be(const uint8_t *b, size_t len)
 void em_csum_add(em_csum_t *c, const void *buf, size_t len)
 {
     uint16_t s = piece_sum_be(buf, len);
-    if (c->odd)         /* this piece starts at an odd offset: its bytes swap roles */
+    if (c->odd) /* this piece starts at an odd offset: its bytes swap roles */
         s = bswap16(s);
     c->sum += s;
     c->odd ^= (unsigned)(len & 1);
@@ -92,8 +92,8 @@ static void pseudo_sum(em_csum_t *c, const struct em_wire_ipv4 *ip, uint16_t udp
     em_csum_add(c, ph, sizeof ph);
 }
 
-int em_ipudp_encode(const em_ipudp_path_t *p, uint16_t ip_id, uint32_t payload_len,
-                    unsigned flags, void *out)
+int em_ipudp_encode(const em_ipudp_path_t *p, uint16_t ip_id, uint32_t payload_len, unsigned flags,
+                    void *out)
 {
     if (payload_len > 65535u - EM_IPUDP_OVERHEAD)
         return -1;
@@ -105,7 +105,7 @@ int em_ipudp_encode(const em_ipudp_path_t *p, uint16_t ip_id, uint32_t payload_l
     h.ip.tos = 0;
     h.ip.total_len = htons((uint16_t)(EM_IPUDP_OVERHEAD + payload_len));
     h.ip.id = htons(ip_id);
-    h.ip.frag = htons(0x4000);      /* DF: never fragmented on the way */
+    h.ip.frag = htons(0x4000); /* DF: never fragmented on the way */
     h.ip.ttl = EM_IPUDP_TTL;
     h.ip.proto = EM_IPPROTO_UDP;
     h.ip.csum = 0;
@@ -142,7 +142,7 @@ void em_ipudp_udp_csum_set(void *hdr, const em_csum_piece_t *pieces, unsigned n)
         em_csum_add(&c, pieces[i].buf, pieces[i].len);
     uint16_t v = (uint16_t)~em_csum_fold(&c);
     if (v == 0)
-        v = 0xFFFF;     /* 0 means "no checksum" */
+        v = 0xFFFF; /* 0 means "no checksum" */
     v = htons(v);
     memcpy((uint8_t *)hdr + offsetof(struct em_wire_ipudp, udp.csum), &v, 2);
 }
@@ -153,14 +153,14 @@ em_ipudp_err_t em_ipudp_decode(const void *frame, size_t len, uint32_t my_ip, ui
     struct em_wire_ipudp h;
     if (len < sizeof h)
         return EM_IPUDP_SHORT;
-    memcpy(&h, frame, sizeof h);            /* each header byte read once */
+    memcpy(&h, frame, sizeof h); /* each header byte read once */
     if (ntohs(h.eth.type) != EM_ETHERTYPE_IPV4)
         return EM_IPUDP_NOT_IPV4;
     if (h.ip.ver_ihl >> 4 != 4)
         return EM_IPUDP_VERSION;
     if ((h.ip.ver_ihl & 0xF) != 5)
         return EM_IPUDP_OPTIONS;
-    if (ntohs(h.ip.frag) & 0x3FFF)         /* MF or an offset; DF and the reserved bit are fine */
+    if (ntohs(h.ip.frag) & 0x3FFF) /* MF or an offset; DF and the reserved bit are fine */
         return EM_IPUDP_FRAGMENT;
     if (h.ip.proto != EM_IPPROTO_UDP)
         return EM_IPUDP_NOT_UDP;
@@ -203,11 +203,18 @@ em_ipudp_err_t em_ipudp_decode(const void *frame, size_t len, uint32_t my_ip, ui
 const char *em_ipudp_err_name(em_ipudp_err_t e)
 {
     static const char *const names[EM_IPUDP_NERR] = {
-        [EM_IPUDP_OK] = "ok", [EM_IPUDP_SHORT] = "short", [EM_IPUDP_NOT_IPV4] = "not_ipv4",
-        [EM_IPUDP_VERSION] = "ip_version", [EM_IPUDP_OPTIONS] = "ip_options",
-        [EM_IPUDP_FRAGMENT] = "fragment", [EM_IPUDP_NOT_UDP] = "not_udp",
-        [EM_IPUDP_IP_LEN] = "ip_len", [EM_IPUDP_IP_CSUM] = "ip_csum",
-        [EM_IPUDP_UDP_LEN] = "udp_len", [EM_IPUDP_ADDR] = "ip_addr", [EM_IPUDP_PORT] = "udp_port",
+        [EM_IPUDP_OK] = "ok",
+        [EM_IPUDP_SHORT] = "short",
+        [EM_IPUDP_NOT_IPV4] = "not_ipv4",
+        [EM_IPUDP_VERSION] = "ip_version",
+        [EM_IPUDP_OPTIONS] = "ip_options",
+        [EM_IPUDP_FRAGMENT] = "fragment",
+        [EM_IPUDP_NOT_UDP] = "not_udp",
+        [EM_IPUDP_IP_LEN] = "ip_len",
+        [EM_IPUDP_IP_CSUM] = "ip_csum",
+        [EM_IPUDP_UDP_LEN] = "udp_len",
+        [EM_IPUDP_ADDR] = "ip_addr",
+        [EM_IPUDP_PORT] = "udp_port",
         [EM_IPUDP_UDP_CSUM] = "udp_csum",
     };
     return (unsigned)e < EM_IPUDP_NERR ? names[e] : "?";
@@ -228,11 +235,11 @@ void em_ipudp_template_init(em_ipudp_template_t *t, const em_ipudp_path_t *p, un
     h.udp.len = 0;
     memcpy(t->hdr, &h, sizeof h);
     em_csum_t c = { 0, 0 };
-    em_csum_add(&c, &h.ip, sizeof h.ip);        /* without length and id (both 0 here) */
+    em_csum_add(&c, &h.ip, sizeof h.ip); /* without length and id (both 0 here) */
     t->ip_sum = em_csum_fold(&c);
     em_csum_t u = { 0, 0 };
-    pseudo_sum(&u, &h.ip, 0);                   /* without the UDP length */
-    em_csum_add(&u, &h.udp, sizeof h.udp);      /* the ports (length and checksum 0) */
+    pseudo_sum(&u, &h.ip, 0);              /* without the UDP length */
+    em_csum_add(&u, &h.udp, sizeof h.udp); /* the ports (length and checksum 0) */
     t->udp_sum = em_csum_fold(&u);
     t->flags = flags;
 }
@@ -271,7 +278,7 @@ int em_ipudp_template_write(const em_ipudp_template_t *t, uint16_t ip_id, uint32
         v = htons(em_csum_fold(&c));
         memcpy(o + offsetof(struct em_wire_ipudp, udp.csum), &v, 2);
     } else if (udp_csum) {
-        em_csum_t c = { t->udp_sum + 2u * ulen, 0 };    /* UDP length: pseudo header and header */
+        em_csum_t c = { t->udp_sum + 2u * ulen, 0 }; /* UDP length: pseudo header and header */
         for (unsigned i = 0; i < n; i++)
             em_csum_add(&c, pieces[i].buf, pieces[i].len);
         uint16_t s = (uint16_t)~em_csum_fold(&c);

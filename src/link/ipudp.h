@@ -49,10 +49,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EM_ETH_HDR_LEN    14u
-#define EM_IPV4_HDR_LEN   20u
-#define EM_UDP_HDR_LEN    8u
-#define EM_IPUDP_HDR_LEN  42u
+#define EM_ETH_HDR_LEN   14u
+#define EM_IPV4_HDR_LEN  20u
+#define EM_UDP_HDR_LEN   8u
+#define EM_IPUDP_HDR_LEN 42u
 /** IP + UDP bytes inside an Ethernet payload (what a frame costs of the MTU). */
 #define EM_IPUDP_OVERHEAD 28u
 #define EM_ETHERTYPE_IPV4 0x0800u
@@ -65,19 +65,19 @@
 #define EM_UDP_PORT_BCAST 29718u
 
 struct em_wire_eth {
-    uint8_t  dst[6];
-    uint8_t  src[6];
+    uint8_t dst[6];
+    uint8_t src[6];
     uint16_t type;
 } __attribute__((packed));
 
 struct em_wire_ipv4 {
-    uint8_t  ver_ihl;
-    uint8_t  tos;
+    uint8_t ver_ihl;
+    uint8_t tos;
     uint16_t total_len;
     uint16_t id;
-    uint16_t frag;          /**< flags (3 bits) + fragment offset (13 bits) */
-    uint8_t  ttl;
-    uint8_t  proto;
+    uint16_t frag; /**< flags (3 bits) + fragment offset (13 bits) */
+    uint8_t ttl;
+    uint8_t proto;
     uint16_t csum;
     uint32_t src;
     uint32_t dst;
@@ -92,9 +92,9 @@ struct em_wire_udp {
 
 /** The three headers exactly as on the wire. */
 struct em_wire_ipudp {
-    struct em_wire_eth  eth;
+    struct em_wire_eth eth;
     struct em_wire_ipv4 ip;
-    struct em_wire_udp  udp;
+    struct em_wire_udp udp;
 } __attribute__((packed));
 _Static_assert(sizeof(struct em_wire_eth) == EM_ETH_HDR_LEN, "Ethernet header is 14 bytes");
 _Static_assert(sizeof(struct em_wire_ipv4) == EM_IPV4_HDR_LEN, "IPv4 header is 20 bytes");
@@ -109,16 +109,17 @@ _Static_assert(offsetof(struct em_wire_ipudp, udp.csum) == 40, "diagram: UDP che
 
 /** One direction of a UDP path (host order). */
 typedef struct em_ipudp_path {
-    uint8_t  src_mac[6];
-    uint8_t  dst_mac[6];    /**< the next hop's: the peer, or the gateway toward it */
+    uint8_t src_mac[6];
+    uint8_t dst_mac[6]; /**< the next hop's: the peer, or the gateway toward it */
     uint32_t src_ip, dst_ip;
     uint16_t src_port, dst_port;
 } em_ipudp_path_t;
 
 /** em_ipudp_encode flags: which checksums the NIC fills in. */
 enum em_ipudp_tx_flags {
-    EM_IPUDP_TX_IP_CSUM_HW  = 0x1, /**< leave the IP checksum 0 (offloaded) */
-    EM_IPUDP_TX_UDP_CSUM_HW = 0x2, /**< UDP checksum field = pseudo-header sum (offload convention) */
+    EM_IPUDP_TX_IP_CSUM_HW = 0x1, /**< leave the IP checksum 0 (offloaded) */
+    EM_IPUDP_TX_UDP_CSUM_HW =
+        0x2, /**< UDP checksum field = pseudo-header sum (offload convention) */
 };
 
 /**
@@ -128,8 +129,8 @@ enum em_ipudp_tx_flags {
  * EM_IPUDP_TX_UDP_CSUM_HW the pseudo-header sum a NIC expects.
  * @return 0, or -1 when @p payload_len does not fit an IPv4 datagram.
  */
-int em_ipudp_encode(const em_ipudp_path_t *p, uint16_t ip_id, uint32_t payload_len,
-                    unsigned flags, void *out);
+int em_ipudp_encode(const em_ipudp_path_t *p, uint16_t ip_id, uint32_t payload_len, unsigned flags,
+                    void *out);
 
 /** A piece of the UDP payload (the payload may be scattered). */
 typedef struct em_csum_piece {
@@ -147,7 +148,7 @@ void em_ipudp_udp_csum_set(void *hdr, const em_csum_piece_t *pieces, unsigned n)
 /** Internet checksum primitives (RFC 1071): a running sum over bytes. */
 typedef struct em_csum {
     uint64_t sum;
-    unsigned odd;   /**< an odd number of bytes so far: the next byte is a low byte */
+    unsigned odd; /**< an odd number of bytes so far: the next byte is a low byte */
 } em_csum_t;
 void em_csum_add(em_csum_t *c, const void *buf, size_t len);
 /** The folded one's complement sum (not complemented). */
@@ -160,10 +161,10 @@ uint16_t em_csum_fold(const em_csum_t *c);
  * exactly em_ipudp_encode's plus em_ipudp_udp_csum_set's.
  */
 typedef struct em_ipudp_template {
-    uint8_t hdr[EM_IPUDP_HDR_LEN];  /**< lengths, id and checksums 0 */
-    uint32_t ip_sum;                /**< IP header's constant fields */
-    uint32_t udp_sum;               /**< pseudo header's addresses and protocol, the ports */
-    unsigned flags;                 /**< enum em_ipudp_tx_flags */
+    uint8_t hdr[EM_IPUDP_HDR_LEN]; /**< lengths, id and checksums 0 */
+    uint32_t ip_sum;               /**< IP header's constant fields */
+    uint32_t udp_sum;              /**< pseudo header's addresses and protocol, the ports */
+    unsigned flags;                /**< enum em_ipudp_tx_flags */
 } em_ipudp_template_t;
 
 void em_ipudp_template_init(em_ipudp_template_t *t, const em_ipudp_path_t *p, unsigned flags);
@@ -180,30 +181,30 @@ int em_ipudp_template_write(const em_ipudp_template_t *t, uint16_t ip_id, uint32
 /** Why a received frame was refused. */
 typedef enum em_ipudp_err {
     EM_IPUDP_OK = 0,
-    EM_IPUDP_SHORT,       /**< shorter than the three headers */
-    EM_IPUDP_NOT_IPV4,    /**< another ethertype (ARP, our L2 ethertypes, VLAN...) */
-    EM_IPUDP_VERSION,     /**< IP version is not 4 */
-    EM_IPUDP_OPTIONS,     /**< IHL != 5: IPv4 options (never sent by us) */
-    EM_IPUDP_FRAGMENT,    /**< MF set or fragment offset != 0: we never fragment */
-    EM_IPUDP_NOT_UDP,     /**< IP protocol is not UDP */
-    EM_IPUDP_IP_LEN,      /**< IP total length below 28 or beyond the frame */
-    EM_IPUDP_IP_CSUM,     /**< bad IP header checksum */
-    EM_IPUDP_UDP_LEN,     /**< UDP length != IP total length - 20 */
-    EM_IPUDP_ADDR,        /**< destination IP is not ours */
-    EM_IPUDP_PORT,        /**< destination port is not ours */
-    EM_IPUDP_UDP_CSUM,    /**< bad UDP checksum */
+    EM_IPUDP_SHORT,    /**< shorter than the three headers */
+    EM_IPUDP_NOT_IPV4, /**< another ethertype (ARP, our L2 ethertypes, VLAN...) */
+    EM_IPUDP_VERSION,  /**< IP version is not 4 */
+    EM_IPUDP_OPTIONS,  /**< IHL != 5: IPv4 options (never sent by us) */
+    EM_IPUDP_FRAGMENT, /**< MF set or fragment offset != 0: we never fragment */
+    EM_IPUDP_NOT_UDP,  /**< IP protocol is not UDP */
+    EM_IPUDP_IP_LEN,   /**< IP total length below 28 or beyond the frame */
+    EM_IPUDP_IP_CSUM,  /**< bad IP header checksum */
+    EM_IPUDP_UDP_LEN,  /**< UDP length != IP total length - 20 */
+    EM_IPUDP_ADDR,     /**< destination IP is not ours */
+    EM_IPUDP_PORT,     /**< destination port is not ours */
+    EM_IPUDP_UDP_CSUM, /**< bad UDP checksum */
     EM_IPUDP_NERR
 } em_ipudp_err_t;
 
 /** em_ipudp_decode flags: what the NIC already verified. */
 enum em_ipudp_rx_flags {
-    EM_IPUDP_RX_IP_CSUM_OK  = 0x1,
+    EM_IPUDP_RX_IP_CSUM_OK = 0x1,
     EM_IPUDP_RX_UDP_CSUM_OK = 0x2,
 };
 
 /** A decoded frame (host order); payload points into the frame. */
 typedef struct em_ipudp_rx {
-    uint8_t  src_mac[6];
+    uint8_t src_mac[6];
     uint32_t src_ip, dst_ip;
     uint16_t src_port, dst_port;
     const uint8_t *payload;

@@ -27,9 +27,9 @@ typedef struct em_link_addr {
 
 /** A frame buffer owned by the link, lent to the caller. */
 typedef struct em_pkt {
-    uint8_t *data;  /**< first byte of the protocol frame */
-    uint32_t len;   /**< bytes at data (tx: set by the caller) */
-    uint16_t peer;  /**< tx: destination peer index */
+    uint8_t *data; /**< first byte of the protocol frame */
+    uint32_t len;  /**< bytes at data (tx: set by the caller) */
+    uint16_t peer; /**< tx: destination peer index */
     /** enum em_pkt_cls: what the frame is, set by the layer above (the
      *  engine, from the protocol) on tx, and by links that carry it on rx;
      *  a link routes and counts by it and never reads the frame for that */
@@ -41,14 +41,14 @@ typedef struct em_pkt {
      *  have ext copied into data (em_link_pkt_flatten) before it waits. */
     const uint8_t *ext;
     uint32_t ext_len;
-    void *priv;     /**< link private (mbuf, slot index, ...) */
+    void *priv; /**< link private (mbuf, slot index, ...) */
 } em_pkt_t;
 
 /** Frame classes (em_pkt_t::cls). */
 enum em_pkt_cls {
-    EM_PKT_DATA = 0,   /**< sequenced message data (and anything unclassified) */
-    EM_PKT_BULK = 1,   /**< put (rendezvous) data */
-    EM_PKT_CTRL = 2,   /**< standalone ACK/NACK */
+    EM_PKT_DATA = 0, /**< sequenced message data (and anything unclassified) */
+    EM_PKT_BULK = 1, /**< put (rendezvous) data */
+    EM_PKT_CTRL = 2, /**< standalone ACK/NACK */
 };
 
 /** em_link_ops::rx_peer: the source address is no peer's. */
@@ -56,7 +56,7 @@ enum em_pkt_cls {
 
 /** em_link::flags */
 enum em_link_flags {
-    EM_LINK_F_GATHER = 0x1,  /**< tx frames may carry an external payload (em_pkt_t::ext) */
+    EM_LINK_F_GATHER = 0x1, /**< tx frames may carry an external payload (em_pkt_t::ext) */
     /** the link acknowledges in-order frames on the endpoint's behalf (emd's
      *  eager ACKs): the protocol runs with em_proto_cfg_t::link_acks */
     EM_LINK_F_ACKS = 0x2,
@@ -65,11 +65,11 @@ enum em_link_flags {
 /** What a link that acknowledges for the endpoint must know of one peer
  *  (em_link_ops_t::set_flow; the protocol's em_proto_flow_t). */
 typedef struct em_link_flow {
-    uint64_t rx_key, tx_key;  /**< keys of the frames peer -> us and us -> peer */
-    uint32_t rx_next;         /**< next sequence number we expect from the peer */
-    uint32_t tx_next;         /**< our next sequence number toward the peer */
-    uint32_t frame_max;       /**< our largest frame, headers included */
-    uint16_t self, peer;      /**< protocol endpoint ids */
+    uint64_t rx_key, tx_key; /**< keys of the frames peer -> us and us -> peer */
+    uint32_t rx_next;        /**< next sequence number we expect from the peer */
+    uint32_t tx_next;        /**< our next sequence number toward the peer */
+    uint32_t frame_max;      /**< our largest frame, headers included */
+    uint16_t self, peer;     /**< protocol endpoint ids */
 } em_link_flow_t;
 
 typedef struct em_link em_link_t;
@@ -115,19 +115,35 @@ typedef struct em_link_ops {
 /** Common part of every link (the first member of each implementation). */
 struct em_link {
     const em_link_ops_t *ops;
-    uint32_t mtu;           /**< bytes of protocol frame per packet */
-    uint32_t flags;         /**< enum em_link_flags */
-    em_link_addr_t local;   /**< this link's address, for the peers */
+    uint32_t mtu;         /**< bytes of protocol frame per packet */
+    uint32_t flags;       /**< enum em_link_flags */
+    em_link_addr_t local; /**< this link's address, for the peers */
 };
 
 static inline em_pkt_t *em_link_tx_alloc(em_link_t *l) { return l->ops->tx_alloc(l); }
-static inline unsigned em_link_tx_burst(em_link_t *l, em_pkt_t **p, unsigned n) { return l->ops->tx_burst(l, p, n); }
+static inline unsigned em_link_tx_burst(em_link_t *l, em_pkt_t **p, unsigned n)
+{
+    return l->ops->tx_burst(l, p, n);
+}
 static inline void em_link_tx_free(em_link_t *l, em_pkt_t *p) { l->ops->tx_free(l, p); }
-static inline unsigned em_link_rx_burst(em_link_t *l, em_pkt_t **p, unsigned max) { return l->ops->rx_burst(l, p, max); }
-static inline void em_link_rx_release(em_link_t *l, em_pkt_t **p, unsigned n) { l->ops->rx_release(l, p, n); }
+static inline unsigned em_link_rx_burst(em_link_t *l, em_pkt_t **p, unsigned max)
+{
+    return l->ops->rx_burst(l, p, max);
+}
+static inline void em_link_rx_release(em_link_t *l, em_pkt_t **p, unsigned n)
+{
+    l->ops->rx_release(l, p, n);
+}
 static inline int em_link_flush(em_link_t *l) { return l->ops->flush(l); }
-static inline int em_link_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a) { return l->ops->set_peer(l, peer, a); }
-static inline void em_link_close(em_link_t *l) { if (l) l->ops->close(l); }
+static inline int em_link_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+{
+    return l->ops->set_peer(l, peer, a);
+}
+static inline void em_link_close(em_link_t *l)
+{
+    if (l)
+        l->ops->close(l);
+}
 
 /** Copy a frame's external payload into its own buffer (so it may wait). */
 static inline void em_link_pkt_flatten(em_pkt_t *p)

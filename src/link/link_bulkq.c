@@ -27,24 +27,24 @@
 #include <rte_mbuf.h>
 
 #define ETH_HDR RTE_ETHER_HDR_LEN
-#define HDRS (ETH_HDR + EMD_WIRE_HDR_LEN)
-#define BURST 32
+#define HDRS    (ETH_HDR + EMD_WIRE_HDR_LEN)
+#define BURST   32
 
 struct bulkq_peer {
     struct rte_ether_addr mac;
-    uint16_t ep, queue;           /* its endpoint; our tx queue toward its slot */
+    uint16_t ep, queue; /* its endpoint; our tx queue toward its slot */
     uint8_t set;
 };
 
 struct bulkq_link {
-    em_link_t link;               /* must be first */
+    em_link_t link; /* must be first */
     uint16_t port, slots, slot, ep;
     uint8_t mac[6];
     struct rte_mempool *txpool;
     struct bulkq_peer *peers;
     uint32_t npeers;
-    em_addr_map_t bysrc;          /* (source MAC, source endpoint) -> peer */
-    unsigned rx_next;             /* the sending slot whose queue is polled first */
+    em_addr_map_t bysrc; /* (source MAC, source endpoint) -> peer */
+    unsigned rx_next;    /* the sending slot whose queue is polled first */
     const volatile uint32_t *loss_ppm;
     uint64_t rng;
     em_bulkq_stats_t st;
@@ -92,7 +92,7 @@ static unsigned bulkq_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
                 q = pe->queue;
             else if (pe->queue != q)
                 break;
-            if (p->ext_len) {             /* gather: one copy into the mbuf */
+            if (p->ext_len) { /* gather: one copy into the mbuf */
                 memcpy(p->data + p->len, p->ext, p->ext_len);
                 p->len += p->ext_len;
                 p->ext = NULL;
@@ -157,14 +157,16 @@ static unsigned bulkq_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
         struct rte_mbuf *mb = m[i];
         const struct rte_ether_hdr *eh = rte_pktmbuf_mtod(mb, const struct rte_ether_hdr *);
         emd_shim_t sh;
-        if (mb->nb_segs != 1 || mb->pkt_len < HDRS || eh->ether_type != rte_cpu_to_be_16(EM_ETHERTYPE) ||
-            emd_wire_decode((const uint8_t *)eh + ETH_HDR, mb->pkt_len - ETH_HDR, &sh) != EMD_WIRE_OK ||
+        if (mb->nb_segs != 1 || mb->pkt_len < HDRS ||
+            eh->ether_type != rte_cpu_to_be_16(EM_ETHERTYPE) ||
+            emd_wire_decode((const uint8_t *)eh + ETH_HDR, mb->pkt_len - ETH_HDR, &sh) !=
+                EMD_WIRE_OK ||
             sh.len > d->link.mtu) {
             d->st.rx_bad++;
             rte_pktmbuf_free(mb);
             continue;
         }
-        if (sh.dst != d->ep) {        /* for the slot's previous owner */
+        if (sh.dst != d->ep) { /* for the slot's previous owner */
             d->st.rx_stale++;
             rte_pktmbuf_free(mb);
             continue;
@@ -249,19 +251,27 @@ static void bulkq_close(em_link_t *l)
 
 static const em_link_ops_t bulkq_ops = {
     .name = "bulkq",
-    .tx_alloc = bulkq_tx_alloc, .tx_burst = bulkq_tx_burst, .tx_free = bulkq_tx_free,
-    .rx_burst = bulkq_rx_burst, .rx_release = bulkq_rx_release, .flush = bulkq_flush,
-    .set_peer = bulkq_set_peer, .close = bulkq_close, .rx_peer = bulkq_rx_peer,
+    .tx_alloc = bulkq_tx_alloc,
+    .tx_burst = bulkq_tx_burst,
+    .tx_free = bulkq_tx_free,
+    .rx_burst = bulkq_rx_burst,
+    .rx_release = bulkq_rx_release,
+    .flush = bulkq_flush,
+    .set_peer = bulkq_set_peer,
+    .close = bulkq_close,
+    .rx_peer = bulkq_rx_peer,
 };
 
 em_link_t *em_link_bulkq_open(const em_bulkq_cfg_t *cfg, char *err, size_t errlen)
 {
-    if (!cfg->slots || cfg->slots > EMD_BULKQ_SLOTS_MAX || cfg->slot >= cfg->slots || !cfg->endpoint) {
+    if (!cfg->slots || cfg->slots > EMD_BULKQ_SLOTS_MAX || cfg->slot >= cfg->slots ||
+        !cfg->endpoint) {
         snprintf(err, errlen, "bad bulk-queue layout (slot %u of %u)", cfg->slot, cfg->slots);
         return NULL;
     }
     if (rte_lcore_count() > 0) {
-        snprintf(err, errlen, "DPDK is already initialised in this process (a bulk queue needs "
+        snprintf(err, errlen,
+                 "DPDK is already initialised in this process (a bulk queue needs "
                  "this process to be a secondary of the emd daemon)");
         return NULL;
     }
@@ -289,23 +299,28 @@ em_link_t *em_link_bulkq_open(const em_bulkq_cfg_t *cfg, char *err, size_t errle
     argv[argc++] = "--no-pci";
     argv[argc] = NULL;
     if (rte_eal_init(argc, argv) < 0) {
-        snprintf(err, errlen, "DPDK EAL failed to start as a secondary of the emd daemon "
-                 "(--file-prefix=%s): %s", cfg->file_prefix, rte_strerror(rte_errno));
+        snprintf(err, errlen,
+                 "DPDK EAL failed to start as a secondary of the emd daemon "
+                 "(--file-prefix=%s): %s",
+                 cfg->file_prefix, rte_strerror(rte_errno));
         return NULL;
     }
     uint16_t port;
     struct rte_mempool *txpool = NULL;
     char pn[RTE_MEMPOOL_NAMESIZE];
     if (rte_eth_dev_get_port_by_name(cfg->port, &port) != 0) {
-        snprintf(err, errlen, "the emd daemon's port %s is not visible to its secondary", cfg->port);
+        snprintf(err, errlen, "the emd daemon's port %s is not visible to its secondary",
+                 cfg->port);
         goto fail;
     }
     struct rte_eth_dev_info info;
     if (rte_eth_dev_info_get(port, &info) != 0 ||
         info.nb_rx_queues != 1u + (unsigned)cfg->slots * cfg->slots ||
         info.nb_tx_queues != info.nb_rx_queues) {
-        snprintf(err, errlen, "the emd daemon's port %s does not have the %u queue pairs of its "
-                 "bulk-queue layout", cfg->port, 1u + (unsigned)cfg->slots * cfg->slots);
+        snprintf(err, errlen,
+                 "the emd daemon's port %s does not have the %u queue pairs of its "
+                 "bulk-queue layout",
+                 cfg->port, 1u + (unsigned)cfg->slots * cfg->slots);
         goto fail;
     }
     snprintf(pn, sizeof pn, EMD_BULKQ_TX_POOL, port, cfg->slot);
@@ -338,8 +353,8 @@ em_link_t *em_link_bulkq_open(const em_bulkq_cfg_t *cfg, char *err, size_t errle
     d->rng = cfg->loss_seed ? cfg->loss_seed : 0x2545F4914F6CDD1Dull ^ cfg->endpoint;
     d->link.ops = &bulkq_ops;
     d->link.mtu = cfg->mtu;
-    d->link.flags = EM_LINK_F_GATHER;   /* the payload is copied into the mbuf once */
-    d->link.local.len = 0;               /* link_emd publishes the address */
+    d->link.flags = EM_LINK_F_GATHER; /* the payload is copied into the mbuf once */
+    d->link.local.len = 0;            /* link_emd publishes the address */
     return &d->link;
 fail:
     rte_eal_cleanup();

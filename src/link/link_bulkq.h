@@ -28,12 +28,12 @@
 #include "link/link.h"
 
 typedef struct em_bulkq_cfg {
-    const char *file_prefix;      /**< the daemon's EAL --file-prefix */
-    const char *port;             /**< the daemon's port name ("net_memif0") */
-    uint16_t slots, slot;         /**< the layout S and our slot */
-    uint16_t endpoint;            /**< our endpoint id (the shim's source) */
-    uint8_t mac[6];               /**< the node's MAC (the port's) */
-    uint32_t mtu;                 /**< protocol frame bytes (the daemon's client MTU) */
+    const char *file_prefix; /**< the daemon's EAL --file-prefix */
+    const char *port;        /**< the daemon's port name ("net_memif0") */
+    uint16_t slots, slot;    /**< the layout S and our slot */
+    uint16_t endpoint;       /**< our endpoint id (the shim's source) */
+    uint8_t mac[6];          /**< the node's MAC (the port's) */
+    uint32_t mtu;            /**< protocol frame bytes (the daemon's client MTU) */
     /** testing: live receive-loss fraction in ppm (the daemon's region); NULL = none */
     const volatile uint32_t *loss_ppm;
     uint64_t loss_seed;

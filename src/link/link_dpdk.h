@@ -52,12 +52,12 @@ struct rte_mempool;
 
 /** What the pool of an extra queue must fit (em_dpdk_extra_queues_t::rx_pool). */
 typedef struct em_dpdk_queue_info {
-    uint16_t port;          /**< DPDK port id */
-    uint16_t queue;         /**< the queue pair: 1 .. extra.n */
-    uint16_t priv_size;     /**< mbuf private area of the port's frames (an em_pkt_t) */
-    uint16_t data_room;     /**< mbuf data room of the port's frames (headroom included) */
-    int socket;             /**< NUMA socket of the port */
-    const char *driver;     /**< the PMD's name, for messages */
+    uint16_t port;      /**< DPDK port id */
+    uint16_t queue;     /**< the queue pair: 1 .. extra.n */
+    uint16_t priv_size; /**< mbuf private area of the port's frames (an em_pkt_t) */
+    uint16_t data_room; /**< mbuf data room of the port's frames (headroom included) */
+    int socket;         /**< NUMA socket of the port */
+    const char *driver; /**< the PMD's name, for messages */
 } em_dpdk_queue_info_t;
 
 /**
@@ -67,7 +67,7 @@ typedef struct em_dpdk_queue_info {
  * The link only configures them: it never polls nor sends on them.
  */
 typedef struct em_dpdk_extra_queues {
-    uint16_t n;             /**< extra queue pairs (0: none; the port must have 1 + n) */
+    uint16_t n; /**< extra queue pairs (0: none; the port must have 1 + n) */
     /** The mempool that receives extra queue qi->queue, created and owned
      *  by the caller (em_link_dpdk_queue_pool makes one that fits).  Called
      *  once per queue, in queue order, before the port starts.  NULL fails
@@ -82,13 +82,13 @@ typedef struct em_dpdk_extra_queues {
 
 /** em_dpdk_cfg_t::framing */
 enum em_dpdk_framing {
-    EM_DPDK_FRAMING_L2 = 0,   /**< raw Ethernet, our ethertype (one L2 segment) */
-    EM_DPDK_FRAMING_UDP = 1,  /**< Ethernet + IPv4 + UDP (routable; link/ipudp.h) */
+    EM_DPDK_FRAMING_L2 = 0,  /**< raw Ethernet, our ethertype (one L2 segment) */
+    EM_DPDK_FRAMING_UDP = 1, /**< Ethernet + IPv4 + UDP (routable; link/ipudp.h) */
 };
 /** Address blob lengths. */
-#define EM_DPDK_ADDR_L2     8u
-#define EM_DPDK_ADDR_L2_IP  12u
-#define EM_DPDK_ADDR_UDP    14u
+#define EM_DPDK_ADDR_L2    8u
+#define EM_DPDK_ADDR_L2_IP 12u
+#define EM_DPDK_ADDR_UDP   14u
 
 typedef struct em_dpdk_cfg {
     /** PMD devargs, e.g. "net_memif0,role=server,socket=/run/x.sock,socket-abstract=no"
@@ -100,10 +100,11 @@ typedef struct em_dpdk_cfg {
     const char *eal_args;
     /** --file-prefix; NULL = "em<pid>" (must be unique per process). */
     const char *file_prefix;
-    uint32_t mtu;          /**< wanted L2 payload bytes; 0 = as large as port and mbufs allow (<= 9000) */
-    uint32_t nb_mbufs;     /**< mempool size; 0 = 8191 (af_xdp pre-fills >= 2048 per queue) */
-    uint16_t nb_desc;      /**< ring descriptors per queue; 0 = 1024 */
-    double rx_loss;        /**< seeded drop probability on receive (loss injection for wires no kernel sees) */
+    uint32_t mtu; /**< wanted L2 payload bytes; 0 = as large as port and mbufs allow (<= 9000) */
+    uint32_t nb_mbufs; /**< mempool size; 0 = 8191 (af_xdp pre-fills >= 2048 per queue) */
+    uint16_t nb_desc;  /**< ring descriptors per queue; 0 = 1024 */
+    double
+        rx_loss; /**< seeded drop probability on receive (loss injection for wires no kernel sees) */
     uint64_t loss_seed;
     uint32_t link_wait_ms; /**< how long to wait for link up; 0 = 10000 */
     /** ethertype of our frames (host order); 0 = EM_ETHERTYPE.  Another
@@ -149,10 +150,10 @@ typedef struct em_dpdk_stats {
     uint64_t rx_dropped_loss; /**< dropped by the seeded loss injection (rx_loss) */
     uint64_t tx_frames;       /**< frames the PMD took */
     uint64_t tx_full;         /**< tx_burst calls that found the tx queue full */
-    uint64_t tx_extbuf;       /**< frames whose payload went out from the caller's memory (extbuf) */
-    em_ipudp_counters_t udp_refused;  /**< udp framing: received frames refused, by reason */
-    uint64_t nh_changes;      /**< udp framing: next-hop MACs changed under us (neighbour watch) */
-    uint64_t tx_csum_sw;      /**< udp framing: UDP checksums computed in software */
+    uint64_t tx_extbuf; /**< frames whose payload went out from the caller's memory (extbuf) */
+    em_ipudp_counters_t udp_refused; /**< udp framing: received frames refused, by reason */
+    uint64_t nh_changes; /**< udp framing: next-hop MACs changed under us (neighbour watch) */
+    uint64_t tx_csum_sw; /**< udp framing: UDP checksums computed in software */
 } em_dpdk_stats_t;
 
 /**
@@ -210,8 +211,8 @@ int em_link_dpdk_pool_reset(struct rte_mempool *mp);
  * two cables, one link each), each part expanded on its own.
  * @return 0, or -1 with a sentence in @p err (unreadable FILE).
  */
-int em_link_dpdk_devargs(const char *spec, const char *job, char *out, size_t len,
-                         char *err, size_t errlen);
+int em_link_dpdk_devargs(const char *spec, const char *job, char *out, size_t len, char *err,
+                         size_t errlen);
 /** Free hugepages of the default size (/proc/meminfo), 0 when unknown. */
 long em_link_dpdk_hugepages_free(void);
 /** Render an address blob as "aa:bb:cc:dd:ee:ff/q" (udp: "... a.b.c.d:port"). */

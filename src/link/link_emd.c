@@ -35,35 +35,35 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EMD_TX_POOL 256
+#define EMD_TX_POOL  256
 #define EMD_RX_BURST 32
-#define EMD_CHECK_NS 20000000ull      /* liveness check period while polling */
+#define EMD_CHECK_NS 20000000ull /* liveness check period while polling */
 
 struct peer_addr {
     uint8_t mac[6];
     uint16_t ep;
     uint8_t set;
-    uint8_t bulkq;                      /* its puts go on our bulk queue */
+    uint8_t bulkq; /* its puts go on our bulk queue */
 };
 
 struct emd_link {
-    em_link_t link;                   /* must be first */
-    int fd;                           /* control socket */
+    em_link_t link; /* must be first */
+    int fd;         /* control socket */
     struct emd_shm_hdr *h;
     uint64_t size;
     uint32_t mtu;
-    emd_ring_t rx;                    /* we consume (records; a burst is released whole) */
-    emd_ring_t tx;                    /* we produce (slots) */
+    emd_ring_t rx; /* we consume (records; a burst is released whole) */
+    emd_ring_t tx; /* we produce (slots) */
     struct peer_addr *peers;
     uint32_t npeers;
     em_pkt_t tx_pkts[EMD_TX_POOL];
     em_pkt_t *tx_stack[EMD_TX_POOL];
-    em_pkt_pool_t tx_pool;            /* free packets of tx_pkts */
+    em_pkt_pool_t tx_pool; /* free packets of tx_pkts */
     uint8_t *tx_mem;
     em_pkt_t rx_pkts[EMD_RX_BURST];
-    uint64_t rx_src[EMD_RX_BURST];    /* (MAC, endpoint) the daemon says each came from */
-    em_addr_map_t bysrc;              /* (MAC, endpoint) -> peer (rx_peer) */
-    em_loss_t loss;                   /* injected receive loss (cfg rx_loss, loss_seed) */
+    uint64_t rx_src[EMD_RX_BURST]; /* (MAC, endpoint) the daemon says each came from */
+    em_addr_map_t bysrc;           /* (MAC, endpoint) -> peer (rx_peer) */
+    em_loss_t loss;                /* injected receive loss (cfg rx_loss, loss_seed) */
     uint64_t hb_timeout_ns, last_check_ns;
     unsigned poll_count;
     int dead;
@@ -75,12 +75,12 @@ struct emd_link {
     uint16_t bulk_slots, bulk_slot;
     em_pkt_t *bulk_lent[EMD_RX_BURST]; /* frames of the last rx burst that are the bulk queue's */
     unsigned bulk_nlent;
-    int bulk_first;                    /* alternate which source is polled first */
+    int bulk_first; /* alternate which source is polled first */
     void (*close_cb)(void *, const struct em_emd_stats *);
     void (*note_cb)(void *, const char *);
     void *cb_ctx;
     int bulk_mode, layout_warned;
-    int udp, framing_warned;            /* the daemon's framing (EMD_SHM_F_UDP): node ids are IPv4 + port */
+    int udp, framing_warned; /* the daemon's framing (EMD_SHM_F_UDP): node ids are IPv4 + port */
 };
 
 _Static_assert((int)EM_PKT_DATA == (int)EMD_CLS_DATA && (int)EM_PKT_BULK == (int)EMD_CLS_BULK &&
@@ -109,11 +109,12 @@ static void check_daemon(struct emd_link *d, uint64_t now)
                             "this process's link is gone");
             return;
         }
-        if (p.revents & POLLIN) {     /* the daemon sends nothing after ATTACH_OK: drain */
+        if (p.revents & POLLIN) { /* the daemon sends nothing after ATTACH_OK: drain */
             char buf[64];
             ssize_t r = recv(d->fd, buf, sizeof buf, MSG_DONTWAIT);
             if (r == 0) {
-                declare_dead(d, "the emd daemon closed its connection (daemon killed or restarted)");
+                declare_dead(d,
+                             "the emd daemon closed its connection (daemon killed or restarted)");
                 return;
             }
         }
@@ -125,8 +126,10 @@ static void check_daemon(struct emd_link *d, uint64_t now)
     uint64_t hb = atomic_load_explicit(&d->h->heartbeat_ns, memory_order_relaxed);
     if (hb && now > hb && now - hb > d->hb_timeout_ns) {
         char why[160];
-        snprintf(why, sizeof why, "the emd daemon has not run for %llu ms (hung or stopped; "
-                 "heartbeat timeout %llu ms)", (unsigned long long)((now - hb) / 1000000u),
+        snprintf(why, sizeof why,
+                 "the emd daemon has not run for %llu ms (hung or stopped; "
+                 "heartbeat timeout %llu ms)",
+                 (unsigned long long)((now - hb) / 1000000u),
                  (unsigned long long)(d->hb_timeout_ns / 1000000u));
         declare_dead(d, why);
     }
@@ -145,7 +148,7 @@ static em_pkt_t *emd_tx_alloc(em_link_t *l)
 {
     em_pkt_t *p = em_pkt_pool_get(&((struct emd_link *)l)->tx_pool);
     if (p)
-        p->cls = EM_PKT_DATA;         /* until the caller says otherwise */
+        p->cls = EM_PKT_DATA; /* until the caller says otherwise */
     return p;
 }
 
@@ -209,7 +212,7 @@ static void flush_bulk(struct emd_link *d, struct bulk_batch *b, unsigned *used,
             (*used)++;
             d->st.bulk_tx_fallback++;
         } else {
-            d->st.bulk_tx_dropped++;    /* lost like a full wire: retransmitted */
+            d->st.bulk_tx_dropped++; /* lost like a full wire: retransmitted */
         }
         em_link_tx_free(d->bulkq, q);
     }
@@ -229,7 +232,7 @@ static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
     for (; k < n && used < room; k++) {
         em_pkt_t *p = pkts[k];
         if (p->peer >= d->npeers || !d->peers[p->peer].set || p->len + p->ext_len > d->mtu) {
-            d->st.tx_bad++;                /* engine bug: drop, as a wire would */
+            d->st.tx_bad++; /* engine bug: drop, as a wire would */
             em_pkt_pool_put(&d->tx_pool, p);
             continue;
         }
@@ -262,13 +265,13 @@ static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
                 continue;
             }
             if (used == room)
-                break;                     /* (the note took the last slot) */
+                break; /* (the note took the last slot) */
             if (put)
-                d->st.bulk_tx_fallback++;   /* no mbuf free: through the daemon */
+                d->st.bulk_tx_fallback++; /* no mbuf free: through the daemon */
         }
         fill_slot(d, pa, p->cls, p->data, p->len, p->ext, p->ext_len, 0);
         used++;
-        em_pkt_pool_put(&d->tx_pool, p);   /* copied: the buffer is free again */
+        em_pkt_pool_put(&d->tx_pool, p); /* copied: the buffer is free again */
     }
     flush_bulk(d, &bq, &used, room);
     if (k < n)
@@ -288,8 +291,8 @@ static unsigned daemon_rx(struct emd_link *d, em_pkt_t **pkts, unsigned max)
 {
     if (max == 0)
         return 0;
-    int64_t av = emd_recs_sc_avail(&d->rx);       /* the daemon's tail, once */
-    if (av < 0) {                                 /* nonsense: stop trusting the ring */
+    int64_t av = emd_recs_sc_avail(&d->rx); /* the daemon's tail, once */
+    if (av < 0) {                           /* nonsense: stop trusting the ring */
         declare_dead(d, "the emd daemon's rx ring indices are corrupt");
         return 0;
     }
@@ -303,7 +306,8 @@ static unsigned daemon_rx(struct emd_link *d, em_pkt_t **pkts, unsigned max)
             break;
         if (r < 0) {
             static char why[96];
-            snprintf(why, sizeof why, "the emd daemon's rx ring is unusable: %s", emd_ring_strerror(r));
+            snprintf(why, sizeof why, "the emd daemon's rx ring is unusable: %s",
+                     emd_ring_strerror(r));
             d->st.rx_bad++;
             declare_dead(d, why);
             return 0;
@@ -327,7 +331,7 @@ static unsigned daemon_rx(struct emd_link *d, em_pkt_t **pkts, unsigned max)
         pkts[k++] = p;
     }
     if (k == 0)
-        emd_recs_sc_release(&d->rx);      /* nothing lent: give the records back now */
+        emd_recs_sc_release(&d->rx); /* nothing lent: give the records back now */
     d->st.rx_frames += k;
     return k;
 }
@@ -388,7 +392,7 @@ static void emd_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
 {
     struct emd_link *d = (struct emd_link *)l;
     (void)pkts;
-    (void)n;                               /* a burst is always released whole */
+    (void)n; /* a burst is always released whole */
     emd_recs_sc_release(&d->rx);
     if (d->bulk_nlent) {
         em_link_rx_release(d->bulkq, d->bulk_lent, d->bulk_nlent);
@@ -409,12 +413,14 @@ static int emd_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     uint16_t ep, slots = 0, slot = EMD_BULKQ_NO_SLOT;
     int fr = emd_addr_framing(a->bytes, a->len, mac, &ep);
     if (fr >= 0 && fr != d->udp && !d->framing_warned++)
-        fprintf(stderr, "ethermpi link_emd: framing mismatch: this process's emd daemon runs %s "
+        fprintf(stderr,
+                "ethermpi link_emd: framing mismatch: this process's emd daemon runs %s "
                 "framing, peer %u's %s: give every process the same btl_dpdk_framing and every "
-                "emd the same --framing\n", d->udp ? "udp" : "l2", peer, fr ? "udp" : "l2");
-    if (fr != d->udp || (fr == EMD_FRAMING_L2 && emd_addr_decode(a->bytes, a->len, mac, &ep, &slots,
-                                                                 &slot) != 0))
-        return -EINVAL;                    /* e.g. a direct-mode address: not reachable through emd */
+                "emd the same --framing\n",
+                d->udp ? "udp" : "l2", peer, fr ? "udp" : "l2");
+    if (fr != d->udp ||
+        (fr == EMD_FRAMING_L2 && emd_addr_decode(a->bytes, a->len, mac, &ep, &slots, &slot) != 0))
+        return -EINVAL; /* e.g. a direct-mode address: not reachable through emd */
     if (em_peer_table_reserve((void **)&d->peers, &d->npeers, sizeof *d->peers, peer) != 0)
         return -ENOMEM;
     struct peer_addr *pa = &d->peers[peer];
@@ -428,14 +434,17 @@ static int emd_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     /* its bulk queue is reachable from ours when both daemons have the same
      * layout (then the memif queues pair up) and it is on the other node */
     int remote = memcmp(mac, d->h->mac, 6) != 0;
-    pa->bulkq = d->bulkq && slots == d->bulk_slots && remote && em_link_set_peer(d->bulkq, peer, a) == 0;
+    pa->bulkq = d->bulkq && slots == d->bulk_slots && remote &&
+                em_link_set_peer(d->bulkq, peer, a) == 0;
     if (d->bulkq && remote && slots && slots != d->bulk_slots && !d->layout_warned) {
         /* the two daemons of the cable were started with different
          * --bulk-slots: their queues do not pair up */
         char msg[300];
-        snprintf(msg, sizeof msg, "the emd daemon of peer %u has %u bulk-queue slots, ours %u: start "
+        snprintf(msg, sizeof msg,
+                 "the emd daemon of peer %u has %u bulk-queue slots, ours %u: start "
                  "both daemons with the same --bulk-slots; until then rendezvous data to and from "
-                 "that node goes through the daemons", peer, slots, d->bulk_slots);
+                 "that node goes through the daemons",
+                 peer, slots, d->bulk_slots);
         if (d->bulk_mode == EM_EMD_BULKQ_ON || !d->note_cb)
             fprintf(stderr, "ethermpi link_emd: %s\n", msg);
         else
@@ -487,7 +496,7 @@ static int emd_set_flow(em_link_t *l, uint16_t peer, const em_link_flow_t *f)
         struct pollfd p = { .fd = d->fd, .events = POLLOUT };
         (void)poll(&p, 1, 1);
     }
-    return -EAGAIN;                        /* no eager ACKs for this peer: ours do */
+    return -EAGAIN; /* no eager ACKs for this peer: ours do */
 }
 
 static void emd_close(em_link_t *l)
@@ -498,10 +507,10 @@ static void emd_close(em_link_t *l)
         em_link_emd_stats(l, &st);
         d->close_cb(d->cb_ctx, &st);
     }
-    em_link_close(d->bulkq);                 /* before the region: it reads the loss fraction there */
-    if (d->fd >= 0) {                      /* (from_region: the caller owns the region) */
+    em_link_close(d->bulkq); /* before the region: it reads the loss fraction there */
+    if (d->fd >= 0) {        /* (from_region: the caller owns the region) */
         munmap(d->h, d->size);
-        close(d->fd);                      /* = detach: the daemon frees our endpoint */
+        close(d->fd); /* = detach: the daemon frees our endpoint */
     }
     free(d->peers);
     em_addr_map_free(&d->bysrc);
@@ -511,48 +520,24 @@ static void emd_close(em_link_t *l)
 
 static const em_link_ops_t emd_ops = {
     .name = "emd",
-    .tx_alloc = emd_tx_alloc, .tx_burst = emd_tx_burst, .tx_free = emd_tx_free,
-    .rx_burst = emd_rx_burst, .rx_release = emd_rx_release, .flush = emd_flush,
-    .set_peer = emd_set_peer, .close = emd_close, .rx_peer = emd_rx_peer,
+    .tx_alloc = emd_tx_alloc,
+    .tx_burst = emd_tx_burst,
+    .tx_free = emd_tx_free,
+    .rx_burst = emd_rx_burst,
+    .rx_release = emd_rx_release,
+    .flush = emd_flush,
+    .set_peer = emd_set_peer,
+    .close = emd_close,
+    .rx_peer = emd_rx_peer,
     .set_flow = emd_set_flow,
 };
-
-/** Receive one control message and the fd that may come with it. */
-static int recv_ctl(int fd, struct emd_ctl_msg *m, int *memfd, uint32_t timeout_ms,
-                    char *err, size_t errlen)
-{
-    struct pollfd p = { .fd = fd, .events = POLLIN };
-    int r = poll(&p, 1, (int)timeout_ms);
-    if (r <= 0) {
-        snprintf(err, errlen, "the emd daemon did not answer within %u ms (hung, or overloaded?)",
-                 timeout_ms);
-        return -1;
-    }
-    uint8_t buf[sizeof *m + 1];
-    ssize_t n = emd_recv_fd(fd, buf, sizeof buf, memfd);
-    if (n <= 0) {
-        snprintf(err, errlen, "the emd daemon closed the connection during attach%s%s",
-                 n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
-        goto bad;
-    }
-    const char *why = NULL;
-    if (emd_ctl_check(buf, (size_t)n, m, &why) != 0) {
-        snprintf(err, errlen, "bad answer from the emd daemon: %s", why);
-        goto bad;
-    }
-    return 0;
-bad:
-    if (*memfd >= 0)
-        close(*memfd);
-    *memfd = -1;
-    return -1;
-}
 
 static em_link_t *make_link(struct emd_shm_hdr *h, uint64_t size, int fd, uint16_t endpoint,
                             const em_emd_cfg_t *cfg, char *err, size_t errlen);
 
-em_link_t *em_link_emd_from_region(void *region, uint64_t size, uint64_t instance, uint16_t endpoint,
-                                   const em_emd_cfg_t *cfg, char *err, size_t errlen)
+em_link_t *em_link_emd_from_region(void *region, uint64_t size, uint64_t instance,
+                                   uint16_t endpoint, const em_emd_cfg_t *cfg, char *err,
+                                   size_t errlen)
 {
     const char *why = NULL;
     if (emd_shm_check(region, size, instance, endpoint, &why) != 0) {
@@ -579,7 +564,8 @@ em_link_t *em_link_emd_open(const em_emd_cfg_t *cfg, char *err, size_t errlen)
     if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
         int e = errno;
         if (e == ENOENT || e == ECONNREFUSED)
-            snprintf(err, errlen, "the emd daemon is not running on this node (%s at %s); start it "
+            snprintf(err, errlen,
+                     "the emd daemon is not running on this node (%s at %s); start it "
                      "first (tools/emcluster emd start, or the ethermpi-emd service, see "
                      "docs/daemon.md), or use --mca btl_dpdk_mode direct",
                      e == ENOENT ? "no socket" : "nobody listens", path);
@@ -598,14 +584,14 @@ em_link_t *em_link_emd_open(const em_emd_cfg_t *cfg, char *err, size_t errlen)
     }
     int memfd = -1;
     uint32_t tmo = cfg->attach_timeout_ms ? cfg->attach_timeout_ms : 5000;
-    if (recv_ctl(fd, &m, &memfd, tmo, err, errlen) != 0) {
+    if (emd_ctl_recv(fd, &m, &memfd, tmo, err, errlen) != 0) {
         close(fd);
         return NULL;
     }
     if (m.type == EMD_CTL_ATTACH_ERR || m.type != EMD_CTL_ATTACH_OK || memfd < 0) {
         if (m.type == EMD_CTL_ATTACH_ERR)
-            snprintf(err, errlen, "the emd daemon refused to attach this process: %s (%s)",
-                     m.text, strerror((int)m.status));
+            snprintf(err, errlen, "the emd daemon refused to attach this process: %s (%s)", m.text,
+                     strerror((int)m.status));
         else
             snprintf(err, errlen, "the emd daemon answered without a shared region");
         if (memfd >= 0)
@@ -631,7 +617,8 @@ em_link_t *em_link_emd_open(const em_emd_cfg_t *cfg, char *err, size_t errlen)
     struct emd_shm_hdr *h = mem;
     if (emd_shm_check(h, m.shm_size, m.instance, m.endpoint, &why) != 0 ||
         atomic_load(&h->state) != EMD_STATE_RUNNING) {
-        snprintf(err, errlen, "the emd shared region is unusable: %s", why ? why : "daemon not running");
+        snprintf(err, errlen, "the emd shared region is unusable: %s",
+                 why ? why : "daemon not running");
         munmap(mem, m.shm_size);
         close(fd);
         return NULL;
@@ -647,11 +634,11 @@ em_link_t *em_link_emd_open(const em_emd_cfg_t *cfg, char *err, size_t errlen)
 /** Bulk queues: open them if the daemon offers a slot (AUTO: else say why
  *  once; ON: else fail with the reason).  @return 0, or -1 with @p err. */
 static int open_bulk_queue(struct emd_link *d, struct emd_shm_hdr *h, uint16_t endpoint,
-                          const em_emd_cfg_t *cfg, char *err, size_t errlen)
+                           const em_emd_cfg_t *cfg, char *err, size_t errlen)
 {
     char why[400] = "", e2[300] = "";
     const struct emd_bulkq_info *r = &h->bulkq;
-    if (r->slots == 0 || d->udp)        /* bulk queues write L2 frames (docs/daemon.md, Framing) */
+    if (r->slots == 0 || d->udp) /* bulk queues write L2 frames (docs/daemon.md, Framing) */
         snprintf(why, sizeof why, "the emd daemon offers no bulk queues: %s",
                  r->slots ? "it runs udp framing" : r->why);
     else if (r->slot == EMD_BULKQ_NO_SLOT)
@@ -661,8 +648,12 @@ static int open_bulk_queue(struct emd_link *d, struct emd_shm_hdr *h, uint16_t e
         snprintf(why, sizeof why, "this build cannot open bulk queues (no DPDK)");
     if (!why[0]) {
         em_emd_bulkq_t info = {
-            .file_prefix = r->prefix, .port = r->port, .slots = r->slots, .slot = r->slot,
-            .endpoint = endpoint, .mtu = h->mtu,
+            .file_prefix = r->prefix,
+            .port = r->port,
+            .slots = r->slots,
+            .slot = r->slot,
+            .endpoint = endpoint,
+            .mtu = h->mtu,
             .loss_ppm = (const volatile uint32_t *)(const void *)&h->rx_loss_ppm,
         };
         memcpy(info.mac, h->mac, 6);
@@ -674,19 +665,22 @@ static int open_bulk_queue(struct emd_link *d, struct emd_shm_hdr *h, uint16_t e
             d->bulkq = NULL;
         }
         if (!d->bulkq)
-            snprintf(why, sizeof why, "cannot open this process's bulk queue (slot %u of %u on %s): %s",
-                     r->slot, r->slots, r->port, e2);
+            snprintf(why, sizeof why,
+                     "cannot open this process's bulk queue (slot %u of %u on %s): %s", r->slot,
+                     r->slots, r->port, e2);
     }
     if (!d->bulkq) {
         if (cfg->bulk_mode == EM_EMD_BULKQ_ON) {
-            snprintf(err, errlen, "bulk queue for rendezvous data requested (btl_dpdk_bulk_queue on) "
-                     "but not possible: %s", why);
+            snprintf(err, errlen,
+                     "bulk queue for rendezvous data requested (btl_dpdk_bulk_queue on) "
+                     "but not possible: %s",
+                     why);
             return -1;
         }
         if (cfg->note_cb) {
             char msg[480];
-            snprintf(msg, sizeof msg, "rendezvous data goes through the emd daemon (no bulk queue): %s",
-                     why);
+            snprintf(msg, sizeof msg,
+                     "rendezvous data goes through the emd daemon (no bulk queue): %s", why);
             cfg->note_cb(cfg->ctx, msg);
         }
         return 0;
@@ -703,17 +697,19 @@ static em_link_t *make_link(struct emd_shm_hdr *h, uint64_t size, int fd, uint16
     if ((h->flags & EMD_SHM_F_DAEMON_ACKS) && cfg->rx_loss > 0) {
         /* the daemon acknowledged the frames already: dropping one here
          * would lose it for good */
-        snprintf(err, errlen, "receive-loss injection in the process (btl_dpdk_rx_loss) cannot be "
+        snprintf(err, errlen,
+                 "receive-loss injection in the process (btl_dpdk_rx_loss) cannot be "
                  "used with an emd that acknowledges for it; inject loss in the daemon instead "
                  "(emd --rx-loss, tools/emcluster emd loss)");
         return NULL;
     }
     int udp = (h->flags & EMD_SHM_F_UDP) != 0;
     if (udp != (cfg->framing == EMD_FRAMING_UDP)) {
-        snprintf(err, errlen, "framing mismatch: the job asks for btl_dpdk_framing %s, but this "
+        snprintf(err, errlen,
+                 "framing mismatch: the job asks for btl_dpdk_framing %s, but this "
                  "node's emd daemon runs --framing %s: run the job with --mca btl_dpdk_framing %s, "
-                 "or restart the daemons with emd --framing %s", udp ? "l2" : "udp",
-                 udp ? "udp" : "l2", udp ? "udp" : "l2", udp ? "l2" : "udp");
+                 "or restart the daemons with emd --framing %s",
+                 udp ? "l2" : "udp", udp ? "udp" : "l2", udp ? "udp" : "l2", udp ? "l2" : "udp");
         return NULL;
     }
     struct emd_link *d = calloc(1, sizeof *d);
@@ -734,7 +730,8 @@ static em_link_t *make_link(struct emd_shm_hdr *h, uint64_t size, int fd, uint16
     em_pkt_pool_init(&d->tx_pool, d->tx_stack, EMD_TX_POOL);
     em_pkt_pool_fill(&d->tx_pool, d->tx_pkts, txm, EMD_TX_POOL, mtu);
     em_loss_init(&d->loss, cfg->rx_loss, cfg->loss_seed);
-    d->hb_timeout_ns = (uint64_t)(cfg->heartbeat_timeout_ms ? cfg->heartbeat_timeout_ms : 3000) * 1000000ull;
+    d->hb_timeout_ns = (uint64_t)(cfg->heartbeat_timeout_ms ? cfg->heartbeat_timeout_ms : 3000) *
+                       1000000ull;
     d->last_check_ns = em_clock_ns();
     d->dead_cb = cfg->dead_cb;
     d->dead_ctx = cfg->dead_ctx;
@@ -742,15 +739,17 @@ static em_link_t *make_link(struct emd_shm_hdr *h, uint64_t size, int fd, uint16
     d->link.mtu = mtu;
     d->link.flags = EM_LINK_F_GATHER;
     if (h->flags & EMD_SHM_F_DAEMON_ACKS)
-        d->link.flags |= EM_LINK_F_ACKS;   /* the protocol must not drop what the daemon acknowledged */
-    d->udp = udp;   /* a udp daemon offers no bulk queues (emd.c), so the address stays this one */
+        d->link.flags |=
+            EM_LINK_F_ACKS; /* the protocol must not drop what the daemon acknowledged */
+    d->udp = udp; /* a udp daemon offers no bulk queues (emd.c), so the address stays this one */
     d->link.local.len = udp ? emd_addr_encode_udp(d->link.local.bytes, h->mac, endpoint)
                             : emd_addr_encode(d->link.local.bytes, h->mac, endpoint, 0, 0);
     d->close_cb = cfg->close_cb;
     d->note_cb = cfg->note_cb;
     d->cb_ctx = cfg->ctx;
     d->bulk_mode = cfg->bulk_mode;
-    if (cfg->bulk_mode != EM_EMD_BULKQ_OFF && open_bulk_queue(d, h, endpoint, cfg, err, errlen) != 0) {
+    if (cfg->bulk_mode != EM_EMD_BULKQ_OFF &&
+        open_bulk_queue(d, h, endpoint, cfg, err, errlen) != 0) {
         free(d->tx_mem);
         free(d);
         return NULL;

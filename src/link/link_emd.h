@@ -36,7 +36,7 @@
 
 /** What the daemon offers for the bulk queues (from the region's header). */
 typedef struct em_emd_bulkq {
-    const char *file_prefix, *port;   /**< the daemon's EAL prefix and port name */
+    const char *file_prefix, *port; /**< the daemon's EAL prefix and port name */
     uint16_t slots, slot, endpoint;
     uint8_t mac[6];
     uint32_t mtu;
@@ -47,11 +47,12 @@ enum em_emd_bulkq_mode { EM_EMD_BULKQ_AUTO = 0, EM_EMD_BULKQ_ON = 1, EM_EMD_BULK
 
 struct em_emd_stats;
 typedef struct em_emd_cfg {
-    const char *socket_path;      /**< the daemon's control socket */
-    double rx_loss;               /**< seeded drop probability on receive (testing) */
+    const char *socket_path; /**< the daemon's control socket */
+    double rx_loss;          /**< seeded drop probability on receive (testing) */
     uint64_t loss_seed;
-    uint32_t heartbeat_timeout_ms; /**< daemon declared dead after this long without a heartbeat; 0 = 3000 */
-    uint32_t attach_timeout_ms;   /**< how long to wait for ATTACH_OK; 0 = 5000 */
+    uint32_t
+        heartbeat_timeout_ms; /**< daemon declared dead after this long without a heartbeat; 0 = 3000 */
+    uint32_t attach_timeout_ms; /**< how long to wait for ATTACH_OK; 0 = 5000 */
     /** Called once, from rx_burst, when the daemon is found dead (socket
      *  closed, stopped, or heartbeat stale); may not return (abort the job).
      *  NULL: a line on stderr.  Afterwards the link sends and receives nothing. */
@@ -66,7 +67,7 @@ typedef struct em_emd_cfg {
     int bulk_mode;
     /** opens the bulk-queue link (NULL: never) */
     em_link_t *(*bulk_open)(void *ctx, const em_emd_bulkq_t *info, char *err, size_t errlen);
-    void *ctx;                    /**< for bulk_open, note_cb and close_cb */
+    void *ctx; /**< for bulk_open, note_cb and close_cb */
     /** AUTO without bulk queues: called once with the reason (NULL: silent) */
     void (*note_cb)(void *ctx, const char *msg);
     /** called by close with the final counters (NULL: none) */
@@ -80,11 +81,11 @@ typedef struct em_emd_stats {
     /* put (rendezvous) frames and their bytes, by path */
     uint64_t put_tx_bulk, put_tx_bulk_bytes, put_tx_daemon, put_tx_daemon_bytes;
     uint64_t put_rx_bulk, put_rx_bulk_bytes, put_rx_daemon, put_rx_daemon_bytes;
-    uint64_t bulk_tx_fallback;          /**< put frames the bulk queue refused, sent via the daemon */
-    uint64_t bulk_tx_dropped;           /**< ... and neither path had room for (retransmitted) */
-    uint64_t ack_tx_bulk;               /**< standalone ACKs/NACKs sent on the bulk queue */
-    uint64_t flows_sent;               /**< peers registered with the daemon for its eager ACKs */
-    int bulk_queue;                     /**< 1: this process has its bulk queues */
+    uint64_t bulk_tx_fallback; /**< put frames the bulk queue refused, sent via the daemon */
+    uint64_t bulk_tx_dropped;  /**< ... and neither path had room for (retransmitted) */
+    uint64_t ack_tx_bulk;      /**< standalone ACKs/NACKs sent on the bulk queue */
+    uint64_t flows_sent;       /**< peers registered with the daemon for its eager ACKs */
+    int bulk_queue;            /**< 1: this process has its bulk queues */
     uint16_t slot, slots;
 } em_emd_stats_t;
 
@@ -99,8 +100,9 @@ em_link_t *em_link_emd_open(const em_emd_cfg_t *cfg, char *err, size_t errlen);
  * daemon, no socket; the caller keeps the region).  The region is checked
  * as em_link_emd_open checks the daemon's.
  */
-em_link_t *em_link_emd_from_region(void *region, uint64_t size, uint64_t instance, uint16_t endpoint,
-                                   const em_emd_cfg_t *cfg, char *err, size_t errlen);
+em_link_t *em_link_emd_from_region(void *region, uint64_t size, uint64_t instance,
+                                   uint16_t endpoint, const em_emd_cfg_t *cfg, char *err,
+                                   size_t errlen);
 void em_link_emd_stats(const em_link_t *l, em_emd_stats_t *out);
 /** 1 while the daemon is alive (as far as this link has seen). */
 int em_link_emd_alive(const em_link_t *l);

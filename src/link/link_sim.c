@@ -17,10 +17,10 @@
 #include <string.h>
 
 struct sim_frame {
-    em_pkt_t pkt;          /* must be first: em_pkt_t* <-> sim_frame* */
+    em_pkt_t pkt; /* must be first: em_pkt_t* <-> sim_frame* */
     uint64_t arrival;
     uint64_t order;
-    uint16_t from;         /* sending node: the frame's "source address" */
+    uint16_t from; /* sending node: the frame's "source address" */
     uint8_t buf[];
 };
 
@@ -31,26 +31,26 @@ struct sim_heap {
 };
 
 struct sim_node {
-    em_link_t link;        /* must be first */
+    em_link_t link; /* must be first */
     em_sim_t *sim;
     unsigned idx;
     bool dead;
-    uint64_t busy_until;   /* serialisation: when this node's wire is free */
-    struct sim_heap q;     /* frames on their way to this node */
+    uint64_t busy_until; /* serialisation: when this node's wire is free */
+    struct sim_heap q;   /* frames on their way to this node */
 };
 
 /* The shared bottleneck in front of cfg.bn_node (see link_sim.h). */
 struct sim_bottleneck {
-    struct sim_heap pending;  /* frames not yet at the port, by arrival time there */
-    uint64_t *dep;            /* ring: departure times of the frames in the port */
+    struct sim_heap pending; /* frames not yet at the port, by arrival time there */
+    uint64_t *dep;           /* ring: departure times of the frames in the port */
     uint32_t head, count;
-    uint64_t last_dep;        /* departure time of the newest frame admitted */
+    uint64_t last_dep; /* departure time of the newest frame admitted */
 };
 
 struct em_sim {
     em_sim_cfg_t cfg;
     uint64_t now;
-    em_loss_t fault;    /* loss (cfg.loss), and the draws for reordering and duplication */
+    em_loss_t fault; /* loss (cfg.loss), and the draws for reordering and duplication */
     uint64_t order;
     unsigned nnodes;
     em_sim_stats_t st;
@@ -178,7 +178,7 @@ static void bn_advance(em_sim_t *s, uint64_t upto)
         struct sim_frame *f = heap_pop(&b->pending);
         uint64_t t = f->arrival;
         if (cap) {
-            while (b->count && b->dep[b->head] <= t) {    /* frames gone by t */
+            while (b->count && b->dep[b->head] <= t) { /* frames gone by t */
                 b->head = (b->head + 1) % cap;
                 b->count--;
             }
@@ -308,8 +308,10 @@ static const em_link_ops_t sim_ops = {
 void em_sim_cfg_default(em_sim_cfg_t *cfg)
 {
     *cfg = (em_sim_cfg_t){
-        .mtu = 1500, .latency_ns = 5000, .reorder_ns = 20000,
-        .ns_per_kb = 800,   /* 10 Gbit/s */
+        .mtu = 1500,
+        .latency_ns = 5000,
+        .reorder_ns = 20000,
+        .ns_per_kb = 800, /* 10 Gbit/s */
         .seed = 1,
     };
 }
@@ -363,7 +365,11 @@ void em_sim_set_now(em_sim_t *s, uint64_t now)
     bn_advance(s, now);
 }
 uint64_t em_sim_now(const em_sim_t *s) { return s->now; }
-void em_sim_set_dead(em_sim_t *s, unsigned node, bool dead) { if (node < s->nnodes) s->nodes[node].dead = dead; }
+void em_sim_set_dead(em_sim_t *s, unsigned node, bool dead)
+{
+    if (node < s->nnodes)
+        s->nodes[node].dead = dead;
+}
 void em_sim_set_loss(em_sim_t *s, double loss)
 {
     s->cfg.loss = loss;

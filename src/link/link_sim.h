@@ -36,27 +36,27 @@
 #include "link/link.h"
 
 typedef struct em_sim_cfg {
-    uint32_t mtu;           /**< frame size limit (bytes) */
-    double loss;            /**< probability a frame is dropped */
-    double dup;             /**< probability a delivered frame arrives twice */
-    double reorder;         /**< probability a frame gets an extra random delay */
-    uint64_t latency_ns;    /**< one-way propagation delay */
-    uint64_t reorder_ns;    /**< max extra delay of a reordered frame */
-    uint64_t ns_per_kb;     /**< serialisation time per 1000 bytes (0 = infinite bandwidth) */
-    uint32_t queue_cap;     /**< frames a node's receive queue holds (0 = unlimited) */
-    uint64_t seed;          /**< PRNG seed: same seed, same run */
-    uint64_t bn_ns_per_kb;  /**< shared bottleneck in front of bn_node: service time per
+    uint32_t mtu;          /**< frame size limit (bytes) */
+    double loss;           /**< probability a frame is dropped */
+    double dup;            /**< probability a delivered frame arrives twice */
+    double reorder;        /**< probability a frame gets an extra random delay */
+    uint64_t latency_ns;   /**< one-way propagation delay */
+    uint64_t reorder_ns;   /**< max extra delay of a reordered frame */
+    uint64_t ns_per_kb;    /**< serialisation time per 1000 bytes (0 = infinite bandwidth) */
+    uint32_t queue_cap;    /**< frames a node's receive queue holds (0 = unlimited) */
+    uint64_t seed;         /**< PRNG seed: same seed, same run */
+    uint64_t bn_ns_per_kb; /**< shared bottleneck in front of bn_node: service time per
                                  1000 bytes (0 = no bottleneck) */
-    uint32_t bn_queue;      /**< frames the bottleneck port holds, in service included (0 = unlimited) */
-    uint16_t bn_node;       /**< the node behind the bottleneck (the incast receiver) */
+    uint32_t bn_queue; /**< frames the bottleneck port holds, in service included (0 = unlimited) */
+    uint16_t bn_node;  /**< the node behind the bottleneck (the incast receiver) */
 } em_sim_cfg_t;
 
 typedef struct em_sim_stats {
     uint64_t sent, delivered, lost, duplicated, reordered, overflowed, to_dead;
-    uint64_t bn_forwarded;  /**< frames that went through the bottleneck */
-    uint64_t bn_dropped;    /**< frames the full bottleneck queue dropped (tail drop) */
-    uint64_t bn_bytes;      /**< bytes that went through the bottleneck */
-    uint32_t bn_max_queue;  /**< most frames seen queued at the bottleneck */
+    uint64_t bn_forwarded; /**< frames that went through the bottleneck */
+    uint64_t bn_dropped;   /**< frames the full bottleneck queue dropped (tail drop) */
+    uint64_t bn_bytes;     /**< bytes that went through the bottleneck */
+    uint32_t bn_max_queue; /**< most frames seen queued at the bottleneck */
 } em_sim_stats_t;
 
 typedef struct em_sim em_sim_t;

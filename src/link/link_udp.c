@@ -38,44 +38,46 @@
 #define UDP_GRO 104
 #endif
 
-#define UDP_TX_POOL 256
-#define UDP_TX_MSGS 64           /* messages per sendmmsg call */
-#define UDP_TX_IOV 256           /* iovecs per sendmmsg call (2 per frame) */
-#define UDP_GSO_SEGS 64          /* frames per GSO send (the kernel's floor of UDP_MAX_SEGMENTS) */
-#define UDP_GSO_BYTES 65507      /* largest UDP payload of an IPv4 datagram */
-#define UDP_RX_SLOTS 64          /* most datagrams per recvmmsg call (cfg.rx_batch) */
-#define UDP_RX_BATCH 32          /* default datagrams per recvmmsg call */
-#define UDP_RX_FRAMES 64         /* frames per rx_burst */
-#define UDP_GRO_SLOT 65536       /* a coalesced datagram is at most 64 KB */
+#define UDP_TX_POOL   256
+#define UDP_TX_MSGS   64    /* messages per sendmmsg call */
+#define UDP_TX_IOV    256   /* iovecs per sendmmsg call (2 per frame) */
+#define UDP_GSO_SEGS  64    /* frames per GSO send (the kernel's floor of UDP_MAX_SEGMENTS) */
+#define UDP_GSO_BYTES 65507 /* largest UDP payload of an IPv4 datagram */
+#define UDP_RX_SLOTS  64    /* most datagrams per recvmmsg call (cfg.rx_batch) */
+#define UDP_RX_BATCH  32    /* default datagrams per recvmmsg call */
+#define UDP_RX_FRAMES 64    /* frames per rx_burst */
+#define UDP_GRO_SLOT  65536 /* a coalesced datagram is at most 64 KB */
 
 /* one received datagram (possibly several coalesced frames) */
 struct rx_slot {
-    uint32_t len;                /* bytes received */
-    uint32_t seg;                /* frame size inside it (= len when not coalesced) */
+    uint32_t len; /* bytes received */
+    uint32_t seg; /* frame size inside it (= len when not coalesced) */
 };
 
 struct udp_link {
-    em_link_t link;              /* must be first */
+    em_link_t link; /* must be first */
     int fd;
     struct sockaddr_in *peers;
     uint32_t npeers;
-    int gso, gro;                /* offloads in use */
+    int gso, gro; /* offloads in use */
     void (*note)(void *, const char *);
     void *note_ctx;
     em_udp_info_t info;
     /* tx */
     em_pkt_t tx_pkts[UDP_TX_POOL];
     em_pkt_t *tx_stack[UDP_TX_POOL];
-    em_pkt_pool_t tx_pool;       /* free packets of tx_pkts */
+    em_pkt_pool_t tx_pool; /* free packets of tx_pkts */
     uint8_t *tx_mem;
     struct mmsghdr tx_msgs[UDP_TX_MSGS];
     struct iovec tx_iov[UDP_TX_IOV];
-    unsigned tx_nfr[UDP_TX_MSGS];    /* frames in each message */
-    struct { _Alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(uint16_t))]; } tx_ctl[UDP_TX_MSGS];
+    unsigned tx_nfr[UDP_TX_MSGS]; /* frames in each message */
+    struct {
+        _Alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(uint16_t))];
+    } tx_ctl[UDP_TX_MSGS];
     /* rx: slots filled by the last recvmmsg, and the cursor over their frames */
     uint8_t *rx_mem;
     uint32_t rx_slot_bytes;
-    unsigned rx_batch;           /* slots asked for per recvmmsg */
+    unsigned rx_batch; /* slots asked for per recvmmsg */
     struct rx_slot rx_slots[UDP_RX_SLOTS];
     unsigned rx_filled, rx_cur;
     uint32_t rx_off;
@@ -83,9 +85,11 @@ struct udp_link {
     struct iovec rx_iov[UDP_RX_SLOTS];
     /* source of each slot's datagram (all frames of a slot share it) */
     struct sockaddr_in rx_names[UDP_RX_SLOTS];
-    struct { _Alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int)) * 2]; } rx_ctl[UDP_RX_SLOTS];
+    struct {
+        _Alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int)) * 2];
+    } rx_ctl[UDP_RX_SLOTS];
     em_pkt_t rx_pkts[UDP_RX_FRAMES];
-    em_addr_map_t bysrc;         /* source IP:port -> peer (rx_peer) */
+    em_addr_map_t bysrc; /* source IP:port -> peer (rx_peer) */
     em_udp_stats_t st;
 };
 
@@ -120,7 +124,7 @@ static unsigned gso_run(em_pkt_t **pkts, unsigned n)
         total += l;
         k++;
         if (l < seg)
-            break;               /* a shorter frame ends the run */
+            break; /* a shorter frame ends the run */
     }
     return k;
 }
@@ -142,7 +146,7 @@ static unsigned tx_build(struct udp_link *u, em_pkt_t **pkts, unsigned n, unsign
     while (f < n && m < UDP_TX_MSGS && niov + 2 <= UDP_TX_IOV) {
         if (!peer_known(u, pkts[f]->peer)) {
             if (m > 0)
-                break;           /* send what is built first; dropped on the next round */
+                break; /* send what is built first; dropped on the next round */
             /* unknown destination: a programming error upstream; drop, count */
             u->st.tx_unknown_peer++;
             udp_tx_free(&u->link, pkts[f++]);
@@ -159,7 +163,8 @@ static unsigned tx_build(struct udp_link *u, em_pkt_t **pkts, unsigned n, unsign
             em_pkt_t *p = pkts[f + i];
             u->tx_iov[niov++] = (struct iovec){ .iov_base = p->data, .iov_len = p->len };
             if (p->ext_len)
-                u->tx_iov[niov++] = (struct iovec){ .iov_base = (void *)p->ext, .iov_len = p->ext_len };
+                u->tx_iov[niov++] = (struct iovec){ .iov_base = (void *)p->ext,
+                                                    .iov_len = p->ext_len };
         }
         h->msg_iovlen = (size_t)(&u->tx_iov[niov] - h->msg_iov);
         if (k > 1) {
@@ -186,8 +191,10 @@ static void gso_disable(struct udp_link *u, int err)
     u->st.tx_gso_fallback++;
     if (u->note) {
         char msg[200];
-        snprintf(msg, sizeof msg, "the kernel refused UDP GSO (UDP_SEGMENT: %s); sending one "
-                 "datagram per frame from now on", strerror(err));
+        snprintf(msg, sizeof msg,
+                 "the kernel refused UDP GSO (UDP_SEGMENT: %s); sending one "
+                 "datagram per frame from now on",
+                 strerror(err));
         u->note(u->note_ctx, msg);
     }
 }
@@ -207,10 +214,10 @@ static unsigned udp_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
         if (r < 0) {
             int e = errno;
             if (e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS || e == EINTR)
-                break;          /* socket full: the caller keeps the rest */
+                break; /* socket full: the caller keeps the rest */
             if (u->tx_nfr[0] > 1 && (e == EIO || e == EINVAL)) {
                 gso_disable(u, e);
-                continue;       /* the same frames again, one datagram each */
+                continue; /* the same frames again, one datagram each */
             }
             /* persistent error on the first message (e.g. EPERM from a
              * filter): its frames are lost like frames on a bad wire; go on */
@@ -246,7 +253,7 @@ static unsigned rx_split(struct udp_link *u, em_pkt_t **pkts, unsigned max)
         p->data = (uint8_t *)u->rx_iov[u->rx_cur].iov_base + u->rx_off;
         p->len = take;
         p->peer = 0;
-        p->priv = &u->rx_names[u->rx_cur];   /* the frame's source address */
+        p->priv = &u->rx_names[u->rx_cur]; /* the frame's source address */
         pkts[n++] = p;
         u->rx_off += take;
         if (u->rx_off >= s->len) {
@@ -287,7 +294,7 @@ static int rx_check(struct udp_link *u, unsigned i)
     }
     uint32_t seg = u->gro ? gro_size(h) : 0;
     if (seg == 0 || seg >= len) {
-        if (len > u->link.mtu) {        /* one datagram, bigger than a frame */
+        if (len > u->link.mtu) { /* one datagram, bigger than a frame */
             u->st.rx_truncated++;
             return -1;
         }
@@ -308,17 +315,19 @@ static unsigned udp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     if (max > UDP_RX_FRAMES)
         max = UDP_RX_FRAMES;
     if (u->rx_cur < u->rx_filled)
-        return rx_split(u, pkts, max);   /* frames left from a coalesced datagram */
+        return rx_split(u, pkts, max); /* frames left from a coalesced datagram */
 
-    unsigned want = u->rx_batch;     /* more frames than max stay for the next call */
+    unsigned want = u->rx_batch; /* more frames than max stay for the next call */
     for (unsigned i = 0; i < want; i++) {
         u->rx_iov[i] = (struct iovec){ .iov_base = u->rx_mem + (size_t)i * u->rx_slot_bytes,
-                                      .iov_len = u->rx_slot_bytes };
-        u->rx_msgs[i].msg_hdr = (struct msghdr){
-            .msg_name = &u->rx_names[i], .msg_namelen = sizeof u->rx_names[i],
-            .msg_iov = &u->rx_iov[i], .msg_iovlen = 1,
-            .msg_control = u->gro ? u->rx_ctl[i].buf : NULL,
-            .msg_controllen = u->gro ? sizeof u->rx_ctl[i].buf : 0 };
+                                       .iov_len = u->rx_slot_bytes };
+        u->rx_msgs[i].msg_hdr = (struct msghdr){ .msg_name = &u->rx_names[i],
+                                                 .msg_namelen = sizeof u->rx_names[i],
+                                                 .msg_iov = &u->rx_iov[i],
+                                                 .msg_iovlen = 1,
+                                                 .msg_control = u->gro ? u->rx_ctl[i].buf : NULL,
+                                                 .msg_controllen = u->gro ? sizeof u->rx_ctl[i].buf
+                                                                          : 0 };
     }
     int r = recvmmsg(u->fd, u->rx_msgs, want, MSG_DONTWAIT, NULL);
     if (r <= 0)
@@ -342,8 +351,17 @@ static unsigned udp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     return rx_split(u, pkts, max);
 }
 
-static void udp_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n) { (void)l; (void)pkts; (void)n; }
-static int udp_flush(em_link_t *l) { (void)l; return 0; }
+static void udp_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
+{
+    (void)l;
+    (void)pkts;
+    (void)n;
+}
+static int udp_flush(em_link_t *l)
+{
+    (void)l;
+    return 0;
+}
 
 static uint64_t sin_key(const struct sockaddr_in *s)
 {
@@ -390,9 +408,15 @@ static void udp_close(em_link_t *l)
 
 static const em_link_ops_t udp_ops = {
     .name = "udp",
-    .tx_alloc = udp_tx_alloc, .tx_burst = udp_tx_burst, .tx_free = udp_tx_free,
-    .rx_burst = udp_rx_burst, .rx_release = udp_rx_release, .flush = udp_flush,
-    .set_peer = udp_set_peer, .close = udp_close, .rx_peer = udp_rx_peer,
+    .tx_alloc = udp_tx_alloc,
+    .tx_burst = udp_tx_burst,
+    .tx_free = udp_tx_free,
+    .rx_burst = udp_rx_burst,
+    .rx_release = udp_rx_release,
+    .flush = udp_flush,
+    .set_peer = udp_set_peer,
+    .close = udp_close,
+    .rx_peer = udp_rx_peer,
 };
 
 /** Does @p a match the selector (name, address or subnet)? */
@@ -421,8 +445,8 @@ static int iface_matches(const struct ifaddrs *ifa, const char *sel)
 }
 
 /** Find the interface: fills @p addr and @p name, or writes an error. */
-static int pick_iface(const char *sel, struct in_addr *addr, char *name, size_t namelen,
-                      char *err, size_t errlen)
+static int pick_iface(const char *sel, struct in_addr *addr, char *name, size_t namelen, char *err,
+                      size_t errlen)
 {
     struct ifaddrs *ifs, *ifa;
     char avail[256] = "";
@@ -442,7 +466,8 @@ static int pick_iface(const char *sel, struct in_addr *addr, char *name, size_t 
         size_t used = strlen(avail);
         char ip[INET_ADDRSTRLEN];
         inet_ntop(AF_INET, &((struct sockaddr_in *)ifa->ifa_addr)->sin_addr, ip, sizeof ip);
-        snprintf(avail + used, sizeof avail - used, "%s%s (%s)", used ? ", " : "", ifa->ifa_name, ip);
+        snprintf(avail + used, sizeof avail - used, "%s%s (%s)", used ? ", " : "", ifa->ifa_name,
+                 ip);
     }
     freeifaddrs(ifs);
     snprintf(err, errlen, "no IPv4 interface matches '%s'; interfaces that are up: %s",
@@ -499,7 +524,8 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
     if (ifmtu > 28 && mtu > ifmtu - 28) {
         /* the kernel would fragment every frame in IP (one lost fragment
          * loses the frame) and GSO would be refused: not a mode to run in */
-        snprintf(err, errlen, "frames of %u bytes do not fit %s (MTU %u carries at most %u bytes "
+        snprintf(err, errlen,
+                 "frames of %u bytes do not fit %s (MTU %u carries at most %u bytes "
                  "of UDP payload); lower btl_rudp_mtu to %u or less, or raise the interface "
                  "MTU (ip link set dev %s mtu %u) on every node",
                  mtu, ifname, ifmtu, ifmtu - 28, ifmtu - 28, ifname, mtu + 28);
@@ -522,8 +548,8 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
     socklen_t sl = sizeof sa;
     if (bind(u->fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
         getsockname(u->fd, (struct sockaddr *)&sa, &sl) != 0) {
-        snprintf(err, errlen, "cannot bind UDP %s:%u on %s: %s", inet_ntoa(ip), cfg->port,
-                 ifname, strerror(errno));
+        snprintf(err, errlen, "cannot bind UDP %s:%u on %s: %s", inet_ntoa(ip), cfg->port, ifname,
+                 strerror(errno));
         close(u->fd);
         free(u);
         return NULL;
@@ -550,8 +576,14 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
     return &u->link;
 }
 
-const em_udp_stats_t *em_link_udp_stats(const em_link_t *l) { return &((const struct udp_link *)l)->st; }
-void em_link_udp_info(const em_link_t *l, em_udp_info_t *out) { *out = ((const struct udp_link *)l)->info; }
+const em_udp_stats_t *em_link_udp_stats(const em_link_t *l)
+{
+    return &((const struct udp_link *)l)->st;
+}
+void em_link_udp_info(const em_link_t *l, em_udp_info_t *out)
+{
+    *out = ((const struct udp_link *)l)->info;
+}
 
 int em_link_udp_buf_warning(const em_link_t *l, char *buf, size_t len)
 {
@@ -563,10 +595,12 @@ int em_link_udp_buf_warning(const em_link_t *l, char *buf, size_t len)
     snprintf(fix, sizeof fix, "%s%.0d%s%s%.0d", rcv ? "net.core.rmem_max=" : "",
              rcv ? i->rcvbuf_req : 0, rcv && snd ? " " : "", snd ? "net.core.wmem_max=" : "",
              snd ? i->sndbuf_req : 0);
-    snprintf(buf, len, "the kernel granted UDP socket buffers of %d KiB (receive) and %d KiB "
+    snprintf(buf, len,
+             "the kernel granted UDP socket buffers of %d KiB (receive) and %d KiB "
              "(send) where %d KiB were asked for, so bursts beyond that are dropped and resent "
              "(lost bandwidth); raise the limit on every node (as root: sysctl -w %s) or lower "
-             "btl_rudp_sock_buf", i->rcvbuf / 1024, i->sndbuf / 1024, i->rcvbuf_req / 1024, fix);
+             "btl_rudp_sock_buf",
+             i->rcvbuf / 1024, i->sndbuf / 1024, i->rcvbuf_req / 1024, fix);
     return 1;
 }
 

@@ -32,12 +32,12 @@ typedef struct em_udp_cfg {
     /** Interface to bind: a name ("eth0"), an IPv4 address, or a subnet
      *  ("10.77.0.0/24"); NULL or "" = the first non-loopback IPv4 interface. */
     const char *iface;
-    uint16_t port;      /**< 0 = any free port */
-    uint32_t mtu;       /**< max frame (UDP payload); 0 = interface MTU - 28 */
-    int sock_buf;       /**< SO_SNDBUF/SO_RCVBUF bytes; 0 = 4 MiB */
+    uint16_t port; /**< 0 = any free port */
+    uint32_t mtu;  /**< max frame (UDP payload); 0 = interface MTU - 28 */
+    int sock_buf;  /**< SO_SNDBUF/SO_RCVBUF bytes; 0 = 4 MiB */
     /* --- added for issue 12; zero keeps the defaults --- */
-    int no_gso;         /**< 1 = never use UDP_SEGMENT (one datagram per frame) */
-    int no_gro;         /**< 1 = do not ask for UDP_GRO on receive */
+    int no_gso; /**< 1 = never use UDP_SEGMENT (one datagram per frame) */
+    int no_gro; /**< 1 = do not ask for UDP_GRO on receive */
     /** Optional: told once, in one sentence, about a degraded mode chosen at
      *  run time (e.g. GSO refused by the kernel).  Called on the thread that
      *  uses the link; may be NULL. */
@@ -51,20 +51,20 @@ typedef struct em_udp_cfg {
 typedef struct em_udp_stats {
     uint64_t tx_dgrams, rx_dgrams, tx_errors, rx_truncated, tx_unknown_peer;
     /* --- added for issue 12 --- */
-    uint64_t tx_frames;        /**< frames the kernel took (GSO sends count each frame) */
-    uint64_t tx_gso_sends;     /**< sends that carried 2+ frames with UDP_SEGMENT */
-    uint64_t tx_gso_fallback;  /**< times the kernel refused GSO (then it is off) */
-    uint64_t rx_frames;        /**< frames handed to the caller */
-    uint64_t rx_gro_dgrams;    /**< received buffers holding 2+ coalesced frames */
-    uint64_t rx_bad_gro;       /**< coalesced buffers refused (segment size 0 or > frame) */
+    uint64_t tx_frames;       /**< frames the kernel took (GSO sends count each frame) */
+    uint64_t tx_gso_sends;    /**< sends that carried 2+ frames with UDP_SEGMENT */
+    uint64_t tx_gso_fallback; /**< times the kernel refused GSO (then it is off) */
+    uint64_t rx_frames;       /**< frames handed to the caller */
+    uint64_t rx_gro_dgrams;   /**< received buffers holding 2+ coalesced frames */
+    uint64_t rx_bad_gro;      /**< coalesced buffers refused (segment size 0 or > frame) */
 } em_udp_stats_t;
 
 /** What the socket got, for warnings and tests (see em_link_udp_info()). */
 typedef struct em_udp_info {
-    int sndbuf_req, rcvbuf_req;   /**< bytes asked for */
-    int sndbuf, rcvbuf;           /**< bytes the kernel granted (as asked, not doubled) */
-    int gso;                      /**< UDP_SEGMENT in use now (0 after a fallback) */
-    int gro;                      /**< UDP_GRO enabled on the socket */
+    int sndbuf_req, rcvbuf_req; /**< bytes asked for */
+    int sndbuf, rcvbuf;         /**< bytes the kernel granted (as asked, not doubled) */
+    int gso;                    /**< UDP_SEGMENT in use now (0 after a fallback) */
+    int gro;                    /**< UDP_GRO enabled on the socket */
 } em_udp_info_t;
 
 /**

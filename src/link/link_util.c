@@ -110,7 +110,7 @@ void em_addr_map_del(em_addr_map_t *m, uint64_t key, uint16_t peer)
         uint16_t v = m->peers[t];
         m->peers[t] = MAP_FREE;
         m->n--;
-        (void)em_addr_map_put(m, k, v);   /* never grows: n went down by one */
+        (void)em_addr_map_put(m, k, v); /* never grows: n went down by one */
     }
 }
 
@@ -118,7 +118,7 @@ void em_addr_map_free(em_addr_map_t *m)
 {
     free(m->keys);
     free(m->peers);
-    *m = (em_addr_map_t){0};
+    *m = (em_addr_map_t){ 0 };
 }
 
 uint32_t em_if_mtu(const char *ifname)

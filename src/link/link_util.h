@@ -26,8 +26,8 @@ int em_peer_table_reserve(void **tab, uint32_t *n, size_t elem, uint16_t peer);
  */
 typedef struct em_addr_map {
     uint64_t *keys;
-    uint16_t *peers;     /**< EM_LINK_PEER_UNKNOWN (0xFFFF) marks a free cell */
-    uint32_t cap, n;     /**< cells (power of two), used cells */
+    uint16_t *peers; /**< EM_LINK_PEER_UNKNOWN (0xFFFF) marks a free cell */
+    uint32_t cap, n; /**< cells (power of two), used cells */
 } em_addr_map_t;
 
 /** Map @p key to @p peer (replacing its previous peer). @return 0 or -ENOMEM. */

@@ -35,7 +35,7 @@ static int nl_open(unsigned groups)
         close(fd);
         return -1;
     }
-    struct timeval tv = { .tv_sec = 1 };    /* the kernel answers at once; never hang */
+    struct timeval tv = { .tv_sec = 1 }; /* the kernel answers at once; never hang */
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     return fd;
 }
@@ -139,7 +139,8 @@ out:
 /* a usable link-layer address in this state? */
 static int state_usable(uint16_t st)
 {
-    return (st & (NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE | NUD_PERMANENT | NUD_NOARP)) != 0;
+    return (st & (NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE | NUD_PERMANENT | NUD_NOARP)) !=
+           0;
 }
 
 /* the (ifindex, ip, mac, usable) of one neighbour message; 0 if not IPv4 */
@@ -156,7 +157,8 @@ static int parse_neigh(const struct nlmsghdr *n, int *ifindex, uint32_t *ip, uin
     *has_mac = 0;
     *ip = 0;
     int alen = (int)(n->nlmsg_len - NLMSG_LENGTH(sizeof *nd));
-    for (const struct rtattr *a = (const struct rtattr *)((const char *)nd + NLMSG_ALIGN(sizeof *nd));
+    for (const struct rtattr *a =
+             (const struct rtattr *)((const char *)nd + NLMSG_ALIGN(sizeof *nd));
          RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
         if (a->rta_type == NDA_DST)
             *ip = be32_at(a);
@@ -185,7 +187,7 @@ int em_neigh_get(int ifindex, uint32_t ip, uint8_t mac[6])
     req.n.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
     req.n.nlmsg_seq = 2;
     req.nd.ndm_family = AF_INET;
-    req.nd.ndm_ifindex = ifindex;   /* the kernel filters by it when strict; we check anyway */
+    req.nd.ndm_ifindex = ifindex; /* the kernel filters by it when strict; we check anyway */
     int found = -1;
     if (send(fd, &req, req.n.nlmsg_len, 0) < 0)
         goto out;
@@ -206,8 +208,8 @@ int em_neigh_get(int ifindex, uint32_t ip, uint8_t mac[6])
             int ifi, usable, has_mac;
             uint32_t nip;
             uint8_t m[6];
-            if (parse_neigh(n, &ifi, &nip, m, &usable, &has_mac) && ifi == ifindex &&
-                nip == ip && usable) {
+            if (parse_neigh(n, &ifi, &nip, m, &usable, &has_mac) && ifi == ifindex && nip == ip &&
+                usable) {
                 memcpy(mac, m, 6);
                 found = 1;
             }
@@ -245,8 +247,10 @@ int em_nexthop_resolve(uint32_t dst, const char *ifname, uint32_t wait_ms, em_ne
     }
     if (r.ifindex != want) {
         if_indextoname((unsigned)r.ifindex, oif);
-        snprintf(err, errlen, "the route to %s leaves through %s, not through %s (the port's "
-                 "interface): the peer is not reachable on this port", dstr, oif, ifname);
+        snprintf(err, errlen,
+                 "the route to %s leaves through %s, not through %s (the port's "
+                 "interface): the peer is not reachable on this port",
+                 dstr, oif, ifname);
         return -1;
     }
     memset(nh, 0, sizeof *nh);
@@ -268,16 +272,18 @@ int em_nexthop_resolve(uint32_t dst, const char *ifname, uint32_t wait_ms, em_ne
         if (t >= wait_ms)
             break;
         if (t % 500 == 0)
-            kick_resolution(dst);   /* the kernel ARPs for the next hop */
+            kick_resolution(dst); /* the kernel ARPs for the next hop */
         nanosleep(&(struct timespec){ .tv_nsec = 5000000 }, NULL);
     }
     if (r.gateway)
-        snprintf(err, errlen, "no neighbour entry for the gateway %s (next hop toward %s) on %s "
+        snprintf(err, errlen,
+                 "no neighbour entry for the gateway %s (next hop toward %s) on %s "
                  "after %u ms: it did not answer ARP (a kernel UDP datagram to %s was sent to make "
                  "the kernel ask; check 'ip neigh show dev %s' and that the router is up)",
                  hstr, dstr, ifname, wait_ms, dstr, ifname);
     else
-        snprintf(err, errlen, "no neighbour entry for %s on %s after %u ms: it did not answer ARP "
+        snprintf(err, errlen,
+                 "no neighbour entry for %s on %s after %u ms: it did not answer ARP "
                  "(a kernel UDP datagram to it was sent to make the kernel ask; is the peer's "
                  "interface up and on this subnet? check 'ip neigh show dev %s')",
                  dstr, ifname, wait_ms, ifname);
@@ -294,7 +300,9 @@ int em_if_ipv4(const char *ifname, uint32_t *ip, unsigned *prefix_len)
         if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET || strcmp(a->ifa_name, ifname) != 0)
             continue;
         *ip = ntohl(((const struct sockaddr_in *)a->ifa_addr)->sin_addr.s_addr);
-        uint32_t m = a->ifa_netmask ? ntohl(((const struct sockaddr_in *)a->ifa_netmask)->sin_addr.s_addr) : 0;
+        uint32_t m = a->ifa_netmask
+                         ? ntohl(((const struct sockaddr_in *)a->ifa_netmask)->sin_addr.s_addr)
+                         : 0;
         *prefix_len = (unsigned)__builtin_popcount(m);
         rc = 0;
         break;
@@ -324,7 +332,7 @@ unsigned em_neigh_watch_poll(em_neigh_watch_t *w, int ifindex, const uint32_t *i
         return 0;
     static __thread char buf[NL_BUF];
     unsigned changed = 0;
-    for (int rounds = 0; rounds < 64; rounds++) {   /* bounded per call */
+    for (int rounds = 0; rounds < 64; rounds++) { /* bounded per call */
         ssize_t got = recv(w->fd, buf, sizeof buf, MSG_DONTWAIT);
         if (got <= 0)
             break;

@@ -22,19 +22,19 @@
 
 /** The route toward a destination. */
 typedef struct em_route {
-    int ifindex;        /**< outgoing interface */
-    uint32_t gateway;   /**< next hop router; 0: the destination is on-link */
-    uint32_t prefsrc;   /**< preferred source address (0: none given) */
-    uint32_t mtu;       /**< the route's MTU metric (0: none; use the interface's) */
+    int ifindex;      /**< outgoing interface */
+    uint32_t gateway; /**< next hop router; 0: the destination is on-link */
+    uint32_t prefsrc; /**< preferred source address (0: none given) */
+    uint32_t mtu;     /**< the route's MTU metric (0: none; use the interface's) */
 } em_route_t;
 
 /** A resolved next hop. */
 typedef struct em_nexthop {
     int ifindex;
-    uint32_t ip;        /**< the next hop's address (gateway or the peer itself) */
-    uint32_t gateway;   /**< 0: on-link */
+    uint32_t ip;      /**< the next hop's address (gateway or the peer itself) */
+    uint32_t gateway; /**< 0: on-link */
     uint8_t mac[6];
-    uint32_t path_mtu;  /**< route MTU, else the interface's */
+    uint32_t path_mtu; /**< route MTU, else the interface's */
 } em_nexthop_t;
 
 /**
@@ -71,8 +71,8 @@ int em_if_ipv4(const char *ifname, uint32_t *ip, unsigned *prefix_len);
 
 /** A subscription to neighbour changes (RTNLGRP_NEIGH). */
 typedef struct em_neigh_watch {
-    int fd;             /**< -1: not open */
-    uint64_t changes;   /**< entries updated through the watch */
+    int fd;           /**< -1: not open */
+    uint64_t changes; /**< entries updated through the watch */
 } em_neigh_watch_t;
 
 /** @return 0, or -1 (the watch stays closed; callers then re-query instead). */

@@ -49,8 +49,8 @@ static inline void em_pkt_pool_put(em_pkt_pool_t *pp, em_pkt_t *p)
 /** Put @p count packets @p pkts on the pool, packet i's data at
  *  @p mem + i * @p stride (the link's one tx buffer, @p count * @p stride
  *  bytes); @p count must not exceed the pool's cap. */
-static inline void em_pkt_pool_fill(em_pkt_pool_t *pp, em_pkt_t *pkts, uint8_t *mem,
-                                    unsigned count, size_t stride)
+static inline void em_pkt_pool_fill(em_pkt_pool_t *pp, em_pkt_t *pkts, uint8_t *mem, unsigned count,
+                                    size_t stride)
 {
     for (unsigned i = 0; i < count; i++) {
         pkts[i].data = mem + (size_t)i * stride;

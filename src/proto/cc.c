@@ -134,9 +134,9 @@ uint32_t em_cc_room(const em_cc_t *c, const em_proto_cfg_t *cfg, uint64_t now)
 {
     if (cfg->cc == EM_CC_OFF)
         return UINT32_MAX;
-    uint64_t frame = c->cwnd_min;                 /* one full frame */
+    uint64_t frame = c->cwnd_min; /* one full frame */
     uint64_t frames;
-    if (c->inflight == 0)                         /* a lone frame may always go */
+    if (c->inflight == 0) /* a lone frame may always go */
         frames = c->cwnd > frame ? c->cwnd / frame : 1;
     else
         frames = c->cwnd > c->inflight ? (c->cwnd - c->inflight) / frame : 0;
@@ -231,18 +231,17 @@ void em_cc_on_ack(em_cc_t *c, const em_proto_cfg_t *cfg, em_proto_stats_t *st, u
         if (cfg->cc == EM_CC_DELAY && now - c->round_start >= (srtt ? srtt : rtt)) {
             uint64_t target = c->min_rtt + cfg->cc_target_ns + flow_scale(c, cfg);
             if (cfg->cc_adapt_target) {
-                target = c->min_rtt +
-                         (cfg->cc_target_ns + flow_scale(c, cfg)) * c->tscale / 1024;
+                target = c->min_rtt + (cfg->cc_target_ns + flow_scale(c, cfg)) * c->tscale / 1024;
                 if (!c->ep_active && c->tscale < 1024)
-                    c->tscale += 16;                /* back to 1 in 64 loss-free rounds */
+                    c->tscale += 16; /* back to 1 in 64 loss-free rounds */
             }
             c->over = c->round_min > target;
             c->last_q = c->round_min - c->min_rtt;
             c->last_allow = target - c->min_rtt;
             c->verdict_until = now + 2 * (srtt ? srtt : rtt);
             if (c->over) {
-                decrease(c, cfg, (uint64_t)cfg->cc_beta_pct * 10 * (c->round_min - target) /
-                                 c->round_min);
+                decrease(c, cfg,
+                         (uint64_t)cfg->cc_beta_pct * 10 * (c->round_min - target) / c->round_min);
                 st->cc_delay_decreases++;
             }
             c->round_start = now;
@@ -253,7 +252,7 @@ void em_cc_on_ack(em_cc_t *c, const em_proto_cfg_t *cfg, em_proto_stats_t *st, u
         grow = false;
     if (!grow)
         return;
-    if (c->slow_start) {   /* until the first decrease: cwnd doubles per round trip */
+    if (c->slow_start) { /* until the first decrease: cwnd doubles per round trip */
         c->cwnd = clamp_cwnd(c, c->cwnd + acked);
         return;
     }
@@ -306,7 +305,7 @@ void em_cc_on_loss(em_cc_t *c, const em_proto_cfg_t *cfg, em_proto_stats_t *st, 
      * nothing. */
     if (c->ep_cut || !c->ep_cong || timeout)
         return;
-    if (cfg->cc == EM_CC_LOSS) {           /* AIMD: halve at once */
+    if (cfg->cc == EM_CC_LOSS) { /* AIMD: halve at once */
         decrease(c, cfg, (uint64_t)cfg->cc_max_md_pct * 10);
         c->ep_cut = 1;
         st->cc_loss_decreases++;

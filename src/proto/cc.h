@@ -73,11 +73,11 @@ typedef struct em_cc {
     uint8_t ep_cut;        /**< cwnd was already decreased for this episode */
     uint8_t ep_cong;       /**< delay: a loss of this episode came with a queue (congestive) */
     uint8_t slow_start;    /**< no decrease yet: grow by the bytes acked (doubling per RTT) */
-    uint64_t last_q;       /**< delay: queueing delay of the last round (its lowest sample - min_rtt) */
-    uint64_t last_allow;   /**< delay: the allowance above min_rtt at the last verdict */
-    uint64_t verdict_until;/**< delay: the last verdict is fresh until then */
-    uint32_t tscale;       /**< delay: share of the queueing allowance in use, /1024 */
-    uint8_t over;          /**< delay: the last round ended above the target (no growth) */
+    uint64_t last_q; /**< delay: queueing delay of the last round (its lowest sample - min_rtt) */
+    uint64_t last_allow;    /**< delay: the allowance above min_rtt at the last verdict */
+    uint64_t verdict_until; /**< delay: the last verdict is fresh until then */
+    uint32_t tscale;        /**< delay: share of the queueing allowance in use, /1024 */
+    uint8_t over;           /**< delay: the last round ended above the target (no growth) */
 } em_cc_t;
 
 /** Verdict of em_cc_can_send(). */

@@ -19,16 +19,16 @@ void em_proto_cfg_default(em_proto_cfg_t *cfg)
         .frame_max = 1500,
         .window = 32,
         .recovery = EM_RECOVERY_SR,
-        .rto_ns = 1000000,          /* 1 ms until the first RTT sample */
-        .rto_min_ns = 200000,       /* 200 us */
-        .rto_max_ns = 1000000000,   /* 1 s */
-        .max_retries = 70,          /* ~61 s of silence before a peer is declared failed */
-        .ack_delay_ns = 20000,      /* 20 us */
+        .rto_ns = 1000000,        /* 1 ms until the first RTT sample */
+        .rto_min_ns = 200000,     /* 200 us */
+        .rto_max_ns = 1000000000, /* 1 s */
+        .max_retries = 70,        /* ~61 s of silence before a peer is declared failed */
+        .ack_delay_ns = 20000,    /* 20 us */
         .isn = 0,
         .peers_need_set = 0,
         .bind_source = 0,
-        .max_msg = 0,                  /* em_proto_max_msg() */
-        .rx_mem_max = 256u << 20,      /* 256 MiB of reassembly + out-of-order buffers */
+        .max_msg = 0,             /* em_proto_max_msg() */
+        .rx_mem_max = 256u << 20, /* 256 MiB of reassembly + out-of-order buffers */
         /* congestion control: docs/design.md "Congestion control" */
         .cc = EM_CC_DELAY,
         .cc_target_ns = 10000,
@@ -47,19 +47,22 @@ void em_proto_cfg_default(em_proto_cfg_t *cfg)
 const char *em_strerror(int err)
 {
     switch (err < 0 ? -err : err) {
-    case EM_OK:        return "success";
-    case EM_EINVAL:    return "invalid argument";
+    // clang-format off: one aligned table of messages
+    case EM_OK: return "success";
+    case EM_EINVAL: return "invalid argument";
     case EM_EPEERFAIL: return "peer failed (no answer within the retry limit)";
-    case EM_ENOMEM:    return "out of memory";
-    case EM_EAGAIN:    return "resource temporarily unavailable";
+    case EM_ENOMEM: return "out of memory";
+    case EM_EAGAIN: return "resource temporarily unavailable";
     case EM_ECANCELED: return "operation canceled";
-    case EM_EACCES:    return "remote access error (the peer refused the put: region, key or bounds)";
-    default:           return "unknown error";
+    case EM_EACCES: return "remote access error (the peer refused the put: region, key or bounds)";
+    default:
+        return "unknown error";
+        // clang-format on
     }
 }
 
-em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops,
-                            void *uctx, int *err)
+em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops, void *uctx,
+                            int *err)
 {
     *err = EM_EINVAL;
     if (!cfg || !ops || !ops->emit || !ops->recv || !ops->complete)
@@ -104,7 +107,7 @@ em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops
     }
     p->next_deadline = EM_NEVER;
     p->max_msg = cfg->max_msg && cfg->max_msg < em_proto_max_msg(p) ? cfg->max_msg
-                                                                      : (uint32_t)em_proto_max_msg(p);
+                                                                    : (uint32_t)em_proto_max_msg(p);
     for (uint32_t i = 0; i < cfg->npeers; i++) {
         struct em_peer *pe = &p->peers[i];
         pe->tx = p->tx_slots + (size_t)i * p->ring;
@@ -139,7 +142,6 @@ static void abort_ops(struct em_proto *p, struct em_peer *pe, int status)
         op = next;
     }
 }
-
 
 void em_fail_peer(struct em_proto *p, uint16_t peer)
 {
@@ -186,9 +188,13 @@ int em_proto_flow(const em_proto_t *p, uint16_t peer, em_proto_flow_t *out)
      * peer whose key is not set yet has no flow a link may acknowledge */
     if (!pe->set)
         return -EM_EINVAL;
-    *out = (em_proto_flow_t){ .rx_key = pe->key, .tx_key = pe->key,
-                              .rcv_nxt = pe->rcv_nxt, .snd_nxt = pe->snd_nxt,
-                              .frame_max = p->cfg.frame_max, .self = p->cfg.self, .peer = peer };
+    *out = (em_proto_flow_t){ .rx_key = pe->key,
+                              .tx_key = pe->key,
+                              .rcv_nxt = pe->rcv_nxt,
+                              .snd_nxt = pe->snd_nxt,
+                              .frame_max = p->cfg.frame_max,
+                              .self = p->cfg.self,
+                              .peer = peer };
     return 0;
 }
 
@@ -207,15 +213,11 @@ void em_proto_destroy(em_proto_t *p)
 
 size_t em_proto_data_payload(const em_proto_t *p) { return p->data_payload; }
 
-size_t em_proto_max_msg(const em_proto_t *p)
-{
-    return (size_t)UINT16_MAX * p->put_payload;
-}
+size_t em_proto_max_msg(const em_proto_t *p) { return (size_t)UINT16_MAX * p->put_payload; }
 
 uint64_t em_proto_rx_mem(const em_proto_t *p) { return p->rx_mem; }
 
-int em_proto_set_peer(em_proto_t *p, uint16_t peer, uint64_t key, uint32_t tx_isn,
-                      uint32_t rx_isn)
+int em_proto_set_peer(em_proto_t *p, uint16_t peer, uint64_t key, uint32_t tx_isn, uint32_t rx_isn)
 {
     if (peer >= p->cfg.npeers || peer == p->cfg.self)
         return -EM_EINVAL;
@@ -223,8 +225,8 @@ int em_proto_set_peer(em_proto_t *p, uint16_t peer, uint64_t key, uint32_t tx_is
     if (pe->set && pe->key == key && pe->tx_isn == tx_isn && pe->rx_isn == rx_isn)
         return 0;
     /* nothing may have moved yet: the ISNs are where both sides start */
-    if (pe->q_head || pe->snd_nxt != pe->tx_isn || pe->rcv_nxt != pe->rx_isn ||
-        pe->nooo || pe->ra_active || pe->state != EM_PEER_ACTIVE)
+    if (pe->q_head || pe->snd_nxt != pe->tx_isn || pe->rcv_nxt != pe->rx_isn || pe->nooo ||
+        pe->ra_active || pe->state != EM_PEER_ACTIVE)
         return -EM_EINVAL;
     pe->key = key;
     pe->tx_isn = tx_isn;
@@ -235,15 +237,18 @@ int em_proto_set_peer(em_proto_t *p, uint16_t peer, uint64_t key, uint32_t tx_is
     return 0;
 }
 
-int em_proto_peer_params(const em_proto_t *p, uint16_t peer, uint64_t *key,
-                         uint32_t *tx_isn, uint32_t *rx_isn)
+int em_proto_peer_params(const em_proto_t *p, uint16_t peer, uint64_t *key, uint32_t *tx_isn,
+                         uint32_t *rx_isn)
 {
     if (peer >= p->cfg.npeers || !p->peers[peer].set)
         return -EM_EINVAL;
     const struct em_peer *pe = &p->peers[peer];
-    if (key) *key = pe->key;
-    if (tx_isn) *tx_isn = pe->tx_isn;
-    if (rx_isn) *rx_isn = pe->rx_isn;
+    if (key)
+        *key = pe->key;
+    if (tx_isn)
+        *tx_isn = pe->tx_isn;
+    if (rx_isn)
+        *rx_isn = pe->rx_isn;
     return 0;
 }
 
@@ -296,9 +301,8 @@ bool em_proto_idle(const em_proto_t *p)
     return true;
 }
 
-static int submit(struct em_proto *p, em_proto_op_t *op, uint16_t peer, uint8_t type,
-                  uint8_t tag, const em_put_target_t *t, const void *buf, size_t len,
-                  void *ctx, uint64_t now)
+static int submit(struct em_proto *p, em_proto_op_t *op, uint16_t peer, uint8_t type, uint8_t tag,
+                  const em_put_target_t *t, const void *buf, size_t len, void *ctx, uint64_t now)
 {
     if (peer >= p->cfg.npeers || peer == p->cfg.self || !op || (len && !buf))
         return -EM_EINVAL;
@@ -308,11 +312,15 @@ static int submit(struct em_proto *p, em_proto_op_t *op, uint16_t peer, uint8_t 
     if (pe->state == EM_PEER_FAILED)
         return -EM_EPEERFAIL;
     if (!pe->set)
-        return -EM_EINVAL;     /* keys unknown: em_proto_set_peer() first */
+        return -EM_EINVAL; /* keys unknown: em_proto_set_peer() first */
 
     uint32_t pl = type == EM_PT_PUT ? p->put_payload : p->data_payload;
     *op = (em_proto_op_t){
-        .buf = buf, .ctx = ctx, .len = (uint32_t)len, .type = type, .tag = tag,
+        .buf = buf,
+        .ctx = ctx,
+        .len = (uint32_t)len,
+        .type = type,
+        .tag = tag,
         .msg_id = pe->next_msg_id++,
         .frag_cnt = len == 0 ? 1 : (uint16_t)((len + pl - 1) / pl),
     };
@@ -329,15 +337,14 @@ static int submit(struct em_proto *p, em_proto_op_t *op, uint16_t peer, uint8_t 
     return 0;
 }
 
-int em_proto_send(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag,
-                  const void *buf, size_t len, void *ctx, uint64_t now)
+int em_proto_send(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *buf,
+                  size_t len, void *ctx, uint64_t now)
 {
     return submit(p, op, peer, EM_PT_DATA, tag, NULL, buf, len, ctx, now);
 }
 
-int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint16_t peer,
-                 const em_put_target_t *t, const void *buf, size_t len, void *ctx,
-                 uint64_t now)
+int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint16_t peer, const em_put_target_t *t,
+                 const void *buf, size_t len, void *ctx, uint64_t now)
 {
     if (!t || t->offset > UINT64_MAX - len)
         return -EM_EINVAL;
@@ -368,8 +375,7 @@ void em_proto_rx(em_proto_t *p, const void *frame, size_t len, uint64_t now)
     rx_frame(p, frame, len, EM_SRC_UNKNOWN, false, now);
 }
 
-void em_proto_rx_from(em_proto_t *p, const void *frame, size_t len, uint16_t src,
-                      uint64_t now)
+void em_proto_rx_from(em_proto_t *p, const void *frame, size_t len, uint16_t src, uint64_t now)
 {
     rx_frame(p, frame, len, src, p->cfg.bind_source != 0, now);
 }
@@ -380,11 +386,15 @@ static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint16_t
     em_hdr_t h;
 
     switch (em_hdr_decode(frame, len, &h)) {
-    case EM_DEC_OK:        break;
-    case EM_DEC_SHORT:     p->st.drop_short++; return;
-    case EM_DEC_MAGIC:     p->st.drop_magic++; return;
-    case EM_DEC_VERSION:   p->st.drop_version++; return;
-    case EM_DEC_MALFORMED: p->st.drop_malformed++; return;
+    // clang-format off: one aligned table, a counter per decode reason
+    case EM_DEC_OK: break;
+    case EM_DEC_SHORT: p->st.drop_short++; return;
+    case EM_DEC_MAGIC: p->st.drop_magic++; return;
+    case EM_DEC_VERSION: p->st.drop_version++; return;
+    case EM_DEC_MALFORMED:
+        p->st.drop_malformed++;
+        return;
+        // clang-format on
     }
     if (h.src >= p->cfg.npeers || h.src == p->cfg.self || h.dst != p->cfg.self) {
         p->st.drop_endpoint++;
@@ -406,8 +416,8 @@ static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint16_t
      * Found by fuzz_proto_rx (heap overflow in buffer_ooo). */
     if ((h.type == EM_PT_DATA || h.type == EM_PT_PUT) &&
         (em_hdr_len(h.type) + h.len > p->cfg.frame_max ||
-         h.msg_len > (uint64_t)h.frag_cnt *
-                     (h.type == EM_PT_PUT ? p->put_payload : p->data_payload))) {
+         h.msg_len >
+             (uint64_t)h.frag_cnt * (h.type == EM_PT_PUT ? p->put_payload : p->data_payload))) {
         p->st.drop_malformed++;
         return;
     }
@@ -417,16 +427,19 @@ static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint16_t
         p->st.drop_budget++;
         /* the daemon acknowledged it already: it will never come again */
         if (p->cfg.link_acks && h.seq == pe->rcv_nxt)
-            em_fail_acked(p, h.src, "a message longer than this process accepts "
-                                    "(btl max_send_size differs between nodes?), which the "
-                                    "emd daemon had acknowledged");
+            em_fail_acked(p, h.src,
+                          "a message longer than this process accepts "
+                          "(btl max_send_size differs between nodes?), which the "
+                          "emd daemon had acknowledged");
         return;
     }
     if (!em_on_ack(p, h.src, &h, now)) {
         p->st.drop_window++;
-        if (p->cfg.link_acks && (h.type == EM_PT_DATA || h.type == EM_PT_PUT) && h.seq == pe->rcv_nxt)
-            em_fail_acked(p, h.src, "an in-order frame the emd daemon had acknowledged for us "
-                                    "acknowledges data we never sent (a forged or corrupt frame)");
+        if (p->cfg.link_acks && (h.type == EM_PT_DATA || h.type == EM_PT_PUT) &&
+            h.seq == pe->rcv_nxt)
+            em_fail_acked(p, h.src,
+                          "an in-order frame the emd daemon had acknowledged for us "
+                          "acknowledges data we never sent (a forged or corrupt frame)");
         return;
     }
     p->st.rx_frames++;
@@ -434,7 +447,7 @@ static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint16_t
     case EM_PT_ACK:
         p->st.rx_acks++;
         if (h.flags & EM_F_ACKNOW)
-            em_on_probe(p, h.src, now);   /* a probe: answer with our ACK state */
+            em_on_probe(p, h.src, now); /* a probe: answer with our ACK state */
         break;
     case EM_PT_NACK:
         p->st.rx_nacks++;
@@ -447,8 +460,9 @@ static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint16_t
          * may already have completed it.  Fail the peer visibly instead
          * (after the frame is fully processed: failing frees rx state). */
         if (p->cfg.link_acks && pe->refused_put && pe->state == EM_PEER_ACTIVE)
-            em_fail_acked(p, h.src, "refused a put (bad region, key or bounds) that the emd "
-                                    "daemon had acknowledged");
+            em_fail_acked(p, h.src,
+                          "refused a put (bad region, key or bounds) that the emd "
+                          "daemon had acknowledged");
         break;
     }
 }
@@ -484,10 +498,14 @@ void em_proto_poll(em_proto_t *p, uint64_t now)
         const struct em_peer *pe = &p->peers[i];
         if (pe->state != EM_PEER_ACTIVE)
             continue;
-        if (pe->rto_deadline < next) next = pe->rto_deadline;
-        if (pe->ack_deadline < next) next = pe->ack_deadline;
-        if (pe->pace_at < next) next = pe->pace_at;
-        if ((pe->tx_blocked || pe->nack_owed) && now < next) next = now;
+        if (pe->rto_deadline < next)
+            next = pe->rto_deadline;
+        if (pe->ack_deadline < next)
+            next = pe->ack_deadline;
+        if (pe->pace_at < next)
+            next = pe->pace_at;
+        if ((pe->tx_blocked || pe->nack_owed) && now < next)
+            next = now;
     }
     p->next_deadline = next;
 }

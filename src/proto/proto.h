@@ -44,29 +44,29 @@
 
 /** Error values (returned negated, like errno). */
 enum em_err {
-    EM_OK        = 0,
-    EM_EINVAL    = 1, /**< bad argument (peer id out of range, message too long) */
+    EM_OK = 0,
+    EM_EINVAL = 1,    /**< bad argument (peer id out of range, message too long) */
     EM_EPEERFAIL = 2, /**< the peer was declared failed; nothing more goes to it */
-    EM_ENOMEM    = 3, /**< out of memory */
-    EM_EAGAIN    = 4, /**< transient: no room now, try again */
+    EM_ENOMEM = 3,    /**< out of memory */
+    EM_EAGAIN = 4,    /**< transient: no room now, try again */
     EM_ECANCELED = 5, /**< the protocol was destroyed with the operation pending */
-    EM_EACCES    = 6, /**< remote access error: the peer refused a put (region, key or
+    EM_EACCES = 6,    /**< remote access error: the peer refused a put (region, key or
                            bounds), like IBV_WC_REM_ACCESS_ERR */
 };
 
 /** em_proto_rx_from() source values that name no peer. */
-#define EM_SRC_UNKNOWN 0xFFFFu  /**< the link knows no peer at the frame's source address */
+#define EM_SRC_UNKNOWN 0xFFFFu /**< the link knows no peer at the frame's source address */
 
 /** Loss-recovery modes. */
 typedef enum em_recovery {
-    EM_RECOVERY_SR  = 0, /**< selective repeat + SACK bitmap (default) */
+    EM_RECOVERY_SR = 0,  /**< selective repeat + SACK bitmap (default) */
     EM_RECOVERY_GBN = 1, /**< Go-Back-N with timer + NACK (seed 001 baseline) */
 } em_recovery_t;
 
 /** Congestion control modes (src/proto/cc.h; docs/design.md "Congestion control"). */
 typedef enum em_cc_mode {
-    EM_CC_OFF   = 0, /**< fixed window of cfg.window frames, no pacing (before issue 12) */
-    EM_CC_LOSS  = 1, /**< AIMD on loss only: halve once per window of loss, +1 frame per RTT */
+    EM_CC_OFF = 0,   /**< fixed window of cfg.window frames, no pacing (before issue 12) */
+    EM_CC_LOSS = 1,  /**< AIMD on loss only: halve once per window of loss, +1 frame per RTT */
     EM_CC_DELAY = 2, /**< loss (proportional, once per window) + RTT target, paced (default) */
 } em_cc_mode_t;
 
@@ -109,18 +109,21 @@ typedef struct em_proto_cfg {
      *  (drop_budget) and comes again.  0 = unlimited. */
     uint64_t rx_mem_max;
     /* congestion control (src/proto/cc.h) */
-    em_cc_mode_t cc;        /**< EM_CC_OFF, EM_CC_LOSS or EM_CC_DELAY */
-    uint64_t cc_target_ns;  /**< EM_CC_DELAY: queueing delay allowed above the lowest RTT seen */
-    uint64_t cc_fs_range_ns;/**< EM_CC_DELAY: extra target at a window of one frame (flow scaling) */
-    uint16_t cc_init_frames;/**< initial cwnd in full frames, 1 .. window */
-    uint16_t cc_pace_burst; /**< frames that may leave back to back before pacing spaces them (>= 1) */
+    em_cc_mode_t cc;       /**< EM_CC_OFF, EM_CC_LOSS or EM_CC_DELAY */
+    uint64_t cc_target_ns; /**< EM_CC_DELAY: queueing delay allowed above the lowest RTT seen */
+    uint64_t
+        cc_fs_range_ns; /**< EM_CC_DELAY: extra target at a window of one frame (flow scaling) */
+    uint16_t cc_init_frames; /**< initial cwnd in full frames, 1 .. window */
+    uint16_t
+        cc_pace_burst; /**< frames that may leave back to back before pacing spaces them (>= 1) */
     uint16_t cc_pace_gain_pct; /**< pacing rate = gain% x cwnd / srtt (>= 100; 0 = no pacing) */
-    uint16_t cc_beta_pct;   /**< EM_CC_DELAY: decrease per unit of relative excess delay, % */
-    uint16_t cc_max_md_pct; /**< largest single decrease of cwnd, % (1 .. 90) */
-    uint16_t cc_loss_gain_pct; /**< EM_CC_DELAY: decrease per unit of loss fraction in an episode, % */
+    uint16_t cc_beta_pct;      /**< EM_CC_DELAY: decrease per unit of relative excess delay, % */
+    uint16_t cc_max_md_pct;    /**< largest single decrease of cwnd, % (1 .. 90) */
+    uint16_t
+        cc_loss_gain_pct; /**< EM_CC_DELAY: decrease per unit of loss fraction in an episode, % */
     uint16_t cc_loss_qdelay_pct; /**< EM_CC_DELAY: a loss counts as congestion only when the last
                                       round's queueing reached this % of the allowance (0: always) */
-    uint8_t cc_adapt_target;   /**< EM_CC_DELAY: halve the queueing allowance on each loss decrease
+    uint8_t cc_adapt_target; /**< EM_CC_DELAY: halve the queueing allowance on each loss decrease
                                     (for buffers shallower than the target; costs bandwidth
                                     under random loss: docs/design.md) */
     /** The link acknowledges in-order frames for us once they are in our
@@ -134,11 +137,11 @@ typedef struct em_proto_cfg {
 
 /** Where one peer's flows stand (what a link that acknowledges for us must know). */
 typedef struct em_proto_flow {
-    uint64_t rx_key;        /**< key of the frames the peer sends us */
-    uint64_t tx_key;        /**< key of the frames we send the peer */
-    uint32_t rcv_nxt;       /**< next sequence number expected from the peer */
-    uint32_t snd_nxt;       /**< our next sequence number toward the peer */
-    uint32_t frame_max;     /**< our largest frame, headers included */
+    uint64_t rx_key;    /**< key of the frames the peer sends us */
+    uint64_t tx_key;    /**< key of the frames we send the peer */
+    uint32_t rcv_nxt;   /**< next sequence number expected from the peer */
+    uint32_t snd_nxt;   /**< our next sequence number toward the peer */
+    uint32_t frame_max; /**< our largest frame, headers included */
     uint16_t self, peer;
 } em_proto_flow_t;
 
@@ -160,8 +163,8 @@ typedef struct em_proto_ops {
      * @return 0 when the frame was taken, -EM_EAGAIN when the link has no room
      *         (the protocol retries on a later call).
      */
-    int (*emit)(void *uctx, uint16_t peer, const void *hdr, size_t hlen,
-                const void *payload, size_t plen);
+    int (*emit)(void *uctx, uint16_t peer, const void *hdr, size_t hlen, const void *payload,
+                size_t plen);
     /**
      * A whole message from @p peer, in order.  @p data is valid only during
      * the call; for single-frame messages it points into the received frame
@@ -174,8 +177,7 @@ typedef struct em_proto_ops {
      * still consumed (acknowledged) and counted as rejected.
      * Optional: when NULL every put is rejected.
      */
-    int (*put)(void *uctx, uint16_t peer, const em_put_target_t *t,
-               const void *data, size_t len);
+    int (*put)(void *uctx, uint16_t peer, const em_put_target_t *t, const void *data, size_t len);
     /** An operation finished: @p status is 0 or -EM_EPEERFAIL / -EM_ECANCELED,
      *  or -EM_EACCES for a put the peer refused (see EM_F_REMERR). */
     void (*complete)(void *uctx, void *op_ctx, int status);
@@ -224,8 +226,8 @@ typedef struct em_proto_stats {
     uint64_t timeouts;         /**< retransmit timer expiries */
     uint64_t fast_retransmits; /**< retransmits triggered by SACK, NACK or a probe's answer */
     uint64_t probes;           /**< timeouts answered with a probe instead of a retransmission */
-    uint64_t rtt_samples;      /**< round-trip samples taken (Karn: never from retransmitted frames) */
-    uint64_t rx_frames;        /**< frames accepted by the decoder and the checks */
+    uint64_t rtt_samples; /**< round-trip samples taken (Karn: never from retransmitted frames) */
+    uint64_t rx_frames;   /**< frames accepted by the decoder and the checks */
     uint64_t rx_payload_bytes; /**< payload bytes delivered in order */
     uint64_t rx_acks;          /**< standalone ACK frames received */
     uint64_t rx_nacks;         /**< NACK frames received */
@@ -253,9 +255,9 @@ typedef struct em_proto_stats {
                                     multi-frame messages, out-of-order frames kept */
     uint64_t peer_failures;    /**< peers declared failed */
     /* refusals of hostile or stray input (issue 13; docs/design.md "Threat model") */
-    uint64_t drop_source;      /**< source address is not the claimed peer's, or the peer is unknown */
-    uint64_t drop_budget;      /**< over max_msg or rx_mem_max: dropped unacknowledged */
-    uint64_t puts_failed;      /**< put operations completed with -EM_EACCES (peer refused) */
+    uint64_t drop_source; /**< source address is not the claimed peer's, or the peer is unknown */
+    uint64_t drop_budget; /**< over max_msg or rx_mem_max: dropped unacknowledged */
+    uint64_t puts_failed; /**< put operations completed with -EM_EACCES (peer refused) */
     uint64_t cc_loss_decreases;  /**< cwnd decreases for loss (at most one per window of loss) */
     uint64_t cc_delay_decreases; /**< cwnd decreases for delay above the target */
     uint64_t cc_cwnd_blocked;    /**< new frames held back by the congestion window */
@@ -270,8 +272,8 @@ typedef struct em_proto em_proto_t;
  * Create a protocol instance.
  * @return NULL with *@p err set to EM_EINVAL (bad configuration) or EM_ENOMEM.
  */
-em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops,
-                            void *uctx, int *err);
+em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops, void *uctx,
+                            int *err);
 
 /** Destroy; pending operations complete with -EM_ECANCELED. */
 void em_proto_destroy(em_proto_t *p);
@@ -282,17 +284,16 @@ void em_proto_destroy(em_proto_t *p);
  * @return 0 (queued; complete callback follows), -EM_EINVAL (bad peer or too
  *         long: see em_proto_max_msg()), -EM_EPEERFAIL (peer failed).
  */
-int em_proto_send(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag,
-                  const void *buf, size_t len, void *ctx, uint64_t now);
+int em_proto_send(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *buf,
+                  size_t len, void *ctx, uint64_t now);
 
 /**
  * Write @p len bytes into @p peer's region described by @p t.  Completion means
  * every byte was placed (or rejected: see em_proto_stats_t::puts_rejected).
  * @return as em_proto_send().
  */
-int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint16_t peer,
-                 const em_put_target_t *t, const void *buf, size_t len, void *ctx,
-                 uint64_t now);
+int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint16_t peer, const em_put_target_t *t,
+                 const void *buf, size_t len, void *ctx, uint64_t now);
 
 /**
  * Set what the pair with @p peer uses: @p key is the pair's key (every
@@ -302,14 +303,13 @@ int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint16_t peer,
  * the same values is a no-op.
  * @return 0, -EM_EINVAL (bad peer, or traffic already started).
  */
-int em_proto_set_peer(em_proto_t *p, uint16_t peer, uint64_t key, uint32_t tx_isn,
-                      uint32_t rx_isn);
+int em_proto_set_peer(em_proto_t *p, uint16_t peer, uint64_t key, uint32_t tx_isn, uint32_t rx_isn);
 
 /** What the pair with @p peer uses (for a daemon that acknowledges on our
  *  behalf: its ACKs carry @p key and expect @p rx_isn first).
  *  @return 0, or -EM_EINVAL when @p peer is out of range or not set. */
-int em_proto_peer_params(const em_proto_t *p, uint16_t peer, uint64_t *key,
-                         uint32_t *tx_isn, uint32_t *rx_isn);
+int em_proto_peer_params(const em_proto_t *p, uint16_t peer, uint64_t *key, uint32_t *tx_isn,
+                         uint32_t *rx_isn);
 
 /** Process one received frame (its buffer must stay valid during the call);
  *  the source address is not judged (tests, tools). */
@@ -321,8 +321,7 @@ void em_proto_rx(em_proto_t *p, const void *frame, size_t len, uint64_t now);
  * cfg.bind_source a frame whose header names another source is dropped
  * (drop_source).
  */
-void em_proto_rx_from(em_proto_t *p, const void *frame, size_t len, uint16_t src,
-                      uint64_t now);
+void em_proto_rx_from(em_proto_t *p, const void *frame, size_t len, uint16_t src, uint64_t now);
 
 /** Bytes of receive buffers held now (reassembly + out-of-order slots). */
 uint64_t em_proto_rx_mem(const em_proto_t *p);

@@ -14,7 +14,7 @@
 #define EM_NEVER UINT64_MAX
 /** How long the largest recent RTT sample keeps the RTO up (see rtt_sample()). */
 #define EM_RTT_PEAK_WINDOW_NS 250000000ull
-#define EM_SLOT_MASK (EM_WINDOW_MAX - 1u)
+#define EM_SLOT_MASK          (EM_WINDOW_MAX - 1u)
 /** Timeouts of a streak that send only a probe, no data (em_on_timeout). */
 #define EM_PROBE_ONLY 2u
 _Static_assert((EM_WINDOW_MAX & (EM_WINDOW_MAX - 1u)) == 0, "window max is a power of two");
@@ -24,64 +24,64 @@ _Static_assert(EM_SACK_BITS == 64 && EM_SACK_BITS <= EM_WINDOW_MAX,
 
 /** One packet in flight (sender side); indexed by seq & EM_SLOT_MASK. */
 struct em_tx_slot {
-    em_proto_op_t *op;  /**< NULL when free */
-    uint64_t stamp;     /**< transmission order: larger = sent later (RACK-style loss detection) */
-    uint64_t tx_time;   /**< when it was last (re)transmitted */
-    uint32_t bytes;     /**< frame length on the wire (header + payload), for cc */
+    em_proto_op_t *op; /**< NULL when free */
+    uint64_t stamp;    /**< transmission order: larger = sent later (RACK-style loss detection) */
+    uint64_t tx_time;  /**< when it was last (re)transmitted */
+    uint32_t bytes;    /**< frame length on the wire (header + payload), for cc */
     uint16_t frag_no;
-    uint8_t sacked;     /**< the receiver holds it out of order: do not resend */
-    uint8_t retx;       /**< sent more than once: no RTT sample from it (Karn) */
+    uint8_t sacked; /**< the receiver holds it out of order: do not resend */
+    uint8_t retx;   /**< sent more than once: no RTT sample from it (Karn) */
 };
 
 /** One frame held out of order (receiver side, selective repeat). */
 struct em_rx_slot {
     em_hdr_t hdr;
-    uint8_t *payload;   /**< frame_max bytes, allocated on first use */
+    uint8_t *payload; /**< frame_max bytes, allocated on first use */
 };
 
 enum em_peer_state { EM_PEER_ACTIVE = 0, EM_PEER_FAILED = 1 };
 
 struct em_peer {
     uint8_t state;
-    uint8_t set;               /**< keys and ISNs known (em_proto_set_peer, or cfg defaults) */
-    uint8_t rem_err;           /**< it refused a put of ours: our puts complete with -EM_EACCES */
-    uint8_t refused_put;       /**< we refused a put of its: our frames carry EM_F_REMERR */
-    uint64_t key;              /**< the pair's key: on every frame both ways */
-    uint32_t tx_isn, rx_isn;   /**< the pair's initial sequence numbers */
-    const char *fail_reason;   /**< why it failed (static sentence) */
+    uint8_t set;             /**< keys and ISNs known (em_proto_set_peer, or cfg defaults) */
+    uint8_t rem_err;         /**< it refused a put of ours: our puts complete with -EM_EACCES */
+    uint8_t refused_put;     /**< we refused a put of its: our frames carry EM_F_REMERR */
+    uint64_t key;            /**< the pair's key: on every frame both ways */
+    uint32_t tx_isn, rx_isn; /**< the pair's initial sequence numbers */
+    const char *fail_reason; /**< why it failed (static sentence) */
 
     /* ---- sender half ---- */
-    uint32_t snd_una;          /**< oldest sequence number not cumulatively acked */
-    uint32_t snd_nxt;          /**< next sequence number to use */
+    uint32_t snd_una; /**< oldest sequence number not cumulatively acked */
+    uint32_t snd_nxt; /**< next sequence number to use */
     uint32_t next_msg_id;
-    em_proto_op_t *q_head;     /**< every incomplete op to this peer, FIFO */
+    em_proto_op_t *q_head; /**< every incomplete op to this peer, FIFO */
     em_proto_op_t *q_tail;
-    em_proto_op_t *q_send;     /**< first op with fragments not yet sent */
-    struct em_tx_slot *tx;     /**< em_proto::ring slots (a share of em_proto::tx_slots) */
-    uint64_t stamp;            /**< last transmission stamp handed out */
-    uint64_t srtt, rttvar;     /**< smoothed RTT and its variation (RFC 6298), 0 = no sample */
-    uint64_t rtt_peak;         /**< largest RTT sample in the current peak window */
-    uint64_t rtt_peak_at;      /**< when that window began */
-    uint64_t rto_base;         /**< clamp(srtt + 4 rttvar, rto_min, rto_max), or cfg.rto_ns */
-    uint64_t rto_cur;          /**< current (backed-off) retransmit timeout */
-    uint64_t rto_deadline;     /**< when the oldest unacked frame times out */
-    uint32_t retries;          /**< consecutive timeouts without progress */
-    uint8_t tx_blocked;        /**< the link refused a frame: retry on next poll */
-    uint64_t probe_stamp;      /**< a probe is out: the last stamp sent before it (0: none) */
-    em_cc_t cc;                /**< congestion window and pacing (cc.h) */
-    uint64_t pace_at;          /**< pacing holds new frames until then (EM_NEVER: not paced) */
+    em_proto_op_t *q_send; /**< first op with fragments not yet sent */
+    struct em_tx_slot *tx; /**< em_proto::ring slots (a share of em_proto::tx_slots) */
+    uint64_t stamp;        /**< last transmission stamp handed out */
+    uint64_t srtt, rttvar; /**< smoothed RTT and its variation (RFC 6298), 0 = no sample */
+    uint64_t rtt_peak;     /**< largest RTT sample in the current peak window */
+    uint64_t rtt_peak_at;  /**< when that window began */
+    uint64_t rto_base;     /**< clamp(srtt + 4 rttvar, rto_min, rto_max), or cfg.rto_ns */
+    uint64_t rto_cur;      /**< current (backed-off) retransmit timeout */
+    uint64_t rto_deadline; /**< when the oldest unacked frame times out */
+    uint32_t retries;      /**< consecutive timeouts without progress */
+    uint8_t tx_blocked;    /**< the link refused a frame: retry on next poll */
+    uint64_t probe_stamp;  /**< a probe is out: the last stamp sent before it (0: none) */
+    em_cc_t cc;            /**< congestion window and pacing (cc.h) */
+    uint64_t pace_at;      /**< pacing holds new frames until then (EM_NEVER: not paced) */
 
     /* ---- receiver half ---- */
-    uint32_t rcv_nxt;          /**< next sequence number expected (= cumulative ACK) */
+    uint32_t rcv_nxt;                 /**< next sequence number expected (= cumulative ACK) */
     uint64_t ooo[EM_WINDOW_MAX / 64]; /**< bit (seq & EM_SLOT_MASK): seq is buffered out of
                                    order (only seqs in rcv_nxt + 1 .. rcv_nxt + W - 1) */
-    uint32_t nooo;             /**< bits set in ooo */
-    struct em_rx_slot *rx;     /**< em_proto::ring slots, allocated on first reorder */
-    uint32_t ack_owed;         /**< in-order frames delivered since our last ACK */
-    uint64_t ack_deadline;     /**< when a standalone ACK must go out */
-    uint8_t nack_owed;         /**< Go-Back-N: a NACK must go out */
-    uint8_t nack_sent;         /**< Go-Back-N: NACK already sent for this gap */
-    uint8_t probed;            /**< a probe came: our next ACK state carries EM_F_PROBED */
+    uint32_t nooo;                    /**< bits set in ooo */
+    struct em_rx_slot *rx;            /**< em_proto::ring slots, allocated on first reorder */
+    uint32_t ack_owed;                /**< in-order frames delivered since our last ACK */
+    uint64_t ack_deadline;            /**< when a standalone ACK must go out */
+    uint8_t nack_owed;                /**< Go-Back-N: a NACK must go out */
+    uint8_t nack_sent;                /**< Go-Back-N: NACK already sent for this gap */
+    uint8_t probed;                   /**< a probe came: our next ACK state carries EM_F_PROBED */
 
     /* reassembly of a multi-fragment message (frames arrive in order) */
     uint8_t ra_active;
@@ -100,14 +100,14 @@ struct em_proto {
     em_proto_ops_t ops;
     void *uctx;
     struct em_peer *peers;
-    uint32_t data_payload;  /**< payload bytes per DATA frame */
-    uint32_t put_payload;   /**< payload bytes per PUT frame */
-    uint32_t ack_every;     /**< ACK at once after this many in-order frames */
-    uint32_t ring;          /**< slots per peer and direction: cfg.window rounded up to 2^k */
+    uint32_t data_payload;       /**< payload bytes per DATA frame */
+    uint32_t put_payload;        /**< payload bytes per PUT frame */
+    uint32_t ack_every;          /**< ACK at once after this many in-order frames */
+    uint32_t ring;               /**< slots per peer and direction: cfg.window rounded up to 2^k */
     struct em_tx_slot *tx_slots; /**< npeers x ring sender slots */
-    uint64_t next_deadline; /**< lower bound of every peer's deadlines */
-    uint32_t max_msg;       /**< receiver side: longest message accepted */
-    uint64_t rx_mem;        /**< bytes of reassembly buffers and out-of-order slots held */
+    uint64_t next_deadline;      /**< lower bound of every peer's deadlines */
+    uint32_t max_msg;            /**< receiver side: longest message accepted */
+    uint64_t rx_mem;             /**< bytes of reassembly buffers and out-of-order slots held */
     em_proto_stats_t st;
 };
 
@@ -164,8 +164,8 @@ void em_on_nack(struct em_proto *p, uint16_t peer, uint64_t now);
 void em_on_timeout(struct em_proto *p, uint16_t peer, uint64_t now);
 
 /* recv.c */
-void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
-                     const uint8_t *payload, uint64_t now);
+void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h, const uint8_t *payload,
+                     uint64_t now);
 int em_send_ack(struct em_proto *p, uint16_t peer, uint8_t type);
 /** A standalone frame of @p type with our ACK state and the extra @p flags. */
 int em_send_ctl(struct em_proto *p, uint16_t peer, uint8_t type, uint8_t flags);

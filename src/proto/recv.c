@@ -25,8 +25,14 @@ int em_send_ctl(struct em_proto *p, uint16_t peer, uint8_t type, uint8_t flags)
     struct em_peer *pe = &p->peers[peer];
     uint8_t hbuf[EM_HDR_LEN];
     em_hdr_t h = {
-        .type = type, .flags = flags, .job_key = pe->key, .src = p->cfg.self, .dst = peer,
-        .seq = pe->snd_nxt, .ack = pe->rcv_nxt, .sack = em_sack_bits(pe),
+        .type = type,
+        .flags = flags,
+        .job_key = pe->key,
+        .src = p->cfg.self,
+        .dst = peer,
+        .seq = pe->snd_nxt,
+        .ack = pe->rcv_nxt,
+        .sack = em_sack_bits(pe),
     };
     if (h.sack)
         h.flags |= EM_F_SACK;
@@ -57,7 +63,7 @@ void em_on_probe(struct em_proto *p, uint16_t peer, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
     pe->probed = 1;
-    pe->ack_deadline = now;   /* the answer: on the next poll, or on our next frame */
+    pe->ack_deadline = now; /* the answer: on the next poll, or on our next frame */
     em_arm(p, now);
 }
 
@@ -112,11 +118,11 @@ static bool deliver_data(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
 
     *malformed = false;
     if (h->frag_cnt == 1) {
-        if (pe->ra_active) {           /* a message was cut short */
+        if (pe->ra_active) { /* a message was cut short */
             em_reassembly_reset(pe);
             *malformed = true;
         }
-        return true;                   /* caller delivers from the frame */
+        return true; /* caller delivers from the frame */
     }
     if (h->frag_no == 0) {
         if (pe->ra_active) {
@@ -127,7 +133,7 @@ static bool deliver_data(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
             /* budget: the whole new buffer, as the old one goes */
             ra_release(p, pe);
             if (!em_rx_mem_take(p, h->msg_len))
-                return false;        /* not consumed, not acked: it comes again */
+                return false; /* not consumed, not acked: it comes again */
             uint8_t *nb = malloc(h->msg_len);
             if (!nb) {
                 p->rx_mem -= h->msg_len;
@@ -156,7 +162,7 @@ static bool deliver_data(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
         *malformed = true;
         return true;
     }
-    if (h->len)           /* a zero-length message may have no buffer at all */
+    if (h->len) /* a zero-length message may have no buffer at all */
         memcpy(pe->ra_buf + pe->ra_got, payload, h->len);
     p->st.rx_copy_bytes += h->len;
     pe->ra_got += h->len;
@@ -194,7 +200,7 @@ static bool consume(struct em_proto *p, uint16_t peer, const em_hdr_t *h, const 
             p->st.puts_placed++;
         } else {
             p->st.puts_rejected++;
-            pe->refused_put = 1;   /* every later frame to it says so: EM_F_REMERR */
+            pe->refused_put = 1; /* every later frame to it says so: EM_F_REMERR */
         }
     } else if (h->frag_cnt == 1) {
         p->st.msgs_recv++;
@@ -211,8 +217,8 @@ static bool consume(struct em_proto *p, uint16_t peer, const em_hdr_t *h, const 
 }
 
 /** Keep an out-of-order frame (selective repeat). */
-static void buffer_ooo(struct em_proto *p, struct em_peer *pe, uint32_t d,
-                       const em_hdr_t *h, const uint8_t *payload)
+static void buffer_ooo(struct em_proto *p, struct em_peer *pe, uint32_t d, const em_hdr_t *h,
+                       const uint8_t *payload)
 {
     if (!pe->rx) {
         if (!em_rx_mem_take(p, (uint64_t)p->ring * sizeof *pe->rx))
@@ -227,7 +233,7 @@ static void buffer_ooo(struct em_proto *p, struct em_peer *pe, uint32_t d,
     struct em_rx_slot *s = &pe->rx[em_slot(p, h->seq)];
     if (!s->payload) {
         if (!em_rx_mem_take(p, p->cfg.frame_max))
-            return;               /* not buffered: SACK does not claim it, it comes again */
+            return; /* not buffered: SACK does not claim it, it comes again */
         s->payload = malloc(p->cfg.frame_max);
         if (!s->payload) {
             p->rx_mem -= p->cfg.frame_max;
@@ -260,13 +266,13 @@ void em_rx_free(struct em_proto *p, struct em_peer *pe)
     em_reassembly_reset(pe);
 }
 
-void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
-                     const uint8_t *payload, uint64_t now)
+void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h, const uint8_t *payload,
+                     uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
     int32_t d = em_seq_diff(h->seq, pe->rcv_nxt);
 
-    if (d < 0) {                                /* already delivered */
+    if (d < 0) { /* already delivered */
         p->st.rx_dups++;
         if (h->flags & EM_F_RETX)
             p->st.spurious_retx++;
@@ -297,11 +303,12 @@ void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
     }
 
     if (pe->nooo && em_ooo_has(pe, h->seq))
-        em_ooo_clear(pe, h->seq);   /* a copy kept earlier could not be consumed: this one is */
+        em_ooo_clear(pe, h->seq); /* a copy kept earlier could not be consumed: this one is */
     if (!consume(p, peer, h, payload)) {
-        if (p->cfg.link_acks)   /* acknowledged by the link: it will not come again */
-            em_fail_acked(p, peer, "no memory to reassemble a message the emd daemon had "
-                                   "acknowledged for us");
+        if (p->cfg.link_acks) /* acknowledged by the link: it will not come again */
+            em_fail_acked(p, peer,
+                          "no memory to reassemble a message the emd daemon had "
+                          "acknowledged for us");
         return;
     }
     /* Drain frames that were waiting for this one. */
@@ -311,8 +318,9 @@ void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
         if (!consume(p, peer, &s->hdr, s->payload)) {
             em_ooo_set(pe, pe->rcv_nxt); /* keep it; retried when the next frame arrives */
             if (p->cfg.link_acks) /* (which may never come: the link acknowledged the rest) */
-                em_fail_acked(p, peer, "no memory to reassemble a message the emd daemon had "
-                                       "acknowledged for us");
+                em_fail_acked(p, peer,
+                              "no memory to reassemble a message the emd daemon had "
+                              "acknowledged for us");
             break;
         }
     }

@@ -52,11 +52,18 @@ int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags,
     if (op->type == EM_PT_PUT && s->frag_no == op->frag_cnt - 1)
         flags |= EM_F_ACKNOW;
     em_hdr_t h = {
-        .type = op->type, .flags = flags, .tag = op->tag,
-        .job_key = pe->key, .src = p->cfg.self, .dst = peer,
-        .len = (uint16_t)len, .seq = seq,
-        .msg_id = op->msg_id, .msg_len = op->len,
-        .frag_no = s->frag_no, .frag_cnt = op->frag_cnt,
+        .type = op->type,
+        .flags = flags,
+        .tag = op->tag,
+        .job_key = pe->key,
+        .src = p->cfg.self,
+        .dst = peer,
+        .len = (uint16_t)len,
+        .seq = seq,
+        .msg_id = op->msg_id,
+        .msg_len = op->len,
+        .frag_no = s->frag_no,
+        .frag_cnt = op->frag_cnt,
     };
     if (op->type == EM_PT_PUT) {
         h.region = op->target.region;
@@ -157,14 +164,16 @@ static void rtt_sample(struct em_proto *p, struct em_peer *pe, uint64_t r, uint6
             pe->srtt = 1;
     }
     if (r >= pe->rtt_peak || now - pe->rtt_peak_at > EM_RTT_PEAK_WINDOW_NS) {
-        pe->rtt_peak = r;          /* a new peak, or the old one expired */
+        pe->rtt_peak = r; /* a new peak, or the old one expired */
         pe->rtt_peak_at = now;
     }
     uint64_t rto = pe->srtt + 4 * pe->rttvar;
     if (rto < pe->rtt_peak + pe->rtt_peak / 4)
         rto = pe->rtt_peak + pe->rtt_peak / 4;
-    if (rto < p->cfg.rto_min_ns) rto = p->cfg.rto_min_ns;
-    if (rto > p->cfg.rto_max_ns) rto = p->cfg.rto_max_ns;
+    if (rto < p->cfg.rto_min_ns)
+        rto = p->cfg.rto_min_ns;
+    if (rto > p->cfg.rto_max_ns)
+        rto = p->cfg.rto_max_ns;
     pe->rto_base = rto;
     p->st.rtt_samples++;
 }
@@ -179,7 +188,7 @@ static void complete_head(struct em_proto *p, struct em_peer *pe)
         pe->q_tail = NULL;
     int status = 0;
     if (op->type == EM_PT_PUT && pe->rem_err) {
-        p->st.puts_failed++;      /* the peer refused a put of ours (EM_F_REMERR) */
+        p->st.puts_failed++; /* the peer refused a put of ours (EM_F_REMERR) */
         status = -EM_EACCES;
     } else if (op->type == EM_PT_PUT) {
         p->st.puts_done++;
@@ -197,8 +206,8 @@ static void complete_head(struct em_proto *p, struct em_peer *pe)
  * because an older one was.
  * @return frames sent.
  */
-static unsigned resend_outstanding(struct em_proto *p, uint16_t peer, bool selective,
-                                   unsigned max, uint64_t now)
+static unsigned resend_outstanding(struct em_proto *p, uint16_t peer, bool selective, unsigned max,
+                                   uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
     unsigned n = 0;
@@ -207,8 +216,7 @@ static unsigned resend_outstanding(struct em_proto *p, uint16_t peer, bool selec
         const struct em_tx_slot *s = &pe->tx[em_slot(p, seq)];
         if (selective && n >= max)
             break;
-        if (selective && seq != pe->snd_una &&
-            (s->sacked || now - s->tx_time < pe->rto_base))
+        if (selective && seq != pe->snd_una && (s->sacked || now - s->tx_time < pe->rto_base))
             continue;
         if (em_send_frag(p, peer, seq, EM_F_RETX, now) != 0)
             break;
@@ -261,7 +269,7 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
     if (em_seq_gt(h->ack, pe->snd_nxt))
         return false;
     if (h->flags & EM_F_REMERR)
-        pe->rem_err = 1;          /* before the completions this ACK causes */
+        pe->rem_err = 1; /* before the completions this ACK causes */
 
     if (em_seq_gt(h->ack, pe->snd_una)) {
         /* One RTT sample per ACK, from the newest frame it covers, if that
@@ -286,9 +294,9 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
             s->op = NULL;
             s->sacked = 0;
             pe->snd_una++;
-            if (pe->snd_una == h->ack)   /* before the callbacks below send more */
-                em_cc_on_ack(&pe->cc, &p->cfg, &p->st, acked, unsacked, rtt, pe->srtt,
-                             pe->snd_una, now);
+            if (pe->snd_una == h->ack) /* before the callbacks below send more */
+                em_cc_on_ack(&pe->cc, &p->cfg, &p->st, acked, unsacked, rtt, pe->srtt, pe->snd_una,
+                             now);
             if (++op->frags_acked == op->frag_cnt)
                 complete_head(p, pe);
             if (pe->state != EM_PEER_ACTIVE)
@@ -309,7 +317,8 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
             uint64_t newest = 0;
             for (unsigned i = 0; i < EM_SACK_BITS; i++) {
                 uint32_t seq = h->ack + 1 + i;
-                if (!((h->sack >> i) & 1) || !em_seq_in(seq, pe->snd_una, pe->snd_nxt - pe->snd_una))
+                if (!((h->sack >> i) & 1) ||
+                    !em_seq_in(seq, pe->snd_una, pe->snd_nxt - pe->snd_una))
                     continue;
                 struct em_tx_slot *s = &pe->tx[em_slot(p, seq)];
                 if (!s->sacked)
@@ -403,7 +412,7 @@ void em_on_timeout(struct em_proto *p, uint16_t peer, uint64_t now)
         em_cc_on_loss(&pe->cc, &p->cfg, &p->st, n, true, pe->snd_una, pe->snd_nxt, now);
     }
     if (probe && em_send_ctl(p, peer, EM_PT_ACK, EM_F_ACKNOW) == 0) {
-        pe->probe_stamp = pe->stamp ? pe->stamp : 1;   /* judges what went before it */
+        pe->probe_stamp = pe->stamp ? pe->stamp : 1; /* judges what went before it */
         p->st.probes++;
     }
     pe->rto_cur = pe->rto_cur * 2 > p->cfg.rto_max_ns ? p->cfg.rto_max_ns : pe->rto_cur * 2;

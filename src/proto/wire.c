@@ -13,22 +13,22 @@
 size_t em_hdr_encode(const em_hdr_t *h, void *out)
 {
     struct em_wire_hdr w = {
-        .magic    = EM_WIRE_MAGIC,
-        .version  = EM_WIRE_VERSION,
-        .type     = h->type,
-        .flags    = h->flags,
-        .src      = htobe16(h->src),
-        .dst      = htobe16(h->dst),
-        .key      = htobe64(h->job_key),
-        .len      = htobe16(h->len),
-        .tag      = h->tag,
-        .rsvd     = 0,
-        .seq      = htobe32(h->seq),
-        .ack      = htobe32(h->ack),
-        .sack     = htobe64(h->sack),
-        .msg_id   = htobe32(h->msg_id),
-        .msg_len  = htobe32(h->msg_len),
-        .frag_no  = htobe16(h->frag_no),
+        .magic = EM_WIRE_MAGIC,
+        .version = EM_WIRE_VERSION,
+        .type = h->type,
+        .flags = h->flags,
+        .src = htobe16(h->src),
+        .dst = htobe16(h->dst),
+        .key = htobe64(h->job_key),
+        .len = htobe16(h->len),
+        .tag = h->tag,
+        .rsvd = 0,
+        .seq = htobe32(h->seq),
+        .ack = htobe32(h->ack),
+        .sack = htobe64(h->sack),
+        .msg_id = htobe32(h->msg_id),
+        .msg_len = htobe32(h->msg_len),
+        .frag_no = htobe16(h->frag_no),
         .frag_cnt = htobe16(h->frag_cnt),
     };
     memcpy(out, &w, sizeof w);
@@ -36,8 +36,8 @@ size_t em_hdr_encode(const em_hdr_t *h, void *out)
         return EM_HDR_LEN;
     struct em_wire_put_ext x = {
         .region = htobe32(h->region),
-        .rsvd   = 0,
-        .key    = htobe64(h->key),
+        .rsvd = 0,
+        .key = htobe64(h->key),
         .offset = htobe64(h->offset),
     };
     memcpy((uint8_t *)out + EM_HDR_LEN, &x, sizeof x);
@@ -71,19 +71,19 @@ em_decode_err_t em_hdr_decode(const void *frame, size_t frame_len, em_hdr_t *h)
     memcpy(&w, frame, sizeof w);
 
     *h = (em_hdr_t){
-        .type     = w.type,
-        .flags    = w.flags,
-        .tag      = w.tag,
-        .job_key  = be64toh(w.key),
-        .src      = be16toh(w.src),
-        .dst      = be16toh(w.dst),
-        .len      = be16toh(w.len),
-        .seq      = be32toh(w.seq),
-        .ack      = be32toh(w.ack),
-        .sack     = be64toh(w.sack),
-        .msg_id   = be32toh(w.msg_id),
-        .msg_len  = be32toh(w.msg_len),
-        .frag_no  = be16toh(w.frag_no),
+        .type = w.type,
+        .flags = w.flags,
+        .tag = w.tag,
+        .job_key = be64toh(w.key),
+        .src = be16toh(w.src),
+        .dst = be16toh(w.dst),
+        .len = be16toh(w.len),
+        .seq = be32toh(w.seq),
+        .ack = be32toh(w.ack),
+        .sack = be64toh(w.sack),
+        .msg_id = be32toh(w.msg_id),
+        .msg_len = be32toh(w.msg_len),
+        .frag_no = be16toh(w.frag_no),
         .frag_cnt = be16toh(w.frag_cnt),
     };
     if (w.rsvd != 0 || (h->flags & ~EM_F_ALL) != 0)
@@ -93,8 +93,8 @@ em_decode_err_t em_hdr_decode(const void *frame, size_t frame_len, em_hdr_t *h)
     case EM_PT_ACK:
     case EM_PT_NACK:
         /* control frames carry nothing but ACK state */
-        if (h->len != 0 || h->msg_id != 0 || h->msg_len != 0 ||
-            h->frag_no != 0 || h->frag_cnt != 0 || h->tag != 0)
+        if (h->len != 0 || h->msg_id != 0 || h->msg_len != 0 || h->frag_no != 0 ||
+            h->frag_cnt != 0 || h->tag != 0)
             return EM_DEC_MALFORMED;
         return EM_DEC_OK;
     case EM_PT_DATA:
@@ -109,13 +109,12 @@ em_decode_err_t em_hdr_decode(const void *frame, size_t frame_len, em_hdr_t *h)
         if (x.rsvd != 0 || h->tag != 0)
             return EM_DEC_MALFORMED;
         h->region = be32toh(x.region);
-        h->key    = be64toh(x.key);
+        h->key = be64toh(x.key);
         h->offset = be64toh(x.offset);
         if (h->offset > UINT64_MAX - h->len)
             return EM_DEC_MALFORMED;
         return check_fragment(h);
     }
-    default:
-        return EM_DEC_MALFORMED;
+    default: return EM_DEC_MALFORMED;
     }
 }

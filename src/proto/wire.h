@@ -73,15 +73,15 @@
 /** Packet types. */
 enum em_pkt_type {
     EM_PT_DATA = 1, /**< fragment of a message (sequenced) */
-    EM_PT_PUT  = 2, /**< fragment of a put into a remote region (sequenced) */
-    EM_PT_ACK  = 3, /**< standalone ACK (+SACK), consumes no sequence number */
+    EM_PT_PUT = 2,  /**< fragment of a put into a remote region (sequenced) */
+    EM_PT_ACK = 3,  /**< standalone ACK (+SACK), consumes no sequence number */
     EM_PT_NACK = 4, /**< Go-Back-N: "resend from ACK", consumes no sequence number */
 };
 
 /** Flag bits; any other bit set makes the frame malformed. */
 enum em_pkt_flags {
-    EM_F_RETX = 0x01, /**< this frame is a retransmission */
-    EM_F_SACK = 0x02, /**< the SACK bitmap is meaningful */
+    EM_F_RETX = 0x01,   /**< this frame is a retransmission */
+    EM_F_SACK = 0x02,   /**< the SACK bitmap is meaningful */
     EM_F_ACKNOW = 0x04, /**< acknowledge without delay (last frame of a put:
                              the sender's completion, and so MPI's FIN, waits on it) */
     EM_F_REMERR = 0x08, /**< remote access error: the sender of this frame refused a
@@ -98,16 +98,16 @@ enum em_pkt_flags {
 
 /** The base header exactly as on the wire (big-endian fields). */
 struct em_wire_hdr {
-    uint8_t  magic;
-    uint8_t  version;
-    uint8_t  type;
-    uint8_t  flags;
+    uint8_t magic;
+    uint8_t version;
+    uint8_t type;
+    uint8_t flags;
     uint16_t src;
     uint16_t dst;
     uint64_t key;
     uint16_t len;
-    uint8_t  tag;
-    uint8_t  rsvd;
+    uint8_t tag;
+    uint8_t rsvd;
     uint32_t seq;
     uint32_t ack;
     uint64_t sack;
@@ -145,10 +145,10 @@ static inline uint8_t em_wire_type(const void *hdr)
 
 /** A decoded header, host byte order. */
 typedef struct em_hdr {
-    uint8_t  type;
-    uint8_t  flags;
-    uint8_t  tag;
-    uint64_t job_key;   /**< the pair's key (wire field "key"; the name is v1's) */
+    uint8_t type;
+    uint8_t flags;
+    uint8_t tag;
+    uint64_t job_key; /**< the pair's key (wire field "key"; the name is v1's) */
     uint16_t src;
     uint16_t dst;
     uint16_t len;

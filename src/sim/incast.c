@@ -16,15 +16,15 @@ struct incast {
     uint8_t *buf;
     em_proto_op_t ops[EM_INCAST_MAX_SENDERS + 1][QMAX];
     unsigned next_op[EM_INCAST_MAX_SENDERS + 1];
-    uint64_t rx_bytes[EM_INCAST_MAX_SENDERS + 1];   /* whole messages, per sender */
+    uint64_t rx_bytes[EM_INCAST_MAX_SENDERS + 1]; /* whole messages, per sender */
     int failed;
 };
 
 static void send_one(struct incast *x, unsigned s)
 {
     em_proto_op_t *op = &x->ops[s][x->next_op[s]++ % x->ic->queued];
-    int rc = em_proto_send(em_simnet_proto(x->net, s), op, 0, 1, x->buf, x->ic->msg_bytes,
-                           NULL, em_simnet_now(x->net));
+    int rc = em_proto_send(em_simnet_proto(x->net, s), op, 0, 1, x->buf, x->ic->msg_bytes, NULL,
+                           em_simnet_now(x->net));
     if (rc != 0)
         x->failed++;
 }
@@ -42,7 +42,7 @@ static void on_complete(void *u, unsigned node, void *ctx, int status)
 {
     struct incast *x = u;
     (void)ctx;
-    if (status == -EM_ECANCELED)    /* teardown at the end of the run */
+    if (status == -EM_ECANCELED) /* teardown at the end of the run */
         return;
     if (status != 0) {
         x->failed++;
@@ -52,12 +52,17 @@ static void on_complete(void *u, unsigned node, void *ctx, int status)
         send_one(x, node);
 }
 
-static bool never(void *u) { (void)u; return false; }
+static bool never(void *u)
+{
+    (void)u;
+    return false;
+}
 
 void em_incast_cfg_default(em_incast_cfg_t *ic)
 {
-    *ic = (em_incast_cfg_t){ .senders = 8, .msg_bytes = 65536, .queued = 4,
-                             .duration_ns = 20000000 };
+    *ic = (em_incast_cfg_t){
+        .senders = 8, .msg_bytes = 65536, .queued = 4, .duration_ns = 20000000
+    };
 }
 
 static void summarise(struct incast *x, const em_sim_cfg_t *sc, em_incast_result_t *r)
@@ -80,7 +85,7 @@ static void summarise(struct incast *x, const em_sim_cfg_t *sc, em_incast_result
     r->bn_dropped = ss->bn_dropped;
     r->bn_max_queue = ss->bn_max_queue;
     r->delivered_bytes = em_proto_stats(em_simnet_proto(x->net, 0))->rx_payload_bytes;
-    double rate = 1e12 / (double)sc->bn_ns_per_kb;       /* bytes per second */
+    double rate = 1e12 / (double)sc->bn_ns_per_kb; /* bytes per second */
     r->goodput_frac = (double)r->delivered_bytes / (rate * (double)ic->duration_ns * 1e-9);
     r->retx_frac = r->data_frames ? (double)r->retransmits / (double)r->data_frames : 0;
     r->jain = sum2 > 0 ? sum * sum / (ic->senders * sum2) : 0;

@@ -21,24 +21,24 @@
 #define EM_INCAST_MAX_SENDERS 64
 
 typedef struct em_incast_cfg {
-    unsigned senders;       /**< 1 .. EM_INCAST_MAX_SENDERS (nodes 1 .. senders) */
-    uint32_t msg_bytes;     /**< size of each message */
-    unsigned queued;        /**< messages outstanding per sender, 1 .. 16 */
-    uint64_t duration_ns;   /**< simulated time of the run */
+    unsigned senders;     /**< 1 .. EM_INCAST_MAX_SENDERS (nodes 1 .. senders) */
+    uint32_t msg_bytes;   /**< size of each message */
+    unsigned queued;      /**< messages outstanding per sender, 1 .. 16 */
+    uint64_t duration_ns; /**< simulated time of the run */
 } em_incast_cfg_t;
 
 typedef struct em_incast_result {
-    double goodput_frac;    /**< payload bits delivered / (bottleneck rate x duration) */
-    double retx_frac;       /**< retransmissions / first transmissions of data frames, all senders */
-    double jain;            /**< Jain's fairness index of the senders' delivered bytes (1 = equal) */
-    double min_share;       /**< smallest sender's bytes / mean bytes per sender */
-    uint64_t data_frames;   /**< first transmissions, all senders */
-    uint64_t retransmits;   /**< all senders */
-    uint64_t timeouts;      /**< retransmit timer expiries, all senders */
-    uint64_t bn_dropped;    /**< tail drops at the bottleneck */
-    uint32_t bn_max_queue;  /**< most frames queued at the bottleneck */
+    double goodput_frac;   /**< payload bits delivered / (bottleneck rate x duration) */
+    double retx_frac;      /**< retransmissions / first transmissions of data frames, all senders */
+    double jain;           /**< Jain's fairness index of the senders' delivered bytes (1 = equal) */
+    double min_share;      /**< smallest sender's bytes / mean bytes per sender */
+    uint64_t data_frames;  /**< first transmissions, all senders */
+    uint64_t retransmits;  /**< all senders */
+    uint64_t timeouts;     /**< retransmit timer expiries, all senders */
+    uint64_t bn_dropped;   /**< tail drops at the bottleneck */
+    uint32_t bn_max_queue; /**< most frames queued at the bottleneck */
     uint64_t delivered_bytes; /**< payload delivered in order at the receiver */
-    int failed;             /**< operations that completed with an error (must be 0) */
+    int failed;               /**< operations that completed with an error (must be 0) */
 } em_incast_result_t;
 
 /** Defaults: 8 senders, 64 KiB messages, 4 outstanding, 20 ms. */

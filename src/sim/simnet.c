@@ -24,8 +24,8 @@ struct em_simnet {
     struct sn_node nodes[];
 };
 
-static int sn_emit(void *uctx, uint16_t peer, const void *hdr, size_t hlen,
-                   const void *payload, size_t plen)
+static int sn_emit(void *uctx, uint16_t peer, const void *hdr, size_t hlen, const void *payload,
+                   size_t plen)
 {
     struct sn_node *nd = uctx;
     em_pkt_t *pkt = em_link_tx_alloc(nd->link);
@@ -69,12 +69,15 @@ static void sn_failed(void *uctx, uint16_t peer)
 }
 
 static const em_proto_ops_t sn_ops = {
-    .emit = sn_emit, .recv = sn_recv, .put = sn_put,
-    .complete = sn_complete, .peer_failed = sn_failed,
+    .emit = sn_emit,
+    .recv = sn_recv,
+    .put = sn_put,
+    .complete = sn_complete,
+    .peer_failed = sn_failed,
 };
 
-em_simnet_t *em_simnet_create(unsigned nodes, const em_proto_cfg_t *pcfg,
-                              const em_sim_cfg_t *scfg, const em_simnet_cb_t *cb, void *u)
+em_simnet_t *em_simnet_create(unsigned nodes, const em_proto_cfg_t *pcfg, const em_sim_cfg_t *scfg,
+                              const em_simnet_cb_t *cb, void *u)
 {
     em_simnet_t *n = calloc(1, sizeof *n + nodes * sizeof(struct sn_node));
     if (!n)

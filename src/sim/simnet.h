@@ -18,16 +18,16 @@
 typedef struct em_simnet_cb {
     void (*recv)(void *u, unsigned node, uint16_t from, uint8_t tag, const void *data, size_t len);
     void (*complete)(void *u, unsigned node, void *op_ctx, int status);
-    int (*put)(void *u, unsigned node, uint16_t from, const em_put_target_t *t,
-               const void *data, size_t len);                       /* optional */
-    void (*peer_failed)(void *u, unsigned node, uint16_t peer);     /* optional */
+    int (*put)(void *u, unsigned node, uint16_t from, const em_put_target_t *t, const void *data,
+               size_t len);                                     /* optional */
+    void (*peer_failed)(void *u, unsigned node, uint16_t peer); /* optional */
 } em_simnet_cb_t;
 
 typedef struct em_simnet em_simnet_t;
 
 /** @p pcfg's self/npeers are set per node; everything else is shared. */
-em_simnet_t *em_simnet_create(unsigned nodes, const em_proto_cfg_t *pcfg,
-                              const em_sim_cfg_t *scfg, const em_simnet_cb_t *cb, void *u);
+em_simnet_t *em_simnet_create(unsigned nodes, const em_proto_cfg_t *pcfg, const em_sim_cfg_t *scfg,
+                              const em_simnet_cb_t *cb, void *u);
 void em_simnet_destroy(em_simnet_t *n);
 em_proto_t *em_simnet_proto(em_simnet_t *n, unsigned node);
 em_sim_t *em_simnet_sim(em_simnet_t *n);

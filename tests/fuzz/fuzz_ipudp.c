@@ -19,7 +19,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define MY_IP   0x0A4D0102u     /* 10.77.1.2 */
+#define MY_IP 0x0A4D0102u /* 10.77.1.2 */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -43,8 +43,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     /* re-encode and decode again: same addresses, same payload */
     static uint8_t buf[EM_IPUDP_HDR_LEN + 65536];
-    em_ipudp_path_t p = { .src_ip = rx.src_ip, .dst_ip = rx.dst_ip, .src_port = rx.src_port,
-                          .dst_port = rx.dst_port };
+    em_ipudp_path_t p = {
+        .src_ip = rx.src_ip, .dst_ip = rx.dst_ip, .src_port = rx.src_port, .dst_port = rx.dst_port
+    };
     memcpy(p.src_mac, rx.src_mac, 6);
     memcpy(p.dst_mac, f, 6);
     if (em_ipudp_encode(&p, 7, rx.payload_len, 0, buf) != 0)
@@ -69,8 +70,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (em_ipudp_decode(buf, EM_IPUDP_HDR_LEN + rx.payload_len, my_ip, EM_UDP_PORT, 0, &rx2) !=
         EM_IPUDP_OK)
         abort();
-    if (rx2.payload_len != rx.payload_len || rx2.src_ip != rx.src_ip || rx2.src_port != rx.src_port ||
-        memcmp(rx2.payload, rx.payload, rx.payload_len) != 0)
+    if (rx2.payload_len != rx.payload_len || rx2.src_ip != rx.src_ip ||
+        rx2.src_port != rx.src_port || memcmp(rx2.payload, rx.payload, rx.payload_len) != 0)
         abort();
     return 0;
 }

@@ -24,13 +24,13 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define WINDOW 64u
-#define NMSG 4096u
+#define NMSG   4096u
 
 struct state {
-    uint32_t start;          /* the first number */
-    uint32_t next_idx;       /* the sender's next message handed on, as expected */
+    uint32_t start;    /* the first number */
+    uint32_t next_idx; /* the sender's next message handed on, as expected */
     uint64_t delivered;
-    uint8_t kept[NMSG];      /* the sender's messages now kept (early), not yet handed on */
+    uint8_t kept[NMSG]; /* the sender's messages now kept (early), not yet handed on */
 };
 
 static void fill(uint8_t *b, uint32_t idx, size_t len)
@@ -45,7 +45,7 @@ static int sink(void *ctx, void *origin, uint8_t tag, const uint8_t *d, size_t l
     (void)tag;
     s->delivered++;
     uint64_t o = (uint64_t)(uintptr_t)origin;
-    if (o >> 32) {                     /* a raw message: handed on only in the turn of its number */
+    if (o >> 32) { /* a raw message: handed on only in the turn of its number */
         if ((uint32_t)o != s->start + s->next_idx)
             abort();
         s->next_idx++;
@@ -89,7 +89,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fill(msg + EM_ORDER_HDR, idx, len);
             int was_kept = st.kept[idx];
             uint32_t next_before = st.next_idx;
-            rc = em_order_rx(&rx, (void *)(uintptr_t)(idx + 1), 65, msg, EM_ORDER_HDR + len, sink, &st);
+            rc = em_order_rx(&rx, (void *)(uintptr_t)(idx + 1), 65, msg, EM_ORDER_HDR + len, sink,
+                             &st);
             /* in its turn: handed on; a copy of a kept one: dropped; early:
              * kept (or dropped when a raw message holds its number) */
             if ((idx == next_before) != (rc == EM_ORDER_DELIVERED) ||
@@ -103,8 +104,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (len > size - p)
                 len = size - p;
             uint32_t num = len >= 4 ? (uint32_t)data[p] << 24 | (uint32_t)data[p + 1] << 16 |
-                                      (uint32_t)data[p + 2] << 8 | data[p + 3] : 0;
-            rc = em_order_rx(&rx, (void *)(uintptr_t)(1ull << 32 | num), 66, data + p, len, sink, &st);
+                                          (uint32_t)data[p + 2] << 8 | data[p + 3]
+                                    : 0;
+            rc = em_order_rx(&rx, (void *)(uintptr_t)(1ull << 32 | num), 66, data + p, len, sink,
+                             &st);
             /* its turn: handed on; too short: dropped */
             if ((len >= 4 && num == turn && rc != EM_ORDER_DELIVERED) ||
                 (len < 4 && rc != EM_ORDER_DROPPED))
@@ -124,14 +127,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * taken by raw messages with their numbers): the order goes on */
     for (uint32_t k = 0; k < 2 * WINDOW && st.next_idx < NMSG; k++) {
         uint32_t idx = st.next_idx, turn = rx.rx_next;
-        if (st.kept[idx])        /* its turn came: the kept copy should have been handed on */
+        if (st.kept[idx]) /* its turn came: the kept copy should have been handed on */
             abort();
         em_order_t tx = { .tx_next = st.start + idx };
         size_t len = idx % 40u;
         em_order_stamp(&tx, msg);
         fill(msg + EM_ORDER_HDR, idx, len);
-        if (em_order_rx(&rx, (void *)(uintptr_t)(idx + 1), 65, msg, EM_ORDER_HDR + len, sink, &st) !=
-                EM_ORDER_DELIVERED || rx.rx_next == turn)
+        if (em_order_rx(&rx, (void *)(uintptr_t)(idx + 1), 65, msg, EM_ORDER_HDR + len, sink,
+                        &st) != EM_ORDER_DELIVERED ||
+            rx.rx_next == turn)
             abort();
     }
     em_order_reset(&rx);

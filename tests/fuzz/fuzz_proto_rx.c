@@ -21,7 +21,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define KEY 0x0BADF00Dull     /* the seeds' key (gen_seeds.c) */
+#define KEY 0x0BADF00Dull /* the seeds' key (gen_seeds.c) */
 static uint8_t region[4096];
 static size_t max_msg;
 
@@ -37,7 +37,7 @@ static void f_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t le
         abort();
     uint8_t x = 0;
     for (size_t i = 0; i < len; i++)
-        x ^= ((const uint8_t *)d)[i];    /* touch every byte: ASan checks the bounds */
+        x ^= ((const uint8_t *)d)[i]; /* touch every byte: ASan checks the bounds */
     __asm__ volatile("" : : "r"(x));
 }
 static int f_put(void *u, uint16_t peer, const em_put_target_t *t, const void *d, size_t len)
@@ -49,7 +49,9 @@ static int f_put(void *u, uint16_t peer, const em_put_target_t *t, const void *d
 }
 static void f_complete(void *u, void *ctx, int st) { free(ctx); }
 
-static const em_proto_ops_t OPS = { .emit = f_emit, .recv = f_recv, .put = f_put, .complete = f_complete };
+static const em_proto_ops_t OPS = {
+    .emit = f_emit, .recv = f_recv, .put = f_put, .complete = f_complete
+};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -93,9 +95,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if ((fl & 1) && len >= EM_HDR_LEN) {
             frame[0] = EM_WIRE_MAGIC;
             frame[1] = EM_WIRE_VERSION;
-            for (int b = 0; b < 8; b++)                     /* key at 8, big-endian */
+            for (int b = 0; b < 8; b++) /* key at 8, big-endian */
                 frame[8 + b] = (uint8_t)(KEY >> (56 - 8 * b));
-            frame[6] = 0; frame[7] = 0;                     /* dst = 0 */
+            frame[6] = 0;
+            frame[7] = 0; /* dst = 0 */
         }
         if (fl & 2)
             now += 1000u * (fl >> 4);
@@ -103,7 +106,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             em_proto_op_t *op = malloc(sizeof *op + 700);
             uint8_t *buf = (uint8_t *)(op + 1);
             memset(buf, fl, 700);
-            if (em_proto_send(p, op, (uint16_t)(1 + fl % 3), fl, buf, (fl & 8) ? 700 : 10, op, now) != 0)
+            if (em_proto_send(p, op, (uint16_t)(1 + fl % 3), fl, buf, (fl & 8) ? 700 : 10, op,
+                              now) != 0)
                 free(op);
         }
         /* the source address: mostly the claimed peer's, sometimes another */

@@ -14,10 +14,17 @@ static int seed(const char *dir, const char *name, uint16_t count, uint32_t offs
 {
     uint8_t b[4 + 2048];
     memset(b, 0, sizeof b);
-    b[0] = 4;                                /* 4 members */
-    b[1] = 0; b[2] = 0x10; b[3] = 0;         /* vector of 4096 */
-    em_bc_hdr_t h = { .type = EM_BC_T_F64, .key = 0xC0FFEEu, .channel = 3, .sender = 1,
-                      .seq = 77, .offset = offset, .count = count };
+    b[0] = 4; /* 4 members */
+    b[1] = 0;
+    b[2] = 0x10;
+    b[3] = 0; /* vector of 4096 */
+    em_bc_hdr_t h = { .type = EM_BC_T_F64,
+                      .key = 0xC0FFEEu,
+                      .channel = 3,
+                      .sender = 1,
+                      .seq = 77,
+                      .offset = offset,
+                      .count = count };
     em_bc_encode_hdr(&h, b + 4);
     for (uint16_t i = 0; i < count; i++)
         em_bc_put_f64(b + 4 + EM_BC_HDR_LEN + 8u * i, 0.5 * i - 3);

@@ -16,9 +16,12 @@ static int seed(const char *dir, const char *name, uint8_t flags, uint32_t plen,
     static uint8_t b[1 + EM_IPUDP_HDR_LEN + 2048];
     memset(b, 0, sizeof b);
     b[0] = flags;
-    em_ipudp_path_t p = { .src_mac = { 2, 0xe7, 0, 0, 0, 1 }, .dst_mac = { 2, 0xe7, 0xfe, 0, 0, 1 },
-                          .src_ip = 0x0A4D0001u, .dst_ip = 0x0A4D0102u,
-                          .src_port = EM_UDP_PORT, .dst_port = EM_UDP_PORT };
+    em_ipudp_path_t p = { .src_mac = { 2, 0xe7, 0, 0, 0, 1 },
+                          .dst_mac = { 2, 0xe7, 0xfe, 0, 0, 1 },
+                          .src_ip = 0x0A4D0001u,
+                          .dst_ip = 0x0A4D0102u,
+                          .src_port = EM_UDP_PORT,
+                          .dst_port = EM_UDP_PORT };
     uint8_t *f = b + 1;
     em_ipudp_encode(&p, 1, plen, 0, f);
     for (uint32_t i = 0; i < plen; i++)

@@ -12,11 +12,20 @@
 #include "proto/wire.h"
 #include "seed_file.h"
 
-static size_t frame(uint8_t *b, uint8_t type, uint32_t seq, uint16_t len, uint16_t fno, uint16_t fcnt, uint32_t mlen)
+static size_t frame(uint8_t *b, uint8_t type, uint32_t seq, uint16_t len, uint16_t fno,
+                    uint16_t fcnt, uint32_t mlen)
 {
-    em_hdr_t h = { .type = type, .job_key = 0x0BADF00Du, .src = 1, .dst = 0, .seq = seq,
-                   .ack = 0xFFFFFFF0u, .len = len, .frag_no = fno, .frag_cnt = fcnt,
-                   .msg_len = mlen, .msg_id = 5 };
+    em_hdr_t h = { .type = type,
+                   .job_key = 0x0BADF00Du,
+                   .src = 1,
+                   .dst = 0,
+                   .seq = seq,
+                   .ack = 0xFFFFFFF0u,
+                   .len = len,
+                   .frag_no = fno,
+                   .frag_cnt = fcnt,
+                   .msg_len = mlen,
+                   .msg_id = 5 };
     if (type == EM_PT_ACK || type == EM_PT_NACK)
         h.len = h.frag_cnt = h.frag_no = 0, h.msg_len = h.msg_id = 0;
     if (type == EM_PT_PUT)
@@ -28,7 +37,10 @@ static size_t frame(uint8_t *b, uint8_t type, uint32_t seq, uint16_t len, uint16
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) { fprintf(stderr, "usage: gen_seeds OUTDIR\n"); return 2; }
+    if (argc != 2) {
+        fprintf(stderr, "usage: gen_seeds OUTDIR\n");
+        return 2;
+    }
     const char *d = argv[1];
     uint8_t b[2048], r[2048];
     int rc = 0;
@@ -48,7 +60,12 @@ int main(int argc, char **argv)
     {
         size_t n = 0;
         r[n++] = (uint8_t)(0 | (100 << 1));
-        static const struct { uint8_t t; uint32_t s; uint16_t len, fcnt; uint8_t hfl, fl; } pseq[] = {
+        static const struct {
+            uint8_t t;
+            uint32_t s;
+            uint16_t len, fcnt;
+            uint8_t hfl, fl;
+        } pseq[] = {
             { EM_PT_DATA, 0xFFFFFFF0u, 20, 1, 0, 0x0D },
             { EM_PT_DATA, 0xFFFFFFF1u, 20, 1, 0, 0x0D },
             { EM_PT_ACK, 0, 0, 0, EM_F_ACKNOW, 0x01 },
@@ -72,16 +89,21 @@ int main(int argc, char **argv)
     for (int mode = 0; mode < 2; mode++) {
         size_t n = 0;
         r[n++] = (uint8_t)(mode | (15 << 1));
-        static const struct { uint8_t t; uint32_t s; uint16_t len, fno, fcnt; uint32_t mlen; uint8_t fl; } seq[] = {
-            { EM_PT_DATA, 0xFFFFFFF1u, 200, 1, 2, 456, 0x05 },   /* out of order */
-            { EM_PT_DATA, 0xFFFFFFF0u, 256, 0, 2, 456, 0x07 },   /* fills the gap */
-            { EM_PT_PUT, 0xFFFFFFF2u, 20, 0, 1, 20, 0x01 },
-            { EM_PT_ACK, 0, 0, 0, 0, 0, 0x23 },
-            { EM_PT_DATA, 0xFFFFFFF3u, 5, 0, 1, 5, 0x01 },
-            { EM_PT_NACK, 0, 0, 0, 0, 0, 0x13 },
+        static const struct {
+            uint8_t t;
+            uint32_t s;
+            uint16_t len, fno, fcnt;
+            uint32_t mlen;
+            uint8_t fl;
+        } seq[] = {
+            { EM_PT_DATA, 0xFFFFFFF1u, 200, 1, 2, 456, 0x05 }, /* out of order */
+            { EM_PT_DATA, 0xFFFFFFF0u, 256, 0, 2, 456, 0x07 }, /* fills the gap */
+            { EM_PT_PUT, 0xFFFFFFF2u, 20, 0, 1, 20, 0x01 },    { EM_PT_ACK, 0, 0, 0, 0, 0, 0x23 },
+            { EM_PT_DATA, 0xFFFFFFF3u, 5, 0, 1, 5, 0x01 },     { EM_PT_NACK, 0, 0, 0, 0, 0, 0x13 },
         };
         for (unsigned i = 0; i < sizeof seq / sizeof seq[0]; i++) {
-            size_t fl = frame(b, seq[i].t, seq[i].s, seq[i].len, seq[i].fno, seq[i].fcnt, seq[i].mlen);
+            size_t fl = frame(b, seq[i].t, seq[i].s, seq[i].len, seq[i].fno, seq[i].fcnt,
+                              seq[i].mlen);
             r[n++] = (uint8_t)(fl >> 8);
             r[n++] = (uint8_t)fl;
             r[n++] = seq[i].fl;

@@ -15,7 +15,13 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static uint64_t rng;
-static uint64_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
+static uint64_t next(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
 
 int main(int argc, char **argv)
 {
@@ -23,17 +29,24 @@ int main(int argc, char **argv)
     rng = 88172645463325252ull;
     int a = 1;
     for (; a < argc && argv[a][0] == '-'; a += 2) {
-        if (a + 1 >= argc) return 2;
-        if (!strcmp(argv[a], "-n")) n = atol(argv[a + 1]);
-        else if (!strcmp(argv[a], "-s")) rng = strtoull(argv[a + 1], NULL, 0) | 1;
-        else return 2;
+        if (a + 1 >= argc)
+            return 2;
+        if (!strcmp(argv[a], "-n"))
+            n = atol(argv[a + 1]);
+        else if (!strcmp(argv[a], "-s"))
+            rng = strtoull(argv[a + 1], NULL, 0) | 1;
+        else
+            return 2;
     }
     static uint8_t seeds[64][2048];
     size_t seedlen[64];
     int ns = 0;
     for (; a < argc && ns < 64; a++) {
         FILE *f = fopen(argv[a], "rb");
-        if (!f) { perror(argv[a]); return 1; }
+        if (!f) {
+            perror(argv[a]);
+            return 1;
+        }
         seedlen[ns] = fread(seeds[ns], 1, sizeof seeds[ns], f);
         fclose(f);
         LLVMFuzzerTestOneInput(seeds[ns], seedlen[ns]);

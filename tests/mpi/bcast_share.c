@@ -27,7 +27,7 @@
 #include "util/clock.h"
 
 #define ROUNDS 200
-#define ELEMS 16
+#define ELEMS  16
 
 struct seen {
     uint64_t frames, elems, bad;
@@ -81,7 +81,7 @@ int main(int argc, char **argv)
                 rank, err);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    MPI_Barrier(MPI_COMM_WORLD);   /* both channels open before anyone sends */
+    MPI_Barrier(MPI_COMM_WORLD); /* both channels open before anyone sends */
 
     struct seen s = { .peer = 1 - rank };
     double vals[ELEMS];
@@ -96,8 +96,8 @@ int main(int argc, char **argv)
         int out[64], in[64];
         for (int i = 0; i < 64; i++)
             out[i] = r * 1000 + rank * 100 + i;
-        MPI_Sendrecv(out, 64, MPI_INT, 1 - rank, r, in, 64, MPI_INT, 1 - rank, r,
-                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Sendrecv(out, 64, MPI_INT, 1 - rank, r, in, 64, MPI_INT, 1 - rank, r, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
         for (int i = 0; i < 64; i++)
             if (in[i] != r * 1000 + (1 - rank) * 100 + i)
                 mpi_bad++;
@@ -114,10 +114,11 @@ int main(int argc, char **argv)
     const em_bcast_stats_t *st = em_bcast_stats(b);
     int ok = s.bad == 0 && mpi_bad == 0 && s.frames >= ROUNDS * 9 / 10;
     printf("bcast_share: rank %d: %s: channel got %llu of %d frames (%llu elements, %llu bad, "
-           "sent %llu), MPI mismatches %d\n", rank, ok ? "ok" : "FAILED",
-           (unsigned long long)s.frames, ROUNDS, (unsigned long long)s.elems,
-           (unsigned long long)s.bad, (unsigned long long)st->sent, mpi_bad);
-    em_bcast_close(b);              /* before MPI_Finalize closes the BTL's port */
+           "sent %llu), MPI mismatches %d\n",
+           rank, ok ? "ok" : "FAILED", (unsigned long long)s.frames, ROUNDS,
+           (unsigned long long)s.elems, (unsigned long long)s.bad, (unsigned long long)st->sent,
+           mpi_bad);
+    em_bcast_close(b); /* before MPI_Finalize closes the BTL's port */
     int all = ok, both;
     MPI_Allreduce(&all, &both, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     MPI_Finalize();

@@ -21,8 +21,15 @@
 #include <unistd.h>
 
 static int failures;
-#define CHECK(x, ...) do { if (!(x)) { failures++; fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #x); \
-                                       fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+#define CHECK(x, ...)                                                                              \
+    do {                                                                                           \
+        if (!(x)) {                                                                                \
+            failures++;                                                                            \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #x);                           \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
+    } while (0)
 
 static char dir[64], sock[100], logpath[128];
 
@@ -61,9 +68,22 @@ static pid_t start_emd(const char *emd, const char *name, const char *max_client
     snprintf(sock, sizeof sock, "%s/emd.sock", dir);
     snprintf(logpath, sizeof logpath, "%s/emd.log", dir);
     signal(SIGPIPE, SIG_IGN);
-    const char *argv[32] = { emd, "--socket", sock, "--vdev", "net_null0", "--eal-args",
-                             "--no-huge --no-shconf -m 128", "--bulk-slots", "0", "--max-clients",
-                             max_clients, "--rx-kib", "1024", "--tx-slots", "16", "-v" };
+    const char *argv[32] = { emd,
+                             "--socket",
+                             sock,
+                             "--vdev",
+                             "net_null0",
+                             "--eal-args",
+                             "--no-huge --no-shconf -m 128",
+                             "--bulk-slots",
+                             "0",
+                             "--max-clients",
+                             max_clients,
+                             "--rx-kib",
+                             "1024",
+                             "--tx-slots",
+                             "16",
+                             "-v" };
     int argc = 16;
     for (int i = 0; extra && extra[i] && i < 4; i++)
         argv[argc++] = extra[i];
@@ -123,7 +143,8 @@ static int emd_harness_finish(uint64_t t0, const char *log_re, int show_log)
         snprintf(cmd, sizeof cmd, "grep -E '%s' %s >&2", log_re, logpath);
         if (system(cmd) != 0) {}
     }
-    fprintf(stderr, "%s in %.1f s\n", failures ? "FAILED" : "passed", (double)(now_ms() - t0) / 1000.0);
+    fprintf(stderr, "%s in %.1f s\n", failures ? "FAILED" : "passed",
+            (double)(now_ms() - t0) / 1000.0);
     if (!failures) {
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
         if (system(cmd) != 0) {}

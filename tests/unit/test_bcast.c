@@ -21,8 +21,8 @@
 
 /* ------------------------------------------------------------- hub link -- */
 #define HUB_MAX 4
-#define QLEN 256
-#define FRAME 1500
+#define QLEN    256
+#define FRAME   1500
 
 struct hub;
 struct hub_link {
@@ -40,8 +40,8 @@ struct hub_link {
 struct hub {
     struct hub_link *m[HUB_MAX];
     int n;
-    uint64_t frames;          /* frames sent through the hub */
-    uint64_t drop_mask;       /* frame i (i < 64) is lost when bit i is set */
+    uint64_t frames;    /* frames sent through the hub */
+    uint64_t drop_mask; /* frame i (i < 64) is lost when bit i is set */
 };
 
 static em_pkt_t *h_alloc(em_link_t *l)
@@ -54,7 +54,11 @@ static em_pkt_t *h_alloc(em_link_t *l)
     h->txp.len = 0;
     return &h->txp;
 }
-static void h_free(em_link_t *l, em_pkt_t *p) { (void)p; ((struct hub_link *)l)->tx_busy = 0; }
+static void h_free(em_link_t *l, em_pkt_t *p)
+{
+    (void)p;
+    ((struct hub_link *)l)->tx_busy = 0;
+}
 static unsigned h_burst(em_link_t *l, em_pkt_t **p, unsigned n)
 {
     struct hub_link *h = (struct hub_link *)l;
@@ -86,13 +90,35 @@ static unsigned h_rx(em_link_t *l, em_pkt_t **p, unsigned max)
     }
     return n;
 }
-static void h_release(em_link_t *l, em_pkt_t **p, unsigned n) { (void)l; (void)p; (void)n; }
-static int h_flush(em_link_t *l) { (void)l; return 0; }
-static int h_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a) { (void)l; (void)peer; (void)a; return 0; }
+static void h_release(em_link_t *l, em_pkt_t **p, unsigned n)
+{
+    (void)l;
+    (void)p;
+    (void)n;
+}
+static int h_flush(em_link_t *l)
+{
+    (void)l;
+    return 0;
+}
+static int h_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+{
+    (void)l;
+    (void)peer;
+    (void)a;
+    return 0;
+}
 static void h_close(em_link_t *l) { free(l); }
 static const em_link_ops_t hub_ops = {
-    .name = "hub", .tx_alloc = h_alloc, .tx_burst = h_burst, .tx_free = h_free, .rx_burst = h_rx,
-    .rx_release = h_release, .flush = h_flush, .set_peer = h_set_peer, .close = h_close,
+    .name = "hub",
+    .tx_alloc = h_alloc,
+    .tx_burst = h_burst,
+    .tx_free = h_free,
+    .rx_burst = h_rx,
+    .rx_release = h_release,
+    .flush = h_flush,
+    .set_peer = h_set_peer,
+    .close = h_close,
 };
 
 static struct hub_link *hub_join(struct hub *hub)
@@ -121,8 +147,9 @@ static void apply(void *arg, uint16_t sender, uint32_t off, uint32_t count, cons
 static em_bcast_t *member(struct hub *hub, uint16_t self, uint16_t members)
 {
     char err[256] = "";
-    em_bcast_cfg_t c = { .key = 0xC0FFEE, .channel = 3, .self = self, .members = members,
-                         .vec_len = VLEN };
+    em_bcast_cfg_t c = {
+        .key = 0xC0FFEE, .channel = 3, .self = self, .members = members, .vec_len = VLEN
+    };
     em_bcast_t *b = em_bcast_open_link(&hub_join(hub)->link, 0, &c, err, sizeof err);
     if (!b)
         fprintf(stderr, "open: %s\n", err);
@@ -150,7 +177,7 @@ static void test_values_reach_everyone(void **st)
     assert_true(vec[1][VLEN - 1] == 1.5);
     assert_memory_equal(&vec[2][10], v, sizeof v);
     assert_true(vec[0][VLEN - 1] == 1.5);
-    assert_true(vec[0][10] == 0);                      /* not its own */
+    assert_true(vec[0][10] == 0); /* not its own */
     assert_int_equal(em_bcast_stats(b[1])->received, 2);
     assert_int_equal(em_bcast_stats(b[1])->elements, 6);
     assert_int_equal(em_bcast_stats(b[0])->own, 1);
@@ -211,8 +238,9 @@ static void test_bad_config(void **st)
     em_bcast_cfg_t c = { .self = 2, .members = 2, .vec_len = 10 };
     assert_null(em_bcast_open_link(&hub_join(&hub)->link, 0, &c, err, sizeof err));
     assert_non_null(strstr(err, "member 2 of 2"));
-    em_bcast_cfg_t u = { .kind = EM_BCAST_UDP, .self = 0, .members = 2, .vec_len = 10,
-                         .iface = "nosuchif7" };
+    em_bcast_cfg_t u = {
+        .kind = EM_BCAST_UDP, .self = 0, .members = 2, .vec_len = 10, .iface = "nosuchif7"
+    };
     assert_null(em_bcast_open(&u, err, sizeof err));
     assert_non_null(strstr(err, "nosuchif7"));
     em_bcast_cfg_t k = { .kind = (em_bcast_kind_t)9, .members = 1, .vec_len = 1 };
@@ -230,8 +258,13 @@ static void inject(struct hub_link *h, const uint8_t *f, uint32_t len)
 
 static uint32_t good_frame(uint8_t *f, uint16_t count)
 {
-    em_bc_hdr_t h = { .type = EM_BC_T_F64, .key = 0xC0FFEE, .channel = 3, .sender = 0,
-                      .seq = 0, .offset = 5, .count = count };
+    em_bc_hdr_t h = { .type = EM_BC_T_F64,
+                      .key = 0xC0FFEE,
+                      .channel = 3,
+                      .sender = 0,
+                      .seq = 0,
+                      .offset = 5,
+                      .count = count };
     em_bc_encode_hdr(&h, f);
     for (uint16_t i = 0; i < count; i++)
         em_bc_put_f64(f + EM_BC_HDR_LEN + 8u * i, 42.0 + i);
@@ -246,11 +279,16 @@ static void test_every_rejection_counted(void **st)
     struct hub_link *h = hub.m[0];
     uint8_t f[FRAME];
     uint32_t n;
-    struct { int reason; int byte; uint8_t val; int len_delta; } cases[] = {
-        { EM_BC_EMAGIC, 0, 0xEA, 0 },  { EM_BC_EVERSION, 1, 2, 0 },   { EM_BC_ETYPE, 2, 2, 0 },
-        { EM_BC_ERSVD, 3, 1, 0 },      { EM_BC_ERSVD, 23, 1, 0 },     { EM_BC_EKEY, 7, 0xEF, 0 },
-        { EM_BC_ECHANNEL, 9, 4, 0 },   { EM_BC_ESENDER, 11, 2, 0 },   { EM_BC_ECOUNT, 21, 0, 0 },
-        { EM_BC_ELEN, -1, 0, -1 },     { EM_BC_ELEN, -1, 0, +8 },     { EM_BC_ERANGE, 16, 0x7f, 0 },
+    struct {
+        int reason;
+        int byte;
+        uint8_t val;
+        int len_delta;
+    } cases[] = {
+        { EM_BC_EMAGIC, 0, 0xEA, 0 },   { EM_BC_EVERSION, 1, 2, 0 }, { EM_BC_ETYPE, 2, 2, 0 },
+        { EM_BC_ERSVD, 3, 1, 0 },       { EM_BC_ERSVD, 23, 1, 0 },   { EM_BC_EKEY, 7, 0xEF, 0 },
+        { EM_BC_ECHANNEL, 9, 4, 0 },    { EM_BC_ESENDER, 11, 2, 0 }, { EM_BC_ECOUNT, 21, 0, 0 },
+        { EM_BC_ELEN, -1, 0, -1 },      { EM_BC_ELEN, -1, 0, +8 },   { EM_BC_ERANGE, 16, 0x7f, 0 },
         { EM_BC_ESHORT, -1, 0, -1000 },
     };
     size_t nc = sizeof cases / sizeof cases[0];
@@ -261,7 +299,7 @@ static void test_every_rejection_counted(void **st)
         int64_t len = (int64_t)n + cases[i].len_delta;
         if (len < 0)
             len = 10;
-        if (cases[i].reason == EM_BC_ECOUNT) {     /* count 0 with a matching length */
+        if (cases[i].reason == EM_BC_ECOUNT) { /* count 0 with a matching length */
             f[20] = 0;
             len = EM_BC_HDR_LEN;
         }
@@ -285,7 +323,7 @@ static void test_every_rejection_counted(void **st)
     em_bcast_poll(r, apply, vec[1], 0);
     assert_int_equal(calls, 1);
     assert_true(vec[1][5] == 42.0);
-    f[15] = 1;          /* next sequence number, so no gap */
+    f[15] = 1; /* next sequence number, so no gap */
     inject(h, f, EM_BC_MIN_FRAME + 1);
     em_bcast_poll(r, apply, vec[1], 0);
     assert_int_equal(calls, 1);
@@ -302,16 +340,17 @@ static void test_count_beyond_own_frames_refused(void **st)
     (void)st;
     struct hub hub = { 0 };
     char err[256] = "";
-    em_bcast_cfg_t c = { .key = 0xC0FFEE, .channel = 3, .self = 1, .members = 2,
-                         .vec_len = VLEN, .mtu = 200 };
+    em_bcast_cfg_t c = {
+        .key = 0xC0FFEE, .channel = 3, .self = 1, .members = 2, .vec_len = VLEN, .mtu = 200
+    };
     em_bcast_t *r = em_bcast_open_link(&hub_join(&hub)->link, 0, &c, err, sizeof err);
     assert_non_null(r);
     uint32_t max = em_bcast_max_elems(r);
     assert_int_equal(max, (200 - EM_BC_HDR_LEN) / EM_BC_ELEM_SIZE);
     struct hub_link *h = hub.m[0];
     uint8_t f[FRAME];
-    inject(h, f, good_frame(f, (uint16_t)(max + 1)));   /* one too many */
-    inject(h, f, good_frame(f, 180));                    /* far too many */
+    inject(h, f, good_frame(f, (uint16_t)(max + 1))); /* one too many */
+    inject(h, f, good_frame(f, 180));                 /* far too many */
     calls = 0;
     em_bcast_poll(r, apply, vec[1], 0);
     const em_bcast_stats_t *s = em_bcast_stats(r);

@@ -47,9 +47,15 @@ static void test_ring(void **st)
 {
     (void)st;
     char err[512] = "";
-    em_bcast_cfg_t c = { .kind = EM_BCAST_DPDK, .key = 77, .channel = 1, .self = 0, .members = 2,
-                         .vec_len = 64, .vdev = "net_ring0",
-                         .eal_args = "--no-huge -m 128 --no-shconf", .link_wait_ms = 2000 };
+    em_bcast_cfg_t c = { .kind = EM_BCAST_DPDK,
+                         .key = 77,
+                         .channel = 1,
+                         .self = 0,
+                         .members = 2,
+                         .vec_len = 64,
+                         .vdev = "net_ring0",
+                         .eal_args = "--no-huge -m 128 --no-shconf",
+                         .link_wait_ms = 2000 };
     em_bcast_t *b = em_bcast_open(&c, err, sizeof err);
     if (!b)
         fprintf(stderr, "open: %s\n", err);
@@ -58,7 +64,7 @@ static void test_ring(void **st)
 
     double v[3] = { 1.0, 2.0, 3.0 };
     assert_int_equal(em_bcast_send(b, 4, v, 3), 0);
-    assert_int_equal(drain(b), 0);                      /* only our own frame came back */
+    assert_int_equal(drain(b), 0); /* only our own frame came back */
     assert_int_equal(em_bcast_stats(b)->own, 1);
 
     /* the frame on the ring: broadcast destination, ethertype 0x88B6 */
@@ -68,8 +74,13 @@ static void test_ring(void **st)
     /* member 1's frame, built by hand on the same link */
     em_pkt_t *p = em_link_tx_alloc(l);
     assert_non_null(p);
-    em_bc_hdr_t h = { .type = EM_BC_T_F64, .key = 77, .channel = 1, .sender = 1, .seq = 0,
-                      .offset = 10, .count = 2 };
+    em_bc_hdr_t h = { .type = EM_BC_T_F64,
+                      .key = 77,
+                      .channel = 1,
+                      .sender = 1,
+                      .seq = 0,
+                      .offset = 10,
+                      .count = 2 };
     em_bc_encode_hdr(&h, p->data);
     em_bc_put_f64(p->data + EM_BC_HDR_LEN, -1.5);
     em_bc_put_f64(p->data + EM_BC_HDR_LEN + 8, 6.25);
@@ -102,7 +113,7 @@ static void test_ring(void **st)
     assert_int_equal(em_link_dpdk_stats(l)->rx_foreign, 1);
     assert_int_equal(em_bcast_stats(b)->received, 1);
     assert_int_equal(em_bcast_stats(b)->dropped, 0);
-    rte_mempool_free(mp);       /* before the close: it ends EAL */
+    rte_mempool_free(mp); /* before the close: it ends EAL */
     em_bcast_close(b);
 }
 

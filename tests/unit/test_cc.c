@@ -28,9 +28,9 @@
 static void incast_cfg(em_proto_cfg_t *pc, em_sim_cfg_t *sc, em_incast_cfg_t *ic)
 {
     em_proto_cfg_default(pc);
-    em_sim_cfg_default(sc);          /* 10 Gbit/s per sender wire, 5 us one way */
-    em_incast_cfg_default(ic);       /* 8 senders, 64 KiB messages x 4, 20 ms */
-    sc->bn_ns_per_kb = 800;          /* the receiver's port: 10 Gbit/s too */
+    em_sim_cfg_default(sc);    /* 10 Gbit/s per sender wire, 5 us one way */
+    em_incast_cfg_default(ic); /* 8 senders, 64 KiB messages x 4, 20 ms */
+    sc->bn_ns_per_kb = 800;    /* the receiver's port: 10 Gbit/s too */
     sc->bn_queue = 64;
     sc->bn_node = 0;
 }
@@ -70,12 +70,12 @@ static void test_incast_8_to_1_with_cc(void **st)
     (void)st;
     em_proto_cfg_t d;
     em_proto_cfg_default(&d);
-    assert_int_equal(d.cc, EM_CC_DELAY);        /* the default is what users get */
+    assert_int_equal(d.cc, EM_CC_DELAY); /* the default is what users get */
     em_incast_result_t r = incast("cc delay (default)", -1, 64, 0);
-    assert_true(r.data_frames > 10000);         /* a real run, not a trickle */
+    assert_true(r.data_frames > 10000); /* a real run, not a trickle */
     assert_true(r.goodput_frac >= 0.80);
     assert_true(r.retx_frac <= 0.05);
-    assert_true(r.jain >= 0.90);                /* no sender starved */
+    assert_true(r.jain >= 0.90); /* no sender starved */
     assert_true(r.bn_max_queue <= 64);
 }
 
@@ -142,9 +142,9 @@ static void test_bottleneck_rate_and_tail_drop(void **st)
     (void)st;
     em_sim_cfg_t c;
     em_sim_cfg_default(&c);
-    c.ns_per_kb = 0;                /* senders' wires infinitely fast */
+    c.ns_per_kb = 0; /* senders' wires infinitely fast */
     c.latency_ns = 5000;
-    c.bn_ns_per_kb = 1000;          /* 1000 B frames take 1 us at the port */
+    c.bn_ns_per_kb = 1000; /* 1000 B frames take 1 us at the port */
     c.bn_queue = 4;
     c.bn_node = 0;
     em_sim_t *s = em_sim_create(4, &c);
@@ -154,16 +154,16 @@ static void test_bottleneck_rate_and_tail_drop(void **st)
         send_raw(s, 1, 0, 1000, (uint8_t)(0x10 + i));
         send_raw(s, 2, 0, 1000, (uint8_t)(0x20 + i));
     }
-    send_raw(s, 1, 3, 1000, 0x77);  /* another destination: not through the port */
+    send_raw(s, 1, 3, 1000, 0x77); /* another destination: not through the port */
     assert_int_equal(em_sim_next_arrival(s), 5000);
 
     em_pkt_t *p[16];
     em_sim_set_now(s, 5000);
     assert_int_equal(em_link_rx_burst(em_sim_link(s, 3), p, 16), 1);
     em_link_rx_release(em_sim_link(s, 3), p, 1);
-    assert_int_equal(em_link_rx_burst(em_sim_link(s, 0), p, 16), 0);   /* still in service */
+    assert_int_equal(em_link_rx_burst(em_sim_link(s, 0), p, 16), 0); /* still in service */
     const em_sim_stats_t *ss = em_sim_stats(s);
-    assert_int_equal(ss->bn_dropped, 4);        /* 8 arrivals, room for 4 */
+    assert_int_equal(ss->bn_dropped, 4); /* 8 arrivals, room for 4 */
     assert_int_equal(ss->bn_max_queue, 4);
     /* the four admitted leave one per microsecond, in arrival order */
     static const uint8_t order[4] = { 0x10, 0x20, 0x11, 0x21 };
@@ -185,7 +185,7 @@ static void test_bottleneck_rate_and_tail_drop(void **st)
     assert_int_equal(ss->bn_forwarded, 5);
     em_sim_destroy(s);
 
-    c.bn_node = 9;                  /* not a node */
+    c.bn_node = 9; /* not a node */
     assert_null(em_sim_create(4, &c));
 }
 
@@ -274,7 +274,7 @@ static void test_delay_mode_gates_loss_on_queueing(void **st)
     (void)st;
     struct ccx x = { .s = { 0 } };
     cc_cfg(&x.cfg);
-    x.cfg.cc_fs_range_ns = 0;         /* allowance: exactly cc_target_ns (10 us) */
+    x.cfg.cc_fs_range_ns = 0; /* allowance: exactly cc_target_ns (10 us) */
     em_cc_init(&x.c, &x.cfg);
     /* a round at the base RTT: no queue */
     em_cc_on_ack(&x.c, &x.cfg, &x.s, 1000, 1000, 10000, 10000, 1, 10000);
@@ -331,7 +331,7 @@ static void test_flow_scaling_gives_small_windows_more_delay(void **st)
     cfg.cc_fs_range_ns = 40000;
     em_cc_init(&big, &cfg);
     em_cc_init(&small, &cfg);
-    big.cwnd = 32000;               /* the maximum: no extra target */
+    big.cwnd = 32000; /* the maximum: no extra target */
     small.cwnd = 2000;
     big.slow_start = small.slow_start = 0;
     big.min_rtt = small.min_rtt = 10000;
@@ -450,7 +450,7 @@ static void test_cc_off_is_the_fixed_window(void **st)
     for (unsigned i = 0; i < c.nf; i++)
         assert_false(c.h[i].flags & EM_F_ACKNOW);
     feed_ack(p, 32, 10000);
-    assert_int_equal(c.nf, 40);     /* no pacing */
+    assert_int_equal(c.nf, 40); /* no pacing */
     em_proto_destroy(p);
 
     /* bad cc parameters are refused */

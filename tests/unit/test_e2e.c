@@ -18,10 +18,15 @@
 
 #include "sim/simnet.h"
 
-#define MAXN 8
+#define MAXN     8
 #define INFLIGHT 6
 
-struct msg { em_proto_op_t op; uint8_t *buf; size_t len; unsigned sender, idx; };
+struct msg {
+    em_proto_op_t op;
+    uint8_t *buf;
+    size_t len;
+    unsigned sender, idx;
+};
 
 struct run {
     em_simnet_t *net;
@@ -29,9 +34,9 @@ struct run {
     const size_t *sizes;
     unsigned nsizes;
     unsigned submitted[MAXN], completed[MAXN], failed[MAXN];
-    unsigned next_expected[MAXN];   /* at the receiver (node 0), per sender */
+    unsigned next_expected[MAXN]; /* at the receiver (node 0), per sender */
     unsigned delivered;
-    unsigned errors;                /* order, duplicate or content errors */
+    unsigned errors; /* order, duplicate or content errors */
     unsigned inflight[MAXN];
 };
 
@@ -58,8 +63,8 @@ static void submit_more(struct run *r, unsigned s)
         m->buf = malloc(m->len ? m->len : 1);
         for (size_t k = 0; k < m->len; k++)
             m->buf[k] = byte_at(s, i, k);
-        int rc = em_proto_send(em_simnet_proto(r->net, s), &m->op, 0, (uint8_t)(i & 0xff),
-                               m->buf, m->len, m, em_simnet_now(r->net));
+        int rc = em_proto_send(em_simnet_proto(r->net, s), &m->op, 0, (uint8_t)(i & 0xff), m->buf,
+                               m->len, m, em_simnet_now(r->net));
         if (rc != 0) {
             r->failed[s]++;
             free(m->buf);
@@ -128,7 +133,7 @@ static void run_case_w(em_recovery_t mode, double loss, unsigned nodes, unsigned
     pc.rto_min_ns = 50000;
     pc.rto_max_ns = 2000000;
     pc.max_retries = 30;
-    pc.isn = 0xFFFFFF00u;            /* wrap during every run */
+    pc.isn = 0xFFFFFF00u; /* wrap during every run */
     em_sim_cfg_default(&sc);
     sc.loss = loss;
     sc.reorder = 0.05;
@@ -175,10 +180,10 @@ static void run_case(em_recovery_t mode, double loss, unsigned nodes, unsigned n
 /* 0 B, 1 B, around the 1456 B fragment boundary, a few KiB, 64 KiB */
 static const size_t SMALL[] = { 0, 1, 16, 32, 128, 1455, 1456, 1457, 2912, 2913, 9000, 65536 };
 
-#define CASE(name, mode, loss)                                                  \
-    static void name(void **st)                                                 \
-    {                                                                           \
-        run_case(mode, loss, 4, 300, SMALL, sizeof SMALL / sizeof SMALL[0], 42); \
+#define CASE(name, mode, loss)                                                                     \
+    static void name(void **st)                                                                    \
+    {                                                                                              \
+        run_case(mode, loss, 4, 300, SMALL, sizeof SMALL / sizeof SMALL[0], 42);                   \
     }
 CASE(test_sr_loss0, EM_RECOVERY_SR, 0.0)
 CASE(test_sr_loss1, EM_RECOVERY_SR, 0.01)
@@ -213,14 +218,21 @@ static void test_wide_window(void **st)
 
 /* ---- a peer that stops answering ---- */
 
-struct dead { unsigned completed, failed, peer_failed; uint64_t failed_at; };
+struct dead {
+    unsigned completed, failed, peer_failed;
+    uint64_t failed_at;
+};
 
 static void d_recv(void *u, unsigned node, uint16_t from, uint8_t tag, const void *d, size_t len) {}
 static void d_complete(void *u, unsigned node, void *ctx, int status)
 {
     struct dead *x = u;
-    if (status == 0) x->completed++;
-    else { x->failed++; assert_int_equal(status, -EM_EPEERFAIL); }
+    if (status == 0)
+        x->completed++;
+    else {
+        x->failed++;
+        assert_int_equal(status, -EM_EPEERFAIL);
+    }
 }
 static void d_failed(void *u, unsigned node, uint16_t peer)
 {
@@ -236,9 +248,9 @@ static void test_silent_peer_fails_within_bound(void **st)
     em_proto_cfg_t pc;
     em_sim_cfg_t sc;
     em_proto_cfg_default(&pc);
-    pc.rto_ns = 100000;          /* 0.1 ms (no ACK ever comes: no RTT sample) */
+    pc.rto_ns = 100000; /* 0.1 ms (no ACK ever comes: no RTT sample) */
     pc.rto_min_ns = 100000;
-    pc.rto_max_ns = 1000000;     /* 1 ms */
+    pc.rto_max_ns = 1000000; /* 1 ms */
     pc.max_retries = 8;
     em_sim_cfg_default(&sc);
     em_simnet_t *net = em_simnet_create(2, &pc, &sc, &cb, &x);
@@ -247,7 +259,8 @@ static void test_silent_peer_fails_within_bound(void **st)
     em_simnet_kill(net, 0);
     for (int i = 0; i < 40; i++)
         assert_int_equal(em_proto_send(em_simnet_proto(net, 1), &ops[i], 0, 0, buf,
-                                       i % 2 ? sizeof buf : 10, NULL, 0), 0);
+                                       i % 2 ? sizeof buf : 10, NULL, 0),
+                         0);
     /* bound: 0.1+0.2+0.4+0.8+1+1+1+1+1 ms = 6.5 ms, plus a little for the last step */
     em_simnet_run(net, d_done, &x, 100000000ull);
     uint64_t t = em_simnet_now(net);
@@ -262,10 +275,13 @@ static void test_silent_peer_fails_within_bound(void **st)
 
 /* ---- puts over the lossy link ---- */
 
-struct putrun { uint8_t region[300000]; unsigned done, placed, rejected, failed; };
+struct putrun {
+    uint8_t region[300000];
+    unsigned done, placed, rejected, failed;
+};
 
-static int p_put(void *u, unsigned node, uint16_t from, const em_put_target_t *t,
-                 const void *d, size_t len)
+static int p_put(void *u, unsigned node, uint16_t from, const em_put_target_t *t, const void *d,
+                 size_t len)
 {
     struct putrun *x = u;
     if (t->region != 1 || t->key != 0xfeedull || t->offset > sizeof x->region ||
@@ -297,10 +313,14 @@ static void test_puts_placed_exactly_under_loss(void **st)
     pc.rto_ns = 200000;
     pc.rto_min_ns = 50000;
     em_sim_cfg_default(&sc);
-    sc.loss = 0.05; sc.reorder = 0.05; sc.dup = 0.05; sc.seed = 3;
+    sc.loss = 0.05;
+    sc.reorder = 0.05;
+    sc.dup = 0.05;
+    sc.seed = 3;
     em_simnet_t *net = em_simnet_create(2, &pc, &sc, &cb, x);
     static uint8_t src[250000];
-    for (size_t k = 0; k < sizeof src; k++) src[k] = byte_at(9, 9, k);
+    for (size_t k = 0; k < sizeof src; k++)
+        src[k] = byte_at(9, 9, k);
     em_proto_op_t op[4];
     em_put_target_t good = { .region = 1, .key = 0xfeed, .offset = 1000 };
     em_put_target_t badkey = { .region = 1, .key = 0xbad, .offset = 0 };

@@ -55,7 +55,7 @@ static void test_ctl_check(void **st)
     b.shm_size = EMD_REGION_MAX + 1;
     assert_int_equal(emd_ctl_check(&b, sizeof b, &out, &why), -1);
     b = m;
-    memset(b.text, 'x', sizeof b.text);   /* unterminated text is cut, not read past */
+    memset(b.text, 'x', sizeof b.text); /* unterminated text is cut, not read past */
     assert_int_equal(emd_ctl_check(&b, sizeof b, &out, &why), 0);
     assert_int_equal(out.text[sizeof out.text - 1], 0);
 }
@@ -76,11 +76,14 @@ static void test_region_check(void **st)
     assert_int_equal(emd_shm_check(h, size, 0x1234, 6, &why), -1);
     assert_int_equal(emd_shm_check(h, size - 64, 0x1234, 5, &why), -1);
     assert_int_equal(emd_shm_check(h, 100, 0x1234, 5, &why), -1);
-    h->endpoint = 0;                    /* never given out (a direct-mode address) */
+    h->endpoint = 0; /* never given out (a direct-mode address) */
     assert_int_equal(emd_shm_check(h, size, 0x1234, 0, &why), -1);
     h->endpoint = 5;
     /* every layout field is checked */
-    struct { size_t off; uint32_t bad; } cases[] = {
+    struct {
+        size_t off;
+        uint32_t bad;
+    } cases[] = {
         { offsetof(struct emd_shm_hdr, magic), 0 },
         { offsetof(struct emd_shm_hdr, version), 9 },
         { offsetof(struct emd_shm_hdr, hdr_size), 64 },
@@ -103,19 +106,21 @@ static void test_region_check(void **st)
     munmap(h, size);
     uint32_t ss;
     assert_true(emd_shm_size(0, 1u << 16, 64, &ss) == 0);
-    assert_true(emd_shm_size(1500, 100000, 64, &ss) == 0);            /* not a power of 2 */
-    assert_true(emd_shm_size(1500, 1u << 12, 64, &ss) == 0);          /* too small */
+    assert_true(emd_shm_size(1500, 100000, 64, &ss) == 0);   /* not a power of 2 */
+    assert_true(emd_shm_size(1500, 1u << 12, 64, &ss) == 0); /* too small */
     assert_true(emd_shm_size(1500, 1u << 16, 8, &ss) == 0);
     assert_true(emd_shm_size(EMD_MTU_MAX + 1, 1u << 16, 64, &ss) == 0);
-    assert_true(emd_shm_size(EMD_MTU_MAX, EMD_RX_SIZE_MAX, 65536, &ss) == 0);   /* > 1 GiB */
+    assert_true(emd_shm_size(EMD_MTU_MAX, EMD_RX_SIZE_MAX, 65536, &ss) == 0); /* > 1 GiB */
 }
 
 /* ------------------------------------------------------------ rings -- */
 
 /* the two ends of one region's rings, as the daemon and a client take them */
-static void ends(struct emd_shm_hdr *h, emd_ring_t *dtx, emd_ring_t *drx, emd_ring_t *ctx_, emd_ring_t *crx)
+static void ends(struct emd_shm_hdr *h, emd_ring_t *dtx, emd_ring_t *drx, emd_ring_t *ctx_,
+                 emd_ring_t *crx)
 {
-    emd_ring_init(dtx, &h->tx, (uint8_t *)h + EMD_SHM_RX_OFF + h->rx_size, h->tx_slots, h->slot_size, 0);
+    emd_ring_init(dtx, &h->tx, (uint8_t *)h + EMD_SHM_RX_OFF + h->rx_size, h->tx_slots,
+                  h->slot_size, 0);
     emd_ring_init(drx, &h->rx, (uint8_t *)h + EMD_SHM_RX_OFF, h->rx_size, 0, 0);
     emd_ring_init_tx(ctx_, h);
     emd_ring_init_rx(crx, h);
@@ -131,7 +136,8 @@ static void test_ring_slots(void **st)
     /* three laps of 16 slots, in odd batches: every slot arrives once, in order */
     uint32_t sent = 0, got = 0;
     while (got < 48) {
-        for (uint32_t k = 0, room = emd_slots_sp_room(&ctx_); k < room && k < 5 && sent < 48; k++, sent++)
+        for (uint32_t k = 0, room = emd_slots_sp_room(&ctx_); k < room && k < 5 && sent < 48;
+             k++, sent++)
             memcpy(emd_slots_sp_next(&ctx_), &sent, 4);
         emd_slots_sp_enqueue(&ctx_);
         int64_t av = emd_slots_sc_avail(&dtx);
@@ -196,7 +202,7 @@ static void test_ring_records(void **st)
         assert_int_equal(avail, 0);
         emd_recs_sc_release(&crx);
     }
-    assert_true(drx.mine > (2u << 16));                 /* it did wrap, twice */
+    assert_true(drx.mine > (2u << 16)); /* it did wrap, twice */
     /* full: the producer says so, never overwrites */
     int r;
     unsigned n = 0;
@@ -261,7 +267,7 @@ static void test_wire_shim(void **st)
     emd_wire_encode(f, &in);
     assert_int_equal(f[0], EMD_WIRE_MAGIC);
     assert_int_equal(f[2], EMD_CLS_BULK);
-    assert_int_equal(f[6], 0x12);                                           /* big-endian */
+    assert_int_equal(f[6], 0x12); /* big-endian */
     assert_int_equal(f[9], 0xef);
     assert_memory_equal(f + 10, MAC, 6);
     assert_int_equal(emd_wire_decode(f, 56, &out), EMD_WIRE_OK);
@@ -270,18 +276,18 @@ static void test_wire_shim(void **st)
     assert_int_equal(out.src, 0xbeef);
     assert_int_equal(out.cls, EMD_CLS_BULK);
     assert_memory_equal(out.src_mac, MAC, 6);
-    assert_int_equal(emd_wire_decode(f, 60, &out), EMD_WIRE_OK);           /* padded frame */
-    assert_int_equal(emd_wire_decode(f, 55, &out), EMD_WIRE_LEN_BAD);      /* truncated */
+    assert_int_equal(emd_wire_decode(f, 60, &out), EMD_WIRE_OK);      /* padded frame */
+    assert_int_equal(emd_wire_decode(f, 55, &out), EMD_WIRE_LEN_BAD); /* truncated */
     assert_int_equal(emd_wire_decode(f, 15, &out), EMD_WIRE_SHORT);
-    f[3] = 1;                                                               /* reserved */
+    f[3] = 1; /* reserved */
     assert_int_equal(emd_wire_decode(f, 56, &out), EMD_WIRE_CLS_BAD);
     f[3] = 0;
-    f[2] = EMD_CLS_COUNT;                                                   /* unknown class */
+    f[2] = EMD_CLS_COUNT; /* unknown class */
     assert_int_equal(emd_wire_decode(f, 56, &out), EMD_WIRE_CLS_BAD);
     f[2] = 0;
     f[1] = EMD_VERSION - 1;
     assert_int_equal(emd_wire_decode(f, 56, &out), EMD_WIRE_VERSION_BAD);
-    f[0] = 0xE5;                                                            /* a direct-mode frame */
+    f[0] = 0xE5; /* a direct-mode frame */
     assert_int_equal(emd_wire_decode(f, 56, &out), EMD_WIRE_MAGIC_BAD);
     in.len = 0;
     emd_wire_encode(f, &in);
@@ -300,21 +306,21 @@ static void test_bulkq_check(void **st)
     const char *why;
     fill_bulkq(&r, 4, 3);
     assert_int_equal(emd_bulkq_check(&r, &why), 0);
-    fill_bulkq(&r, 4, EMD_BULKQ_NO_SLOT);                    /* all slots taken */
+    fill_bulkq(&r, 4, EMD_BULKQ_NO_SLOT); /* all slots taken */
     assert_int_equal(emd_bulkq_check(&r, &why), 0);
-    fill_bulkq(&r, 0, EMD_BULKQ_NO_SLOT);                    /* no bulk queues */
+    fill_bulkq(&r, 0, EMD_BULKQ_NO_SLOT); /* no bulk queues */
     snprintf(r.why, sizeof r.why, "the af_xdp wire");
     assert_int_equal(emd_bulkq_check(&r, &why), 0);
-    fill_bulkq(&r, 0, 0);                                  /* a slot without a layout */
+    fill_bulkq(&r, 0, 0); /* a slot without a layout */
     assert_int_equal(emd_bulkq_check(&r, &why), -1);
     fill_bulkq(&r, 0, EMD_BULKQ_NO_SLOT);
     r.queues = 5;
     assert_int_equal(emd_bulkq_check(&r, &why), -1);
-    fill_bulkq(&r, 4, 4);                                  /* slot beyond S */
+    fill_bulkq(&r, 4, 4); /* slot beyond S */
     assert_int_equal(emd_bulkq_check(&r, &why), -1);
     assert_non_null(strstr(why, "slot"));
     fill_bulkq(&r, 4, 0);
-    r.queues = 16;                                       /* not 1 + S*S */
+    r.queues = 16; /* not 1 + S*S */
     assert_int_equal(emd_bulkq_check(&r, &why), -1);
     fill_bulkq(&r, EMD_BULKQ_SLOTS_MAX + 1, 0);
     assert_int_equal(emd_bulkq_check(&r, &why), -1);
@@ -331,7 +337,7 @@ static void test_bulkq_check(void **st)
         assert_int_equal(emd_bulkq_check(&r, &why), -1);
     }
     fill_bulkq(&r, 2, 0);
-    memset(r.prefix, 'a', sizeof r.prefix);              /* unterminated */
+    memset(r.prefix, 'a', sizeof r.prefix); /* unterminated */
     assert_int_equal(emd_bulkq_check(&r, &why), -1);
     fill_bulkq(&r, 2, 0);
     memset(r.why, 'a', sizeof r.why);
@@ -339,7 +345,7 @@ static void test_bulkq_check(void **st)
     /* and it is part of the region check */
     uint64_t size;
     struct emd_shm_hdr *h = make_region(&size, 1492, 1u << 16, 32);
-    assert_int_equal(h->bulkq.slot, EMD_BULKQ_NO_SLOT);      /* a fresh region offers no bulk queue */
+    assert_int_equal(h->bulkq.slot, EMD_BULKQ_NO_SLOT); /* a fresh region offers no bulk queue */
     assert_int_equal(emd_shm_check(h, size, 0x1234, 5, &why), 0);
     fill_bulkq(&h->bulkq, 4, 1);
     assert_int_equal(emd_shm_check(h, size, 0x1234, 5, &why), 0);
@@ -364,15 +370,18 @@ static void test_addr(void **st)
     assert_int_equal(ep, 7);
     assert_int_equal(slots, 4);
     assert_int_equal(slot, 3);
-    assert_int_equal(emd_addr_decode(a, 10, mac, &ep, &slots, &slot), -1);   /* length */
+    assert_int_equal(emd_addr_decode(a, 10, mac, &ep, &slots, &slot), -1); /* length */
     uint8_t b[12];
-    struct { int at; uint8_t v; } bad[] = {
-        { 8, 2 },                      /* unknown format */
-        { 9, 4 },                      /* slot = S */
-        { 10, 0 },                     /* S = 0 */
+    struct {
+        int at;
+        uint8_t v;
+    } bad[] = {
+        { 8, 2 },  /* unknown format */
+        { 9, 4 },  /* slot = S */
+        { 10, 0 }, /* S = 0 */
         { 10, EMD_BULKQ_SLOTS_MAX + 1 },
-        { 11, 1 },                     /* reserved byte */
-        { 6, 0 },                      /* endpoint 0 (with [7] below) */
+        { 11, 1 }, /* reserved byte */
+        { 6, 0 },  /* endpoint 0 (with [7] below) */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         memcpy(b, a, 12);
@@ -381,7 +390,7 @@ static void test_addr(void **st)
             b[7] = 0;
         assert_int_equal(emd_addr_decode(b, 12, mac, &ep, &slots, &slot), -1);
     }
-    emd_addr_encode(a, MAC, 0, 0, 0);                    /* a direct-mode address */
+    emd_addr_encode(a, MAC, 0, 0, 0); /* a direct-mode address */
     assert_int_equal(emd_addr_decode(a, 8, mac, &ep, &slots, &slot), -1);
 }
 
@@ -389,12 +398,14 @@ static void test_addr(void **st)
 static void test_addr_udp(void **st)
 {
     (void)st;
-    static const uint8_t ID[6] = { 10, 77, 1, 2, 0x74, 0x15 };   /* 10.77.1.2:29717 */
+    static const uint8_t ID[6] = { 10, 77, 1, 2, 0x74, 0x15 }; /* 10.77.1.2:29717 */
     uint8_t a[16], id[6], mac[6];
     uint16_t ep, slots, slot;
     assert_int_equal(emd_addr_encode_udp(a, ID, 0x1234), EMD_ADDR_LEN_UDP);
-    static const uint8_t wire[12] = { 10, 77, 1, 2, 0x74, 0x15, 0x12, 0x34, EMD_ADDR_UDP_V1, 0, 0, 0 };
-    assert_memory_equal(a, wire, 12);                           /* the diagram, byte by byte */
+    static const uint8_t wire[12] = {
+        10, 77, 1, 2, 0x74, 0x15, 0x12, 0x34, EMD_ADDR_UDP_V1, 0, 0, 0
+    };
+    assert_memory_equal(a, wire, 12); /* the diagram, byte by byte */
     assert_int_equal(emd_addr_framing(a, 12, id, &ep), EMD_FRAMING_UDP);
     assert_memory_equal(id, ID, 6);
     assert_int_equal(ep, 0x1234);
@@ -402,16 +413,21 @@ static void test_addr_udp(void **st)
     assert_int_equal(emd_addr_decode(a, 12, mac, &ep, &slots, &slot), -1);
     /* L2 addresses are L2 */
     uint8_t l2[12];
-    assert_int_equal(emd_addr_framing(l2, emd_addr_encode(l2, MAC, 3, 0, 0), id, &ep), EMD_FRAMING_L2);
-    assert_int_equal(emd_addr_framing(l2, emd_addr_encode(l2, MAC, 3, 4, 1), id, &ep), EMD_FRAMING_L2);
+    assert_int_equal(emd_addr_framing(l2, emd_addr_encode(l2, MAC, 3, 0, 0), id, &ep),
+                     EMD_FRAMING_L2);
+    assert_int_equal(emd_addr_framing(l2, emd_addr_encode(l2, MAC, 3, 4, 1), id, &ep),
+                     EMD_FRAMING_L2);
     uint8_t b[12];
-    struct { int at; uint8_t v; } bad[] = {
-        { 8, 3 },                      /* unknown format */
-        { 9, 1 }, { 11, 1 },           /* reserved bytes */
-        { 6, 0 },                      /* endpoint 0 (with [7] below) */
-        { 0, 224 },                    /* multicast */
-        { 0, 0 },                      /* 0.77.1.2: with [1..3] below, 0.0.0.0 */
-        { 4, 0 },                      /* port 0 (with [5] below) */
+    struct {
+        int at;
+        uint8_t v;
+    } bad[] = {
+        { 8, 3 },              /* unknown format */
+        { 9, 1 },   { 11, 1 }, /* reserved bytes */
+        { 6, 0 },              /* endpoint 0 (with [7] below) */
+        { 0, 224 },            /* multicast */
+        { 0, 0 },              /* 0.77.1.2: with [1..3] below, 0.0.0.0 */
+        { 4, 0 },              /* port 0 (with [5] below) */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         memcpy(b, a, 12);
@@ -422,14 +438,16 @@ static void test_addr_udp(void **st)
             memset(b, 0, 4);
         assert_int_equal(emd_addr_framing(b, 12, id, &ep), -1);
     }
-    memset(b, 0xff, 4);                                          /* broadcast */
+    memset(b, 0xff, 4); /* broadcast */
     assert_int_equal(emd_addr_framing(b, 12, id, &ep), -1);
-    assert_int_equal(emd_addr_framing(a, 10, id, &ep), -1);      /* length */
+    assert_int_equal(emd_addr_framing(a, 10, id, &ep), -1); /* length */
     /* node ids a daemon sends to */
     assert_true(emd_node_unicast(EMD_FRAMING_UDP, ID));
-    static const uint8_t odd[6] = { 11, 0, 0, 1, 0x74, 0x15 };  /* an odd first byte is fine in udp */
+    static const uint8_t odd[6] = {
+        11, 0, 0, 1, 0x74, 0x15
+    }; /* an odd first byte is fine in udp */
     assert_true(emd_node_unicast(EMD_FRAMING_UDP, odd));
-    assert_false(emd_node_unicast(EMD_FRAMING_L2, odd));        /* ... a group MAC in L2 */
+    assert_false(emd_node_unicast(EMD_FRAMING_L2, odd)); /* ... a group MAC in L2 */
     assert_true(emd_node_unicast(EMD_FRAMING_L2, MAC));
 }
 
@@ -444,12 +462,19 @@ static void test_hello(void **st)
     assert_int_equal(kind, EMD_HELLO);
     assert_int_equal(slots, 4);
     assert_int_equal(queues, 17);
-    emd_hello_encode(b, EMD_HELLO_REPLY, 0, 1);          /* no bulk queues: one queue pair */
+    emd_hello_encode(b, EMD_HELLO_REPLY, 0, 1); /* no bulk queues: one queue pair */
     assert_int_equal(emd_hello_decode(b, 16, &kind, &slots, &queues), 0);
-    assert_int_equal(emd_hello_decode(b, 15, &kind, &slots, &queues), EMD_WIRE_SHORT);   /* short */
-    struct { int at; uint8_t v; } bad[] = {
-        { 0, 'X' }, { 4, EMD_VERSION + 1 }, { 5, 3 }, { 9, 2 } /* queues != 1 + S*S */,
-        { 7, EMD_BULKQ_SLOTS_MAX + 1 }, { 15, 1 },
+    assert_int_equal(emd_hello_decode(b, 15, &kind, &slots, &queues), EMD_WIRE_SHORT); /* short */
+    struct {
+        int at;
+        uint8_t v;
+    } bad[] = {
+        { 0, 'X' },
+        { 4, EMD_VERSION + 1 },
+        { 5, 3 },
+        { 9, 2 } /* queues != 1 + S*S */,
+        { 7, EMD_BULKQ_SLOTS_MAX + 1 },
+        { 15, 1 },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         emd_hello_encode(b, EMD_HELLO, 0, 1);
@@ -461,16 +486,11 @@ static void test_hello(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ctl_check),
-        cmocka_unit_test(test_region_check),
-        cmocka_unit_test(test_ring_slots),
-        cmocka_unit_test(test_ring_records),
-        cmocka_unit_test(test_fd_passing),
-        cmocka_unit_test(test_wire_shim),
-        cmocka_unit_test(test_bulkq_check),
-        cmocka_unit_test(test_addr),
-        cmocka_unit_test(test_addr_udp),
-        cmocka_unit_test(test_hello),
+        cmocka_unit_test(test_ctl_check),   cmocka_unit_test(test_region_check),
+        cmocka_unit_test(test_ring_slots),  cmocka_unit_test(test_ring_records),
+        cmocka_unit_test(test_fd_passing),  cmocka_unit_test(test_wire_shim),
+        cmocka_unit_test(test_bulkq_check), cmocka_unit_test(test_addr),
+        cmocka_unit_test(test_addr_udp),    cmocka_unit_test(test_hello),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

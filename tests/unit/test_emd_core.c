@@ -23,10 +23,10 @@
 #include "emd_abi/emd_ring.h"
 #include "proto/wire.h"
 
-#define MTU 1000u
+#define MTU      1000u
 #define PORT_MTU (MTU + EMD_WIRE_HDR_LEN)
-#define RX (1u << 16)
-#define SLOTS 16u
+#define RX       (1u << 16)
+#define SLOTS    16u
 
 static const uint8_t MAC[6] = { 2, 0xe7, 0, 0, 0, 1 };
 static const uint8_t NODE2[6] = { 2, 0xe7, 0, 0, 0, 2 };
@@ -47,8 +47,16 @@ struct cap {
 };
 static struct cap P;
 
-static em_pkt_t *c_alloc(em_link_t *l) { (void)l; return P.nfree ? P.free_[--P.nfree] : NULL; }
-static void c_free(em_link_t *l, em_pkt_t *p) { (void)l; P.free_[P.nfree++] = p; }
+static em_pkt_t *c_alloc(em_link_t *l)
+{
+    (void)l;
+    return P.nfree ? P.free_[--P.nfree] : NULL;
+}
+static void c_free(em_link_t *l, em_pkt_t *p)
+{
+    (void)l;
+    P.free_[P.nfree++] = p;
+}
 static unsigned c_burst(em_link_t *l, em_pkt_t **p, unsigned n)
 {
     for (unsigned k = 0; k < n; k++) {
@@ -68,8 +76,16 @@ static unsigned c_rx(em_link_t *l, em_pkt_t **p, unsigned max)
     P.nrx = 0;
     return n;
 }
-static void c_release(em_link_t *l, em_pkt_t **p, unsigned n) { for (unsigned i = 0; i < n; i++) c_free(l, p[i]); }
-static int c_flush(em_link_t *l) { (void)l; return 0; }
+static void c_release(em_link_t *l, em_pkt_t **p, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        c_free(l, p[i]);
+}
+static int c_flush(em_link_t *l)
+{
+    (void)l;
+    return 0;
+}
 static int c_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     (void)l;
@@ -78,14 +94,20 @@ static int c_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     return 0;
 }
 static void c_close(em_link_t *l) { (void)l; }
-static const em_link_ops_t OPS = { .name = "cap", .tx_alloc = c_alloc, .tx_burst = c_burst, .tx_free = c_free,
-                                   .rx_burst = c_rx, .rx_release = c_release, .flush = c_flush,
-                                   .set_peer = c_peer, .close = c_close };
+static const em_link_ops_t OPS = { .name = "cap",
+                                   .tx_alloc = c_alloc,
+                                   .tx_burst = c_burst,
+                                   .tx_free = c_free,
+                                   .rx_burst = c_rx,
+                                   .rx_release = c_release,
+                                   .flush = c_flush,
+                                   .set_peer = c_peer,
+                                   .close = c_close };
 
 static emd_core_t C;
 static struct emd_shm_hdr *R[2];
 static uint64_t SZ;
-static emd_ring_t T[2];               /* the clients' ends of their tx rings */
+static emd_ring_t T[2]; /* the clients' ends of their tx rings */
 
 static void setup(uint32_t max_nodes)
 {
@@ -104,9 +126,10 @@ static void setup(uint32_t max_nodes)
         R[k] = aligned_alloc(64, (SZ + 63) & ~63ull);
         memset(R[k], 0, SZ);
         emd_shm_init(R[k], SZ, MTU, RX, SLOTS, 7, (uint16_t)(10 + k), MAC);
-        assert_int_equal(emd_core_attach(&C, k, 50 + (int)k, R[k], SZ, RX, SLOTS, (uint16_t)(10 + k),
-                                         100 + k, 0, EMD_BULKQ_NO_SLOT), 0);
-        emd_ring_init_tx(&T[k], R[k]);      /* the client's end of its tx ring */
+        assert_int_equal(emd_core_attach(&C, k, 50 + (int)k, R[k], SZ, RX, SLOTS,
+                                         (uint16_t)(10 + k), 100 + k, 0, EMD_BULKQ_NO_SLOT),
+                         0);
+        emd_ring_init_tx(&T[k], R[k]); /* the client's end of its tx ring */
     }
 }
 
@@ -138,7 +161,9 @@ static void port_frame(uint16_t dst, const em_hdr_t *h, const char *payload)
     size_t n = em_hdr_encode(h, p->data + EMD_WIRE_HDR_LEN);
     memcpy(p->data + EMD_WIRE_HDR_LEN + n, payload, h->len);
     emd_shim_t sh = { .cls = h->type == EM_PT_PUT ? EMD_CLS_BULK : EMD_CLS_DATA,
-                      .len = (uint16_t)(n + h->len), .dst = dst, .src = 77 };
+                      .len = (uint16_t)(n + h->len),
+                      .dst = dst,
+                      .src = 77 };
     memcpy(sh.src_mac, NODE2, 6);
     emd_wire_encode(p->data, &sh);
     p->len = (uint32_t)(EMD_WIRE_HDR_LEN + n + h->len);
@@ -149,7 +174,9 @@ static void port_frame(uint16_t dst, const em_hdr_t *h, const char *payload)
 static em_hdr_t dat(uint64_t key, uint32_t seq, const char *s)
 {
     uint16_t n = (uint16_t)strlen(s);
-    em_hdr_t h = { .type = EM_PT_DATA, .src = 2, .dst = 1, .seq = seq, .len = n, .msg_len = n, .frag_cnt = 1 };
+    em_hdr_t h = {
+        .type = EM_PT_DATA, .src = 2, .dst = 1, .seq = seq, .len = n, .msg_len = n, .frag_cnt = 1
+    };
     h.job_key = key;
     return h;
 }
@@ -181,17 +208,17 @@ static void test_impossible_indices_doom(void **st)
 {
     (void)st;
     setup(8);
-    atomic_store(&R[0]->tx.tail, SLOTS + 1);           /* more than the ring ahead */
+    atomic_store(&R[0]->tx.tail, SLOTS + 1); /* more than the ring ahead */
     assert_int_equal(emd_core_drain(&C, 0), 0);
     assert_int_equal(emd_core_take_doomed(&C), 0);
     assert_non_null(strstr(C.cl[0].doomed, "tx.tail"));
-    atomic_store(&R[1]->rx.head, 4096);                 /* ahead of the daemon's tail */
+    atomic_store(&R[1]->rx.head, 4096); /* ahead of the daemon's tail */
     em_hdr_t h = dat(9, 0, "x");
     h.dst = 1;
     port_frame(11, &h, "x");
     assert_non_null(C.cl[1].doomed);
     assert_non_null(strstr(C.cl[1].doomed, "rx.head"));
-    assert_int_equal(atomic_load(&R[1]->rx.tail), 0);   /* nothing written */
+    assert_int_equal(atomic_load(&R[1]->rx.tail), 0); /* nothing written */
     teardown();
 }
 
@@ -201,20 +228,43 @@ static void test_eager_acks_only_registered_and_checked(void **st)
     setup(8);
     const uint64_t RXK = 0x1111222233334444ull & 0xffffffffu, TXK = 0x55667788u;
     /* not registered: delivered, never acknowledged (no ISN assumed) */
-    port_frame(10, &(em_hdr_t){ .type = EM_PT_DATA, .job_key = (uint32_t)RXK, .src = 2, .dst = 1, .seq = 0,
-                                .len = 1, .msg_len = 1, .frag_cnt = 1 }, "a");
+    port_frame(10,
+               &(em_hdr_t){ .type = EM_PT_DATA,
+                            .job_key = (uint32_t)RXK,
+                            .src = 2,
+                            .dst = 1,
+                            .seq = 0,
+                            .len = 1,
+                            .msg_len = 1,
+                            .frag_cnt = 1 },
+               "a");
     assert_int_equal(P.nsent, 0);
     assert_int_equal(atomic_load(&R[0]->st.rx_delivered), 1);
-    struct emd_ctl_flow f = { .rx_key = RXK, .tx_key = TXK, .rx_next = 0xfffffffeu, .tx_next = 0x1234,
-                              .frame_max = MTU, .self = 1, .peer = 2 };
+    struct emd_ctl_flow f = { .rx_key = RXK,
+                              .tx_key = TXK,
+                              .rx_next = 0xfffffffeu,
+                              .tx_next = 0x1234,
+                              .frame_max = MTU,
+                              .self = 1,
+                              .peer = 2 };
     const char *why;
     assert_int_equal(emd_core_add_flow(&C, 0, &f, &why), 0);
     /* in order, right key: delivered and acknowledged with the registered key */
-    port_frame(10, &(em_hdr_t){ .type = EM_PT_DATA, .job_key = (uint32_t)RXK, .src = 2, .dst = 1,
-                                .seq = 0xfffffffeu, .len = 1, .msg_len = 1, .frag_cnt = 1 }, "b");
+    port_frame(10,
+               &(em_hdr_t){ .type = EM_PT_DATA,
+                            .job_key = (uint32_t)RXK,
+                            .src = 2,
+                            .dst = 1,
+                            .seq = 0xfffffffeu,
+                            .len = 1,
+                            .msg_len = 1,
+                            .frag_cnt = 1 },
+               "b");
     assert_int_equal(P.nsent, 1);
     em_hdr_t a;
-    assert_int_equal(em_hdr_decode(P.sent[0] + EMD_WIRE_HDR_LEN, P.sent_len[0] - EMD_WIRE_HDR_LEN, &a), EM_DEC_OK);
+    assert_int_equal(
+        em_hdr_decode(P.sent[0] + EMD_WIRE_HDR_LEN, P.sent_len[0] - EMD_WIRE_HDR_LEN, &a),
+        EM_DEC_OK);
     assert_int_equal(a.type, EM_PT_ACK);
     assert_true((uint64_t)a.job_key == TXK);
     assert_int_equal(a.src, 1);
@@ -223,24 +273,58 @@ static void test_eager_acks_only_registered_and_checked(void **st)
     assert_int_equal(a.seq, 0x1234);
     assert_memory_equal(P.peer_mac[P.sent_peer[0]], NODE2, 6);
     /* wrong key: delivered (the rank refuses it), not acknowledged */
-    port_frame(10, &(em_hdr_t){ .type = EM_PT_DATA, .job_key = 0xbad, .src = 2, .dst = 1,
-                                .seq = 0xffffffffu, .len = 1, .msg_len = 1, .frag_cnt = 1 }, "c");
+    port_frame(10,
+               &(em_hdr_t){ .type = EM_PT_DATA,
+                            .job_key = 0xbad,
+                            .src = 2,
+                            .dst = 1,
+                            .seq = 0xffffffffu,
+                            .len = 1,
+                            .msg_len = 1,
+                            .frag_cnt = 1 },
+               "c");
     assert_int_equal(P.nsent, 1);
     /* a message length the rank refuses: not acknowledged */
-    port_frame(10, &(em_hdr_t){ .type = EM_PT_DATA, .job_key = (uint32_t)RXK, .src = 2, .dst = 1,
-                                .seq = 0xffffffffu, .len = 1, .msg_len = 5000, .frag_cnt = 2 }, "d");
+    port_frame(10,
+               &(em_hdr_t){ .type = EM_PT_DATA,
+                            .job_key = (uint32_t)RXK,
+                            .src = 2,
+                            .dst = 1,
+                            .seq = 0xffffffffu,
+                            .len = 1,
+                            .msg_len = 5000,
+                            .frag_cnt = 2 },
+               "d");
     assert_int_equal(P.nsent, 1);
     assert_int_equal(C.ack_refused, 2);
     /* the next in order (across the wrap) is */
-    port_frame(10, &(em_hdr_t){ .type = EM_PT_DATA, .job_key = (uint32_t)RXK, .src = 2, .dst = 1,
-                                .seq = 0xffffffffu, .len = 1, .msg_len = 1, .frag_cnt = 1 }, "e");
+    port_frame(10,
+               &(em_hdr_t){ .type = EM_PT_DATA,
+                            .job_key = (uint32_t)RXK,
+                            .src = 2,
+                            .dst = 1,
+                            .seq = 0xffffffffu,
+                            .len = 1,
+                            .msg_len = 1,
+                            .frag_cnt = 1 },
+               "e");
     assert_int_equal(P.nsent, 2);
-    assert_int_equal(em_hdr_decode(P.sent[1] + EMD_WIRE_HDR_LEN, P.sent_len[1] - EMD_WIRE_HDR_LEN, &a), EM_DEC_OK);
+    assert_int_equal(
+        em_hdr_decode(P.sent[1] + EMD_WIRE_HDR_LEN, P.sent_len[1] - EMD_WIRE_HDR_LEN, &a),
+        EM_DEC_OK);
     assert_int_equal(a.ack, 0);
     /* a duplicate: dropped, acknowledged again */
     uint64_t before = atomic_load(&R[0]->st.rx_delivered);
-    port_frame(10, &(em_hdr_t){ .type = EM_PT_DATA, .job_key = (uint32_t)RXK, .src = 2, .dst = 1,
-                                .seq = 0xfffffffeu, .len = 1, .msg_len = 1, .frag_cnt = 1 }, "b");
+    port_frame(10,
+               &(em_hdr_t){ .type = EM_PT_DATA,
+                            .job_key = (uint32_t)RXK,
+                            .src = 2,
+                            .dst = 1,
+                            .seq = 0xfffffffeu,
+                            .len = 1,
+                            .msg_len = 1,
+                            .frag_cnt = 1 },
+               "b");
     assert_int_equal(atomic_load(&R[0]->st.rx_delivered), before);
     assert_int_equal(P.nsent, 3);
     /* the client's own frames move the flow (its ACK) and the seq it says */
@@ -250,10 +334,19 @@ static void test_eager_acks_only_registered_and_checked(void **st)
     em_hdr_encode(&out, b);
     tx(0, NODE2, 77, b, EM_HDR_LEN);
     emd_core_drain(&C, 0);
-    port_frame(10, &(em_hdr_t){ .type = EM_PT_DATA, .job_key = (uint32_t)RXK, .src = 2, .dst = 1,
-                                .seq = 5, .len = 1, .msg_len = 1, .frag_cnt = 1 }, "f");
+    port_frame(10,
+               &(em_hdr_t){ .type = EM_PT_DATA,
+                            .job_key = (uint32_t)RXK,
+                            .src = 2,
+                            .dst = 1,
+                            .seq = 5,
+                            .len = 1,
+                            .msg_len = 1,
+                            .frag_cnt = 1 },
+               "f");
     assert_int_equal(em_hdr_decode(P.sent[P.nsent - 1] + EMD_WIRE_HDR_LEN,
-                                   P.sent_len[P.nsent - 1] - EMD_WIRE_HDR_LEN, &a), EM_DEC_OK);
+                                   P.sent_len[P.nsent - 1] - EMD_WIRE_HDR_LEN, &a),
+                     EM_DEC_OK);
     assert_int_equal(a.type, EM_PT_ACK);
     assert_int_equal(a.ack, 6);
     assert_int_equal(a.seq, 0x2000);
@@ -276,7 +369,7 @@ static void test_node_table_ages_and_refuses_broadcast(void **st)
     emd_core_drain(&C, 0);
     assert_int_equal(P.nsent, 2);
     assert_int_equal(C.nodes_full, 1);
-    C.now_ns += 2000000000ull;                          /* both idle for 2 s */
+    C.now_ns += 2000000000ull; /* both idle for 2 s */
     tx(0, m, 5, (const uint8_t *)"x", 1);
     emd_core_drain(&C, 0);
     assert_int_equal(P.nsent, 3);
@@ -296,7 +389,9 @@ static void hello(uint16_t slots, uint8_t last)
     uint8_t smac[6];
     memcpy(smac, NODE2, 6);
     smac[5] = last;
-    emd_shim_t sh = { .cls = EMD_CLS_CTRL, .len = (uint16_t)sizeof(struct emd_hello), .dst = EMD_EP_CONTROL };
+    emd_shim_t sh = { .cls = EMD_CLS_CTRL,
+                      .len = (uint16_t)sizeof(struct emd_hello),
+                      .dst = EMD_EP_CONTROL };
     memcpy(sh.src_mac, smac, 6);
     emd_wire_encode(p->data, &sh);
     emd_hello_encode(p->data + EMD_WIRE_HDR_LEN, EMD_HELLO_REPLY, slots,
@@ -311,11 +406,11 @@ static void test_forged_hello_does_not_decide(void **st)
     (void)st;
     setup(8);
     C.bulk_slots = 4;
-    hello(7, 0x66);                                      /* forged, first */
+    hello(7, 0x66); /* forged, first */
     assert_int_equal(C.peer_queues, 50);
-    hello(4, 2);                                         /* the real one */
+    hello(4, 2); /* the real one */
     assert_int_equal(C.peer_queues, 17);
-    hello(7, 0x66);                                      /* counted, changes nothing */
+    hello(7, 0x66); /* counted, changes nothing */
     assert_int_equal(C.peer_queues, 17);
     assert_int_equal(C.hello_conflict, 1);
     teardown();

@@ -38,17 +38,17 @@
 #include "link/link_emd.h"
 #include "link/link_sim.h"
 
-#define CMTU 1500u                          /* a client's frame */
-#define PMTU (CMTU + EMD_WIRE_HDR_LEN)      /* the port's */
-#define RXSZ (1u << 18)
+#define CMTU  1500u                     /* a client's frame */
+#define PMTU  (CMTU + EMD_WIRE_HDR_LEN) /* the port's */
+#define RXSZ  (1u << 18)
 #define SLOTS 64u
 
 static const uint8_t MACS[2][6] = { { 2, 0xe7, 0, 0, 0, 1 }, { 2, 0xe7, 0, 0, 0, 2 } };
 /* udp framing: 11.0.0.1:29717 and 11.0.1.2:29717 */
 static const uint8_t IPS[2][6] = { { 11, 0, 0, 1, 0x74, 0x15 }, { 11, 0, 1, 2, 0x74, 0x15 } };
-static int UDP;                            /* the world runs udp framing */
-static em_link_addr_t LAST_BLOB[2];        /* what each daemon last gave its port's set_peer */
-static unsigned UNREACH_ASKED;             /* set_peer calls for a node the port cannot reach */
+static int UDP;                     /* the world runs udp framing */
+static em_link_addr_t LAST_BLOB[2]; /* what each daemon last gave its port's set_peer */
+static unsigned UNREACH_ASKED;      /* set_peer calls for a node the port cannot reach */
 
 /* ------------------------------------------------------------ port -- */
 
@@ -70,20 +70,28 @@ static unsigned p_burst(em_link_t *l, em_pkt_t **p, unsigned n)
         p[i]->peer = pt->node_of[p[i]->peer];
     return em_link_tx_burst(pt->sim, p, n);
 }
-static unsigned p_rx(em_link_t *l, em_pkt_t **p, unsigned max) { return em_link_rx_burst(((struct port *)l)->sim, p, max); }
-static void p_release(em_link_t *l, em_pkt_t **p, unsigned n) { em_link_rx_release(((struct port *)l)->sim, p, n); }
+static unsigned p_rx(em_link_t *l, em_pkt_t **p, unsigned max)
+{
+    return em_link_rx_burst(((struct port *)l)->sim, p, max);
+}
+static void p_release(em_link_t *l, em_pkt_t **p, unsigned n)
+{
+    em_link_rx_release(((struct port *)l)->sim, p, n);
+}
 static int p_flush(em_link_t *l) { return em_link_flush(((struct port *)l)->sim); }
 static int p_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     struct port *pt = (struct port *)l;
     LAST_BLOB[pt->node] = *a;
     unsigned node;
-    if (UDP) {        /* link_dpdk's udp blob: MAC (any: ff), queue 0, IPv4, port */
+    if (UDP) { /* link_dpdk's udp blob: MAC (any: ff), queue 0, IPv4, port */
         static const uint8_t head[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0 };
         if (a->len != 14 || peer >= 16 || memcmp(a->bytes, head, 8) != 0)
             return -1;
-        node = memcmp(a->bytes + 8, IPS[0], 6) == 0 ? 0 : memcmp(a->bytes + 8, IPS[1], 6) == 0 ? 1 : 2;
-        UNREACH_ASKED += node == 2;   /* no route to it (link_dpdk's next-hop lookup would fail) */
+        node = memcmp(a->bytes + 8, IPS[0], 6) == 0   ? 0
+               : memcmp(a->bytes + 8, IPS[1], 6) == 0 ? 1
+                                                      : 2;
+        UNREACH_ASKED += node == 2; /* no route to it (link_dpdk's next-hop lookup would fail) */
     } else if (a->len != 8 || peer >= 16) {
         return -1;
     } else {
@@ -97,18 +105,25 @@ static int p_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 }
 static void p_close(em_link_t *l) { (void)l; }
 static const em_link_ops_t PORT_OPS = {
-    .name = "port", .tx_alloc = p_alloc, .tx_burst = p_burst, .tx_free = p_free, .rx_burst = p_rx,
-    .rx_release = p_release, .flush = p_flush, .set_peer = p_peer, .close = p_close,
+    .name = "port",
+    .tx_alloc = p_alloc,
+    .tx_burst = p_burst,
+    .tx_free = p_free,
+    .rx_burst = p_rx,
+    .rx_release = p_release,
+    .flush = p_flush,
+    .set_peer = p_peer,
+    .close = p_close,
 };
 
 /* ------------------------------------------------------------ world -- */
 
 struct client {
-    unsigned node, idx;                    /* its daemon, its client index there */
+    unsigned node, idx; /* its daemon, its client index there */
     struct emd_shm_hdr *region;
     uint64_t size;
     em_link_t *link;
-    em_link_ops_t ops;                     /* link_emd's, with set_flow to the daemon */
+    em_link_ops_t ops; /* link_emd's, with set_flow to the daemon */
     em_engine_t *eng;
     unsigned got, bad, done;
     uint32_t next_len;
@@ -117,7 +132,7 @@ struct client {
 static em_sim_t *SIM;
 static struct port PORT[2];
 static emd_core_t D[2];
-static struct client CL[3];                /* 0, 1 on node 0; 2 on node 1 */
+static struct client CL[3]; /* 0, 1 on node 0; 2 on node 1 */
 
 /* set_flow as the control socket would carry it (link_emd's EMD_CTL_FLOW) */
 static int to_daemon(em_link_t *l, uint16_t peer, const em_link_flow_t *f)
@@ -125,9 +140,13 @@ static int to_daemon(em_link_t *l, uint16_t peer, const em_link_flow_t *f)
     (void)peer;
     for (unsigned k = 0; k < 3; k++)
         if (CL[k].link == l) {
-            struct emd_ctl_flow m = { .rx_key = f->rx_key, .tx_key = f->tx_key, .rx_next = f->rx_next,
-                                      .tx_next = f->tx_next, .frame_max = f->frame_max,
-                                      .self = f->self, .peer = f->peer };
+            struct emd_ctl_flow m = { .rx_key = f->rx_key,
+                                      .tx_key = f->tx_key,
+                                      .rx_next = f->rx_next,
+                                      .tx_next = f->tx_next,
+                                      .frame_max = f->frame_max,
+                                      .self = f->self,
+                                      .peer = f->peer };
             const char *why;
             return emd_core_add_flow(&D[CL[k].node], CL[k].idx, &m, &why);
         }
@@ -168,8 +187,9 @@ static void client(unsigned k, unsigned node, unsigned idx, uint16_t ep)
     emd_shm_init(c->region, c->size, CMTU, RXSZ, SLOTS, 99, ep, UDP ? IPS[node] : MACS[node]);
     c->region->flags |= EMD_SHM_F_DAEMON_ACKS | (UDP ? EMD_SHM_F_UDP : 0);
     atomic_store(&c->region->heartbeat_ns, 0);
-    assert_int_equal(emd_core_attach(&D[node], idx, 100 + (int)k, c->region, c->size, RXSZ, SLOTS, ep,
-                                     1, 0, EMD_BULKQ_NO_SLOT), 0);
+    assert_int_equal(emd_core_attach(&D[node], idx, 100 + (int)k, c->region, c->size, RXSZ, SLOTS,
+                                     ep, 1, 0, EMD_BULKQ_NO_SLOT),
+                     0);
     char err[256];
     em_emd_cfg_t cfg = { .framing = UDP ? EMD_FRAMING_UDP : EMD_FRAMING_L2 };
     c->link = em_link_emd_from_region(c->region, c->size, 99, ep, &cfg, err, sizeof err);
@@ -209,13 +229,15 @@ static void world_lossy(double loss, double dup)
     sc.ns_per_kb = 0;
     sc.loss = loss;
     sc.dup = dup;
-    SIM = em_sim_create(3, &sc);                 /* node 2: a forger on the wire */
+    SIM = em_sim_create(3, &sc); /* node 2: a forger on the wire */
     assert_non_null(SIM);
     for (unsigned n = 0; n < 2; n++) {
-        PORT[n] = (struct port){ .link = { .ops = &PORT_OPS, .mtu = PMTU }, .sim = em_sim_link(SIM, n),
+        PORT[n] = (struct port){ .link = { .ops = &PORT_OPS, .mtu = PMTU },
+                                 .sim = em_sim_link(SIM, n),
                                  .node = n };
         memset(&D[n], 0, sizeof D[n]);
-        assert_int_equal(emd_core_init(&D[n], &PORT[n].link, UDP ? IPS[n] : MACS[n], CMTU, 2, 16, 16, 1), 0);
+        assert_int_equal(
+            emd_core_init(&D[n], &PORT[n].link, UDP ? IPS[n] : MACS[n], CMTU, 2, 16, 16, 1), 0);
         D[n].framing = UDP ? EMD_FRAMING_UDP : EMD_FRAMING_L2;
     }
     client(0, 0, 0, 10);
@@ -263,7 +285,8 @@ static void send_msgs(unsigned a, unsigned b, unsigned n)
     for (unsigned m = 0; m < n; m++) {
         for (uint32_t i = 0; i < len; i++)
             buf[m][i] = byte_at(m, i);
-        assert_int_equal(em_engine_send(CL[a].eng, &op[m], (uint16_t)b, (uint8_t)m, buf[m], len, NULL), 0);
+        assert_int_equal(
+            em_engine_send(CL[a].eng, &op[m], (uint16_t)b, (uint8_t)m, buf[m], len, NULL), 0);
         len = len * 3 + 1 > 6000 ? 1 : len * 3 + 1;
     }
     uint64_t t0 = em_now_ns();
@@ -281,14 +304,14 @@ static void test_across_with_eager_acks_and_wrapping_isns(void **st)
     /* ISNs 6 and 3 short of the wrap: a daemon assuming 0 would take the
      * first frames for duplicates 6 behind and drop them */
     pair(0, 2, 0xfffffffau, 0xfffffffdu);
-    assert_int_equal(D[1].cl[0].nflows, 1);     /* the receiver registered its flow */
+    assert_int_equal(D[1].cl[0].nflows, 1); /* the receiver registered its flow */
     assert_int_equal(D[0].cl[0].nflows, 1);
     send_msgs(0, 2, 24);
-    assert_true(D[1].acks > 0);                 /* node 1's daemon acknowledged for client 2 */
+    assert_true(D[1].acks > 0); /* node 1's daemon acknowledged for client 2 */
     assert_int_equal(D[1].ack_refused, 0);
     assert_int_equal(D[1].rx_bad + D[1].rx_no_ep + D[1].rx_ring_full, 0);
     assert_int_equal(D[0].tx_frames > 0, 1);
-    assert_int_equal(D[0].put_frames + D[1].put_frames, 0);   /* messages are not bulk */
+    assert_int_equal(D[0].put_frames + D[1].put_frames, 0); /* messages are not bulk */
     /* a put: its frames are bulk by class, counted at both daemons */
     static uint8_t target[8192], src[5000];
     for (size_t i = 0; i < sizeof src; i++)
@@ -303,12 +326,12 @@ static void test_across_with_eager_acks_and_wrapping_isns(void **st)
         round_();
     assert_int_equal(CL[0].done, done0 + 1);
     assert_memory_equal(target + 100, src, sizeof src);
-    unsigned frames = (unsigned)((sizeof src + CMTU - 73) / (CMTU - 72));   /* 48 + 24 header bytes */
+    unsigned frames = (unsigned)((sizeof src + CMTU - 73) / (CMTU - 72)); /* 48 + 24 header bytes */
     assert_int_equal(D[0].put_frames, frames);
     assert_int_equal(D[1].put_frames, frames);
     em_emd_stats_t es;
     em_link_emd_stats(CL[2].link, &es);
-    assert_int_equal(es.put_rx_daemon, frames);  /* the class reached the receiving link too */
+    assert_int_equal(es.put_rx_daemon, frames); /* the class reached the receiving link too */
     end_world();
 }
 
@@ -320,7 +343,7 @@ static void test_same_node_through_the_daemon(void **st)
     uint64_t wire = em_sim_stats(SIM)->sent;
     send_msgs(0, 1, 10);
     assert_true(D[0].local > 0);
-    assert_int_equal(em_sim_stats(SIM)->sent, wire);   /* nothing went on the wire */
+    assert_int_equal(em_sim_stats(SIM)->sent, wire); /* nothing went on the wire */
     end_world();
 }
 
@@ -361,15 +384,20 @@ static void test_hostile_port_frames(void **st)
     emd_shim_t ok = { .cls = EMD_CLS_DATA, .len = 48, .dst = 20, .src = 10 };
     memcpy(ok.src_mac, MACS[0], 6);
     uint8_t f[128];
-    struct { unsigned at; uint8_t v; uint32_t len; int no_ep; } bad[] = {
-        { 0, 0xE5, 64, 0 },                      /* a direct-mode frame (protocol magic) */
-        { 1, EMD_VERSION - 1, 64, 0 },           /* another version */
-        { 2, EMD_CLS_COUNT, 64, 0 },             /* unknown class */
-        { 3, 1, 64, 0 },                         /* reserved bits */
-        { 5, 200, 64, 0 },                       /* a length beyond the frame */
-        { 7, 0, 64, 0 },                         /* endpoint 0 */
-        { 0, EMD_WIRE_MAGIC, 10, 0 },            /* shorter than the shim */
-        { 7, 99, 64, 1 },                        /* nobody's endpoint */
+    struct {
+        unsigned at;
+        uint8_t v;
+        uint32_t len;
+        int no_ep;
+    } bad[] = {
+        { 0, 0xE5, 64, 0 },            /* a direct-mode frame (protocol magic) */
+        { 1, EMD_VERSION - 1, 64, 0 }, /* another version */
+        { 2, EMD_CLS_COUNT, 64, 0 },   /* unknown class */
+        { 3, 1, 64, 0 },               /* reserved bits */
+        { 5, 200, 64, 0 },             /* a length beyond the frame */
+        { 7, 0, 64, 0 },               /* endpoint 0 */
+        { 0, EMD_WIRE_MAGIC, 10, 0 },  /* shorter than the shim */
+        { 7, 99, 64, 1 },              /* nobody's endpoint */
     };
     uint64_t bad0 = D[1].rx_bad, noep0 = D[1].rx_no_ep;
     unsigned want_bad = 0, want_noep = 0;
@@ -399,7 +427,8 @@ static void test_hostile_port_frames(void **st)
     assert_null(D[1].cl[0].doomed);
     /* the job next to it runs as before */
     send_msgs(0, 2, 12);
-    assert_int_equal(em_engine_proto_stats(CL[2].eng)->drop_magic >= 1, 1);   /* the garbage, refused by the client */
+    assert_int_equal(em_engine_proto_stats(CL[2].eng)->drop_magic >= 1,
+                     1); /* the garbage, refused by the client */
     end_world();
 }
 
@@ -423,7 +452,7 @@ static void test_udp_framing_keys_by_ip_and_port(void **st)
     assert_memory_equal(D[0].nodes[0].mac, IPS[1], 6);
     assert_int_equal(LAST_BLOB[0].len, 14);
     assert_memory_equal(LAST_BLOB[0].bytes + 8, IPS[1], 6);
-    assert_int_equal(D[1].nnodes, 1);                /* its eager ACKs went back the same way */
+    assert_int_equal(D[1].nnodes, 1); /* its eager ACKs went back the same way */
     assert_memory_equal(D[1].nodes[0].mac, IPS[0], 6);
     assert_true(D[1].acks > 0);
     assert_int_equal(D[0].tx_bad_mac + D[1].rx_bad + D[1].rx_no_ep, 0);
@@ -431,7 +460,7 @@ static void test_udp_framing_keys_by_ip_and_port(void **st)
     pair(0, 1, 5u, 6u);
     uint64_t local0 = D[0].local;
     send_msgs(1, 0, 6);
-    assert_true(D[0].local >= local0 + 6);   /* (the wire may still carry the last exchange's ACKs) */
+    assert_true(D[0].local >= local0 + 6); /* (the wire may still carry the last exchange's ACKs) */
     /* an L2 peer address, or a udp one naming a multicast group, is refused */
     em_link_addr_t a = { 0 };
     a.len = emd_addr_encode(a.bytes, MACS[1], 20, 0, 0);
@@ -462,10 +491,10 @@ static void test_framing_mismatch_refused(void **st)
 {
     (void)st;
     UDP = 0;
-    world();                                          /* L2 daemons */
+    world(); /* L2 daemons */
     em_link_addr_t a = { 0 };
     a.len = emd_addr_encode_udp(a.bytes, IPS[1], 20);
-    assert_int_equal(em_link_set_peer(CL[0].link, 2, &a), -EINVAL);   /* a udp peer */
+    assert_int_equal(em_link_set_peer(CL[0].link, 2, &a), -EINVAL); /* a udp peer */
     /* a job asking udp of an L2 daemon, and the reverse: refused at attach, naming both */
     for (int daemon_udp = 0; daemon_udp < 2; daemon_udp++) {
         uint32_t ss;
@@ -480,7 +509,7 @@ static void test_framing_mismatch_refused(void **st)
         assert_null(em_link_emd_from_region(h, size, 99, 30, &cfg, err, sizeof err));
         assert_non_null(strstr(err, daemon_udp ? "btl_dpdk_framing l2" : "btl_dpdk_framing udp"));
         assert_non_null(strstr(err, daemon_udp ? "--framing udp" : "--framing l2"));
-        cfg.framing = daemon_udp ? EMD_FRAMING_UDP : EMD_FRAMING_L2;   /* matching: attaches */
+        cfg.framing = daemon_udp ? EMD_FRAMING_UDP : EMD_FRAMING_L2; /* matching: attaches */
         em_link_t *l = em_link_emd_from_region(h, size, 99, 30, &cfg, err, sizeof err);
         assert_non_null(l);
         assert_int_equal(l->local.len, daemon_udp ? EMD_ADDR_LEN_UDP : EMD_ADDR_LEN);

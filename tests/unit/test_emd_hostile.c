@@ -40,7 +40,6 @@
 #include "link/link_emd.h"
 #include "emd_harness.h"
 
-
 /* ------------------------------------------------------ raw attaching -- */
 
 /** Connect and attach by hand.  @return the socket (and *memfd, *size, *ep), or -1
@@ -57,7 +56,7 @@ static int raw_attach(int *memfd, uint64_t *size, uint16_t *ep, int *status)
     }
     struct emd_ctl_msg m;
     emd_ctl_init(&m, EMD_CTL_ATTACH_REQ);
-    m.pid = 1;                            /* a lie: the daemon uses SO_PEERCRED */
+    m.pid = 1; /* a lie: the daemon uses SO_PEERCRED */
     (void)send(fd, &m, sizeof m, MSG_NOSIGNAL);
     struct pollfd p = { .fd = fd, .events = POLLIN };
     *memfd = -1;
@@ -75,7 +74,6 @@ static int raw_attach(int *memfd, uint64_t *size, uint16_t *ep, int *status)
     *ep = m.endpoint;
     return fd;
 }
-
 
 /* ----------------------------------------------------------- hostile -- */
 
@@ -116,7 +114,7 @@ static int hostile(void)
     struct emd_shm_hdr *h = (struct emd_shm_hdr *)base;
     uint32_t tx_slots = h->tx_slots;
     emd_ring_t tx;
-    emd_ring_init_tx(&tx, h);                 /* the real layout, before the rewrite */
+    emd_ring_init_tx(&tx, h); /* the real layout, before the rewrite */
     uint8_t mac[6];
     memcpy(mac, h->mac, 6);
     /* C1: every layout field rewritten; frames sent to ourselves through the
@@ -188,7 +186,7 @@ static int hostile(void)
         close(fd4);
         usleep(100000);
         if (b4 != MAP_FAILED)
-            memset(b4, 0xff, size);          /* our mapping: harmless to the daemon */
+            memset(b4, 0xff, size); /* our mapping: harmless to the daemon */
     }
     fprintf(stderr, "hostile: %u WAKEs sent in 1 s; slots ran out after %d attaches\n", wakes, n);
     usleep(200000);
@@ -257,7 +255,7 @@ static int good_open(void)
         cfg.job_key = 0x600d;
         cfg.self = (uint16_t)k;
         cfg.npeers = 2;
-        cfg.isn = 0x7ffffff0u;            /* any ISN (the daemon is told, never assumes) */
+        cfg.isn = 0x7ffffff0u; /* any ISN (the daemon is told, never assumes) */
         cfg.frame_max = l[k]->mtu;
         int e;
         G.e[k] = em_engine_create(l[k], &cfg, &GOPS, NULL, &e);
@@ -297,8 +295,8 @@ static void good_run(unsigned min, pid_t hostile_pid)
                 size_t len = 4 + (seed * 997u) % 5000u;
                 fill(bufs[k][i], len, seed);
                 memcpy(bufs[k][i], &seed, 4);
-                if (em_engine_send(G.e[k], &ops[k][i], (uint16_t)(1 - k), (uint8_t)seed, bufs[k][i], len,
-                                   (void *)(intptr_t)k) != 0)
+                if (em_engine_send(G.e[k], &ops[k][i], (uint16_t)(1 - k), (uint8_t)seed, bufs[k][i],
+                                   len, (void *)(intptr_t)k) != 0)
                     break;
                 sent[k]++;
             }
@@ -311,7 +309,6 @@ static void good_run(unsigned min, pid_t hostile_pid)
 }
 
 /* -------------------------------------------------------------- main -- */
-
 
 /** An unprivileged user cannot attach through a socket an admin made 0666 by mistake. */
 static void unprivileged(void)
@@ -330,7 +327,8 @@ static void unprivileged(void)
     }
     int ws = 0;
     waitpid(p, &ws, 0);
-    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "uid 65534 attached, or was not refused by the rule (%d)", ws);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0,
+          "uid 65534 attached, or was not refused by the rule (%d)", ws);
     CHECK(log_has("refused", "uid 65534"), "no log line for the refused uid");
     chmod(sock, 0660);
     chmod(dir, 0700);
@@ -357,7 +355,8 @@ int main(int argc, char **argv)
     else
         waitpid(hp, &hostile_status, 0);
     int ws = hostile_status;
-    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "the hostile client's attempts were not all refused "
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0,
+          "the hostile client's attempts were not all refused "
           "(exit %d: 1 memfd not sealed, 2 real rings not used, 4 slots never ran out)",
           WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
     CHECK(sent_total >= 6000 && G.done == sent_total && G.failed == 0,
@@ -365,14 +364,16 @@ int main(int argc, char **argv)
           (unsigned long long)G.failed);
     CHECK(G.recv_ok == sent_total && G.recv_bad == 0, "good job: %llu messages right, %llu wrong",
           (unsigned long long)G.recv_ok, (unsigned long long)G.recv_bad);
-    fprintf(stderr, "good job: %u messages sent and checked while the hostile client worked\n", sent_total);
+    fprintf(stderr, "good job: %u messages sent and checked while the hostile client worked\n",
+            sent_total);
     if (emd_status == -1 && waitpid(emd, &emd_status, WNOHANG) == 0)
         emd_status = -1;
     CHECK(emd_status == -1, "emd died (%s %d)", WIFSIGNALED(emd_status) ? "signal" : "exit",
           WIFSIGNALED(emd_status) ? WTERMSIG(emd_status) : WEXITSTATUS(emd_status));
     char hpid[32];
     snprintf(hpid, sizeof hpid, "pid %d, uid 0", (int)hp);
-    CHECK(log_has("corrupt rx ring index", hpid), "no detach for the corrupt rx.head with pid and uid");
+    CHECK(log_has("corrupt rx ring index", hpid),
+          "no detach for the corrupt rx.head with pid and uid");
     CHECK(log_has("corrupt tx ring index", hpid), "no detach for the corrupt tx.tail");
     CHECK(log_has("detached: control message", hpid), "no detach for the garbage control message");
     CHECK(log_has("refused", "too many clients"), "no refusal when the slots ran out");

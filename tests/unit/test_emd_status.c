@@ -37,8 +37,6 @@
 #include "emd_abi/emd_ring.h"
 #include "emd_harness.h"
 
-
-
 static int connect_sock(void)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -86,7 +84,12 @@ static struct emd_ctl_status status(void)
     return s;
 }
 
-struct att { int fd; uint8_t *base; uint64_t size; uint16_t ep; };
+struct att {
+    int fd;
+    uint8_t *base;
+    uint64_t size;
+    uint16_t ep;
+};
 
 /** Attach by hand.  @return 0, or the daemon's ATTACH_ERR status (or -1). */
 static int raw_attach(struct att *a)
@@ -131,7 +134,6 @@ static void send_self(struct att *a)
     (void)send(a->fd, &w, sizeof w, MSG_NOSIGNAL);
 }
 
-
 /** Run @p cmd; @return its output (static), or "" */
 static const char *run(const char *cmd)
 {
@@ -155,20 +157,21 @@ static void malformed(void)
     uint32_t st = 0;
     uint8_t big[sizeof m + 16] = { 0 };
     emd_ctl_init(&m, EMD_CTL_STATUS_REQ);
-    ssize_t n = first_msg(&m, sizeof m - 1, &type, &st);           /* too short */
+    ssize_t n = first_msg(&m, sizeof m - 1, &type, &st); /* too short */
     CHECK(n == (ssize_t)sizeof m && type == EMD_CTL_ATTACH_ERR && st == EPROTO,
           "short STATUS_REQ: reply %zd bytes, type %u, status %u", n, type, st);
     memcpy(big, &m, sizeof m);
-    n = first_msg(big, sizeof big, &type, &st);                    /* too long */
+    n = first_msg(big, sizeof big, &type, &st); /* too long */
     CHECK(n == (ssize_t)sizeof m && type == EMD_CTL_ATTACH_ERR && st == EPROTO,
           "long STATUS_REQ: reply %zd bytes, type %u, status %u", n, type, st);
-    m.version = EMD_VERSION - 1;                                   /* old version */
+    m.version = EMD_VERSION - 1; /* old version */
     n = first_msg(&m, sizeof m, &type, &st);
     CHECK(n == (ssize_t)sizeof m && type == EMD_CTL_ATTACH_ERR && st == EPROTO,
           "STATUS_REQ of version %u: reply %zd bytes, type %u", EMD_VERSION - 1, n, type);
-    emd_ctl_init(&m, EMD_CTL_STATUS);                              /* a reply's type as a request */
+    emd_ctl_init(&m, EMD_CTL_STATUS); /* a reply's type as a request */
     n = first_msg(&m, sizeof m, &type, &st);
-    CHECK(n == (ssize_t)sizeof m && type == EMD_CTL_ATTACH_ERR, "STATUS as a request: reply %zd bytes", n);
+    CHECK(n == (ssize_t)sizeof m && type == EMD_CTL_ATTACH_ERR,
+          "STATUS as a request: reply %zd bytes", n);
     /* the daemon reads only the type: garbage after it is answered */
     emd_ctl_init(&m, EMD_CTL_STATUS_REQ);
     memset((uint8_t *)&m + 8, 0xEE, sizeof m - 8);
@@ -181,9 +184,11 @@ static void malformed(void)
           (unsigned long long)before.v[EMD_ST_refused_requests],
           (unsigned long long)after.v[EMD_ST_refused_requests]);
     CHECK(after.v[EMD_ST_clients] == before.v[EMD_ST_clients] &&
-          after.v[EMD_ST_detaches] == before.v[EMD_ST_detaches] && after.instance == before.instance,
+              after.v[EMD_ST_detaches] == before.v[EMD_ST_detaches] &&
+              after.instance == before.instance,
           "malformed requests changed the clients (%llu -> %llu attached)",
-          (unsigned long long)before.v[EMD_ST_clients], (unsigned long long)after.v[EMD_ST_clients]);
+          (unsigned long long)before.v[EMD_ST_clients],
+          (unsigned long long)after.v[EMD_ST_clients]);
     CHECK(after.v[EMD_ST_status_requests] == before.v[EMD_ST_status_requests] + 2,
           "status_requests %llu -> %llu (2 answered between)",
           (unsigned long long)before.v[EMD_ST_status_requests],
@@ -199,7 +204,8 @@ static void silent(void)
     char b[64];
     int closed = fd >= 0 && poll(&p, 1, 4000) > 0 && recv(fd, b, sizeof b, MSG_DONTWAIT) == 0;
     CHECK(closed, "a silent connection was not closed by the daemon within 4 s");
-    fprintf(stderr, "silent connection closed after %llu ms\n", (unsigned long long)(now_ms() - t0));
+    fprintf(stderr, "silent connection closed after %llu ms\n",
+            (unsigned long long)(now_ms() - t0));
     if (fd >= 0)
         close(fd);
 }
@@ -223,10 +229,12 @@ static void refused_user(void)
     waitpid(p, &ws, 0);
     chmod(sock, 0660);
     chmod(dir, 0700);
-    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "uid 65534 got the counters, or no reason (%d)", ws);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "uid 65534 got the counters, or no reason (%d)",
+          ws);
     struct emd_ctl_status after = status();
     CHECK(after.v[EMD_ST_refused_credentials] == before.v[EMD_ST_refused_credentials] + 1,
-          "refused_credentials %llu -> %llu", (unsigned long long)before.v[EMD_ST_refused_credentials],
+          "refused_credentials %llu -> %llu",
+          (unsigned long long)before.v[EMD_ST_refused_credentials],
           (unsigned long long)after.v[EMD_ST_refused_credentials]);
 }
 
@@ -236,15 +244,18 @@ static void printers(const char *emd, const char *info)
     char cmd[600];
     snprintf(cmd, sizeof cmd, "'%s' --status '%s' 2>&1", emd, sock);
     const char *out = run(cmd);
-    CHECK(strstr(out, "\nclients 2\n") && strstr(out, "\nattaches 2\n") && strstr(out, "\nlocal_frames "),
+    CHECK(strstr(out, "\nclients 2\n") && strstr(out, "\nattaches 2\n") &&
+              strstr(out, "\nlocal_frames "),
           "emd --status printed:\n%s", out);
     snprintf(cmd, sizeof cmd, "python3 '%s' --emd-socket '%s' --emd '%s' 2>&1", info, sock, emd);
     out = run(cmd);
     CHECK(strstr(out, "counters (emd --status):") && strstr(out, "status_requests") &&
-          strstr(out, "refused_requests"), "ethermpi-info printed:\n%s", out);
+              strstr(out, "refused_requests"),
+          "ethermpi-info printed:\n%s", out);
     snprintf(cmd, sizeof cmd, "'%s' --status '%s/none.sock' 2>&1; echo rc=$?", emd, dir);
     out = run(cmd);
-    CHECK(strstr(out, "cannot connect") && strstr(out, "rc=1"), "emd --status without a daemon:\n%s", out);
+    CHECK(strstr(out, "cannot connect") && strstr(out, "rc=1"),
+          "emd --status without a daemon:\n%s", out);
 }
 
 int main(int argc, char **argv)
@@ -259,15 +270,18 @@ int main(int argc, char **argv)
         return 1;
     struct emd_ctl_status s0 = status();
     CHECK(s0.count == EMD_ST_COUNT && s0.v[EMD_ST_clients] == 0 && s0.v[EMD_ST_attaches] == 0 &&
-          s0.v[EMD_ST_status_requests] == 1, "fresh daemon: count %u, %llu clients, %llu status requests",
-          s0.count, (unsigned long long)s0.v[EMD_ST_clients], (unsigned long long)s0.v[EMD_ST_status_requests]);
+              s0.v[EMD_ST_status_requests] == 1,
+          "fresh daemon: count %u, %llu clients, %llu status requests", s0.count,
+          (unsigned long long)s0.v[EMD_ST_clients],
+          (unsigned long long)s0.v[EMD_ST_status_requests]);
     /* both client slots taken: STATUS still answers, a third attach is refused */
     struct att a[3];
     CHECK(raw_attach(&a[0]) == 0 && raw_attach(&a[1]) == 0, "two attaches failed");
     int third = raw_attach(&a[2]);
     CHECK(third == EBUSY, "a third attach with --max-clients 2 was not refused busy (%d)", third);
     struct emd_ctl_status s1 = status();
-    CHECK(s1.v[EMD_ST_clients] == 2 && s1.v[EMD_ST_attaches] == 2 && s1.v[EMD_ST_refused_limits] == 1,
+    CHECK(s1.v[EMD_ST_clients] == 2 && s1.v[EMD_ST_attaches] == 2 &&
+              s1.v[EMD_ST_refused_limits] == 1,
           "after 2 attaches and a refusal: %llu clients, %llu attaches, %llu refused by limits",
           (unsigned long long)s1.v[EMD_ST_clients], (unsigned long long)s1.v[EMD_ST_attaches],
           (unsigned long long)s1.v[EMD_ST_refused_limits]);
@@ -283,7 +297,8 @@ int main(int argc, char **argv)
         }
         CHECK(s2.v[EMD_ST_local_frames] == s1.v[EMD_ST_local_frames] + 5,
               "local_frames %llu -> %llu after 5 frames to ourselves",
-              (unsigned long long)s1.v[EMD_ST_local_frames], (unsigned long long)s2.v[EMD_ST_local_frames]);
+              (unsigned long long)s1.v[EMD_ST_local_frames],
+              (unsigned long long)s2.v[EMD_ST_local_frames]);
     }
     malformed();
     silent();

@@ -30,7 +30,7 @@ struct side {
     size_t last_len;
     uint8_t last_tag;
     uint32_t sum;
-    const em_link_addr_t *resolve_to;  /* what s_resolve hands out (NULL: no address) */
+    const em_link_addr_t *resolve_to; /* what s_resolve hands out (NULL: no address) */
     unsigned nresolve;
 };
 
@@ -53,7 +53,10 @@ static void s_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t le
 static void s_complete(void *u, void *ctx, int status)
 {
     struct side *s = u;
-    if (status == 0) s->ncomplete++; else s->nfail++;
+    if (status == 0)
+        s->ncomplete++;
+    else
+        s->nfail++;
     s->last_status = status;
 }
 static const em_engine_ops_t OPS = { .recv = s_recv, .complete = s_complete };
@@ -64,7 +67,8 @@ static int s_resolve(void *u, uint16_t peer)
     s->nresolve++;
     return s->resolve_to ? em_engine_set_peer(s->e, peer, s->resolve_to) : -1;
 }
-static const em_engine_ops_t OPS_RESOLVE = { .recv = s_recv, .complete = s_complete,
+static const em_engine_ops_t OPS_RESOLVE = { .recv = s_recv,
+                                             .complete = s_complete,
                                              .resolve_peer = s_resolve };
 
 /* Two loopback UDP links of 1472-byte frames, sides cleared. */
@@ -88,7 +92,7 @@ static void open_pair_buf(struct side *a, struct side *b, uint32_t key, int sock
     c.job_key = key;
     c.npeers = 2;
     c.frame_max = 1472;
-    c.bind_source = 1;       /* a frame counts only from its peer's address */
+    c.bind_source = 1; /* a frame counts only from its peer's address */
     int e;
     c.self = 0;
     a->e = em_engine_create(a->l, &c, &OPS, a, &e);
@@ -100,10 +104,7 @@ static void open_pair_buf(struct side *a, struct side *b, uint32_t key, int sock
     assert_int_equal(em_engine_set_peer(b->e, 0, &a->l->local), 0);
 }
 
-static void open_pair(struct side *a, struct side *b, uint32_t key)
-{
-    open_pair_buf(a, b, key, 0);
-}
+static void open_pair(struct side *a, struct side *b, uint32_t key) { open_pair_buf(a, b, key, 0); }
 
 static void close_pair(struct side *a, struct side *b)
 {
@@ -114,14 +115,14 @@ static void close_pair(struct side *a, struct side *b)
 }
 
 /* progress both until cond or ~5 s */
-#define SPIN_UNTIL(a, b, cond)                                              \
-    do {                                                                    \
-        uint64_t t0 = em_now_ns();                                          \
-        while (!(cond) && em_now_ns() - t0 < 5000000000ull) {               \
-            em_engine_progress((a)->e);                                     \
-            em_engine_progress((b)->e);                                     \
-        }                                                                   \
-        assert_true(cond);                                                  \
+#define SPIN_UNTIL(a, b, cond)                                                                     \
+    do {                                                                                           \
+        uint64_t t0 = em_now_ns();                                                                 \
+        while (!(cond) && em_now_ns() - t0 < 5000000000ull) {                                      \
+            em_engine_progress((a)->e);                                                            \
+            em_engine_progress((b)->e);                                                            \
+        }                                                                                          \
+        assert_true(cond);                                                                         \
     } while (0)
 
 static void test_messages_every_size_class(void **st)
@@ -131,7 +132,8 @@ static void test_messages_every_size_class(void **st)
     static const size_t sizes[] = { 0, 1, 1427, 1428, 1429, 9000, 65536, 1 << 20, 4 << 20 };
     for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         uint8_t *buf = malloc(sizes[i] + 1);
-        for (size_t k = 0; k < sizes[i]; k++) buf[k] = (uint8_t)(k * 31 + i);
+        for (size_t k = 0; k < sizes[i]; k++)
+            buf[k] = (uint8_t)(k * 31 + i);
         em_proto_op_t op;
         unsigned want = b.nrecv + 1;
         assert_int_equal(em_engine_send(a.e, &op, 1, (uint8_t)i, buf, sizes[i], NULL), 0);
@@ -146,8 +148,13 @@ static void test_messages_every_size_class(void **st)
 
 /* A link that refuses most of every burst: takes at most one frame per
  * call, and none on every other call.  Wraps a real UDP link. */
-struct choppy { em_link_t link; em_link_t *inner; unsigned calls, violations;
-                em_pkt_t *refused[256]; unsigned nrefused; };
+struct choppy {
+    em_link_t link;
+    em_link_t *inner;
+    unsigned calls, violations;
+    em_pkt_t *refused[256];
+    unsigned nrefused;
+};
 static em_pkt_t *ch_alloc(em_link_t *l) { return em_link_tx_alloc(((struct choppy *)l)->inner); }
 static void ch_free(em_link_t *l, em_pkt_t *p) { em_link_tx_free(((struct choppy *)l)->inner, p); }
 static unsigned ch_burst(em_link_t *l, em_pkt_t **p, unsigned n)
@@ -166,14 +173,29 @@ static unsigned ch_burst(em_link_t *l, em_pkt_t **p, unsigned n)
         c->refused[c->nrefused++] = p[i];
     return take;
 }
-static unsigned ch_rx(em_link_t *l, em_pkt_t **p, unsigned m) { return em_link_rx_burst(((struct choppy *)l)->inner, p, m); }
-static void ch_rel(em_link_t *l, em_pkt_t **p, unsigned n) { em_link_rx_release(((struct choppy *)l)->inner, p, n); }
+static unsigned ch_rx(em_link_t *l, em_pkt_t **p, unsigned m)
+{
+    return em_link_rx_burst(((struct choppy *)l)->inner, p, m);
+}
+static void ch_rel(em_link_t *l, em_pkt_t **p, unsigned n)
+{
+    em_link_rx_release(((struct choppy *)l)->inner, p, n);
+}
 static int ch_flush(em_link_t *l) { return em_link_flush(((struct choppy *)l)->inner); }
-static int ch_peer(em_link_t *l, uint16_t i, const em_link_addr_t *a) { return em_link_set_peer(((struct choppy *)l)->inner, i, a); }
+static int ch_peer(em_link_t *l, uint16_t i, const em_link_addr_t *a)
+{
+    return em_link_set_peer(((struct choppy *)l)->inner, i, a);
+}
 static void ch_close(em_link_t *l) { em_link_close(((struct choppy *)l)->inner); }
 static const em_link_ops_t CHOPPY = {
-    .name = "choppy", .tx_alloc = ch_alloc, .tx_burst = ch_burst, .tx_free = ch_free,
-    .rx_burst = ch_rx, .rx_release = ch_rel, .flush = ch_flush, .set_peer = ch_peer,
+    .name = "choppy",
+    .tx_alloc = ch_alloc,
+    .tx_burst = ch_burst,
+    .tx_free = ch_free,
+    .rx_burst = ch_rx,
+    .rx_release = ch_rel,
+    .flush = ch_flush,
+    .set_peer = ch_peer,
     .close = ch_close,
 };
 
@@ -188,7 +210,10 @@ static void test_refused_gathered_frames_are_flattened(void **st)
     assert_true(ch.link.flags & EM_LINK_F_GATHER);
     em_proto_cfg_t c;
     em_proto_cfg_default(&c);
-    c.job_key = 14; c.npeers = 2; c.self = 0; c.frame_max = 1472;
+    c.job_key = 14;
+    c.npeers = 2;
+    c.self = 0;
+    c.frame_max = 1472;
     int e;
     a.e = em_engine_create(&ch.link, &c, &OPS, &a, &e);
     assert_non_null(a.e);
@@ -196,14 +221,15 @@ static void test_refused_gathered_frames_are_flattened(void **st)
 
     size_t n = 300000;
     uint8_t *buf = malloc(n);
-    for (size_t k = 0; k < n; k++) buf[k] = (uint8_t)(k * 7 + (k >> 11));
+    for (size_t k = 0; k < n; k++)
+        buf[k] = (uint8_t)(k * 7 + (k >> 11));
     em_proto_op_t op[3];
     for (int i = 0; i < 3; i++)
         assert_int_equal(em_engine_send(a.e, &op[i], 1, 9, buf, n, NULL), 0);
     SPIN_UNTIL(&a, &b, b.nrecv == 3 && a.ncomplete == 3);
     assert_int_equal(b.last_len, n);
     assert_int_equal(b.sum, checksum(buf, n));
-    assert_true(em_engine_stats(a.e)->tx_backpressure > 0);   /* the path ran */
+    assert_true(em_engine_stats(a.e)->tx_backpressure > 0); /* the path ran */
     assert_int_equal(ch.violations, 0);
     close_pair(&a, &b);
     free(buf);
@@ -215,7 +241,8 @@ static void test_put_lands_in_region(void **st)
     open_pair(&a, &b, 12);
     size_t n = 300000;
     uint8_t *dst = calloc(1, n + 64), *src = malloc(n);
-    for (size_t k = 0; k < n; k++) src[k] = (uint8_t)(k ^ (k >> 8));
+    for (size_t k = 0; k < n; k++)
+        src[k] = (uint8_t)(k ^ (k >> 8));
     em_region_handle_t h;
     assert_int_equal(em_engine_register(b.e, dst, n + 64, &h), 0);
     em_proto_op_t op;
@@ -223,7 +250,8 @@ static void test_put_lands_in_region(void **st)
     SPIN_UNTIL(&a, &b, a.ncomplete == 1);
     /* completion means placed: no further progress on b needed */
     assert_memory_equal(dst + 32, src, n);
-    for (int k = 0; k < 32; k++) assert_int_equal(dst[k], 0);
+    for (int k = 0; k < 32; k++)
+        assert_int_equal(dst[k], 0);
     assert_int_equal(em_engine_deregister(b.e, &h), 0);
     assert_int_equal(em_engine_deregister(b.e, &h), -EM_EINVAL);
     close_pair(&a, &b);
@@ -256,7 +284,8 @@ static void send_frame(struct side *b, struct side *via, const em_hdr_t *h, cons
     struct sockaddr_in sa = { .sin_family = AF_INET };
     memcpy(&sa.sin_addr.s_addr, b->l->local.bytes, 4);
     memcpy(&sa.sin_port, b->l->local.bytes + 4, 2);
-    assert_int_equal(sendto(fd, f, n + len, 0, (struct sockaddr *)&sa, sizeof sa), (ssize_t)(n + len));
+    assert_int_equal(sendto(fd, f, n + len, 0, (struct sockaddr *)&sa, sizeof sa),
+                     (ssize_t)(n + len));
     close(fd);
 }
 
@@ -264,9 +293,17 @@ static void send_frame(struct side *b, struct side *via, const em_hdr_t *h, cons
 static void forge(struct side *a, struct side *b, uint32_t job_key, uint32_t region, uint64_t key,
                   uint64_t off)
 {
-    em_hdr_t h = { .type = EM_PT_PUT, .job_key = job_key, .src = 0, .dst = 1,
-                   .len = 8, .msg_len = 8, .frag_cnt = 1, .region = region, .key = key,
-                   .offset = off, .seq = (uint32_t)em_engine_proto_stats(b->e)->rx_frames };
+    em_hdr_t h = { .type = EM_PT_PUT,
+                   .job_key = job_key,
+                   .src = 0,
+                   .dst = 1,
+                   .len = 8,
+                   .msg_len = 8,
+                   .frag_cnt = 1,
+                   .region = region,
+                   .key = key,
+                   .offset = off,
+                   .seq = (uint32_t)em_engine_proto_stats(b->e)->rx_frames };
     send_frame(b, a, &h, "FORGED!!", 8);
 }
 
@@ -279,13 +316,13 @@ static void test_forged_frames_dropped_and_counted(void **st)
     em_region_handle_t h;
     assert_int_equal(em_engine_register(b.e, region, sizeof region, &h), 0);
 
-    forge(&a, &b, 0xDEAD, h.id, h.key, 0);         /* another job */
+    forge(&a, &b, 0xDEAD, h.id, h.key, 0); /* another job */
     SPIN_UNTIL(&a, &b, em_engine_proto_stats(b.e)->drop_job_key == 1);
-    forge(&a, &b, 13, h.id, h.key ^ 1, 0);          /* bad region key */
+    forge(&a, &b, 13, h.id, h.key ^ 1, 0); /* bad region key */
     SPIN_UNTIL(&a, &b, em_engine_stats(b.e)->put_bad_key == 1);
-    forge(&a, &b, 13, h.id, h.key, 60);             /* 8 bytes at 60 of 64 */
+    forge(&a, &b, 13, h.id, h.key, 60); /* 8 bytes at 60 of 64 */
     SPIN_UNTIL(&a, &b, em_engine_stats(b.e)->put_out_of_bounds == 1);
-    forge(&a, &b, 13, h.id + 7, h.key, 0);          /* no such region */
+    forge(&a, &b, 13, h.id + 7, h.key, 0); /* no such region */
     SPIN_UNTIL(&a, &b, em_engine_stats(b.e)->put_bad_region == 1);
     for (size_t k = 0; k < sizeof region; k++)
         assert_int_equal(region[k], 0xAA);
@@ -300,8 +337,9 @@ static void test_stranger_frames_dropped(void **st)
 {
     struct side a, b;
     open_pair(&a, &b, 15);
-    em_hdr_t d = { .type = EM_PT_DATA, .job_key = 15, .src = 0, .dst = 1, .len = 5,
-                   .msg_len = 5, .frag_cnt = 1 };
+    em_hdr_t d = {
+        .type = EM_PT_DATA, .job_key = 15, .src = 0, .dst = 1, .len = 5, .msg_len = 5, .frag_cnt = 1
+    };
     send_frame(&b, NULL, &d, "evil!", 5);
     SPIN_UNTIL(&a, &b, em_engine_proto_stats(b.e)->drop_source == 1);
     assert_int_equal(b.nrecv, 0);
@@ -320,10 +358,11 @@ static void test_stranger_frames_dropped(void **st)
     /* a reassembly cut from a stranger's address fails: the message arrives whole */
     size_t n = 20000;
     uint8_t *buf = malloc(n);
-    for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)(i * 13);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (uint8_t)(i * 13);
     em_proto_op_t big;
     assert_int_equal(em_engine_send(a.e, &big, 1, 2, buf, n, NULL), 0);
-    for (uint32_t s = 0; s < 32; s++) {              /* single-frame "messages" at every seq */
+    for (uint32_t s = 0; s < 32; s++) { /* single-frame "messages" at every seq */
         d.seq = s;
         send_frame(&b, NULL, &d, "evil!", 5);
     }
@@ -375,7 +414,7 @@ static unsigned one_way_to_unnamed_peer(struct side *a, struct side *b, bool res
     assert_non_null(a->e);
     assert_non_null(b->e);
     b->resolve_to = &a->l->local;
-    assert_int_equal(em_engine_set_peer(a->e, 1, &b->l->local), 0);   /* a -> b only */
+    assert_int_equal(em_engine_set_peer(a->e, 1, &b->l->local), 0); /* a -> b only */
 
     em_proto_op_t *op = calloc(nmsg, sizeof *op);
     uint8_t msg[64] = { 1 };
@@ -401,7 +440,7 @@ static void test_receive_only_peer_acks_via_resolve(void **st)
     struct side a, b;
     assert_int_equal(one_way_to_unnamed_peer(&a, &b, true, 200), 200);
     assert_int_equal(b.nrecv, 200);
-    assert_int_equal(b.nresolve, 1);               /* asked once, then known */
+    assert_int_equal(b.nresolve, 1); /* asked once, then known */
 }
 
 static void test_receive_only_peer_without_resolver_stalls(void **st)
@@ -421,12 +460,12 @@ static void test_send_ready_follows_window_and_timer(void **st)
     uint8_t msg[64] = { 0 };
     em_proto_op_t op[40];
     assert_true(em_engine_send_ready(a.e, 1, sizeof msg));
-    for (int i = 0; i < 32; i++)                   /* default window: 32 frames */
+    for (int i = 0; i < 32; i++) /* default window: 32 frames */
         assert_int_equal(em_engine_send(a.e, &op[i], 1, 1, msg, sizeof msg, NULL), 0);
     assert_false(em_engine_send_ready(a.e, 1, sizeof msg));
     SPIN_UNTIL(&a, &b, a.ncomplete == 32);
     assert_true(em_engine_send_ready(a.e, 1, sizeof msg));
-    assert_false(em_engine_send_ready(a.e, 1, 40 * 1500));   /* more frames than the window */
+    assert_false(em_engine_send_ready(a.e, 1, 40 * 1500)); /* more frames than the window */
     assert_int_equal(em_engine_send(a.e, &op[32], 1, 1, msg, sizeof msg, NULL), 0);
     /* nobody polls: once the RTO (at most rto_max, 1 s) is overdue, no room */
     for (int ms = 0; ms < 1200 && em_engine_send_ready(a.e, 1, sizeof msg); ms++)
@@ -443,7 +482,7 @@ static void test_unknown_interface_is_a_clear_error(void **st)
     em_udp_cfg_t uc = { .iface = "nosuchif0" };
     assert_null(em_link_udp_open(&uc, err, sizeof err));
     assert_non_null(strstr(err, "nosuchif0"));
-    assert_non_null(strstr(err, "lo"));            /* lists what exists */
+    assert_non_null(strstr(err, "lo")); /* lists what exists */
 }
 
 int main(void)

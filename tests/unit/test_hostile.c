@@ -21,13 +21,13 @@
 struct cap {
     unsigned nf, nrecv, ncomplete, nresolve;
     int last_status;
-    em_hdr_t last;              /* last frame emitted */
+    em_hdr_t last; /* last frame emitted */
     uint16_t last_peer;
     size_t last_len;
     int put_rc;
-    em_proto_t *p;              /* for resolve */
-    int resolve_sets;           /* resolve: set the claimed peer (key KEY, ISNs 500/700) */
-    uint16_t resolve_src;       /* ... and say the frame came from here */
+    em_proto_t *p;        /* for resolve */
+    int resolve_sets;     /* resolve: set the claimed peer (key KEY, ISNs 500/700) */
+    uint16_t resolve_src; /* ... and say the frame came from here */
 };
 
 static int c_emit(void *u, uint16_t peer, const void *hdr, size_t hlen, const void *pl, size_t plen)
@@ -67,10 +67,17 @@ static uint16_t c_resolve(void *u, uint16_t peer)
     return c->resolve_src;
 }
 static const em_proto_ops_t OPS = {
-    .emit = c_emit, .recv = c_recv, .put = c_put, .complete = c_complete, .resolve = c_resolve,
+    .emit = c_emit,
+    .recv = c_recv,
+    .put = c_put,
+    .complete = c_complete,
+    .resolve = c_resolve,
 };
 
-struct fx { struct cap c; em_proto_t *p; };
+struct fx {
+    struct cap c;
+    em_proto_t *p;
+};
 
 static em_proto_t *mk(struct fx *x, uint16_t npeers, int need_set)
 {
@@ -96,8 +103,12 @@ static em_proto_t *mk(struct fx *x, uint16_t npeers, int need_set)
 static void feed(struct fx *x, em_hdr_t h, uint16_t from, uint64_t now)
 {
     static uint8_t b[EM_HDR_LEN + EM_PUT_EXT_LEN + 1000];
-    if (!h.job_key) h.job_key = KEY;
-    if (!h.src && !h.dst) { h.src = 1; h.dst = 0; }
+    if (!h.job_key)
+        h.job_key = KEY;
+    if (!h.src && !h.dst) {
+        h.src = 1;
+        h.dst = 0;
+    }
     size_t n = em_hdr_encode(&h, b);
     memset(b + n, 'z', h.len);
     em_proto_rx_from(x->p, b, n + h.len, from, now);
@@ -105,8 +116,13 @@ static void feed(struct fx *x, em_hdr_t h, uint16_t from, uint64_t now)
 
 static em_hdr_t data(uint32_t seq, uint16_t len, uint32_t msg_len, uint16_t no, uint16_t cnt)
 {
-    return (em_hdr_t){ .type = EM_PT_DATA, .seq = seq, .len = len, .msg_len = msg_len,
-                       .frag_no = no, .frag_cnt = cnt, .msg_id = 1 };
+    return (em_hdr_t){ .type = EM_PT_DATA,
+                       .seq = seq,
+                       .len = len,
+                       .msg_len = msg_len,
+                       .frag_no = no,
+                       .frag_cnt = cnt,
+                       .msg_id = 1 };
 }
 
 static const em_proto_stats_t *st(struct fx *x) { return em_proto_stats(x->p); }
@@ -117,18 +133,20 @@ static void test_correct_key_from_other_address_is_dropped(void **s)
 {
     struct fx x;
     mk(&x, 3, 0);
-    feed(&x, data(0, 5, 5, 0, 1), 2, 0);             /* claims 1, comes from 2's address */
+    feed(&x, data(0, 5, 5, 0, 1), 2, 0);              /* claims 1, comes from 2's address */
     feed(&x, data(0, 5, 5, 0, 1), EM_SRC_UNKNOWN, 0); /* from nobody we know */
     assert_int_equal(x.c.nrecv, 0);
     assert_int_equal(st(&x)->drop_source, 2);
-    assert_int_equal(x.c.nresolve, 2);               /* asked once per frame, no more */
-    feed(&x, data(0, 5, 5, 0, 1), 1, 0);             /* the real one */
+    assert_int_equal(x.c.nresolve, 2);   /* asked once per frame, no more */
+    feed(&x, data(0, 5, 5, 0, 1), 1, 0); /* the real one */
     assert_int_equal(x.c.nrecv, 1);
     assert_int_equal(st(&x)->drop_source, 2);
     /* em_proto_rx() (tools, tests) does not judge addresses */
     uint8_t b[EM_HDR_LEN + 5] = { 0 };
     em_hdr_t h = data(1, 5, 5, 0, 1);
-    h.job_key = KEY; h.src = 1; h.dst = 0;
+    h.job_key = KEY;
+    h.src = 1;
+    h.dst = 0;
     em_hdr_encode(&h, b);
     em_proto_rx(x.p, b, sizeof b, 0);
     assert_int_equal(x.c.nrecv, 2);
@@ -137,11 +155,12 @@ static void test_correct_key_from_other_address_is_dropped(void **s)
 
 static void test_forged_ack_from_other_address_completes_nothing(void **s)
 {
-    struct fx x; em_proto_op_t op;
+    struct fx x;
+    em_proto_op_t op;
     mk(&x, 3, 0);
     assert_int_equal(em_proto_send(x.p, &op, 1, 0, "hello", 5, NULL, 0), 0);
     em_hdr_t a = { .type = EM_PT_ACK, .ack = 1 };
-    feed(&x, a, 2, 1);                               /* in window, right key, wrong address */
+    feed(&x, a, 2, 1); /* in window, right key, wrong address */
     assert_int_equal(x.c.ncomplete, 0);
     assert_int_equal(st(&x)->drop_source, 1);
     assert_false(em_proto_idle(x.p));
@@ -155,11 +174,11 @@ static void test_reassembly_cut_from_other_address_fails(void **s)
 {
     struct fx x;
     mk(&x, 3, 0);
-    feed(&x, data(0, 1000, 1500, 0, 2), 1, 0);       /* first half of a message */
-    feed(&x, data(1, 5, 5, 0, 1), 2, 0);             /* a forged one-frame message at its place */
+    feed(&x, data(0, 1000, 1500, 0, 2), 1, 0); /* first half of a message */
+    feed(&x, data(1, 5, 5, 0, 1), 2, 0);       /* a forged one-frame message at its place */
     assert_int_equal(st(&x)->drop_source, 1);
     em_hdr_t h = data(1, 500, 1500, 1, 2);
-    feed(&x, h, 1, 0);                               /* the real second half */
+    feed(&x, h, 1, 0); /* the real second half */
     assert_int_equal(x.c.nrecv, 1);
     assert_int_equal(x.c.last_len, 1500);
     assert_int_equal(st(&x)->drop_malformed, 0);
@@ -170,7 +189,8 @@ static void test_reassembly_cut_from_other_address_fails(void **s)
 
 static void test_unset_peer_is_resolved_once_or_dropped(void **s)
 {
-    struct fx x; em_proto_op_t op;
+    struct fx x;
+    em_proto_op_t op;
     mk(&x, 3, 1);
     /* nobody can send to an unset peer */
     assert_int_equal(em_proto_send(x.p, &op, 1, 0, "x", 1, NULL, 0), -EM_EINVAL);
@@ -183,7 +203,8 @@ static void test_unset_peer_is_resolved_once_or_dropped(void **s)
     x.c.resolve_src = 1;
     feed(&x, data(500, 5, 5, 0, 1), EM_SRC_UNKNOWN, 0);
     assert_int_equal(x.c.nrecv, 1);
-    uint64_t k; uint32_t tx, rx;
+    uint64_t k;
+    uint32_t tx, rx;
     assert_int_equal(em_proto_peer_params(x.p, 1, &k, &tx, &rx), 0);
     assert_true(k == KEY && tx == 700 && rx == 500);
     /* traffic started: the ISNs cannot change any more, the same values can be set again */
@@ -195,21 +216,22 @@ static void test_unset_peer_is_resolved_once_or_dropped(void **s)
 
 static void test_pair_key_and_isn_per_peer(void **s)
 {
-    struct fx x; em_proto_op_t op;
+    struct fx x;
+    em_proto_op_t op;
     mk(&x, 3, 1);
     assert_int_equal(em_proto_set_peer(x.p, 1, 0x1111, 0xFFFFFFF0u, 77), 0);
     assert_int_equal(em_proto_set_peer(x.p, 2, 0x2222, 5, 9), 0);
     assert_int_equal(em_proto_send(x.p, &op, 1, 0, "hi", 2, NULL, 0), 0);
-    assert_true(x.c.last.job_key == 0x1111);         /* the pair's key, both ways */
-    assert_int_equal(x.c.last.seq, 0xFFFFFFF0u);     /* our ISN towards 1 */
-    assert_int_equal(x.c.last.ack, 77);              /* its ISN towards us */
+    assert_true(x.c.last.job_key == 0x1111);     /* the pair's key, both ways */
+    assert_int_equal(x.c.last.seq, 0xFFFFFFF0u); /* our ISN towards 1 */
+    assert_int_equal(x.c.last.ack, 77);          /* its ISN towards us */
     em_hdr_t h = data(77, 5, 5, 0, 1);
-    h.ack = 0xFFFFFFF0u;                             /* acknowledges nothing of ours yet */
-    h.job_key = 0x2222;                              /* peer 2's key on a frame from 1 */
+    h.ack = 0xFFFFFFF0u; /* acknowledges nothing of ours yet */
+    h.job_key = 0x2222;  /* peer 2's key on a frame from 1 */
     feed(&x, h, 1, 0);
     assert_int_equal(st(&x)->drop_job_key, 1);
     h.job_key = 0x1111;
-    h.seq = 77 + 100;                                /* a guess beyond the window */
+    h.seq = 77 + 100; /* a guess beyond the window */
     feed(&x, h, 1, 0);
     assert_int_equal(st(&x)->drop_window, 1);
     h.seq = 77;
@@ -243,7 +265,7 @@ static void test_thousands_of_reassemblies_stay_within_budget(void **s)
 {
     struct fx x;
     em_proto_cfg_t cfg;
-    budget_cfg(&x, &cfg, 4001, 1u << 20);           /* 1 MiB */
+    budget_cfg(&x, &cfg, 4001, 1u << 20); /* 1 MiB */
     cfg.max_msg = 65536 + 132;
     budget_start(&x, &cfg);
     /* every peer opens a reassembly of the largest message allowed (a
@@ -255,13 +277,13 @@ static void test_thousands_of_reassemblies_stay_within_budget(void **s)
         feed(&x, h, src, 0);
         assert_true(em_proto_rx_mem(x.p) <= cfg.rx_mem_max);
     }
-    assert_int_equal(st(&x)->drop_budget, 4000 - 16);   /* 16 x 64 KiB fit in 1 MiB */
+    assert_int_equal(st(&x)->drop_budget, 4000 - 16); /* 16 x 64 KiB fit in 1 MiB */
     /* a refused frame was not consumed: no ACK covers it (it will come again) */
     unsigned before = x.c.nf;
     em_proto_poll(x.p, 1000000);
-    assert_int_equal(x.c.nf - before, 16);           /* ACKs to the 16 peers that fit only */
+    assert_int_equal(x.c.nf - before, 16); /* ACKs to the 16 peers that fit only */
     assert_int_equal(x.c.last_peer, 16);
-    em_hdr_t h = data(0, 1000, 70000, 0, 71);        /* longer than any message we accept */
+    em_hdr_t h = data(0, 1000, 70000, 0, 71); /* longer than any message we accept */
     h.src = 3000;
     h.dst = 0;
     feed(&x, h, 3000, 0);
@@ -274,10 +296,10 @@ static void test_out_of_order_slots_within_budget(void **s)
 {
     struct fx x;
     em_proto_cfg_t cfg;
-    budget_cfg(&x, &cfg, 2, 16384);                 /* the slot table and some frames */
+    budget_cfg(&x, &cfg, 2, 16384); /* the slot table and some frames */
     cfg.window = 32;
     budget_start(&x, &cfg);
-    for (uint32_t seq = 1; seq < 32; seq++)          /* seq 0 missing: all out of order */
+    for (uint32_t seq = 1; seq < 32; seq++) /* seq 0 missing: all out of order */
         feed(&x, data(seq, 5, 5, 0, 1), 1, 0);
     assert_true(em_proto_rx_mem(x.p) <= cfg.rx_mem_max);
     assert_true(st(&x)->drop_budget > 0);
@@ -296,8 +318,14 @@ static void test_refused_put_flags_every_later_frame(void **s)
     struct fx x;
     mk(&x, 3, 0);
     x.c.put_rc = -1;
-    em_hdr_t h = { .type = EM_PT_PUT, .seq = 0, .len = 8, .msg_len = 8, .frag_cnt = 1,
-                   .region = 1, .key = 2, .flags = EM_F_ACKNOW };
+    em_hdr_t h = { .type = EM_PT_PUT,
+                   .seq = 0,
+                   .len = 8,
+                   .msg_len = 8,
+                   .frag_cnt = 1,
+                   .region = 1,
+                   .key = 2,
+                   .flags = EM_F_ACKNOW };
     feed(&x, h, 1, 0);
     em_proto_poll(x.p, 1);
     assert_int_equal(x.c.last.type, EM_PT_ACK);
@@ -305,20 +333,21 @@ static void test_refused_put_flags_every_later_frame(void **s)
     assert_true(x.c.last.flags & EM_F_REMERR);
     em_proto_op_t op;
     assert_int_equal(em_proto_send(x.p, &op, 1, 0, "a", 1, NULL, 2), 0);
-    assert_true(x.c.last.flags & EM_F_REMERR);       /* sticky, also on DATA */
+    assert_true(x.c.last.flags & EM_F_REMERR); /* sticky, also on DATA */
     em_proto_destroy(x.p);
 }
 
 static void test_put_acked_with_remerr_completes_with_eacces(void **s)
 {
-    struct fx x; em_proto_op_t op[2];
+    struct fx x;
+    em_proto_op_t op[2];
     em_put_target_t t = { .region = 1, .key = 2, .offset = 0 };
     mk(&x, 3, 0);
     assert_int_equal(em_proto_send(x.p, &op[0], 1, 0, "m", 1, NULL, 0), 0);
     assert_int_equal(em_proto_put(x.p, &op[1], 1, &t, "12345678", 8, NULL, 0), 0);
     em_hdr_t a = { .type = EM_PT_ACK, .ack = 1 };
     feed(&x, a, 1, 1);
-    assert_int_equal(x.c.ncomplete, 1);              /* the message: fine */
+    assert_int_equal(x.c.ncomplete, 1); /* the message: fine */
     assert_int_equal(x.c.last_status, 0);
     a.ack = 2;
     a.flags = EM_F_REMERR;

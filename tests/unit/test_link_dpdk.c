@@ -37,8 +37,11 @@ static em_link_t *L;
 static int open_ring(double loss)
 {
     char err[512] = "";
-    em_dpdk_cfg_t c = { .vdev = "net_ring0", .eal_args = "--no-huge -m 128 --no-shconf",
-                        .nb_mbufs = 2047, .rx_loss = loss, .loss_seed = 5,
+    em_dpdk_cfg_t c = { .vdev = "net_ring0",
+                        .eal_args = "--no-huge -m 128 --no-shconf",
+                        .nb_mbufs = 2047,
+                        .rx_loss = loss,
+                        .loss_seed = 5,
                         .link_wait_ms = 2000 };
     L = em_link_dpdk_open(&c, err, sizeof err);
     if (!L)
@@ -119,11 +122,11 @@ static void test_foreign_ethertype_dropped(void **st)
     memset(d, 0, 60);
     struct rte_ether_hdr *eh = (struct rte_ether_hdr *)d;
     memcpy(eh->dst_addr.addr_bytes, L->local.bytes, 6);
-    eh->ether_type = rte_cpu_to_be_16(0x0800);            /* IPv4, not ours */
+    eh->ether_type = rte_cpu_to_be_16(0x0800); /* IPv4, not ours */
     assert_int_equal(rte_eth_tx_burst(0, 0, &m, 1), 1);
     send_frame(3, "after");
     char got[4][64];
-    assert_int_equal(drain(got, 4), 1);                    /* only ours */
+    assert_int_equal(drain(got, 4), 1); /* only ours */
     assert_string_equal(got[0], "after");
     assert_int_equal(em_link_dpdk_stats(L)->rx_foreign, 1);
     rte_mempool_free(mp);
@@ -143,7 +146,7 @@ static int loss_mode(void)
         p->data[0] = 'z';
         p->peer = 1;
         sent += (int)em_link_tx_burst(L, &p, 1);
-        if (i % 100 == 99) {                               /* keep the ring from filling */
+        if (i % 100 == 99) { /* keep the ring from filling */
             char got[128][64];
             drain(got, 128);
         }
@@ -162,7 +165,8 @@ static int loss_mode(void)
 static int bad_device_mode(void)
 {
     char err[512] = "";
-    em_dpdk_cfg_t c = { .vdev = "net_af_xdp0,iface=nosuchif0", .eal_args = "--no-huge -m 64 --no-shconf" };
+    em_dpdk_cfg_t c = { .vdev = "net_af_xdp0,iface=nosuchif0",
+                        .eal_args = "--no-huge -m 64 --no-shconf" };
     em_link_t *l = em_link_dpdk_open(&c, err, sizeof err);
     printf("error message: %s\n", err);
     return l == NULL && strstr(err, "nosuchif0") ? 0 : 1;
@@ -184,7 +188,7 @@ static struct rte_mempool *extra_pool(void *ctx, const em_dpdk_queue_info_t *qi,
     X.calls++;
     X.last = *qi;
     if (qi->queue != X.calls || qi->queue >= 4 || qi->queue == X.fail_at)
-        return NULL;                                       /* out of order, or told to fail */
+        return NULL; /* out of order, or told to fail */
     char name[32];
     snprintf(name, sizeof name, "test_extra_%u", qi->queue);
     X.pool[qi->queue] = em_link_dpdk_queue_pool(qi, name, 63, err, errlen);
@@ -204,8 +208,10 @@ static void extra_undo(void *ctx)
 static em_link_t *open_with_extra(unsigned fail_at, char *err, size_t errlen)
 {
     X.fail_at = fail_at;
-    em_dpdk_cfg_t c = { .vdev = "net_ring0", .eal_args = "--no-huge -m 128 --no-shconf",
-                        .nb_mbufs = 1023, .link_wait_ms = 2000,
+    em_dpdk_cfg_t c = { .vdev = "net_ring0",
+                        .eal_args = "--no-huge -m 128 --no-shconf",
+                        .nb_mbufs = 1023,
+                        .link_wait_ms = 2000,
                         .extra = { .n = 3, .rx_pool = extra_pool, .undo = extra_undo, .ctx = &X } };
     return em_link_dpdk_open(&c, err, errlen);
 }
@@ -245,15 +251,19 @@ static int extra_queues_fail_mode(void)
     L = open_with_extra(2, err, sizeof err);
     printf("error message: %s\n", err);
     return L == NULL && X.calls == 2 && X.undos == 1 && X.pool[1] == NULL &&
-           strstr(err, "extra queue 2") ? 0 : 1;
+                   strstr(err, "extra queue 2")
+               ? 0
+               : 1;
 }
 
 /* Two users of one port in one process, told apart by ethertype (the
  * dpdk BTL and an em_bcast channel): the second open of the same device
  * shares the port, and whoever polls it passes the other's frames on. */
-static const em_dpdk_cfg_t second_user = {
-    .vdev = "net_ring0", .eal_args = "--no-huge -m 128 --no-shconf", .nb_mbufs = 2047,
-    .link_wait_ms = 2000, .ethertype = SECOND_ETHERTYPE };
+static const em_dpdk_cfg_t second_user = { .vdev = "net_ring0",
+                                           .eal_args = "--no-huge -m 128 --no-shconf",
+                                           .nb_mbufs = 2047,
+                                           .link_wait_ms = 2000,
+                                           .ethertype = SECOND_ETHERTYPE };
 
 /* the same device again under SECOND_ETHERTYPE: a sharer of L's port */
 static em_link_t *open_second_user(void)
@@ -269,7 +279,7 @@ static void test_shared_port(void **st)
 {
     char err[512] = "";
     em_link_t *B = open_second_user();
-    assert_memory_equal(B->local.bytes, L->local.bytes, 6);   /* same port, same MAC */
+    assert_memory_equal(B->local.bytes, L->local.bytes, 6); /* same port, same MAC */
     /* a second user with the same ethertype is refused */
     em_link_t *C = em_link_dpdk_open(&second_user, err, sizeof err);
     assert_null(C);
@@ -338,7 +348,7 @@ static void test_shared_ring_full(void **st)
         for (unsigned i = sent; i < 32; i++)
             em_link_tx_free(L, pk[i]);
         for (int k = 0; k < 4; k++)
-            assert_int_equal(em_link_rx_burst(B, pk, 32), 0);   /* none of them is B's */
+            assert_int_equal(em_link_rx_burst(B, pk, 32), 0); /* none of them is B's */
     }
     assert_true(em_link_dpdk_stats(B)->rx_share_full > 0);
     assert_int_equal(em_link_dpdk_stats(B)->rx_foreign, foreign);
@@ -365,10 +375,8 @@ int main(int argc, char **argv)
     if (open_ring(0) != 0)
         return 1;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_loopback_frames),
-        cmocka_unit_test(test_foreign_ethertype_dropped),
-        cmocka_unit_test(test_gather_payload),
-        cmocka_unit_test(test_shared_port),
+        cmocka_unit_test(test_loopback_frames),  cmocka_unit_test(test_foreign_ethertype_dropped),
+        cmocka_unit_test(test_gather_payload),   cmocka_unit_test(test_shared_port),
         cmocka_unit_test(test_shared_ring_full),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -78,7 +78,7 @@ static void test_gather_checksum(void **st)
         return;
     }
     assert_int_equal(em_link_set_peer(L, 0, &L->local), 0);
-    static uint8_t payload[1201];   /* odd: the second piece starts at an odd offset too */
+    static uint8_t payload[1201]; /* odd: the second piece starts at an odd offset too */
     for (size_t i = 0; i < sizeof payload; i++)
         payload[i] = (uint8_t)(i * 7 + 3);
     em_test_send(L, 0, "HDR", 3, payload, sizeof payload);
@@ -86,7 +86,7 @@ static void test_gather_checksum(void **st)
     unsigned n = 0;
     for (int tries = 0; tries < 2000 && n == 0; tries++)
         n = em_link_rx_burst(L, pk, 4);
-    assert_int_equal(n, 1);         /* the decoder verified the UDP checksum */
+    assert_int_equal(n, 1); /* the decoder verified the UDP checksum */
     assert_int_equal(pk[0]->len, 3 + sizeof payload);
     assert_memory_equal(pk[0]->data + 3, payload, sizeof payload);
     em_link_rx_release(L, pk, n);
@@ -103,8 +103,10 @@ static void inject(void (*how)(uint8_t *f))
     assert_non_null(mp);
     struct rte_mbuf *m = rte_pktmbuf_alloc(mp);
     uint8_t *f = (uint8_t *)rte_pktmbuf_append(m, EM_IPUDP_HDR_LEN + 20);
-    em_ipudp_path_t pa = { .src_ip = 0x0A000001u, .src_port = 1,
-                           .dst_ip = (uint32_t)L->local.bytes[8] << 24 | (uint32_t)L->local.bytes[9] << 16 |
+    em_ipudp_path_t pa = { .src_ip = 0x0A000001u,
+                           .src_port = 1,
+                           .dst_ip = (uint32_t)L->local.bytes[8] << 24 |
+                                     (uint32_t)L->local.bytes[9] << 16 |
                                      (uint32_t)L->local.bytes[10] << 8 | L->local.bytes[11],
                            .dst_port = EM_UDP_PORT };
     memcpy(pa.dst_mac, L->local.bytes, 6);
@@ -129,25 +131,29 @@ static void test_refused_frames(void **st)
     (void)st;
     const em_dpdk_stats_t *s = em_link_dpdk_stats(L);
     uint64_t foreign = s->rx_foreign;
-    assert_int_equal(em_link_set_peer(L, 2, &L->local), 0);   /* our address is peer 2's again */
+    assert_int_equal(em_link_set_peer(L, 2, &L->local), 0); /* our address is peer 2's again */
     inject(flip_payload);
     inject(set_mf);
     inject(other_port);
     em_test_send_str(L, 2, "good");
     assert_int_equal(expect(L, 1, "good", 2), 1);
-    for (int i = 0; i < 200; i++)   /* nothing else comes */
+    for (int i = 0; i < 200; i++) /* nothing else comes */
         assert_int_equal(expect(L, 1, "none", 0), 0);
     assert_int_equal(s->udp_refused.refused[EM_IPUDP_UDP_CSUM], 1);
     assert_int_equal(s->udp_refused.refused[EM_IPUDP_FRAGMENT], 1);
-    assert_int_equal(s->rx_foreign, foreign + 1);    /* another port: not ours at all */
+    assert_int_equal(s->rx_foreign, foreign + 1); /* another port: not ours at all */
 }
 
 static void test_shared_by_port(void **st)
 {
     (void)st;
     char err[512] = "";
-    em_dpdk_cfg_t c = { .vdev = "net_ring0", .eal_args = "--no-huge -m 128 --no-shconf",
-                        .nb_mbufs = 2047, .link_wait_ms = 2000, .ethertype = 0x88B6, .udp_port = EM_UDP_PORT_BCAST,
+    em_dpdk_cfg_t c = { .vdev = "net_ring0",
+                        .eal_args = "--no-huge -m 128 --no-shconf",
+                        .nb_mbufs = 2047,
+                        .link_wait_ms = 2000,
+                        .ethertype = 0x88B6,
+                        .udp_port = EM_UDP_PORT_BCAST,
                         .framing = EM_DPDK_FRAMING_UDP };
     em_link_t *b = em_link_dpdk_open(&c, err, sizeof err);
     assert_non_null(b);
@@ -164,16 +170,21 @@ static void test_shared_by_port(void **st)
 int main(void)
 {
     char err[512] = "";
-    em_dpdk_cfg_t c = { .vdev = "net_ring0", .eal_args = "--no-huge -m 128 --no-shconf",
-                        .nb_mbufs = 2047, .link_wait_ms = 2000, .framing = EM_DPDK_FRAMING_UDP };
+    em_dpdk_cfg_t c = { .vdev = "net_ring0",
+                        .eal_args = "--no-huge -m 128 --no-shconf",
+                        .nb_mbufs = 2047,
+                        .link_wait_ms = 2000,
+                        .framing = EM_DPDK_FRAMING_UDP };
     L = em_link_dpdk_open(&c, err, sizeof err);
     if (!L) {
         fprintf(stderr, "cannot open net_ring0: %s\n", err);
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_address_and_loopback), cmocka_unit_test(test_gather_checksum),
-        cmocka_unit_test(test_refused_frames), cmocka_unit_test(test_shared_by_port),
+        cmocka_unit_test(test_address_and_loopback),
+        cmocka_unit_test(test_gather_checksum),
+        cmocka_unit_test(test_refused_frames),
+        cmocka_unit_test(test_shared_by_port),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     em_link_close(L);

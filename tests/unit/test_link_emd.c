@@ -41,7 +41,7 @@ static void test_loss_refused_with_daemon_acks(void **st)
     struct emd_shm_hdr *h = make_region(&size, 1492, 1u << 16, 32);
     em_emd_cfg_t c = { .rx_loss = 0.05 };
     em_link_t *l = em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err);
-    assert_non_null(l);                 /* the daemon does not acknowledge: allowed */
+    assert_non_null(l); /* the daemon does not acknowledge: allowed */
     em_link_close(l);
     h->flags |= EMD_SHM_F_DAEMON_ACKS;
     assert_null(em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err));
@@ -64,7 +64,7 @@ static void test_rx_corrupt_indices(void **st)
     em_link_t *l = em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err);
     assert_non_null(l);
     em_pkt_t *rx[8];
-    atomic_store(&h->rx.tail, 17);                 /* not a record boundary */
+    atomic_store(&h->rx.tail, 17); /* not a record boundary */
     assert_int_equal(em_link_rx_burst(l, rx, 8), 0);
     assert_int_equal(cb_calls, 1);
     assert_non_null(strstr(cb_last, "corrupt"));
@@ -86,7 +86,7 @@ static void test_rx_corrupt_indices(void **st)
 struct fake {
     char path[108];
     int lfd, cfd;
-    int corrupt;                 /* send a region with a bad magic */
+    int corrupt; /* send a region with a bad magic */
     struct emd_shm_hdr *h;
     uint64_t size;
 };
@@ -238,20 +238,20 @@ static void test_link_rings_and_death(void **st)
     assert_int_equal(rx[0]->len, 3);
     assert_memory_equal(rx[0]->data, "abc", 3);
     assert_int_equal(rx[1]->len, 2);
-    assert_int_equal(rx[1]->data - rx[0]->data, 64);        /* in place, one record apart */
+    assert_int_equal(rx[1]->data - rx[0]->data, 64); /* in place, one record apart */
     em_link_rx_release(l, rx, n);
     assert_int_equal(atomic_load(&f.h->rx.head), 128);
     /* fill the lap up to 64 bytes before its end; a record that does not
      * fit there goes to 0 behind a filler (the wrap record) */
     static uint8_t big[1000];
     while (drx.cap - ((drx.mine + drx.pend) & (drx.cap - 1)) > 64 + 1024) {
-        assert_int_equal(emd_recs_sp_put(&drx, rh, big, 1000), EMD_RING_OK);   /* 1024 B each */
+        assert_int_equal(emd_recs_sp_put(&drx, rh, big, 1000), EMD_RING_OK); /* 1024 B each */
         emd_recs_sp_publish(&drx);
         while ((n = em_link_rx_burst(l, rx, 8)) > 0)
             em_link_rx_release(l, rx, n);
     }
     while (drx.cap - ((drx.mine + drx.pend) & (drx.cap - 1)) > 64) {
-        assert_int_equal(emd_recs_sp_put(&drx, rh, "s", 1), EMD_RING_OK);      /* 64 B each */
+        assert_int_equal(emd_recs_sp_put(&drx, rh, "s", 1), EMD_RING_OK); /* 64 B each */
         emd_recs_sp_publish(&drx);
         while ((n = em_link_rx_burst(l, rx, 8)) > 0)
             em_link_rx_release(l, rx, n);
@@ -261,9 +261,9 @@ static void test_link_rings_and_death(void **st)
     uint64_t before = es.rx_frames;
     uint32_t lap_end = drx.mine - (drx.mine & (drx.cap - 1)) + drx.cap;
     static uint8_t wrap[100] = "wrap";
-    assert_int_equal(emd_recs_sp_put(&drx, rh, wrap, 100), EMD_RING_OK);   /* 128 B > the 64 left */
+    assert_int_equal(emd_recs_sp_put(&drx, rh, wrap, 100), EMD_RING_OK); /* 128 B > the 64 left */
     emd_recs_sp_publish(&drx);
-    assert_int_equal(atomic_load(&f.h->rx.tail), lap_end + 128);          /* filler, then at 0 */
+    assert_int_equal(atomic_load(&f.h->rx.tail), lap_end + 128); /* filler, then at 0 */
     n = em_link_rx_burst(l, rx, 8);
     assert_int_equal(n, 1);
     assert_memory_equal(rx[0]->data, "wrap", 4);
@@ -310,7 +310,6 @@ static void test_link_rings_and_death(void **st)
     fake_stop(&f);
 }
 
-
 /* a stand-in for the bulk-queue link (link_bulkq): records what it is given */
 struct fake_bulkq {
     em_link_t link;
@@ -335,7 +334,12 @@ static em_pkt_t *f_alloc(em_link_t *l)
     p->len = 0;
     return p;
 }
-static void f_free(em_link_t *l, em_pkt_t *p) { (void)l; (void)p; fake.nfree++; }
+static void f_free(em_link_t *l, em_pkt_t *p)
+{
+    (void)l;
+    (void)p;
+    fake.nfree++;
+}
 static unsigned f_burst(em_link_t *l, em_pkt_t **p, unsigned n)
 {
     (void)l;
@@ -362,17 +366,35 @@ static unsigned f_rx(em_link_t *l, em_pkt_t **p, unsigned max)
         em_pkt_t *q = &fake.pk[k];
         q->data = fake.buf[k];
         /* put frames of sequence 0, 1, 2... from protocol endpoint 0 */
-        em_hdr_t h = { .type = EM_PT_PUT, .job_key = 7, .src = 0, .dst = 5, .len = 8, .seq = k,
-                       .msg_id = k + 1, .msg_len = 8, .frag_cnt = 1, .region = 1, .key = 2 };
+        em_hdr_t h = { .type = EM_PT_PUT,
+                       .job_key = 7,
+                       .src = 0,
+                       .dst = 5,
+                       .len = 8,
+                       .seq = k,
+                       .msg_id = k + 1,
+                       .msg_len = 8,
+                       .frag_cnt = 1,
+                       .region = 1,
+                       .key = 2 };
         q->len = (uint32_t)em_hdr_encode(&h, q->data) + 8;
-        q->cls = EM_PKT_BULK;            /* what a bulk queue's shim says */
+        q->cls = EM_PKT_BULK; /* what a bulk queue's shim says */
         p[k] = q;
     }
     fake.rx_ready = 0;
     return k;
 }
-static void f_release(em_link_t *l, em_pkt_t **p, unsigned n) { (void)l; (void)p; fake.released += n; }
-static int f_flush(em_link_t *l) { (void)l; return 0; }
+static void f_release(em_link_t *l, em_pkt_t **p, unsigned n)
+{
+    (void)l;
+    (void)p;
+    fake.released += n;
+}
+static int f_flush(em_link_t *l)
+{
+    (void)l;
+    return 0;
+}
 static int f_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     (void)l;
@@ -380,10 +402,21 @@ static int f_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     fake.peers_set++;
     return a->len == EMD_ADDR_LEN_BULKQ ? 0 : -EINVAL;
 }
-static void f_close(em_link_t *l) { (void)l; fake.closed++; }
+static void f_close(em_link_t *l)
+{
+    (void)l;
+    fake.closed++;
+}
 static const em_link_ops_t fake_ops = {
-    .name = "fake-bulkq", .tx_alloc = f_alloc, .tx_burst = f_burst, .tx_free = f_free,
-    .rx_burst = f_rx, .rx_release = f_release, .flush = f_flush, .set_peer = f_peer, .close = f_close,
+    .name = "fake-bulkq",
+    .tx_alloc = f_alloc,
+    .tx_burst = f_burst,
+    .tx_free = f_free,
+    .rx_burst = f_rx,
+    .rx_release = f_release,
+    .flush = f_flush,
+    .set_peer = f_peer,
+    .close = f_close,
 };
 static int fake_fail;
 static em_link_t *fake_open(void *ctx, const em_emd_bulkq_t *info, char *err, size_t errlen)
@@ -400,7 +433,11 @@ static em_link_t *fake_open(void *ctx, const em_emd_bulkq_t *info, char *err, si
     fake.nfree = 8;
     return &fake.link;
 }
-static void on_note(void *ctx, const char *msg) { (void)ctx; snprintf(note, sizeof note, "%s", msg); }
+static void on_note(void *ctx, const char *msg)
+{
+    (void)ctx;
+    snprintf(note, sizeof note, "%s", msg);
+}
 
 static em_pkt_t *frame(em_link_t *l, uint16_t peer, uint8_t type, uint32_t len)
 {
@@ -424,7 +461,8 @@ static void test_bulk_queue(void **st)
     struct emd_shm_hdr *h = make_region(&size, 1492, 1u << 16, 32);
     em_emd_cfg_t c = { .bulk_open = fake_open, .note_cb = on_note };
     /* no bulk queue offered: AUTO says why, ON fails with the reason */
-    snprintf(h->bulkq.why, sizeof h->bulkq.why, "no hugepages: echo 256 >/proc/sys/vm/nr_hugepages");
+    snprintf(h->bulkq.why, sizeof h->bulkq.why,
+             "no hugepages: echo 256 >/proc/sys/vm/nr_hugepages");
     note[0] = 0;
     em_link_t *l = em_link_emd_from_region(h, size, 0x1234, 5, &c, err, sizeof err);
     assert_non_null(l);
@@ -468,20 +506,21 @@ static void test_bulk_queue(void **st)
     static const uint8_t OTHER[6] = { 0x02, 0xe7, 0, 0, 0, 2 };
     em_link_addr_t a = { 0 };
     a.len = emd_addr_encode(a.bytes, OTHER, 9, 2, 0);
-    assert_int_equal(em_link_set_peer(l, 0, &a), 0);       /* peer 0: bulk queue */
+    assert_int_equal(em_link_set_peer(l, 0, &a), 0); /* peer 0: bulk queue */
     assert_int_equal(fake.peers_set, 1);
     a.len = emd_addr_encode(a.bytes, OTHER, 10, 0, 0);
-    assert_int_equal(em_link_set_peer(l, 1, &a), 0);       /* peer 1: no slot */
+    assert_int_equal(em_link_set_peer(l, 1, &a), 0); /* peer 1: no slot */
     a.len = emd_addr_encode(a.bytes, OTHER, 11, 3, 0);
-    assert_int_equal(em_link_set_peer(l, 2, &a), 0);       /* peer 2: another layout (said once) */
+    assert_int_equal(em_link_set_peer(l, 2, &a), 0); /* peer 2: another layout (said once) */
     a.len = emd_addr_encode(a.bytes, MAC, 12, 2, 0);
-    assert_int_equal(em_link_set_peer(l, 3, &a), 0);       /* peer 3: this node */
+    assert_int_equal(em_link_set_peer(l, 3, &a), 0); /* peer 3: this node */
     assert_int_equal(fake.peers_set, 1);
     a.len = 10;
     assert_int_equal(em_link_set_peer(l, 4, &a), -EINVAL);
     em_pkt_t *b[6] = {
-        frame(l, 0, EM_PT_PUT, 200), frame(l, 0, EM_PT_DATA, 100), frame(l, 1, EM_PT_PUT, 120),
-        frame(l, 2, EM_PT_PUT, 130), frame(l, 3, EM_PT_PUT, 140), frame(l, 0, EM_PT_ACK, EM_HDR_LEN),
+        frame(l, 0, EM_PT_PUT, 200), frame(l, 0, EM_PT_DATA, 100),
+        frame(l, 1, EM_PT_PUT, 120), frame(l, 2, EM_PT_PUT, 130),
+        frame(l, 3, EM_PT_PUT, 140), frame(l, 0, EM_PT_ACK, EM_HDR_LEN),
     };
     /* gather: part of the put's payload from the caller's memory */
     static const uint8_t payload[50] = { 7 };
@@ -490,8 +529,8 @@ static void test_bulk_queue(void **st)
     b[0]->ext_len = 50;
     fake.refuse = 0;
     assert_int_equal(em_link_tx_burst(l, b, 6), 6);
-    assert_int_equal(fake.sent, 2);                        /* the put and the ACK */
-    assert_int_equal(fake.first_len, 200);                 /* the put, gathered */
+    assert_int_equal(fake.sent, 2);        /* the put and the ACK */
+    assert_int_equal(fake.first_len, 200); /* the put, gathered */
     assert_int_equal(fake.first[150], 7);
     assert_int_equal(fake.last_len, EM_HDR_LEN);
     assert_int_equal(fake.last_peer, 0);
@@ -509,7 +548,7 @@ static void test_bulk_queue(void **st)
     assert_int_equal(sh.flags, 0);
     assert_int_equal(sh.cls, EMD_CLS_DATA);
     memcpy(&sh, emd_slots_sc_at(&dtx, 1), sizeof sh);
-    assert_int_equal(sh.cls, EMD_CLS_BULK);        /* a put the bulk queue could not take */
+    assert_int_equal(sh.cls, EMD_CLS_BULK); /* a put the bulk queue could not take */
     em_emd_stats_t s;
     em_link_emd_stats(l, &s);
     assert_int_equal(s.put_tx_bulk, 1);
@@ -524,7 +563,7 @@ static void test_bulk_queue(void **st)
     assert_int_equal(emd_slots_sc_avail(&dtx), 6);
     em_link_emd_stats(l, &s);
     assert_int_equal(s.bulk_tx_fallback, 1);
-    assert_int_equal(fake.nfree, 8);                       /* its mbuf went back */
+    assert_int_equal(fake.nfree, 8); /* its mbuf went back */
     /* rx: both sources, released together */
     fake.refuse = 0;
     fake.rx_ready = 3;
@@ -537,7 +576,7 @@ static void test_bulk_queue(void **st)
     assert_int_equal(fake.released, 3);
     em_link_emd_stats(l, &s);
     assert_int_equal(s.put_rx_bulk, 3);
-    assert_int_equal(fake.sent, sent_before);             /* receiving sends nothing */
+    assert_int_equal(fake.sent, sent_before); /* receiving sends nothing */
     em_link_close(l);
     assert_int_equal(fake.closed, 1);
     /* all slots in use: ON names it */

@@ -31,8 +31,9 @@
 static em_link_t *open_link(int no_gso, int no_gro)
 {
     char err[256];
-    em_udp_cfg_t c = { .iface = "127.0.0.1", .mtu = 1472, .no_gso = no_gso, .no_gro = no_gro,
-                       .note = cb_record };
+    em_udp_cfg_t c = {
+        .iface = "127.0.0.1", .mtu = 1472, .no_gso = no_gso, .no_gro = no_gro, .note = cb_record
+    };
     em_link_t *l = em_link_udp_open(&c, err, sizeof err);
     if (!l)
         fail_msg("open: %s", err);
@@ -129,12 +130,12 @@ static void test_gso_run_and_gro_split(void **state)
     const em_udp_stats_t *sa = em_link_udp_stats(a);
     assert_int_equal(sa->tx_frames, N);
     assert_true(sa->tx_gso_sends >= 1);
-    assert_true(sa->tx_dgrams < N);          /* fewer sends than frames */
+    assert_true(sa->tx_dgrams < N); /* fewer sends than frames */
     assert_int_equal(sa->tx_gso_fallback, 0);
     expect_frames(b, 0, N, lens, 7);
     const em_udp_stats_t *sb = em_link_udp_stats(b);
     assert_int_equal(sb->rx_frames, N);
-    assert_true(sb->rx_gro_dgrams >= 1);     /* loopback hands the GSO send over whole */
+    assert_true(sb->rx_gro_dgrams >= 1); /* loopback hands the GSO send over whole */
     expect_quiet(b);
     em_link_close(a);
     em_link_close(b);
@@ -149,9 +150,13 @@ static void test_gso_runs_break_correctly(void **state)
     assert_int_equal(em_link_set_peer(a, 1, &b->local), 0);
     assert_int_equal(em_link_set_peer(a, 2, &c->local), 0);
     /* peer, length: B gets frames 0.., C gets frames 100.. */
-    static const struct { uint16_t peer; uint32_t len; } plan[] = {
-        {1, 800}, {1, 800}, {1, 800}, {2, 800}, {2, 800}, {1, 500}, {1, 900},
-        {1, 900}, {1, 200}, {1, 900}, {2, 1472}, {2, 1472}, {2, 1}, {1, 0}, {1, 64},
+    static const struct {
+        uint16_t peer;
+        uint32_t len;
+    } plan[] = {
+        { 1, 800 },  { 1, 800 },  { 1, 800 }, { 2, 800 }, { 2, 800 },
+        { 1, 500 },  { 1, 900 },  { 1, 900 }, { 1, 200 }, { 1, 900 },
+        { 2, 1472 }, { 2, 1472 }, { 2, 1 },   { 1, 0 },   { 1, 64 },
     };
     enum { N = sizeof plan / sizeof plan[0] };
     em_pkt_t *pk[N];
@@ -214,7 +219,7 @@ static void raw_gso_send(const em_link_t *to, uint16_t gso, const uint8_t *buf, 
     struct sockaddr_in sa = { .sin_family = AF_INET };
     memcpy(&sa.sin_addr.s_addr, to->local.bytes, 4);
     memcpy(&sa.sin_port, to->local.bytes + 4, 2);
-    int g = gso;             /* the socket option is an int, the cmsg a u16 */
+    int g = gso; /* the socket option is an int, the cmsg a u16 */
     if (gso)
         assert_int_equal(setsockopt(fd, SOL_UDP, UDP_SEGMENT, &g, sizeof g), 0);
     assert_int_equal(sendto(fd, buf, len, 0, (struct sockaddr *)&sa, sizeof sa), (ssize_t)len);
@@ -233,8 +238,8 @@ static void test_gro_sizes_checked(void **state)
     static uint8_t buf[8000];
     for (unsigned i = 0; i < sizeof buf; i++)
         buf[i] = pattern(i / 2000, i % 2000);
-    raw_gso_send(b, 2000, buf, 4000);        /* 2 x 2000 > frame size 1472 */
-    raw_gso_send(b, 0, buf, 3000);           /* one datagram > frame size */
+    raw_gso_send(b, 2000, buf, 4000); /* 2 x 2000 > frame size 1472 */
+    raw_gso_send(b, 0, buf, 3000);    /* one datagram > frame size */
     for (unsigned i = 0; i < 5 * 700 + 100; i++)
         buf[i] = pattern(i / 700, i % 700);
     raw_gso_send(b, 700, buf, 5 * 700 + 100);
@@ -282,7 +287,7 @@ static void test_no_gso(void **state)
     assert_int_equal(em_link_udp_stats(b)->rx_gro_dgrams, 0);
     char w[256];
     if (geteuid() == 0)
-        assert_int_equal(em_link_udp_buf_warning(a, w, sizeof w), 0);   /* FORCE works */
+        assert_int_equal(em_link_udp_buf_warning(a, w, sizeof w), 0); /* FORCE works */
     em_link_close(a);
     em_link_close(b);
 }

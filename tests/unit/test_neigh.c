@@ -38,7 +38,8 @@ static void sh(const char *fmt, ...)
     if (system(cmd) != 0) {
         char del[128];
         snprintf(del, sizeof del, "ip netns del %s 2>/dev/null", peer_ns);
-        if (system(del) != 0) { /* nothing more to do */ }
+        if (system(del) != 0) { /* nothing more to do */
+        }
         fail_msg("setup command failed: %s", cmd);
     }
 }
@@ -48,10 +49,12 @@ static int setup(void **state)
     (void)state;
     snprintf(peer_ns, sizeof peer_ns, "emneigh%ld", (long)getpid());
     sh("ip netns add %s", peer_ns);
-    sh("ip link set lo up && ip link add t0 type veth peer name t1 && ip link set t1 netns %s", peer_ns);
+    sh("ip link set lo up && ip link add t0 type veth peer name t1 && ip link set t1 netns %s",
+       peer_ns);
     sh("ip addr add 10.99.0.1/24 dev t0 && ip link set t0 up");
     sh("ip -n %s addr add 10.99.0.7/24 dev t1 && ip -n %s link set t1 up", peer_ns, peer_ns);
-    sh("ip link add d0 type veth peer name d1 && ip addr add 10.96.0.1/24 dev d0 && ip link set d1 up && ip link set d0 up");
+    sh("ip link add d0 type veth peer name d1 && ip addr add 10.96.0.1/24 dev d0 && ip link set d1 "
+       "up && ip link set d0 up");
     sh("ip route add 10.98.0.0/24 via 10.99.0.254 dev t0 mtu 1400");
     sh("ip route add 10.97.0.0/24 via 10.96.0.254 dev d0");
     return 0;
@@ -73,7 +76,7 @@ static void test_gateway(void **state)
     char err[512];
     em_route_t r;
     assert_int_equal(em_route_get(0x0A620005u, &r, err, sizeof err), 0);
-    assert_int_equal(r.gateway, 0x0A6300FEu);   /* 10.99.0.254 */
+    assert_int_equal(r.gateway, 0x0A6300FEu); /* 10.99.0.254 */
     assert_int_equal(r.mtu, 1400);
     /* no entry, nobody answers: the error names the gateway and the cause */
     em_nexthop_t nh;
@@ -121,7 +124,7 @@ static void test_watch(void **state)
     (void)state;
     em_neigh_watch_t w;
     assert_int_equal(em_neigh_watch_open(&w), 0);
-    uint32_t ips[2] = { 0x0A630063u, 0x0A6300FEu };       /* 10.99.0.99 (never set), the gateway */
+    uint32_t ips[2] = { 0x0A630063u, 0x0A6300FEu }; /* 10.99.0.99 (never set), the gateway */
     uint8_t macs[2][6] = { { 0 }, { 2, 0, 0, 0, 0, 0xaa } };
     uint8_t valid[2] = { 0, 1 };
     assert_int_equal(em_neigh_watch_poll(&w, (int)if_nametoindex("t0"), ips, macs, valid, 2), 0);
@@ -156,8 +159,10 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gateway), cmocka_unit_test(test_onlink_arp),
-        cmocka_unit_test(test_other_interface), cmocka_unit_test(test_watch),
+        cmocka_unit_test(test_gateway),
+        cmocka_unit_test(test_onlink_arp),
+        cmocka_unit_test(test_other_interface),
+        cmocka_unit_test(test_watch),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -22,14 +22,23 @@
 struct sink {
     uint32_t n;
     uint32_t cap;
-    uint32_t *first_word;     /* payload word 0: the sender's index of the message */
+    uint32_t *first_word; /* payload word 0: the sender's index of the message */
     void **origin;
     uint8_t *tag;
-    int stop_after;           /* return 1 once n reaches this (0: never) */
+    int stop_after; /* return 1 once n reaches this (0: never) */
 };
 
-static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
-static void wr32(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24); }
+static uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static void wr32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
 
 static int sink_fn(void *ctx, void *origin, uint8_t tag, const uint8_t *data, size_t len)
 {
@@ -206,8 +215,9 @@ static void run_two_links(uint32_t start, uint32_t n, unsigned seed, int dups)
             em_order_rx(&rx, &links[l], x->tag, x->b, x->len, sink_fn, &s);
             if (dups && rand() % 10 == 0 && s.n > 0) {
                 struct msg *d = &m[s.first_word[rand() % s.n]];
-                assert_int_equal(em_order_rx(&rx, &links[d->link], d->tag, d->b, d->len, sink_fn, &s),
-                                 EM_ORDER_DROPPED);
+                assert_int_equal(
+                    em_order_rx(&rx, &links[d->link], d->tag, d->b, d->len, sink_fn, &s),
+                    EM_ORDER_DROPPED);
                 dropped++;
             }
         }
@@ -257,7 +267,7 @@ static void test_stop_keeps_the_rest(void **state)
     struct sink s;
     prepare(&tx, m, &s, 5);
     keep_all_but_first(&rx, m, &s, 5);
-    s.stop_after = 2;                 /* the receiver stops after two (finalizing) */
+    s.stop_after = 2; /* the receiver stops after two (finalizing) */
     assert_int_equal(em_order_rx(&rx, NULL, m[0].tag, m[0].b, m[0].len, sink_fn, &s),
                      EM_ORDER_DELIVERED);
     assert_int_equal(s.n, 2);
@@ -279,7 +289,7 @@ static void test_budget_overflows(void **state)
     struct sink s;
     sink_init(&s, 300);
     struct msg m;
-    build(&tx, &m, 0, 0);                       /* number 0: never arrives */
+    build(&tx, &m, 0, 0); /* number 0: never arrives */
     for (uint32_t i = 1; i <= 100; i++) {
         build(&tx, &m, i, i);
         assert_int_equal(em_order_rx(&rx, NULL, m.tag, m.b, m.len, sink_fn, &s), EM_ORDER_KEPT);
@@ -293,7 +303,7 @@ static void test_budget_overflows(void **state)
     build(&tx2, &m, 0, 0);
     unsigned kept = 0, over = 0;
     for (uint32_t i = 1; i <= 10; i++) {
-        build(&tx2, &m, i, 56);                 /* 4 + 56 = 60 payload bytes */
+        build(&tx2, &m, i, 56); /* 4 + 56 = 60 payload bytes */
         int rc = em_order_rx(&rx2, NULL, m.tag, m.b, m.len, sink_fn, &s);
         kept += rc == EM_ORDER_KEPT;
         over += rc == EM_ORDER_OVERFLOW;

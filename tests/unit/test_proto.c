@@ -13,15 +13,19 @@
 
 #include "proto/proto.h"
 
-#define KEY 0x5EED1234u
+#define KEY  0x5EED1234u
 #define MAXF 512
 
-struct out { em_hdr_t h; uint8_t payload[2048]; uint16_t peer; };
+struct out {
+    em_hdr_t h;
+    uint8_t payload[2048];
+    uint16_t peer;
+};
 
 struct cap {
     struct out f[MAXF];
     unsigned nf;
-    int refuse;                 /* emit returns -EAGAIN while > 0 */
+    int refuse; /* emit returns -EAGAIN while > 0 */
     unsigned nrecv;
     uint8_t last_tag;
     size_t last_len;
@@ -87,10 +91,18 @@ static void c_complete(void *u, void *ctx, int status)
 static void c_failed(void *u, uint16_t peer) { ((struct cap *)u)->nfailed++; }
 
 static const em_proto_ops_t OPS = {
-    .emit = c_emit, .recv = c_recv, .put = c_put, .complete = c_complete, .peer_failed = c_failed,
+    .emit = c_emit,
+    .recv = c_recv,
+    .put = c_put,
+    .complete = c_complete,
+    .peer_failed = c_failed,
 };
 
-struct fx { struct cap c; em_proto_t *p; em_proto_cfg_t cfg; };
+struct fx {
+    struct cap c;
+    em_proto_t *p;
+    em_proto_cfg_t cfg;
+};
 
 static em_proto_t *mk(struct fx *x, em_recovery_t mode, uint32_t isn)
 {
@@ -100,7 +112,7 @@ static em_proto_t *mk(struct fx *x, em_recovery_t mode, uint32_t isn)
     x->cfg.job_key = KEY;
     x->cfg.self = 0;
     x->cfg.npeers = 3;
-    x->cfg.frame_max = EM_HDR_LEN + 1000;  /* 1000 B of DATA payload */
+    x->cfg.frame_max = EM_HDR_LEN + 1000; /* 1000 B of DATA payload */
     x->cfg.window = 4;
     x->cfg.recovery = mode;
     x->cfg.rto_ns = 1000;
@@ -129,8 +141,12 @@ static void remk(struct fx *x)
 static void feed(struct fx *x, em_hdr_t h, const void *payload, uint64_t now)
 {
     uint8_t b[4096];
-    if (!h.job_key) h.job_key = KEY;
-    if (!h.src && !h.dst) { h.src = 1; h.dst = 0; }
+    if (!h.job_key)
+        h.job_key = KEY;
+    if (!h.src && !h.dst) {
+        h.src = 1;
+        h.dst = 0;
+    }
     size_t n = em_hdr_encode(&h, b);
     const uint8_t *pl = payload ? payload : (const void *)"";
     memcpy(b + n, pl, h.len);
@@ -140,8 +156,14 @@ static void feed(struct fx *x, em_hdr_t h, const void *payload, uint64_t now)
 static em_hdr_t data(uint32_t seq, uint32_t ack, const char *s)
 {
     uint16_t n = (uint16_t)strlen(s);
-    return (em_hdr_t){ .type = EM_PT_DATA, .tag = 3, .seq = seq, .ack = ack, .len = n,
-                       .msg_len = n, .frag_cnt = 1, .msg_id = seq };
+    return (em_hdr_t){ .type = EM_PT_DATA,
+                       .tag = 3,
+                       .seq = seq,
+                       .ack = ack,
+                       .len = n,
+                       .msg_len = n,
+                       .frag_cnt = 1,
+                       .msg_id = seq };
 }
 
 static em_hdr_t ack(uint32_t a, uint64_t sack)
@@ -153,7 +175,9 @@ static em_hdr_t ack(uint32_t a, uint64_t sack)
 
 static void test_send_small_emits_one_data_frame(void **st)
 {
-    struct fx x; em_proto_op_t op; int ctx;
+    struct fx x;
+    em_proto_op_t op;
+    int ctx;
     mk(&x, EM_RECOVERY_SR, 100);
     assert_int_equal(em_proto_send(x.p, &op, 1, 9, "hello", 5, &ctx, 0), 0);
     assert_int_equal(x.c.nf, 1);
@@ -168,7 +192,7 @@ static void test_send_small_emits_one_data_frame(void **st)
     assert_int_equal(h->frag_cnt, 1);
     assert_int_equal(h->msg_len, 5);
     assert_memory_equal(x.c.f[0].payload, "hello", 5);
-    assert_int_equal(x.c.ncomplete, 0);            /* not before the ACK */
+    assert_int_equal(x.c.ncomplete, 0); /* not before the ACK */
     feed(&x, ack(101, 0), NULL, 10);
     assert_int_equal(x.c.ncomplete, 1);
     assert_int_equal(x.c.last_status, 0);
@@ -179,9 +203,11 @@ static void test_send_small_emits_one_data_frame(void **st)
 
 static void test_fragmentation_and_window(void **st)
 {
-    struct fx x; em_proto_op_t op;
+    struct fx x;
+    em_proto_op_t op;
     static uint8_t big[6500];
-    for (unsigned i = 0; i < sizeof big; i++) big[i] = (uint8_t)(i * 7);
+    for (unsigned i = 0; i < sizeof big; i++)
+        big[i] = (uint8_t)(i * 7);
     mk(&x, EM_RECOVERY_SR, 0);
     assert_int_equal(em_proto_send(x.p, &op, 2, 1, big, sizeof big, NULL, 0), 0);
     /* 7 fragments of <= 1000 B, but only window = 4 go out */
@@ -194,17 +220,18 @@ static void test_fragmentation_and_window(void **st)
         assert_int_equal(x.c.f[i].peer, 2);
         assert_memory_equal(x.c.f[i].payload, big + i * 1000, 1000);
     }
-    em_hdr_t a = ack(2, 0); a.src = 2;           /* peer 2 acks two frames */
+    em_hdr_t a = ack(2, 0);
+    a.src = 2; /* peer 2 acks two frames */
     feed(&x, a, NULL, 5);
     assert_int_equal(x.c.nf, 6);
     assert_int_equal(x.c.f[5].h.seq, 5);
-    a.ack = 7;                                      /* acks a frame never sent */
+    a.ack = 7; /* acks a frame never sent */
     feed(&x, a, NULL, 6);
     assert_int_equal(em_proto_stats(x.p)->drop_window, 1);
     a.ack = 6;
     feed(&x, a, NULL, 6);
     assert_int_equal(x.c.nf, 7);
-    assert_int_equal(x.c.f[6].h.len, 500);           /* last fragment */
+    assert_int_equal(x.c.f[6].h.len, 500); /* last fragment */
     assert_int_equal(x.c.ncomplete, 0);
     a.ack = 7;
     feed(&x, a, NULL, 7);
@@ -214,7 +241,8 @@ static void test_fragmentation_and_window(void **st)
 
 static void test_refused_emit_is_retried_on_poll(void **st)
 {
-    struct fx x; em_proto_op_t op;
+    struct fx x;
+    em_proto_op_t op;
     mk(&x, EM_RECOVERY_SR, 0);
     x.c.refuse = 1;
     assert_int_equal(em_proto_send(x.p, &op, 1, 0, "x", 1, NULL, 0), 0);
@@ -238,7 +266,7 @@ static void test_receive_delivers_from_frame_and_delays_ack(void **st)
     assert_int_equal(x.c.last_tag, 3);
     assert_int_equal(x.c.last_len, 3);
     assert_memory_equal(x.c.last_data, "abc", 3);
-    assert_int_equal(x.c.nf, 0);                     /* ACK is delayed */
+    assert_int_equal(x.c.nf, 0); /* ACK is delayed */
     em_proto_poll(x.p, 50);
     assert_int_equal(x.c.nf, 0);
     em_proto_poll(x.p, 100);
@@ -251,15 +279,16 @@ static void test_receive_delivers_from_frame_and_delays_ack(void **st)
 
 static void test_reply_piggybacks_ack(void **st)
 {
-    struct fx x; em_proto_op_t op;
+    struct fx x;
+    em_proto_op_t op;
     mk(&x, EM_RECOVERY_SR, 0);
     feed(&x, data(0, 0, "req"), "req", 0);
     assert_int_equal(em_proto_send(x.p, &op, 1, 0, "rep", 3, NULL, 1), 0);
     assert_int_equal(x.c.nf, 1);
     assert_int_equal(x.c.f[0].h.type, EM_PT_DATA);
-    assert_int_equal(x.c.f[0].h.ack, 1);             /* the request is acked */
+    assert_int_equal(x.c.f[0].h.ack, 1); /* the request is acked */
     em_proto_poll(x.p, 1000);
-    assert_int_equal(x.c.nf, 1);                     /* no standalone ACK needed */
+    assert_int_equal(x.c.nf, 1); /* no standalone ACK needed */
     assert_int_equal(em_proto_stats(x.p)->tx_acks, 0);
     em_proto_destroy(x.p);
 }
@@ -274,7 +303,7 @@ static void test_duplicate_acked_at_once_not_redelivered(void **st)
     feed(&x, data(0, 0, "a"), "a", 200);
     assert_int_equal(x.c.nrecv, 1);
     assert_int_equal(em_proto_stats(x.p)->rx_dups, 1);
-    em_proto_poll(x.p, 200);                         /* no delay for a duplicate */
+    em_proto_poll(x.p, 200); /* no delay for a duplicate */
     assert_int_equal(x.c.nf, 2);
     assert_int_equal(x.c.f[1].h.ack, 1);
     /* not flagged as a retransmission: a duplicate, but not a spurious retransmit */
@@ -290,14 +319,17 @@ static void test_spurious_retransmissions_counted(void **st)
     struct fx x;
     mk(&x, EM_RECOVERY_SR, 0);
     feed(&x, data(0, 0, "a"), "a", 0);
-    em_hdr_t r = data(0, 0, "a"); r.flags = EM_F_RETX;
-    feed(&x, r, "a", 10);                            /* delivered already */
+    em_hdr_t r = data(0, 0, "a");
+    r.flags = EM_F_RETX;
+    feed(&x, r, "a", 10); /* delivered already */
     assert_int_equal(em_proto_stats(x.p)->spurious_retx, 1);
-    feed(&x, data(2, 0, "c"), "c", 20);              /* held out of order */
-    r = data(2, 0, "c"); r.flags = EM_F_RETX;
+    feed(&x, data(2, 0, "c"), "c", 20); /* held out of order */
+    r = data(2, 0, "c");
+    r.flags = EM_F_RETX;
     feed(&x, r, "c", 30);
     assert_int_equal(em_proto_stats(x.p)->spurious_retx, 2);
-    r = data(1, 0, "b"); r.flags = EM_F_RETX;        /* fills the hole: needed */
+    r = data(1, 0, "b");
+    r.flags = EM_F_RETX; /* fills the hole: needed */
     feed(&x, r, "b", 40);
     assert_int_equal(em_proto_stats(x.p)->spurious_retx, 2);
     assert_int_equal(em_proto_stats(x.p)->rx_dups, 2);
@@ -315,12 +347,12 @@ static void test_sr_buffers_out_of_order_and_sacks(void **st)
     em_proto_poll(x.p, 0);
     assert_int_equal(x.c.nf, 1);
     assert_int_equal(x.c.f[0].h.ack, 0);
-    assert_int_equal(x.c.f[0].h.sack, 0x3);          /* 1 and 2 held */
+    assert_int_equal(x.c.f[0].h.sack, 0x3); /* 1 and 2 held */
     assert_true(x.c.f[0].h.flags & EM_F_SACK);
     feed(&x, data(0, 0, "a"), "a", 1);
     assert_int_equal(x.c.nrecv, 3);
-    assert_memory_equal(x.c.last_data, "c", 1);      /* in order: a, b, c */
-    feed(&x, data(9, 0, "z"), "z", 2);               /* beyond the window (4) */
+    assert_memory_equal(x.c.last_data, "c", 1); /* in order: a, b, c */
+    feed(&x, data(9, 0, "z"), "z", 2);          /* beyond the window (4) */
     assert_int_equal(em_proto_stats(x.p)->drop_window, 1);
     em_proto_destroy(x.p);
 }
@@ -339,7 +371,7 @@ static void test_gbn_drops_out_of_order_and_nacks_once(void **st)
     assert_int_equal(x.c.f[0].h.ack, 0);
     feed(&x, data(3, 0, "d"), "d", 1);
     em_proto_poll(x.p, 1);
-    assert_int_equal(em_proto_stats(x.p)->tx_nacks, 1);  /* one NACK per gap */
+    assert_int_equal(em_proto_stats(x.p)->tx_nacks, 1); /* one NACK per gap */
     feed(&x, data(0, 0, "a"), "a", 2);
     assert_int_equal(x.c.nrecv, 1);
     em_proto_destroy(x.p);
@@ -349,7 +381,8 @@ static void test_gbn_drops_out_of_order_and_nacks_once(void **st)
 
 static void test_sack_triggers_fast_retransmit_of_holes_only(void **st)
 {
-    struct fx x; em_proto_op_t op[4];
+    struct fx x;
+    em_proto_op_t op[4];
     mk(&x, EM_RECOVERY_SR, 0);
     for (int i = 0; i < 4; i++)
         em_proto_send(x.p, &op[i], 1, 0, "m", 1, NULL, 0);
@@ -371,11 +404,13 @@ static void test_sack_triggers_fast_retransmit_of_holes_only(void **st)
 
 static void test_gbn_nack_resends_everything_outstanding(void **st)
 {
-    struct fx x; em_proto_op_t op[3];
+    struct fx x;
+    em_proto_op_t op[3];
     mk(&x, EM_RECOVERY_GBN, 0);
     for (int i = 0; i < 3; i++)
         em_proto_send(x.p, &op[i], 1, 0, "m", 1, NULL, 0);
-    em_hdr_t n = ack(1, 0); n.type = EM_PT_NACK;
+    em_hdr_t n = ack(1, 0);
+    n.type = EM_PT_NACK;
     feed(&x, n, NULL, 5);
     assert_int_equal(x.c.ncomplete, 1);
     assert_int_equal(x.c.nf, 5);
@@ -386,7 +421,9 @@ static void test_gbn_nack_resends_everything_outstanding(void **st)
 
 static void test_timeout_backoff_then_peer_failure(void **st)
 {
-    struct fx x; em_proto_op_t op[2]; int a, b;
+    struct fx x;
+    em_proto_op_t op[2];
+    int a, b;
     mk(&x, EM_RECOVERY_SR, 0);
     em_proto_send(x.p, &op[0], 1, 0, "m", 1, &a, 0);
     em_proto_send(x.p, &op[1], 1, 0, "n", 1, &b, 0);
@@ -394,25 +431,25 @@ static void test_timeout_backoff_then_peer_failure(void **st)
     assert_int_equal(em_proto_next_deadline(x.p), 1000);
     em_proto_poll(x.p, 999);
     assert_int_equal(x.c.nf, 2);
-    em_proto_poll(x.p, 1000);                       /* timeout 1: a probe, no data */
+    em_proto_poll(x.p, 1000); /* timeout 1: a probe, no data */
     assert_int_equal(x.c.nf, 3);
     assert_int_equal(x.c.f[2].h.type, EM_PT_ACK);
     assert_true(x.c.f[2].h.flags & EM_F_ACKNOW);
     assert_int_equal(em_proto_stats(x.p)->probes, 1);
-    assert_int_equal(em_proto_next_deadline(x.p), 3000);   /* back-off: 2 us */
-    em_proto_poll(x.p, 3000);                       /* timeout 2: a probe again */
+    assert_int_equal(em_proto_next_deadline(x.p), 3000); /* back-off: 2 us */
+    em_proto_poll(x.p, 3000);                            /* timeout 2: a probe again */
     assert_int_equal(x.c.nf, 4);
     assert_int_equal(x.c.f[3].h.type, EM_PT_ACK);
-    assert_int_equal(em_proto_next_deadline(x.p), 7000);   /* 4 us */
-    em_proto_poll(x.p, 7000);                       /* timeout 3: the oldest resent + probe */
+    assert_int_equal(em_proto_next_deadline(x.p), 7000); /* 4 us */
+    em_proto_poll(x.p, 7000);                            /* timeout 3: the oldest resent + probe */
     assert_int_equal(x.c.nf, 6);
     assert_true(x.c.f[4].h.flags & EM_F_RETX);
     assert_int_equal(x.c.f[4].h.seq, 0);
     assert_int_equal(x.c.f[5].h.type, EM_PT_ACK);
     assert_int_equal(em_proto_stats(x.p)->probes, 3);
-    assert_int_equal(em_proto_next_deadline(x.p), 15000);  /* capped at 8 us */
+    assert_int_equal(em_proto_next_deadline(x.p), 15000); /* capped at 8 us */
     assert_int_equal(x.c.ncomplete, 0);
-    em_proto_poll(x.p, 15000);                      /* 4th > max_retries: failed */
+    em_proto_poll(x.p, 15000); /* 4th > max_retries: failed */
     assert_int_equal(x.c.ncomplete, 2);
     assert_int_equal(x.c.last_status, -EM_EPEERFAIL);
     assert_int_equal(x.c.nfailed, 1);
@@ -433,21 +470,22 @@ static void test_timeout_backoff_then_peer_failure(void **st)
  * no sample, and the RTO never learned). */
 static void test_late_ack_teaches_rto_without_resending_window(void **st)
 {
-    struct fx x; em_proto_op_t op[4];
+    struct fx x;
+    em_proto_op_t op[4];
     mk(&x, EM_RECOVERY_SR, 0);
-    for (int i = 0; i < 4; i++)   /* the fixture's window */
+    for (int i = 0; i < 4; i++) /* the fixture's window */
         em_proto_send(x.p, &op[i], 1, 0, "m", 1, NULL, 0);
     assert_int_equal(x.c.nf, 4);
-    em_proto_poll(x.p, 1000);                       /* spurious timeout */
-    assert_int_equal(x.c.nf, 5);                    /* a probe, no duplicate */
+    em_proto_poll(x.p, 1000);    /* spurious timeout */
+    assert_int_equal(x.c.nf, 5); /* a probe, no duplicate */
     assert_int_equal(x.c.f[4].h.type, EM_PT_ACK);
     em_hdr_t a = ack(4, 0);
-    a.flags |= EM_F_PROBED;                         /* the receiver woke up and answers */
+    a.flags |= EM_F_PROBED; /* the receiver woke up and answers */
     feed(&x, a, NULL, 2500);
     assert_int_equal(x.c.ncomplete, 4);
     assert_int_equal(x.c.nf, 5);
     assert_int_equal(em_proto_stats(x.p)->retransmits, 0);
-    assert_int_equal(em_proto_stats(x.p)->rtt_samples, 1);   /* from frame 3, sent once */
+    assert_int_equal(em_proto_stats(x.p)->rtt_samples, 1); /* from frame 3, sent once */
     assert_int_equal(em_proto_srtt(x.p, 1), 2500);
     assert_true(em_proto_rto(x.p, 1) > 2500);
     em_proto_destroy(x.p);
@@ -458,23 +496,24 @@ static void test_late_ack_teaches_rto_without_resending_window(void **st)
  * not at all (issue 12 part 2). */
 static void test_probe_answer_resends_only_what_was_lost(void **st)
 {
-    struct fx x; em_proto_op_t op[4];
+    struct fx x;
+    em_proto_op_t op[4];
     mk(&x, EM_RECOVERY_SR, 0);
     for (int i = 0; i < 4; i++)
         em_proto_send(x.p, &op[i], 1, 0, "m", 1, NULL, 0);
-    em_proto_poll(x.p, 1000);                       /* timeout: probe */
+    em_proto_poll(x.p, 1000); /* timeout: probe */
     assert_int_equal(x.c.nf, 5);
-    feed(&x, ack(1, 0), NULL, 1200);                /* a late ACK, not the answer */
-    assert_int_equal(x.c.nf, 5);                    /* nothing judged from it */
-    em_hdr_t a = ack(2, 0);                         /* holds 0 and 1: 2 (and 3?) lost */
+    feed(&x, ack(1, 0), NULL, 1200); /* a late ACK, not the answer */
+    assert_int_equal(x.c.nf, 5);     /* nothing judged from it */
+    em_hdr_t a = ack(2, 0);          /* holds 0 and 1: 2 (and 3?) lost */
     a.flags |= EM_F_PROBED;
     feed(&x, a, NULL, 1500);
-    assert_int_equal(x.c.nf, 6);                    /* the oldest only: data may trail */
+    assert_int_equal(x.c.nf, 6); /* the oldest only: data may trail */
     assert_int_equal(x.c.f[5].h.seq, 2);
     assert_true(x.c.f[5].h.flags & EM_F_RETX);
     assert_int_equal(em_proto_stats(x.p)->fast_retransmits, 1);
     assert_int_equal(em_proto_stats(x.p)->timeouts, 1);
-    feed(&x, a, NULL, 1600);                        /* a duplicate answer: judged once */
+    feed(&x, a, NULL, 1600); /* a duplicate answer: judged once */
     assert_int_equal(x.c.nf, 6);
     em_proto_destroy(x.p);
 }
@@ -489,7 +528,7 @@ static void test_probe_is_answered_once(void **st)
     em_hdr_t pr = ack(0, 0);
     pr.flags |= EM_F_ACKNOW;
     feed(&x, pr, NULL, 10);
-    em_proto_poll(x.p, 10);                         /* no ack_delay wait */
+    em_proto_poll(x.p, 10); /* no ack_delay wait */
     assert_int_equal(x.c.nf, 1);
     assert_int_equal(x.c.f[0].h.type, EM_PT_ACK);
     assert_int_equal(x.c.f[0].h.ack, 1);
@@ -513,11 +552,11 @@ static void test_wide_window_sack_and_drain(void **st)
     mk(&x, EM_RECOVERY_SR, 60);
     x.cfg.window = 128;
     remk(&x);
-    feed(&x, data(60, 0, "a"), "a", 0);            /* rcv_nxt 61 */
-    static const uint32_t held[] = { 63, 64, 70, 124, 130, 187 };   /* 187 = 61 + 126 */
+    feed(&x, data(60, 0, "a"), "a", 0);                           /* rcv_nxt 61 */
+    static const uint32_t held[] = { 63, 64, 70, 124, 130, 187 }; /* 187 = 61 + 126 */
     for (unsigned i = 0; i < 6; i++)
         feed(&x, data(held[i], 0, "h"), "h", 10);
-    feed(&x, data(189, 0, "z"), "z", 10);           /* 61 + 128: beyond the window */
+    feed(&x, data(189, 0, "z"), "z", 10); /* 61 + 128: beyond the window */
     assert_int_equal(em_proto_stats(x.p)->drop_window, 1);
     em_proto_poll(x.p, 10);
     assert_int_equal(x.c.nf, 1);
@@ -528,49 +567,51 @@ static void test_wide_window_sack_and_drain(void **st)
     assert_int_equal(x.c.f[0].h.sack, want);
     assert_int_equal(x.c.nrecv, 1);
     feed(&x, data(61, 0, "b"), "b", 20);
-    feed(&x, data(62, 0, "c"), "c", 20);            /* drains 63, 64 */
+    feed(&x, data(62, 0, "c"), "c", 20); /* drains 63, 64 */
     assert_int_equal(x.c.nrecv, 5);
-    for (uint32_t q = 65; q < 190; q++)             /* the rest, held ones again (dups) */
+    for (uint32_t q = 65; q < 190; q++) /* the rest, held ones again (dups) */
         feed(&x, data(q, 0, "r"), "r", 30);
-    assert_int_equal(x.c.nrecv, 5 + 125);           /* 65..189 delivered once each */
+    assert_int_equal(x.c.nrecv, 5 + 125); /* 65..189 delivered once each */
     assert_true(em_proto_stats(x.p)->rx_dups >= 4);
     em_proto_destroy(x.p);
 }
 
 static void test_progress_resets_backoff(void **st)
 {
-    struct fx x; em_proto_op_t op[2];
+    struct fx x;
+    em_proto_op_t op[2];
     mk(&x, EM_RECOVERY_SR, 0);
     em_proto_send(x.p, &op[0], 1, 0, "m", 1, NULL, 0);
     em_proto_send(x.p, &op[1], 1, 0, "n", 1, NULL, 0);
-    em_proto_poll(x.p, 1000);                       /* probe */
-    em_proto_poll(x.p, 3000);                       /* probe */
-    em_proto_poll(x.p, 7000);                       /* probe + the oldest resent */
-    feed(&x, ack(1, 0), NULL, 7500);                /* covers a resent frame: no sample */
-    assert_int_equal(em_proto_next_deadline(x.p), 8500);   /* rto back to 1 us */
+    em_proto_poll(x.p, 1000);                            /* probe */
+    em_proto_poll(x.p, 3000);                            /* probe */
+    em_proto_poll(x.p, 7000);                            /* probe + the oldest resent */
+    feed(&x, ack(1, 0), NULL, 7500);                     /* covers a resent frame: no sample */
+    assert_int_equal(em_proto_next_deadline(x.p), 8500); /* rto back to 1 us */
     em_proto_destroy(x.p);
 }
 
 static void test_adaptive_rto_follows_rtt_and_karn(void **st)
 {
-    struct fx x; em_proto_op_t op[3];
+    struct fx x;
+    em_proto_op_t op[3];
     mk(&x, EM_RECOVERY_SR, 0);
-    assert_int_equal(em_proto_rto(x.p, 1), 1000);           /* before any sample */
+    assert_int_equal(em_proto_rto(x.p, 1), 1000); /* before any sample */
     em_proto_send(x.p, &op[0], 1, 0, "a", 1, NULL, 0);
-    feed(&x, ack(1, 0), NULL, 2000);                       /* RTT 2 us */
+    feed(&x, ack(1, 0), NULL, 2000); /* RTT 2 us */
     assert_int_equal(em_proto_srtt(x.p, 1), 2000);
-    assert_int_equal(em_proto_rto(x.p, 1), 2000 + 4 * 1000);  /* srtt + 4 rttvar */
+    assert_int_equal(em_proto_rto(x.p, 1), 2000 + 4 * 1000); /* srtt + 4 rttvar */
     em_proto_send(x.p, &op[1], 1, 0, "b", 1, NULL, 3000);
-    em_proto_poll(x.p, 3000);                               /* refreshes the bound */
+    em_proto_poll(x.p, 3000); /* refreshes the bound */
     assert_int_equal(em_proto_next_deadline(x.p), 3000 + 6000);
-    em_proto_poll(x.p, 9000);                               /* times out: a probe */
-    em_proto_poll(x.p, 21000);                              /* again (2 x 6 us): a probe */
-    em_proto_poll(x.p, 45000);                              /* again (4 x 6 us): resent */
+    em_proto_poll(x.p, 9000);  /* times out: a probe */
+    em_proto_poll(x.p, 21000); /* again (2 x 6 us): a probe */
+    em_proto_poll(x.p, 45000); /* again (4 x 6 us): resent */
     assert_int_equal(em_proto_stats(x.p)->retransmits, 1);
-    feed(&x, ack(2, 0), NULL, 45100);                       /* acks a resent frame */
-    assert_int_equal(em_proto_stats(x.p)->rtt_samples, 1);  /* Karn: no sample */
+    feed(&x, ack(2, 0), NULL, 45100);                      /* acks a resent frame */
+    assert_int_equal(em_proto_stats(x.p)->rtt_samples, 1); /* Karn: no sample */
     em_proto_send(x.p, &op[2], 1, 0, "c", 1, NULL, 46000);
-    feed(&x, ack(3, 0), NULL, 46100);                       /* RTT 100 ns */
+    feed(&x, ack(3, 0), NULL, 46100); /* RTT 100 ns */
     /* srtt = (7*2000 + 100)/8 = 1762, rttvar = (3*1000 + 1900)/4 = 1225 */
     assert_int_equal(em_proto_srtt(x.p, 1), 1762);
     assert_int_equal(em_proto_rto(x.p, 1), 1762 + 4900);
@@ -586,18 +627,30 @@ static void test_foreign_frames_dropped_and_counted(void **st)
     em_hdr_t h = data(0, 0, "x");
     h.job_key = 0xBAD;
     feed(&x, h, "x", 0);
-    h = data(0, 0, "x"); h.src = 1; h.dst = 2;      /* not for us */
+    h = data(0, 0, "x");
+    h.src = 1;
+    h.dst = 2; /* not for us */
     feed(&x, h, "x", 0);
-    h = data(0, 0, "x"); h.src = 7; h.dst = 0;      /* no such peer */
+    h = data(0, 0, "x");
+    h.src = 7;
+    h.dst = 0; /* no such peer */
     feed(&x, h, "x", 0);
-    h = data(0, 0, "x"); h.src = 0; h.dst = 0;      /* "from ourselves" */
+    h = data(0, 0, "x");
+    h.src = 0;
+    h.dst = 0; /* "from ourselves" */
     h.job_key = KEY;
-    { uint8_t b[128]; size_t n = em_hdr_encode(&h, b); b[n] = 'x'; em_proto_rx(x.p, b, n + 1, 0); }
-    h = data(0, 5, "x");                            /* acks what we never sent */
+    {
+        uint8_t b[128];
+        size_t n = em_hdr_encode(&h, b);
+        b[n] = 'x';
+        em_proto_rx(x.p, b, n + 1, 0);
+    }
+    h = data(0, 5, "x"); /* acks what we never sent */
     feed(&x, h, "x", 0);
     uint8_t junk[60] = { 0x45, 0x00 };
     em_proto_rx(x.p, junk, sizeof junk, 0);
-    junk[0] = 0xE5; junk[1] = 9;
+    junk[0] = 0xE5;
+    junk[1] = 9;
     em_proto_rx(x.p, junk, sizeof junk, 0);
     em_proto_rx(x.p, junk, 1, 0);
     const em_proto_stats_t *s = em_proto_stats(x.p);
@@ -617,23 +670,44 @@ static void test_reassembly_rejects_inconsistent_fragments(void **st)
     mk(&x, EM_RECOVERY_SR, 0);
     char p[1000];
     memset(p, 'q', sizeof p);
-    em_hdr_t h = { .type = EM_PT_DATA, .seq = 0, .len = 1000, .msg_len = 1500,
-                   .frag_no = 0, .frag_cnt = 2, .msg_id = 1 };
+    em_hdr_t h = { .type = EM_PT_DATA,
+                   .seq = 0,
+                   .len = 1000,
+                   .msg_len = 1500,
+                   .frag_no = 0,
+                   .frag_cnt = 2,
+                   .msg_id = 1 };
     feed(&x, h, p, 0);
-    h.seq = 1; h.frag_no = 1; h.msg_id = 2; h.len = 500;   /* other message id */
+    h.seq = 1;
+    h.frag_no = 1;
+    h.msg_id = 2;
+    h.len = 500; /* other message id */
     feed(&x, h, p, 0);
     assert_int_equal(x.c.nrecv, 0);
     assert_int_equal(em_proto_stats(x.p)->drop_malformed, 1);
     /* a message longer than its fragments can carry is refused up front */
-    em_hdr_t g = { .type = EM_PT_DATA, .seq = 2, .len = 10, .msg_len = 5000,
-                   .frag_no = 0, .frag_cnt = 2, .msg_id = 3 };
+    em_hdr_t g = { .type = EM_PT_DATA,
+                   .seq = 2,
+                   .len = 10,
+                   .msg_len = 5000,
+                   .frag_no = 0,
+                   .frag_cnt = 2,
+                   .msg_id = 3 };
     feed(&x, g, p, 0);
     assert_int_equal(em_proto_stats(x.p)->drop_malformed, 2);
     /* a proper two-fragment message is still reassembled afterwards */
-    h = (em_hdr_t){ .type = EM_PT_DATA, .seq = 2, .len = 1000, .msg_len = 1200,
-                    .frag_no = 0, .frag_cnt = 2, .msg_id = 4, .tag = 5 };
+    h = (em_hdr_t){ .type = EM_PT_DATA,
+                    .seq = 2,
+                    .len = 1000,
+                    .msg_len = 1200,
+                    .frag_no = 0,
+                    .frag_cnt = 2,
+                    .msg_id = 4,
+                    .tag = 5 };
     feed(&x, h, p, 1);
-    h.seq = 3; h.frag_no = 1; h.len = 200;
+    h.seq = 3;
+    h.frag_no = 1;
+    h.len = 200;
     feed(&x, h, p, 1);
     assert_int_equal(x.c.nrecv, 1);
     assert_int_equal(x.c.last_len, 1200);
@@ -651,8 +725,9 @@ static void test_frame_larger_than_ours_is_malformed(void **st)
     memset(big, 'b', sizeof big);
     /* first of 2 fragments: message length plausible (<= 2 x 1000), but
      * this frame alone carries 1100 B: 48 + 1100 > frame_max 1048 */
-    em_hdr_t h = { .type = EM_PT_DATA, .seq = 1, .len = 1100, .msg_len = 1100,
-                   .frag_no = 0, .frag_cnt = 2 };
+    em_hdr_t h = {
+        .type = EM_PT_DATA, .seq = 1, .len = 1100, .msg_len = 1100, .frag_no = 0, .frag_cnt = 2
+    };
     feed(&x, h, big, 0);
     assert_int_equal(em_proto_stats(x.p)->drop_malformed, 1);
     assert_int_equal(em_proto_stats(x.p)->rx_ooo, 0);
@@ -664,10 +739,16 @@ static void test_empty_multi_fragment_message(void **st)
     /* found by fuzz_proto_rx: fragments of a 0-byte message, no buffer yet */
     struct fx x;
     mk(&x, EM_RECOVERY_SR, 0);
-    em_hdr_t h = { .type = EM_PT_DATA, .seq = 0, .len = 0, .msg_len = 0,
-                   .frag_no = 0, .frag_cnt = 2, .msg_id = 1 };
+    em_hdr_t h = { .type = EM_PT_DATA,
+                   .seq = 0,
+                   .len = 0,
+                   .msg_len = 0,
+                   .frag_no = 0,
+                   .frag_cnt = 2,
+                   .msg_id = 1 };
     feed(&x, h, NULL, 0);
-    h.seq = 1; h.frag_no = 1;
+    h.seq = 1;
+    h.frag_no = 1;
     feed(&x, h, NULL, 0);
     assert_int_equal(x.c.nrecv, 1);
     assert_int_equal(x.c.last_len, 0);
@@ -678,13 +759,15 @@ static void test_empty_multi_fragment_message(void **st)
 
 static void test_put_frames_carry_target_and_complete_on_ack(void **st)
 {
-    struct fx x; em_proto_op_t op;
+    struct fx x;
+    em_proto_op_t op;
     static uint8_t buf[2500];
-    for (unsigned i = 0; i < sizeof buf; i++) buf[i] = (uint8_t)i;
+    for (unsigned i = 0; i < sizeof buf; i++)
+        buf[i] = (uint8_t)i;
     mk(&x, EM_RECOVERY_SR, 0);
     em_put_target_t t = { .region = 4, .key = 0xABCDEF, .offset = 100 };
     assert_int_equal(em_proto_put(x.p, &op, 1, &t, buf, sizeof buf, NULL, 0), 0);
-    assert_int_equal(x.c.nf, 3);                     /* 976 B per PUT frame */
+    assert_int_equal(x.c.nf, 3); /* 976 B per PUT frame */
     for (unsigned i = 0; i < 3; i++) {
         assert_int_equal(x.c.f[i].h.type, EM_PT_PUT);
         assert_int_equal(x.c.f[i].h.region, 4);
@@ -692,7 +775,7 @@ static void test_put_frames_carry_target_and_complete_on_ack(void **st)
         assert_int_equal(x.c.f[i].h.offset, 100 + i * 976);
     }
     assert_false(x.c.f[1].h.flags & EM_F_ACKNOW);
-    assert_true(x.c.f[2].h.flags & EM_F_ACKNOW);     /* last frame: ack at once */
+    assert_true(x.c.f[2].h.flags & EM_F_ACKNOW); /* last frame: ack at once */
     feed(&x, ack(3, 0), NULL, 1);
     assert_int_equal(x.c.ncomplete, 1);
     assert_int_equal(em_proto_stats(x.p)->puts_done, 1);
@@ -703,11 +786,17 @@ static void test_put_received_is_placed_or_rejected(void **st)
 {
     struct fx x;
     mk(&x, EM_RECOVERY_SR, 0);
-    em_hdr_t h = { .type = EM_PT_PUT, .seq = 0, .len = 4, .msg_len = 4, .frag_cnt = 1,
-                   .region = 2, .key = 77, .offset = 8 };
+    em_hdr_t h = { .type = EM_PT_PUT,
+                   .seq = 0,
+                   .len = 4,
+                   .msg_len = 4,
+                   .frag_cnt = 1,
+                   .region = 2,
+                   .key = 77,
+                   .offset = 8 };
     feed(&x, h, "DATA", 0);
     assert_int_equal(x.c.nput, 1);
-    em_proto_poll(x.p, 0);                           /* no ACKNOW: ACK is delayed */
+    em_proto_poll(x.p, 0); /* no ACKNOW: ACK is delayed */
     assert_int_equal(x.c.nf, 0);
     assert_int_equal(x.c.last_put.region, 2);
     assert_int_equal(x.c.last_put.key, 77);
@@ -717,7 +806,7 @@ static void test_put_received_is_placed_or_rejected(void **st)
     h.seq = 1;
     h.flags = EM_F_ACKNOW;
     feed(&x, h, "DATA", 0);
-    em_proto_poll(x.p, 0);                           /* ACKNOW: ACK without delay */
+    em_proto_poll(x.p, 0); /* ACKNOW: ACK without delay */
     assert_int_equal(x.c.nf, 1);
     assert_int_equal(x.c.f[0].h.ack, 2);
     assert_int_equal(em_proto_stats(x.p)->puts_placed, 1);
@@ -739,8 +828,8 @@ static void test_link_acks_refusal_fails_peer(void **st)
     struct fx x;
     em_proto_flow_t f;
     mk(&x, EM_RECOVERY_SR, 0x7ffffffeu);
-    feed(&x, data(0x7ffffffeu, 0x7fffffffu, "x"), "x", 0);    /* acks what we never sent */
-    assert_int_equal(x.c.nfailed, 0);                          /* no link ACKs: dropped */
+    feed(&x, data(0x7ffffffeu, 0x7fffffffu, "x"), "x", 0); /* acks what we never sent */
+    assert_int_equal(x.c.nfailed, 0);                      /* no link ACKs: dropped */
     assert_int_equal(em_proto_stats(x.p)->drop_window, 1);
     assert_null(em_proto_fail_reason(x.p, 1));
 
@@ -752,13 +841,13 @@ static void test_link_acks_refusal_fails_peer(void **st)
     assert_true(f.rx_key == KEY && f.tx_key == KEY && f.self == 0 && f.peer == 1);
     assert_int_equal(f.frame_max, EM_HDR_LEN + 1000);
     assert_int_equal(em_proto_flow(x.p, 0, &f), -EM_EINVAL);
-    feed(&x, data(0x7ffffffeu, 0x7ffffffeu, "a"), "a", 0);     /* fine */
+    feed(&x, data(0x7ffffffeu, 0x7ffffffeu, "a"), "a", 0); /* fine */
     assert_int_equal(x.c.nrecv, 1);
     assert_int_equal(em_proto_flow(x.p, 1, &f), 0);
     assert_int_equal(f.rcv_nxt, 0x7fffffffu);
-    feed(&x, data(0x80000001u, 0x80000000u, "b"), "b", 1);     /* not in order: dropped */
+    feed(&x, data(0x80000001u, 0x80000000u, "b"), "b", 1); /* not in order: dropped */
     assert_int_equal(x.c.nfailed, 0);
-    feed(&x, data(0x7fffffffu, 0x80000000u, "c"), "c", 2);     /* in order, bad ACK */
+    feed(&x, data(0x7fffffffu, 0x80000000u, "c"), "c", 2); /* in order, bad ACK */
     assert_int_equal(x.c.nfailed, 1);
     assert_int_equal(em_proto_stats(x.p)->fail_refused_acked, 1);
     assert_non_null(em_proto_fail_reason(x.p, 1));
@@ -775,11 +864,17 @@ static void test_link_acks_budget_and_refused_put_fail_peer(void **st)
     struct fx x;
     mk(&x, EM_RECOVERY_SR, 10);
     x.cfg.link_acks = true;
-    x.cfg.max_msg = 2000;                 /* this rank accepts 2000 B messages */
+    x.cfg.max_msg = 2000; /* this rank accepts 2000 B messages */
     remk(&x);
     /* first fragment of a 5000 B message, in order: over the budget */
-    em_hdr_t h = { .type = EM_PT_DATA, .tag = 1, .seq = 10, .ack = 10, .len = 1000,
-                   .msg_len = 5000, .frag_cnt = 5, .msg_id = 1 };
+    em_hdr_t h = { .type = EM_PT_DATA,
+                   .tag = 1,
+                   .seq = 10,
+                   .ack = 10,
+                   .len = 1000,
+                   .msg_len = 5000,
+                   .frag_cnt = 5,
+                   .msg_id = 1 };
     static uint8_t pl[1000];
     feed(&x, h, pl, 0);
     assert_int_equal(em_proto_stats(x.p)->drop_budget, 1);
@@ -788,8 +883,16 @@ static void test_link_acks_budget_and_refused_put_fail_peer(void **st)
 
     /* from peer 2: a put into a region the callback refuses */
     x.c.put_rc = -1;
-    em_hdr_t put = { .type = EM_PT_PUT, .src = 2, .dst = 0, .seq = 10, .ack = 10, .len = 8,
-                     .msg_len = 8, .frag_cnt = 1, .region = 7, .key = 99 };
+    em_hdr_t put = { .type = EM_PT_PUT,
+                     .src = 2,
+                     .dst = 0,
+                     .seq = 10,
+                     .ack = 10,
+                     .len = 8,
+                     .msg_len = 8,
+                     .frag_cnt = 1,
+                     .region = 7,
+                     .key = 99 };
     feed(&x, put, "abcdefgh", 1);
     assert_int_equal(em_proto_stats(x.p)->puts_rejected, 1);
     assert_int_equal(x.c.nfailed, 2);
@@ -817,7 +920,7 @@ static void test_tx_room_counts_the_congestion_window(void **st)
     x.cfg.cc = EM_CC_LOSS;
     x.cfg.cc_init_frames = 8;
     remk(&x);
-    assert_int_equal(em_proto_tx_room(x.p, 1, 0), 8);    /* cwnd, not the 64-frame window */
+    assert_int_equal(em_proto_tx_room(x.p, 1, 0), 8); /* cwnd, not the 64-frame window */
     assert_int_equal(em_proto_send(x.p, &op, 1, 1, msg, sizeof msg, NULL, 0), 0);
     assert_int_equal(em_proto_tx_room(x.p, 1, 0), 6);
     x.cfg.cc = EM_CC_OFF;
@@ -828,12 +931,13 @@ static void test_tx_room_counts_the_congestion_window(void **st)
 
 static void test_sequence_wraps(void **st)
 {
-    struct fx x; em_proto_op_t op[8];
+    struct fx x;
+    em_proto_op_t op[8];
     mk(&x, EM_RECOVERY_SR, 0xFFFFFFFEu);
     for (int i = 0; i < 4; i++)
         em_proto_send(x.p, &op[i], 1, 0, "w", 1, NULL, 0);
     assert_int_equal(x.c.f[3].h.seq, 1);
-    feed(&x, ack(1, 0), NULL, 1);                   /* acks 0xFFFFFFFE .. 0 */
+    feed(&x, ack(1, 0), NULL, 1); /* acks 0xFFFFFFFE .. 0 */
     assert_int_equal(x.c.ncomplete, 3);
     for (uint32_t s = 0xFFFFFFFEu, i = 0; i < 4; s++, i++)
         feed(&x, data(s, 2, "r"), "r", 2);
@@ -844,7 +948,8 @@ static void test_sequence_wraps(void **st)
 
 static void test_destroy_cancels_pending(void **st)
 {
-    struct fx x; em_proto_op_t op;
+    struct fx x;
+    em_proto_op_t op;
     mk(&x, EM_RECOVERY_SR, 0);
     em_proto_send(x.p, &op, 1, 0, "m", 1, NULL, 0);
     em_proto_destroy(x.p);
@@ -854,7 +959,9 @@ static void test_destroy_cancels_pending(void **st)
 
 static void test_bad_config_and_arguments(void **st)
 {
-    em_proto_cfg_t c; int err; struct cap cp = { 0 };
+    em_proto_cfg_t c;
+    int err;
+    struct cap cp = { 0 };
     em_proto_cfg_default(&c);
     c.window = 0;
     assert_null(em_proto_create(&c, &OPS, &cp, &err));
@@ -868,11 +975,13 @@ static void test_bad_config_and_arguments(void **st)
     c.self = 2;
     assert_null(em_proto_create(&c, &OPS, &cp, &err));
 
-    struct fx x; em_proto_op_t op;
+    struct fx x;
+    em_proto_op_t op;
     mk(&x, EM_RECOVERY_SR, 0);
-    assert_int_equal(em_proto_send(x.p, &op, 0, 0, "m", 1, NULL, 0), -EM_EINVAL);  /* self */
+    assert_int_equal(em_proto_send(x.p, &op, 0, 0, "m", 1, NULL, 0), -EM_EINVAL); /* self */
     assert_int_equal(em_proto_send(x.p, &op, 3, 0, "m", 1, NULL, 0), -EM_EINVAL);
-    assert_int_equal(em_proto_send(x.p, &op, 1, 0, "m", em_proto_max_msg(x.p) + 1, NULL, 0), -EM_EINVAL);
+    assert_int_equal(em_proto_send(x.p, &op, 1, 0, "m", em_proto_max_msg(x.p) + 1, NULL, 0),
+                     -EM_EINVAL);
     em_proto_destroy(x.p);
 }
 

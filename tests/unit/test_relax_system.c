@@ -22,7 +22,7 @@ static void check(uint32_t n, uint32_t nnz)
     assert_int_equal(relax_direct_solve(&s, xd), 0);
     assert_true(relax_residual(&s, xd) < 1e-13);
     double zero = relax_residual(&s, x);
-    assert_true(fabs(zero - 1.0) < 1e-15);         /* x = 0: ||b|| / ||b|| */
+    assert_true(fabs(zero - 1.0) < 1e-15); /* x = 0: ||b|| / ||b|| */
     /* Jacobi with the rows split over 3 "ranks" converges to the direct solution */
     relax_rows_t r[3];
     for (int k = 0; k < 3; k++)
@@ -31,7 +31,8 @@ static void check(uint32_t n, uint32_t nnz)
     for (int sweep = 0; sweep < 60; sweep++) {
         for (int k = 0; k < 3; k++)
             for (uint32_t li = 0; li < r[k].count; li++)
-                xn[r[k].first + li] = (r[k].b[li] - relax_offdiag_dot(&r[k], li, x)) / r[k].diag[li];
+                xn[r[k].first + li] = (r[k].b[li] - relax_offdiag_dot(&r[k], li, x)) /
+                                      r[k].diag[li];
         memcpy(x, xn, n * sizeof *x);
     }
     double md = 0;
@@ -49,8 +50,16 @@ static void check(uint32_t n, uint32_t nnz)
     free(xn);
 }
 
-static void test_dense(void **st) { (void)st; check(300, 0); }
-static void test_sparse(void **st) { (void)st; check(500, 7); }
+static void test_dense(void **st)
+{
+    (void)st;
+    check(300, 0);
+}
+static void test_sparse(void **st)
+{
+    (void)st;
+    check(500, 7);
+}
 
 int main(void)
 {

@@ -13,10 +13,20 @@
 static em_hdr_t sample(uint8_t type)
 {
     em_hdr_t h = {
-        .type = type, .flags = EM_F_SACK, .tag = 7, .job_key = 0xA1B2C3D4E5F60718ull,
-        .src = 0x0102, .dst = 0x0304, .len = 5, .seq = 0x11223344u,
-        .ack = 0x55667788u, .sack = 0x8000000000000001ull, .msg_id = 42,
-        .msg_len = 5, .frag_no = 0, .frag_cnt = 1,
+        .type = type,
+        .flags = EM_F_SACK,
+        .tag = 7,
+        .job_key = 0xA1B2C3D4E5F60718ull,
+        .src = 0x0102,
+        .dst = 0x0304,
+        .len = 5,
+        .seq = 0x11223344u,
+        .ack = 0x55667788u,
+        .sack = 0x8000000000000001ull,
+        .msg_id = 42,
+        .msg_len = 5,
+        .frag_no = 0,
+        .frag_cnt = 1,
     };
     if (type == EM_PT_PUT) {
         h.tag = 0;
@@ -34,11 +44,11 @@ static void test_layout_is_big_endian(void **st)
     assert_int_equal(em_hdr_encode(&h, b), EM_HDR_LEN + EM_PUT_EXT_LEN);
     /* version 2: the 64-bit pair key at offset 8 (wire.h's diagram) */
     static const uint8_t want[] = {
-        0xE5, 0x02, 0x02, 0x02, 0x01, 0x02, 0x03, 0x04,
-        0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6, 0x07, 0x18,
-        0x00, 0x05, 0x00, 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
-        0x80, 0, 0, 0, 0, 0, 0, 0x01, 0, 0, 0, 42, 0, 0, 0, 5, 0, 0, 0, 1,
-        0, 0, 0, 9, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0, 0, 0, 0x10, 0,
+        0xE5, 0x02, 0x02, 0x02, 0x01, 0x02, 0x03, 0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6, 0x07,
+        0x18, 0x00, 0x05, 0x00, 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x80, 0,
+        0,    0,    0,    0,    0,    0x01, 0,    0,    0,    42,   0,    0,    0,    5,    0,
+        0,    0,    1,    0,    0,    0,    9,    0,    0,    0,    0,    1,    2,    3,    4,
+        5,    6,    7,    8,    0,    0,    0,    0,    0,    0,    0x10, 0,
     };
     assert_int_equal(sizeof want, sizeof b);
     assert_memory_equal(b, want, sizeof want);
@@ -78,7 +88,8 @@ static void test_round_trip(void **st)
     }
 }
 
-static em_decode_err_t decode_mut(uint8_t type, size_t frame_len, void (*mut)(em_hdr_t *, uint8_t *))
+static em_decode_err_t decode_mut(uint8_t type, size_t frame_len,
+                                  void (*mut)(em_hdr_t *, uint8_t *))
 {
     uint8_t b[256] = { 0 };
     em_hdr_t h = sample(type), d;
@@ -92,19 +103,78 @@ static em_decode_err_t decode_mut(uint8_t type, size_t frame_len, void (*mut)(em
     return em_hdr_decode(b, frame_len, &d);
 }
 
-static void m_frag_no(em_hdr_t *h, uint8_t *b) { if (h) { h->frag_no = 3; h->frag_cnt = 3; h->msg_len = 100; } }
-static void m_frag_cnt0(em_hdr_t *h, uint8_t *b) { if (h) { h->frag_cnt = 0; } }
-static void m_len_gt_msg(em_hdr_t *h, uint8_t *b) { if (h) { h->frag_cnt = 2; h->msg_len = 4; } }
-static void m_single_len(em_hdr_t *h, uint8_t *b) { if (h) { h->msg_len = 6; } }
-static void m_flags(em_hdr_t *h, uint8_t *b) { if (b) b[3] = 0x80; }
-static void m_rsvd(em_hdr_t *h, uint8_t *b) { if (b) b[19] = 1; }
-static void m_type(em_hdr_t *h, uint8_t *b) { if (b) b[2] = 9; }
-static void m_magic(em_hdr_t *h, uint8_t *b) { if (b) b[0] = 0x45; }
-static void m_version(em_hdr_t *h, uint8_t *b) { if (b) b[1] = 1; }   /* v1: 32-bit job key */
-static void m_remerr(em_hdr_t *h, uint8_t *b) { if (h) h->flags |= EM_F_REMERR; }
-static void m_ack_len(em_hdr_t *h, uint8_t *b) { if (h) h->len = 1; }
-static void m_put_rsvd(em_hdr_t *h, uint8_t *b) { if (b) b[EM_HDR_LEN + 4] = 1; }
-static void m_put_ovf(em_hdr_t *h, uint8_t *b) { if (h) h->offset = UINT64_MAX - 2; }
+static void m_frag_no(em_hdr_t *h, uint8_t *b)
+{
+    if (h) {
+        h->frag_no = 3;
+        h->frag_cnt = 3;
+        h->msg_len = 100;
+    }
+}
+static void m_frag_cnt0(em_hdr_t *h, uint8_t *b)
+{
+    if (h) {
+        h->frag_cnt = 0;
+    }
+}
+static void m_len_gt_msg(em_hdr_t *h, uint8_t *b)
+{
+    if (h) {
+        h->frag_cnt = 2;
+        h->msg_len = 4;
+    }
+}
+static void m_single_len(em_hdr_t *h, uint8_t *b)
+{
+    if (h) {
+        h->msg_len = 6;
+    }
+}
+static void m_flags(em_hdr_t *h, uint8_t *b)
+{
+    if (b)
+        b[3] = 0x80;
+}
+static void m_rsvd(em_hdr_t *h, uint8_t *b)
+{
+    if (b)
+        b[19] = 1;
+}
+static void m_type(em_hdr_t *h, uint8_t *b)
+{
+    if (b)
+        b[2] = 9;
+}
+static void m_magic(em_hdr_t *h, uint8_t *b)
+{
+    if (b)
+        b[0] = 0x45;
+}
+static void m_version(em_hdr_t *h, uint8_t *b)
+{
+    if (b)
+        b[1] = 1;
+} /* v1: 32-bit job key */
+static void m_remerr(em_hdr_t *h, uint8_t *b)
+{
+    if (h)
+        h->flags |= EM_F_REMERR;
+}
+static void m_ack_len(em_hdr_t *h, uint8_t *b)
+{
+    if (h)
+        h->len = 1;
+}
+static void m_put_rsvd(em_hdr_t *h, uint8_t *b)
+{
+    if (b)
+        b[EM_HDR_LEN + 4] = 1;
+}
+static void m_put_ovf(em_hdr_t *h, uint8_t *b)
+{
+    if (h)
+        h->offset = UINT64_MAX - 2;
+}
 
 static void test_refusals(void **st)
 {

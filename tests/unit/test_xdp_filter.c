@@ -38,15 +38,16 @@ static int verdict(const uint8_t *frame, size_t len)
 
 static size_t udp_frame(uint8_t *f, uint16_t port, uint16_t frag, int options)
 {
-    em_ipudp_path_t p = { .src_ip = 0x0A4D0001u, .dst_ip = 0x0A4D0102u, .src_port = port,
-                          .dst_port = port };
+    em_ipudp_path_t p = {
+        .src_ip = 0x0A4D0001u, .dst_ip = 0x0A4D0102u, .src_port = port, .dst_port = port
+    };
     memset(f, 0, 128);
     em_ipudp_encode(&p, 1, 32, 0, f);
     f[20] = (uint8_t)(frag >> 8);
     f[21] = (uint8_t)frag;
-    if (options) {      /* IHL 6: 4 bytes of options before the UDP header */
+    if (options) { /* IHL 6: 4 bytes of options before the UDP header */
         memmove(f + 38, f + 34, 8 + 32);
-        memset(f + 34, 1, 4);   /* NOPs */
+        memset(f + 34, 1, 4); /* NOPs */
         f[14] = 0x46;
     }
     return 60 + 32;
@@ -58,32 +59,34 @@ static void test_verdicts(void **state)
     uint8_t f[128];
     size_t n;
     memset(f, 0, sizeof f);
-    f[12] = 0x88; f[13] = 0xB5;
+    f[12] = 0x88;
+    f[13] = 0xB5;
     assert_int_equal(verdict(f, 60), XDP_TX);
     f[13] = 0xB6;
     assert_int_equal(verdict(f, 60), XDP_TX);
-    f[12] = 0x08; f[13] = 0x06;                          /* ARP */
+    f[12] = 0x08;
+    f[13] = 0x06; /* ARP */
     assert_int_equal(verdict(f, 60), XDP_PASS);
     n = udp_frame(f, EM_UDP_PORT, 0x4000, 0);
     assert_int_equal(verdict(f, n), XDP_TX);
     n = udp_frame(f, EM_UDP_PORT_BCAST, 0x4000, 0);
     assert_int_equal(verdict(f, n), XDP_TX);
-    n = udp_frame(f, EM_UDP_PORT, 0x4000, 1);            /* options: skipped by IHL */
+    n = udp_frame(f, EM_UDP_PORT, 0x4000, 1); /* options: skipped by IHL */
     assert_int_equal(verdict(f, n), XDP_TX);
-    n = udp_frame(f, 53, 0x4000, 0);                     /* DNS: the kernel's */
+    n = udp_frame(f, 53, 0x4000, 0); /* DNS: the kernel's */
     assert_int_equal(verdict(f, n), XDP_PASS);
     n = udp_frame(f, EM_UDP_PORT + 2, 0x4000, 0);
     assert_int_equal(verdict(f, n), XDP_PASS);
-    n = udp_frame(f, EM_UDP_PORT, 0x2000, 0);            /* MF: a fragment */
+    n = udp_frame(f, EM_UDP_PORT, 0x2000, 0); /* MF: a fragment */
     assert_int_equal(verdict(f, n), XDP_PASS);
-    n = udp_frame(f, EM_UDP_PORT, 0x0010, 0);            /* an offset */
-    assert_int_equal(verdict(f, n), XDP_PASS);
-    n = udp_frame(f, EM_UDP_PORT, 0x4000, 0);
-    f[23] = 6;                                           /* TCP to the same port */
+    n = udp_frame(f, EM_UDP_PORT, 0x0010, 0); /* an offset */
     assert_int_equal(verdict(f, n), XDP_PASS);
     n = udp_frame(f, EM_UDP_PORT, 0x4000, 0);
-    assert_int_equal(verdict(f, 36), XDP_PASS);          /* cut inside the UDP header */
-    assert_int_equal(verdict(f, 14), XDP_PASS);          /* Ethernet header alone */
+    f[23] = 6; /* TCP to the same port */
+    assert_int_equal(verdict(f, n), XDP_PASS);
+    n = udp_frame(f, EM_UDP_PORT, 0x4000, 0);
+    assert_int_equal(verdict(f, 36), XDP_PASS); /* cut inside the UDP header */
+    assert_int_equal(verdict(f, 14), XDP_PASS); /* Ethernet header alone */
 }
 
 int main(int argc, char **argv)

@@ -34,7 +34,8 @@ static void test_devargs(void **st)
     char ifname[16];
     unsigned q = 99;
     assert_int_equal(em_xdp_devargs_iface("net_af_xdp0,iface=eth1,start_queue=3,queue_count=1",
-                                          ifname, sizeof ifname, &q), 1);
+                                          ifname, sizeof ifname, &q),
+                     1);
     assert_string_equal(ifname, "eth1");
     assert_int_equal(q, 3);
     assert_int_equal(em_xdp_devargs_iface("net_af_xdp,iface=veth0", ifname, sizeof ifname, &q), 1);
@@ -45,8 +46,9 @@ static void test_devargs(void **st)
     assert_int_equal(em_xdp_devargs_iface("net_memif0,iface=eth0", ifname, sizeof ifname, &q), 0);
     assert_int_equal(em_xdp_devargs_iface(NULL, ifname, sizeof ifname, &q), 0);
     /* a name longer than the buffer is refused, not truncated */
-    assert_int_equal(em_xdp_devargs_iface("net_af_xdp0,iface=averyveryverylongname", ifname,
-                                          sizeof ifname, &q), 0);
+    assert_int_equal(
+        em_xdp_devargs_iface("net_af_xdp0,iface=averyveryverylongname", ifname, sizeof ifname, &q),
+        0);
 }
 
 static void test_one_owner(void **st)
@@ -113,13 +115,13 @@ static void test_live_queue_blocks_cleanup(void **st)
     char err[256];
     em_xdp_guard_t a, b, c;
     assert_int_equal(em_xdp_guard_acquire("lo", 0, &a, err, sizeof err), 0);
-    assert_int_equal(a.cleanup, 1);         /* alone on the interface */
+    assert_int_equal(a.cleanup, 1); /* alone on the interface */
     assert_int_equal(em_xdp_guard_acquire("lo", 1, &b, err, sizeof err), 0);
-    assert_int_equal(b.cleanup, 0);         /* queue 0 is live: hands off */
+    assert_int_equal(b.cleanup, 0); /* queue 0 is live: hands off */
     assert_int_equal(b.detached, 0);
     em_xdp_guard_release(&a);
     assert_int_equal(em_xdp_guard_acquire("lo", 2, &c, err, sizeof err), 0);
-    assert_int_equal(c.cleanup, 0);         /* queue 1 still live */
+    assert_int_equal(c.cleanup, 0); /* queue 1 still live */
     em_xdp_guard_release(&c);
     em_xdp_guard_release(&b);
     assert_int_equal(b.if_lock_fd, -1);

@@ -24,10 +24,10 @@
 SEC("tc")
 int emc_ipv4_only(struct __sk_buff *skb)
 {
-	/* skb->protocol: the ethertype (after any VLAN tag the driver took) */
-	if (skb->protocol == bpf_htons(ETH_P_IP) || skb->protocol == bpf_htons(ETH_P_ARP))
-		return TC_ACT_OK;
-	return TC_ACT_SHOT;
+    /* skb->protocol: the ethertype (after any VLAN tag the driver took) */
+    if (skb->protocol == bpf_htons(ETH_P_IP) || skb->protocol == bpf_htons(ETH_P_ARP))
+        return TC_ACT_OK;
+    return TC_ACT_SHOT;
 }
 
 /* BSD-3-Clause sources (LICENSE); "Dual BSD/GPL" is what the kernel reads

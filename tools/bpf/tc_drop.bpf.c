@@ -33,39 +33,36 @@
 
 #ifdef EMC_SEED
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, __u32);
 } emc_rng_state SEC(".maps");
 
 static __always_inline __u32 emc_random(void)
 {
-	__u32 key = 0;
-	__u32 *st = bpf_map_lookup_elem(&emc_rng_state, &key);
-	__u32 x;
+    __u32 key = 0;
+    __u32 *st = bpf_map_lookup_elem(&emc_rng_state, &key);
+    __u32 x;
 
-	if (!st)
-		return bpf_get_prandom_u32();
-	x = *st;
-	if (x == 0) {
-		/* first packet on this CPU: derive a non-zero state from the seed */
-		x = (__u32)(EMC_SEED) ^ ((bpf_get_smp_processor_id() + 1) * 0x9e3779b9u);
-		if (x == 0)
-			x = 0x6d2b79f5u;
-	}
-	/* xorshift32 (Marsaglia) */
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	*st = x;
-	return x;
+    if (!st)
+        return bpf_get_prandom_u32();
+    x = *st;
+    if (x == 0) {
+        /* first packet on this CPU: derive a non-zero state from the seed */
+        x = (__u32)(EMC_SEED) ^ ((bpf_get_smp_processor_id() + 1) * 0x9e3779b9u);
+        if (x == 0)
+            x = 0x6d2b79f5u;
+    }
+    /* xorshift32 (Marsaglia) */
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    *st = x;
+    return x;
 }
 #else
-static __always_inline __u32 emc_random(void)
-{
-	return bpf_get_prandom_u32();
-}
+static __always_inline __u32 emc_random(void) { return bpf_get_prandom_u32(); }
 #endif
 
 /*
@@ -77,9 +74,9 @@ static __always_inline __u32 emc_random(void)
 SEC("tc")
 int emc_tc_drop(struct __sk_buff *skb)
 {
-	if ((__u64)emc_random() < (__u64)(EMC_DROP_THRESH))
-		return TC_ACT_STOLEN;
-	return TC_ACT_OK;
+    if ((__u64)emc_random() < (__u64)(EMC_DROP_THRESH))
+        return TC_ACT_STOLEN;
+    return TC_ACT_OK;
 }
 
 /* The sources are BSD-3-Clause (LICENSE); "Dual BSD/GPL" is the string the

@@ -49,64 +49,58 @@
  * check the verifier can follow; options are skipped by IHL. */
 static __always_inline int emc_is_our_udp(const void *l3, const void *end)
 {
-	const __u8 *ip = l3;
-	if (EMC_UDP_PORT == 0 || (const void *)(ip + 20) > end)
-		return 0;
-	if ((ip[0] >> 4) != 4 || ip[9] != 17)
-		return 0;
-	if (((ip[6] << 8) | ip[7]) & 0x3FFF)    /* a fragment: the kernel reassembles */
-		return 0;
-	__u32 ihl = (__u32)(ip[0] & 0xF) * 4;
-	if (ihl < 20 || ihl > 60)
-		return 0;
-	const __u8 *udp = ip + ihl;
-	if ((const void *)(udp + 8) > end)
-		return 0;
-	__u16 dport = (__u16)((udp[2] << 8) | udp[3]);
-	return dport == EMC_UDP_PORT || dport == EMC_UDP_PORT + 1;
+    const __u8 *ip = l3;
+    if (EMC_UDP_PORT == 0 || (const void *)(ip + 20) > end)
+        return 0;
+    if ((ip[0] >> 4) != 4 || ip[9] != 17)
+        return 0;
+    if (((ip[6] << 8) | ip[7]) & 0x3FFF) /* a fragment: the kernel reassembles */
+        return 0;
+    __u32 ihl = (__u32)(ip[0] & 0xF) * 4;
+    if (ihl < 20 || ihl > 60)
+        return 0;
+    const __u8 *udp = ip + ihl;
+    if ((const void *)(udp + 8) > end)
+        return 0;
+    __u16 dport = (__u16)((udp[2] << 8) | udp[3]);
+    return dport == EMC_UDP_PORT || dport == EMC_UDP_PORT + 1;
 }
 
 struct {
-	__uint(type, BPF_MAP_TYPE_XSKMAP);
-	__uint(max_entries, 64);
-	__type(key, __u32);
-	__type(value, __u32);
+    __uint(type, BPF_MAP_TYPE_XSKMAP);
+    __uint(max_entries, 64);
+    __type(key, __u32);
+    __type(value, __u32);
 } xsks_map SEC(".maps");
 
 static __always_inline int emc_xdp_drop(struct xdp_md *ctx)
 {
-	const void *data = (const void *)(long)ctx->data;
-	const void *end = (const void *)(long)ctx->data_end;
-	const struct ethhdr *eth = data;
+    const void *data = (const void *)(long)ctx->data;
+    const void *end = (const void *)(long)ctx->data_end;
+    const struct ethhdr *eth = data;
 
-	if ((__u64)bpf_get_prandom_u32() < (__u64)(EMC_DROP_THRESH))
-		return XDP_DROP;
-	if ((const void *)(eth + 1) > end)
-		return XDP_PASS;
-	if (eth->h_proto != bpf_htons(0x88B5) && eth->h_proto != bpf_htons(0x88B6) &&
-	    !(eth->h_proto == bpf_htons(ETH_P_IP) && emc_is_our_udp(eth + 1, end)))
-		return XDP_PASS;
+    if ((__u64)bpf_get_prandom_u32() < (__u64)(EMC_DROP_THRESH))
+        return XDP_DROP;
+    if ((const void *)(eth + 1) > end)
+        return XDP_PASS;
+    if (eth->h_proto != bpf_htons(0x88B5) && eth->h_proto != bpf_htons(0x88B6) &&
+        !(eth->h_proto == bpf_htons(ETH_P_IP) && emc_is_our_udp(eth + 1, end)))
+        return XDP_PASS;
 #ifdef EMC_XDP_TEST
-	/* tests/unit/test_xdp_filter.c: "ours" is told apart from "the
+    /* tests/unit/test_xdp_filter.c: "ours" is told apart from "the
 	 * kernel's" by the verdict (an empty xsks_map slot would give PASS) */
-	return XDP_TX;
+    return XDP_TX;
 #else
-	/* the low bits of flags are the action when the map slot is empty */
-	return bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
+    /* the low bits of flags are the action when the map slot is empty */
+    return bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
 #endif
 }
 
 SEC("xdp")
-int emc_xdp_drop_sb(struct xdp_md *ctx)
-{
-	return emc_xdp_drop(ctx);
-}
+int emc_xdp_drop_sb(struct xdp_md *ctx) { return emc_xdp_drop(ctx); }
 
 SEC("xdp.frags")
-int emc_xdp_drop_mb(struct xdp_md *ctx)
-{
-	return emc_xdp_drop(ctx);
-}
+int emc_xdp_drop_mb(struct xdp_md *ctx) { return emc_xdp_drop(ctx); }
 
 /* The sources are BSD-3-Clause (LICENSE); "Dual BSD/GPL" is the string the
  * kernel reads as GPL-compatible, which keeps every helper available. */

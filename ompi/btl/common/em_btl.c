@@ -92,7 +92,7 @@ static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, em_
     cfg.rto_max_ns = (uint64_t)params->rto_max_us * 1000u;
     cfg.max_retries = (uint32_t)params->retries;
     cfg.ack_delay_ns = (uint64_t)params->ack_delay_us * 1000u;
-    cfg.cc = (em_cc_mode_t)em_cc_mode_parse(params->cc);     /* checked by the caller */
+    cfg.cc = (em_cc_mode_t)em_cc_mode_parse(params->cc); /* checked by the caller */
     /* Pace in bursts of 64 KB, not 8 frames: the kernel sends a GSO batch of
      * up to 64 KB as one packet anyway (as TCP paces TSO-sized bursts), and
      * a user-space loop woken per 1.5 KB frame lost 40 % of rudp's bandwidth
@@ -147,13 +147,13 @@ static int check_params(const char *name, const em_btl_params_t *params, em_reco
     else if (0 == strcmp(params->recovery, "gbn"))
         *rec = EM_RECOVERY_GBN;
     else {
-        opal_show_help(HELP_FILE, "bad-param", true, name, opal_process_info.nodename,
-                       "recovery", params->recovery, "sr or gbn");
+        opal_show_help(HELP_FILE, "bad-param", true, name, opal_process_info.nodename, "recovery",
+                       params->recovery, "sr or gbn");
         return -1;
     }
     if (em_cc_mode_parse(params->cc) < 0) {
-        opal_show_help(HELP_FILE, "bad-param", true, name, opal_process_info.nodename,
-                       "cc", params->cc, "delay, loss or off");
+        opal_show_help(HELP_FILE, "bad-param", true, name, opal_process_info.nodename, "cc",
+                       params->cc, "delay, loss or off");
         return -1;
     }
     if ((params->window == 0 && params->window_kb <= 0) || params->window < 0 ||
@@ -161,10 +161,9 @@ static int check_params(const char *name, const em_btl_params_t *params, em_reco
         char v[32];
         snprintf(v, sizeof v, "%d", params->window);
         char range[32];
-        snprintf(range, sizeof range, "%s to %u", params->window_kb > 0 ? "0" : "1",
-                 EM_WINDOW_MAX);
-        opal_show_help(HELP_FILE, "bad-param", true, name, opal_process_info.nodename,
-                       "window", v, range);
+        snprintf(range, sizeof range, "%s to %u", params->window_kb > 0 ? "0" : "1", EM_WINDOW_MAX);
+        opal_show_help(HELP_FILE, "bad-param", true, name, opal_process_info.nodename, "window", v,
+                       range);
         return -1;
     }
     return 0;
@@ -182,15 +181,38 @@ static int draw_secret(em_btl_module_t *m, const char *name)
         got = getrandom(rnd, sizeof rnd, 0);
     } while (got < 0 && errno == EINTR);
     if (got != (ssize_t)sizeof rnd) {
-        snprintf(err, sizeof err, "getrandom() failed (%s): the per-job secret cannot be drawn; "
-                 "this kernel or sandbox must allow getrandom(2)", got < 0 ? strerror(errno) : "short read");
-        opal_show_help(HELP_FILE, "link-open-failed", true, name, opal_process_info.nodename, err, name);
+        snprintf(err, sizeof err,
+                 "getrandom() failed (%s): the per-job secret cannot be drawn; "
+                 "this kernel or sandbox must allow getrandom(2)",
+                 got < 0 ? strerror(errno) : "short read");
+        opal_show_help(HELP_FILE, "link-open-failed", true, name, opal_process_info.nodename, err,
+                       name);
         return -1;
     }
     memcpy(&m->secret, rnd, 8);
     memcpy(&m->isn, rnd + 8, 4);
     if (!m->params->random_isn)
         m->isn = 0;
+    return 0;
+}
+
+/* Striping over two or more links: one message order per peer, shared by
+ * every module of the component (docs/design.md, "Open MPI BTL glue"). */
+static int setup_order(em_btl_module_t *m, uint32_t jsize, const em_btl_params_t *params)
+{
+    m->order = calloc(jsize, sizeof *m->order);
+    if (!m->order)
+        return -1;
+    for (uint32_t i = 0; i < jsize; i++) {
+        m->order[i].o.max_held = params->order_max_held > 0 ? (uint32_t)params->order_max_held : 0;
+        m->order[i].o.max_bytes = params->order_max_mb > 0 ? (size_t)params->order_max_mb << 20 : 0;
+    }
+    for (em_btl_module_t *it = m; it; it = it->next) {
+        it->order = m->order;
+        /* a one-frame message stays one frame with its order number */
+        if (it->frag_cap[0] > EM_ORDER_HDR)
+            it->frag_cap[0] -= EM_ORDER_HDR;
+    }
     return 0;
 }
 
@@ -213,8 +235,9 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
         /* mpi4py and many apps ask for THREAD_MULTIPLE by default: a job
          * that did not name us hears nothing, one that did gets one line */
         if (em_btl_named(name))
-            opal_output(0, "btl %s: not used: MPI_THREAD_MULTIPLE is not supported (the "
-                           "engine is single-threaded; ask for MPI_THREAD_SERIALIZED or less)",
+            opal_output(0,
+                        "btl %s: not used: MPI_THREAD_MULTIPLE is not supported (the "
+                        "engine is single-threaded; ask for MPI_THREAD_SERIALIZED or less)",
                         name);
         return NULL;
     }
@@ -252,7 +275,7 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
         em_link_t *link = open_link(n, err, sizeof err);
         if (!link) {
             if (n > 0 && !err[0])
-                break;                      /* no more links */
+                break; /* no more links */
             if (!err[0])
                 snprintf(err, sizeof err, "no link");
             goto fail_open;
@@ -280,22 +303,9 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
         mx.link[n].addr = link->local;
     }
     mx.count = n;
-    if (n >= 2) {
-        m->order = calloc(jsize, sizeof *m->order);
-        if (!m->order) {
-            snprintf(err, sizeof err, "out of memory");
-            goto fail_open;
-        }
-        for (uint32_t i = 0; i < jsize; i++) {
-            m->order[i].o.max_held = params->order_max_held > 0 ? (uint32_t)params->order_max_held : 0;
-            m->order[i].o.max_bytes = params->order_max_mb > 0 ? (size_t)params->order_max_mb << 20 : 0;
-        }
-        for (em_btl_module_t *it = m; it; it = it->next) {
-            it->order = m->order;
-            /* a one-frame message stays one frame with its order number */
-            if (it->frag_cap[0] > EM_ORDER_HDR)
-                it->frag_cap[0] -= EM_ORDER_HDR;
-        }
+    if (n >= 2 && setup_order(m, jsize, params) != 0) {
+        snprintf(err, sizeof err, "out of memory");
+        goto fail_open;
     }
     OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &comp->btl_version, &mx, sizeof mx);
     if (OPAL_SUCCESS != rc)
@@ -311,7 +321,8 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
     return mods;
 
 fail_open:
-    opal_show_help(HELP_FILE, "link-open-failed", true, name, opal_process_info.nodename, err, name);
+    opal_show_help(HELP_FILE, "link-open-failed", true, name, opal_process_info.nodename, err,
+                   name);
 fail:
     drop_modules(m);
     return NULL;

@@ -43,13 +43,13 @@
  *  link i of every process being module i's (e.g. the first and second
  *  memif cable, eth0 and eth1). */
 struct em_btl_modex {
-    uint32_t version;        /**< EM_BTL_MODEX_VERSION */
-    uint32_t count;          /**< links in use, 1..EM_BTL_MAX_LINKS */
-    uint64_t secret;         /**< random (getrandom), never derived from the job id */
-    uint32_t isn;            /**< random first sequence number of the publisher's frames */
+    uint32_t version; /**< EM_BTL_MODEX_VERSION */
+    uint32_t count;   /**< links in use, 1..EM_BTL_MAX_LINKS */
+    uint64_t secret;  /**< random (getrandom), never derived from the job id */
+    uint32_t isn;     /**< random first sequence number of the publisher's frames */
     uint32_t rsvd;
     struct {
-        uint32_t frame_max;  /**< the publisher's link MTU */
+        uint32_t frame_max; /**< the publisher's link MTU */
         em_link_addr_t addr;
     } link[EM_BTL_MAX_LINKS];
 };
@@ -63,9 +63,9 @@ struct mca_btl_base_registration_handle_t {
 
 struct mca_btl_base_endpoint_t {
     opal_proc_t *proc;
-    uint16_t peer;           /**< the peer's vpid */
+    uint16_t peer; /**< the peer's vpid */
     uint8_t failed;
-    uint8_t resolved;        /**< address and keys given to the engine (add_procs or first frame) */
+    uint8_t resolved; /**< address and keys given to the engine (add_procs or first frame) */
 };
 
 /**
@@ -83,30 +83,30 @@ struct mca_btl_base_endpoint_t {
 enum { EM_BTL_ORDER_UNKNOWN = 0, EM_BTL_ORDER_OFF, EM_BTL_ORDER_ON };
 
 struct em_btl_order {
-    em_order_t o;                /* numbers, early messages (engine/order.h) */
-    uint8_t on;                  /* EM_BTL_ORDER_ON: both sides have several links */
+    em_order_t o; /* numbers, early messages (engine/order.h) */
+    uint8_t on;   /* EM_BTL_ORDER_ON: both sides have several links */
 };
 
 enum em_btl_op_kind { EM_BTL_OP_SEND = 1, EM_BTL_OP_PUT = 2 };
 
 /** A send descriptor with its buffer (one contiguous message). */
 typedef struct em_btl_frag {
-    mca_btl_base_descriptor_t base;   /* must be first: ob1 hands it back */
+    mca_btl_base_descriptor_t base; /* must be first: ob1 hands it back */
     mca_btl_base_segment_t seg;
     em_proto_op_t op;
-    int kind;                         /* EM_BTL_OP_SEND; the engine's op_ctx points here */
+    int kind; /* EM_BTL_OP_SEND; the engine's op_ctx points here */
     struct mca_btl_base_endpoint_t *ep;
     struct em_btl_frag *next_free;
-    uint32_t cap;                     /* bytes in buf */
-    uint8_t cls;                      /* size class it returns to */
-    uint8_t order_hdr[EM_ORDER_HDR];  /* room for the order number, right before buf */
+    uint32_t cap;                    /* bytes in buf */
+    uint8_t cls;                     /* size class it returns to */
+    uint8_t order_hdr[EM_ORDER_HDR]; /* room for the order number, right before buf */
     uint8_t buf[];
 } em_btl_frag_t;
 
 /** A put in flight. */
 typedef struct em_btl_rdma {
     em_proto_op_t op;
-    int kind;                         /* EM_BTL_OP_PUT */
+    int kind; /* EM_BTL_OP_PUT */
     struct mca_btl_base_endpoint_t *ep;
     mca_btl_base_rdma_completion_fn_t cbfunc;
     void *cbcontext, *cbdata;
@@ -117,18 +117,18 @@ typedef struct em_btl_rdma {
 
 /** Parameters common to every ethermpi BTL (registered by em_btl_register_params). */
 typedef struct em_btl_params {
-    int window;              /**< frames in flight per peer; 0 = from window_kb and the MTU */
-    int window_kb;           /**< window = 0: about this many KiB in flight (the component's
+    int window;     /**< frames in flight per peer; 0 = from window_kb and the MTU */
+    int window_kb;  /**< window = 0: about this many KiB in flight (the component's
                                   default; 0 = none, then window defaults to 32) */
-    char *recovery;          /**< "sr" or "gbn" */
-    char *cc;                /**< congestion control: "loss" (default), "delay" or "off" */
+    char *recovery; /**< "sr" or "gbn" */
+    char *cc;       /**< congestion control: "loss" (default), "delay" or "off" */
     int rto_us, rto_min_us, rto_max_us, retries, ack_delay_us;
-    int same_node;           /**< also reach ranks on this node (testing without namespaces) */
-    int print_stats;         /**< print counters at finalize */
-    int rx_mem_mb;           /**< receive buffers (reassembly + out-of-order) per module, MiB */
-    int order_max_held;      /**< several links: early messages kept per peer before it is failed */
-    int order_max_mb;        /**< ... and their bytes, MiB */
-    int random_isn;          /**< random initial sequence numbers (0: start at 0, for a
+    int same_node;      /**< also reach ranks on this node (testing without namespaces) */
+    int print_stats;    /**< print counters at finalize */
+    int rx_mem_mb;      /**< receive buffers (reassembly + out-of-order) per module, MiB */
+    int order_max_held; /**< several links: early messages kept per peer before it is failed */
+    int order_max_mb;   /**< ... and their bytes, MiB */
+    int random_isn;     /**< random initial sequence numbers (0: start at 0, for a
                                   daemon that does not learn flow starts) */
     /** Optional, set by the component: print its link's own counters too
      *  (with print_stats; rudp: GSO/GRO).  NULL = none. */
@@ -142,26 +142,26 @@ typedef em_link_t *(*em_btl_link_open_fn)(unsigned index, char *err, size_t errl
 
 typedef struct em_btl_module {
     mca_btl_base_module_t super;
-    const char *name;                 /**< component name ("rudp", "dpdk") */
+    const char *name; /**< component name ("rudp", "dpdk") */
     em_btl_params_t *params;
     em_link_t *link;
     em_engine_t *engine;
     uint32_t npeers;
-    struct mca_btl_base_endpoint_t *eps;   /**< indexed by vpid */
+    struct mca_btl_base_endpoint_t *eps; /**< indexed by vpid */
     mca_btl_base_module_error_cb_fn_t error_cb;
     em_btl_frag_t *free_frags[2];
-    uint32_t frag_cap[2];             /**< buffer size per class: one frame, max_send_size */
+    uint32_t frag_cap[2]; /**< buffer size per class: one frame, max_send_size */
     em_btl_rdma_t *free_rdma;
-    void **chunks;                    /**< everything allocated, for finalize */
+    void **chunks; /**< everything allocated, for finalize */
     size_t nchunks, chunks_cap;
     int finalizing;
-    unsigned index;                   /**< which of the process's links (modex entry) */
-    struct em_btl_module *next;       /**< the component's next module (next link) */
-    struct em_btl_order *order;       /**< per peer, shared by the modules; NULL with one link */
-    uint64_t secret;                  /**< this process's secret (same on every module) */
-    uint32_t isn;                     /**< this process's first sequence number */
-    uint64_t drop_tag;                /**< messages with a tag outside Open MPI's table (H3) */
-    uint64_t order_overflow;          /**< peers failed for keeping too many early messages */
+    unsigned index;             /**< which of the process's links (modex entry) */
+    struct em_btl_module *next; /**< the component's next module (next link) */
+    struct em_btl_order *order; /**< per peer, shared by the modules; NULL with one link */
+    uint64_t secret;            /**< this process's secret (same on every module) */
+    uint32_t isn;               /**< this process's first sequence number */
+    uint64_t drop_tag;          /**< messages with a tag outside Open MPI's table (H3) */
+    uint64_t order_overflow;    /**< peers failed for keeping too many early messages */
 } em_btl_module_t;
 
 /**
@@ -170,21 +170,21 @@ typedef struct em_btl_module {
  * gives ethermpi's (EM_VERSION_* from meson's project version).
  */
 #ifndef EM_VERSION_MAJOR
-#define EM_VERSION_MAJOR 0
-#define EM_VERSION_MINOR 0
+#define EM_VERSION_MAJOR   0
+#define EM_VERSION_MINOR   0
 #define EM_VERSION_RELEASE 0
 #endif
-#define EM_BTL_VERSION(name)                                                    \
-    MCA_BTL_BASE_VERSION_3_1_0, .mca_component_name = name,                    \
-    MCA_BASE_MAKE_VERSION(component, EM_VERSION_MAJOR, EM_VERSION_MINOR,        \
-                          EM_VERSION_RELEASE)
+#define EM_BTL_VERSION(name)                                                                       \
+    MCA_BTL_BASE_VERSION_3_1_0,                                                                    \
+        .mca_component_name = name,                                                                \
+        MCA_BASE_MAKE_VERSION(component, EM_VERSION_MAJOR, EM_VERSION_MINOR, EM_VERSION_RELEASE)
 
 /**
  * Define the exported component struct mca_btl_<name>_component of an em
  * BTL: every one is the same but for its callbacks <name>_open, _close,
  * _register, _init and _progress, which the component file defines.
  */
-#define EM_BTL_COMPONENT(name)                                                  \
+#define EM_BTL_COMPONENT(name)                                                                     \
     __attribute__((visibility("default")))                                      \
     mca_btl_base_component_3_0_0_t mca_btl_##name##_component = {               \
         .btl_version = {                                                        \

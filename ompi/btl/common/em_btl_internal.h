@@ -21,7 +21,7 @@
 #define HELP_FILE "help-mpi-btl-ethermpi.txt"
 
 /** The struct of type @p type whose member @p member is at @p ptr. */
-#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 /** Our module behind Open MPI's base module (super is its first member). */
 static inline em_btl_module_t *em_btl_mod(struct mca_btl_base_module_t *b)

@@ -102,15 +102,16 @@ static int em_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
         if (0 == opal_compare_proc(proc->proc_name, me))
             continue;
         if (!m->params->same_node && OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags))
-            continue;                       /* vader's job */
+            continue; /* vader's job */
         if (proc->proc_name.jobid != me.jobid || proc->proc_name.vpid >= m->npeers)
-            continue;                       /* other jobs (spawn) are not supported */
+            continue; /* other jobs (spawn) are not supported */
         struct em_btl_modex *mx = em_btl_read_modex(m, &proc->proc_name);
         if (!mx) {
-            BTL_VERBOSE(("%s: no usable address for %s", m->name, OPAL_NAME_PRINT(proc->proc_name)));
+            BTL_VERBOSE(
+                ("%s: no usable address for %s", m->name, OPAL_NAME_PRINT(proc->proc_name)));
             continue;
         }
-        if (m->index >= mx->count) {        /* the peer has fewer links: not via this one */
+        if (m->index >= mx->count) { /* the peer has fewer links: not via this one */
             free(mx);
             continue;
         }
@@ -148,8 +149,8 @@ static int em_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
 }
 
 static mca_btl_base_descriptor_t *em_alloc(struct mca_btl_base_module_t *btl,
-                                           struct mca_btl_base_endpoint_t *ep,
-                                           uint8_t order, size_t size, uint32_t flags)
+                                           struct mca_btl_base_endpoint_t *ep, uint8_t order,
+                                           size_t size, uint32_t flags)
 {
     em_btl_module_t *m = em_btl_mod(btl);
     int cls = size <= m->frag_cap[0] ? 0 : 1;
@@ -201,10 +202,7 @@ static mca_btl_base_descriptor_t *em_prepare_src(struct mca_btl_base_module_t *b
     return des;
 }
 
-static int map_err(int rc)
-{
-    return rc == -EM_EPEERFAIL ? OPAL_ERR_UNREACH : OPAL_ERROR;
-}
+static int map_err(int rc) { return rc == -EM_EPEERFAIL ? OPAL_ERR_UNREACH : OPAL_ERROR; }
 
 /* Send the @p len bytes at f->buf; with several links, behind the peer's
  * next order number (which counts only once the engine took the message). */
@@ -236,8 +234,8 @@ static int em_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoi
 
 static int em_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                     struct opal_convertor_t *conv, void *header, size_t header_size,
-                    size_t payload_size, uint8_t order, uint32_t flags,
-                    mca_btl_base_tag_t tag, mca_btl_base_descriptor_t **descriptor)
+                    size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
+                    mca_btl_base_descriptor_t **descriptor)
 {
     em_btl_module_t *m = em_btl_mod(btl);
     if (descriptor)
@@ -250,8 +248,9 @@ static int em_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
      * would wait for that.  Take it only if it leaves now; otherwise hand
      * back a descriptor: ob1 sends it with btl_send and waits for its
      * completion, driving progress (ACKs, retransmissions) meanwhile. */
-    if (!em_engine_send_ready(m->engine, ep->peer, header_size + payload_size +
-                              (em_btl_numbered(m, ep->peer) ? EM_ORDER_HDR : 0))) {
+    if (!em_engine_send_ready(m->engine, ep->peer,
+                              header_size + payload_size +
+                                  (em_btl_numbered(m, ep->peer) ? EM_ORDER_HDR : 0))) {
         if (descriptor)
             *descriptor = em_alloc(btl, ep, order, header_size + payload_size, flags);
         return OPAL_ERR_OUT_OF_RESOURCE;
@@ -322,8 +321,9 @@ static mca_btl_base_registration_handle_t *em_register_mem(struct mca_btl_base_m
         /* access flags honoured (issue 13, L5): puts are the only remote
          * access we offer, so a region nobody may write gets a handle that
          * names no region: every put into it is refused */
-        h->region = (em_region_handle_t){ .id = 0, .key = 0,
-                                          .base = (uint64_t)(uintptr_t)base, .len = size };
+        h->region = (em_region_handle_t){
+            .id = 0, .key = 0, .base = (uint64_t)(uintptr_t)base, .len = size
+        };
         return h;
     }
     if (em_engine_register(m->engine, base, size, &h->region) != 0) {
@@ -353,24 +353,24 @@ static void print_stats(em_btl_module_t *m)
 {
     const em_proto_stats_t *p = em_engine_proto_stats(m->engine);
     const em_engine_stats_t *e = em_engine_stats(m->engine);
-    opal_output(0, "[%s] btl_%s stats: tx %llu frames (%llu data, %llu acks, %llu retransmits, "
-                   "%llu timeouts, %llu probes, %llu fast_retransmits), rx %llu frames (%llu dups, %llu out-of-order, %llu spurious_retx), "
-                   "msgs %llu/%llu, "
-                   "puts placed %llu rejected %llu, drops: key %llu magic %llu malformed %llu "
-                   "window %llu, backpressure %llu; payload bytes copied by ethermpi: tx %llu "
-                   "(sent from the user's memory: %llu), rx reassembly/out-of-order %llu, "
-                   "rx put placement %llu (handed over in place: %llu); refused: "
-                   "drop_source %llu drop_job_key %llu drop_tag %llu drop_budget %llu "
-                   "drop_endpoint %llu drop_version %llu drop_short %llu drop_peer_failed %llu, "
-                   "puts_failed %llu (remote access error), rx buffers %llu bytes",
-                opal_process_info.nodename, m->name,
-                (unsigned long long)p->tx_frames, (unsigned long long)p->tx_data_frames,
-                (unsigned long long)p->tx_acks, (unsigned long long)p->retransmits,
-                (unsigned long long)p->timeouts, (unsigned long long)p->probes,
-                (unsigned long long)p->fast_retransmits,
-                (unsigned long long)p->rx_frames,
-                (unsigned long long)p->rx_dups, (unsigned long long)p->rx_ooo,
-                (unsigned long long)p->spurious_retx,
+    opal_output(0,
+                "[%s] btl_%s stats: tx %llu frames (%llu data, %llu acks, %llu retransmits, "
+                "%llu timeouts, %llu probes, %llu fast_retransmits), rx %llu frames (%llu dups, "
+                "%llu out-of-order, %llu spurious_retx), "
+                "msgs %llu/%llu, "
+                "puts placed %llu rejected %llu, drops: key %llu magic %llu malformed %llu "
+                "window %llu, backpressure %llu; payload bytes copied by ethermpi: tx %llu "
+                "(sent from the user's memory: %llu), rx reassembly/out-of-order %llu, "
+                "rx put placement %llu (handed over in place: %llu); refused: "
+                "drop_source %llu drop_job_key %llu drop_tag %llu drop_budget %llu "
+                "drop_endpoint %llu drop_version %llu drop_short %llu drop_peer_failed %llu, "
+                "puts_failed %llu (remote access error), rx buffers %llu bytes",
+                opal_process_info.nodename, m->name, (unsigned long long)p->tx_frames,
+                (unsigned long long)p->tx_data_frames, (unsigned long long)p->tx_acks,
+                (unsigned long long)p->retransmits, (unsigned long long)p->timeouts,
+                (unsigned long long)p->probes, (unsigned long long)p->fast_retransmits,
+                (unsigned long long)p->rx_frames, (unsigned long long)p->rx_dups,
+                (unsigned long long)p->rx_ooo, (unsigned long long)p->spurious_retx,
                 (unsigned long long)p->msgs_sent, (unsigned long long)p->msgs_recv,
                 (unsigned long long)e->puts_placed, (unsigned long long)p->puts_rejected,
                 (unsigned long long)p->drop_job_key, (unsigned long long)p->drop_magic,
@@ -384,22 +384,23 @@ static void print_stats(em_btl_module_t *m)
                 (unsigned long long)p->drop_short, (unsigned long long)p->drop_peer_failed,
                 (unsigned long long)p->puts_failed,
                 (unsigned long long)em_engine_rx_mem(m->engine));
-    opal_output(0, "[%s] btl_%s congestion control: cwnd cuts for loss %llu, for delay %llu; "
-                   "new frames held by cwnd %llu, by pacing %llu", opal_process_info.nodename,
-                m->name,
-                (unsigned long long)p->cc_loss_decreases, (unsigned long long)p->cc_delay_decreases,
-                (unsigned long long)p->cc_cwnd_blocked, (unsigned long long)p->cc_paced);
+    opal_output(0,
+                "[%s] btl_%s congestion control: cwnd cuts for loss %llu, for delay %llu; "
+                "new frames held by cwnd %llu, by pacing %llu",
+                opal_process_info.nodename, m->name, (unsigned long long)p->cc_loss_decreases,
+                (unsigned long long)p->cc_delay_decreases, (unsigned long long)p->cc_cwnd_blocked,
+                (unsigned long long)p->cc_paced);
     if (m->order && m->index == 0) {
         uint64_t kept = 0, dropped = 0;
         for (uint32_t i = 0; i < m->npeers; i++) {
             kept += m->order[i].o.kept;
             dropped += m->order[i].o.dropped;
         }
-        opal_output(0, "[%s] btl_%s links: %llu messages kept until their turn, %llu dropped "
-                       "(no valid order number), order_overflow %llu peers",
-                    opal_process_info.nodename, m->name,
-                    (unsigned long long)kept, (unsigned long long)dropped,
-                    (unsigned long long)m->order_overflow);
+        opal_output(0,
+                    "[%s] btl_%s links: %llu messages kept until their turn, %llu dropped "
+                    "(no valid order number), order_overflow %llu peers",
+                    opal_process_info.nodename, m->name, (unsigned long long)kept,
+                    (unsigned long long)dropped, (unsigned long long)m->order_overflow);
     }
 }
 
@@ -466,9 +467,9 @@ void em_btl_module_defaults(mca_btl_base_module_t *b)
     b->btl_latency = 10;
     b->btl_bandwidth = 10000;
     b->btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_PUT;
-    b->btl_put_limit = 64 * 1024 * 1024;   /* lowered at init to what one put can carry */
+    b->btl_put_limit = 64 * 1024 * 1024; /* lowered at init to what one put can carry */
     b->btl_put_alignment = 0;
-    b->btl_put_local_registration_threshold = SIZE_MAX;  /* puts read local memory directly */
+    b->btl_put_local_registration_threshold = SIZE_MAX; /* puts read local memory directly */
     b->btl_registration_handle_size = sizeof(struct mca_btl_base_registration_handle_t);
     b->btl_add_procs = em_add_procs;
     b->btl_del_procs = em_del_procs;

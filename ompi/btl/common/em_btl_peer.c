@@ -40,10 +40,10 @@ static void deliver(em_btl_module_t *m, uint8_t tag, const void *data, size_t le
 
 static int deliver_in_order(void *ctx, void *origin, uint8_t tag, const uint8_t *data, size_t len)
 {
-    em_btl_module_t *m = origin;     /* the module it arrived on */
+    em_btl_module_t *m = origin; /* the module it arrived on */
     (void)ctx;
     deliver(m, tag, data, len);
-    return m->finalizing;            /* the PML is gone: hand nothing more up */
+    return m->finalizing; /* the PML is gone: hand nothing more up */
 }
 
 void em_btl_order_free(struct em_btl_order *o, uint32_t npeers)
@@ -84,7 +84,7 @@ em_order_t *em_btl_numbered(em_btl_module_t *m, uint16_t peer)
         opal_process_name_t name = { .jobid = OPAL_PROC_MY_NAME.jobid, .vpid = peer };
         struct em_btl_modex *mx = em_btl_read_modex(m, &name);
         if (!mx)
-            return NULL;    /* no address: nothing of ours can come from it */
+            return NULL; /* no address: nothing of ours can come from it */
         o->on = mx->count >= 2 ? EM_BTL_ORDER_ON : EM_BTL_ORDER_OFF;
         free(mx);
     }
@@ -96,7 +96,7 @@ static void fail_peer_loudly(em_btl_module_t *m, uint16_t peer, const char *why)
 static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_t len)
 {
     em_btl_module_t *m = u;
-    if (m->finalizing)        /* the PML may already be gone (and unloaded) */
+    if (m->finalizing) /* the PML may already be gone (and unloaded) */
         return;
     em_order_t *o = em_btl_numbered(m, peer);
     if (!o)
@@ -105,7 +105,8 @@ static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_
         /* acknowledged below us, so it cannot be dropped and fetched again:
          * a peer this far ahead of a missing message is broken or hostile */
         char why[256];
-        snprintf(why, sizeof why, "it sent %u messages (%zu bytes) ahead of one that never came, "
+        snprintf(why, sizeof why,
+                 "it sent %u messages (%zu bytes) ahead of one that never came, "
                  "more than btl_%s_order_max_held / btl_%s_order_max_mb allow",
                  o->nheld, o->bytes_held, m->name, m->name);
         m->order_overflow++;
@@ -120,7 +121,7 @@ static void cb_complete(void *u, void *ctx, int status)
      * ob1 sees a failed RDMA completion, tells the receiver (FIN with an
      * error) and sends that range by copy in/out instead */
     int rc = status == 0 ? OPAL_SUCCESS : status == -EM_EACCES ? OPAL_ERR_PERM : OPAL_ERR_UNREACH;
-    if (m->finalizing)        /* ops drained or cancelled by finalize: no upcalls */
+    if (m->finalizing) /* ops drained or cancelled by finalize: no upcalls */
         return;
     if (*(int *)ctx == EM_BTL_OP_SEND) {
         em_btl_frag_t *f = container_of(ctx, em_btl_frag_t, kind);
@@ -170,13 +171,13 @@ static void cb_peer_failed(void *u, uint16_t peer)
     if (em_engine_proto_stats(m->engine)->fail_refused_acked) {
         /* not a silence: a frame the emd daemon acknowledged could not be
          * taken (the help text below is about silent peers) */
-        fprintf(stderr, "[%s] ethermpi %s: peer %s failed: %s\n", opal_process_info.nodename, m->name,
-                OPAL_NAME_PRINT(proc->proc_name), em_engine_fail_reason(m->engine, peer));
+        fprintf(stderr, "[%s] ethermpi %s: peer %s failed: %s\n", opal_process_info.nodename,
+                m->name, OPAL_NAME_PRINT(proc->proc_name), em_engine_fail_reason(m->engine, peer));
         fflush(stderr);
     }
     char *msg = opal_show_help_string(HELP_FILE, "peer-failed", true, m->name,
-                                      opal_process_info.nodename,
-                                      OPAL_NAME_PRINT(proc->proc_name), m->params->retries);
+                                      opal_process_info.nodename, OPAL_NAME_PRINT(proc->proc_name),
+                                      m->params->retries);
     if (msg) {
         fputs(msg, stderr);
         fflush(stderr);
@@ -199,7 +200,8 @@ static void fail_peer_loudly(em_btl_module_t *m, uint16_t peer, const char *why)
         return;
     ep->failed = 1;
     if (m->error_cb)
-        m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, proc, "ethermpi: peer broke the protocol");
+        m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, proc,
+                    "ethermpi: peer broke the protocol");
 }
 
 /* The pair key of this process and a peer: both sides compute the same
@@ -211,8 +213,10 @@ static uint64_t pair_key(uint64_t a, uint32_t va, uint64_t b, uint32_t vb)
     uint64_t x = lo ^ 0x9E3779B97F4A7C15ull;
     for (int r = 0; r < 2; r++) {
         x ^= hi + 0x632BE59BD9B4E019ull + (x << 6) + (x >> 2);
-        x ^= x >> 30; x *= 0xBF58476D1CE4E5B9ull;
-        x ^= x >> 27; x *= 0x94D049BB133111EBull;
+        x ^= x >> 30;
+        x *= 0xBF58476D1CE4E5B9ull;
+        x ^= x >> 27;
+        x *= 0x94D049BB133111EBull;
         x ^= x >> 31;
     }
     return x;
@@ -253,19 +257,16 @@ static int resolve_from_modex(em_btl_module_t *m, uint16_t peer)
 
 /* A frame claims to come from @p peer, which is not set yet: resolve it;
  * the engine then checks the frame's source against its address. */
-static void cb_resolve(void *u, uint16_t peer)
-{
-    (void)resolve_from_modex(u, peer);
-}
+static void cb_resolve(void *u, uint16_t peer) { (void)resolve_from_modex(u, peer); }
 
 /* The engine has a frame (an ACK, typically) for @p peer, whose address was
  * never set: a rank that only receives from a peer still owes it ACKs. */
-static int cb_resolve_peer(void *u, uint16_t peer)
-{
-    return resolve_from_modex(u, peer);
-}
+static int cb_resolve_peer(void *u, uint16_t peer) { return resolve_from_modex(u, peer); }
 
 const em_engine_ops_t em_btl_engine_ops = {
-    .recv = cb_recv, .complete = cb_complete, .peer_failed = cb_peer_failed,
-    .resolve = cb_resolve, .resolve_peer = cb_resolve_peer,
+    .recv = cb_recv,
+    .complete = cb_complete,
+    .peer_failed = cb_peer_failed,
+    .resolve = cb_resolve,
+    .resolve_peer = cb_resolve_peer,
 };

@@ -50,11 +50,11 @@ static double dpdk_rx_loss;
 static int dpdk_loss_seed;
 static int dpdk_link_wait_ms;
 static int dpdk_zero_copy;
-static char *dpdk_mode;           /* "direct" or "daemon" */
+static char *dpdk_mode; /* "direct" or "daemon" */
 static char *dpdk_emd_socket;
 static int dpdk_emd_heartbeat_ms;
-static char *dpdk_bulk_queue;     /* "auto", "on" or "off" */
-static char *dpdk_framing;        /* "l2" or "udp" */
+static char *dpdk_bulk_queue; /* "auto", "on" or "off" */
+static char *dpdk_framing;    /* "l2" or "udp" */
 static int dpdk_udp_port;
 static char *dpdk_udp_addr;
 static int dpdk_udp_checksum;
@@ -98,7 +98,8 @@ static int dpdk_register(void)
           "direct: this process owns the DPDK port (one rank per node); daemon: the node's emd "
           "daemon owns it and the node's ranks attach to it (docs/daemon.md)" },
         { "emd_socket", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_2, &dpdk_emd_socket,
-          "Daemon mode: the emd daemon's control socket (%h = host name, @FILE = first line of FILE)" },
+          "Daemon mode: the emd daemon's control socket (%h = host name, @FILE = first line of "
+          "FILE)" },
         { "emd_heartbeat_ms", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &dpdk_emd_heartbeat_ms,
           "Daemon mode: the job is aborted when the daemon has not run for this long" },
         { "vdev", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_1, &dpdk_vdev,
@@ -114,7 +115,8 @@ static int dpdk_register(void)
         { "mtu", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &dpdk_mtu,
           "L2 payload bytes per frame; 0 = as large as the port and mbufs allow (<= 9000)" },
         { "rx_loss", MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_9, &dpdk_rx_loss,
-          "Testing: drop this fraction of received frames (seeded; for wires no kernel sees, e.g. memif)" },
+          "Testing: drop this fraction of received frames (seeded; for wires no kernel sees, e.g. "
+          "memif)" },
         { "loss_seed", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_9, &dpdk_loss_seed,
           "Testing: seed of rx_loss (0 = fixed default)" },
         { "zero_copy", MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, &dpdk_zero_copy,
@@ -123,7 +125,8 @@ static int dpdk_register(void)
           "virtual device (memif): never on a hardware NIC, whose DMA cannot reach user "
           "memory that is not registered with DPDK; 0 = copy every payload into the frame" },
         { "link_wait_ms", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &dpdk_link_wait_ms,
-          "How long to wait for the port's link to come up (a memif cable waits for its other end)" },
+          "How long to wait for the port's link to come up (a memif cable waits for its other "
+          "end)" },
         { "framing", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_2, &dpdk_framing,
           "l2: raw Ethernet frames (ethertype 0x88B5), for one L2 segment; udp: every frame in "
           "UDP/IPv4 to the peer's address and port, through the next hop the kernel names, for "
@@ -146,7 +149,7 @@ static int dpdk_register(void)
                                               NULL, 0, 0, params[i].level,
                                               MCA_BASE_VAR_SCOPE_READONLY, params[i].var);
     int bq = mca_base_var_find("ompi", "btl", "dpdk", "bulk_queue");
-    if (bq >= 0)   /* its old name, deprecated */
+    if (bq >= 0) /* its old name, deprecated */
         (void)mca_base_var_register_synonym(bq, "ompi", "btl", "dpdk", "rdv_queue",
                                             MCA_BASE_VAR_SYN_FLAG_DEPRECATED);
     em_btl_module_defaults(&dpdk_module.super);
@@ -177,8 +180,13 @@ static em_link_t *bulk_open(void *ctx, const em_emd_bulkq_t *r, char *err, size_
 {
     (void)ctx;
     em_bulkq_cfg_t c = {
-        .file_prefix = r->file_prefix, .port = r->port, .slots = r->slots, .slot = r->slot,
-        .endpoint = r->endpoint, .mtu = r->mtu, .loss_ppm = r->loss_ppm,
+        .file_prefix = r->file_prefix,
+        .port = r->port,
+        .slots = r->slots,
+        .slot = r->slot,
+        .endpoint = r->endpoint,
+        .mtu = r->mtu,
+        .loss_ppm = r->loss_ppm,
         .loss_seed = (uint64_t)dpdk_loss_seed + r->endpoint,
     };
     memcpy(c.mac, r->mac, 6);
@@ -198,17 +206,19 @@ static void emd_closing(void *ctx, const em_emd_stats_t *s)
     (void)ctx;
     if (!dpdk_params.print_stats)
         return;
-    opal_output(0, "[%s] btl_dpdk daemon-mode stats: bulk queue %s; put frames on the bulk queue: "
-                   "tx %llu (%llu bytes) rx %llu (%llu bytes); through the daemon: tx %llu (%llu "
-                   "bytes) rx %llu (%llu bytes); bulk queue full, sent via the daemon %llu, dropped %llu; "
-                   "ACKs on the bulk queue %llu",
-                opal_process_info.nodename, s->bulk_queue ? "yes" : "no",
-                (unsigned long long)s->put_tx_bulk, (unsigned long long)s->put_tx_bulk_bytes,
-                (unsigned long long)s->put_rx_bulk, (unsigned long long)s->put_rx_bulk_bytes,
-                (unsigned long long)s->put_tx_daemon, (unsigned long long)s->put_tx_daemon_bytes,
-                (unsigned long long)s->put_rx_daemon, (unsigned long long)s->put_rx_daemon_bytes,
-                (unsigned long long)s->bulk_tx_fallback, (unsigned long long)s->bulk_tx_dropped,
-                (unsigned long long)s->ack_tx_bulk);
+    opal_output(
+        0,
+        "[%s] btl_dpdk daemon-mode stats: bulk queue %s; put frames on the bulk queue: "
+        "tx %llu (%llu bytes) rx %llu (%llu bytes); through the daemon: tx %llu (%llu "
+        "bytes) rx %llu (%llu bytes); bulk queue full, sent via the daemon %llu, dropped %llu; "
+        "ACKs on the bulk queue %llu",
+        opal_process_info.nodename, s->bulk_queue ? "yes" : "no",
+        (unsigned long long)s->put_tx_bulk, (unsigned long long)s->put_tx_bulk_bytes,
+        (unsigned long long)s->put_rx_bulk, (unsigned long long)s->put_rx_bulk_bytes,
+        (unsigned long long)s->put_tx_daemon, (unsigned long long)s->put_tx_daemon_bytes,
+        (unsigned long long)s->put_rx_daemon, (unsigned long long)s->put_rx_daemon_bytes,
+        (unsigned long long)s->bulk_tx_fallback, (unsigned long long)s->bulk_tx_dropped,
+        (unsigned long long)s->ack_tx_bulk);
 }
 
 static em_link_t *emd_open_link(int udp, char *err, size_t errlen)
@@ -229,10 +239,15 @@ static em_link_t *emd_open_link(int udp, char *err, size_t errlen)
         return NULL;
     }
     em_emd_cfg_t c = {
-        .socket_path = path, .rx_loss = dpdk_rx_loss, .loss_seed = (uint64_t)dpdk_loss_seed,
+        .socket_path = path,
+        .rx_loss = dpdk_rx_loss,
+        .loss_seed = (uint64_t)dpdk_loss_seed,
         .heartbeat_timeout_ms = dpdk_emd_heartbeat_ms > 0 ? (uint32_t)dpdk_emd_heartbeat_ms : 0,
         .dead_cb = emd_dead,
-        .bulk_mode = mode, .bulk_open = bulk_open, .note_cb = bulk_note, .close_cb = emd_closing,
+        .bulk_mode = mode,
+        .bulk_open = bulk_open,
+        .note_cb = bulk_note,
+        .close_cb = emd_closing,
         /* the daemon must run the same framing (emd --framing): checked at attach */
         .framing = udp ? EMD_FRAMING_UDP : EMD_FRAMING_L2,
     };
@@ -247,7 +262,7 @@ static em_link_t *dpdk_open_link(unsigned index, char *err, size_t errlen)
         return NULL;
     }
     int udp = 0 == strcmp(fr, "udp");
-    if (dpdk_mode && 0 == strcmp(dpdk_mode, "daemon"))   /* one link: the daemon's */
+    if (dpdk_mode && 0 == strcmp(dpdk_mode, "daemon")) /* one link: the daemon's */
         return index == 0 ? emd_open_link(udp, err, errlen) : NULL;
     if (dpdk_mode && 0 != strcmp(dpdk_mode, "direct")) {
         snprintf(err, errlen, "btl_dpdk_mode must be 'direct' or 'daemon', not '%s'", dpdk_mode);
@@ -263,14 +278,18 @@ static em_link_t *dpdk_open_link(unsigned index, char *err, size_t errlen)
     char prefix[64];
     snprintf(prefix, sizeof prefix, "em%ld", (long)getpid());
     em_dpdk_cfg_t c = {
-        .vdev = vdev, .eal_args = dpdk_eal_args, .file_prefix = prefix,
+        .vdev = vdev,
+        .eal_args = dpdk_eal_args,
+        .file_prefix = prefix,
         .mtu = dpdk_mtu > 0 ? (uint32_t)dpdk_mtu : 0,
-        .rx_loss = dpdk_rx_loss, .loss_seed = (uint64_t)dpdk_loss_seed,
+        .rx_loss = dpdk_rx_loss,
+        .loss_seed = (uint64_t)dpdk_loss_seed,
         .link_wait_ms = dpdk_link_wait_ms > 0 ? (uint32_t)dpdk_link_wait_ms : 0,
         .no_gather = !dpdk_zero_copy,
         .framing = udp ? EM_DPDK_FRAMING_UDP : EM_DPDK_FRAMING_L2,
         .udp_port = dpdk_udp_port > 0 && dpdk_udp_port < 65536 ? (uint16_t)dpdk_udp_port : 0,
-        .udp_addr = dpdk_udp_addr, .udp_no_csum = !dpdk_udp_checksum,
+        .udp_addr = dpdk_udp_addr,
+        .udp_no_csum = !dpdk_udp_checksum,
     };
     /* "A;B" in btl_dpdk_vdev: one port and module per device (two cables) */
     return em_link_dpdk_open_port(&c, index, err, errlen);
@@ -295,8 +314,8 @@ static mca_btl_base_module_t **dpdk_init(int *num_btls, bool progress_threads, b
                            "ethermpi-info prints the line for this node)");
         return NULL;
     }
-    return em_btl_init(&dpdk_module, &mca_btl_dpdk_component, "dpdk", &dpdk_params,
-                       dpdk_open_link, num_btls, mpi_threads);
+    return em_btl_init(&dpdk_module, &mca_btl_dpdk_component, "dpdk", &dpdk_params, dpdk_open_link,
+                       num_btls, mpi_threads);
 }
 
 static int dpdk_progress(void) { return em_btl_progress(&dpdk_module); }

@@ -59,10 +59,11 @@ static void rudp_link_stats(em_link_t *l)
     const em_udp_stats_t *s = em_link_udp_stats(l);
     em_udp_info_t i;
     em_link_udp_info(l, &i);
-    opal_output(0, "[%s] btl_rudp link: tx %llu frames in %llu sends (%llu GSO sends, "
-                   "GSO %s, %llu fallbacks), %llu errors; rx %llu frames from %llu datagrams "
-                   "(%llu coalesced, GRO %s), refused: %llu oversize, %llu bad GRO; "
-                   "socket buffers rx %d KiB tx %d KiB",
+    opal_output(0,
+                "[%s] btl_rudp link: tx %llu frames in %llu sends (%llu GSO sends, "
+                "GSO %s, %llu fallbacks), %llu errors; rx %llu frames from %llu datagrams "
+                "(%llu coalesced, GRO %s), refused: %llu oversize, %llu bad GRO; "
+                "socket buffers rx %d KiB tx %d KiB",
                 opal_process_info.nodename, (unsigned long long)s->tx_frames,
                 (unsigned long long)s->tx_dgrams, (unsigned long long)s->tx_gso_sends,
                 i.gso ? "on" : "off", (unsigned long long)s->tx_gso_fallback,
@@ -87,27 +88,35 @@ static int rudp_register(void)
     rudp_sock_buf = 4 * 1024 * 1024;
     rudp_gso = true;
     rudp_gro = true;
-    (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "if_include",
+    (void)mca_base_component_var_register(
+        &mca_btl_rudp_component.btl_version, "if_include",
         "Interface for the UDP socket: a name (eth0), an IPv4 address, or a subnet "
         "(10.77.0.0/24); empty = the first IPv4 interface the tcp BTL would use (its "
         "if_include/if_exclude; never loopback or a container bridge).  A comma list "
         "(eth0,eth1) opens one socket and module per entry (several links)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1, MCA_BASE_VAR_SCOPE_READONLY,
         &rudp_if_include);
-    (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "mtu",
-        "Largest datagram in bytes; 0 = interface MTU minus IP/UDP headers",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &rudp_mtu);
-    (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "sock_buf",
+    (void)mca_base_component_var_register(
+        &mca_btl_rudp_component.btl_version, "mtu",
+        "Largest datagram in bytes; 0 = interface MTU minus IP/UDP headers", MCA_BASE_VAR_TYPE_INT,
+        NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &rudp_mtu);
+    (void)mca_base_component_var_register(
+        &mca_btl_rudp_component.btl_version, "sock_buf",
         "Socket send and receive buffer size in bytes (without CAP_NET_ADMIN the kernel caps "
         "it at net.core.rmem_max / wmem_max; the component then says so once per node)",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &rudp_sock_buf);
-    (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "gso",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &rudp_sock_buf);
+    (void)mca_base_component_var_register(
+        &mca_btl_rudp_component.btl_version, "gso",
         "Send runs of equal frames to one peer as one UDP GSO send (UDP_SEGMENT, up to 64 KB); "
         "falls back by itself where the kernel refuses",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &rudp_gso);
-    (void)mca_base_component_var_register(&mca_btl_rudp_component.btl_version, "gro",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
+        &rudp_gso);
+    (void)mca_base_component_var_register(
+        &mca_btl_rudp_component.btl_version, "gro",
         "Let the kernel coalesce received datagrams (UDP_GRO); the BTL splits them again",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &rudp_gro);
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
+        &rudp_gro);
     rudp_params.print_link_stats = rudp_link_stats;
     em_btl_module_defaults(&rudp_module.super);
     return mca_btl_base_param_register(&mca_btl_rudp_component.btl_version, &rudp_module.super);
@@ -166,8 +175,8 @@ static int if_listed(const char *list, const char *name, struct in_addr a)
 /* container and VM bridges: never the cluster network, though tcp uses them */
 static int bridge_name(const char *n)
 {
-    static const char *const pre[] = { "docker", "br-", "virbr", "veth", "cni", "flannel",
-                                        "podman", "lxcbr", "lxdbr" };
+    static const char *const pre[] = { "docker",  "br-",    "virbr", "veth", "cni",
+                                       "flannel", "podman", "lxcbr", "lxdbr" };
     for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++)
         if (0 == strncmp(n, pre[i], strlen(pre[i])))
             return 1;
@@ -198,9 +207,11 @@ static int default_iface(char *out, size_t outlen, char *err, size_t errlen)
     }
     freeifaddrs(ifs);
     if (!found)
-        snprintf(err, errlen, "no IPv4 interface that the tcp BTL would use (btl_tcp_if_include "
+        snprintf(err, errlen,
+                 "no IPv4 interface that the tcp BTL would use (btl_tcp_if_include "
                  "'%s', btl_tcp_if_exclude '%s'; loopback and container bridges skipped): set "
-                 "btl_rudp_if_include", inc, exc);
+                 "btl_rudp_if_include",
+                 inc, exc);
     return found ? 0 : -1;
 }
 
@@ -220,7 +231,7 @@ static long proc_long(const char *path)
 /* CAP_NET_ADMIN effective: link_udp's SO_{SND,RCV}BUFFORCE then works */
 static int has_net_admin(void)
 {
-    return (em_proc_field("/proc/self/status", "CapEff:", 16, 0) >> 12) & 1;   /* CAP_NET_ADMIN */
+    return (em_proc_field("/proc/self/status", "CapEff:", 16, 0) >> 12) & 1; /* CAP_NET_ADMIN */
 }
 
 /* Without CAP_NET_ADMIN the kernel clamps the socket buffers to
@@ -236,11 +247,12 @@ static void warn_clamped_buffers(void)
     long lim = r >= 0 && w >= 0 ? (r < w ? r : w) : (r >= 0 ? r : w);
     if (lim < 0 || lim >= rudp_sock_buf)
         return;
-    opal_output(0, "btl rudp: socket buffers clamped to %ld bytes by the kernel (asked %d, "
-                   "btl_rudp_sock_buf): bursts may overflow them; raise the limit with "
-                   "'sysctl -w net.core.rmem_max=%d net.core.wmem_max=%d' (root), or set "
-                   "btl_rudp_sock_buf %ld to silence this", lim, rudp_sock_buf, rudp_sock_buf,
-                rudp_sock_buf, lim);
+    opal_output(0,
+                "btl rudp: socket buffers clamped to %ld bytes by the kernel (asked %d, "
+                "btl_rudp_sock_buf): bursts may overflow them; raise the limit with "
+                "'sysctl -w net.core.rmem_max=%d net.core.wmem_max=%d' (root), or set "
+                "btl_rudp_sock_buf %ld to silence this",
+                lim, rudp_sock_buf, rudp_sock_buf, rudp_sock_buf, lim);
 }
 
 /* link @p index: the index-th entry of btl_rudp_if_include ("eth0,eth1":
@@ -252,7 +264,7 @@ static em_link_t *rudp_open_link(unsigned index, char *err, size_t errlen)
     for (unsigned i = 0; i < index; i++) {
         p = strchr(p, ',');
         if (!p)
-            return NULL;                    /* no such link */
+            return NULL; /* no such link */
         p++;
     }
     size_t n = strcspn(p, ",");
@@ -267,14 +279,17 @@ static em_link_t *rudp_open_link(unsigned index, char *err, size_t errlen)
     if (index == 0 && n == 0 && default_iface(iface, sizeof iface, err, errlen) != 0)
         return NULL;
     opal_output_verbose(10, opal_btl_base_framework.framework_output,
-                        "[%s] btl_rudp: link %u on interface %s", opal_process_info.nodename,
-                        index, iface);
-    em_udp_cfg_t c = { .iface = iface, .mtu = rudp_mtu > 0 ? (uint32_t)rudp_mtu : 0,
-                       .sock_buf = rudp_sock_buf, .no_gso = !rudp_gso, .no_gro = !rudp_gro,
+                        "[%s] btl_rudp: link %u on interface %s", opal_process_info.nodename, index,
+                        iface);
+    em_udp_cfg_t c = { .iface = iface,
+                       .mtu = rudp_mtu > 0 ? (uint32_t)rudp_mtu : 0,
+                       .sock_buf = rudp_sock_buf,
+                       .no_gso = !rudp_gso,
+                       .no_gro = !rudp_gro,
                        .note = rudp_note };
     em_link_t *link = em_link_udp_open(&c, err, errlen);
     if (link && index == 0)
-        warn_clamped_buffers();     /* once per node (local rank 0), naming the sysctl */
+        warn_clamped_buffers(); /* once per node (local rank 0), naming the sysctl */
     return link;
 }
 
@@ -282,9 +297,9 @@ static mca_btl_base_module_t **rudp_init(int *num_btls, bool progress_threads, b
 {
     *num_btls = 0;
     if (!em_btl_named("rudp") && !(rudp_if_include && *rudp_if_include))
-        return NULL;                        /* not asked for: step aside silently */
-    return em_btl_init(&rudp_module, &mca_btl_rudp_component, "rudp", &rudp_params,
-                       rudp_open_link, num_btls, mpi_threads);
+        return NULL; /* not asked for: step aside silently */
+    return em_btl_init(&rudp_module, &mca_btl_rudp_component, "rudp", &rudp_params, rudp_open_link,
+                       num_btls, mpi_threads);
 }
 
 static int rudp_progress(void) { return em_btl_progress(&rudp_module); }

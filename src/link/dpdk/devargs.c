@@ -53,8 +53,8 @@ static void expand_spec(const char *in, const char *job, char *out, size_t len)
 }
 
 /* one device of a spec: "@FILE" (its first line) or devargs; %h/%j expanded */
-static int devargs_one(const char *spec, const char *job, char *out, size_t len,
-                       char *err, size_t errlen)
+static int devargs_one(const char *spec, const char *job, char *out, size_t len, char *err,
+                       size_t errlen)
 {
     char line[1024];
     expand_spec(spec, job, out, len);
@@ -73,8 +73,8 @@ static int devargs_one(const char *spec, const char *job, char *out, size_t len,
     return 0;
 }
 
-int em_link_dpdk_devargs(const char *spec, const char *job, char *out, size_t len,
-                         char *err, size_t errlen)
+int em_link_dpdk_devargs(const char *spec, const char *job, char *out, size_t len, char *err,
+                         size_t errlen)
 {
     /* "A;B": each part expanded on its own (two cables: two device files) */
     char part[1024], one[1024];
@@ -124,8 +124,9 @@ int em_dpdk_devarg(const char *devargs, const char *key, char *out, size_t len)
 int em_dpdk_memif_remove_stale_socket(const char *devargs)
 {
     char role[16], abstract[8], path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-    if (strncmp(devargs, "net_memif", 9) != 0 || !em_dpdk_devarg(devargs, "role", role, sizeof role) ||
-        strcmp(role, "server") != 0 || !em_dpdk_devarg(devargs, "socket-abstract", abstract, sizeof abstract) ||
+    if (strncmp(devargs, "net_memif", 9) != 0 ||
+        !em_dpdk_devarg(devargs, "role", role, sizeof role) || strcmp(role, "server") != 0 ||
+        !em_dpdk_devarg(devargs, "socket-abstract", abstract, sizeof abstract) ||
         strcmp(abstract, "no") != 0 || !em_dpdk_devarg(devargs, "socket", path, sizeof path))
         return 0;
     struct stat st;

@@ -26,12 +26,12 @@
 
 #define MAX_ARGS 48
 
-static int eal_started;             /* EAL runs once per process */
-static int eal_foreign;             /* EAL was started by another copy of this code (a sharer's) */
-static int eal_ports;               /* ports open; EAL is cleaned up with the last */
-static int eal_gone;                /* cleaned up: EAL cannot start again */
-static char eal_vdevs[2048];        /* the device list EAL was started with */
-static unsigned memif_left;         /* memif ports left running (port.c) */
+static int eal_started;      /* EAL runs once per process */
+static int eal_foreign;      /* EAL was started by another copy of this code (a sharer's) */
+static int eal_ports;        /* ports open; EAL is cleaned up with the last */
+static int eal_gone;         /* cleaned up: EAL cannot start again */
+static char eal_vdevs[2048]; /* the device list EAL was started with */
+static unsigned memif_left;  /* memif ports left running (port.c) */
 
 /** Remove @p dir and the plain files in it (EAL's runtime directory). */
 static void remove_dir(const char *dir)
@@ -132,13 +132,13 @@ static void explain_failure(const em_dpdk_cfg_t *cfg, const char *extra, char *e
     if (e == EACCES || e == EPERM)
         hint = " (DPDK needs root, or CAP_NET_ADMIN, CAP_NET_RAW, CAP_IPC_LOCK and CAP_SYS_ADMIN)";
     else if (e == ENOMEM)
-        hint = " (not enough memory: with hugepages reserve more, e.g. "
-               "echo 256 > /proc/sys/vm/nr_hugepages, or pass --no-huge -m 256 in the EAL arguments)";
+        hint =
+            " (not enough memory: with hugepages reserve more, e.g. "
+            "echo 256 > /proc/sys/vm/nr_hugepages, or pass --no-huge -m 256 in the EAL arguments)";
     else if (e == EALREADY)
         hint = " (EAL was already initialised by something else in this process)";
-    snprintf(err, errlen, "DPDK EAL failed to start: %s%s; EAL arguments: %s%s%s",
-             rte_strerror(e), hint, extra, cfg->vdev && *cfg->vdev ? " --vdev=" : "",
-             cfg->vdev ? cfg->vdev : "");
+    snprintf(err, errlen, "DPDK EAL failed to start: %s%s; EAL arguments: %s%s%s", rte_strerror(e),
+             hint, extra, cfg->vdev && *cfg->vdev ? " --vdev=" : "", cfg->vdev ? cfg->vdev : "");
 }
 
 int em_dpdk_eal_start(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
@@ -152,7 +152,8 @@ int em_dpdk_eal_start(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
         /* a further port of the device list EAL was started with */
         if (!eal_gone && 0 == strcmp(eal_vdevs, cfg->vdev ? cfg->vdev : ""))
             return 0;
-        snprintf(err, errlen, "DPDK is already initialised in this process with other devices "
+        snprintf(err, errlen,
+                 "DPDK is already initialised in this process with other devices "
                  "(one ethermpi device list per process)");
         return -1;
     }
@@ -173,7 +174,8 @@ int em_dpdk_eal_start(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
          * files: --in-memory / --no-shconf leave nothing in /dev/hugepages
          * or /var/run/dpdk after a crash */
         mem_lock = eal_mem_lock();
-        extra = em_link_dpdk_hugepages_free() >= 128 ? "--in-memory -m 256" : "--no-huge --no-shconf -m 256";
+        extra = em_link_dpdk_hugepages_free() >= 128 ? "--in-memory -m 256"
+                                                     : "--no-huge --no-shconf -m 256";
     }
     snprintf(store, sizeof store, "%s", extra);
     for (char *tok = strtok(store, " "); tok && argc < MAX_ARGS - 3; tok = strtok(NULL, " "))
@@ -184,8 +186,10 @@ int em_dpdk_eal_start(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
         argv[argc++] = "--no-pci";
         char item[1024];
         for (unsigned nv = 0; nv < EM_DPDK_MAX_PORTS && argc < MAX_ARGS - 2 &&
-             em_dpdk_vdev_item(cfg->vdev, nv, item, sizeof item) == 0; nv++) {
-            em_dpdk_memif_remove_stale_socket(item);   /* an exited server's (ports stay open to the end) */
+                              em_dpdk_vdev_item(cfg->vdev, nv, item, sizeof item) == 0;
+             nv++) {
+            em_dpdk_memif_remove_stale_socket(
+                item); /* an exited server's (ports stay open to the end) */
             snprintf(vargs[nv], sizeof vargs[nv], "--vdev=%s", item);
             argv[argc++] = vargs[nv];
         }
@@ -195,7 +199,7 @@ int em_dpdk_eal_start(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
      * "FATAL: already called initialization" and fail with EALREADY */
     int init_rc = rte_lcore_count() > 0 ? (rte_errno = EALREADY, -1) : rte_eal_init(argc, argv);
     if (mem_lock >= 0)
-        close(mem_lock);                 /* our pages are mapped (or none were taken) */
+        close(mem_lock); /* our pages are mapped (or none were taken) */
     if (init_rc < 0 && rte_errno == EALREADY) {
         /* started by another copy of this code in the process (the dpdk
          * BTL's): its ports can be shared, and it cleans up, not us */

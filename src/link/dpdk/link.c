@@ -35,7 +35,11 @@ static void dpdk_tx_free(em_link_t *l, em_pkt_t *p) { rte_pktmbuf_free(p->priv);
 
 /* The payload's memory belongs to the protocol op (kept until the peer's
  * ACK, after the PMD has read it): nothing to free when DPDK is done. */
-static void ext_done(void *addr, void *opaque) { (void)addr; (void)opaque; }
+static void ext_done(void *addr, void *opaque)
+{
+    (void)addr;
+    (void)opaque;
+}
 
 /* Chain a data-less mbuf pointing at the caller's payload behind the
  * header mbuf: the frame is built with no copy of the payload (zero-copy
@@ -73,13 +77,14 @@ static unsigned dpdk_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
             em_pkt_t *p = pkts[done + i];
             struct rte_mbuf *mb = p->priv;
             if (d->udp) {
-                em_dpdk_udp_tx_hdr(d, mb, p);   /* before the payload may move (flatten) */
+                em_dpdk_udp_tx_hdr(d, mb, p); /* before the payload may move (flatten) */
             } else {
                 struct rte_ether_hdr *eh = rte_pktmbuf_mtod(mb, struct rte_ether_hdr *);
                 if (p->peer < d->npeers)
                     rte_ether_addr_copy(&d->peers[p->peer], &eh->dst_addr);
                 else
-                    memset(&eh->dst_addr, 0xff, sizeof eh->dst_addr);  /* never happens: checked by set_peer */
+                    memset(&eh->dst_addr, 0xff,
+                           sizeof eh->dst_addr); /* never happens: checked by set_peer */
                 rte_ether_addr_copy(&d->mac, &eh->src_addr);
                 eh->ether_type = d->ethertype_be;
             }
@@ -89,7 +94,7 @@ static unsigned dpdk_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
                 d->st.tx_extbuf++;
             } else {
                 if (p->ext_len)
-                    em_link_pkt_flatten(p);   /* no ext mbuf free: copy after all */
+                    em_link_pkt_flatten(p); /* no ext mbuf free: copy after all */
                 mb->data_len = (uint16_t)(d->hdr_len + p->len);
                 mb->pkt_len = mb->data_len;
             }
@@ -125,11 +130,11 @@ static unsigned dpdk_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     if (max > EM_DPDK_BURST)
         max = EM_DPDK_BURST;
     if (d->udp)
-        em_dpdk_udp_poll(d);        /* next-hop MAC changes, now and then */
+        em_dpdk_udp_poll(d); /* next-hop MAC changes, now and then */
     uint16_t n = 0;
     struct port_share *sh = d->share;
     int shared = sh && sh->users > 0;
-    if (shared && d->ring)          /* what the other users passed on to us */
+    if (shared && d->ring) /* what the other users passed on to us */
         n = (uint16_t)rte_ring_dequeue_burst(d->ring, (void **)m, max, NULL);
     if (n < max)
         n = (uint16_t)(n + rte_eth_rx_burst(d->port, 0, m + n, (uint16_t)(max - n)));
@@ -184,11 +189,15 @@ static void dpdk_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
         rte_pktmbuf_free(pkts[i]->priv);
 }
 
-static int dpdk_flush(em_link_t *l) { (void)l; return 0; }
+static int dpdk_flush(em_link_t *l)
+{
+    (void)l;
+    return 0;
+}
 
 static int dpdk_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
-    return em_dpdk_set_peer((struct dpdk_link *)l, peer, a);   /* udp.c: both framings */
+    return em_dpdk_set_peer((struct dpdk_link *)l, peer, a); /* udp.c: both framings */
 }
 
 /* the peer whose MAC (set_peer) is the frame's source: in direct mode one
@@ -197,7 +206,7 @@ static uint16_t dpdk_rx_peer(em_link_t *l, const em_pkt_t *p)
 {
     const struct dpdk_link *d = (const struct dpdk_link *)l;
     if (d->udp)
-        return em_dpdk_udp_rx_peer(d, p);       /* by source (IPv4, port) */
+        return em_dpdk_udp_rx_peer(d, p); /* by source (IPv4, port) */
     const struct rte_mbuf *mb = p->priv;
     if (!mb || mb->data_len < RTE_ETHER_HDR_LEN)
         return EM_LINK_PEER_UNKNOWN;
@@ -207,9 +216,15 @@ static uint16_t dpdk_rx_peer(em_link_t *l, const em_pkt_t *p)
 
 static const em_link_ops_t dpdk_ops = {
     .name = "dpdk",
-    .tx_alloc = dpdk_tx_alloc, .tx_burst = dpdk_tx_burst, .tx_free = dpdk_tx_free,
-    .rx_burst = dpdk_rx_burst, .rx_release = dpdk_rx_release, .flush = dpdk_flush,
-    .set_peer = dpdk_set_peer, .close = em_dpdk_port_close, .rx_peer = dpdk_rx_peer,
+    .tx_alloc = dpdk_tx_alloc,
+    .tx_burst = dpdk_tx_burst,
+    .tx_free = dpdk_tx_free,
+    .rx_burst = dpdk_rx_burst,
+    .rx_release = dpdk_rx_release,
+    .flush = dpdk_flush,
+    .set_peer = dpdk_set_peer,
+    .close = em_dpdk_port_close,
+    .rx_peer = dpdk_rx_peer,
 };
 
 void em_dpdk_link_init(struct dpdk_link *d, const em_dpdk_cfg_t *cfg, uint32_t mtu, uint32_t flags)
@@ -221,13 +236,16 @@ void em_dpdk_link_init(struct dpdk_link *d, const em_dpdk_cfg_t *cfg, uint32_t m
     d->link.flags = flags;
     d->link.local.len = 8;
     memcpy(d->link.local.bytes, d->mac.addr_bytes, 6);
-    d->link.local.bytes[6] = 0;   /* queue 0 */
+    d->link.local.bytes[6] = 0; /* queue 0 */
     d->link.local.bytes[7] = 0;
     d->hdr_len = RTE_ETHER_HDR_LEN; /* udp.c changes both in udp framing */
     d->demux_be = d->ethertype_be;
 }
 
-const em_dpdk_stats_t *em_link_dpdk_stats(const em_link_t *l) { return &((const struct dpdk_link *)l)->st; }
+const em_dpdk_stats_t *em_link_dpdk_stats(const em_link_t *l)
+{
+    return &((const struct dpdk_link *)l)->st;
+}
 
 int em_link_dpdk_port_stats(const em_link_t *l, em_dpdk_port_stats_t *out)
 {
@@ -237,9 +255,14 @@ int em_link_dpdk_port_stats(const em_link_t *l, em_dpdk_port_stats_t *out)
     if (rte_eth_stats_get(d->port, &st) != 0)
         return -1;
     *out = (em_dpdk_port_stats_t){
-        .rx_pkts = st.ipackets, .rx_bytes = st.ibytes, .tx_pkts = st.opackets, .tx_bytes = st.obytes,
-        .q0_rx_pkts = st.q_ipackets[0], .q0_rx_bytes = st.q_ibytes[0],
-        .q0_tx_pkts = st.q_opackets[0], .q0_tx_bytes = st.q_obytes[0],
+        .rx_pkts = st.ipackets,
+        .rx_bytes = st.ibytes,
+        .tx_pkts = st.opackets,
+        .tx_bytes = st.obytes,
+        .q0_rx_pkts = st.q_ipackets[0],
+        .q0_rx_bytes = st.q_ibytes[0],
+        .q0_tx_pkts = st.q_opackets[0],
+        .q0_tx_bytes = st.q_obytes[0],
     };
     return 0;
 }
@@ -265,9 +288,11 @@ void em_link_dpdk_addr_str(const em_link_addr_t *a, char *buf, size_t len)
     if (a->len > EM_DPDK_ADDR_L2 && n > 0 && (size_t)n < len) {
         char ip[16];
         em_ipv4_str((uint32_t)a->bytes[8] << 24 | (uint32_t)a->bytes[9] << 16 |
-                    (uint32_t)a->bytes[10] << 8 | a->bytes[11], ip, sizeof ip);
+                        (uint32_t)a->bytes[10] << 8 | a->bytes[11],
+                    ip, sizeof ip);
         if (a->len == EM_DPDK_ADDR_UDP)
-            snprintf(buf + n, len - (size_t)n, " %s:%u", ip, (unsigned)(a->bytes[12] << 8 | a->bytes[13]));
+            snprintf(buf + n, len - (size_t)n, " %s:%u", ip,
+                     (unsigned)(a->bytes[12] << 8 | a->bytes[13]));
         else
             snprintf(buf + n, len - (size_t)n, " %s", ip);
     }

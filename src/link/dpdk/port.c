@@ -28,7 +28,7 @@
 static struct {
     uint16_t port;
     em_xdp_guard_t guard;
-    struct rte_mempool *pool;   /* freed after the close (the rx ring holds its mbufs) */
+    struct rte_mempool *pool; /* freed after the close (the rx ring holds its mbufs) */
     struct rte_mempool *ext_pool;
 } stopped[EM_DPDK_MAX_PORTS];
 static unsigned nstopped;
@@ -40,7 +40,7 @@ void em_dpdk_port_close(em_link_t *l)
         em_dpdk_share_close(d);
         return;
     }
-    em_dpdk_share_unpublish(d);     /* nobody may find the port any more */
+    em_dpdk_share_unpublish(d); /* nobody may find the port any more */
     if (d->memif) {
         /* A memif port is left running until the process exits.  Its stop
          * runs memif_disconnect in this thread while EAL's interrupt
@@ -72,7 +72,7 @@ void em_dpdk_port_close(em_link_t *l)
     free(d);
     if (em_dpdk_eal_last_port()) {
         for (unsigned i = 0; i < nstopped; i++) {
-            rte_eth_dev_close(stopped[i].port);   /* af_xdp: detaches its XDP program */
+            rte_eth_dev_close(stopped[i].port); /* af_xdp: detaches its XDP program */
             em_xdp_guard_release(&stopped[i].guard);
             rte_mempool_free(stopped[i].pool);
             rte_mempool_free(stopped[i].ext_pool);
@@ -85,22 +85,22 @@ void em_dpdk_port_close(em_link_t *l)
 /** What the steps of an open learn and hand on. */
 struct port_setup {
     const em_dpdk_cfg_t *cfg;
-    char item[1024];            /* this port's devargs ("": a port of the EAL arguments) */
+    char item[1024]; /* this port's devargs ("": a port of the EAL arguments) */
     uint16_t port;
     struct rte_eth_dev_info info;
-    int dma_dev;                /* on a hardware bus: DMA, hugepages, no zero-copy send */
-    int af_xdp;                 /* page-sized buffers (size_buffers) */
-    uint16_t priv, room;        /* mbuf private area and data room */
-    uint32_t lim;               /* the largest MTU the buffers hold */
-    uint32_t want;              /* the MTU */
-    uint32_t memif_bsize;       /* memif: the ring buffer size that bounds the MTU (0: none) */
-    uint32_t kmtu;              /* af_xdp: the kernel interface's MTU (0: unknown) */
-    uint32_t nb;                /* mbufs in the pool */
-    int gather;                 /* zero-copy send */
-    uint16_t nq;                /* queue pairs: ours and the caller's extra ones */
-    int extra_called;           /* extra.rx_pool was called (undo on failure) */
+    int dma_dev;          /* on a hardware bus: DMA, hugepages, no zero-copy send */
+    int af_xdp;           /* page-sized buffers (size_buffers) */
+    uint16_t priv, room;  /* mbuf private area and data room */
+    uint32_t lim;         /* the largest MTU the buffers hold */
+    uint32_t want;        /* the MTU */
+    uint32_t memif_bsize; /* memif: the ring buffer size that bounds the MTU (0: none) */
+    uint32_t kmtu;        /* af_xdp: the kernel interface's MTU (0: unknown) */
+    uint32_t nb;          /* mbufs in the pool */
+    int gather;           /* zero-copy send */
+    uint16_t nq;          /* queue pairs: ours and the caller's extra ones */
+    int extra_called;     /* extra.rx_pool was called (undo on failure) */
     struct rte_eth_conf conf;
-    uint32_t waited;            /* ms spent starting the port */
+    uint32_t waited; /* ms spent starting the port */
     char *err;
     size_t errlen;
 };
@@ -128,7 +128,8 @@ static int pick_port(struct port_setup *ps, unsigned index)
     } else {
         unsigned k = 0;
         uint16_t p;
-        RTE_ETH_FOREACH_DEV(p) {
+        RTE_ETH_FOREACH_DEV(p)
+        {
             if (k++ == index) {
                 ps->port = p;
                 break;
@@ -138,9 +139,11 @@ static int pick_port(struct port_setup *ps, unsigned index)
             return 1;
     }
     if (ps->port == RTE_MAX_ETHPORTS) {
-        snprintf(ps->err, ps->errlen, "DPDK found no usable port%s%s (check the device/interface "
+        snprintf(ps->err, ps->errlen,
+                 "DPDK found no usable port%s%s (check the device/interface "
                  "name, that the interface exists in this network namespace, and that the "
-                 "PMD is installed)", ps->item[0] ? " for " : "", ps->item);
+                 "PMD is installed)",
+                 ps->item[0] ? " for " : "", ps->item);
         return -1;
     }
     return 0;
@@ -163,7 +166,8 @@ static int check_device(struct port_setup *ps)
     const char *bus = ps->info.device ? rte_bus_name(rte_dev_bus(ps->info.device)) : NULL;
     ps->dma_dev = bus && strcmp(bus, "vdev") != 0;
     if (ps->dma_dev && !rte_eal_has_hugepages()) {
-        snprintf(ps->err, ps->errlen, "%s (%s bus) needs hugepages, and EAL runs without them "
+        snprintf(ps->err, ps->errlen,
+                 "%s (%s bus) needs hugepages, and EAL runs without them "
                  "(--no-huge, or fewer than 128 free 2 MB pages at start): reserve some "
                  "(echo 512 > /proc/sys/vm/nr_hugepages; mount -t hugetlbfs nodev "
                  "/dev/hugepages) or pass --in-memory -m 512 in btl_dpdk_eal_args",
@@ -195,7 +199,8 @@ static void size_buffers(struct port_setup *ps)
         size_t total = (page >= 4096 ? (size_t)page : 4096u) - RTE_CACHE_LINE_SIZE;
         size_t elt = total - RTE_CACHE_LINE_ROUNDUP(sizeof(struct rte_mempool_objhdr));
         uint16_t room = (uint16_t)(elt - sizeof(struct rte_mbuf) - ps->priv);
-        ps->room = (uint16_t)(room - (sizeof(struct rte_mbuf) + ps->priv + room) % RTE_CACHE_LINE_SIZE);
+        ps->room = (uint16_t)(room -
+                              (sizeof(struct rte_mbuf) + ps->priv + room) % RTE_CACHE_LINE_SIZE);
         xdp_headroom = 256; /* XDP_PACKET_HEADROOM */
     }
     ps->lim = (uint32_t)ps->room - RTE_PKTMBUF_HEADROOM - xdp_headroom - RTE_ETHER_HDR_LEN;
@@ -224,8 +229,10 @@ static void negotiate_mtu(struct port_setup *ps, struct dpdk_link *d)
     if (ps->memif_bsize > 1518) {
         if (want > ps->memif_bsize - RTE_ETHER_HDR_LEN)
             want = ps->memif_bsize - RTE_ETHER_HDR_LEN;
-    } else if (ps->info.max_rx_pktlen > RTE_ETHER_HDR_LEN + 4 && want > ps->info.max_rx_pktlen - RTE_ETHER_HDR_LEN - 4) {
-        want = ps->info.max_rx_pktlen - RTE_ETHER_HDR_LEN - 4;   /* memif: 1518-byte frames incl. CRC */
+    } else if (ps->info.max_rx_pktlen > RTE_ETHER_HDR_LEN + 4 &&
+               want > ps->info.max_rx_pktlen - RTE_ETHER_HDR_LEN - 4) {
+        want = ps->info.max_rx_pktlen - RTE_ETHER_HDR_LEN -
+               4; /* memif: 1518-byte frames incl. CRC */
         ps->memif_bsize = 0;
     }
     /* af_xdp rides a kernel interface: use its MTU, never change it (the
@@ -246,8 +253,10 @@ static int check_extra_queues(struct port_setup *ps)
         return -1;
     }
     if (1u + x->n > ps->info.max_rx_queues || 1u + x->n > ps->info.max_tx_queues) {
-        snprintf(ps->err, ps->errlen, "%s cannot have %u queue pairs (1 + %u extra; it has %u rx, "
-                 "%u tx)", ps->info.driver_name, 1u + x->n, x->n, ps->info.max_rx_queues,
+        snprintf(ps->err, ps->errlen,
+                 "%s cannot have %u queue pairs (1 + %u extra; it has %u rx, "
+                 "%u tx)",
+                 ps->info.driver_name, 1u + x->n, x->n, ps->info.max_rx_queues,
                  ps->info.max_tx_queues);
         return -1;
     }
@@ -263,12 +272,14 @@ static int create_pools(struct port_setup *ps, struct dpdk_link *d)
     ps->nb = ps->cfg->nb_mbufs ? ps->cfg->nb_mbufs : 8191;
     d->pool = rte_pktmbuf_pool_create(name, ps->nb, 256, ps->priv, ps->room, (int)rte_socket_id());
     if (!d->pool) {
-        snprintf(ps->err, ps->errlen, "cannot create a pool of %u mbufs of %u bytes: %s (raise -m in the "
-                 "EAL arguments)", ps->nb, ps->room, rte_strerror(rte_errno));
+        snprintf(ps->err, ps->errlen,
+                 "cannot create a pool of %u mbufs of %u bytes: %s (raise -m in the "
+                 "EAL arguments)",
+                 ps->nb, ps->room, rte_strerror(rte_errno));
         return -1;
     }
     memset(&ps->conf, 0, sizeof ps->conf);
-    ps->conf.rxmode.mtu = ps->memif_bsize ? 0 : ps->want;   /* memif: its MTU is not ours (above) */
+    ps->conf.rxmode.mtu = ps->memif_bsize ? 0 : ps->want; /* memif: its MTU is not ours (above) */
     /* zero-copy send: a PMD that takes chained mbufs gets the payload as an
      * external buffer pointing into the caller's memory (memif: yes; af_xdp
      * in DPDK 22.11: no, every frame is copied into the UMEM anyway) */
@@ -277,13 +288,14 @@ static int create_pools(struct port_setup *ps, struct dpdk_link *d)
     if (ps->gather) {
         char xname[64];
         snprintf(xname, sizeof xname, "em_ext_%u", ps->port);
-        d->ext_pool = rte_pktmbuf_pool_create(xname, ps->nb, 256,
+        d->ext_pool = rte_pktmbuf_pool_create(
+            xname, ps->nb, 256,
             RTE_ALIGN(sizeof(struct rte_mbuf_ext_shared_info), RTE_MBUF_PRIV_ALIGN), 0,
             (int)rte_socket_id());
         if (d->ext_pool)
             ps->conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
         else
-            ps->gather = 0;                 /* copy instead: slower, still correct */
+            ps->gather = 0; /* copy instead: slower, still correct */
     }
     /* udp framing: the NIC fills in the checksums where it can (memif and
      * af_xdp cannot: udp.c computes them) */
@@ -298,13 +310,18 @@ static struct rte_mempool *extra_rx_pool(struct port_setup *ps, uint16_t q)
 {
     const em_dpdk_extra_queues_t *x = &ps->cfg->extra;
     em_dpdk_queue_info_t qi = {
-        .port = ps->port, .queue = q, .priv_size = ps->priv, .data_room = ps->room,
-        .socket = rte_eth_dev_socket_id(ps->port), .driver = ps->info.driver_name,
+        .port = ps->port,
+        .queue = q,
+        .priv_size = ps->priv,
+        .data_room = ps->room,
+        .socket = rte_eth_dev_socket_id(ps->port),
+        .driver = ps->info.driver_name,
     };
     ps->extra_called = 1;
     struct rte_mempool *mp = x->rx_pool(x->ctx, &qi, ps->err, ps->errlen);
     if (!mp && !ps->err[0])
-        snprintf(ps->err, ps->errlen, "no mempool for extra queue %u of %s", q, ps->info.driver_name);
+        snprintf(ps->err, ps->errlen, "no mempool for extra queue %u of %s", q,
+                 ps->info.driver_name);
     return mp;
 }
 
@@ -328,11 +345,13 @@ static int configure_queues(struct port_setup *ps, struct dpdk_link *d)
         struct rte_mempool *rp = q ? extra_rx_pool(ps, q) : d->pool;
         if (!rp)
             return -1;
-        if ((rc = rte_eth_rx_queue_setup(port, q, nd, rte_eth_dev_socket_id(port), NULL, rp)) != 0 ||
+        if ((rc = rte_eth_rx_queue_setup(port, q, nd, rte_eth_dev_socket_id(port), NULL, rp)) !=
+                0 ||
             (rc = rte_eth_tx_queue_setup(port, q, nd, rte_eth_dev_socket_id(port), NULL)) != 0) {
             char *err = ps->err;
             size_t errlen = ps->errlen;
-            snprintf(err, errlen, "queue %u setup on %s: %s", q, ps->info.driver_name, rte_strerror(-rc));
+            snprintf(err, errlen, "queue %u setup on %s: %s", q, ps->info.driver_name,
+                     rte_strerror(-rc));
             size_t used = strlen(err);
             /* DPDK says only EINVAL; an MTU beyond AF_XDP's is the usual cause */
             char ifname[IF_NAMESIZE];
@@ -361,8 +380,10 @@ static int start_port(struct port_setup *ps, struct dpdk_link *d)
         ps->waited += 20;
     }
     if (rc != 0) {
-        snprintf(ps->err, ps->errlen, "cannot start %s: %s (for a memif client: no server end "
-                 "appeared within %u ms)", ps->info.driver_name, rte_strerror(rc < 0 ? -rc : rc), wait);
+        snprintf(ps->err, ps->errlen,
+                 "cannot start %s: %s (for a memif client: no server end "
+                 "appeared within %u ms)",
+                 ps->info.driver_name, rte_strerror(rc < 0 ? -rc : rc), wait);
         return -1;
     }
     uint16_t mtu = 0;
@@ -395,8 +416,10 @@ static int wait_link_up(struct port_setup *ps)
                 rte_delay_ms(10);
         }
         if (t >= wait) {
-            snprintf(ps->err, ps->errlen, "link of %s is still down after %u ms (for a memif "
-                     "cable, is the other side running?)", ps->info.driver_name, wait);
+            snprintf(ps->err, ps->errlen,
+                     "link of %s is still down after %u ms (for a memif "
+                     "cable, is the other side running?)",
+                     ps->info.driver_name, wait);
             rte_eth_dev_stop(ps->port);
             return -1;
         }
@@ -439,7 +462,8 @@ static em_link_t *open_owner(struct port_setup *ps, const char *mzname)
         goto fail;
     }
     em_dpdk_link_init(d, ps->cfg, ps->want, ps->gather ? EM_LINK_F_GATHER : 0);
-    if (em_dpdk_udp_setup(d, ps->cfg, ps->item, ps->conf.txmode.offloads, ps->err, ps->errlen) != 0) {
+    if (em_dpdk_udp_setup(d, ps->cfg, ps->item, ps->conf.txmode.offloads, ps->err, ps->errlen) !=
+        0) {
         rte_eth_dev_stop(ps->port);
         goto fail;
     }
@@ -473,17 +497,18 @@ em_link_t *em_link_dpdk_open_port(const em_dpdk_cfg_t *cfg, unsigned index, char
 {
     struct port_setup ps = { .cfg = cfg, .err = err, .errlen = errlen };
     err[0] = 0;
-    if (cfg->vdev && *cfg->vdev && em_dpdk_vdev_item(cfg->vdev, index, ps.item, sizeof ps.item) != 0)
-        return NULL;                        /* no such device: not an error */
+    if (cfg->vdev && *cfg->vdev &&
+        em_dpdk_vdev_item(cfg->vdev, index, ps.item, sizeof ps.item) != 0)
+        return NULL; /* no such device: not an error */
     if (index >= EM_DPDK_MAX_PORTS)
         return NULL;
     if (em_dpdk_eal_start(cfg, err, errlen) != 0)
         return NULL;
-    em_dpdk_eal_hold();                     /* from here on, em_dpdk_eal_release() on failure */
+    em_dpdk_eal_hold(); /* from here on, em_dpdk_eal_release() on failure */
     int rc = pick_port(&ps, index);
     if (rc != 0) {
         em_dpdk_eal_release();
-        return NULL;                        /* rc 1: no more ports, not an error */
+        return NULL; /* rc 1: no more ports, not an error */
     }
     /* a port another user of this process already runs: share it */
     char mzname[RTE_MEMZONE_NAMESIZE];
@@ -500,11 +525,13 @@ em_link_t *em_link_dpdk_open_port(const em_dpdk_cfg_t *cfg, unsigned index, char
 struct rte_mempool *em_link_dpdk_queue_pool(const em_dpdk_queue_info_t *qi, const char *name,
                                             unsigned n, char *err, size_t errlen)
 {
-    struct rte_mempool *mp = rte_pktmbuf_pool_create_by_ops(name, n, 0, qi->priv_size,
-                                                            qi->data_room, qi->socket, "ring_sp_sc");
+    struct rte_mempool *mp = rte_pktmbuf_pool_create_by_ops(
+        name, n, 0, qi->priv_size, qi->data_room, qi->socket, "ring_sp_sc");
     if (!mp)
-        snprintf(err, errlen, "cannot create the mempool %s of %u mbufs for queue %u of %s: %s "
-                 "(more hugepages?)", name, n, qi->queue, qi->driver, rte_strerror(rte_errno));
+        snprintf(err, errlen,
+                 "cannot create the mempool %s of %u mbufs for queue %u of %s: %s "
+                 "(more hugepages?)",
+                 name, n, qi->queue, qi->driver, rte_strerror(rte_errno));
     return mp;
 }
 
@@ -518,7 +545,7 @@ struct pool_reset {
 static void reset_one(struct rte_mempool *mp, void *opaque, void *obj, unsigned idx)
 {
     struct pool_reset *r = opaque;
-    rte_pktmbuf_init(mp, NULL, obj, idx);   /* refcount, segments, lengths as new */
+    rte_pktmbuf_init(mp, NULL, obj, idx); /* refcount, segments, lengths as new */
     if (r->n < r->cap)
         r->objs[r->n++] = obj;
 }

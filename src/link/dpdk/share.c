@@ -22,7 +22,7 @@ int em_dpdk_pass_on(struct port_share *sh, struct dpdk_link *d, struct rte_mbuf 
         if (sh->user[u].ethertype_be == key && sh->user[u].ring) {
             if (rte_ring_enqueue(sh->user[u].ring, mb) == 0)
                 return 1;
-            d->st.rx_share_full++;  /* its ring is full: lost, like a full rx queue */
+            d->st.rx_share_full++; /* its ring is full: lost, like a full rx queue */
             rte_pktmbuf_free(mb);
             return 1;
         }
@@ -46,8 +46,9 @@ void em_dpdk_share_publish(struct dpdk_link *d, const char *mzname)
     char rname[RTE_RING_NAMESIZE];
     snprintf(rname, sizeof rname, "em_rx_p%u_%04x", d->port, rte_be_to_cpu_16(d->ethertype_be));
     d->ring = rte_ring_create(rname, 1024, (int)rte_socket_id(), 0);
-    const struct rte_memzone *mz = d->ring ?
-        rte_memzone_reserve(mzname, sizeof(struct port_share), (int)rte_socket_id(), 0) : NULL;
+    const struct rte_memzone *mz = d->ring ? rte_memzone_reserve(mzname, sizeof(struct port_share),
+                                                                 (int)rte_socket_id(), 0)
+                                           : NULL;
     if (!mz) {
         rte_ring_free(d->ring);
         d->ring = NULL;
@@ -81,8 +82,10 @@ static int share_slot(const struct port_share *sh, uint16_t et, char *err, size_
     int slot = -1;
     for (int u = 0; u < SHARE_USERS; u++) {
         if (sh->user[u].ethertype_be == et) {
-            snprintf(err, errlen, "the DPDK port is already used in this process for ethertype "
-                     "0x%04x (one user per ethertype)", rte_be_to_cpu_16(et));
+            snprintf(err, errlen,
+                     "the DPDK port is already used in this process for ethertype "
+                     "0x%04x (one user per ethertype)",
+                     rte_be_to_cpu_16(et));
             return -1;
         }
         if (slot < 0 && sh->user[u].ethertype_be == 0)
@@ -107,7 +110,7 @@ em_link_t *em_dpdk_share_open(const em_dpdk_cfg_t *cfg, uint16_t port, struct po
     }
     char name[RTE_RING_NAMESIZE];
     snprintf(name, sizeof name, "em_rx_p%u_%04x", port, rte_be_to_cpu_16(et));
-    d->ring = rte_ring_lookup(name);        /* a previous sharer's, still here */
+    d->ring = rte_ring_lookup(name); /* a previous sharer's, still here */
     if (!d->ring)
         d->ring = rte_ring_create(name, 1024, (int)rte_socket_id(), 0);
     /* our own mbufs for sending (never freed: the PMD may hold some after
@@ -115,10 +118,9 @@ em_link_t *em_dpdk_share_open(const em_dpdk_cfg_t *cfg, uint16_t port, struct po
     snprintf(name, sizeof name, "em_pool_p%u_%04x", port, rte_be_to_cpu_16(et));
     d->pool = rte_mempool_lookup(name);
     if (!d->pool)
-        d->pool = rte_pktmbuf_pool_create(name, 2047, 256,
-                                          RTE_ALIGN(sizeof(em_pkt_t), RTE_MBUF_PRIV_ALIGN),
-                                          (uint16_t)(sh->mtu + RTE_ETHER_HDR_LEN + RTE_PKTMBUF_HEADROOM),
-                                          (int)rte_socket_id());
+        d->pool = rte_pktmbuf_pool_create(
+            name, 2047, 256, RTE_ALIGN(sizeof(em_pkt_t), RTE_MBUF_PRIV_ALIGN),
+            (uint16_t)(sh->mtu + RTE_ETHER_HDR_LEN + RTE_PKTMBUF_HEADROOM), (int)rte_socket_id());
     d->scratch = malloc((size_t)EM_DPDK_BURST * (sh->mtu + RTE_ETHER_HDR_LEN));
     if (!d->ring || !d->pool || !d->scratch) {
         snprintf(err, errlen, "cannot share the DPDK port: no memory for a ring or mbufs (%s)",

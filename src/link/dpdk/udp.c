@@ -34,29 +34,29 @@
 #define NEIGH_POLL_EVERY 4096u
 
 struct dpdk_udp {
-    uint32_t ip;                /* ours, host order */
+    uint32_t ip; /* ours, host order */
     uint16_t port;
-    uint32_t bcast_ip;          /* our subnet's broadcast address (0: unknown) */
+    uint32_t bcast_ip; /* our subnet's broadcast address (0: unknown) */
     int tx_ip_hw, tx_udp_hw, no_csum;
     uint16_t ip_id;
     uint32_t resolve_ms;
-    int ifindex;                /* the kernel interface (0: none) */
+    int ifindex; /* the kernel interface (0: none) */
     em_neigh_watch_t watch;
     uint32_t tick;
     uint32_t npeers;
-    em_ipudp_path_t *path;      /* per peer: the headers' addresses */
-    em_ipudp_template_t *tmpl;  /* per peer: its headers, prepared (ipudp.h) */
-    uint32_t *nh_ip;            /* per peer: next hop (0: not from the kernel) */
-    uint8_t (*nh_mac)[6];       /* per peer: what the watch last saw */
+    em_ipudp_path_t *path;     /* per peer: the headers' addresses */
+    em_ipudp_template_t *tmpl; /* per peer: its headers, prepared (ipudp.h) */
+    uint32_t *nh_ip;           /* per peer: next hop (0: not from the kernel) */
+    uint8_t (*nh_mac)[6];      /* per peer: what the watch last saw */
     uint8_t *nh_valid;
-    em_addr_map_t bysrc;        /* (IPv4, port) -> peer */
-    uint64_t warned;            /* set_peer errors already printed (peers < 64) */
+    em_addr_map_t bysrc; /* (IPv4, port) -> peer */
+    uint64_t warned;     /* set_peer errors already printed (peers < 64) */
 };
 
 static uint64_t ipport_key(uint32_t ip, uint16_t port)
 {
-    const uint8_t b[6] = { (uint8_t)(ip >> 24), (uint8_t)(ip >> 16), (uint8_t)(ip >> 8),
-                           (uint8_t)ip, (uint8_t)(port >> 8), (uint8_t)port };
+    const uint8_t b[6] = { (uint8_t)(ip >> 24), (uint8_t)(ip >> 16),  (uint8_t)(ip >> 8),
+                           (uint8_t)ip,         (uint8_t)(port >> 8), (uint8_t)port };
     return em_addr_key6(b, 0);
 }
 
@@ -75,7 +75,7 @@ int em_dpdk_udp_setup(struct dpdk_link *d, const em_dpdk_cfg_t *cfg, const char 
         em_if_ipv4(d->ifname, &d->if_ip, &plen) != 0)
         d->if_ip = 0;
     if (cfg->framing != EM_DPDK_FRAMING_UDP) {
-        if (d->if_ip) {                         /* for the peers' segment check */
+        if (d->if_ip) { /* for the peers' segment check */
             uint32_t v = htonl(d->if_ip);
             memcpy(d->link.local.bytes + 8, &v, 4);
             d->link.local.len = EM_DPDK_ADDR_L2_IP;
@@ -100,8 +100,10 @@ int em_dpdk_udp_setup(struct dpdk_link *d, const em_dpdk_cfg_t *cfg, const char 
     } else if (d->if_ip) {
         u->ip = d->if_ip;
     } else if (d->ifname[0]) {
-        snprintf(err, errlen, "udp framing: the interface %s has no IPv4 address (give it one, "
-                 "or name ours with btl_dpdk_udp_addr)", d->ifname);
+        snprintf(err, errlen,
+                 "udp framing: the interface %s has no IPv4 address (give it one, "
+                 "or name ours with btl_dpdk_udp_addr)",
+                 d->ifname);
         free(u);
         return -1;
     } else {
@@ -117,11 +119,12 @@ int em_dpdk_udp_setup(struct dpdk_link *d, const em_dpdk_cfg_t *cfg, const char 
     u->resolve_ms = cfg->resolve_ms ? cfg->resolve_ms : 3000;
     u->ifindex = d->ifname[0] ? (int)if_nametoindex(d->ifname) : 0;
     if (u->ifindex)
-        (void)em_neigh_watch_open(&u->watch);   /* without it: no refresh, still correct until a MAC changes */
+        (void)em_neigh_watch_open(
+            &u->watch); /* without it: no refresh, still correct until a MAC changes */
     d->udp = u;
     d->hdr_len = EM_IPUDP_HDR_LEN;
     d->demux_be = htons(u->port);
-    d->link.mtu -= EM_IPUDP_OVERHEAD;           /* the IP packet is what the MTU bounds */
+    d->link.mtu -= EM_IPUDP_OVERHEAD; /* the IP packet is what the MTU bounds */
     uint32_t ipbe = htonl(u->ip);
     uint16_t pbe = htons(u->port);
     memcpy(d->link.local.bytes + 8, &ipbe, 4);
@@ -164,7 +167,8 @@ void em_dpdk_udp_tx_hdr(struct dpdk_link *d, struct rte_mbuf *mb, const em_pkt_t
     em_csum_piece_t pc[2] = { { p->data, p->len }, { p->ext, p->ext_len } };
     int sw = !u->no_csum && !u->tx_udp_hw;
     /* fits: the MTU bounds it */
-    (void)em_ipudp_template_write(t, u->ip_id++, p->len + p->ext_len, pc, p->ext_len ? 2 : 1, sw, h);
+    (void)em_ipudp_template_write(t, u->ip_id++, p->len + p->ext_len, pc, p->ext_len ? 2 : 1, sw,
+                                  h);
     d->st.tx_csum_sw += (uint64_t)sw;
     if (flags) {
         mb->ol_flags |= RTE_MBUF_F_TX_IPV4 | (u->tx_ip_hw ? RTE_MBUF_F_TX_IP_CKSUM : 0) |
@@ -208,20 +212,24 @@ uint16_t em_dpdk_udp_rx_peer(const struct dpdk_link *d, const em_pkt_t *p)
     if (!mb || mb->data_len < EM_IPUDP_HDR_LEN)
         return EM_LINK_PEER_UNKNOWN;
     const uint8_t *h = rte_pktmbuf_mtod(mb, const uint8_t *);
-    return em_addr_map_get(&d->udp->bysrc, ipport_key(be32(h + 26), (uint16_t)(h[34] << 8 | h[35])));
+    return em_addr_map_get(&d->udp->bysrc,
+                           ipport_key(be32(h + 26), (uint16_t)(h[34] << 8 | h[35])));
 }
 
 /* grow the per-peer arrays to hold @p peer */
 static int udp_reserve(struct dpdk_udp *u, uint16_t peer)
 {
-    const struct { void **arr; size_t elem; } t[] = {
-        { (void **)&u->path, sizeof *u->path },     { (void **)&u->tmpl, sizeof *u->tmpl },
-        { (void **)&u->nh_ip, sizeof *u->nh_ip },   { (void **)&u->nh_mac, sizeof *u->nh_mac },
+    const struct {
+        void **arr;
+        size_t elem;
+    } t[] = {
+        { (void **)&u->path, sizeof *u->path },         { (void **)&u->tmpl, sizeof *u->tmpl },
+        { (void **)&u->nh_ip, sizeof *u->nh_ip },       { (void **)&u->nh_mac, sizeof *u->nh_mac },
         { (void **)&u->nh_valid, sizeof *u->nh_valid },
     };
     uint32_t n = u->npeers;
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        n = u->npeers;              /* every array has npeers entries until all have grown */
+        n = u->npeers; /* every array has npeers entries until all have grown */
         if (em_peer_table_reserve(t[i].arr, &n, t[i].elem, peer) != 0)
             return -1;
     }
@@ -240,13 +248,14 @@ static int next_hop(struct dpdk_link *d, uint32_t ip, const uint8_t *blob_mac, u
         memset(mac, 0xFF, 6);
         return 0;
     }
-    if (ip >> 28 == 0xE) {                      /* 224.0.0.0/4: RFC 1112 mapping */
-        const uint8_t m[6] = { 0x01, 0x00, 0x5E, (uint8_t)((ip >> 16) & 0x7F), (uint8_t)(ip >> 8),
-                               (uint8_t)ip };
+    if (ip >> 28 == 0xE) { /* 224.0.0.0/4: RFC 1112 mapping */
+        const uint8_t m[6] = {
+            0x01, 0x00, 0x5E, (uint8_t)((ip >> 16) & 0x7F), (uint8_t)(ip >> 8), (uint8_t)ip
+        };
         memcpy(mac, m, 6);
         return 0;
     }
-    if (!d->ifname[0]) {                        /* no kernel: a cable, the peer is the next hop */
+    if (!d->ifname[0]) { /* no kernel: a cable, the peer is the next hop */
         memcpy(mac, blob_mac, 6);
         return 0;
     }
@@ -259,7 +268,8 @@ static int next_hop(struct dpdk_link *d, uint32_t ip, const uint8_t *blob_mac, u
     if (nh.path_mtu && nh.path_mtu < d->link.mtu + EM_IPUDP_OVERHEAD) {
         char s[16];
         em_ipv4_str(ip, s, sizeof s);
-        snprintf(d->peer_err, sizeof d->peer_err, "udp framing: the path MTU to %s is %u, below "
+        snprintf(d->peer_err, sizeof d->peer_err,
+                 "udp framing: the path MTU to %s is %u, below "
                  "this port's %u-byte packets (never fragmented): set btl_dpdk_mtu to %u or less",
                  s, nh.path_mtu, d->link.mtu + EM_IPUDP_OVERHEAD, nh.path_mtu);
         return -EMSGSIZE;
@@ -273,7 +283,8 @@ static int udp_set_peer(struct dpdk_link *d, uint16_t peer, const em_link_addr_t
 {
     struct dpdk_udp *u = d->udp;
     if (a->len != EM_DPDK_ADDR_UDP) {
-        snprintf(d->peer_err, sizeof d->peer_err, "framing mismatch: this process runs udp "
+        snprintf(d->peer_err, sizeof d->peer_err,
+                 "framing mismatch: this process runs udp "
                  "framing, the peer L2 (give every process the same btl_dpdk_framing)");
         return -EINVAL;
     }
@@ -309,7 +320,8 @@ static int udp_set_peer(struct dpdk_link *d, uint16_t peer, const em_link_addr_t
 static int l2_check_segment(struct dpdk_link *d, const em_link_addr_t *a)
 {
     if (a->len == EM_DPDK_ADDR_UDP) {
-        snprintf(d->peer_err, sizeof d->peer_err, "framing mismatch: this process runs L2 "
+        snprintf(d->peer_err, sizeof d->peer_err,
+                 "framing mismatch: this process runs L2 "
                  "framing, the peer udp (give every process the same btl_dpdk_framing)");
         return -EINVAL;
     }
@@ -325,14 +337,18 @@ static int l2_check_segment(struct dpdk_link *d, const em_link_addr_t *a)
     }
     if (r.gateway) {
         em_ipv4_str(r.gateway, g, sizeof g);
-        snprintf(d->peer_err, sizeof d->peer_err, "L2 framing: peer %s unreachable: it is behind "
+        snprintf(d->peer_err, sizeof d->peer_err,
+                 "L2 framing: peer %s unreachable: it is behind "
                  "the router %s, and raw Ethernet frames (ethertype 0x%04x) do not cross a router; "
-                 "run the job with --mca btl_dpdk_framing udp", s, g, ntohs(d->ethertype_be));
+                 "run the job with --mca btl_dpdk_framing udp",
+                 s, g, ntohs(d->ethertype_be));
         return -EHOSTUNREACH;
     }
     if (r.ifindex != (int)if_nametoindex(d->ifname)) {
-        snprintf(d->peer_err, sizeof d->peer_err, "L2 framing: peer %s unreachable: it is not on "
-                 "%s's segment (the kernel routes it through another interface)", s, d->ifname);
+        snprintf(d->peer_err, sizeof d->peer_err,
+                 "L2 framing: peer %s unreachable: it is not on "
+                 "%s's segment (the kernel routes it through another interface)",
+                 s, d->ifname);
         return -EHOSTUNREACH;
     }
     return 0;

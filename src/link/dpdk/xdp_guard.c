@@ -76,8 +76,8 @@ int em_xdp_devargs_iface(const char *devargs, char *ifname, size_t len, unsigned
  * dispatcher that carries it.  Kernel program names hold 15 characters. */
 static int known_program(const char *name)
 {
-    static const char *const known[] = {"emc_xdp_drop_sb", "emc_xdp_drop_mb", "xsk_def_prog",
-                                        "xdp_dispatcher"};
+    static const char *const known[] = { "emc_xdp_drop_sb", "emc_xdp_drop_mb", "xsk_def_prog",
+                                         "xdp_dispatcher" };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (strcmp(name, known[i]) == 0)
             return 1;
@@ -106,19 +106,21 @@ static int remove_leftover(const char *ifname, int ifindex, em_xdp_guard_t *g, c
             snprintf(name, sizeof name, "%s", info.name);
     }
     if (!known_program(name)) {
-        snprintf(err, errlen, "interface %s already has an XDP program ('%s', id %u) that "
+        snprintf(err, errlen,
+                 "interface %s already has an XDP program ('%s', id %u) that "
                  "ethermpi did not load; AF_XDP needs its own (remove it with "
-                 "'ip link set dev %s xdp off' if it is not needed)", ifname, name, q.prog_id, ifname);
+                 "'ip link set dev %s xdp off' if it is not needed)",
+                 ifname, name, q.prog_id, ifname);
         if (fd >= 0)
             close(fd);
         return -1;
     }
     if (fd < 0) {
-        snprintf(err, errlen, "cannot open the XDP program '%s' (id %u) left on %s: %s",
-                 name, q.prog_id, ifname, strerror(errno));
+        snprintf(err, errlen, "cannot open the XDP program '%s' (id %u) left on %s: %s", name,
+                 q.prog_id, ifname, strerror(errno));
         return -1;
     }
-    __u32 modes[3] = {0, 0, 0};
+    __u32 modes[3] = { 0, 0, 0 };
     int n = 0;
     switch (q.attach_mode) {
     case XDP_ATTACHED_DRV: modes[n++] = XDP_FLAGS_DRV_MODE; break;
@@ -132,12 +134,14 @@ static int remove_leftover(const char *ifname, int ifindex, em_xdp_guard_t *g, c
         if (q.hw_prog_id)
             modes[n++] = XDP_FLAGS_HW_MODE;
     }
-    LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = fd);   /* XDP_FLAGS_REPLACE */
+    LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = fd); /* XDP_FLAGS_REPLACE */
     for (int i = 0; i < n; i++) {
         int rc = bpf_xdp_detach(ifindex, modes[i], &opts);
         if (rc != 0) {
-            snprintf(err, errlen, "cannot remove the XDP program '%s' (id %u) a crashed process "
-                     "left on %s: %s", name, q.prog_id, ifname,
+            snprintf(err, errlen,
+                     "cannot remove the XDP program '%s' (id %u) a crashed process "
+                     "left on %s: %s",
+                     name, q.prog_id, ifname,
                      rc == -EEXIST ? "another program was attached meanwhile" : strerror(-rc));
             close(fd);
             return -1;
@@ -185,15 +189,16 @@ static int lock_interface(const char *path, const char *ifname, em_xdp_guard_t *
 {
     int fd = open_lock_file(path);
     if (fd < 0) {
-        snprintf(err, errlen, "cannot use the lock file %s: %s (remove it if it is a symlink "
-                 "or not a plain file)", path, errno == ELOOP || errno == EINVAL ?
-                 "not a plain file" : strerror(errno));
+        snprintf(err, errlen,
+                 "cannot use the lock file %s: %s (remove it if it is a symlink "
+                 "or not a plain file)",
+                 path, errno == ELOOP || errno == EINVAL ? "not a plain file" : strerror(errno));
         return -1;
     }
     g->if_lock_fd = fd;
     if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
         g->cleanup = 1;
-        return 0;       /* converted to shared after the cleanup */
+        return 0; /* converted to shared after the cleanup */
     }
     /* another queue's owner holds it shared (or is cleaning up for a moment) */
     for (int i = 0; i < 2000; i++) {
@@ -201,13 +206,15 @@ static int lock_interface(const char *path, const char *ifname, em_xdp_guard_t *
             return 0;
         usleep(1000);
     }
-    snprintf(err, errlen, "the AF_XDP interface lock of %s (%s) stays held exclusively; "
-             "a cleanup of a crashed owner seems stuck", ifname, path);
+    snprintf(err, errlen,
+             "the AF_XDP interface lock of %s (%s) stays held exclusively; "
+             "a cleanup of a crashed owner seems stuck",
+             ifname, path);
     return -1;
 }
 
-int em_xdp_guard_acquire(const char *ifname, unsigned queue, em_xdp_guard_t *g,
-                         char *err, size_t errlen)
+int em_xdp_guard_acquire(const char *ifname, unsigned queue, em_xdp_guard_t *g, char *err,
+                         size_t errlen)
 {
     g->lock_fd = -1;
     g->if_lock_fd = -1;
@@ -227,8 +234,9 @@ int em_xdp_guard_acquire(const char *ifname, unsigned queue, em_xdp_guard_t *g,
     int fd = open_lock_file(path);
     if (fd < 0) {
         if (errno != ELOOP && errno != EINVAL)
-            return 0;   /* cannot create it: no guard, as without the directory */
-        snprintf(err, errlen, "the AF_XDP lock file %s is a symlink or not a plain file; "
+            return 0; /* cannot create it: no guard, as without the directory */
+        snprintf(err, errlen,
+                 "the AF_XDP lock file %s is a symlink or not a plain file; "
                  "remove it (someone may be trying to make a root process overwrite a file)",
                  path);
         return -1;
@@ -241,7 +249,8 @@ int em_xdp_guard_acquire(const char *ifname, unsigned queue, em_xdp_guard_t *g,
         else
             snprintf(pid, sizeof pid, "?");
         close(fd);
-        snprintf(err, errlen, "AF_XDP queue %u of %s is in use by another ethermpi process "
+        snprintf(err, errlen,
+                 "AF_XDP queue %u of %s is in use by another ethermpi process "
                  "(pid %s); in direct mode each process needs its own interface queue",
                  queue, ifname, pid);
         return -1;
@@ -307,14 +316,16 @@ int em_xdp_explain_mtu(const char *ifname, unsigned frame_max, char *buf, size_t
     if_driver(ifname, drv, sizeof drv);
     /* under 450 bytes: callers append it to DPDK's words in 512-byte buffers */
     if (strcmp(drv, "veth") == 0)
-        snprintf(buf, len, "%s is a veth with MTU %u, and the kernel attaches XDP to a veth only "
+        snprintf(buf, len,
+                 "%s is a veth with MTU %u, and the kernel attaches XDP to a veth only "
                  "while the peer's MTU fits a page less XDP headroom (3506 bytes: \"Peer MTU is "
                  "too large to set XDP\"); DPDK 22.11's AF_XDP also carries at most %u-byte "
                  "frames.  Set both ends to MTU %u or less (ip link set dev %s mtu %u; emcluster "
                  "up --mtu %u), or use rudp or a DPDK/memif port at MTU %u",
                  ifname, mtu, frame_max, frame_max, ifname, frame_max, frame_max, mtu);
     else
-        snprintf(buf, len, "%s (driver %s) has MTU %u, but DPDK 22.11's AF_XDP carries at most "
+        snprintf(buf, len,
+                 "%s (driver %s) has MTU %u, but DPDK 22.11's AF_XDP carries at most "
                  "%u-byte frames (one page-sized UMEM chunk) and most drivers refuse native XDP "
                  "above a page per frame.  Set the MTU to %u or less on every node (ip link set "
                  "dev %s mtu %u), or use the NIC through its own DPDK PMD",

@@ -55,8 +55,8 @@ int em_xdp_devargs_iface(const char *devargs, char *ifname, size_t len, unsigned
  * XDP program attached, a lock file that is a symlink or not a plain file).  Without permission to create the lock directory
  * it returns 0 with no lock (the PMD then reports what it cannot do).
  */
-int em_xdp_guard_acquire(const char *ifname, unsigned queue, em_xdp_guard_t *g,
-                         char *err, size_t errlen);
+int em_xdp_guard_acquire(const char *ifname, unsigned queue, em_xdp_guard_t *g, char *err,
+                         size_t errlen);
 void em_xdp_guard_release(em_xdp_guard_t *g);
 
 /**
