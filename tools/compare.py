@@ -12,6 +12,7 @@ compare-meta.json.  See docs/benchmarks.md.
     tools/compare.py --quick --repeat 1
     tools/compare.py --only-transports tcp,ofi-rxd --only-benchmarks latency,burst@2:1
     tools/compare.py --mtu-rows --quick        # latency/bw/bibw at MTU 1500 and 9000
+    tools/compare.py --mpi-rows                # libfabric rows under ompi4, ompi5, mpich5
     tools/compare.py --selftest
 """
 
@@ -26,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from compare_lib import figures, report, results, runner  # noqa: E402
+from compare_lib import figures, mpis, report, results, runner  # noqa: E402
 from compare_lib.runner import BENCHMARKS, TRANSPORTS  # noqa: E402
 
 SELFTEST = os.path.join(REPO, "bench", "mpi", "test_compare_lib.py")
@@ -62,6 +63,13 @@ def parse_args(argv):
     p.add_argument("--no-mtu-rows", action="store_true", help="leave the MTU rows out")
     p.add_argument("--mtus", default=None, metavar="LIST",
                    help="the MTU rows to run, e.g. 1500 (default: 1500,9000)")
+    p.add_argument("--mpi-rows", action="store_true",
+                   help="only the mpi rows (issue 16: latency, bw, bibw of the libfabric "
+                        "transports and each MPI's tcp path under Debian's Open MPI 4.1 and the "
+                        "Open MPI 5 / MPICH 5 wheels; field mpi; needs 'make venv')")
+    p.add_argument("--venv", default=os.environ.get("EM_VENV") or os.path.join(REPO, ".venv-mpi"),
+                   help="directory of the wheels' venvs <venv>/ompi5, <venv>/mpich5 "
+                        "(default $EM_VENV, else <repo>/.venv-mpi, as 'make venv' makes them)")
     p.add_argument("--iface", default="eth0", help="cluster interface name (default eth0)")
     p.add_argument("--emcluster", default=os.path.join(REPO, "tools", "emcluster"))
     p.add_argument("--quick", action="store_true", help="fewer sizes and iterations (-q)")
@@ -232,6 +240,14 @@ def build_command(args, mode, ctx, bindir, extra, t, b):
     if t.raw_vdev:
         cmd = [os.path.join(REPO, "tools", "raw-floor"), "--vdev", t.raw_vdev.format(**ctx)]
         return cmd + (["-q"] if args.quick else []), {"BUILD": ctx["build"]}
+    if "mpi" in b.fields:
+        mpi = b.fields["mpi"]
+        tenv = t.env_vars(ctx)
+        cmd, lenv = mpis.launch(mpi, args.emcluster, os.path.join(REPO, "tools", "emc-hydra"),
+                                os.path.abspath(args.venv), b.np, tenv, b.mca_for(t, ctx))
+        cmd.append(os.path.join(mpis.bindir_of(ctx["build"], mpi), b.program))
+        cmd += b.args + (["-q"] if args.quick else []) + extra.get(b.name, [])
+        return cmd, dict(tenv, **lenv)
     launch = ["mpirun", "--oversubscribe"] if mode == "local" else \
              [args.emcluster, "mpirun", "--map-by", "node"]
     # Every node namespace believes it owns all cores, so Open MPI's
@@ -389,6 +405,7 @@ def select_pairs(args):
     benches = runner.select(BENCHMARKS, args.only_benchmarks, lambda b: [b.name, b.label],
                             "benchmark")
     benches = runner.select_mtu_rows(benches, args.mtu_rows, args.mtus, args.no_mtu_rows)
+    benches = runner.select_mpi_rows(benches, args.mpi_rows)
     pairs = runner.combos(transports, benches)
     if not pairs:
         raise SystemExit("nothing to run: no selected transport has the selected benchmarks "
@@ -440,8 +457,18 @@ def main(argv):
     transports, pairs = select_pairs(args)
     extra = bench_extra_args(args)
     bindir = os.path.join(build, "bench", "mpi")
-    missing = [b.program for _, b in pairs
-               if not os.access(os.path.join(bindir, b.program), os.X_OK)]
+    missing = [b.program for _, b in pairs if b.fields.get("mpi", "ompi4") == "ompi4"
+               and not os.access(os.path.join(bindir, b.program), os.X_OK)]
+    # the wheels' programs (mpi rows): compiled here; an MPI that cannot
+    # be had makes its rows skipped rows with the reason
+    for mpi in sorted({b.fields["mpi"] for _, b in pairs if "mpi" in b.fields}):
+        if args.dry_run:
+            continue
+        why = mpis.prepare(REPO, build, os.path.abspath(args.venv), mpi,
+                           log=os.path.join(build, "compare-mpicc.log"))
+        if why:
+            runner.MPI_UNAVAILABLE[mpi] = why
+            print("compare.py: rows under %s skipped: %s" % (mpi, why), file=sys.stderr)
     if missing and not args.dry_run:
         print("compare.py: missing programs in %s: %s\n  build them: meson setup %s && "
               "ninja -C %s" % (bindir, ", ".join(sorted(set(missing))), build, build),

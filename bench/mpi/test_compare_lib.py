@@ -258,10 +258,11 @@ class RunnerTests(unittest.TestCase):
         names = [b.label for b in runner.select(runner.BENCHMARKS, "burst@2:1,latency",
                                                 lambda b: [b.name, b.label], "benchmark")]
         # (a name selects its variants too: latency's rdv rows, issue 5, its
-        # MTU rows, issue 12, and its framing rows, issue 17)
+        # MTU rows, issue 12, its framing rows, issue 17, and its mpi rows, issue 16)
         self.assertEqual(names, ["latency", "burst@2:1", "latency,rdv=own-queue", "latency,rdv=daemon",
                                  "latency,mtu=1500", "latency,mtu=9000", "latency,framing=l2",
-                                 "latency,framing=udp"])
+                                 "latency,framing=udp", "latency,mpi=ompi4",
+                                 "latency,mpi=ompi5", "latency,mpi=mpich5"])
         self.assertEqual(len(runner.select(runner.BENCHMARKS, None, lambda b: [b.name], "b")),
                          len(runner.BENCHMARKS))
         with self.assertRaises(SystemExit):
@@ -442,7 +443,8 @@ class MtuTests(unittest.TestCase):
         pairs = runner.combos(runner.TRANSPORTS, [BY_LABEL["bw,mtu=1500"], BY_LABEL["bw"]])
         with_mtu = sorted(t.name for t, b in pairs if "mtu" in b.fields)
         self.assertEqual(with_mtu, ["dpdk-afxdp", "rudp", "tcp"])
-        self.assertEqual(len([1 for _, b in pairs if "mtu" not in b.fields]), len(runner.TRANSPORTS))
+        self.assertEqual(len([1 for _, b in pairs if "mtu" not in b.fields]),
+                         len([t for t in runner.TRANSPORTS if not t.mpi_rows_only]))
         self.assertIn("MTU rows", TR["dpdk-memif"].not_applicable(BY_LABEL["bw,mtu=1500"], 2))
 
     def test_cluster_args_one_mtu(self):
@@ -526,6 +528,68 @@ STATS_LINE = ("[emc-n%d] btl_rudp stats: tx 900 frames (800 data, 100 acks, %d r
 OLD_STATS_LINE = ("[emc-n%d] btl_rudp stats: tx 900 frames (800 data, 100 acks, 5 retransmits, 2 timeouts), "
                   "rx 850 frames (5 dups, 0 out-of-order), msgs 64/64")
 BW_OUT = "# em-bench bw transport-neutral v1\n# size_bytes bw MB/s\n65536 1500.0\n"
+
+
+class MpiRowsTests(unittest.TestCase):
+    """Issue 16: latency/bw/bibw with field mpi (ompi4, ompi5, mpich5)."""
+
+    def test_which_transports_run_under_which_mpi(self):
+        pairs = runner.combos(runner.TRANSPORTS, [b for b in runner.BENCHMARKS
+                                                  if b.name == "latency" and "mpi" in b.fields])
+        got = {}
+        for t, b in pairs:
+            got.setdefault(b.fields["mpi"], []).append(t.name)
+        self.assertIn("ofi-tcp", got["mpich5"])
+        self.assertIn("tcp", got["ompi5"])
+        self.assertNotIn("tcp", got["mpich5"])     # MPICH's tcp path is ofi-tcp
+        self.assertIn("dpdk-memif", got["ompi4"])  # the BTL under the MPI it loads into
+        self.assertNotIn("dpdk-memif", got["ompi5"])
+        self.assertIn("runs under", TR["tcp"].not_applicable(BY_LABEL["latency,mpi=mpich5"], 2))
+
+    def test_mpi_rows_only_with_the_option(self):
+        allb = list(runner.BENCHMARKS)
+        self.assertFalse(any("mpi" in b.fields for b in runner.select_mpi_rows(allb, False)))
+        only = runner.select_mpi_rows(allb, True)
+        self.assertEqual(sorted({b.name for b in only}), ["bibw", "bw", "latency"])
+        self.assertTrue(all("mpi" in b.fields for b in only))
+        # a libfabric transport has no rows outside them
+        self.assertEqual(runner.combos([TR["ofi-tcp"]], [BY_LABEL["latency"]]), [])
+
+    def test_rows_of_different_mpis_do_not_replace_each_other(self):
+        a = results.status_row("ofi-tcp", "latency", None, "us", "skipped", "x", {"mpi": "ompi5"})
+        b = results.status_row("ofi-tcp", "latency", None, "us", "skipped", "y", {"mpi": "mpich5"})
+        old = results.status_row("tcp", "latency", None, "us", "skipped", "z")
+        merged = results.merge([old, a], [b])
+        self.assertEqual(len(merged), 3)
+        self.assertIsNone(old.get("mpi"))          # the rows from before keep their key
+
+    def test_commands(self):
+        cp = load_compare_py()
+        args = cp.parse_args(["--mpi-rows", "--prefix", "t", "--venv", "/v"])
+        ctx = {"build": "/b", "iface": "eth0", "prefix": "t"}
+        cmd, env = cp.build_command(args, "cluster", ctx, "/b/bench/mpi", {}, TR["ofi-tcp"],
+                                    BY_LABEL["latency,mpi=mpich5"])
+        self.assertTrue(cmd[0].endswith("tools/emc-hydra"))
+        self.assertEqual(cmd[-1], "/b/bench/mpi-mpich5/em_latency")
+        self.assertEqual((env["EMC_SLOTS"], env["MPICH_CH4_NETMOD"], env["FI_PROVIDER"]),
+                         ("1", "ofi", "tcp;ofi_rxm"))
+        cmd, env = cp.build_command(args, "cluster", ctx, "/b/bench/mpi", {}, TR["ofi-tcp"],
+                                    BY_LABEL["bw,mpi=ompi5"])
+        self.assertIn("mtl_ofi_provider_exclude", cmd)
+        self.assertIn("-x", cmd)
+        self.assertTrue(env["PATH"].startswith("/v/ompi5/bin:"))
+        self.assertEqual(cmd[-1], "/b/bench/mpi-ompi5/em_bw")
+        cmd, env = cp.build_command(args, "cluster", ctx, "/b/bench/mpi", {}, TR["tcp"],
+                                    BY_LABEL["bibw,mpi=ompi4"])
+        self.assertEqual(cmd[-1], "/b/bench/mpi/em_bibw")
+        self.assertNotIn("PATH", env)
+
+    def test_missing_wheel_skips_its_rows(self):
+        from compare_lib import mpis
+        with tempfile.TemporaryDirectory() as d:
+            why = mpis.prepare(REPO, d, os.path.join(d, "novenv"), "mpich5")
+            self.assertIn("make venv", why)
+            self.assertIsNone(mpis.prepare(REPO, d, os.path.join(d, "novenv"), "ompi4"))
 
 
 class CounterTests(unittest.TestCase):

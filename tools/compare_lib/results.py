@@ -26,9 +26,11 @@ import tempfile
 # ranks; loss_pct for loss-injected runs; rdv: dpdk-memif-daemon's rendezvous
 # path, "own-queue" or "daemon"; mtu: the MTU of the cluster's interfaces for
 # the MTU rows of issue 12; framing: the dpdk BTL's btl_dpdk_framing, "l2" or
-# "udp", issue 17); a row without one has None there.
+# "udp", issue 17; mpi: the MPI of issue 16's libfabric rows, ompi4, ompi5 or
+# mpich5 (rows without it ran under Debian's Open MPI 4.1)); a row without one
+# has None there.
 VARIANT_FIELDS = ("links", "mode", "elements_per_packet", "n", "ranks", "loss_pct", "rdv", "mtu",
-                  "framing")
+                  "framing", "mpi")
 # Provenance: every row written from now on names the run that measured it
 # (the runner's git commit, "-dirty" if tracked files outside results/ were
 # modified, and the run's start date, ISO 8601 UTC).  Rows written before

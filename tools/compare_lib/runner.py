@@ -14,6 +14,7 @@ import time
 from .table import ParseError, parse_bench_output
 from .results import RunOutcome
 from .btlstats import STATS_MCA, parse_counters
+from .mpis import MPIS
 
 SYSTEM_MCA_DIR = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
 
@@ -26,7 +27,8 @@ class Transport:
 
     def __init__(self, name, mca, env=None, requires=(), note="", btl=None, max_nodes=None,
                  per_node=None, raw_vdev=None, up_args=(), mode=None, rdv_variants=False,
-                 mtu_variants=False, max_mtu=None, max_mtu_note=None, framing_variants=False):
+                 mtu_variants=False, max_mtu=None, max_mtu_note=None, framing_variants=False,
+                 mpis=(), mpi_rows_only=False):
         self.name = name
         self.mca = list(mca)
         self.env = dict(env or {})
@@ -47,6 +49,12 @@ class Transport:
         self.max_mtu_note = max_mtu_note
         # benchmarks with a framing field (issue 17: btl_dpdk_framing l2 / udp) apply
         self.framing_variants = framing_variants
+        # the MPIs (mpis.MPIS) whose rows with field mpi this transport has
+        # (issue 16: the libfabric transports, each MPI's own tcp path, and
+        # dpdk-memif under ompi4 as the goal's yardstick); mpi_rows_only: a
+        # libfabric transport measured only in those rows (--mpi-rows)
+        self.mpis = tuple(mpis)
+        self.mpi_rows_only = mpi_rows_only
 
     def mtu_for(self, asked):
         """The MTU this transport's row for MTU @p asked runs at."""
@@ -74,6 +82,10 @@ class Transport:
         if "framing" in bench.fields and not self.framing_variants:
             return "%s compares the dpdk BTL's framings (%s)" % (
                 bench.label, ", ".join(t.name for t in TRANSPORTS if t.framing_variants))
+        if "mpi" in bench.fields and bench.fields["mpi"] not in self.mpis:
+            return "%s runs under %s only" % (self.name, ", ".join(self.mpis))
+        if "mpi" in bench.fields and bench.fields["mpi"] in MPI_UNAVAILABLE:
+            return MPI_UNAVAILABLE[bench.fields["mpi"]]
         if "mtu" in bench.fields and not self.mtu_variants:
             return "%s: the MTU rows are for the wires of a real network (%s)" % (
                 bench.label, ", ".join(t.name for t in TRANSPORTS if t.mtu_variants))
@@ -161,10 +173,29 @@ AFXDP_MTU_NOTE = ("AF_XDP on a veth opens at most MTU %d (a frame and the kernel
                   % (AFXDP_MAX_MTU, AFXDP_MAX_MTU))
 
 
+# issue 16: the MPIs the mpi rows cannot run under in this invocation
+# ({mpi: reason}, e.g. a wheel not installed); filled by compare.py
+MPI_UNAVAILABLE = {}
+
+# a libfabric transport under Open MPI: pml cm + mtl ofi.  Open MPI's default
+# provider exclude list names tcp and udp (and so the layered tcp;ofi_rxm):
+# only shm is kept out, FI_PROVIDER chooses (docs/ofi.md).  MPICH ignores
+# these and runs ch4's ofi netmod (mpis.launch).
+OFI_MCA = [("pml", "cm"), ("mtl", "ofi"), ("mtl_ofi_provider_exclude", "shm")]
+# the ethermpi provider from the build dir (prov/): libfabric loads it from
+# FI_PROVIDER_PATH, Debian's and the wheels' alike
+ETHERMPI_ENV = {"FI_PROVIDER": "ethermpi", "FI_PROVIDER_PATH": "{build}/prov"}
+# ethermpi takes frames only from peers in its AV, and Open MPI's mtl ofi
+# inserts a peer when it first sends to it: every peer at MPI_Init instead
+# (docs/ofi.md, "First contact"); MPICH inserts them all anyway
+ETHERMPI_MCA = OFI_MCA + [("mpi_add_procs_cutoff", "100000")]
+
+
 # The transport table: one entry per transport compared (the row names of
 # results/compare.json are a contract: add entries, never rename one).
 TRANSPORTS = [
     Transport("tcp", [("pml", "ob1"), ("btl", "self,vader,tcp")], btl="tcp", mtu_variants=True,
+              mpis=("ompi4", "ompi5"),
               note="Open MPI tcp BTL over the kernel stack"),
     Transport("rudp",
               [("pml", "ob1"), ("btl", "self,vader,rudp"),
@@ -175,7 +206,7 @@ TRANSPORTS = [
     # writes each node's end into <rundir>/dpdk/<node>.memif); direct mode:
     # each process owns its node's DPDK port, so one rank per node.
     _dpdk("dpdk-memif", [("btl_dpdk_vdev", "@/run/ethermpi/{prefix}/dpdk/%h.memif")],
-              max_nodes=2, per_node=1, mode="direct", framing_variants=True,
+              max_nodes=2, per_node=1, mode="direct", framing_variants=True, mpis=("ompi4",),
               note="ethermpi dpdk BTL over a memif cable (kernel bypass, [dpdk-btl])"),
     # daemon mode (docs/daemon.md): one emd per node owns the cable end and
     # the ranks attach to it over shared memory; 'up --emd' starts the
@@ -222,6 +253,30 @@ TRANSPORTS = [
               # udp provider off loopback inside the cluster namespaces.
               env={"FI_PROVIDER": "udp,ofi_rxd", "FI_UDP_IFACE": "{iface}"},
               note="libfabric RxD (reliable datagram) over the udp provider"),
+    # issue 16: libfabric's tcp;ofi_rxm, MPICH's own tcp path (ch4:ofi) and
+    # the reference for the ethermpi provider under every MPI
+    Transport("ofi-tcp", OFI_MCA, env={"FI_PROVIDER": "tcp;ofi_rxm", "FI_TCP_IFACE": "{iface}"},
+              mpis=MPIS, mpi_rows_only=True,
+              note="libfabric tcp;ofi_rxm (Open MPI mtl ofi, MPICH ch4:ofi)"),
+    # the ethermpi provider (prov/, docs/ofi.md) under every MPI: on kernel
+    # UDP over the veth, on the memif cable (DPDK; one process owns its
+    # node's end: one rank per node) and over AF_XDP on the veth
+    Transport("ofi-ethermpi-udp", ETHERMPI_MCA,
+              env=dict(ETHERMPI_ENV, FI_ETHERMPI_IF_INCLUDE="{iface}"),
+              requires=["{build}/prov/libethermpi-fi.so"], mpis=MPIS, mpi_rows_only=True,
+              note="ethermpi libfabric provider on kernel UDP"),
+    Transport("ofi-ethermpi-memif", ETHERMPI_MCA,
+              env=dict(ETHERMPI_ENV, FI_ETHERMPI_LINK="dpdk",
+                       FI_ETHERMPI_VDEV="@/run/ethermpi/{prefix}/dpdk/%h.memif"),
+              requires=["{build}/prov/libethermpi-fi.so"], mpis=MPIS, mpi_rows_only=True,
+              max_nodes=2, per_node=1,
+              note="ethermpi libfabric provider on the memif cable (kernel bypass)"),
+    Transport("ofi-ethermpi-afxdp", ETHERMPI_MCA,
+              env=dict(ETHERMPI_ENV, FI_ETHERMPI_LINK="dpdk",
+                       FI_ETHERMPI_VDEV="@/run/ethermpi/{prefix}/dpdk/%h.afxdp"),
+              requires=["{build}/prov/libethermpi-fi.so"], mpis=MPIS, mpi_rows_only=True,
+              per_node=1, up_args=["--mtu", str(AFXDP_MAX_MTU)],
+              note="ethermpi libfabric provider over AF_XDP on the veth"),
 ]
 
 
@@ -384,6 +439,14 @@ BENCHMARKS = [
               counters=BW_COUNTERS if name == "bw" else ())
     for name, prog, unit in (("latency", "em_latency", "us"), ("bw", "em_bw", "MB/s"))
     for f in ("l2", "udp")
+] + [
+    # issue 16: the libfabric provider beside each MPI's own tcp path, under
+    # Debian's Open MPI 4.1, the Open MPI 5 and the MPICH 5 wheels (field
+    # mpi; mpis.py compiles the wheels' programs).  Only with --mpi-rows.
+    Benchmark(name, prog, 2, unit, fields={"mpi": mpi})
+    for name, prog, unit in (("latency", "em_latency", "us"), ("bw", "em_bw", "MB/s"),
+                             ("bibw", "em_bibw", "MB/s"))
+    for mpi in MPIS
 ]
 
 
@@ -407,9 +470,23 @@ def combos(transports, benches):
     """The (transport, benchmark) pairs a run measures: every pair but the
     MTU rows of transports without them (not a skipped row each: those
     would only repeat that tcp, rudp and dpdk-afxdp are the ones with MTU
-    rows under every MTU table)."""
-    return [(t, b) for t in transports for b in benches
-            if "mtu" not in b.fields or t.mtu_variants]
+    rows under every MTU table), likewise the mpi rows of transports that
+    do not run under that MPI, and the non-mpi rows of mpi_rows_only ones."""
+    def has(t, b):
+        if "mpi" in b.fields:
+            return b.fields["mpi"] in t.mpis
+        return not t.mpi_rows_only and ("mtu" not in b.fields or t.mtu_variants)
+    return [(t, b) for t in transports for b in benches if has(t, b)]
+
+
+def select_mpi_rows(benches, only):
+    """The mpi rows (field mpi, issue 16) run only when asked (@p only:
+    --mpi-rows, and then nothing else): they need the wheels' venvs."""
+    out = [b for b in benches if ("mpi" in b.fields) == bool(only)]
+    if not out:
+        raise SystemExit("no benchmark left after --mpi-rows (the mpi rows are %s)"
+                         % ", ".join(sorted({b.name for b in BENCHMARKS if "mpi" in b.fields})))
+    return out
 
 
 def select_mtu_rows(benches, only, mtus, none):
