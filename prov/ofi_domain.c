@@ -116,6 +116,12 @@ static int av_insert_one(struct emo_av *av, const void *blob, fi_addr_t *out)
                 "FI_ETHERMPI_ID (or start it with an MPI launcher)\n", a.id);
         return -FI_EADDRINUSE;
     }
+    const emo_addr_t *fc = av->ep ? emo_contact_get(av->ep, a.id) : NULL;
+    if (fc && fc->secret != a.secret) {
+        FI_WARN(&emo_prov, FI_LOG_AV, "endpoint id %u reached this endpoint first with another "
+                "address (first contact): two endpoints use that id, or it restarted\n", a.id);
+        return -FI_EADDRINUSE;
+    }
     if (av->ep && a.id == av->ep->self.id && a.secret != av->ep->self.secret) {
         FI_WARN(&emo_prov, FI_LOG_AV, "a peer uses this endpoint's own id %u: give each "
                 "process its own FI_ETHERMPI_ID\n", a.id);

@@ -356,7 +356,7 @@ void emo_handle_msg(struct emo_ep *ep, uint16_t peer, uint8_t etag, const void *
                        peer, emo_dec_err_name(e));
         return;
     }
-    const uint8_t *pl = (const uint8_t *)data + EMO_HDR_LEN;
+    const uint8_t *pl = (const uint8_t *)data + h.off;   /* after a first-contact blob */
     switch (h.type) {
     case EMO_T_EAGER:
     case EMO_T_RTS:
@@ -375,6 +375,9 @@ void emo_handle_msg(struct emo_ep *ep, uint16_t peer, uint8_t etag, const void *
 
 static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_t len)
 {
+    struct emo_ep *ep = u;
+    if (peer < ep->npeers)
+        ep->peer_heard[peer] = 1;     /* it sent to us: it has our address */
     emo_handle_msg(u, peer, tag, data, len);
 }
 
@@ -382,6 +385,8 @@ static void cb_complete(void *u, void *ctx, int status)
 {
     emo_op_t *op = ctx;
     int st = emo_errno(status);
+    if (status == 0 && op->peer < op->ep->npeers)
+        op->ep->peer_heard[op->peer] = 1;   /* it acknowledged: no more first-contact blobs */
     switch (op->kind) {
     case EMO_OP_EAGER:
         emo_complete_tx(op, st);
@@ -431,7 +436,12 @@ static void cb_peer_failed(void *u, uint16_t peer)
 static void cb_resolve(void *u, uint16_t peer)
 {
     struct emo_ep *ep = u;
-    if (emo_ep_set_peer(ep, peer) != 0)
+    if (peer < ep->npeers && ep->peer_set[peer])
+        return;                       /* known: the protocol judges the source address */
+    int rc = emo_ep_set_peer(ep, peer);
+    if (rc == -FI_EADDRNOTAVAIL && emo_contact(ep, peer) == 0)
+        return;                       /* first contact (ofi_contact.c) */
+    if (rc)
         ep->st.unknown_peer++;
 }
 
