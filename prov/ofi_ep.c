@@ -347,6 +347,13 @@ static int ep_close(struct fid *fid)
         emo_cq_unbind_ep(ep->tx_cq, ep);
     if (ep->rx_cq)
         emo_cq_unbind_ep(ep->rx_cq, ep);
+    if (ep->tx_cntr)
+        emo_cntr_unbind_ep(ep->tx_cntr, ep);
+    if (ep->rx_cntr)
+        emo_cntr_unbind_ep(ep->rx_cntr, ep);
+    for (unsigned i = 0; i < 4; i++)
+        if (ep->other_cntr[i])
+            emo_cntr_unbind_ep(ep->other_cntr[i], ep);
     if (ep->av && ep->av->ep == ep)
         ep->av->ep = NULL;
     fi_freeinfo(ep->info);
@@ -391,8 +398,26 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
     }
     case FI_CLASS_EQ:
         return 0;                   /* nothing to report: RDM endpoints do not connect */
-    case FI_CLASS_CNTR:
-        return -FI_ENOSYS;
+    case FI_CLASS_CNTR: {
+        /* FI_SEND / FI_RECV count; the RMA events are accepted (MPICH binds
+         * its RMA counter whatever the provider offers) and never move */
+        struct emo_cntr *c = container_of_emo(bfid, struct emo_cntr, cntr.fid);
+        static const uint64_t other[4] = { FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE };
+        if (!(flags & (FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
+                       FI_REMOTE_WRITE)))
+            return -FI_EBADFLAGS;
+        int rc = emo_cntr_bind_ep(c, ep);
+        if (rc)
+            return rc;
+        if (flags & FI_SEND)
+            ep->tx_cntr = c;
+        if (flags & FI_RECV)
+            ep->rx_cntr = c;
+        for (unsigned i = 0; i < 4; i++)
+            if (flags & other[i])
+                ep->other_cntr[i] = c;
+        return 0;
+    }
     default:
         return -FI_EINVAL;
     }

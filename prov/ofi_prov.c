@@ -210,6 +210,7 @@ static void fill_info(struct fi_info *fi, const struct fi_info *hints)
     d->mr_key_size = 8;
     d->cq_data_size = 8;
     d->cq_cnt = 64;
+    d->cntr_cnt = 64;
     d->ep_cnt = 4;
     d->tx_ctx_cnt = 1;
     d->rx_ctx_cnt = 1;

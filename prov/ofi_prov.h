@@ -129,6 +129,14 @@ struct emo_cq {
     unsigned neps;
 };
 
+/** A completion counter (ofi_cntr.c). */
+struct emo_cntr {
+    struct fid_cntr cntr;
+    uint64_t val, err;
+    struct emo_ep *eps[EMO_CQ_MAX_EPS];   /**< driven by fi_cntr_read / fi_cntr_wait */
+    unsigned neps;
+};
+
 /** Kinds of operation (emo_op_t::kind). */
 enum emo_op_kind {
     EMO_OP_EAGER = 1,  /**< a send of a whole message (header + copy) */
@@ -201,6 +209,8 @@ struct emo_ep {
     struct fi_info *info;
     struct emo_av *av;
     struct emo_cq *tx_cq, *rx_cq;
+    struct emo_cntr *tx_cntr, *rx_cntr;   /**< FI_SEND / FI_RECV counters (or NULL) */
+    struct emo_cntr *other_cntr[4];       /**< FI_READ/WRITE/REMOTE_*: bound, never move */
     bool tx_selective, rx_selective;
     uint64_t tx_op_flags, rx_op_flags;
     bool enabled;
@@ -259,6 +269,14 @@ int emo_ep_set_peer(struct emo_ep *ep, uint16_t id);
 void emo_ep_progress(struct emo_ep *ep);
 /** Map an engine error (-EM_*) to a negative fi_errno. */
 int emo_errno(int em_err);
+
+/* ofi_cntr.c */
+int emo_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,
+                  void *context);
+int emo_cntr_bind_ep(struct emo_cntr *c, struct emo_ep *ep);
+void emo_cntr_unbind_ep(struct emo_cntr *c, struct emo_ep *ep);
+/** One completion: @p status 0 counts in the value, else in the error count (NULL: none). */
+void emo_cntr_inc(struct emo_cntr *c, int status);
 
 /* ofi_contact.c */
 enum { EMO_PEER_AV = 1, EMO_PEER_CONTACT = 2 };

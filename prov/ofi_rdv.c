@@ -100,7 +100,10 @@ fi_addr_t emo_src(struct emo_ep *ep, uint16_t peer)
 void emo_complete_tx(emo_op_t *op, int status)
 {
     struct emo_ep *ep = op->ep;
-    if (!ep->tx_cq || ep->in_progress > 1)
+    if (ep->in_progress > 1)
+        return;
+    emo_cntr_inc(ep->tx_cntr, status);
+    if (!ep->tx_cq)
         return;
     if (status && !op->context) {
         /* an inject has no completion, and an error entry without a
@@ -123,11 +126,14 @@ static void complete_rx(struct emo_ep *ep, void *ctx, uint64_t flags, bool want,
                         size_t n, size_t total, uint64_t data, uint64_t tag, uint16_t peer,
                         int status)
 {
-    if (!ep->rx_cq || ep->in_progress > 1)
+    if (ep->in_progress > 1)
         return;
     fi_addr_t src = emo_src(ep, peer);
     if (!status && total > n)
         status = -FI_ETRUNC;
+    emo_cntr_inc(ep->rx_cntr, status);
+    if (!ep->rx_cq)
+        return;
     if (status)
         emo_cq_write_err(ep->rx_cq, ctx, flags, status, n, total - n, tag, src,
                          "receive from endpoint %u: %s%s%s", peer, fi_strerror(-status),
