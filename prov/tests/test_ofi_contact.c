@@ -9,7 +9,8 @@
  *     rendezvous message (the parent must answer CTS to a peer it never
  *     inserted) arrive; FI_SOURCE says FI_ADDR_NOTAVAIL; then the parent
  *     inserts the child (accepted: the same endpoint) and both directions
- *     work, FI_SOURCE now naming the inserted address.
+ *     work, FI_SOURCE now naming the inserted address; the child's
+ *     completion counter (FI_SEND | FI_RECV) counts its 4 operations.
  *   mode "refuse" (FI_ETHERMPI_FIRST_CONTACT=0 in the parent): the child's
  *     message does not arrive within 2 s (so the test above cannot pass
  *     without first contact); once the parent inserts the child, the
@@ -43,6 +44,7 @@ static int me;
 static struct fid_ep *ep;
 static struct fid_av *av;
 static struct fid_cq *cq;
+static struct fid_cntr *cntr;       /* FI_SEND | FI_RECV: the child checks its count */
 static int to_peer, from_peer;
 static char rname[256];
 static size_t rlen;
@@ -74,6 +76,9 @@ static void open_all(void)
     FI(fi_endpoint(dom, info, &ep, NULL));
     FI(fi_ep_bind(ep, &av->fid, 0));
     FI(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+    struct fi_cntr_attr cta = { .events = FI_CNTR_EVENTS_COMP };
+    FI(fi_cntr_open(dom, &cta, &cntr, NULL));
+    FI(fi_ep_bind(ep, &cntr->fid, FI_SEND | FI_RECV | FI_READ | FI_WRITE));
     FI(fi_enable(ep));
     char name[256];
     size_t len = sizeof name;
@@ -140,6 +145,10 @@ static void child(void)
     CHECK(wait_for(&c, &e, NULL, 30) && !memcmp(m, "reply", 6), "reply from the parent");
     FI(fi_tsend(ep, m, sizeof m, NULL, parent, 4, &c));
     CHECK(wait_for(&c, &e, NULL, 30), "second send to the parent");
+    /* the counter: 3 sends and 1 receive completed, no error */
+    CHECK(fi_cntr_read(cntr) == 4 && fi_cntr_readerr(cntr) == 0, "counter %lu, errors %lu",
+          (unsigned long)fi_cntr_read(cntr), (unsigned long)fi_cntr_readerr(cntr));
+    CHECK(fi_cntr_wait(cntr, 5, 100) == -FI_ETIMEDOUT, "fi_cntr_wait beyond the count");
     sync_peer();
 }
 
