@@ -162,15 +162,27 @@ static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint6
     cq->err_head = x->next;
     if (!cq->err_head)
         cq->err_tail = NULL;
+    /* API >= 1.5: the caller's err_data_size says whether it gave a buffer.
+     * A caller that reuses its fi_cq_err_entry hands back our pointer from
+     * the last call, with its size: that is no buffer of its own (it was
+     * freed below; copying into it corrupted the heap, and fabtests'
+     * fi_rdm_tagged_peek crashed in _dl_fini at exit) */
+    size_t user_sz = buf->err_data_size;
+    void *user_buf = buf->err_data;
+    if (cq->err_last && user_buf == (void *)cq->err_last->msg)
+        user_sz = 0;
     /* err_data stays valid until the next readerr (libfabric's rule) */
     free(cq->err_last);
     cq->err_last = x;
-    /* API >= 1.5: the caller's err_data_size says whether it gave a buffer */
-    size_t user_sz = buf->err_data_size;
-    void *user_buf = buf->err_data;
     *buf = x->e;
-    size_t mlen = strlen(x->msg) + 1;
-    if (user_sz && user_buf) {
+    /* FI_ENOMSG (a peek that found nothing) and FI_ECANCELED say all there
+     * is: no err_data, and the caller's buffer is never written (as the
+     * util providers, whose such entries have none) */
+    size_t mlen = x->e.err == FI_ENOMSG || x->e.err == FI_ECANCELED ? 0 : strlen(x->msg) + 1;
+    if (!mlen) {
+        buf->err_data = NULL;
+        buf->err_data_size = 0;
+    } else if (user_sz && user_buf) {
         size_t k = user_sz < mlen ? user_sz : mlen;
         memcpy(user_buf, x->msg, k);
         buf->err_data = user_buf;

@@ -62,8 +62,11 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
     if (rc)
         return rc;
     bool self = peer == ep->self.id, eager = self || s->len <= ep->eager_max;
-    emo_op_t *op = emo_op_new(ep, eager ? EMO_OP_EAGER : EMO_OP_RTS,
-                              EMO_HDR_LEN + (eager ? s->len : 0));
+    /* first contact: our address rides along until the peer has shown it
+     * knows us (ofi_contact.c); never to ourselves */
+    bool hello = !self && !ep->peer_heard[peer];
+    size_t off = EMO_HDR_LEN + (hello ? EMO_ADDR_LEN : 0);
+    emo_op_t *op = emo_op_new(ep, eager ? EMO_OP_EAGER : EMO_OP_RTS, off + (eager ? s->len : 0));
     if (!op)
         return -FI_EAGAIN;
     op->peer = peer;
@@ -76,17 +79,18 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
     op->buf = (void *)s->buf;
     emo_hdr_t h = { .type = eager ? EMO_T_EAGER : EMO_T_RTS,
                     .flags = (uint8_t)((s->tagged ? EMO_F_TAGGED : 0) |
-                                       ((s->flags & FI_REMOTE_CQ_DATA) ? EMO_F_DATA : 0)),
+                                       ((s->flags & FI_REMOTE_CQ_DATA) ? EMO_F_DATA : 0) |
+                                       (hello ? EMO_F_HELLO : 0)),
                     .tag = op->tag, .data = (s->flags & FI_REMOTE_CQ_DATA) ? s->data : 0,
                     .len = s->len };
     if (eager) {
         if (s->len)
-            memcpy(op->msg + EMO_HDR_LEN, s->buf, s->len);
-        if (self) {
-            emo_hdr_encode(&h, op->msg);
-            return send_self(ep, op);
-        }
+            memcpy(op->msg + off, s->buf, s->len);
         emo_hdr_encode(&h, op->msg);
+        if (hello)
+            emo_addr_encode(&ep->self, op->msg + EMO_HDR_LEN);
+        if (self)
+            return send_self(ep, op);
         rc = em_engine_send(ep->eng, &op->pop, peer, EMO_T_EAGER, op->msg, op->msg_len, op);
         if (rc) {
             emo_op_free(op);
@@ -102,14 +106,17 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
         return rc;
     }
     h.s_cookie = op->cookie;
-    emo_op_t *c = emo_op_new(ep, EMO_OP_CTRL, EMO_HDR_LEN);
+    emo_op_t *c = emo_op_new(ep, EMO_OP_CTRL, off);
     if (!c) {
         emo_cookie_del(ep, op);
         emo_op_free(op);
         return -FI_EAGAIN;
     }
+    c->peer = peer;
     emo_hdr_encode(&h, c->msg);
-    rc = em_engine_send(ep->eng, &c->pop, peer, EMO_T_RTS, c->msg, EMO_HDR_LEN, c);
+    if (hello)
+        emo_addr_encode(&ep->self, c->msg + EMO_HDR_LEN);
+    rc = em_engine_send(ep->eng, &c->pop, peer, EMO_T_RTS, c->msg, off, c);
     if (rc) {
         emo_op_free(c);
         emo_cookie_del(ep, op);

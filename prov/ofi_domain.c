@@ -116,6 +116,12 @@ static int av_insert_one(struct emo_av *av, const void *blob, fi_addr_t *out)
                 "FI_ETHERMPI_ID (or start it with an MPI launcher)\n", a.id);
         return -FI_EADDRINUSE;
     }
+    const emo_addr_t *fc = av->ep ? emo_contact_get(av->ep, a.id) : NULL;
+    if (fc && fc->secret != a.secret) {
+        FI_WARN(&emo_prov, FI_LOG_AV, "endpoint id %u reached this endpoint first with another "
+                "address (first contact): two endpoints use that id, or it restarted\n", a.id);
+        return -FI_EADDRINUSE;
+    }
     if (av->ep && a.id == av->ep->self.id && a.secret != av->ep->self.secret) {
         FI_WARN(&emo_prov, FI_LOG_AV, "a peer uses this endpoint's own id %u: give each "
                 "process its own FI_ETHERMPI_ID\n", a.id);
@@ -263,12 +269,6 @@ static int no_scalable_ep(struct fid_domain *d, struct fi_info *i, struct fid_ep
     return -FI_ENOSYS;
 }
 
-static int no_cntr_open(struct fid_domain *d, struct fi_cntr_attr *a, struct fid_cntr **c,
-                        void *ctx)
-{
-    return -FI_ENOSYS;
-}
-
 static int no_poll_open(struct fid_domain *d, struct fi_poll_attr *a, struct fid_poll **p)
 {
     return -FI_ENOSYS;
@@ -306,7 +306,7 @@ static struct fi_ops domain_fi_ops = { .size = sizeof(struct fi_ops), .close = d
     .bind = emo_no_bind, .control = emo_no_control, .ops_open = emo_no_ops_open };
 static struct fi_ops_domain domain_ops = { .size = sizeof(struct fi_ops_domain),
     .av_open = av_open, .cq_open = emo_cq_open, .endpoint = emo_ep_open,
-    .scalable_ep = no_scalable_ep, .cntr_open = no_cntr_open, .poll_open = no_poll_open,
+    .scalable_ep = no_scalable_ep, .cntr_open = emo_cntr_open, .poll_open = no_poll_open,
     .stx_ctx = no_stx_ctx, .srx_ctx = no_srx_ctx, .query_atomic = no_query_atomic,
     .query_collective = no_query_collective, .endpoint2 = endpoint2 };
 

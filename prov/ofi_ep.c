@@ -256,7 +256,7 @@ static int make_engine(struct emo_ep *ep, char *err, size_t errlen)
     cfg.cc = (em_cc_mode_t)cc_mode(emo_params.cc);
     /* no message longer than a sender of ours makes: the eager limit plus
      * our header (rendezvous data travels as puts, not messages) */
-    cfg.max_msg = (uint32_t)ep->eager_max + EMO_HDR_LEN;
+    cfg.max_msg = (uint32_t)ep->eager_max + EMO_HDR_LEN + EMO_ADDR_LEN;   /* + first contact */
     cfg.rx_mem_max = emo_params.rx_mem_mb > 0 ? (uint64_t)emo_params.rx_mem_mb << 20 : 0;
     if (cfg.frame_max && 65536 / cfg.frame_max > cfg.cc_pace_burst)
         cfg.cc_pace_burst = (uint16_t)(65536 / cfg.frame_max);
@@ -291,7 +291,7 @@ int emo_ep_set_peer(struct emo_ep *ep, uint16_t id)
     uint64_t key = emo_pair_key(ep->self.secret, ep->self.id, a->secret, a->id);
     if (em_engine_set_peer_keys(ep->eng, id, key, ep->self.isn, a->isn) != 0)
         return -FI_EINVAL;
-    ep->peer_set[id] = 1;
+    ep->peer_set[id] = EMO_PEER_AV;
     return 0;
 }
 
@@ -311,7 +311,8 @@ static void print_stats(struct emo_ep *ep)
     const em_proto_stats_t *p = em_engine_proto_stats(ep->eng);
     FI_INFO(&emo_prov, FI_LOG_EP_DATA, "endpoint %u: eager %llu rdv %llu self %llu; "
             "unexpected %llu (peak %llu bytes); refused: short %llu magic %llu type %llu "
-            "malformed %llu cookie %llu len %llu unknown-peer %llu; retransmits %llu, "
+            "malformed %llu cookie %llu len %llu unknown-peer %llu; first contact: %llu peers, "
+            "refused blob %llu key %llu source %llu budget %llu; retransmits %llu, "
             "peer failures %llu\n", ep->self.id,
             (unsigned long long)ep->st.eager_sent, (unsigned long long)ep->st.rdv_sent,
             (unsigned long long)ep->st.self_sent, (unsigned long long)ep->st.unexp_msgs,
@@ -321,7 +322,10 @@ static void print_stats(struct emo_ep *ep)
             (unsigned long long)ep->st.dec_err[EMO_DEC_TYPE],
             (unsigned long long)ep->st.dec_err[EMO_DEC_MALFORMED],
             (unsigned long long)ep->st.bad_cookie, (unsigned long long)ep->st.bad_len,
-            (unsigned long long)ep->st.unknown_peer, (unsigned long long)p->retransmits,
+            (unsigned long long)ep->st.unknown_peer, (unsigned long long)ep->st.fc_peers,
+            (unsigned long long)ep->st.fc_bad_blob, (unsigned long long)ep->st.fc_bad_key,
+            (unsigned long long)ep->st.fc_bad_source, (unsigned long long)ep->st.fc_over_budget,
+            (unsigned long long)p->retransmits,
             (unsigned long long)p->peer_failures);
 }
 
@@ -343,10 +347,19 @@ static int ep_close(struct fid *fid)
         emo_cq_unbind_ep(ep->tx_cq, ep);
     if (ep->rx_cq)
         emo_cq_unbind_ep(ep->rx_cq, ep);
+    if (ep->tx_cntr)
+        emo_cntr_unbind_ep(ep->tx_cntr, ep);
+    if (ep->rx_cntr)
+        emo_cntr_unbind_ep(ep->rx_cntr, ep);
+    for (unsigned i = 0; i < 4; i++)
+        if (ep->other_cntr[i])
+            emo_cntr_unbind_ep(ep->other_cntr[i], ep);
     if (ep->av && ep->av->ep == ep)
         ep->av->ep = NULL;
     fi_freeinfo(ep->info);
     free(ep->peer_set);
+    free(ep->peer_heard);
+    free(ep->fc);
     free(ep->peer_failed);
     free(ep->ops);
     free(ep->op_gen);
@@ -385,8 +398,26 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
     }
     case FI_CLASS_EQ:
         return 0;                   /* nothing to report: RDM endpoints do not connect */
-    case FI_CLASS_CNTR:
-        return -FI_ENOSYS;
+    case FI_CLASS_CNTR: {
+        /* FI_SEND / FI_RECV count; the RMA events are accepted (MPICH binds
+         * its RMA counter whatever the provider offers) and never move */
+        struct emo_cntr *c = container_of_emo(bfid, struct emo_cntr, cntr.fid);
+        static const uint64_t other[4] = { FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE };
+        if (!(flags & (FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
+                       FI_REMOTE_WRITE)))
+            return -FI_EBADFLAGS;
+        int rc = emo_cntr_bind_ep(c, ep);
+        if (rc)
+            return rc;
+        if (flags & FI_SEND)
+            ep->tx_cntr = c;
+        if (flags & FI_RECV)
+            ep->rx_cntr = c;
+        for (unsigned i = 0; i < 4; i++)
+            if (flags & other[i])
+                ep->other_cntr[i] = c;
+        return 0;
+    }
     default:
         return -FI_EINVAL;
     }
@@ -505,7 +536,8 @@ static int ep_setup(struct emo_ep *ep, char *err, size_t errlen)
     ep->self.link = ep->link->local;
     ep->peer_set = calloc(ep->npeers, 1);
     ep->peer_failed = calloc(ep->npeers, 1);
-    if (!ep->peer_set || !ep->peer_failed) {
+    ep->peer_heard = calloc(ep->npeers, 1);
+    if (!ep->peer_set || !ep->peer_failed || !ep->peer_heard) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }

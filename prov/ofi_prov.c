@@ -64,6 +64,10 @@ static const struct emo_pdef pdefs[] = {
       "(PMIX_RANK, PMI_RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID), else random" },
     { "npeers", FI_PARAM_INT, &emo_params.npeers,
       "Ids in the job (every id below it); default 4 x the launcher's size, else 256" },
+    { "first_contact", FI_PARAM_INT, &emo_params.first_contact,
+      "Peers that may reach this endpoint before the application inserted their address "
+      "(their first messages carry it; Open MPI inserts peers lazily); default "
+      "FI_ETHERMPI_NPEERS, 0 = none" },
 };
 
 void emo_params_load(void)
@@ -75,7 +79,7 @@ void emo_params_load(void)
     emo_params = (emo_params_t){
         .link = "udp", .window = 64, .rto_us = 1000, .rto_min_us = 200, .rto_max_us = 1000000,
         .retries = 70, .ack_delay_us = 20, .rx_mem_mb = 256, .cc = "loss", .eager_max = 8192,
-        .id = -1,
+        .id = -1, .first_contact = -1,
     };
     for (size_t i = 0; i < sizeof pdefs / sizeof pdefs[0]; i++) {
         fi_param_define(&emo_prov, pdefs[i].name, pdefs[i].type, "%s", pdefs[i].help);
@@ -206,6 +210,7 @@ static void fill_info(struct fi_info *fi, const struct fi_info *hints)
     d->mr_key_size = 8;
     d->cq_data_size = 8;
     d->cq_cnt = 64;
+    d->cntr_cnt = 64;
     d->ep_cnt = 4;
     d->tx_ctx_cnt = 1;
     d->rx_ctx_cnt = 1;

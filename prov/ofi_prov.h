@@ -67,6 +67,7 @@ typedef struct emo_params {
     int eager_max;       /**< largest message sent eagerly (copied), bytes */
     int id;              /**< endpoint id; -1 = from the launcher / random */
     int npeers;          /**< ids in the job; 0 = from the launcher / 256 */
+    int first_contact;   /**< peers made from their first message (ofi_contact.c); -1 = npeers */
 } emo_params_t;
 
 extern emo_params_t emo_params;
@@ -128,6 +129,14 @@ struct emo_cq {
     unsigned neps;
 };
 
+/** A completion counter (ofi_cntr.c). */
+struct emo_cntr {
+    struct fid_cntr cntr;
+    uint64_t val, err;
+    struct emo_ep *eps[EMO_CQ_MAX_EPS];   /**< driven by fi_cntr_read / fi_cntr_wait */
+    unsigned neps;
+};
+
 /** Kinds of operation (emo_op_t::kind). */
 enum emo_op_kind {
     EMO_OP_EAGER = 1,  /**< a send of a whole message (header + copy) */
@@ -184,7 +193,12 @@ typedef struct emo_ep_stats {
     uint64_t dec_err[EMO_DEC_COUNT];
     uint64_t bad_cookie;        /**< CTS/FIN naming no operation of that peer */
     uint64_t bad_len;           /**< CTS/FIN lengths beyond what was asked */
-    uint64_t unknown_peer;      /**< messages from ids in no AV */
+    uint64_t unknown_peer;      /**< frames from ids in no AV, without a first-contact blob */
+    uint64_t fc_peers;          /**< peers made from their first message (ofi_contact.c) */
+    uint64_t fc_bad_blob;       /**< first-contact blobs refused: malformed, wrong id or MTU */
+    uint64_t fc_bad_key;        /**< ... frames whose pair key is not the blob's and ours */
+    uint64_t fc_bad_source;     /**< ... frames not from the blob's link address */
+    uint64_t fc_over_budget;    /**< ... refused: FI_ETHERMPI_FIRST_CONTACT peers made already */
     uint64_t unexp_msgs, unexp_bytes_max;
     uint64_t eager_sent, rdv_sent, self_sent;
 } emo_ep_stats_t;
@@ -195,6 +209,8 @@ struct emo_ep {
     struct fi_info *info;
     struct emo_av *av;
     struct emo_cq *tx_cq, *rx_cq;
+    struct emo_cntr *tx_cntr, *rx_cntr;   /**< FI_SEND / FI_RECV counters (or NULL) */
+    struct emo_cntr *other_cntr[4];       /**< FI_READ/WRITE/REMOTE_*: bound, never move */
     bool tx_selective, rx_selective;
     uint64_t tx_op_flags, rx_op_flags;
     bool enabled;
@@ -202,7 +218,12 @@ struct emo_ep {
     em_engine_t *eng;
     emo_addr_t self;
     uint16_t npeers;
-    uint8_t *peer_set;          /**< npeers: 1 = address and keys given to the engine */
+    uint8_t *peer_set;          /**< npeers: EMO_PEER_AV / EMO_PEER_CONTACT = address and
+                                     keys given to the engine (from the AV / a first message) */
+    uint8_t *peer_heard;        /**< npeers: 1 = the peer has our address (it acknowledged or
+                                     sent us a message): no first-contact blob to it */
+    emo_addr_t *fc;             /**< peers made by first contact (ofi_contact.c) */
+    size_t fc_n, fc_cap;
     uint8_t *peer_failed;       /**< npeers */
     emo_queue_t posted_tag, unexp_tag, posted_msg, unexp_msg;
     uint64_t unexp_bytes;
@@ -248,6 +269,22 @@ int emo_ep_set_peer(struct emo_ep *ep, uint16_t id);
 void emo_ep_progress(struct emo_ep *ep);
 /** Map an engine error (-EM_*) to a negative fi_errno. */
 int emo_errno(int em_err);
+
+/* ofi_cntr.c */
+int emo_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,
+                  void *context);
+int emo_cntr_bind_ep(struct emo_cntr *c, struct emo_ep *ep);
+void emo_cntr_unbind_ep(struct emo_cntr *c, struct emo_ep *ep);
+/** One completion: @p status 0 counts in the value, else in the error count (NULL: none). */
+void emo_cntr_inc(struct emo_cntr *c, int status);
+
+/* ofi_contact.c */
+enum { EMO_PEER_AV = 1, EMO_PEER_CONTACT = 2 };
+/** Inside the engine's resolve callback: make @p peer (in no AV) from the
+ *  first-contact blob of the frame being judged.  @return 0, or -1 (counted). */
+int emo_contact(struct emo_ep *ep, uint16_t peer);
+/** The address a first contact gave for @p id, or NULL. */
+const emo_addr_t *emo_contact_get(const struct emo_ep *ep, uint16_t id);
 
 /* ofi_data.c */
 extern const em_engine_ops_t emo_engine_ops;

@@ -100,7 +100,10 @@ fi_addr_t emo_src(struct emo_ep *ep, uint16_t peer)
 void emo_complete_tx(emo_op_t *op, int status)
 {
     struct emo_ep *ep = op->ep;
-    if (!ep->tx_cq || ep->in_progress > 1)
+    if (ep->in_progress > 1)
+        return;
+    emo_cntr_inc(ep->tx_cntr, status);
+    if (!ep->tx_cq)
         return;
     if (status && !op->context) {
         /* an inject has no completion, and an error entry without a
@@ -123,11 +126,14 @@ static void complete_rx(struct emo_ep *ep, void *ctx, uint64_t flags, bool want,
                         size_t n, size_t total, uint64_t data, uint64_t tag, uint16_t peer,
                         int status)
 {
-    if (!ep->rx_cq || ep->in_progress > 1)
+    if (ep->in_progress > 1)
         return;
     fi_addr_t src = emo_src(ep, peer);
     if (!status && total > n)
         status = -FI_ETRUNC;
+    emo_cntr_inc(ep->rx_cntr, status);
+    if (!ep->rx_cq)
+        return;
     if (status)
         emo_cq_write_err(ep->rx_cq, ctx, flags, status, n, total - n, tag, src,
                          "receive from endpoint %u: %s%s%s", peer, fi_strerror(-status),
@@ -356,7 +362,7 @@ void emo_handle_msg(struct emo_ep *ep, uint16_t peer, uint8_t etag, const void *
                        peer, emo_dec_err_name(e));
         return;
     }
-    const uint8_t *pl = (const uint8_t *)data + EMO_HDR_LEN;
+    const uint8_t *pl = (const uint8_t *)data + h.off;   /* after a first-contact blob */
     switch (h.type) {
     case EMO_T_EAGER:
     case EMO_T_RTS:
@@ -375,6 +381,9 @@ void emo_handle_msg(struct emo_ep *ep, uint16_t peer, uint8_t etag, const void *
 
 static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_t len)
 {
+    struct emo_ep *ep = u;
+    if (peer < ep->npeers)
+        ep->peer_heard[peer] = 1;     /* it sent to us: it has our address */
     emo_handle_msg(u, peer, tag, data, len);
 }
 
@@ -382,6 +391,8 @@ static void cb_complete(void *u, void *ctx, int status)
 {
     emo_op_t *op = ctx;
     int st = emo_errno(status);
+    if (status == 0 && op->peer < op->ep->npeers)
+        op->ep->peer_heard[op->peer] = 1;   /* it acknowledged: no more first-contact blobs */
     switch (op->kind) {
     case EMO_OP_EAGER:
         emo_complete_tx(op, st);
@@ -431,7 +442,12 @@ static void cb_peer_failed(void *u, uint16_t peer)
 static void cb_resolve(void *u, uint16_t peer)
 {
     struct emo_ep *ep = u;
-    if (emo_ep_set_peer(ep, peer) != 0)
+    if (peer < ep->npeers && ep->peer_set[peer])
+        return;                       /* known: the protocol judges the source address */
+    int rc = emo_ep_set_peer(ep, peer);
+    if (rc == -FI_EADDRNOTAVAIL && emo_contact(ep, peer) == 0)
+        return;                       /* first contact (ofi_contact.c) */
+    if (rc)
         ep->st.unknown_peer++;
 }
 

@@ -61,12 +61,18 @@ emo_dec_err_t emo_hdr_decode(uint8_t etag, const void *msg, size_t len, emo_hdr_
         return EMO_DEC_TYPE;
     if ((w.flags & ~EMO_F_ALL) || w.rsvd0 || w.rsvd1)
         return EMO_DEC_MALFORMED;
+    uint32_t off = EMO_HDR_LEN;
+    if (w.flags & EMO_F_HELLO) {
+        if ((w.type != EMO_T_EAGER && w.type != EMO_T_RTS) || len < EMO_HDR_LEN + EMO_ADDR_LEN)
+            return EMO_DEC_MALFORMED;   /* only a message that opens a conversation has one */
+        off += EMO_ADDR_LEN;
+    }
     *h = (emo_hdr_t){
         .type = w.type, .flags = w.flags, .tag = be64toh(w.tag), .data = be64toh(w.data),
         .len = be64toh(w.len), .s_cookie = be32toh(w.s_cookie), .r_cookie = be32toh(w.r_cookie),
-        .region = be32toh(w.region), .key = be64toh(w.key),
+        .region = be32toh(w.region), .key = be64toh(w.key), .off = off,
     };
-    return check_type(h, len - EMO_HDR_LEN);
+    return check_type(h, len - off);
 }
 
 const char *emo_dec_err_name(emo_dec_err_t e)

@@ -42,6 +42,15 @@
  * placed.  A cookie names an operation in its owner's table (index +
  * generation) and is checked against the peer before it is used.
  *
+ * First contact (flag EMO_F_HELLO, EAGER and RTS only): the sender's
+ * address blob (below, EMO_ADDR_LEN bytes) follows the header, then the
+ * EAGER payload; `length` still counts the payload alone.  A sender sets
+ * it on every message to a peer until that peer has acknowledged one of
+ * its messages or sent it one, so that a receiver that never inserted the
+ * sender (Open MPI inserts peers lazily) can build the peer from the frame
+ * (ofi_contact.c; like libfabric rxd's RTS, which carries the source
+ * address).  CTS and FIN answer a message, and never carry it.
+ *
  * Address blob (fi_getname; EMO_ADDR_LEN = 56 bytes, big-endian):
  *   0 magic 0xEF, 1 version 1, 2..3 endpoint id, 4..7 frame_max,
  *   8..15 secret, 16..19 initial sequence number, 20..23 reserved,
@@ -70,8 +79,9 @@ enum emo_type {
 enum emo_flags {
     EMO_F_TAGGED = 0x01, /**< tagged (fi_tsend) traffic: match the tagged queues */
     EMO_F_DATA   = 0x02, /**< remote CQ data is meaningful */
+    EMO_F_HELLO  = 0x04, /**< the sender's address blob follows the header (first contact) */
 };
-#define EMO_F_ALL (EMO_F_TAGGED | EMO_F_DATA)
+#define EMO_F_ALL (EMO_F_TAGGED | EMO_F_DATA | EMO_F_HELLO)
 
 struct emo_wire_hdr {
     uint8_t magic, version, type, flags;
@@ -97,6 +107,7 @@ typedef struct emo_hdr {
     uint64_t tag, data, len;
     uint32_t s_cookie, r_cookie, region;
     uint64_t key;
+    uint32_t off;       /**< payload offset: EMO_HDR_LEN, + EMO_ADDR_LEN with EMO_F_HELLO */
 } emo_hdr_t;
 
 /** Why a message was refused (counted per reason by the endpoint). */
@@ -114,7 +125,9 @@ void emo_hdr_encode(const emo_hdr_t *h, void *out);
 /**
  * Decode and check the message @p msg of @p len bytes that the engine
  * delivered with tag @p etag.  On EMO_DEC_OK, *@p h is filled and an
- * EAGER message's payload is exactly h->len bytes after the header.
+ * EAGER message's payload is exactly h->len bytes at offset h->off (after
+ * the header, and after the address blob of a first-contact message; the
+ * blob itself is judged by ofi_contact.c, not here).
  */
 emo_dec_err_t emo_hdr_decode(uint8_t etag, const void *msg, size_t len, emo_hdr_t *h);
 /** A short name of @p e for counters and logs. */

@@ -46,19 +46,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     switch (h.type) {
     case EMO_T_EAGER:
-        if (h.len != n - EMO_HDR_LEN)
+        if (h.len != n - h.off || h.off != EMO_HDR_LEN + ((h.flags & EMO_F_HELLO) ? EMO_ADDR_LEN : 0))
             abort();
         break;
     case EMO_T_CTS:
-        if ((h.len && !h.region) || !h.s_cookie || !h.r_cookie)
+        if ((h.len && !h.region) || !h.s_cookie || !h.r_cookie || h.flags)
             abort();
         break;
     case EMO_T_FIN:
-        if (h.key || h.region || !h.r_cookie)
+        if (h.key || h.region || !h.r_cookie || h.flags)
             abort();
         break;
     case EMO_T_RTS:
-        if (!h.s_cookie || n != EMO_HDR_LEN)
+        if (!h.s_cookie || n != h.off)
             abort();
         break;
     default:

@@ -5,7 +5,8 @@
  * would).  Checks: tagged eager messages matched in order, expected and
  * unexpected; ignore bits; rendezvous of 1 MiB and of 4 MiB + 1 (two
  * puts), expected and unexpected; untagged fi_senddata with its CQ data;
- * truncation as FI_ETRUNC with olen; FI_PEEK, FI_CLAIM and FI_ENOMSG; a
+ * truncation as FI_ETRUNC with olen; FI_PEEK, FI_CLAIM and FI_ENOMSG (whose
+ * error entry never writes through the caller's err_data); a
  * message to the endpoint itself; and a killed peer: a send to it and a
  * receive posted for it end as CQ errors (FI_EIO), not a hang.
  *
@@ -14,6 +15,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,6 +276,23 @@ static void parent_checks(pid_t child)
                                 .addr = FI_ADDR_UNSPEC, .tag = 0x77, .context = &c };
     FI(fi_trecvmsg(ep, &tm, FI_PEEK));
     CHECK(wait_ctx(&c, NULL, &x, 5) == FI_ENOMSG, "peek of nothing");
+    /* the same, read with an uninitialised-looking entry (fabtests'
+     * fi_rdm_tagged_peek does so): a FI_ENOMSG entry has no err_data and
+     * must never write through the caller's err_data (it crashed at exit) */
+    FI(fi_trecvmsg(ep, &tm, FI_PEEK));
+    for (double end = now_s() + 5;;) {
+        struct fi_cq_tagged_entry te;
+        ssize_t n = fi_cq_read(cq, &te, 1);
+        if (n == -FI_EAVAIL)
+            break;
+        CHECK(n == -FI_EAGAIN && now_s() < end, "peek of nothing: no error entry (%zd)", n);
+    }
+    memset(&x, 0, sizeof x);
+    x.err_data = (void *)(uintptr_t)0x10;   /* would fault if written */
+    x.err_data_size = 4096;
+    CHECK(fi_cq_readerr(cq, &x, 0) == 1 && x.err == FI_ENOMSG && x.op_context == &c &&
+          x.err_data_size == 0, "peek of nothing, garbage err_data: err %d size %zu", x.err,
+          x.err_data_size);
     tm.tag = 0x55;
     int got = -1;
     for (double end = now_s() + 20; got != 0 && now_s() < end;) {

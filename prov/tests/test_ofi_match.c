@@ -100,6 +100,18 @@ static void test_hdr_roundtrip(void **state)
     /* the length field must be exactly the payload */
     assert_int_equal(emo_hdr_decode(EMO_T_EAGER, buf, sizeof buf - 1, &d), EMO_DEC_MALFORMED);
     assert_int_equal(emo_hdr_decode(EMO_T_EAGER, buf, EMO_HDR_LEN - 1, &d), EMO_DEC_SHORT);
+    /* first contact: the address blob sits between header and payload */
+    uint8_t hb[EMO_HDR_LEN + EMO_ADDR_LEN + 5] = { 0 };
+    h.flags |= EMO_F_HELLO;
+    emo_hdr_encode(&h, hb);
+    memcpy(hb + EMO_HDR_LEN + EMO_ADDR_LEN, "hello", 5);
+    assert_int_equal(emo_hdr_decode(EMO_T_EAGER, hb, sizeof hb, &d), EMO_DEC_OK);
+    assert_true(d.off == EMO_HDR_LEN + EMO_ADDR_LEN && d.len == 5);
+    assert_int_equal(emo_hdr_decode(EMO_T_EAGER, hb, EMO_HDR_LEN + 10, &d), EMO_DEC_MALFORMED);
+    emo_hdr_t fin = { .type = EMO_T_FIN, .flags = EMO_F_HELLO, .r_cookie = 3 };
+    emo_hdr_encode(&fin, hb);                /* a reply never carries one */
+    assert_int_equal(emo_hdr_decode(EMO_T_FIN, hb, EMO_HDR_LEN + EMO_ADDR_LEN, &d),
+                     EMO_DEC_MALFORMED);
     buf[3] |= 0x80;                          /* unknown flag */
     assert_int_equal(emo_hdr_decode(EMO_T_EAGER, buf, sizeof buf, &d), EMO_DEC_MALFORMED);
     buf[3] &= 0x7F;

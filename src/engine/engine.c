@@ -16,6 +16,12 @@
  * protocol hands single-frame messages to us straight from the link buffer)
  * -> buffers released -> timers.
  *
+ * First contact: while the protocol judges a received frame, the frame is
+ * lent to the resolve callback (em_engine_rx_frame, em_engine_rx_source),
+ * so that an owner without a modex may build an unknown peer from an
+ * address the frame carries (prov/ofi_contact.c).  The engine adds no rule
+ * of its own: the protocol's key and source checks still judge the frame.
+ *
  * Peer addresses: a frame to a peer whose address was never set (a process
  * that only receives from it still owes it ACKs) asks the resolve_peer
  * callback once; without an address the frame is dropped and counted
@@ -49,7 +55,7 @@ struct em_engine {
     em_pkt_t *batch[EM_TX_BATCH];
     unsigned nbatch;
     unsigned events;        /* completions during the current call */
-    const em_pkt_t *rx_cur; /* the frame em_proto_rx_from() is judging */
+    const em_pkt_t *rx_cur; /* the frame the protocol is judging (progress only) */
     uint16_t self;          /* our protocol endpoint id (cfg.self) */
     int in_progress;
     em_engine_stats_t st;
@@ -304,14 +310,13 @@ int em_engine_progress(em_engine_t *e)
     unsigned n = em_link_rx_burst(e->link, pkts, EM_BURST);
     uint64_t now = em_now_ns();
     for (unsigned i = 0; i < n; i++) {
-        if (e->link->ops->rx_peer) {
-            e->rx_cur = pkts[i];
+        e->rx_cur = pkts[i];          /* lent to resolve (em_engine_rx_frame) */
+        if (e->link->ops->rx_peer)
             em_proto_rx_from(e->proto, pkts[i]->data, pkts[i]->len,
                              e->link->ops->rx_peer(e->link, pkts[i]), now);
-            e->rx_cur = NULL;
-        } else {
+        else
             em_proto_rx(e->proto, pkts[i]->data, pkts[i]->len, now);
-        }
+        e->rx_cur = NULL;
     }
     if (n)
         em_link_rx_release(e->link, pkts, n);
@@ -358,6 +363,21 @@ int em_engine_register(em_engine_t *e, void *base, size_t len, em_region_handle_
 int em_engine_deregister(em_engine_t *e, const em_region_handle_t *h)
 {
     return em_regions_remove(&e->regions, h->id, h->key);
+}
+
+const void *em_engine_rx_frame(const em_engine_t *e, size_t *len)
+{
+    if (!e->rx_cur)
+        return NULL;
+    *len = e->rx_cur->len;
+    return e->rx_cur->data;
+}
+
+uint16_t em_engine_rx_source(em_engine_t *e)
+{
+    if (!e->rx_cur || !e->link->ops->rx_peer)
+        return EM_SRC_UNKNOWN;
+    return e->link->ops->rx_peer(e->link, e->rx_cur);
 }
 
 bool em_engine_idle(const em_engine_t *e) { return e->nbatch == 0 && em_proto_idle(e->proto); }

@@ -37,6 +37,13 @@ typedef struct em_engine_ops {
      * launcher's modex: Open MPI adds processes lazily).  Optional.
      */
     void (*resolve)(void *uctx, uint16_t peer);
+    /* First contact (a peer that knows us while we know nothing of it, e.g.
+     * the libfabric provider, which has no modex): during resolve,
+     * em_engine_rx_frame() is the frame being judged, whose payload may
+     * carry the peer's address, and em_engine_rx_source(), called after
+     * em_engine_set_peer(), says whether the frame really came from that
+     * address.  The engine only lends the frame; what the owner accepts,
+     * and the budget for it, are the owner's rules. */
     /**
      * Optional.  The protocol has a frame (usually an ACK) for @p peer, whose
      * link address was never given with em_engine_set_peer(): a process
@@ -150,6 +157,19 @@ uint64_t em_engine_rx_mem(const em_engine_t *e);
 em_link_t *em_engine_link(em_engine_t *e);
 /** Why @p peer was declared failed (a sentence), or NULL (see em_proto_fail_reason). */
 const char *em_engine_fail_reason(const em_engine_t *e, uint16_t peer);
+
+/**
+ * Inside ops.resolve only: the frame being judged, as the link delivered it
+ * (protocol header first; read-only, valid until resolve returns), with
+ * its length in *@p len.  NULL outside resolve.
+ */
+const void *em_engine_rx_frame(const em_engine_t *e, size_t *len);
+/**
+ * Inside ops.resolve only: the peer whose link address (em_engine_set_peer)
+ * is the source address of the frame being judged, as the link's rx_peer
+ * says; EM_SRC_UNKNOWN outside resolve or on a link that cannot tell.
+ */
+uint16_t em_engine_rx_source(em_engine_t *e);
 
 /** Monotonic clock in nanoseconds (the engine's time base; util/clock.h em_clock_ns). */
 uint64_t em_now_ns(void);

@@ -185,10 +185,10 @@ OFI_MCA = [("pml", "cm"), ("mtl", "ofi"), ("mtl_ofi_provider_exclude", "shm")]
 # the ethermpi provider from the build dir (prov/): libfabric loads it from
 # FI_PROVIDER_PATH, Debian's and the wheels' alike
 ETHERMPI_ENV = {"FI_PROVIDER": "ethermpi", "FI_PROVIDER_PATH": "{build}/prov"}
-# ethermpi takes frames only from peers in its AV, and Open MPI's mtl ofi
-# inserts a peer when it first sends to it: every peer at MPI_Init instead
-# (docs/ofi.md, "First contact"); MPICH inserts them all anyway
-ETHERMPI_MCA = OFI_MCA + [("mpi_add_procs_cutoff", "100000")]
+# Open MPI's mtl ofi inserts a peer when it first sends to it; ethermpi
+# accepts a first message from a peer in no AV (docs/ofi.md, "First
+# contact"), so no mpi_add_procs_cutoff
+ETHERMPI_MCA = list(OFI_MCA)
 
 
 # The transport table: one entry per transport compared (the row names of

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file ofi_contact.c
+ * First contact: a message from a peer that is not in this endpoint's AV.
+ *
+ * The engine accepts frames only from peers whose link address and pair
+ * key it has.  The BTL looks an unknown sender up in the launcher's modex;
+ * a provider has no modex, and Open MPI's mtl ofi inserts a peer into the
+ * AV only when it first sends to it, so a rank may receive from a peer it
+ * never inserted.  Therefore a sender puts its own address blob after the
+ * header of every message (EAGER or RTS) to a peer that has not yet shown
+ * that it knows us (ofi_wire.h, EMO_F_HELLO), and the receiver, asked by
+ * the engine to resolve an unknown sender, builds the peer from the frame.
+ *
+ * Rules (each refusal counted in emo_ep_stats_t, the frame then dropped
+ * unacknowledged, as from any unknown peer):
+ *  - only the first fragment of an EAGER or RTS message carries the blob,
+ *    decoded by emo_addr_decode (bounded, versioned, reserved bytes zero);
+ *    its endpoint id is the frame's source id, not ours (fc_bad_blob);
+ *    its frame size is not below ours (fc_bad_blob);
+ *  - the frame's pair key is the one both secrets give: the sender had our
+ *    address (from the launcher), an off-path forger does not (fc_bad_key);
+ *  - the frame's link source address is the blob's link address (the
+ *    link's rx_peer binding, as for every peer) (fc_bad_source);
+ *  - at most FI_ETHERMPI_FIRST_CONTACT peers are made this way (default
+ *    FI_ETHERMPI_NPEERS, 0 = never) (fc_over_budget).
+ * A peer made this way is not in the application's AV: FI_SOURCE reports
+ * FI_ADDR_NOTAVAIL for it until the application inserts the same address
+ * (FI_AV_TABLE promises consecutive indices in insertion order, so the
+ * provider must not take one); that insert gets an ordinary entry, and an
+ * insert of another endpoint under the same id is refused (-FI_EADDRINUSE).
+ *
+ * Threading: inside em_engine_progress() (the resolve callback).
+ */
+#include "ofi_prov.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/wire.h"
+
+/* the first-contact blob of protocol frame @p f from @p peer: @return 0
+ * with *@p a and the frame's pair key in *@p key; 1: the frame carries no
+ * blob; -1: it carries one that is malformed or names another endpoint */
+static int hello_in_frame(const void *f, size_t flen, uint16_t peer, emo_addr_t *a,
+                          uint64_t *key)
+{
+    em_hdr_t h;
+    if (em_hdr_decode(f, flen, &h) != EM_DEC_OK || h.type != EM_PT_DATA || h.frag_no != 0 ||
+        h.src != peer || (h.tag != EMO_T_EAGER && h.tag != EMO_T_RTS) ||
+        h.len < EMO_HDR_LEN + EMO_ADDR_LEN)
+        return 1;
+    const uint8_t *m = (const uint8_t *)f + em_hdr_len(h.type);   /* h.len bytes, checked */
+    struct emo_wire_hdr w;
+    memcpy(&w, m, sizeof w);
+    if (w.magic != EMO_MAGIC || w.version != EMO_VERSION || w.type != h.tag ||
+        !(w.flags & EMO_F_HELLO))
+        return 1;
+    if (emo_addr_decode(m + EMO_HDR_LEN, EMO_ADDR_LEN, a) != 0 || a->id != peer)
+        return -1;
+    *key = h.job_key;
+    return 0;
+}
+
+const emo_addr_t *emo_contact_get(const struct emo_ep *ep, uint16_t id)
+{
+    if (id >= ep->npeers || ep->peer_set[id] != EMO_PEER_CONTACT)
+        return NULL;
+    for (size_t i = 0; i < ep->fc_n; i++)
+        if (ep->fc[i].id == id)
+            return &ep->fc[i];
+    return NULL;
+}
+
+int emo_contact(struct emo_ep *ep, uint16_t peer)
+{
+    size_t flen = 0;
+    const void *f = em_engine_rx_frame(ep->eng, &flen);
+    emo_addr_t a;
+    uint64_t key = 0;
+    int rc = f ? hello_in_frame(f, flen, peer, &a, &key) : 1;
+    if (rc > 0)
+        return -1;                      /* an ordinary frame from an unknown peer */
+    if (rc < 0 || a.id == ep->self.id || a.frame_max < ep->link->mtu) {
+        ep->st.fc_bad_blob++;
+        return -1;
+    }
+    if (key != emo_pair_key(ep->self.secret, ep->self.id, a.secret, a.id)) {
+        ep->st.fc_bad_key++;
+        return -1;
+    }
+    size_t budget = emo_params.first_contact >= 0 ? (size_t)emo_params.first_contact
+                                                  : ep->npeers;
+    if (ep->fc_n >= budget) {
+        ep->st.fc_over_budget++;
+        FI_WARN_SPARSE(&emo_prov, FI_LOG_AV, "endpoint %u is not in the AV and the first-"
+                       "contact budget (FI_ETHERMPI_FIRST_CONTACT=%zu) is spent: its messages "
+                       "wait until the application inserts its address\n", peer, budget);
+        return -1;
+    }
+    if (ep->fc_n == ep->fc_cap) {
+        size_t cap = ep->fc_cap ? ep->fc_cap * 2 : 16;
+        emo_addr_t *t = realloc(ep->fc, cap * sizeof *t);
+        if (!t)
+            return -1;
+        ep->fc = t;
+        ep->fc_cap = cap;
+    }
+    /* the link learns the address first: only then can it say whether the
+     * frame came from there (a refused address stays in the link's table
+     * but no keys are set, so nothing is accepted from or sent to it) */
+    if (em_engine_set_peer(ep->eng, peer, &a.link) != 0) {
+        ep->st.fc_bad_blob++;
+        return -1;
+    }
+    if (em_engine_rx_source(ep->eng) != peer) {
+        ep->st.fc_bad_source++;
+        return -1;
+    }
+    if (em_engine_set_peer_keys(ep->eng, peer, key, ep->self.isn, a.isn) != 0) {
+        ep->st.fc_bad_blob++;
+        return -1;
+    }
+    ep->fc[ep->fc_n++] = a;
+    ep->peer_set[peer] = EMO_PEER_CONTACT;
+    ep->peer_heard[peer] = 1;           /* it has our address: no blob in our answers */
+    ep->st.fc_peers++;
+    FI_INFO(&emo_prov, FI_LOG_AV, "endpoint %u reached us first (not in the AV): accepted "
+            "from the address its message carries\n", peer);
+    return 0;
+}
