@@ -124,23 +124,31 @@ static int cntr_close(struct fid *fid)
 {
     struct emo_cntr *c = container_of_emo(fid, struct emo_cntr, cntr.fid);
     if (c->neps)
-        return -FI_EBUSY;       /* close the endpoints first */
+        return -FI_EBUSY; /* close the endpoints first */
     free(c);
     return 0;
 }
 
-static struct fi_ops cntr_fi_ops = { .size = sizeof(struct fi_ops), .close = cntr_close,
-    .bind = emo_no_bind, .control = emo_no_control, .ops_open = emo_no_ops_open };
-static struct fi_ops_cntr cntr_ops = { .size = sizeof(struct fi_ops_cntr), .read = cntr_read,
-    .readerr = cntr_readerr, .add = cntr_add, .set = cntr_set, .wait = cntr_wait,
-    .adderr = cntr_adderr, .seterr = cntr_seterr };
+static struct fi_ops cntr_fi_ops = { .size = sizeof(struct fi_ops),
+                                     .close = cntr_close,
+                                     .bind = emo_no_bind,
+                                     .control = emo_no_control,
+                                     .ops_open = emo_no_ops_open };
+static struct fi_ops_cntr cntr_ops = { .size = sizeof(struct fi_ops_cntr),
+                                       .read = cntr_read,
+                                       .readerr = cntr_readerr,
+                                       .add = cntr_add,
+                                       .set = cntr_set,
+                                       .wait = cntr_wait,
+                                       .adderr = cntr_adderr,
+                                       .seterr = cntr_seterr };
 
 int emo_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **out,
                   void *context)
 {
     if (attr && ((attr->events != FI_CNTR_EVENTS_COMP) || attr->flags ||
                  (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)))
-        return -FI_ENOSYS;      /* completion events only, no wait objects */
+        return -FI_ENOSYS; /* completion events only, no wait objects */
     struct emo_cntr *c = calloc(1, sizeof *c);
     if (!c)
         return -FI_ENOMEM;

@@ -42,15 +42,14 @@
 /* the first-contact blob of protocol frame @p f from @p peer: @return 0
  * with *@p a and the frame's pair key in *@p key; 1: the frame carries no
  * blob; -1: it carries one that is malformed or names another endpoint */
-static int hello_in_frame(const void *f, size_t flen, uint16_t peer, emo_addr_t *a,
-                          uint64_t *key)
+static int hello_in_frame(const void *f, size_t flen, uint16_t peer, emo_addr_t *a, uint64_t *key)
 {
     em_hdr_t h;
     if (em_hdr_decode(f, flen, &h) != EM_DEC_OK || h.type != EM_PT_DATA || h.frag_no != 0 ||
         h.src != peer || (h.tag != EMO_T_EAGER && h.tag != EMO_T_RTS) ||
         h.len < EMO_HDR_LEN + EMO_ADDR_LEN)
         return 1;
-    const uint8_t *m = (const uint8_t *)f + em_hdr_len(h.type);   /* h.len bytes, checked */
+    const uint8_t *m = (const uint8_t *)f + em_hdr_len(h.type); /* h.len bytes, checked */
     struct emo_wire_hdr w;
     memcpy(&w, m, sizeof w);
     if (w.magic != EMO_MAGIC || w.version != EMO_VERSION || w.type != h.tag ||
@@ -80,7 +79,7 @@ int emo_contact(struct emo_ep *ep, uint16_t peer)
     uint64_t key = 0;
     int rc = f ? hello_in_frame(f, flen, peer, &a, &key) : 1;
     if (rc > 0)
-        return -1;                      /* an ordinary frame from an unknown peer */
+        return -1; /* an ordinary frame from an unknown peer */
     if (rc < 0 || a.id == ep->self.id || a.frame_max < ep->link->mtu) {
         ep->st.fc_bad_blob++;
         return -1;
@@ -89,13 +88,14 @@ int emo_contact(struct emo_ep *ep, uint16_t peer)
         ep->st.fc_bad_key++;
         return -1;
     }
-    size_t budget = emo_params.first_contact >= 0 ? (size_t)emo_params.first_contact
-                                                  : ep->npeers;
+    size_t budget = emo_params.first_contact >= 0 ? (size_t)emo_params.first_contact : ep->npeers;
     if (ep->fc_n >= budget) {
         ep->st.fc_over_budget++;
-        FI_WARN_SPARSE(&emo_prov, FI_LOG_AV, "endpoint %u is not in the AV and the first-"
+        FI_WARN_SPARSE(&emo_prov, FI_LOG_AV,
+                       "endpoint %u is not in the AV and the first-"
                        "contact budget (FI_ETHERMPI_FIRST_CONTACT=%zu) is spent: its messages "
-                       "wait until the application inserts its address\n", peer, budget);
+                       "wait until the application inserts its address\n",
+                       peer, budget);
         return -1;
     }
     if (ep->fc_n == ep->fc_cap) {
@@ -123,9 +123,11 @@ int emo_contact(struct emo_ep *ep, uint16_t peer)
     }
     ep->fc[ep->fc_n++] = a;
     ep->peer_set[peer] = EMO_PEER_CONTACT;
-    ep->peer_heard[peer] = 1;           /* it has our address: no blob in our answers */
+    ep->peer_heard[peer] = 1; /* it has our address: no blob in our answers */
     ep->st.fc_peers++;
-    FI_INFO(&emo_prov, FI_LOG_AV, "endpoint %u reached us first (not in the AV): accepted "
-            "from the address its message carries\n", peer);
+    FI_INFO(&emo_prov, FI_LOG_AV,
+            "endpoint %u reached us first (not in the AV): accepted "
+            "from the address its message carries\n",
+            peer);
     return 0;
 }

@@ -36,8 +36,8 @@ void emo_cq_unbind_ep(struct emo_cq *cq, struct emo_ep *ep)
     }
 }
 
-int emo_cq_write(struct emo_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf,
-                 uint64_t data, uint64_t tag, fi_addr_t src)
+int emo_cq_write(struct emo_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf, uint64_t data,
+                 uint64_t tag, fi_addr_t src)
 {
     if (cq->count == cq->cap) {
         size_t cap = cq->cap * 2;
@@ -54,14 +54,15 @@ int emo_cq_write(struct emo_cq *cq, void *ctx, uint64_t flags, size_t len, void 
         cq->head = 0;
     }
     struct emo_cqe *e = &cq->ring[(cq->head + cq->count++) % cq->cap];
-    e->e = (struct fi_cq_tagged_entry){ .op_context = ctx, .flags = flags, .len = len,
-                                        .buf = buf, .data = data, .tag = tag };
+    e->e = (struct fi_cq_tagged_entry){
+        .op_context = ctx, .flags = flags, .len = len, .buf = buf, .data = data, .tag = tag
+    };
     e->src = src;
     return 0;
 }
 
-int emo_cq_write_err(struct emo_cq *cq, void *ctx, uint64_t flags, int err, size_t len,
-                     size_t olen, uint64_t tag, fi_addr_t src, const char *fmt, ...)
+int emo_cq_write_err(struct emo_cq *cq, void *ctx, uint64_t flags, int err, size_t len, size_t olen,
+                     uint64_t tag, fi_addr_t src, const char *fmt, ...)
 {
     struct emo_cq_err *x = calloc(1, sizeof *x);
     if (!x) {
@@ -105,20 +106,22 @@ static size_t put_entry(const struct emo_cq *cq, const struct emo_cqe *e, void *
         return sizeof c;
     }
     case FI_CQ_FORMAT_MSG: {
-        struct fi_cq_msg_entry m = { .op_context = e->e.op_context, .flags = e->e.flags,
+        struct fi_cq_msg_entry m = { .op_context = e->e.op_context,
+                                     .flags = e->e.flags,
                                      .len = e->e.len };
         memcpy(out, &m, sizeof m);
         return sizeof m;
     }
     case FI_CQ_FORMAT_DATA: {
-        struct fi_cq_data_entry d = { .op_context = e->e.op_context, .flags = e->e.flags,
-                                      .len = e->e.len, .buf = e->e.buf, .data = e->e.data };
+        struct fi_cq_data_entry d = { .op_context = e->e.op_context,
+                                      .flags = e->e.flags,
+                                      .len = e->e.len,
+                                      .buf = e->e.buf,
+                                      .data = e->e.data };
         memcpy(out, &d, sizeof d);
         return sizeof d;
     }
-    default:
-        memcpy(out, &e->e, sizeof e->e);
-        return sizeof e->e;
+    default: memcpy(out, &e->e, sizeof e->e); return sizeof e->e;
     }
 }
 
@@ -205,16 +208,15 @@ static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr
     }
 }
 
-static ssize_t cq_sread(struct fid_cq *fcq, void *buf, size_t count, const void *cond,
-                        int timeout)
+static ssize_t cq_sread(struct fid_cq *fcq, void *buf, size_t count, const void *cond, int timeout)
 {
     return cq_sreadfrom(fcq, buf, count, NULL, cond, timeout);
 }
 
 static int cq_signal(struct fid_cq *cq) { return 0; }
 
-static const char *cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data,
-                               char *buf, size_t len)
+static const char *cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data, char *buf,
+                               size_t len)
 {
     const char *s = err_data ? (const char *)err_data : fi_strerror(prov_errno);
     if (buf && len) {
@@ -242,14 +244,22 @@ static int cq_close(struct fid *fid)
 
 static int cq_control(struct fid *fid, int command, void *arg)
 {
-    return -FI_ENOSYS;   /* no wait object: FI_GETWAIT has nothing to give */
+    return -FI_ENOSYS; /* no wait object: FI_GETWAIT has nothing to give */
 }
 
-static struct fi_ops cq_fi_ops = { .size = sizeof(struct fi_ops), .close = cq_close,
-    .bind = emo_no_bind, .control = cq_control, .ops_open = emo_no_ops_open };
-static struct fi_ops_cq cq_ops = { .size = sizeof(struct fi_ops_cq), .read = cq_read,
-    .readfrom = cq_readfrom, .readerr = cq_readerr, .sread = cq_sread,
-    .sreadfrom = cq_sreadfrom, .signal = cq_signal, .strerror = cq_strerror };
+static struct fi_ops cq_fi_ops = { .size = sizeof(struct fi_ops),
+                                   .close = cq_close,
+                                   .bind = emo_no_bind,
+                                   .control = cq_control,
+                                   .ops_open = emo_no_ops_open };
+static struct fi_ops_cq cq_ops = { .size = sizeof(struct fi_ops_cq),
+                                   .read = cq_read,
+                                   .readfrom = cq_readfrom,
+                                   .readerr = cq_readerr,
+                                   .sread = cq_sread,
+                                   .sreadfrom = cq_sreadfrom,
+                                   .signal = cq_signal,
+                                   .strerror = cq_strerror };
 
 int emo_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **fcq,
                 void *context)
@@ -261,7 +271,7 @@ int emo_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_c
         fmt != FI_CQ_FORMAT_TAGGED)
         return -FI_ENOSYS;
     if (attr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
-        return -FI_ENOSYS;    /* manual progress: the caller polls */
+        return -FI_ENOSYS; /* manual progress: the caller polls */
     struct emo_cq *cq = calloc(1, sizeof *cq);
     if (!cq)
         return -FI_ENOMEM;

@@ -23,8 +23,10 @@ static int dest_peer(struct emo_ep *ep, fi_addr_t fa, uint16_t *peer)
     if (a->id == ep->self.id)
         return a->secret == ep->self.secret ? 0 : -FI_EADDRINUSE;
     if (a->id >= ep->npeers) {
-        FI_WARN(&emo_prov, FI_LOG_EP_DATA, "peer id %u is not below FI_ETHERMPI_NPEERS %u: "
-                "set it the same in every process\n", a->id, ep->npeers);
+        FI_WARN(&emo_prov, FI_LOG_EP_DATA,
+                "peer id %u is not below FI_ETHERMPI_NPEERS %u: "
+                "set it the same in every process\n",
+                a->id, ep->npeers);
         return -FI_EINVAL;
     }
     if (ep->peer_failed[a->id])
@@ -37,7 +39,7 @@ struct emo_send_args {
     size_t len;
     fi_addr_t dest;
     void *context;
-    uint64_t tag, data, flags;   /* flags: FI_INJECT, FI_COMPLETION, FI_REMOTE_CQ_DATA */
+    uint64_t tag, data, flags; /* flags: FI_INJECT, FI_COMPLETION, FI_REMOTE_CQ_DATA */
     bool tagged;
 };
 
@@ -72,8 +74,7 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
     op->peer = peer;
     op->context = s->context;
     op->cq_flags = FI_SEND | (s->tagged ? FI_TAGGED : FI_MSG);
-    op->want_cqe = !(s->flags & FI_INJECT) &&
-                   (!ep->tx_selective || (s->flags & FI_COMPLETION));
+    op->want_cqe = !(s->flags & FI_INJECT) && (!ep->tx_selective || (s->flags & FI_COMPLETION));
     op->tag = s->tagged ? s->tag : 0;
     op->len = s->len;
     op->buf = (void *)s->buf;
@@ -81,7 +82,8 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
                     .flags = (uint8_t)((s->tagged ? EMO_F_TAGGED : 0) |
                                        ((s->flags & FI_REMOTE_CQ_DATA) ? EMO_F_DATA : 0) |
                                        (hello ? EMO_F_HELLO : 0)),
-                    .tag = op->tag, .data = (s->flags & FI_REMOTE_CQ_DATA) ? s->data : 0,
+                    .tag = op->tag,
+                    .data = (s->flags & FI_REMOTE_CQ_DATA) ? s->data : 0,
                     .len = s->len };
     if (eager) {
         if (s->len)
@@ -143,7 +145,7 @@ static uint32_t peer_filter(struct emo_ep *ep, fi_addr_t src)
     if (src == FI_ADDR_UNSPEC || !(ep->info->caps & FI_DIRECTED_RECV))
         return EMO_ANY_PEER;
     const emo_addr_t *a = emo_av_get(ep->av, src);
-    return a ? a->id : EMO_ANY_PEER - 1;   /* unknown address: matches nobody */
+    return a ? a->id : EMO_ANY_PEER - 1; /* unknown address: matches nobody */
 }
 
 /* FI_PEEK (with FI_CLAIM or FI_DISCARD): look at the unexpected queue */
@@ -151,12 +153,11 @@ static ssize_t do_peek(struct emo_ep *ep, const struct emo_recv_args *r, emo_que
                        uint32_t filt)
 {
     uint64_t fl = FI_RECV | (r->tagged ? FI_TAGGED : FI_MSG);
-    emo_qent_t *q = emo_match_unexp(unexp, filt, r->tag, r->ignore,
-                                    (r->flags & FI_DISCARD) != 0);
+    emo_qent_t *q = emo_match_unexp(unexp, filt, r->tag, r->ignore, (r->flags & FI_DISCARD) != 0);
     if (!q) {
         if (ep->rx_cq)
-            emo_cq_write_err(ep->rx_cq, r->context, fl, -FI_ENOMSG, 0, 0, r->tag,
-                             FI_ADDR_NOTAVAIL, "no message matches the probe");
+            emo_cq_write_err(ep->rx_cq, r->context, fl, -FI_ENOMSG, 0, 0, r->tag, FI_ADDR_NOTAVAIL,
+                             "no message matches the probe");
         return 0;
     }
     emo_unexp_t *u = container_of_emo(q, emo_unexp_t, q);
@@ -166,7 +167,7 @@ static ssize_t do_peek(struct emo_ep *ep, const struct emo_recv_args *r, emo_que
         emo_cq_write(ep->rx_cq, r->context, fl, (size_t)u->len, NULL, u->data, u->q.tag,
                      emo_src(ep, (uint16_t)u->q.peer));
     if (r->flags & FI_DISCARD) {
-        emo_unexp_release(ep, u);     /* an RTS dropped so: its sender waits forever (MPI
+        emo_unexp_release(ep, u); /* an RTS dropped so: its sender waits forever (MPI
                                          never discards) */
     } else if (r->flags & FI_CLAIM) {
         u->q.claimed = 1;
@@ -182,8 +183,9 @@ static ssize_t do_recv(struct emo_ep *ep, const struct emo_recv_args *r)
     emo_queue_t *unexp = r->tagged ? &ep->unexp_tag : &ep->unexp_msg;
     uint32_t filt = peer_filter(ep, r->src);
     uint64_t tag = r->tagged ? r->tag : 0, ignore = r->tagged ? r->ignore : 0;
-    emo_rx_t rx = { .buf = r->buf, .len = r->len, .context = r->context, .flags = r->flags,
-                    .tagged = r->tagged };
+    emo_rx_t rx = {
+        .buf = r->buf, .len = r->len, .context = r->context, .flags = r->flags, .tagged = r->tagged
+    };
     if (r->flags & FI_PEEK)
         return do_peek(ep, r, unexp, filt);
     emo_qent_t *q;
@@ -197,8 +199,8 @@ static ssize_t do_recv(struct emo_ep *ep, const struct emo_recv_args *r)
         if (r->flags & FI_DISCARD) {
             emo_unexp_release(ep, u);
             if (ep->rx_cq)
-                emo_cq_write(ep->rx_cq, r->context, FI_RECV | (r->tagged ? FI_TAGGED : FI_MSG),
-                             0, NULL, 0, tag, FI_ADDR_NOTAVAIL);
+                emo_cq_write(ep->rx_cq, r->context, FI_RECV | (r->tagged ? FI_TAGGED : FI_MSG), 0,
+                             NULL, 0, tag, FI_ADDR_NOTAVAIL);
             return 0;
         }
     } else {
@@ -262,7 +264,7 @@ ssize_t emo_cancel(struct emo_ep *ep, void *context)
             return 0;
         }
     }
-    return -FI_ENOENT;     /* not a posted receive (sends cannot be canceled) */
+    return -FI_ENOENT; /* not a posted receive (sends cannot be canceled) */
 }
 
 void emo_data_fini(struct emo_ep *ep)
@@ -301,19 +303,31 @@ static int one_iov(const struct iovec *iov, size_t count, void **buf, size_t *le
     return 0;
 }
 
-static ssize_t send_(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
-                     void *ctx, uint64_t tag, uint64_t data, uint64_t flags, bool tagged)
+static ssize_t send_(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest, void *ctx,
+                     uint64_t tag, uint64_t data, uint64_t flags, bool tagged)
 {
-    struct emo_send_args s = { .buf = buf, .len = len, .dest = dest, .context = ctx,
-                               .tag = tag, .data = data, .flags = flags, .tagged = tagged };
+    struct emo_send_args s = { .buf = buf,
+                               .len = len,
+                               .dest = dest,
+                               .context = ctx,
+                               .tag = tag,
+                               .data = data,
+                               .flags = flags,
+                               .tagged = tagged };
     return do_send(EP(fep), &s);
 }
 
 static ssize_t recv_(struct fid_ep *fep, void *buf, size_t len, fi_addr_t src, void *ctx,
                      uint64_t tag, uint64_t ignore, uint64_t flags, bool tagged)
 {
-    struct emo_recv_args r = { .buf = buf, .len = len, .src = src, .context = ctx, .tag = tag,
-                               .ignore = ignore, .flags = flags, .tagged = tagged };
+    struct emo_recv_args r = { .buf = buf,
+                               .len = len,
+                               .src = src,
+                               .context = ctx,
+                               .tag = tag,
+                               .ignore = ignore,
+                               .flags = flags,
+                               .tagged = tagged };
     return do_recv(EP(fep), &r);
 }
 
@@ -340,8 +354,8 @@ static ssize_t m_recvmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t f
     return rc ? rc : recv_(ep, b, l, msg->addr, msg->context, 0, 0, flags, false);
 }
 
-static ssize_t m_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
-                      fi_addr_t dest, void *ctx)
+static ssize_t m_send(struct fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest,
+                      void *ctx)
 {
     return send_(ep, buf, len, dest, ctx, 0, 0, EP(ep)->tx_op_flags, false);
 }
@@ -368,11 +382,10 @@ static ssize_t m_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_
     return send_(ep, buf, len, dest, NULL, 0, 0, FI_INJECT, false);
 }
 
-static ssize_t m_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
-                          uint64_t data, fi_addr_t dest, void *ctx)
+static ssize_t m_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc, uint64_t data,
+                          fi_addr_t dest, void *ctx)
 {
-    return send_(ep, buf, len, dest, ctx, 0, data, EP(ep)->tx_op_flags | FI_REMOTE_CQ_DATA,
-                 false);
+    return send_(ep, buf, len, dest, ctx, 0, data, EP(ep)->tx_op_flags | FI_REMOTE_CQ_DATA, false);
 }
 
 static ssize_t m_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint64_t data,
@@ -381,10 +394,16 @@ static ssize_t m_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint
     return send_(ep, buf, len, dest, NULL, 0, data, FI_INJECT | FI_REMOTE_CQ_DATA, false);
 }
 
-struct fi_ops_msg emo_msg_ops = { .size = sizeof(struct fi_ops_msg), .recv = m_recv,
-    .recvv = m_recvv, .recvmsg = m_recvmsg, .send = m_send, .sendv = m_sendv,
-    .sendmsg = m_sendmsg, .inject = m_inject, .senddata = m_senddata,
-    .injectdata = m_injectdata };
+struct fi_ops_msg emo_msg_ops = { .size = sizeof(struct fi_ops_msg),
+                                  .recv = m_recv,
+                                  .recvv = m_recvv,
+                                  .recvmsg = m_recvmsg,
+                                  .send = m_send,
+                                  .sendv = m_sendv,
+                                  .sendmsg = m_sendmsg,
+                                  .inject = m_inject,
+                                  .senddata = m_senddata,
+                                  .injectdata = m_injectdata };
 
 static ssize_t t_recv(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src,
                       uint64_t tag, uint64_t ignore, void *ctx)
@@ -406,12 +425,11 @@ static ssize_t t_recvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg, uin
     void *b;
     size_t l;
     int rc = one_iov(msg->msg_iov, msg->iov_count, &b, &l);
-    return rc ? rc : recv_(ep, b, l, msg->addr, msg->context, msg->tag, msg->ignore, flags,
-                           true);
+    return rc ? rc : recv_(ep, b, l, msg->addr, msg->context, msg->tag, msg->ignore, flags, true);
 }
 
-static ssize_t t_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
-                      fi_addr_t dest, uint64_t tag, void *ctx)
+static ssize_t t_send(struct fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest,
+                      uint64_t tag, void *ctx)
 {
     return send_(ep, buf, len, dest, ctx, tag, 0, EP(ep)->tx_op_flags, true);
 }
@@ -439,11 +457,10 @@ static ssize_t t_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_
     return send_(ep, buf, len, dest, NULL, tag, 0, FI_INJECT, true);
 }
 
-static ssize_t t_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
-                          uint64_t data, fi_addr_t dest, uint64_t tag, void *ctx)
+static ssize_t t_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc, uint64_t data,
+                          fi_addr_t dest, uint64_t tag, void *ctx)
 {
-    return send_(ep, buf, len, dest, ctx, tag, data, EP(ep)->tx_op_flags | FI_REMOTE_CQ_DATA,
-                 true);
+    return send_(ep, buf, len, dest, ctx, tag, data, EP(ep)->tx_op_flags | FI_REMOTE_CQ_DATA, true);
 }
 
 static ssize_t t_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint64_t data,
@@ -452,7 +469,13 @@ static ssize_t t_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint
     return send_(ep, buf, len, dest, NULL, tag, data, FI_INJECT | FI_REMOTE_CQ_DATA, true);
 }
 
-struct fi_ops_tagged emo_tagged_ops = { .size = sizeof(struct fi_ops_tagged), .recv = t_recv,
-    .recvv = t_recvv, .recvmsg = t_recvmsg, .send = t_send, .sendv = t_sendv,
-    .sendmsg = t_sendmsg, .inject = t_inject, .senddata = t_senddata,
-    .injectdata = t_injectdata };
+struct fi_ops_tagged emo_tagged_ops = { .size = sizeof(struct fi_ops_tagged),
+                                        .recv = t_recv,
+                                        .recvv = t_recvv,
+                                        .recvmsg = t_recvmsg,
+                                        .send = t_send,
+                                        .sendv = t_sendv,
+                                        .sendmsg = t_sendmsg,
+                                        .inject = t_inject,
+                                        .senddata = t_senddata,
+                                        .injectdata = t_injectdata };

@@ -34,12 +34,14 @@ static int mr_close(struct fid *fid)
 
 static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags) { return 0; }
 
-static struct fi_ops mr_fi_ops = { .size = sizeof(struct fi_ops), .close = mr_close,
-    .bind = mr_bind, .control = emo_no_control, .ops_open = emo_no_ops_open };
+static struct fi_ops mr_fi_ops = { .size = sizeof(struct fi_ops),
+                                   .close = mr_close,
+                                   .bind = mr_bind,
+                                   .control = emo_no_control,
+                                   .ops_open = emo_no_ops_open };
 
-static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
-                  uint64_t offset, uint64_t requested_key, uint64_t flags, struct fid_mr **mr,
-                  void *context)
+static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
+                  uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context)
 {
     struct emo_domain *d = container_of_emo(fid, struct emo_domain, dom.fid);
     struct emo_mr *m = calloc(1, sizeof *m);
@@ -58,8 +60,8 @@ static int mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint6
                    uint64_t offset, uint64_t requested_key, uint64_t flags, struct fid_mr **mr,
                    void *context)
 {
-    return mr_reg(fid, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, access,
-                  offset, requested_key, flags, mr, context);
+    return mr_reg(fid, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, access, offset,
+                  requested_key, flags, mr, context);
 }
 
 static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
@@ -69,8 +71,9 @@ static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t f
                   attr->context);
 }
 
-static struct fi_ops_mr mr_ops = { .size = sizeof(struct fi_ops_mr), .reg = mr_reg,
-    .regv = mr_regv, .regattr = mr_regattr };
+static struct fi_ops_mr mr_ops = {
+    .size = sizeof(struct fi_ops_mr), .reg = mr_reg, .regv = mr_regv, .regattr = mr_regattr
+};
 
 /* ---- address vector ------------------------------------------------------ */
 
@@ -102,29 +105,36 @@ static int av_insert_one(struct emo_av *av, const void *blob, fi_addr_t *out)
 {
     emo_addr_t a;
     if (emo_addr_decode(blob, EMO_ADDR_LEN, &a) != 0) {
-        FI_WARN(&emo_prov, FI_LOG_AV, "not an ethermpi address (wrong size, version or "
+        FI_WARN(&emo_prov, FI_LOG_AV,
+                "not an ethermpi address (wrong size, version or "
                 "fields): was it made by another provider or version?\n");
         return -FI_EINVAL;
     }
     fi_addr_t old = av->by_id[a.id];
     if (old != FI_ADDR_NOTAVAIL) {
         if (av->tab[old].a.secret == a.secret) {
-            *out = old;              /* the same endpoint again */
+            *out = old; /* the same endpoint again */
             return 0;
         }
-        FI_WARN(&emo_prov, FI_LOG_AV, "two endpoints use id %u: give each process its own "
-                "FI_ETHERMPI_ID (or start it with an MPI launcher)\n", a.id);
+        FI_WARN(&emo_prov, FI_LOG_AV,
+                "two endpoints use id %u: give each process its own "
+                "FI_ETHERMPI_ID (or start it with an MPI launcher)\n",
+                a.id);
         return -FI_EADDRINUSE;
     }
     const emo_addr_t *fc = av->ep ? emo_contact_get(av->ep, a.id) : NULL;
     if (fc && fc->secret != a.secret) {
-        FI_WARN(&emo_prov, FI_LOG_AV, "endpoint id %u reached this endpoint first with another "
-                "address (first contact): two endpoints use that id, or it restarted\n", a.id);
+        FI_WARN(&emo_prov, FI_LOG_AV,
+                "endpoint id %u reached this endpoint first with another "
+                "address (first contact): two endpoints use that id, or it restarted\n",
+                a.id);
         return -FI_EADDRINUSE;
     }
     if (av->ep && a.id == av->ep->self.id && a.secret != av->ep->self.secret) {
-        FI_WARN(&emo_prov, FI_LOG_AV, "a peer uses this endpoint's own id %u: give each "
-                "process its own FI_ETHERMPI_ID\n", a.id);
+        FI_WARN(&emo_prov, FI_LOG_AV,
+                "a peer uses this endpoint's own id %u: give each "
+                "process its own FI_ETHERMPI_ID\n",
+                a.id);
         return -FI_EADDRINUSE;
     }
     if (av->n == av->cap) {
@@ -219,20 +229,27 @@ static int av_set(struct fid_av *av, struct fi_av_set_attr *attr, struct fid_av_
     return -FI_ENOSYS;
 }
 
-static struct fi_ops av_fi_ops = { .size = sizeof(struct fi_ops), .close = av_close,
-    .bind = emo_no_bind, .control = emo_no_control, .ops_open = emo_no_ops_open };
-static struct fi_ops_av av_ops = { .size = sizeof(struct fi_ops_av), .insert = av_insert,
-    .insertsvc = av_insertsvc, .insertsym = av_insertsym, .remove = av_remove,
-    .lookup = av_lookup, .straddr = av_straddr, .av_set = av_set };
+static struct fi_ops av_fi_ops = { .size = sizeof(struct fi_ops),
+                                   .close = av_close,
+                                   .bind = emo_no_bind,
+                                   .control = emo_no_control,
+                                   .ops_open = emo_no_ops_open };
+static struct fi_ops_av av_ops = { .size = sizeof(struct fi_ops_av),
+                                   .insert = av_insert,
+                                   .insertsvc = av_insertsvc,
+                                   .insertsym = av_insertsym,
+                                   .remove = av_remove,
+                                   .lookup = av_lookup,
+                                   .straddr = av_straddr,
+                                   .av_set = av_set };
 
 static int av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **fav,
                    void *context)
 {
-    if (attr && attr->type != FI_AV_UNSPEC && attr->type != FI_AV_MAP &&
-        attr->type != FI_AV_TABLE)
+    if (attr && attr->type != FI_AV_UNSPEC && attr->type != FI_AV_MAP && attr->type != FI_AV_TABLE)
         return -FI_EINVAL;
     if (attr && (attr->flags & (FI_EVENT | FI_READ)))
-        return -FI_ENOSYS;    /* no asynchronous inserts, no shared AVs */
+        return -FI_ENOSYS; /* no asynchronous inserts, no shared AVs */
     struct emo_av *av = calloc(1, sizeof *av);
     if (!av)
         return -FI_ENOMEM;
@@ -296,19 +313,29 @@ static int no_query_collective(struct fid_domain *d, enum fi_collective_op coll,
     return -FI_ENOSYS;
 }
 
-static int endpoint2(struct fid_domain *d, struct fi_info *info, struct fid_ep **ep,
-                     uint64_t flags, void *context)
+static int endpoint2(struct fid_domain *d, struct fi_info *info, struct fid_ep **ep, uint64_t flags,
+                     void *context)
 {
     return flags ? -FI_EBADFLAGS : emo_ep_open(d, info, ep, context);
 }
 
-static struct fi_ops domain_fi_ops = { .size = sizeof(struct fi_ops), .close = domain_close,
-    .bind = emo_no_bind, .control = emo_no_control, .ops_open = emo_no_ops_open };
+static struct fi_ops domain_fi_ops = { .size = sizeof(struct fi_ops),
+                                       .close = domain_close,
+                                       .bind = emo_no_bind,
+                                       .control = emo_no_control,
+                                       .ops_open = emo_no_ops_open };
 static struct fi_ops_domain domain_ops = { .size = sizeof(struct fi_ops_domain),
-    .av_open = av_open, .cq_open = emo_cq_open, .endpoint = emo_ep_open,
-    .scalable_ep = no_scalable_ep, .cntr_open = emo_cntr_open, .poll_open = no_poll_open,
-    .stx_ctx = no_stx_ctx, .srx_ctx = no_srx_ctx, .query_atomic = no_query_atomic,
-    .query_collective = no_query_collective, .endpoint2 = endpoint2 };
+                                           .av_open = av_open,
+                                           .cq_open = emo_cq_open,
+                                           .endpoint = emo_ep_open,
+                                           .scalable_ep = no_scalable_ep,
+                                           .cntr_open = emo_cntr_open,
+                                           .poll_open = no_poll_open,
+                                           .stx_ctx = no_stx_ctx,
+                                           .srx_ctx = no_srx_ctx,
+                                           .query_atomic = no_query_atomic,
+                                           .query_collective = no_query_collective,
+                                           .endpoint2 = endpoint2 };
 
 int emo_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
                     void *context)

@@ -78,7 +78,7 @@ static int pick_id(uint16_t *id, uint16_t *npeers, char *err, size_t errlen)
         if (!n)
             n = 256;
         if (k)
-            x = -1;     /* an explicit id names one endpoint */
+            x = -1; /* an explicit id names one endpoint */
     } else if ((x = env_long(rank_vars, &from)) >= 0) {
         long size = env_long(size_vars, NULL);
         if (!n)
@@ -99,9 +99,11 @@ static int pick_id(uint16_t *id, uint16_t *npeers, char *err, size_t errlen)
     if (n > 65535)
         n = 65535;
     if (x < 0 || x >= n) {
-        snprintf(err, errlen, "endpoint id %ld (%s, endpoint %u of this process) is not below "
+        snprintf(err, errlen,
+                 "endpoint id %ld (%s, endpoint %u of this process) is not below "
                  "FI_ETHERMPI_NPEERS %ld: set FI_ETHERMPI_NPEERS larger (the same in every "
-                 "process)", x, from, k, n);
+                 "process)",
+                 x, from, k, n);
         return -1;
     }
     *id = (uint16_t)x;
@@ -155,7 +157,7 @@ static int expand_spec(const char *spec, char *out, size_t len, char *err, size_
             ins = host;
             p++;
         } else if (p[0] == '%' && p[1] == 'j') {
-            ins = "0";      /* no job id in libfabric: one cable socket per node pair */
+            ins = "0"; /* no job id in libfabric: one cable socket per node pair */
             p++;
         } else {
             ins = one;
@@ -176,14 +178,16 @@ static em_link_t *open_link(char *err, size_t errlen)
 {
     const char *l = emo_params.link ? emo_params.link : "udp";
     if (0 == strcmp(l, "udp")) {
-        em_udp_cfg_t c = { .iface = emo_params.iface, .mtu = emo_params.mtu > 0
-                           ? (uint32_t)emo_params.mtu : 0, .sock_buf = emo_params.sock_buf,
+        em_udp_cfg_t c = { .iface = emo_params.iface,
+                           .mtu = emo_params.mtu > 0 ? (uint32_t)emo_params.mtu : 0,
+                           .sock_buf = emo_params.sock_buf,
                            .note = udp_note };
         return em_link_udp_open(&c, err, errlen);
     }
     if (0 == strcmp(l, "emd")) {
         if (!emo_params.emd_socket || !*emo_params.emd_socket) {
-            snprintf(err, errlen, "FI_ETHERMPI_LINK=emd needs FI_ETHERMPI_EMD_SOCKET (the "
+            snprintf(err, errlen,
+                     "FI_ETHERMPI_LINK=emd needs FI_ETHERMPI_EMD_SOCKET (the "
                      "daemon's control socket)");
             return NULL;
         }
@@ -197,11 +201,12 @@ static em_link_t *open_link(char *err, size_t errlen)
 #ifdef EMO_HAVE_DPDK
     if (0 == strcmp(l, "dpdk")) {
         char vdev[1024], prefix[64];
-        if (expand_spec(emo_params.vdev ? emo_params.vdev : "", vdev, sizeof vdev, err,
-                        errlen) != 0)
+        if (expand_spec(emo_params.vdev ? emo_params.vdev : "", vdev, sizeof vdev, err, errlen) !=
+            0)
             return NULL;
         snprintf(prefix, sizeof prefix, "emo%ld", (long)getpid());
-        em_dpdk_cfg_t c = { .vdev = vdev, .eal_args = emo_params.eal_args,
+        em_dpdk_cfg_t c = { .vdev = vdev,
+                            .eal_args = emo_params.eal_args,
                             .file_prefix = prefix,
                             .mtu = emo_params.mtu > 0 ? (uint32_t)emo_params.mtu : 0 };
         return em_link_dpdk_open(&c, err, errlen);
@@ -236,7 +241,8 @@ static int make_engine(struct emo_ep *ep, char *err, size_t errlen)
     em_proto_cfg_default(&cfg);
     if (cc_mode(emo_params.cc) < 0 || emo_params.window < 1 ||
         emo_params.window > (int)EM_WINDOW_MAX) {
-        snprintf(err, errlen, "FI_ETHERMPI_CC must be loss, delay or off and "
+        snprintf(err, errlen,
+                 "FI_ETHERMPI_CC must be loss, delay or off and "
                  "FI_ETHERMPI_WINDOW 1 to 64");
         return -1;
     }
@@ -256,7 +262,7 @@ static int make_engine(struct emo_ep *ep, char *err, size_t errlen)
     cfg.cc = (em_cc_mode_t)cc_mode(emo_params.cc);
     /* no message longer than a sender of ours makes: the eager limit plus
      * our header (rendezvous data travels as puts, not messages) */
-    cfg.max_msg = (uint32_t)ep->eager_max + EMO_HDR_LEN + EMO_ADDR_LEN;   /* + first contact */
+    cfg.max_msg = (uint32_t)ep->eager_max + EMO_HDR_LEN + EMO_ADDR_LEN; /* + first contact */
     cfg.rx_mem_max = emo_params.rx_mem_mb > 0 ? (uint64_t)emo_params.rx_mem_mb << 20 : 0;
     if (cfg.frame_max && 65536 / cfg.frame_max > cfg.cc_pace_burst)
         cfg.cc_pace_burst = (uint16_t)(65536 / cfg.frame_max);
@@ -282,8 +288,10 @@ int emo_ep_set_peer(struct emo_ep *ep, uint16_t id)
     if (!a)
         return -FI_EADDRNOTAVAIL;
     if (a->frame_max < ep->link->mtu) {
-        FI_WARN(&emo_prov, FI_LOG_AV, "peer %u's frames are %u bytes, ours %u: set "
-                "FI_ETHERMPI_MTU the same in every process\n", id, a->frame_max, ep->link->mtu);
+        FI_WARN(&emo_prov, FI_LOG_AV,
+                "peer %u's frames are %u bytes, ours %u: set "
+                "FI_ETHERMPI_MTU the same in every process\n",
+                id, a->frame_max, ep->link->mtu);
         return -FI_EINVAL;
     }
     if (em_engine_set_peer(ep->eng, id, &a->link) != 0)
@@ -309,12 +317,13 @@ void emo_ep_progress(struct emo_ep *ep)
 static void print_stats(struct emo_ep *ep)
 {
     const em_proto_stats_t *p = em_engine_proto_stats(ep->eng);
-    FI_INFO(&emo_prov, FI_LOG_EP_DATA, "endpoint %u: eager %llu rdv %llu self %llu; "
+    FI_INFO(&emo_prov, FI_LOG_EP_DATA,
+            "endpoint %u: eager %llu rdv %llu self %llu; "
             "unexpected %llu (peak %llu bytes); refused: short %llu magic %llu type %llu "
             "malformed %llu cookie %llu len %llu unknown-peer %llu; first contact: %llu peers, "
             "refused blob %llu key %llu source %llu budget %llu; retransmits %llu, "
-            "peer failures %llu\n", ep->self.id,
-            (unsigned long long)ep->st.eager_sent, (unsigned long long)ep->st.rdv_sent,
+            "peer failures %llu\n",
+            ep->self.id, (unsigned long long)ep->st.eager_sent, (unsigned long long)ep->st.rdv_sent,
             (unsigned long long)ep->st.self_sent, (unsigned long long)ep->st.unexp_msgs,
             (unsigned long long)ep->st.unexp_bytes_max,
             (unsigned long long)ep->st.dec_err[EMO_DEC_SHORT],
@@ -325,8 +334,7 @@ static void print_stats(struct emo_ep *ep)
             (unsigned long long)ep->st.unknown_peer, (unsigned long long)ep->st.fc_peers,
             (unsigned long long)ep->st.fc_bad_blob, (unsigned long long)ep->st.fc_bad_key,
             (unsigned long long)ep->st.fc_bad_source, (unsigned long long)ep->st.fc_over_budget,
-            (unsigned long long)p->retransmits,
-            (unsigned long long)p->peer_failures);
+            (unsigned long long)p->retransmits, (unsigned long long)p->peer_failures);
 }
 
 static int ep_close(struct fid *fid)
@@ -338,7 +346,7 @@ static int ep_close(struct fid *fid)
         while (!em_engine_idle(ep->eng) && em_now_ns() < end)
             emo_ep_progress(ep);
         print_stats(ep);
-        ep->in_progress = 2;       /* destroying: callbacks write no completions */
+        ep->in_progress = 2; /* destroying: callbacks write no completions */
         em_engine_destroy(ep->eng);
     }
     emo_data_fini(ep);
@@ -374,7 +382,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
     case FI_CLASS_AV: {
         struct emo_av *av = container_of_emo(bfid, struct emo_av, av.fid);
         if (ep->av || av->ep)
-            return -FI_EINVAL;      /* one AV per endpoint, one endpoint per AV */
+            return -FI_EINVAL; /* one AV per endpoint, one endpoint per AV */
         ep->av = av;
         av->ep = ep;
         return 0;
@@ -396,15 +404,13 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
         }
         return 0;
     }
-    case FI_CLASS_EQ:
-        return 0;                   /* nothing to report: RDM endpoints do not connect */
+    case FI_CLASS_EQ: return 0; /* nothing to report: RDM endpoints do not connect */
     case FI_CLASS_CNTR: {
         /* FI_SEND / FI_RECV count; the RMA events are accepted (MPICH binds
          * its RMA counter whatever the provider offers) and never move */
         struct emo_cntr *c = container_of_emo(bfid, struct emo_cntr, cntr.fid);
         static const uint64_t other[4] = { FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE };
-        if (!(flags & (FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
-                       FI_REMOTE_WRITE)))
+        if (!(flags & (FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
             return -FI_EBADFLAGS;
         int rc = emo_cntr_bind_ep(c, ep);
         if (rc)
@@ -418,8 +424,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
                 ep->other_cntr[i] = c;
         return 0;
     }
-    default:
-        return -FI_EINVAL;
+    default: return -FI_EINVAL;
     }
 }
 
@@ -433,7 +438,8 @@ static int ep_control(struct fid *fid, int command, void *arg)
             return -FI_ENOAV;
         }
         if (!ep->tx_cq || !ep->rx_cq) {
-            FI_WARN(&emo_prov, FI_LOG_EP_CTRL, "fi_enable: bind CQs for FI_TRANSMIT and "
+            FI_WARN(&emo_prov, FI_LOG_EP_CTRL,
+                    "fi_enable: bind CQs for FI_TRANSMIT and "
                     "FI_RECV first\n");
             return -FI_ENOCQ;
         }
@@ -452,8 +458,7 @@ static int ep_control(struct fid *fid, int command, void *arg)
         else
             ep->rx_op_flags = *(uint64_t *)arg & ~(uint64_t)FI_RECV;
         return 0;
-    default:
-        return -FI_ENOSYS;
+    default: return -FI_ENOSYS;
     }
 }
 
@@ -497,7 +502,10 @@ static ssize_t ep_size_left(struct fid_ep *ep) { return EMO_TX_SIZE; }
 
 /* connection management: RDM endpoints do not connect */
 static int cm_getpeer(struct fid_ep *e, void *a, size_t *l) { return -FI_ENOSYS; }
-static int cm_connect(struct fid_ep *e, const void *a, const void *p, size_t l) { return -FI_ENOSYS; }
+static int cm_connect(struct fid_ep *e, const void *a, const void *p, size_t l)
+{
+    return -FI_ENOSYS;
+}
 static int cm_listen(struct fid_pep *p) { return -FI_ENOSYS; }
 static int cm_accept(struct fid_ep *e, const void *p, size_t l) { return -FI_ENOSYS; }
 static int cm_reject(struct fid_pep *pe, fid_t h, const void *p, size_t l) { return -FI_ENOSYS; }
@@ -507,14 +515,27 @@ static int cm_join(struct fid_ep *e, const void *a, uint64_t f, struct fid_mc **
     return -FI_ENOSYS;
 }
 
-static struct fi_ops ep_fi_ops = { .size = sizeof(struct fi_ops), .close = ep_close,
-    .bind = ep_bind, .control = ep_control, .ops_open = emo_no_ops_open };
-static struct fi_ops_ep ep_ops = { .size = sizeof(struct fi_ops_ep), .cancel = ep_cancel,
-    .getopt = ep_getopt, .setopt = ep_setopt, .rx_size_left = ep_size_left,
-    .tx_size_left = ep_size_left };
-static struct fi_ops_cm ep_cm = { .size = sizeof(struct fi_ops_cm), .setname = ep_setname,
-    .getname = ep_getname, .getpeer = cm_getpeer, .connect = cm_connect, .listen = cm_listen,
-    .accept = cm_accept, .reject = cm_reject, .shutdown = cm_shutdown, .join = cm_join };
+static struct fi_ops ep_fi_ops = { .size = sizeof(struct fi_ops),
+                                   .close = ep_close,
+                                   .bind = ep_bind,
+                                   .control = ep_control,
+                                   .ops_open = emo_no_ops_open };
+static struct fi_ops_ep ep_ops = { .size = sizeof(struct fi_ops_ep),
+                                   .cancel = ep_cancel,
+                                   .getopt = ep_getopt,
+                                   .setopt = ep_setopt,
+                                   .rx_size_left = ep_size_left,
+                                   .tx_size_left = ep_size_left };
+static struct fi_ops_cm ep_cm = { .size = sizeof(struct fi_ops_cm),
+                                  .setname = ep_setname,
+                                  .getname = ep_getname,
+                                  .getpeer = cm_getpeer,
+                                  .connect = cm_connect,
+                                  .listen = cm_listen,
+                                  .accept = cm_accept,
+                                  .reject = cm_reject,
+                                  .shutdown = cm_shutdown,
+                                  .join = cm_join };
 
 /* link, id, secrets, engine; @return 0 or -1 with a sentence in @p err */
 static int ep_setup(struct emo_ep *ep, char *err, size_t errlen)
@@ -544,8 +565,7 @@ static int ep_setup(struct emo_ep *ep, char *err, size_t errlen)
     return make_engine(ep, err, errlen);
 }
 
-int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **fep,
-                void *context)
+int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **fep, void *context)
 {
     if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
         return -FI_EINVAL;

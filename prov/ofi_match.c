@@ -61,8 +61,8 @@ emo_qent_t *emo_match_posted(emo_queue_t *posted, uint32_t src, uint64_t tag)
     return NULL;
 }
 
-emo_qent_t *emo_match_unexp(emo_queue_t *unexp, uint32_t peer_filter, uint64_t tag,
-                            uint64_t ignore, bool remove)
+emo_qent_t *emo_match_unexp(emo_queue_t *unexp, uint32_t peer_filter, uint64_t tag, uint64_t ignore,
+                            bool remove)
 {
     emo_qent_t *prev = NULL;
     for (emo_qent_t *c = unexp->head; c; prev = c, c = c->next) {

@@ -31,10 +31,10 @@
 
 typedef struct emo_qent {
     struct emo_qent *next;
-    uint32_t peer;      /**< posted: filter (or EMO_ANY_PEER); unexpected: the source */
-    uint8_t claimed;    /**< unexpected only: claimed by FI_CLAIM, invisible to searches */
+    uint32_t peer;   /**< posted: filter (or EMO_ANY_PEER); unexpected: the source */
+    uint8_t claimed; /**< unexpected only: claimed by FI_CLAIM, invisible to searches */
     uint64_t tag;
-    uint64_t ignore;    /**< posted only */
+    uint64_t ignore; /**< posted only */
 } emo_qent_t;
 
 typedef struct emo_queue {
@@ -67,7 +67,7 @@ emo_qent_t *emo_match_posted(emo_queue_t *posted, uint32_t src, uint64_t tag);
  * return the oldest unclaimed unexpected message it accepts, removed from
  * @p unexp when @p remove, or NULL.
  */
-emo_qent_t *emo_match_unexp(emo_queue_t *unexp, uint32_t peer_filter, uint64_t tag,
-                            uint64_t ignore, bool remove);
+emo_qent_t *emo_match_unexp(emo_queue_t *unexp, uint32_t peer_filter, uint64_t tag, uint64_t ignore,
+                            bool remove);
 
 #endif

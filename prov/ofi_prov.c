@@ -77,9 +77,18 @@ void emo_params_load(void)
         return;
     loaded = 1;
     emo_params = (emo_params_t){
-        .link = "udp", .window = 64, .rto_us = 1000, .rto_min_us = 200, .rto_max_us = 1000000,
-        .retries = 70, .ack_delay_us = 20, .rx_mem_mb = 256, .cc = "loss", .eager_max = 8192,
-        .id = -1, .first_contact = -1,
+        .link = "udp",
+        .window = 64,
+        .rto_us = 1000,
+        .rto_min_us = 200,
+        .rto_max_us = 1000000,
+        .retries = 70,
+        .ack_delay_us = 20,
+        .rx_mem_mb = 256,
+        .cc = "loss",
+        .eager_max = 8192,
+        .id = -1,
+        .first_contact = -1,
     };
     for (size_t i = 0; i < sizeof pdefs / sizeof pdefs[0]; i++) {
         fi_param_define(&emo_prov, pdefs[i].name, pdefs[i].type, "%s", pdefs[i].help);
@@ -99,9 +108,9 @@ int emo_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **op
 /* ---- fi_getinfo -------------------------------------------------------- */
 
 #define EMO_PRIMARY (FI_MSG | FI_TAGGED)
-#define EMO_SECONDARY (FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | \
-                       FI_REMOTE_CQ_DATA | \
-                       FI_REMOTE_COMM)
+#define EMO_SECONDARY                                                                              \
+    (FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_CQ_DATA |        \
+     FI_REMOTE_COMM)
 #define EMO_CAPS (EMO_PRIMARY | EMO_SECONDARY)
 
 /* can the hints' domain attributes be met?  @return 0 or -FI_ENODATA */
@@ -110,8 +119,10 @@ static int check_domain_hints(const struct fi_domain_attr *d)
     if (!d)
         return 0;
     if (d->name && strcmp(d->name, emo_params.link)) {
-        FI_INFO(&emo_prov, FI_LOG_CORE, "domain '%s' asked; this process's is '%s' "
-                "(FI_ETHERMPI_LINK)\n", d->name, emo_params.link);
+        FI_INFO(&emo_prov, FI_LOG_CORE,
+                "domain '%s' asked; this process's is '%s' "
+                "(FI_ETHERMPI_LINK)\n",
+                d->name, emo_params.link);
         return -FI_ENODATA;
     }
     if (d->threading != FI_THREAD_UNSPEC && d->threading != FI_THREAD_DOMAIN) {
@@ -140,8 +151,7 @@ static int check_hints(const struct fi_info *hints)
                 (unsigned long long)(hints->caps & ~EMO_CAPS));
         return -FI_ENODATA;
     }
-    if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
-        hints->ep_attr->type != FI_EP_RDM)
+    if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC && hints->ep_attr->type != FI_EP_RDM)
         return -FI_ENODATA;
     if (hints->addr_format != FI_FORMAT_UNSPEC)
         return -FI_ENODATA;
@@ -151,8 +161,8 @@ static int check_hints(const struct fi_info *hints)
     if (hints->tx_attr && (hints->tx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS) &&
         !(hints->tx_attr->msg_order & FI_ORDER_NONE)) {
         /* SAS only: RMA orders do not apply (no FI_RMA) */
-        if (hints->tx_attr->msg_order & ~(uint64_t)(FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW |
-                                                    FI_ORDER_WAR | FI_ORDER_WAW))
+        if (hints->tx_attr->msg_order &
+            ~(uint64_t)(FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW))
             return -FI_ENODATA;
     }
     return check_domain_hints(hints->domain_attr);
@@ -194,7 +204,7 @@ static void fill_info(struct fi_info *fi, const struct fi_info *hints)
     fi->ep_attr->max_order_raw_size = 0;
     fi->ep_attr->max_order_war_size = 0;
     fi->ep_attr->max_order_waw_size = 0;
-    fi->ep_attr->mem_tag_format = 0xAAAAAAAAAAAAAAAAull;   /* FI_TAG_GENERIC: 64 bits */
+    fi->ep_attr->mem_tag_format = 0xAAAAAAAAAAAAAAAAull; /* FI_TAG_GENERIC: 64 bits */
     fi->ep_attr->tx_ctx_cnt = 1;
     fi->ep_attr->rx_ctx_cnt = 1;
 
@@ -205,7 +215,8 @@ static void fill_info(struct fi_info *fi, const struct fi_info *hints)
     d->data_progress = FI_PROGRESS_MANUAL;
     d->resource_mgmt = FI_RM_ENABLED;
     d->av_type = hints && hints->domain_attr && hints->domain_attr->av_type != FI_AV_UNSPEC
-                     ? hints->domain_attr->av_type : FI_AV_TABLE;
+                     ? hints->domain_attr->av_type
+                     : FI_AV_TABLE;
     d->mr_mode = 0;
     d->mr_key_size = 8;
     d->cq_data_size = 8;
@@ -228,7 +239,10 @@ static void fill_info(struct fi_info *fi, const struct fi_info *hints)
 int emo_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
                 const struct fi_info *hints, struct fi_info **info)
 {
-    (void)version; (void)node; (void)service; (void)flags;
+    (void)version;
+    (void)node;
+    (void)service;
+    (void)flags;
     emo_params_load();
     *info = NULL;
     int rc = check_hints(hints);
@@ -270,8 +284,8 @@ static ssize_t eq_sread(struct fid_eq *eq, uint32_t *event, void *buf, size_t le
     return -FI_EAGAIN;
 }
 
-static const char *eq_strerror(struct fid_eq *eq, int prov_errno, const void *err_data,
-                               char *buf, size_t len)
+static const char *eq_strerror(struct fid_eq *eq, int prov_errno, const void *err_data, char *buf,
+                               size_t len)
 {
     const char *s = fi_strerror(prov_errno);
     if (buf && len) {
@@ -287,10 +301,17 @@ static ssize_t eq_write(struct fid_eq *eq, uint32_t event, const void *buf, size
     return -FI_ENOSYS;
 }
 
-static struct fi_ops eq_fi_ops = { .size = sizeof(struct fi_ops), .close = eq_close,
-    .bind = emo_no_bind, .control = emo_no_control, .ops_open = emo_no_ops_open };
-static struct fi_ops_eq eq_ops = { .size = sizeof(struct fi_ops_eq), .read = eq_read,
-    .readerr = eq_readerr, .write = eq_write, .sread = eq_sread, .strerror = eq_strerror };
+static struct fi_ops eq_fi_ops = { .size = sizeof(struct fi_ops),
+                                   .close = eq_close,
+                                   .bind = emo_no_bind,
+                                   .control = emo_no_control,
+                                   .ops_open = emo_no_ops_open };
+static struct fi_ops_eq eq_ops = { .size = sizeof(struct fi_ops_eq),
+                                   .read = eq_read,
+                                   .readerr = eq_readerr,
+                                   .write = eq_write,
+                                   .sread = eq_sread,
+                                   .strerror = eq_strerror };
 
 static int eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
                    void *context)
@@ -328,14 +349,20 @@ static int no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 
 static int no_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 {
-    return 0;   /* nothing to wait on: manual progress, callers poll */
+    return 0; /* nothing to wait on: manual progress, callers poll */
 }
 
-static struct fi_ops fabric_fi_ops = { .size = sizeof(struct fi_ops), .close = fabric_close,
-    .bind = emo_no_bind, .control = emo_no_control, .ops_open = emo_no_ops_open };
+static struct fi_ops fabric_fi_ops = { .size = sizeof(struct fi_ops),
+                                       .close = fabric_close,
+                                       .bind = emo_no_bind,
+                                       .control = emo_no_control,
+                                       .ops_open = emo_no_ops_open };
 static struct fi_ops_fabric fabric_ops = { .size = sizeof(struct fi_ops_fabric),
-    .domain = emo_domain_open, .passive_ep = no_passive_ep, .eq_open = eq_open,
-    .wait_open = no_wait_open, .trywait = no_trywait };
+                                           .domain = emo_domain_open,
+                                           .passive_ep = no_passive_ep,
+                                           .eq_open = eq_open,
+                                           .wait_open = no_wait_open,
+                                           .trywait = no_trywait };
 
 int emo_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)
 {

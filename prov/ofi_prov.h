@@ -36,38 +36,38 @@
 #include "ofi_match.h"
 #include "ofi_wire.h"
 
-#define EMO_PROV_NAME "ethermpi"
+#define EMO_PROV_NAME   "ethermpi"
 #define EMO_FABRIC_NAME "ethermpi"
 /** Provider version: ethermpi's 0.1 */
 #define EMO_PROV_VERSION FI_VERSION(0, 1)
 /** The libfabric API these sources are written to (Debian 12's libfabric). */
 #define EMO_API_VERSION FI_VERSION(1, 17)
-#define EMO_IOV_LIMIT 1
-#define EMO_CQ_DEFAULT 1024
-#define EMO_TX_SIZE 4096
-#define EMO_RX_SIZE 4096
+#define EMO_IOV_LIMIT   1
+#define EMO_CQ_DEFAULT  1024
+#define EMO_TX_SIZE     4096
+#define EMO_RX_SIZE     4096
 /** Bytes of one rendezvous put operation (larger messages take several). */
 #define EMO_PUT_CHUNK (4u << 20)
 
-#define container_of_emo(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of_emo(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 extern struct fi_provider emo_prov;
 
 /** Settings read once from FI_ETHERMPI_* (ofi_prov.c, emo_params_load). */
 typedef struct emo_params {
-    char *link;          /**< "udp" (default), "dpdk" or "emd" */
-    char *iface;         /**< udp: interface, address or subnet (btl_rudp_if_include) */
-    int mtu;             /**< frame size; 0 = the link's */
-    int sock_buf;        /**< udp socket buffers, bytes (btl_rudp_sock_buf) */
-    char *vdev;          /**< dpdk: devargs, "@FILE", %h (btl_dpdk_vdev) */
-    char *eal_args;      /**< dpdk: extra EAL arguments (btl_dpdk_eal_args) */
-    char *emd_socket;    /**< emd: the daemon's control socket (btl_dpdk_emd_socket) */
+    char *link;       /**< "udp" (default), "dpdk" or "emd" */
+    char *iface;      /**< udp: interface, address or subnet (btl_rudp_if_include) */
+    int mtu;          /**< frame size; 0 = the link's */
+    int sock_buf;     /**< udp socket buffers, bytes (btl_rudp_sock_buf) */
+    char *vdev;       /**< dpdk: devargs, "@FILE", %h (btl_dpdk_vdev) */
+    char *eal_args;   /**< dpdk: extra EAL arguments (btl_dpdk_eal_args) */
+    char *emd_socket; /**< emd: the daemon's control socket (btl_dpdk_emd_socket) */
     int window, rto_us, rto_min_us, rto_max_us, retries, ack_delay_us, rx_mem_mb;
-    char *cc;            /**< "loss" (default), "delay", "off" */
-    int eager_max;       /**< largest message sent eagerly (copied), bytes */
-    int id;              /**< endpoint id; -1 = from the launcher / random */
-    int npeers;          /**< ids in the job; 0 = from the launcher / 256 */
-    int first_contact;   /**< peers made from their first message (ofi_contact.c); -1 = npeers */
+    char *cc;          /**< "loss" (default), "delay", "off" */
+    int eager_max;     /**< largest message sent eagerly (copied), bytes */
+    int id;            /**< endpoint id; -1 = from the launcher / random */
+    int npeers;        /**< ids in the job; 0 = from the launcher / 256 */
+    int first_contact; /**< peers made from their first message (ofi_contact.c); -1 = npeers */
 } emo_params_t;
 
 extern emo_params_t emo_params;
@@ -97,10 +97,10 @@ struct emo_av {
     struct fid_av av;
     struct emo_domain *dom;
     enum fi_av_type type;
-    struct emo_av_ent *tab;       /**< fi_addr_t = index (FI_AV_TABLE and FI_AV_MAP alike) */
+    struct emo_av_ent *tab; /**< fi_addr_t = index (FI_AV_TABLE and FI_AV_MAP alike) */
     size_t n, cap;
-    fi_addr_t *by_id;             /**< endpoint id -> fi_addr (FI_ADDR_NOTAVAIL), 65536 entries */
-    struct emo_ep *ep;            /**< bound endpoint (one) */
+    fi_addr_t *by_id;  /**< endpoint id -> fi_addr (FI_ADDR_NOTAVAIL), 65536 entries */
+    struct emo_ep *ep; /**< bound endpoint (one) */
 };
 
 /** A CQ entry as kept (converted to the CQ's format when read). */
@@ -113,7 +113,7 @@ struct emo_cq_err {
     struct emo_cq_err *next;
     struct fi_cq_err_entry e;
     fi_addr_t src;
-    char msg[160];                /**< err_data: which peer, and why */
+    char msg[160]; /**< err_data: which peer, and why */
 };
 
 #define EMO_CQ_MAX_EPS 8
@@ -122,9 +122,9 @@ struct emo_cq {
     struct emo_domain *dom;
     enum fi_cq_format format;
     struct emo_cqe *ring;
-    size_t cap, head, count;      /**< grows: completions are never dropped */
+    size_t cap, head, count; /**< grows: completions are never dropped */
     struct emo_cq_err *err_head, *err_tail;
-    struct emo_cq_err *err_last;  /**< the entry handed out last (its err_data stays valid) */
+    struct emo_cq_err *err_last; /**< the entry handed out last (its err_data stays valid) */
     struct emo_ep *eps[EMO_CQ_MAX_EPS];
     unsigned neps;
 };
@@ -133,38 +133,38 @@ struct emo_cq {
 struct emo_cntr {
     struct fid_cntr cntr;
     uint64_t val, err;
-    struct emo_ep *eps[EMO_CQ_MAX_EPS];   /**< driven by fi_cntr_read / fi_cntr_wait */
+    struct emo_ep *eps[EMO_CQ_MAX_EPS]; /**< driven by fi_cntr_read / fi_cntr_wait */
     unsigned neps;
 };
 
 /** Kinds of operation (emo_op_t::kind). */
 enum emo_op_kind {
-    EMO_OP_EAGER = 1,  /**< a send of a whole message (header + copy) */
-    EMO_OP_RTS,        /**< a rendezvous send waiting for CTS, then its puts */
-    EMO_OP_RRECV,      /**< a rendezvous receive waiting for FIN */
-    EMO_OP_CTRL,       /**< a CTS or FIN message: no completion of its own */
+    EMO_OP_EAGER = 1, /**< a send of a whole message (header + copy) */
+    EMO_OP_RTS,       /**< a rendezvous send waiting for CTS, then its puts */
+    EMO_OP_RRECV,     /**< a rendezvous receive waiting for FIN */
+    EMO_OP_CTRL,      /**< a CTS or FIN message: no completion of its own */
 };
 
 /** An operation in flight (sends, rendezvous receives, control messages). */
 typedef struct emo_op {
-    em_proto_op_t pop;          /**< the engine's (eager, RTS, control) */
+    em_proto_op_t pop; /**< the engine's (eager, RTS, control) */
     struct emo_ep *ep;
     int kind;
     void *context;
-    uint64_t cq_flags;          /**< FI_SEND/FI_RECV | FI_MSG/FI_TAGGED | ... */
-    bool want_cqe;              /**< write a completion on success */
+    uint64_t cq_flags; /**< FI_SEND/FI_RECV | FI_MSG/FI_TAGGED | ... */
+    bool want_cqe;     /**< write a completion on success */
     uint16_t peer;
-    uint32_t cookie;            /**< EMO_OP_RTS / EMO_OP_RRECV: their table cookie */
+    uint32_t cookie; /**< EMO_OP_RTS / EMO_OP_RRECV: their table cookie */
     uint64_t tag, data;
-    size_t len;                 /**< send: message bytes; recv: granted bytes */
-    size_t olen;                /**< recv: bytes the sender had beyond the buffer (FI_ETRUNC) */
-    void *buf;                  /**< user buffer (rendezvous) */
-    int status;                 /**< first error of the operation (fi_errno, negative) */
-    unsigned puts_left;         /**< rendezvous send: puts not yet completed */
-    em_proto_op_t *puts;        /**< rendezvous send: one per EMO_PUT_CHUNK */
-    em_region_handle_t reg;     /**< rendezvous receive: its registration */
-    size_t msg_len;             /**< bytes of msg[] */
-    uint8_t msg[];              /**< what the engine sends: header (+ eager payload) */
+    size_t len;             /**< send: message bytes; recv: granted bytes */
+    size_t olen;            /**< recv: bytes the sender had beyond the buffer (FI_ETRUNC) */
+    void *buf;              /**< user buffer (rendezvous) */
+    int status;             /**< first error of the operation (fi_errno, negative) */
+    unsigned puts_left;     /**< rendezvous send: puts not yet completed */
+    em_proto_op_t *puts;    /**< rendezvous send: one per EMO_PUT_CHUNK */
+    em_region_handle_t reg; /**< rendezvous receive: its registration */
+    size_t msg_len;         /**< bytes of msg[] */
+    uint8_t msg[];          /**< what the engine sends: header (+ eager payload) */
 } emo_op_t;
 
 /** A posted receive. */
@@ -173,32 +173,32 @@ typedef struct emo_rx {
     void *buf;
     size_t len;
     void *context;
-    uint64_t flags;             /**< FI_COMPLETION etc. */
+    uint64_t flags; /**< FI_COMPLETION etc. */
     bool tagged;
 } emo_rx_t;
 
 /** An unexpected message (eager with its bytes, or an RTS). */
 typedef struct emo_unexp {
     emo_qent_t q;
-    uint8_t type;               /**< EMO_T_EAGER or EMO_T_RTS */
-    uint8_t flags;              /**< EMO_F_* */
+    uint8_t type;  /**< EMO_T_EAGER or EMO_T_RTS */
+    uint8_t flags; /**< EMO_F_* */
     uint64_t data;
-    uint64_t len;               /**< message bytes */
-    uint32_t s_cookie;          /**< RTS */
-    uint8_t payload[];          /**< EAGER: len bytes */
+    uint64_t len;      /**< message bytes */
+    uint32_t s_cookie; /**< RTS */
+    uint8_t payload[]; /**< EAGER: len bytes */
 } emo_unexp_t;
 
 /** Counters (printed at close with FI_LOG_LEVEL=info). */
 typedef struct emo_ep_stats {
     uint64_t dec_err[EMO_DEC_COUNT];
-    uint64_t bad_cookie;        /**< CTS/FIN naming no operation of that peer */
-    uint64_t bad_len;           /**< CTS/FIN lengths beyond what was asked */
-    uint64_t unknown_peer;      /**< frames from ids in no AV, without a first-contact blob */
-    uint64_t fc_peers;          /**< peers made from their first message (ofi_contact.c) */
-    uint64_t fc_bad_blob;       /**< first-contact blobs refused: malformed, wrong id or MTU */
-    uint64_t fc_bad_key;        /**< ... frames whose pair key is not the blob's and ours */
-    uint64_t fc_bad_source;     /**< ... frames not from the blob's link address */
-    uint64_t fc_over_budget;    /**< ... refused: FI_ETHERMPI_FIRST_CONTACT peers made already */
+    uint64_t bad_cookie;     /**< CTS/FIN naming no operation of that peer */
+    uint64_t bad_len;        /**< CTS/FIN lengths beyond what was asked */
+    uint64_t unknown_peer;   /**< frames from ids in no AV, without a first-contact blob */
+    uint64_t fc_peers;       /**< peers made from their first message (ofi_contact.c) */
+    uint64_t fc_bad_blob;    /**< first-contact blobs refused: malformed, wrong id or MTU */
+    uint64_t fc_bad_key;     /**< ... frames whose pair key is not the blob's and ours */
+    uint64_t fc_bad_source;  /**< ... frames not from the blob's link address */
+    uint64_t fc_over_budget; /**< ... refused: FI_ETHERMPI_FIRST_CONTACT peers made already */
     uint64_t unexp_msgs, unexp_bytes_max;
     uint64_t eager_sent, rdv_sent, self_sent;
 } emo_ep_stats_t;
@@ -209,8 +209,8 @@ struct emo_ep {
     struct fi_info *info;
     struct emo_av *av;
     struct emo_cq *tx_cq, *rx_cq;
-    struct emo_cntr *tx_cntr, *rx_cntr;   /**< FI_SEND / FI_RECV counters (or NULL) */
-    struct emo_cntr *other_cntr[4];       /**< FI_READ/WRITE/REMOTE_*: bound, never move */
+    struct emo_cntr *tx_cntr, *rx_cntr; /**< FI_SEND / FI_RECV counters (or NULL) */
+    struct emo_cntr *other_cntr[4];     /**< FI_READ/WRITE/REMOTE_*: bound, never move */
     bool tx_selective, rx_selective;
     uint64_t tx_op_flags, rx_op_flags;
     bool enabled;
@@ -218,16 +218,16 @@ struct emo_ep {
     em_engine_t *eng;
     emo_addr_t self;
     uint16_t npeers;
-    uint8_t *peer_set;          /**< npeers: EMO_PEER_AV / EMO_PEER_CONTACT = address and
+    uint8_t *peer_set;   /**< npeers: EMO_PEER_AV / EMO_PEER_CONTACT = address and
                                      keys given to the engine (from the AV / a first message) */
-    uint8_t *peer_heard;        /**< npeers: 1 = the peer has our address (it acknowledged or
+    uint8_t *peer_heard; /**< npeers: 1 = the peer has our address (it acknowledged or
                                      sent us a message): no first-contact blob to it */
-    emo_addr_t *fc;             /**< peers made by first contact (ofi_contact.c) */
+    emo_addr_t *fc;      /**< peers made by first contact (ofi_contact.c) */
     size_t fc_n, fc_cap;
-    uint8_t *peer_failed;       /**< npeers */
+    uint8_t *peer_failed; /**< npeers */
     emo_queue_t posted_tag, unexp_tag, posted_msg, unexp_msg;
     uint64_t unexp_bytes;
-    emo_op_t **ops;             /**< cookie table: index = (cookie & 0xFFFFF) - 1 */
+    emo_op_t **ops; /**< cookie table: index = (cookie & 0xFFFFF) - 1 */
     uint16_t *op_gen;
     uint32_t ops_cap, ops_free;
     size_t eager_max;
@@ -247,11 +247,11 @@ int emo_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, voi
 int emo_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
                     void *context);
 /** Queue a completion on @p cq (grows the ring; -FI_ENOMEM when it cannot). */
-int emo_cq_write(struct emo_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf,
-                 uint64_t data, uint64_t tag, fi_addr_t src);
+int emo_cq_write(struct emo_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf, uint64_t data,
+                 uint64_t tag, fi_addr_t src);
 /** Queue an error completion; @p fmt describes it (err_data). */
-int emo_cq_write_err(struct emo_cq *cq, void *ctx, uint64_t flags, int err, size_t len,
-                     size_t olen, uint64_t tag, fi_addr_t src, const char *fmt, ...)
+int emo_cq_write_err(struct emo_cq *cq, void *ctx, uint64_t flags, int err, size_t len, size_t olen,
+                     uint64_t tag, fi_addr_t src, const char *fmt, ...)
     __attribute__((format(printf, 9, 10)));
 int emo_cq_bind_ep(struct emo_cq *cq, struct emo_ep *ep);
 void emo_cq_unbind_ep(struct emo_cq *cq, struct emo_ep *ep);
@@ -261,8 +261,7 @@ fi_addr_t emo_av_lookup_id(const struct emo_av *av, uint16_t id);
 const emo_addr_t *emo_av_get(const struct emo_av *av, fi_addr_t fa);
 
 /* ofi_ep.c */
-int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
-                void *context);
+int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
 /** Give the engine @p id's address and keys from the AV (once).  @return 0 or -FI_*. */
 int emo_ep_set_peer(struct emo_ep *ep, uint16_t id);
 /** Drive the engine once (re-entry safe). */

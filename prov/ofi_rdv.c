@@ -92,10 +92,7 @@ void emo_cookie_del(struct emo_ep *ep, emo_op_t *op)
 
 /* ---- completions ------------------------------------------------------------ */
 
-fi_addr_t emo_src(struct emo_ep *ep, uint16_t peer)
-{
-    return emo_av_lookup_id(ep->av, peer);
-}
+fi_addr_t emo_src(struct emo_ep *ep, uint16_t peer) { return emo_av_lookup_id(ep->av, peer); }
 
 void emo_complete_tx(emo_op_t *op, int status)
 {
@@ -116,7 +113,8 @@ void emo_complete_tx(emo_op_t *op, int status)
                          emo_src(ep, op->peer), "send to endpoint %u: %s%s%s", op->peer,
                          fi_strerror(-status), status == -FI_EIO ? ": " : "",
                          status == -FI_EIO && em_engine_fail_reason(ep->eng, op->peer)
-                             ? em_engine_fail_reason(ep->eng, op->peer) : "");
+                             ? em_engine_fail_reason(ep->eng, op->peer)
+                             : "");
     else if (op->want_cqe)
         emo_cq_write(ep->tx_cq, op->context, op->cq_flags, op->len, NULL, 0, op->tag, 0);
 }
@@ -158,7 +156,7 @@ static int send_ctrl(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h, emo_o
     if (!c)
         return -FI_ENOMEM;
     c->peer = peer;
-    c->buf = parent;   /* not owned: only compared on failure */
+    c->buf = parent; /* not owned: only compared on failure */
     emo_hdr_encode(h, c->msg);
     int rc = em_engine_send(ep->eng, &c->pop, peer, h->type, c->msg, EMO_HDR_LEN, c);
     if (rc) {
@@ -192,12 +190,13 @@ static void rdv_accept(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uin
     op->data = data;
     op->len = len < rx->len ? (size_t)len : rx->len;
     op->olen = (size_t)(len - op->len);
-    emo_hdr_t h = { .type = EMO_T_CTS, .len = op->len, .s_cookie = s_cookie,
-                    .r_cookie = op->cookie };
+    emo_hdr_t h = {
+        .type = EMO_T_CTS, .len = op->len, .s_cookie = s_cookie, .r_cookie = op->cookie
+    };
     if (op->len) {
         if (em_engine_register(ep->eng, op->buf, op->len, &op->reg) != 0) {
             op->status = -FI_ENOMEM;
-            op->len = 0;         /* grant nothing; FIN still comes and ends it */
+            op->len = 0; /* grant nothing; FIN still comes and ends it */
             h.len = 0;
         } else {
             h.region = op->reg.id;
@@ -215,9 +214,8 @@ static void rdv_accept(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uin
 }
 
 /* an unexpected or arriving message meets receive @p rx */
-void emo_deliver(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uint8_t type,
-                 uint8_t wflags, uint64_t tag, uint64_t data, uint64_t len, uint32_t s_cookie,
-                 const void *payload)
+void emo_deliver(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uint8_t type, uint8_t wflags,
+                 uint64_t tag, uint64_t data, uint64_t len, uint32_t s_cookie, const void *payload)
 {
     if (type == EMO_T_RTS) {
         rdv_accept(ep, rx, peer, tag, data, wflags, len, s_cookie);
@@ -227,8 +225,8 @@ void emo_deliver(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uint8_t t
     if (n)
         memcpy(rx->buf, payload, n);
     complete_rx(ep, rx->context, rx_flags(rx->tagged, wflags),
-                !ep->rx_selective || (rx->flags & FI_COMPLETION), rx->buf, n, (size_t)len,
-                data, tag, peer, 0);
+                !ep->rx_selective || (rx->flags & FI_COMPLETION), rx->buf, n, (size_t)len, data,
+                tag, peer, 0);
 }
 
 /* keep an unmatched EAGER or RTS message */
@@ -238,8 +236,10 @@ static void queue_unexp(struct emo_ep *ep, emo_queue_t *q, uint16_t peer, const 
     size_t plen = h->type == EMO_T_EAGER ? (size_t)h->len : 0;
     emo_unexp_t *u = malloc(sizeof *u + plen);
     if (!u) {
-        FI_WARN(&emo_prov, FI_LOG_EP_DATA, "out of memory for an unexpected message of %zu "
-                "bytes from endpoint %u: it is lost\n", plen, peer);
+        FI_WARN(&emo_prov, FI_LOG_EP_DATA,
+                "out of memory for an unexpected message of %zu "
+                "bytes from endpoint %u: it is lost\n",
+                plen, peer);
         return;
     }
     u->q.peer = peer;
@@ -304,7 +304,7 @@ static void on_cts(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
     }
     em_region_handle_t rh = { .id = h->region, .key = h->key, .len = len };
     size_t off = 0;
-    op->puts_left = 1;               /* held until every put is queued */
+    op->puts_left = 1; /* held until every put is queued */
     for (size_t i = 0; i < nput; i++, off += EMO_PUT_CHUNK) {
         size_t n = len - off < EMO_PUT_CHUNK ? len - off : EMO_PUT_CHUNK;
         int rc = em_engine_put(ep->eng, &op->puts[i], peer, &rh, off,
@@ -319,7 +319,7 @@ static void on_cts(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
     int rc = send_ctrl(ep, peer, &fin, NULL);
     if (rc && !op->status)
         op->status = rc;
-    emo_put_done(op, 0);             /* drop the hold */
+    emo_put_done(op, 0); /* drop the hold */
 }
 
 void emo_put_done(emo_op_t *op, int status)
@@ -342,38 +342,31 @@ static void on_fin(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
     }
     int status = op->status;
     if (h->len != op->len && !status)
-        status = -FI_EIO;     /* the sender gave up part way (its own error) */
+        status = -FI_EIO; /* the sender gave up part way (its own error) */
     emo_cookie_del(ep, op);
     if (op->reg.id)
         em_engine_deregister(ep->eng, &op->reg);
-    complete_rx(ep, op->context, op->cq_flags, op->want_cqe, op->buf, op->len,
-                op->len + op->olen, op->data, op->tag, peer, status);
+    complete_rx(ep, op->context, op->cq_flags, op->want_cqe, op->buf, op->len, op->len + op->olen,
+                op->data, op->tag, peer, status);
     emo_op_free(op);
 }
 
-void emo_handle_msg(struct emo_ep *ep, uint16_t peer, uint8_t etag, const void *data,
-                    size_t len)
+void emo_handle_msg(struct emo_ep *ep, uint16_t peer, uint8_t etag, const void *data, size_t len)
 {
     emo_hdr_t h;
     emo_dec_err_t e = emo_hdr_decode(etag, data, len, &h);
     if (e != EMO_DEC_OK) {
         ep->st.dec_err[e]++;
-        FI_WARN_SPARSE(&emo_prov, FI_LOG_EP_DATA, "refused a message from endpoint %u: %s\n",
-                       peer, emo_dec_err_name(e));
+        FI_WARN_SPARSE(&emo_prov, FI_LOG_EP_DATA, "refused a message from endpoint %u: %s\n", peer,
+                       emo_dec_err_name(e));
         return;
     }
-    const uint8_t *pl = (const uint8_t *)data + h.off;   /* after a first-contact blob */
+    const uint8_t *pl = (const uint8_t *)data + h.off; /* after a first-contact blob */
     switch (h.type) {
     case EMO_T_EAGER:
-    case EMO_T_RTS:
-        on_message(ep, peer, &h, pl);
-        break;
-    case EMO_T_CTS:
-        on_cts(ep, peer, &h);
-        break;
-    case EMO_T_FIN:
-        on_fin(ep, peer, &h);
-        break;
+    case EMO_T_RTS: on_message(ep, peer, &h, pl); break;
+    case EMO_T_CTS: on_cts(ep, peer, &h); break;
+    case EMO_T_FIN: on_fin(ep, peer, &h); break;
     }
 }
 
@@ -383,7 +376,7 @@ static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_
 {
     struct emo_ep *ep = u;
     if (peer < ep->npeers)
-        ep->peer_heard[peer] = 1;     /* it sent to us: it has our address */
+        ep->peer_heard[peer] = 1; /* it sent to us: it has our address */
     emo_handle_msg(u, peer, tag, data, len);
 }
 
@@ -392,21 +385,18 @@ static void cb_complete(void *u, void *ctx, int status)
     emo_op_t *op = ctx;
     int st = emo_errno(status);
     if (status == 0 && op->peer < op->ep->npeers)
-        op->ep->peer_heard[op->peer] = 1;   /* it acknowledged: no more first-contact blobs */
+        op->ep->peer_heard[op->peer] = 1; /* it acknowledged: no more first-contact blobs */
     switch (op->kind) {
     case EMO_OP_EAGER:
         emo_complete_tx(op, st);
         emo_op_free(op);
         break;
-    case EMO_OP_RTS:          /* one of its puts */
-        emo_put_done(op, st);
-        break;
-    case EMO_OP_CTRL:         /* a CTS, FIN or RTS message; failures reach the
+    case EMO_OP_RTS: /* one of its puts */ emo_put_done(op, st); break;
+    case EMO_OP_CTRL: /* a CTS, FIN or RTS message; failures reach the
                                  operations through peer_failed */
         emo_op_free(op);
         break;
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -420,7 +410,7 @@ static void cb_peer_failed(void *u, uint16_t peer)
     FI_WARN(&emo_prov, FI_LOG_EP_DATA, "endpoint %u failed: %s\n", peer,
             em_engine_fail_reason(ep->eng, peer) ? em_engine_fail_reason(ep->eng, peer) : "");
     if (ep->in_progress > 1)
-        return;               /* destroying: nobody reads the CQ any more */
+        return; /* destroying: nobody reads the CQ any more */
     for (uint32_t i = 0; i < ep->ops_cap; i++) {
         emo_op_t *op = ep->ops[i];
         if (!op || op->peer != peer)
@@ -443,10 +433,10 @@ static void cb_resolve(void *u, uint16_t peer)
 {
     struct emo_ep *ep = u;
     if (peer < ep->npeers && ep->peer_set[peer])
-        return;                       /* known: the protocol judges the source address */
+        return; /* known: the protocol judges the source address */
     int rc = emo_ep_set_peer(ep, peer);
     if (rc == -FI_EADDRNOTAVAIL && emo_contact(ep, peer) == 0)
-        return;                       /* first contact (ofi_contact.c) */
+        return; /* first contact (ofi_contact.c) */
     if (rc)
         ep->st.unknown_peer++;
 }
@@ -457,6 +447,9 @@ static int cb_resolve_peer(void *u, uint16_t peer)
 }
 
 const em_engine_ops_t emo_engine_ops = {
-    .recv = cb_recv, .complete = cb_complete, .peer_failed = cb_peer_failed,
-    .resolve = cb_resolve, .resolve_peer = cb_resolve_peer,
+    .recv = cb_recv,
+    .complete = cb_complete,
+    .peer_failed = cb_peer_failed,
+    .resolve = cb_resolve,
+    .resolve_peer = cb_resolve_peer,
 };

@@ -22,12 +22,10 @@ void emo_complete_tx(emo_op_t *op, int status);
 /** One put (or the hold) of a rendezvous send is done. */
 void emo_put_done(emo_op_t *op, int status);
 /** Hand message (@p type EAGER or RTS) to receive @p rx. */
-void emo_deliver(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uint8_t type,
-                 uint8_t wflags, uint64_t tag, uint64_t data, uint64_t len, uint32_t s_cookie,
-                 const void *payload);
+void emo_deliver(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uint8_t type, uint8_t wflags,
+                 uint64_t tag, uint64_t data, uint64_t len, uint32_t s_cookie, const void *payload);
 /** A message (engine tag @p etag) from @p peer: decode and dispatch. */
-void emo_handle_msg(struct emo_ep *ep, uint16_t peer, uint8_t etag, const void *data,
-                    size_t len);
+void emo_handle_msg(struct emo_ep *ep, uint16_t peer, uint8_t etag, const void *data, size_t len);
 void emo_unexp_release(struct emo_ep *ep, emo_unexp_t *u);
 /** Posted receives for @p peer alone end with FI_EIO (ofi_data.c). */
 void emo_fail_posted_from(struct emo_ep *ep, uint16_t peer);

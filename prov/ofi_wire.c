@@ -13,10 +13,19 @@
 void emo_hdr_encode(const emo_hdr_t *h, void *out)
 {
     struct emo_wire_hdr w = {
-        .magic = EMO_MAGIC, .version = EMO_VERSION, .type = h->type, .flags = h->flags,
-        .rsvd0 = 0, .tag = htobe64(h->tag), .data = htobe64(h->data), .len = htobe64(h->len),
-        .s_cookie = htobe32(h->s_cookie), .r_cookie = htobe32(h->r_cookie),
-        .region = htobe32(h->region), .rsvd1 = 0, .key = htobe64(h->key),
+        .magic = EMO_MAGIC,
+        .version = EMO_VERSION,
+        .type = h->type,
+        .flags = h->flags,
+        .rsvd0 = 0,
+        .tag = htobe64(h->tag),
+        .data = htobe64(h->data),
+        .len = htobe64(h->len),
+        .s_cookie = htobe32(h->s_cookie),
+        .r_cookie = htobe32(h->r_cookie),
+        .region = htobe32(h->region),
+        .rsvd1 = 0,
+        .key = htobe64(h->key),
     };
     memcpy(out, &w, sizeof w);
 }
@@ -44,8 +53,7 @@ static emo_dec_err_t check_type(const emo_hdr_t *h, size_t payload)
             h->data || h->flags)
             return EMO_DEC_MALFORMED;
         return EMO_DEC_OK;
-    default:
-        return EMO_DEC_TYPE;
+    default: return EMO_DEC_TYPE;
     }
 }
 
@@ -64,13 +72,20 @@ emo_dec_err_t emo_hdr_decode(uint8_t etag, const void *msg, size_t len, emo_hdr_
     uint32_t off = EMO_HDR_LEN;
     if (w.flags & EMO_F_HELLO) {
         if ((w.type != EMO_T_EAGER && w.type != EMO_T_RTS) || len < EMO_HDR_LEN + EMO_ADDR_LEN)
-            return EMO_DEC_MALFORMED;   /* only a message that opens a conversation has one */
+            return EMO_DEC_MALFORMED; /* only a message that opens a conversation has one */
         off += EMO_ADDR_LEN;
     }
     *h = (emo_hdr_t){
-        .type = w.type, .flags = w.flags, .tag = be64toh(w.tag), .data = be64toh(w.data),
-        .len = be64toh(w.len), .s_cookie = be32toh(w.s_cookie), .r_cookie = be32toh(w.r_cookie),
-        .region = be32toh(w.region), .key = be64toh(w.key), .off = off,
+        .type = w.type,
+        .flags = w.flags,
+        .tag = be64toh(w.tag),
+        .data = be64toh(w.data),
+        .len = be64toh(w.len),
+        .s_cookie = be32toh(w.s_cookie),
+        .r_cookie = be32toh(w.r_cookie),
+        .region = be32toh(w.region),
+        .key = be64toh(w.key),
+        .off = off,
     };
     return check_type(h, len - off);
 }
@@ -115,7 +130,7 @@ int emo_addr_decode(const void *buf, size_t len, emo_addr_t *a)
         return -1;
     for (size_t i = 25u + b[24]; i < EMO_ADDR_LEN; i++)
         if (b[i])
-            return -1;   /* bytes past the link address must be zero */
+            return -1; /* bytes past the link address must be zero */
     a->id = be16toh(id);
     a->frame_max = be32toh(fm);
     a->secret = be64toh(sec);
@@ -136,8 +151,10 @@ uint64_t emo_pair_key(uint64_t a, uint16_t ia, uint64_t b, uint16_t ib)
     uint64_t x = lo ^ 0xA0761D6478BD642Full;
     for (int r = 0; r < 2; r++) {
         x ^= hi + 0xE7037ED1A0B428DBull + (x << 7) + (x >> 3);
-        x ^= x >> 30; x *= 0xBF58476D1CE4E5B9ull;
-        x ^= x >> 27; x *= 0x94D049BB133111EBull;
+        x ^= x >> 30;
+        x *= 0xBF58476D1CE4E5B9ull;
+        x ^= x >> 27;
+        x *= 0x94D049BB133111EBull;
         x ^= x >> 31;
     }
     return x;

@@ -64,22 +64,22 @@
 
 #include "link/link.h"
 
-#define EMO_MAGIC   0xEFu
-#define EMO_VERSION 1u
-#define EMO_HDR_LEN 56u
+#define EMO_MAGIC    0xEFu
+#define EMO_VERSION  1u
+#define EMO_HDR_LEN  56u
 #define EMO_ADDR_LEN 56u
 
 enum emo_type {
-    EMO_T_EAGER = 1,   /**< whole message follows the header */
-    EMO_T_RTS   = 2,   /**< rendezvous request: length, sender's cookie */
-    EMO_T_CTS   = 3,   /**< clear to send: region + key, granted length */
-    EMO_T_FIN   = 4,   /**< the put is done: receiver's cookie, bytes written */
+    EMO_T_EAGER = 1, /**< whole message follows the header */
+    EMO_T_RTS = 2,   /**< rendezvous request: length, sender's cookie */
+    EMO_T_CTS = 3,   /**< clear to send: region + key, granted length */
+    EMO_T_FIN = 4,   /**< the put is done: receiver's cookie, bytes written */
 };
 
 enum emo_flags {
     EMO_F_TAGGED = 0x01, /**< tagged (fi_tsend) traffic: match the tagged queues */
-    EMO_F_DATA   = 0x02, /**< remote CQ data is meaningful */
-    EMO_F_HELLO  = 0x04, /**< the sender's address blob follows the header (first contact) */
+    EMO_F_DATA = 0x02,   /**< remote CQ data is meaningful */
+    EMO_F_HELLO = 0x04,  /**< the sender's address blob follows the header (first contact) */
 };
 #define EMO_F_ALL (EMO_F_TAGGED | EMO_F_DATA | EMO_F_HELLO)
 
@@ -107,16 +107,16 @@ typedef struct emo_hdr {
     uint64_t tag, data, len;
     uint32_t s_cookie, r_cookie, region;
     uint64_t key;
-    uint32_t off;       /**< payload offset: EMO_HDR_LEN, + EMO_ADDR_LEN with EMO_F_HELLO */
+    uint32_t off; /**< payload offset: EMO_HDR_LEN, + EMO_ADDR_LEN with EMO_F_HELLO */
 } emo_hdr_t;
 
 /** Why a message was refused (counted per reason by the endpoint). */
 typedef enum emo_dec_err {
     EMO_DEC_OK = 0,
-    EMO_DEC_SHORT,      /**< shorter than the header */
-    EMO_DEC_MAGIC,      /**< foreign magic or version */
-    EMO_DEC_TYPE,       /**< unknown type, or the engine tag is not the type */
-    EMO_DEC_MALFORMED,  /**< reserved bits, lengths or fields inconsistent with the type */
+    EMO_DEC_SHORT,     /**< shorter than the header */
+    EMO_DEC_MAGIC,     /**< foreign magic or version */
+    EMO_DEC_TYPE,      /**< unknown type, or the engine tag is not the type */
+    EMO_DEC_MALFORMED, /**< reserved bits, lengths or fields inconsistent with the type */
     EMO_DEC_COUNT
 } emo_dec_err_t;
 
@@ -135,11 +135,11 @@ const char *emo_dec_err_name(emo_dec_err_t e);
 
 /** A provider address (what fi_getname gives and fi_av_insert takes). */
 typedef struct emo_addr {
-    uint16_t id;          /**< engine endpoint id (the wire's source/destination) */
-    uint32_t frame_max;   /**< the owner's link MTU */
-    uint64_t secret;      /**< random per endpoint: the pair key is mixed from two */
-    uint32_t isn;         /**< random first sequence number of the owner's frames */
-    em_link_addr_t link;  /**< link-level address (IP:port, MAC + queue, ...) */
+    uint16_t id;         /**< engine endpoint id (the wire's source/destination) */
+    uint32_t frame_max;  /**< the owner's link MTU */
+    uint64_t secret;     /**< random per endpoint: the pair key is mixed from two */
+    uint32_t isn;        /**< random first sequence number of the owner's frames */
+    em_link_addr_t link; /**< link-level address (IP:port, MAC + queue, ...) */
 } emo_addr_t;
 
 void emo_addr_encode(const emo_addr_t *a, uint8_t out[EMO_ADDR_LEN]);

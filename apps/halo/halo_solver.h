@@ -13,16 +13,16 @@
 #include "stencil.h"
 
 struct halo_solve_opts {
-	int steps;
-	int items;  /* items a boundary plane is split into (1 = whole plane) */
+    int steps;
+    int items; /* items a boundary plane is split into (1 = whole plane) */
 };
 
 struct halo_solve_result {
-	int z0, count;      /* this rank's slab (global first plane, planes) */
-	double *owned;      /* count planes after the last step (malloc'ed) */
-	double compute_s;   /* time in the sweeps */
-	double sync_s;      /* time in em_halo calls (post, start, wait) */
-	double setup_s;     /* em_halo_create/add/commit */
+    int z0, count;    /* this rank's slab (global first plane, planes) */
+    double *owned;    /* count planes after the last step (malloc'ed) */
+    double compute_s; /* time in the sweeps */
+    double sync_s;    /* time in em_halo calls (post, start, wait) */
+    double setup_s;   /* em_halo_create/add/commit */
 };
 
 /*
@@ -31,7 +31,7 @@ struct halo_solve_result {
  * the boundary tables do not match).
  */
 int halo_solve(const struct grid *g, MPI_Comm comm, const struct halo_solve_opts *opts,
-	       struct halo_solve_result *res, char *err, size_t errlen);
+               struct halo_solve_result *res, char *err, size_t errlen);
 
 /*
  * Gathers every rank's slab on `root` and compares it with
@@ -40,6 +40,6 @@ int halo_solve(const struct grid *g, MPI_Comm comm, const struct halo_solve_opts
  * difference in *maxdiff; -1 if the reference could not be computed.
  */
 long halo_verify(const struct grid *g, MPI_Comm comm, int root, int steps,
-		 const struct halo_solve_result *res, double *maxdiff, char *where, size_t wlen);
+                 const struct halo_solve_result *res, double *maxdiff, char *where, size_t wlen);
 
 #endif

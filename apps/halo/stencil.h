@@ -17,7 +17,7 @@
 #include <stddef.h>
 
 struct grid {
-	int nx, ny, nz;
+    int nx, ny, nz;
 };
 
 /* Initial value of global point (x, y, z); the faces keep theirs forever. */
@@ -25,8 +25,8 @@ double stencil_init(const struct grid *g, int x, int y, int z);
 
 /* New values of the inner points of one plane from the planes below, at
  * and above it.  Edge points of `out` are not written. */
-void stencil_plane(int nx, int ny, const double *below, const double *mid,
-		   const double *above, double *out);
+void stencil_plane(int nx, int ny, const double *below, const double *mid, const double *above,
+                   double *out);
 
 /* The slab of inner planes (global z in 1 .. nz-2) that rank r of p owns:
  * first plane *z0, *count planes.  Returns 0, or -1 if p > nz - 2. */

@@ -54,8 +54,19 @@ enum { CMD_STOP = 1 };
 enum { NEXT_DONE = 0, NEXT_RESTART = 1 };
 
 /* FINAL message: what an iterative rank reports when it stops */
-enum { F_SWEEPS, F_SENT, F_SEND_FULL, F_RECEIVED, F_DROPPED, F_GAPS, F_REJECTED, F_LATE,
-       F_OVER_TIME, F_OWN, F_COUNT };
+enum {
+    F_SWEEPS,
+    F_SENT,
+    F_SEND_FULL,
+    F_RECEIVED,
+    F_DROPPED,
+    F_GAPS,
+    F_REJECTED,
+    F_LATE,
+    F_OVER_TIME,
+    F_OWN,
+    F_COUNT
+};
 
 struct opts {
     int transport;
@@ -66,7 +77,7 @@ struct opts {
     const char *iface, *vdev, *eal_args;
     uint16_t port;
     int check_direct, max_restarts, quiet;
-    int framing;                /* dpdk-bcast: 1 = udp framing (issue 17) */
+    int framing; /* dpdk-bcast: 1 = udp framing (issue 17) */
 };
 
 static int rank, size;
@@ -86,7 +97,8 @@ static void die(const char *fmt, ...)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    fprintf(
+        f,
         "usage: mpirun -np 1+P relax -t TRANSPORT [options]\n"
         "  rank 0 judges convergence; ranks 1..P iterate (one per core at most)\n"
         "  -t, --transport T   udp-bcast | dpdk-bcast | mpi-allgather\n"
@@ -113,35 +125,84 @@ static void usage(FILE *f)
 
 static void parse(int argc, char **argv, struct opts *o)
 {
-    static const struct option lo[] = {
-        { "transport", 1, 0, 't' }, { "n", 1, 0, 'n' }, { "elements", 1, 0, 'k' },
-        { "sparse", 1, 0, 's' }, { "ratio", 1, 0, 'r' }, { "tol", 1, 0, 1 }, { "dtol", 1, 0, 2 },
-        { "time-limit", 1, 0, 'T' }, { "seed", 1, 0, 3 }, { "iface", 1, 0, 'i' },
-        { "port", 1, 0, 'p' }, { "vdev", 1, 0, 'd' }, { "eal-args", 1, 0, 4 },
-        { "loss", 1, 0, 5 }, { "check-direct", 0, 0, 6 }, { "max-restarts", 1, 0, 7 },
-        { "quiet", 0, 0, 'q' }, { "help", 0, 0, 'h' }, { "framing", 1, 0, 8 }, { 0, 0, 0, 0 } };
-    *o = (struct opts){ .n = 2000, .ratio = 0.5, .tol = 1e-6, .time_limit = 60, .seed = 1,
-                        .iface = "eth0", .max_restarts = 5 };
+    static const struct option lo[] = { { "transport", 1, 0, 't' },  { "n", 1, 0, 'n' },
+                                        { "elements", 1, 0, 'k' },   { "sparse", 1, 0, 's' },
+                                        { "ratio", 1, 0, 'r' },      { "tol", 1, 0, 1 },
+                                        { "dtol", 1, 0, 2 },         { "time-limit", 1, 0, 'T' },
+                                        { "seed", 1, 0, 3 },         { "iface", 1, 0, 'i' },
+                                        { "port", 1, 0, 'p' },       { "vdev", 1, 0, 'd' },
+                                        { "eal-args", 1, 0, 4 },     { "loss", 1, 0, 5 },
+                                        { "check-direct", 0, 0, 6 }, { "max-restarts", 1, 0, 7 },
+                                        { "quiet", 0, 0, 'q' },      { "help", 0, 0, 'h' },
+                                        { "framing", 1, 0, 8 },      { 0, 0, 0, 0 } };
+    *o = (struct opts){ .n = 2000,
+                        .ratio = 0.5,
+                        .tol = 1e-6,
+                        .time_limit = 60,
+                        .seed = 1,
+                        .iface = "eth0",
+                        .max_restarts = 5 };
     int c;
     char *end;
     while ((c = getopt_long(argc, argv, "t:n:k:s:r:T:i:p:d:qh", lo, NULL)) != -1) {
         errno = 0;
         switch (c) {
         case 't': o->tname = optarg; break;
-        case 'n': o->n = (uint32_t)strtoul(optarg, &end, 10); if (*end || o->n < 2) goto bad; break;
-        case 'k': o->k = (uint32_t)strtoul(optarg, &end, 10); if (*end) goto bad; break;
-        case 's': o->nnz = (uint32_t)strtoul(optarg, &end, 10); if (*end) goto bad; break;
-        case 'r': o->ratio = strtod(optarg, &end); if (*end || !(o->ratio > 0 && o->ratio < 1)) goto bad; break;
-        case 1: o->tol = strtod(optarg, &end); if (*end || !(o->tol > 0)) goto bad; break;
-        case 2: o->dtol = strtod(optarg, &end); if (*end || !(o->dtol > 0)) goto bad; break;
-        case 'T': o->time_limit = strtod(optarg, &end); if (*end || !(o->time_limit > 0)) goto bad; break;
-        case 3: o->seed = strtoull(optarg, &end, 0); if (*end) goto bad; break;
+        case 'n':
+            o->n = (uint32_t)strtoul(optarg, &end, 10);
+            if (*end || o->n < 2)
+                goto bad;
+            break;
+        case 'k':
+            o->k = (uint32_t)strtoul(optarg, &end, 10);
+            if (*end)
+                goto bad;
+            break;
+        case 's':
+            o->nnz = (uint32_t)strtoul(optarg, &end, 10);
+            if (*end)
+                goto bad;
+            break;
+        case 'r':
+            o->ratio = strtod(optarg, &end);
+            if (*end || !(o->ratio > 0 && o->ratio < 1))
+                goto bad;
+            break;
+        case 1:
+            o->tol = strtod(optarg, &end);
+            if (*end || !(o->tol > 0))
+                goto bad;
+            break;
+        case 2:
+            o->dtol = strtod(optarg, &end);
+            if (*end || !(o->dtol > 0))
+                goto bad;
+            break;
+        case 'T':
+            o->time_limit = strtod(optarg, &end);
+            if (*end || !(o->time_limit > 0))
+                goto bad;
+            break;
+        case 3:
+            o->seed = strtoull(optarg, &end, 0);
+            if (*end)
+                goto bad;
+            break;
         case 'i': o->iface = optarg; break;
-        case 'p': { unsigned long v = strtoul(optarg, &end, 10); if (*end || v == 0 || v > 65535) goto bad;
-                    o->port = (uint16_t)v; break; }
+        case 'p': {
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (*end || v == 0 || v > 65535)
+                goto bad;
+            o->port = (uint16_t)v;
+            break;
+        }
         case 'd': o->vdev = optarg; break;
         case 4: o->eal_args = optarg; break;
-        case 5: o->loss_pct = strtod(optarg, &end); if (*end || o->loss_pct < 0 || o->loss_pct >= 100) goto bad; break;
+        case 5:
+            o->loss_pct = strtod(optarg, &end);
+            if (*end || o->loss_pct < 0 || o->loss_pct >= 100)
+                goto bad;
+            break;
         case 6: o->check_direct = 1; break;
         case 7: o->max_restarts = atoi(optarg); break;
         case 'q': o->quiet = 1; break;
@@ -150,7 +211,11 @@ static void parse(int argc, char **argv, struct opts *o)
                 goto bad;
             o->framing = !strcmp(optarg, "udp");
             break;
-        case 'h': if (rank == 0) usage(stdout); MPI_Finalize(); exit(0);
+        case 'h':
+            if (rank == 0)
+                usage(stdout);
+            MPI_Finalize();
+            exit(0);
         default: goto bad_nomsg;
         }
         continue;
@@ -165,24 +230,31 @@ static void parse(int argc, char **argv, struct opts *o)
     }
     if (!o->tname || !strcmp(o->tname, "")) {
         if (rank == 0) {
-            fprintf(stderr, "relax: choose a transport with -t (udp-bcast, dpdk-bcast, mpi-allgather)\n");
+            fprintf(stderr,
+                    "relax: choose a transport with -t (udp-bcast, dpdk-bcast, mpi-allgather)\n");
             usage(stderr);
         }
         MPI_Finalize();
         exit(2);
     }
-    if (!strcmp(o->tname, "udp-bcast") || !strcmp(o->tname, "udp")) o->transport = T_UDP, o->tname = "udp-bcast";
-    else if (!strcmp(o->tname, "dpdk-bcast") || !strcmp(o->tname, "dpdk")) o->transport = T_DPDK, o->tname = "dpdk-bcast";
-    else if (!strcmp(o->tname, "mpi-allgather") || !strcmp(o->tname, "mpi")) o->transport = T_MPI, o->tname = "mpi-allgather";
+    if (!strcmp(o->tname, "udp-bcast") || !strcmp(o->tname, "udp"))
+        o->transport = T_UDP, o->tname = "udp-bcast";
+    else if (!strcmp(o->tname, "dpdk-bcast") || !strcmp(o->tname, "dpdk"))
+        o->transport = T_DPDK, o->tname = "dpdk-bcast";
+    else if (!strcmp(o->tname, "mpi-allgather") || !strcmp(o->tname, "mpi"))
+        o->transport = T_MPI, o->tname = "mpi-allgather";
     else {
         if (rank == 0)
-            fprintf(stderr, "relax: unknown transport '%s' (udp-bcast, dpdk-bcast, mpi-allgather)\n", o->tname);
+            fprintf(stderr,
+                    "relax: unknown transport '%s' (udp-bcast, dpdk-bcast, mpi-allgather)\n",
+                    o->tname);
         MPI_Finalize();
         exit(2);
     }
     if (o->transport == T_DPDK && !o->vdev) {
         if (rank == 0)
-            fprintf(stderr, "relax: dpdk-bcast needs a device: -d DEVARGS or -d @FILE "
+            fprintf(stderr,
+                    "relax: dpdk-bcast needs a device: -d DEVARGS or -d @FILE "
                     "(on the emulated cluster: -d @/run/ethermpi/<prefix>/dpdk/%%h.memif)\n");
         MPI_Finalize();
         exit(2);
@@ -220,10 +292,10 @@ static void wait_sleeping(MPI_Request *rq)
 
 struct iter {
     const struct opts *o;
-    int P, me;                     /* iterative ranks, my index 0..P-1 */
+    int P, me; /* iterative ranks, my index 0..P-1 */
     uint32_t first, count;
     relax_rows_t rows;
-    double *x;                     /* the whole shared vector */
+    double *x; /* the whole shared vector */
     em_bcast_t *bc;
     uint32_t k;
     double sweeps;
@@ -233,12 +305,14 @@ struct iter {
 
 static void block_of(uint32_t n, int P, int r, uint32_t *first, uint32_t *count)
 {
-    uint64_t a = (uint64_t)n * (uint64_t)r / (uint64_t)P, b = (uint64_t)n * (uint64_t)(r + 1) / (uint64_t)P;
+    uint64_t a = (uint64_t)n * (uint64_t)r / (uint64_t)P,
+             b = (uint64_t)n * (uint64_t)(r + 1) / (uint64_t)P;
     *first = (uint32_t)a;
     *count = (uint32_t)(b - a);
 }
 
-static void apply_update(void *arg, uint16_t sender, uint32_t offset, uint32_t count, const double *vals)
+static void apply_update(void *arg, uint16_t sender, uint32_t offset, uint32_t count,
+                         const double *vals)
 {
     (void)sender;
     memcpy((double *)arg + offset, vals, count * sizeof(double));
@@ -261,14 +335,17 @@ static void async_round(struct iter *it)
             uint32_t m = end - i0 < it->k ? end - i0 : it->k;
             for (uint32_t i = i0; i < i0 + m; i++) {
                 uint32_t li = i - it->first;
-                double v = (it->rows.b[li] - relax_offdiag_dot(&it->rows, li, x)) / it->rows.diag[li];
+                double v = (it->rows.b[li] - relax_offdiag_dot(&it->rows, li, x)) /
+                           it->rows.diag[li];
                 double d = fabs(v - x[i]);
-                if (d > maxd) maxd = d;
-                if (fabs(v) > maxx) maxx = fabs(v);
+                if (d > maxd)
+                    maxd = d;
+                if (fabs(v) > maxx)
+                    maxx = fabs(v);
                 x[i] = v;
             }
             if (it->bc) {
-                (void)em_bcast_send(it->bc, i0, x + i0, m);   /* -EAGAIN: lost, counted */
+                (void)em_bcast_send(it->bc, i0, x + i0, m); /* -EAGAIN: lost, counted */
                 em_bcast_poll(it->bc, apply_update, x, 0);
             }
             if (++blocks % 256 == 0) {
@@ -301,7 +378,8 @@ static void async_round(struct iter *it)
 
 /* one synchronous round (mpi-allgather): Jacobi sweeps until the global
  * change is below dtol or the time is up; @return 1 if over time */
-static int sync_round(struct iter *it, double dtol, const int *counts, const int *displs, double *xn)
+static int sync_round(struct iter *it, double dtol, const int *counts, const int *displs,
+                      double *xn)
 {
     double *x = it->x;
     for (;;) {
@@ -310,8 +388,10 @@ static int sync_round(struct iter *it, double dtol, const int *counts, const int
             uint32_t i = it->first + li;
             double v = (it->rows.b[li] - relax_offdiag_dot(&it->rows, li, x)) / it->rows.diag[li];
             double d = fabs(v - x[i]);
-            if (d > loc[0]) loc[0] = d;
-            if (fabs(v) > loc[1]) loc[1] = fabs(v);
+            if (d > loc[0])
+                loc[0] = d;
+            if (fabs(v) > loc[1])
+                loc[1] = fabs(v);
             xn[li] = v;
         }
         loc[2] = MPI_Wtime() - it->t0 > it->o->time_limit ? 1 : 0;
@@ -346,11 +426,18 @@ static int run_iterative(const struct opts *o, uint32_t key, MPI_Comm icomm)
         char vdev[1024] = "", prefix[64], job[32];
         snprintf(job, sizeof job, "r%08x", key);
         em_bcast_cfg_t c = { .kind = o->transport == T_UDP ? EM_BCAST_UDP : EM_BCAST_DPDK,
-                             .key = key, .channel = 1, .self = (uint16_t)it.me,
-                             .members = (uint16_t)it.P, .vec_len = o->n, .iface = o->iface,
-                             .port = o->port, .eal_args = o->eal_args,
-                             .rx_loss = o->loss_pct / 100.0, .loss_seed = key ^ (uint64_t)rank * 7919,
-                             .link_wait_ms = 30000, .framing = o->framing };
+                             .key = key,
+                             .channel = 1,
+                             .self = (uint16_t)it.me,
+                             .members = (uint16_t)it.P,
+                             .vec_len = o->n,
+                             .iface = o->iface,
+                             .port = o->port,
+                             .eal_args = o->eal_args,
+                             .rx_loss = o->loss_pct / 100.0,
+                             .loss_seed = key ^ (uint64_t)rank * 7919,
+                             .link_wait_ms = 30000,
+                             .framing = o->framing };
         if (o->transport == T_DPDK) {
 #ifdef EM_BCAST_HAVE_DPDK
             if (em_link_dpdk_devargs(o->vdev, job, vdev, sizeof vdev, err, sizeof err) != 0)
@@ -390,12 +477,13 @@ static int run_iterative(const struct opts *o, uint32_t key, MPI_Comm icomm)
     maxk = (uint32_t)(-out[1]);
     it.k = o->k ? o->k : maxk;
     if (maxk == UINT32_MAX && !o->k)
-        it.k = 184;                        /* no channel (one iterative rank) */
+        it.k = 184; /* no channel (one iterative rank) */
     if (o->transport == T_MPI)
         it.k = it.count ? it.count : 1;
     if (it.k > maxk || it.k == 0) {
         if (rank == 1)
-            fprintf(stderr, "relax: %u elements per packet do not fit in one frame (at most %u here)\n",
+            fprintf(stderr,
+                    "relax: %u elements per packet do not fit in one frame (at most %u here)\n",
                     o->k, maxk);
         goto fail;
     }
@@ -414,7 +502,7 @@ static int run_iterative(const struct opts *o, uint32_t key, MPI_Comm icomm)
             displs[r] = (int)f;
         }
     }
-    MPI_Barrier(MPI_COMM_WORLD);          /* setup done: the clock starts */
+    MPI_Barrier(MPI_COMM_WORLD); /* setup done: the clock starts */
     it.t0 = MPI_Wtime();
     double dtol = o->dtol;
     for (;;) {
@@ -422,7 +510,7 @@ static int run_iterative(const struct opts *o, uint32_t key, MPI_Comm icomm)
         if (o->transport == T_MPI)
             over = sync_round(&it, dtol, counts, displs, xn);
         else
-            async_round(&it);     /* the judge applies dtol */
+            async_round(&it); /* the judge applies dtol */
         double fin[F_COUNT] = { 0 };
         fin[F_SWEEPS] = it.sweeps;
         fin[F_OVER_TIME] = over;
@@ -444,7 +532,7 @@ static int run_iterative(const struct opts *o, uint32_t key, MPI_Comm icomm)
         wait_sleeping(&rq);
         double next[2];
         MPI_Ibcast(next, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD, &rq);
-        wait_sleeping(&rq);          /* the judge verifies meanwhile */
+        wait_sleeping(&rq); /* the judge verifies meanwhile */
         if ((int)next[0] != NEXT_RESTART)
             break;
         dtol = next[1];
@@ -479,10 +567,11 @@ static int run_judge(const struct opts *o)
     uint32_t maxk = (uint32_t)(-out[1]);
     uint32_t k = o->k ? o->k : maxk == UINT32_MAX ? 184 : maxk;
     if (o->transport != T_MPI && k > maxk)
-        return 1;                          /* rank 1 said why */
+        return 1; /* rank 1 said why */
     relax_sys_t sys = { .n = o->n, .nnz = o->nnz, .ratio = o->ratio, .seed = o->seed };
     double *x = malloc(o->n * sizeof *x);
-    int *counts = malloc((size_t)size * sizeof *counts), *displs = malloc((size_t)size * sizeof *displs);
+    int *counts = malloc((size_t)size * sizeof *counts),
+        *displs = malloc((size_t)size * sizeof *displs);
     double *fin = calloc((size_t)P * F_COUNT, sizeof *fin);
     if (!x || !counts || !displs || !fin)
         die("out of memory");
@@ -497,7 +586,7 @@ static int run_judge(const struct opts *o)
     double t0 = MPI_Wtime(), t_iter = 0, t_verify = 0;
     double dtol = o->dtol, res = INFINITY;
     int restarts = 0, verified = 0, over_time = 0;
-    double judged = 0;   /* mean sweep number of the reports that decided convergence */
+    double judged = 0; /* mean sweep number of the reports that decided convergence */
     for (;;) {
         double ts = MPI_Wtime();
         if (o->transport != T_MPI) {
@@ -512,7 +601,8 @@ static int run_judge(const struct opts *o)
                 MPI_Iprobe(MPI_ANY_SOURCE, TAG_STATUS, MPI_COMM_WORLD, &flag, &s);
                 if (flag) {
                     double st[2];
-                    MPI_Recv(st, 2, MPI_DOUBLE, s.MPI_SOURCE, TAG_STATUS, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    MPI_Recv(st, 2, MPI_DOUBLE, s.MPI_SOURCE, TAG_STATUS, MPI_COMM_WORLD,
+                             MPI_STATUS_IGNORE);
                     int r = s.MPI_SOURCE - 1;
                     below[r] = st[1] < dtol ? below[r] + 1 : 0;
                     last_sweep[r] = st[0];
@@ -571,9 +661,12 @@ static int run_judge(const struct opts *o)
             over_time = 1;
         int again = !verified && !over_time && restarts < o->max_restarts;
         if (!o->quiet)
-            fprintf(stderr, "relax: judge: round %d: residual %.3e (tolerance %.1e) after %.3f s%s\n",
+            fprintf(stderr,
+                    "relax: judge: round %d: residual %.3e (tolerance %.1e) after %.3f s%s\n",
                     restarts + 1, res, o->tol, MPI_Wtime() - t0,
-                    verified ? ": verified" : again ? ": not converged, restarting" : "");
+                    verified ? ": verified"
+                    : again  ? ": not converged, restarting"
+                             : "");
         double next[2] = { again ? NEXT_RESTART : NEXT_DONE, dtol / 10 };
         MPI_Ibcast(next, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD, &rq);
         wait_sleeping(&rq);
@@ -599,8 +692,10 @@ static int run_judge(const struct opts *o)
                 die("direct solve failed (out of memory or singular)");
             double md = 0, mx = 0;
             for (uint32_t i = 0; i < o->n; i++) {
-                if (fabs(x[i] - xd[i]) > md) md = fabs(x[i] - xd[i]);
-                if (fabs(xd[i]) > mx) mx = fabs(xd[i]);
+                if (fabs(x[i] - xd[i]) > md)
+                    md = fabs(x[i] - xd[i]);
+                if (fabs(xd[i]) > mx)
+                    mx = fabs(xd[i]);
             }
             err_direct = md / mx;
             free(xd);
@@ -608,18 +703,20 @@ static int run_judge(const struct opts *o)
     }
     printf("# em-relax v1\n");
     printf("relax transport=%s n=%u ranks=%d elements_per_packet=%u sparse=%u loss_pct=%g "
-           "time_s=%.6f iter_s=%.6f verify_s=%.6f iterations=%.2f sweeps_judged=%.2f restarts=%d residual=%.3e "
+           "time_s=%.6f iter_s=%.6f verify_s=%.6f iterations=%.2f sweeps_judged=%.2f restarts=%d "
+           "residual=%.3e "
            "tol=%.1e verified=%d sent=%.0f send_full=%.0f received=%.0f dropped=%.0f gaps=%.0f "
            "rejected=%.0f late=%.0f own=%.0f err_direct=%.3e\n",
-           o->tname, o->n, P, o->transport == T_MPI ? 0 : k, o->nnz, o->loss_pct, t_total,
-           t_iter, t_verify, sum[F_SWEEPS] / P, o->transport == T_MPI ? sum[F_SWEEPS] / P : judged, restarts, res, o->tol, verified, sum[F_SENT],
-           sum[F_SEND_FULL], sum[F_RECEIVED], sum[F_DROPPED], sum[F_GAPS], sum[F_REJECTED],
-           sum[F_LATE], sum[F_OWN], err_direct);
+           o->tname, o->n, P, o->transport == T_MPI ? 0 : k, o->nnz, o->loss_pct, t_total, t_iter,
+           t_verify, sum[F_SWEEPS] / P, o->transport == T_MPI ? sum[F_SWEEPS] / P : judged,
+           restarts, res, o->tol, verified, sum[F_SENT], sum[F_SEND_FULL], sum[F_RECEIVED],
+           sum[F_DROPPED], sum[F_GAPS], sum[F_REJECTED], sum[F_LATE], sum[F_OWN], err_direct);
     fflush(stdout);
     if (!verified)
-        fprintf(stderr, "relax: NOT converged: residual %.3e > tolerance %.1e after %d restart(s) "
-                "and %.1f s%s\n", res, o->tol, restarts, t_total,
-                over_time ? " (time limit reached; raise -T)" : "");
+        fprintf(stderr,
+                "relax: NOT converged: residual %.3e > tolerance %.1e after %d restart(s) "
+                "and %.1f s%s\n",
+                res, o->tol, restarts, t_total, over_time ? " (time limit reached; raise -T)" : "");
     free(x);
     free(counts);
     free(displs);
@@ -642,7 +739,8 @@ int main(int argc, char **argv)
     }
     if ((uint32_t)(size - 1) > o.n) {
         if (rank == 0)
-            fprintf(stderr, "relax: %d iterative ranks for n = %u: more ranks than rows\n", size - 1, o.n);
+            fprintf(stderr, "relax: %d iterative ranks for n = %u: more ranks than rows\n",
+                    size - 1, o.n);
         MPI_Finalize();
         return 2;
     }

@@ -24,15 +24,21 @@ static double unit(uint64_t h) { return (double)(h >> 11) * (1.0 / 9007199254740
  * per element. */
 static uint64_t row_key(const relax_sys_t *s, uint32_t i) { return mix(s->seed ^ mix(i)); }
 
-static double elem_k(uint64_t key, uint32_t t) { return unit(mix(key + (uint64_t)t * 0xD1B54A32D192ED03ull)); }
+static double elem_k(uint64_t key, uint32_t t)
+{
+    return unit(mix(key + (uint64_t)t * 0xD1B54A32D192ED03ull));
+}
 
-static double elem(const relax_sys_t *s, uint32_t i, uint32_t t) { return elem_k(row_key(s, i), t); }
+static double elem(const relax_sys_t *s, uint32_t i, uint32_t t)
+{
+    return elem_k(row_key(s, i), t);
+}
 
 static uint32_t sparse_col(const relax_sys_t *s, uint32_t i, uint32_t t)
 {
     uint32_t c = (uint32_t)(mix(s->seed ^ 0x5bd1e995ull ^ mix(((uint64_t)i << 32) | t)) % s->n);
     if (c == i)
-        c = (i + 1 + t) % s->n;   /* never the diagonal (n >= 2) */
+        c = (i + 1 + t) % s->n; /* never the diagonal (n >= 2) */
     return c;
 }
 

@@ -22,20 +22,20 @@
 
 typedef struct relax_sys {
     uint32_t n;
-    uint32_t nnz;     /**< off-diagonal elements per row; 0 = dense */
-    double ratio;     /**< off-diagonal row sum / diagonal, in (0, 1) */
+    uint32_t nnz; /**< off-diagonal elements per row; 0 = dense */
+    double ratio; /**< off-diagonal row sum / diagonal, in (0, 1) */
     uint64_t seed;
 } relax_sys_t;
 
 /** The rows [first, first+count) of A and b, as one rank stores them. */
 typedef struct relax_rows {
     uint32_t first, count, n;
-    double *a;        /**< dense: count x n, diagonal stored as 0 */
-    uint32_t *col;    /**< sparse: count x nnz column indices */
-    double *val;      /**< sparse: count x nnz values */
+    double *a;     /**< dense: count x n, diagonal stored as 0 */
+    uint32_t *col; /**< sparse: count x nnz column indices */
+    double *val;   /**< sparse: count x nnz values */
     uint32_t nnz;
-    double *diag;     /**< count */
-    double *b;        /**< count */
+    double *diag; /**< count */
+    double *b;    /**< count */
 } relax_rows_t;
 
 /** Build rows; @return 0 or -1 (out of memory). */

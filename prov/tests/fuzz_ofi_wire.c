@@ -46,7 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     switch (h.type) {
     case EMO_T_EAGER:
-        if (h.len != n - h.off || h.off != EMO_HDR_LEN + ((h.flags & EMO_F_HELLO) ? EMO_ADDR_LEN : 0))
+        if (h.len != n - h.off ||
+            h.off != EMO_HDR_LEN + ((h.flags & EMO_F_HELLO) ? EMO_ADDR_LEN : 0))
             abort();
         break;
     case EMO_T_CTS:
@@ -61,8 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!h.s_cookie || n != h.off)
             abort();
         break;
-    default:
-        abort();
+    default: abort();
     }
     return 0;
 }

@@ -23,9 +23,17 @@ int main(int argc, char **argv)
     int rc = 0;
     emo_hdr_t hs[4] = {
         { .type = EMO_T_EAGER, .flags = EMO_F_TAGGED | EMO_F_DATA, .tag = 5, .data = 9, .len = 16 },
-        { .type = EMO_T_RTS, .flags = EMO_F_TAGGED, .tag = 5, .len = 1 << 20, .s_cookie = 0x100001 },
-        { .type = EMO_T_CTS, .len = 1 << 20, .s_cookie = 0x100001, .r_cookie = 0x100002,
-          .region = 1, .key = 0xABCDEF },
+        { .type = EMO_T_RTS,
+          .flags = EMO_F_TAGGED,
+          .tag = 5,
+          .len = 1 << 20,
+          .s_cookie = 0x100001 },
+        { .type = EMO_T_CTS,
+          .len = 1 << 20,
+          .s_cookie = 0x100001,
+          .r_cookie = 0x100002,
+          .region = 1,
+          .key = 0xABCDEF },
         { .type = EMO_T_FIN, .len = 1 << 20, .r_cookie = 0x100002 },
     };
     const char *names[4] = { "ofi_eager.bin", "ofi_rts.bin", "ofi_cts.bin", "ofi_fin.bin" };
@@ -39,7 +47,10 @@ int main(int argc, char **argv)
         }
         rc |= put(argv[1], names[i], b, n);
     }
-    emo_addr_t a = { .id = 3, .frame_max = 1472, .secret = 77, .isn = 5,
+    emo_addr_t a = { .id = 3,
+                     .frame_max = 1472,
+                     .secret = 77,
+                     .isn = 5,
                      .link = { .len = 6, .bytes = { 10, 0, 0, 1, 0, 80 } } };
     uint8_t ab[1 + EMO_ADDR_LEN];
     ab[0] = 0xAD;

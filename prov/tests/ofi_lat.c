@@ -23,8 +23,18 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#define DIE(...) do { fprintf(stderr, "ofi_lat: " __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
-#define FI(c) do { ssize_t r_ = (c); if (r_ < 0) DIE("%s: %s", #c, fi_strerror((int)-r_)); } while (0)
+#define DIE(...)                                                                                   \
+    do {                                                                                           \
+        fprintf(stderr, "ofi_lat: " __VA_ARGS__);                                                  \
+        fputc('\n', stderr);                                                                       \
+        exit(1);                                                                                   \
+    } while (0)
+#define FI(c)                                                                                      \
+    do {                                                                                           \
+        ssize_t r_ = (c);                                                                          \
+        if (r_ < 0)                                                                                \
+            DIE("%s: %s", #c, fi_strerror((int)-r_));                                              \
+    } while (0)
 
 static struct fid_ep *ep;
 static struct fid_cq *cq;
@@ -36,7 +46,7 @@ static double now_s(void)
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static int done;   /* completions read and not yet waited for */
+static int done; /* completions read and not yet waited for */
 
 static void progress(void)
 {
@@ -65,8 +75,14 @@ static void wait_one(void)
 }
 
 /* post, progressing while the provider says "again" */
-#define POST(c) do { ssize_t r_; while ((r_ = (c)) == -FI_EAGAIN) progress(); \
-                     if (r_ < 0) DIE("%s: %s", #c, fi_strerror((int)-r_)); } while (0)
+#define POST(c)                                                                                    \
+    do {                                                                                           \
+        ssize_t r_;                                                                                \
+        while ((r_ = (c)) == -FI_EAGAIN)                                                           \
+            progress();                                                                            \
+        if (r_ < 0)                                                                                \
+            DIE("%s: %s", #c, fi_strerror((int)-r_));                                              \
+    } while (0)
 
 int main(int argc, char **argv)
 {

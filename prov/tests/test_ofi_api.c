@@ -30,13 +30,22 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#define CHECK(c, ...) do { if (!(c)) { fprintf(stderr, "[%d] FAIL %s:%d: ", me, __FILE__, \
-                           __LINE__); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); \
-                           exit(1); } } while (0)
-#define FI(call) do { ssize_t r_ = (call); CHECK(r_ >= 0, "%s = %zd (%s)", #call, r_, \
-                                                  fi_strerror((int)-r_)); } while (0)
+#define CHECK(c, ...)                                                                              \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "[%d] FAIL %s:%d: ", me, __FILE__, __LINE__);                          \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+#define FI(call)                                                                                   \
+    do {                                                                                           \
+        ssize_t r_ = (call);                                                                       \
+        CHECK(r_ >= 0, "%s = %zd (%s)", #call, r_, fi_strerror((int)-r_));                         \
+    } while (0)
 
-static int me;                       /* 0 parent, 1 child */
+static int me; /* 0 parent, 1 child */
 static struct fid_fabric *fab;
 static struct fid_domain *dom;
 static struct fid_ep *ep;
@@ -44,7 +53,7 @@ static struct fid_av *av;
 static struct fid_cq *cq;
 static struct fi_info *info;
 static fi_addr_t peer, self_addr;
-static int to_peer, from_peer;       /* pipes */
+static int to_peer, from_peer; /* pipes */
 
 static double now_s(void)
 {
@@ -121,8 +130,7 @@ static int wait_ctx(void *ctx, struct fi_cq_tagged_entry *out, struct fi_cq_err_
         struct fi_cq_tagged_entry e;
         ssize_t n = fi_cq_read(cq, &e, 1);
         if (n == 1) {
-            CHECK(e.op_context == ctx, "completion of %p while waiting for %p", e.op_context,
-                  ctx);
+            CHECK(e.op_context == ctx, "completion of %p while waiting for %p", e.op_context, ctx);
             if (out)
                 *out = e;
             return 0;
@@ -130,8 +138,8 @@ static int wait_ctx(void *ctx, struct fi_cq_tagged_entry *out, struct fi_cq_err_
         if (n == -FI_EAVAIL) {
             struct fi_cq_err_entry x = { 0 };
             CHECK(fi_cq_readerr(cq, &x, 0) == 1, "readerr");
-            CHECK(x.op_context == ctx, "error of %p while waiting for %p: %s", x.op_context,
-                  ctx, fi_strerror(x.err));
+            CHECK(x.op_context == ctx, "error of %p while waiting for %p: %s", x.op_context, ctx,
+                  fi_strerror(x.err));
             if (err)
                 *err = x;
             return x.err;
@@ -206,8 +214,8 @@ static void recv_wait(void *buf, size_t len, uint64_t tag, uint64_t ignore, size
     int rc = wait_ctx(&c, &e, NULL, 20);
     CHECK(rc == 0, "recv tag %lx: %s", (unsigned long)tag, fi_strerror(rc));
     CHECK(e.len == expect_len && e.tag == expect_tag && (e.flags & FI_RECV) &&
-          (e.flags & FI_TAGGED), "recv: len %zu tag %lx flags %lx", e.len,
-          (unsigned long)e.tag, (unsigned long)e.flags);
+              (e.flags & FI_TAGGED),
+          "recv: len %zu tag %lx flags %lx", e.len, (unsigned long)e.tag, (unsigned long)e.flags);
 }
 
 static uint8_t big[(4u << 20) + 1], rbig[(4u << 20) + 1];
@@ -216,26 +224,34 @@ static void child_sends(void)
 {
     uint8_t m[100];
     /* 1: unexpected eager, two of one tag (order), then an expected one */
-    fill(m, 16, 1); send_wait(m, 16, 0x10);
-    fill(m, 16, 2); send_wait(m, 16, 0x10);
+    fill(m, 16, 1);
+    send_wait(m, 16, 0x10);
+    fill(m, 16, 2);
+    send_wait(m, 16, 0x10);
     sync_peer();
-    sync_peer();                                 /* the parent posted tag 0x11 */
-    fill(m, 16, 3); send_wait(m, 16, 0x11);
+    sync_peer(); /* the parent posted tag 0x11 */
+    fill(m, 16, 3);
+    send_wait(m, 16, 0x11);
     /* 2: ignore bits */
-    fill(m, 8, 4); send_wait(m, 8, 0x1AB);
+    fill(m, 8, 4);
+    send_wait(m, 8, 0x1AB);
     /* 3: rendezvous, expected then unexpected (the parent posts late) */
     sync_peer();
-    fill(big, 1u << 20, 5); send_wait(big, 1u << 20, 0x20);
-    fill(big, sizeof big, 6); send_wait(big, sizeof big, 0x21);
+    fill(big, 1u << 20, 5);
+    send_wait(big, 1u << 20, 0x20);
+    fill(big, sizeof big, 6);
+    send_wait(big, sizeof big, 0x21);
     /* 4: untagged with remote CQ data */
     struct fi_context c;
     fill(m, 32, 7);
     FI(fi_senddata(ep, m, 32, NULL, 0xC0FFEE, peer, &c));
     CHECK(wait_ctx(&c, NULL, NULL, 20) == 0, "senddata");
     /* 5: truncation; 6: a message for the parent's probe */
-    fill(m, 100, 8); send_wait(m, 100, 0x30);
-    fill(m, 40, 9); send_wait(m, 40, 0x55);
-    sync_peer();                                 /* done: the parent kills us now */
+    fill(m, 100, 8);
+    send_wait(m, 100, 0x30);
+    fill(m, 40, 9);
+    send_wait(m, 40, 0x55);
+    sync_peer(); /* done: the parent kills us now */
     for (;;)
         pause();
 }
@@ -245,7 +261,7 @@ static void parent_checks(pid_t child)
     uint8_t b[100];
     struct fi_context c;
     struct fi_cq_err_entry x;
-    sync_peer();                                 /* both 0x10 messages are unexpected now */
+    sync_peer(); /* both 0x10 messages are unexpected now */
     recv_wait(b, sizeof b, 0x10, 0, 16, 0x10);
     CHECK(same(b, 16, 1), "first 0x10 message out of order or corrupt");
     recv_wait(b, sizeof b, 0x10, 0, 16, 0x10);
@@ -266,14 +282,17 @@ static void parent_checks(pid_t child)
     FI(fi_recv(ep, b, sizeof b, NULL, FI_ADDR_UNSPEC, &c));
     CHECK(wait_ctx(&c, &e, NULL, 20) == 0, "untagged recv");
     CHECK(e.len == 32 && e.data == 0xC0FFEE && (e.flags & FI_REMOTE_CQ_DATA) &&
-          (e.flags & FI_MSG) && same(b, 32, 7), "senddata: len %zu data %lx", e.len,
-          (unsigned long)e.data);
+              (e.flags & FI_MSG) && same(b, 32, 7),
+          "senddata: len %zu data %lx", e.len, (unsigned long)e.data);
     FI(fi_trecv(ep, b, 50, NULL, FI_ADDR_UNSPEC, 0x30, 0, &c));
     CHECK(wait_ctx(&c, NULL, &x, 20) == FI_ETRUNC && x.len == 50 && x.olen == 50,
           "truncation: len %zu olen %zu", x.len, x.olen);
     /* probe: nothing for 0x77; 0x55 arrives, is claimed, then received */
-    struct fi_msg_tagged tm = { .msg_iov = &(struct iovec){ b, sizeof b }, .iov_count = 1,
-                                .addr = FI_ADDR_UNSPEC, .tag = 0x77, .context = &c };
+    struct fi_msg_tagged tm = { .msg_iov = &(struct iovec){ b, sizeof b },
+                                .iov_count = 1,
+                                .addr = FI_ADDR_UNSPEC,
+                                .tag = 0x77,
+                                .context = &c };
     FI(fi_trecvmsg(ep, &tm, FI_PEEK));
     CHECK(wait_ctx(&c, NULL, &x, 5) == FI_ENOMSG, "peek of nothing");
     /* the same, read with an uninitialised-looking entry (fabtests'
@@ -288,11 +307,11 @@ static void parent_checks(pid_t child)
         CHECK(n == -FI_EAGAIN && now_s() < end, "peek of nothing: no error entry (%zd)", n);
     }
     memset(&x, 0, sizeof x);
-    x.err_data = (void *)(uintptr_t)0x10;   /* would fault if written */
+    x.err_data = (void *)(uintptr_t)0x10; /* would fault if written */
     x.err_data_size = 4096;
     CHECK(fi_cq_readerr(cq, &x, 0) == 1 && x.err == FI_ENOMSG && x.op_context == &c &&
-          x.err_data_size == 0, "peek of nothing, garbage err_data: err %d size %zu", x.err,
-          x.err_data_size);
+              x.err_data_size == 0,
+          "peek of nothing, garbage err_data: err %d size %zu", x.err, x.err_data_size);
     tm.tag = 0x55;
     int got = -1;
     for (double end = now_s() + 20; got != 0 && now_s() < end;) {

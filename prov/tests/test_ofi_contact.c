@@ -34,17 +34,26 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#define CHECK(c, ...) do { if (!(c)) { fprintf(stderr, "[%s] FAIL %s:%d: ", me ? "child" : \
-                           "parent", __FILE__, __LINE__); fprintf(stderr, __VA_ARGS__); \
-                           fputc('\n', stderr); exit(1); } } while (0)
-#define FI(call) do { ssize_t r_ = (call); CHECK(r_ >= 0, "%s = %zd (%s)", #call, r_, \
-                                                  fi_strerror((int)-r_)); } while (0)
+#define CHECK(c, ...)                                                                              \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "[%s] FAIL %s:%d: ", me ? "child" : "parent", __FILE__, __LINE__);     \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+#define FI(call)                                                                                   \
+    do {                                                                                           \
+        ssize_t r_ = (call);                                                                       \
+        CHECK(r_ >= 0, "%s = %zd (%s)", #call, r_, fi_strerror((int)-r_));                         \
+    } while (0)
 
 static int me;
 static struct fid_ep *ep;
 static struct fid_av *av;
 static struct fid_cq *cq;
-static struct fid_cntr *cntr;       /* FI_SEND | FI_RECV: the child checks its count */
+static struct fid_cntr *cntr; /* FI_SEND | FI_RECV: the child checks its count */
 static int to_peer, from_peer;
 static char rname[256];
 static size_t rlen;
@@ -119,7 +128,7 @@ static void sync_peer(void)
     double end = now_s() + 60;
     while (poll(&pf, 1, 0) == 0) {
         struct fi_cq_tagged_entry e;
-        ssize_t n = fi_cq_read(cq, &e, 0);  /* progress only */
+        ssize_t n = fi_cq_read(cq, &e, 0); /* progress only */
         (void)n;
         CHECK(now_s() < end, "the other process did not sync within 60 s");
     }
@@ -161,11 +170,10 @@ static void parent(int refuse)
     FI(fi_trecv(ep, m, sizeof m, NULL, FI_ADDR_UNSPEC, 1, 0, &c));
     if (refuse) {
         CHECK(!wait_for(&c, &e, NULL, 2), "a message from a peer in no AV arrived although "
-              "FI_ETHERMPI_FIRST_CONTACT=0");
+                                          "FI_ETHERMPI_FIRST_CONTACT=0");
         CHECK(fi_av_insert(av, rname, 1, &kid, 0, NULL) == 1, "insert the child");
         CHECK(wait_for(&c, &e, &src, 30), "the child's message after the insert");
-        CHECK(src == kid, "FI_SOURCE %lu, inserted as %lu", (unsigned long)src,
-              (unsigned long)kid);
+        CHECK(src == kid, "FI_SOURCE %lu, inserted as %lu", (unsigned long)src, (unsigned long)kid);
         printf("refuse: no delivery before the insert, delivered after it\n");
         return;
     }
@@ -213,7 +221,7 @@ int main(int argc, char **argv)
     if (!refuse)
         sync_peer();
     else
-        usleep(300000);              /* let the child's send complete */
+        usleep(300000); /* let the child's send complete */
     int st = 0;
     if (refuse)
         kill(pid, SIGKILL);

@@ -32,14 +32,24 @@
 #include "ofi_wire.h"
 #include "proto/wire.h"
 
-#define CHECK(c, ...) do { if (!(c)) { fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-                           fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } } while (0)
-#define FI(call) do { ssize_t r_ = (call); CHECK(r_ >= 0, "%s = %zd (%s)", #call, r_, \
-                                                  fi_strerror((int)-r_)); } while (0)
+#define CHECK(c, ...)                                                                              \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+#define FI(call)                                                                                   \
+    do {                                                                                           \
+        ssize_t r_ = (call);                                                                       \
+        CHECK(r_ >= 0, "%s = %zd (%s)", #call, r_, fi_strerror((int)-r_));                         \
+    } while (0)
 
 static struct fid_ep *ep;
 static struct fid_cq *cq;
-static emo_addr_t me;               /* the receiver's address (from fi_getname) */
+static emo_addr_t me; /* the receiver's address (from fi_getname) */
 static int sock;
 static struct sockaddr_in sock_addr;
 
@@ -90,21 +100,31 @@ static void forge(uint16_t id, uint64_t tag, uint64_t key_xor, int port_delta)
     memcpy(a.link.bytes + 4, &port, 2);
     uint8_t frame[EM_HDR_LEN + EMO_HDR_LEN + EMO_ADDR_LEN + 8];
     size_t plen = EMO_HDR_LEN + EMO_ADDR_LEN + 8;
-    emo_hdr_t mh = { .type = EMO_T_EAGER, .flags = EMO_F_TAGGED | EMO_F_HELLO, .tag = tag,
-                     .len = 8 };
+    emo_hdr_t mh = {
+        .type = EMO_T_EAGER, .flags = EMO_F_TAGGED | EMO_F_HELLO, .tag = tag, .len = 8
+    };
     emo_hdr_encode(&mh, frame + EM_HDR_LEN);
     emo_addr_encode(&a, frame + EM_HDR_LEN + EMO_HDR_LEN);
     memcpy(frame + EM_HDR_LEN + EMO_HDR_LEN + EMO_ADDR_LEN, "forged!", 8);
-    em_hdr_t h = { .type = EM_PT_DATA, .tag = EMO_T_EAGER, .src = id, .dst = me.id,
+    em_hdr_t h = { .type = EM_PT_DATA,
+                   .tag = EMO_T_EAGER,
+                   .src = id,
+                   .dst = me.id,
                    .job_key = emo_pair_key(me.secret, me.id, secret, id) ^ key_xor,
-                   .len = (uint16_t)plen, .seq = isn, .ack = me.isn, .msg_id = 0,
-                   .msg_len = (uint32_t)plen, .frag_no = 0, .frag_cnt = 1 };
+                   .len = (uint16_t)plen,
+                   .seq = isn,
+                   .ack = me.isn,
+                   .msg_id = 0,
+                   .msg_len = (uint32_t)plen,
+                   .frag_no = 0,
+                   .frag_cnt = 1 };
     em_hdr_encode(&h, frame);
     struct sockaddr_in to = { .sin_family = AF_INET };
     memcpy(&to.sin_addr.s_addr, me.link.bytes, 4);
     memcpy(&to.sin_port, me.link.bytes + 4, 2);
     CHECK(sendto(sock, frame, sizeof frame, 0, (struct sockaddr *)&to, sizeof to) ==
-          (ssize_t)sizeof frame, "sendto");
+              (ssize_t)sizeof frame,
+          "sendto");
 }
 
 /* post a receive for @p tag, forge it (a few times, as retransmissions),
@@ -129,7 +149,7 @@ static int delivered(uint16_t id, uint64_t tag, uint64_t key_xor, int port_delta
         CHECK(n == -FI_EAGAIN, "fi_cq_read = %zd", n);
     }
     FI(fi_cancel(&ep->fid, &c));
-    for (double e2 = now_s() + 2; now_s() < e2;) {   /* take the cancel's entry */
+    for (double e2 = now_s() + 2; now_s() < e2;) { /* take the cancel's entry */
         struct fi_cq_tagged_entry e;
         if (fi_cq_read(cq, &e, 1) == -FI_EAVAIL) {
             struct fi_cq_err_entry x = { 0 };
@@ -154,11 +174,12 @@ int main(int argc, char **argv)
     sock_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t sl = sizeof sock_addr;
     CHECK(sock >= 0 && bind(sock, (struct sockaddr *)&sock_addr, sizeof sock_addr) == 0 &&
-          getsockname(sock, (struct sockaddr *)&sock_addr, &sl) == 0, "socket");
+              getsockname(sock, (struct sockaddr *)&sock_addr, &sl) == 0,
+          "socket");
     CHECK(!delivered(2, 0x2, 0x5A5A, 0, 1.0), "a frame with a wrong pair key made a peer");
     CHECK(!delivered(3, 0x3, 0, 1, 1.0), "a blob naming another link address made a peer");
     CHECK(delivered(1, 0x1, 0, 0, 5.0), "a well-formed first contact was not delivered (the "
-          "refusals above prove nothing)");
+                                        "refusals above prove nothing)");
     CHECK(!delivered(4, 0x4, 0, 0, 1.0), "a peer beyond FI_ETHERMPI_FIRST_CONTACT=1 was made");
     fi_close(&ep->fid);
     printf("test_ofi_contact_forge: wrong key, wrong source, over budget refused; "

@@ -48,8 +48,12 @@ static void test_refused(void **state)
     assert_int_not_equal(rts->cookie, rr->cookie);
 
     /* CTS from another peer, for the right cookie */
-    emo_hdr_t cts = { .type = EMO_T_CTS, .len = 100, .s_cookie = rts->cookie, .r_cookie = 77,
-                      .region = 1, .key = 5 };
+    emo_hdr_t cts = { .type = EMO_T_CTS,
+                      .len = 100,
+                      .s_cookie = rts->cookie,
+                      .r_cookie = 77,
+                      .region = 1,
+                      .key = 5 };
     send_hdr(4, &cts);
     assert_int_equal(ep.st.bad_cookie, 1);
     /* stale generation, index beyond the table, the receive's cookie */
@@ -92,7 +96,7 @@ static void test_refused(void **state)
     assert_int_equal(emo_cookie_add(&ep, again), 0);
     assert_int_not_equal(again->cookie, old);
     assert_null(emo_cookie_get(&ep, old, 3, EMO_OP_RTS));
-    emo_data_fini(&ep);       /* frees the table's operations */
+    emo_data_fini(&ep); /* frees the table's operations */
     emo_op_free(rts);
     free(ep.ops);
     free(ep.op_gen);

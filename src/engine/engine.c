@@ -35,9 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/wire.h"   /* em_wire_type: the class of what the protocol emits */
+#include "proto/wire.h" /* em_wire_type: the class of what the protocol emits */
 
-#define EM_BURST 32
+#define EM_BURST    32
 #define EM_TX_BATCH 64
 /* Below this a copy into the frame is cheaper than a second iovec. */
 #define EM_GATHER_MIN 512
@@ -50,7 +50,7 @@ struct em_engine {
     em_engine_ops_t ops;
     void *uctx;
     em_regions_t regions;
-    uint8_t *addr;          /* per peer: ADDR_UNKNOWN, ADDR_SET or ADDR_NONE */
+    uint8_t *addr; /* per peer: ADDR_UNKNOWN, ADDR_SET or ADDR_NONE */
     uint16_t npeers;
     em_pkt_t *batch[EM_TX_BATCH];
     unsigned nbatch;
@@ -110,13 +110,13 @@ static uint8_t frame_class(const void *hdr)
     }
 }
 
-static int e_emit(void *u, uint16_t peer, const void *hdr, size_t hlen,
-                  const void *payload, size_t plen)
+static int e_emit(void *u, uint16_t peer, const void *hdr, size_t hlen, const void *payload,
+                  size_t plen)
 {
     em_engine_t *e = u;
     if (!peer_addressable(e, peer)) {
         e->st.tx_no_addr++;
-        return 0;                     /* lost, as on a wire; the protocol recovers or fails the peer */
+        return 0; /* lost, as on a wire; the protocol recovers or fails the peer */
     }
     if (e->nbatch == EM_TX_BATCH) {
         flush_tx(e);
@@ -137,7 +137,7 @@ static int e_emit(void *u, uint16_t peer, const void *hdr, size_t hlen,
     pkt->ext = NULL;
     pkt->ext_len = 0;
     if (plen >= EM_GATHER_MIN && (e->link->flags & EM_LINK_F_GATHER)) {
-        pkt->ext = payload;           /* the link sends it from the op's buffer */
+        pkt->ext = payload; /* the link sends it from the op's buffer */
         pkt->ext_len = (uint32_t)plen;
         e->st.tx_gather_bytes += plen;
     } else if (plen) {
@@ -173,7 +173,7 @@ static int e_put(void *u, uint16_t peer, const em_put_target_t *t, const void *d
     case EM_REGION_BAD_ID:        e->st.put_bad_region++; break;
     case EM_REGION_BAD_KEY:       e->st.put_bad_key++; break;
     case EM_REGION_OUT_OF_BOUNDS: e->st.put_out_of_bounds++; break;
-    // clang-format on
+        // clang-format on
     }
     return -1;
 }
@@ -205,8 +205,12 @@ static uint16_t e_resolve(void *u, uint16_t peer)
 }
 
 static const em_proto_ops_t engine_proto_ops = {
-    .emit = e_emit, .recv = e_recv, .put = e_put,
-    .complete = e_complete, .peer_failed = e_failed, .resolve = e_resolve,
+    .emit = e_emit,
+    .recv = e_recv,
+    .put = e_put,
+    .complete = e_complete,
+    .peer_failed = e_failed,
+    .resolve = e_resolve,
 };
 
 em_engine_t *em_engine_create(em_link_t *link, const em_proto_cfg_t *cfg,
@@ -224,7 +228,7 @@ em_engine_t *em_engine_create(em_link_t *link, const em_proto_cfg_t *cfg,
     if (c.frame_max > link->mtu)
         c.frame_max = link->mtu;
     if (link->flags & EM_LINK_F_ACKS)
-        c.link_acks = true;       /* the link acknowledges for us (emd) */
+        c.link_acks = true; /* the link acknowledges for us (emd) */
     e->addr = calloc(c.npeers ? c.npeers : 1, 1);
     if (!e->addr) {
         free(e);
@@ -250,7 +254,7 @@ void em_engine_destroy(em_engine_t *e)
 {
     if (!e)
         return;
-    e->in_progress = 1;            /* no progress from cancellation callbacks */
+    e->in_progress = 1; /* no progress from cancellation callbacks */
     em_proto_destroy(e->proto);
     for (unsigned i = 0; i < e->nbatch; i++)
         em_link_tx_free(e->link, e->batch[i]);
@@ -276,8 +280,12 @@ int em_engine_sync_flow(em_engine_t *e, uint16_t peer)
         return 0;
     if (em_proto_flow(e->proto, peer, &f) != 0)
         return -EM_EINVAL;
-    em_link_flow_t lf = { .rx_key = f.rx_key, .tx_key = f.tx_key, .rx_next = f.rcv_nxt,
-                          .tx_next = f.snd_nxt, .frame_max = f.frame_max, .self = f.self,
+    em_link_flow_t lf = { .rx_key = f.rx_key,
+                          .tx_key = f.tx_key,
+                          .rx_next = f.rcv_nxt,
+                          .tx_next = f.snd_nxt,
+                          .frame_max = f.frame_max,
+                          .self = f.self,
                           .peer = f.peer };
     /* refused: the link does not acknowledge for this peer; we do */
     return e->link->ops->set_flow(e->link, peer, &lf);
@@ -288,12 +296,12 @@ int em_engine_set_peer_keys(em_engine_t *e, uint16_t peer, uint64_t key, uint32_
 {
     int rc = em_proto_set_peer(e->proto, peer, key, tx_isn, rx_isn);
     if (rc == 0)
-        (void)em_engine_sync_flow(e, peer);   /* refused: the link does not ACK for us */
+        (void)em_engine_sync_flow(e, peer); /* refused: the link does not ACK for us */
     return rc;
 }
 
-int em_engine_peer_params(const em_engine_t *e, uint16_t peer, uint64_t *key,
-                          uint32_t *tx_isn, uint32_t *rx_isn)
+int em_engine_peer_params(const em_engine_t *e, uint16_t peer, uint64_t *key, uint32_t *tx_isn,
+                          uint32_t *rx_isn)
 {
     return em_proto_peer_params(e->proto, peer, key, tx_isn, rx_isn);
 }
@@ -310,7 +318,7 @@ int em_engine_progress(em_engine_t *e)
     unsigned n = em_link_rx_burst(e->link, pkts, EM_BURST);
     uint64_t now = em_now_ns();
     for (unsigned i = 0; i < n; i++) {
-        e->rx_cur = pkts[i];          /* lent to resolve (em_engine_rx_frame) */
+        e->rx_cur = pkts[i]; /* lent to resolve (em_engine_rx_frame) */
         if (e->link->ops->rx_peer)
             em_proto_rx_from(e->proto, pkts[i]->data, pkts[i]->len,
                              e->link->ops->rx_peer(e->link, pkts[i]), now);
@@ -328,8 +336,8 @@ int em_engine_progress(em_engine_t *e)
     return (int)(n + e->events);
 }
 
-int em_engine_send(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag,
-                   const void *buf, size_t len, void *ctx)
+int em_engine_send(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *buf,
+                   size_t len, void *ctx)
 {
     int rc = em_proto_send(e->proto, op, peer, tag, buf, len, ctx, em_now_ns());
     if (rc == 0)
@@ -344,9 +352,8 @@ bool em_engine_send_ready(const em_engine_t *e, uint16_t peer, size_t len)
     return e->nbatch == 0 && frames <= em_proto_tx_room(e->proto, peer, em_now_ns());
 }
 
-int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint16_t peer,
-                  const em_region_handle_t *h, uint64_t offset,
-                  const void *buf, size_t len, void *ctx)
+int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint16_t peer, const em_region_handle_t *h,
+                  uint64_t offset, const void *buf, size_t len, void *ctx)
 {
     em_put_target_t t = { .region = h->id, .key = h->key, .offset = offset };
     int rc = em_proto_put(e->proto, op, peer, &t, buf, len, ctx, em_now_ns());
@@ -384,7 +391,13 @@ bool em_engine_idle(const em_engine_t *e) { return e->nbatch == 0 && em_proto_id
 size_t em_engine_max_msg(const em_engine_t *e) { return em_proto_max_msg(e->proto); }
 size_t em_engine_frame_payload(const em_engine_t *e) { return em_proto_data_payload(e->proto); }
 const em_engine_stats_t *em_engine_stats(const em_engine_t *e) { return &e->st; }
-const em_proto_stats_t *em_engine_proto_stats(const em_engine_t *e) { return em_proto_stats(e->proto); }
+const em_proto_stats_t *em_engine_proto_stats(const em_engine_t *e)
+{
+    return em_proto_stats(e->proto);
+}
 em_link_t *em_engine_link(em_engine_t *e) { return e->link; }
 uint64_t em_engine_rx_mem(const em_engine_t *e) { return em_proto_rx_mem(e->proto); }
-const char *em_engine_fail_reason(const em_engine_t *e, uint16_t peer) { return em_proto_fail_reason(e->proto, peer); }
+const char *em_engine_fail_reason(const em_engine_t *e, uint16_t peer)
+{
+    return em_proto_fail_reason(e->proto, peer);
+}

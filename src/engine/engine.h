@@ -60,21 +60,22 @@ typedef struct em_engine_ops {
 
 typedef struct em_engine_stats {
     uint64_t progress_calls;
-    uint64_t rx_frames;          /**< frames taken from the link */
-    uint64_t tx_frames;          /**< frames the link accepted */
-    uint64_t tx_backpressure;    /**< times the link had no room (the protocol retries) */
-    uint64_t tx_no_addr;         /**< frames dropped: the peer has no link address (see resolve_peer) */
-    uint64_t peers_resolved;     /**< peers whose address resolve_peer supplied */
-    uint64_t puts_placed;        /**< put frames written into a region */
-    uint64_t put_bad_region;     /**< put frames naming no registered region */
-    uint64_t put_bad_key;        /**< put frames with the wrong key */
-    uint64_t put_out_of_bounds;  /**< put frames outside their region */
+    uint64_t rx_frames;       /**< frames taken from the link */
+    uint64_t tx_frames;       /**< frames the link accepted */
+    uint64_t tx_backpressure; /**< times the link had no room (the protocol retries) */
+    uint64_t tx_no_addr;     /**< frames dropped: the peer has no link address (see resolve_peer) */
+    uint64_t peers_resolved; /**< peers whose address resolve_peer supplied */
+    uint64_t puts_placed;    /**< put frames written into a region */
+    uint64_t put_bad_region; /**< put frames naming no registered region */
+    uint64_t put_bad_key;    /**< put frames with the wrong key */
+    uint64_t put_out_of_bounds; /**< put frames outside their region */
     /* Where payload bytes are copied by ethermpi's own code (docs/design.md
      * "Copies per byte"); the PMD's or kernel's copies are not counted. */
-    uint64_t tx_copy_bytes;      /**< payload copied into a link frame */
-    uint64_t tx_gather_bytes;    /**< payload the link sent from the op's own buffer (no copy here) */
-    uint64_t put_bytes;          /**< put payload copied from the frame into its region (the one placement copy) */
-    uint64_t recv_bytes;         /**< message bytes handed to the receiver in place (the consumer copies) */
+    uint64_t tx_copy_bytes;   /**< payload copied into a link frame */
+    uint64_t tx_gather_bytes; /**< payload the link sent from the op's own buffer (no copy here) */
+    uint64_t
+        put_bytes; /**< put payload copied from the frame into its region (the one placement copy) */
+    uint64_t recv_bytes; /**< message bytes handed to the receiver in place (the consumer copies) */
 } em_engine_stats_t;
 
 typedef struct em_engine em_engine_t;
@@ -114,20 +115,19 @@ int em_engine_set_peer_keys(em_engine_t *e, uint16_t peer, uint64_t key, uint32_
  *  that acknowledges on this endpoint's behalf (emd's FLOW: rx_key = tx_key
  *  = @p key, rx_next = @p rx_isn, tx_next = @p tx_isn at the start).
  *  @return 0 or -EM_EINVAL. */
-int em_engine_peer_params(const em_engine_t *e, uint16_t peer, uint64_t *key,
-                          uint32_t *tx_isn, uint32_t *rx_isn);
+int em_engine_peer_params(const em_engine_t *e, uint16_t peer, uint64_t *key, uint32_t *tx_isn,
+                          uint32_t *rx_isn);
 
 /** Receive a burst, run the protocol's timers, push out queued frames.
  *  @return frames received + operations completed (0: nothing happened). */
 int em_engine_progress(em_engine_t *e);
 
 /** Send a message (see em_proto_send()); @p op and @p buf stay valid until completion. */
-int em_engine_send(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag,
-                   const void *buf, size_t len, void *ctx);
+int em_engine_send(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *buf,
+                   size_t len, void *ctx);
 /** Write @p len bytes at @p offset of the peer's region @p h. */
-int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint16_t peer,
-                  const em_region_handle_t *h, uint64_t offset,
-                  const void *buf, size_t len, void *ctx);
+int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint16_t peer, const em_region_handle_t *h,
+                  uint64_t offset, const void *buf, size_t len, void *ctx);
 
 /**
  * Would em_engine_send() of @p len bytes to @p peer leave at once, with no

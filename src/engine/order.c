@@ -33,7 +33,7 @@ static int keep(em_order_t *o, void *origin, uint32_t num, uint8_t tag, const ui
 {
     em_order_held_t **pp = &o->held;
     if (o->last && em_seq_lt(o->last->num, num))
-        pp = &o->last->next;           /* the usual case: after every kept one */
+        pp = &o->last->next; /* the usual case: after every kept one */
     while (*pp && em_seq_lt((*pp)->num, num))
         pp = &(*pp)->next;
     if (*pp && (*pp)->num == num)
@@ -100,7 +100,7 @@ int em_order_rx(em_order_t *o, void *origin, uint8_t tag, const uint8_t *msg, si
             o->dropped++;
             return EM_ORDER_DROPPED;
         }
-        drain(o, fn, ctx);     /* only does something after a stopped hand-on */
+        drain(o, fn, ctx); /* only does something after a stopped hand-on */
         return EM_ORDER_KEPT;
     }
     o->rx_next++;

@@ -32,20 +32,20 @@ typedef struct em_order_held em_order_held_t;
 
 /** Order state for one peer (both directions). */
 typedef struct em_order {
-    uint32_t tx_next;        /**< number of the next message to the peer */
-    uint32_t rx_next;        /**< number of the next message to hand on */
-    em_order_held_t *held;   /**< early messages, sorted by number */
-    em_order_held_t *last;   /**< the last of them (an honest peer's next early one goes after it) */
+    uint32_t tx_next;      /**< number of the next message to the peer */
+    uint32_t rx_next;      /**< number of the next message to hand on */
+    em_order_held_t *held; /**< early messages, sorted by number */
+    em_order_held_t *last; /**< the last of them (an honest peer's next early one goes after it) */
     uint32_t nheld;
-    size_t bytes_held;       /**< payload bytes of the early messages */
+    size_t bytes_held; /**< payload bytes of the early messages */
     /** Budget (0: none): more early messages or bytes than this and
      *  em_order_rx() says EM_ORDER_OVERFLOW; the caller fails the peer (the
      *  messages were acknowledged by the engine below: dropping one would
      *  lose it). */
     uint32_t max_held;
     size_t max_bytes;
-    uint64_t kept;           /**< messages kept because they came early */
-    uint64_t dropped;        /**< messages dropped: too short, stale or kept twice */
+    uint64_t kept;    /**< messages kept because they came early */
+    uint64_t dropped; /**< messages dropped: too short, stale or kept twice */
 } em_order_t;
 
 /**
@@ -57,8 +57,10 @@ typedef int (*em_order_deliver_fn)(void *ctx, void *origin, uint8_t tag, const u
                                    size_t len);
 
 enum em_order_rc {
-    EM_ORDER_DELIVERED = 0, EM_ORDER_KEPT = 1, EM_ORDER_DROPPED = 2,
-    EM_ORDER_OVERFLOW = 3,   /**< over max_held or max_bytes: not kept (counted in dropped) */
+    EM_ORDER_DELIVERED = 0,
+    EM_ORDER_KEPT = 1,
+    EM_ORDER_DROPPED = 2,
+    EM_ORDER_OVERFLOW = 3, /**< over max_held or max_bytes: not kept (counted in dropped) */
 };
 
 /** Write the next message's number into @p hdr (not yet counted). */

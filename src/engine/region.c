@@ -16,8 +16,8 @@
 struct em_region_slot {
     uint8_t *base;
     uint64_t len;
-    uint64_t key;        /**< 0 = slot free */
-    uint32_t next_free;  /**< index + 1 */
+    uint64_t key;       /**< 0 = slot free */
+    uint32_t next_free; /**< index + 1 */
 };
 
 /* A region key from the kernel's generator, or 0 when it failed: no
@@ -60,7 +60,7 @@ int em_regions_add(em_regions_t *r, void *base, size_t len, em_region_handle_t *
     }
     uint64_t key = random_key();
     if (key == 0)
-        return -EM_EAGAIN;        /* getrandom failed: no key we could trust */
+        return -EM_EAGAIN; /* getrandom failed: no key we could trust */
     uint32_t idx = r->free_head - 1;
     struct em_region_slot *s = &r->slots[idx];
     r->free_head = s->next_free;
@@ -69,8 +69,9 @@ int em_regions_add(em_regions_t *r, void *base, size_t len, em_region_handle_t *
     s->key = key;
     s->next_free = 0;
     r->used++;
-    *out = (em_region_handle_t){ .id = idx + 1, .key = s->key,
-                                 .base = (uint64_t)(uintptr_t)base, .len = len };
+    *out = (em_region_handle_t){
+        .id = idx + 1, .key = s->key, .base = (uint64_t)(uintptr_t)base, .len = len
+    };
     return 0;
 }
 

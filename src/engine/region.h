@@ -16,10 +16,10 @@
 
 /** What a peer needs to write into a region (travels in the MPI rendezvous). */
 typedef struct em_region_handle {
-    uint32_t id;      /**< table slot + 1 (0 is never valid) */
+    uint32_t id; /**< table slot + 1 (0 is never valid) */
     uint32_t rsvd;
-    uint64_t key;     /**< random, changes on every registration */
-    uint64_t base;    /**< the owner's base address (only used to compute offsets) */
+    uint64_t key;  /**< random, changes on every registration */
+    uint64_t base; /**< the owner's base address (only used to compute offsets) */
     uint64_t len;
 } em_region_handle_t;
 
@@ -34,7 +34,7 @@ typedef enum em_region_check {
 typedef struct em_regions {
     struct em_region_slot *slots;
     uint32_t cap;
-    uint32_t free_head;   /**< index + 1 of the first free slot, 0 = none */
+    uint32_t free_head; /**< index + 1 of the first free slot, 0 = none */
     uint32_t used;
 } em_regions_t;
 
