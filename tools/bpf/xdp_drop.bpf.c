@@ -46,7 +46,10 @@
 #endif
 
 /* IPv4 + UDP to one of our ports?  Only fixed-offset reads after a bounds
- * check the verifier can follow; options are skipped by IHL. */
+ * check the verifier can follow.  A header with options (IHL > 5) is left to
+ * the kernel: we never send one (ipudp refuses them too), and a variable
+ * offset into the packet is refused by the verifier to a loader without
+ * CAP_PERFMON, which a non-root rank with exactly CAP_BPF is (docs/deploy.md). */
 static __always_inline int emc_is_our_udp(const void *l3, const void *end)
 {
     const __u8 *ip = l3;
@@ -56,10 +59,9 @@ static __always_inline int emc_is_our_udp(const void *l3, const void *end)
         return 0;
     if (((ip[6] << 8) | ip[7]) & 0x3FFF) /* a fragment: the kernel reassembles */
         return 0;
-    __u32 ihl = (__u32)(ip[0] & 0xF) * 4;
-    if (ihl < 20 || ihl > 60)
+    if ((ip[0] & 0xF) != 5)
         return 0;
-    const __u8 *udp = ip + ihl;
+    const __u8 *udp = ip + 20;
     if ((const void *)(udp + 8) > end)
         return 0;
     __u16 dport = (__u16)((udp[2] << 8) | udp[3]);
