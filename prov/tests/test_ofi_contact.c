@@ -50,6 +50,8 @@
     } while (0)
 
 static int me;
+static struct fid_fabric *fab;
+static struct fid_domain *dom;
 static struct fid_ep *ep;
 static struct fid_av *av;
 static struct fid_cq *cq;
@@ -74,8 +76,6 @@ static void open_all(void)
     hints->domain_attr->av_type = FI_AV_TABLE;
     FI(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info));
     fi_freeinfo(hints);
-    struct fid_fabric *fab;
-    struct fid_domain *dom;
     FI(fi_fabric(info->fabric_attr, &fab, NULL));
     FI(fi_domain(fab, info, &dom, NULL));
     struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED, .size = 64 };
@@ -83,6 +83,7 @@ static void open_all(void)
     struct fi_av_attr aa = { .type = FI_AV_TABLE };
     FI(fi_av_open(dom, &aa, &av, NULL));
     FI(fi_endpoint(dom, info, &ep, NULL));
+    fi_freeinfo(info); /* the provider keeps its own copy (fi_dupinfo) */
     FI(fi_ep_bind(ep, &av->fid, 0));
     FI(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
     struct fi_cntr_attr cta = { .events = FI_CNTR_EVENTS_COMP };
@@ -227,7 +228,12 @@ int main(int argc, char **argv)
         kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
     CHECK(refuse || (WIFEXITED(st) && WEXITSTATUS(st) == 0), "the child failed");
-    fi_close(&ep->fid);
+    fi_close(&ep->fid); /* the endpoint first: it holds the AV, the CQ and the counter */
+    fi_close(&av->fid);
+    fi_close(&cq->fid);
+    fi_close(&cntr->fid);
+    fi_close(&dom->fid);
+    fi_close(&fab->fid);
     printf("test_ofi_contact %s: all checks passed\n", refuse ? "refuse" : "accept");
     return 0;
 }

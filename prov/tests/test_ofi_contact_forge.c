@@ -47,8 +47,11 @@
         CHECK(r_ >= 0, "%s = %zd (%s)", #call, r_, fi_strerror((int)-r_));                         \
     } while (0)
 
+static struct fid_fabric *fab;
+static struct fid_domain *dom;
 static struct fid_ep *ep;
 static struct fid_cq *cq;
+static struct fid_av *av;
 static emo_addr_t me; /* the receiver's address (from fi_getname) */
 static int sock;
 static struct sockaddr_in sock_addr;
@@ -68,9 +71,6 @@ static void open_ep(void)
     hints->fabric_attr->prov_name = strdup("ethermpi");
     FI(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info));
     fi_freeinfo(hints);
-    struct fid_fabric *fab;
-    struct fid_domain *dom;
-    struct fid_av *av;
     FI(fi_fabric(info->fabric_attr, &fab, NULL));
     FI(fi_domain(fab, info, &dom, NULL));
     struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED, .size = 64 };
@@ -78,6 +78,7 @@ static void open_ep(void)
     struct fi_av_attr aa = { .type = FI_AV_TABLE };
     FI(fi_av_open(dom, &aa, &av, NULL));
     FI(fi_endpoint(dom, info, &ep, NULL));
+    fi_freeinfo(info); /* the provider keeps its own copy (fi_dupinfo) */
     FI(fi_ep_bind(ep, &av->fid, 0));
     FI(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
     FI(fi_enable(ep));
@@ -181,7 +182,11 @@ int main(int argc, char **argv)
     CHECK(delivered(1, 0x1, 0, 0, 5.0), "a well-formed first contact was not delivered (the "
                                         "refusals above prove nothing)");
     CHECK(!delivered(4, 0x4, 0, 0, 1.0), "a peer beyond FI_ETHERMPI_FIRST_CONTACT=1 was made");
-    fi_close(&ep->fid);
+    fi_close(&ep->fid); /* the endpoint first: it holds the AV and the CQ */
+    fi_close(&av->fid);
+    fi_close(&cq->fid);
+    fi_close(&dom->fid);
+    fi_close(&fab->fid);
     printf("test_ofi_contact_forge: wrong key, wrong source, over budget refused; "
            "a well-formed one delivered\n");
     return 0;
