@@ -30,20 +30,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#define CHECK(c, ...)                                                                              \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "[%d] FAIL %s:%d: ", me, __FILE__, __LINE__);                          \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-#define FI(call)                                                                                   \
-    do {                                                                                           \
-        ssize_t r_ = (call);                                                                       \
-        CHECK(r_ >= 0, "%s = %zd (%s)", #call, r_, fi_strerror((int)-r_));                         \
-    } while (0)
+#define OFI_CHECK_WHO (me ? "[1] " : "[0] ")
+#include "ofi_check.h"
 
 static int me; /* 0 parent, 1 child */
 static struct fid_fabric *fab;

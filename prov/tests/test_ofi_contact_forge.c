@@ -32,20 +32,7 @@
 #include "ofi_wire.h"
 #include "proto/wire.h"
 
-#define CHECK(c, ...)                                                                              \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-#define FI(call)                                                                                   \
-    do {                                                                                           \
-        ssize_t r_ = (call);                                                                       \
-        CHECK(r_ >= 0, "%s = %zd (%s)", #call, r_, fi_strerror((int)-r_));                         \
-    } while (0)
+#include "ofi_check.h"
 
 static struct fid_fabric *fab;
 static struct fid_domain *dom;
