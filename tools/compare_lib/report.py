@@ -2,6 +2,8 @@
 """Markdown tables built from (merged) compare.json rows; the figures are
 figures.py's."""
 
+import statistics
+
 from .results import VARIANT_FIELDS, provenance
 
 HIGHER_IS_BETTER_UNITS = {"MB/s", "GB/s", "Gb/s", "Mb/s", "msg/s", "rt/s"}
@@ -210,6 +212,42 @@ def _counter_notes(ok, cols):
     return lines
 
 
+# sizes whose latency is "small-message latency" in the framing note
+FRAMING_SMALL_MAX = 256
+
+
+def _framing_notes(rows, bench, gv, cols):
+    """Under a framing=udp table: what udp framing costs against l2 for
+    each transport that has both, from the same run: the median (and range)
+    over 0-256 B of udp - l2 for latency, of udp / l2 over all sizes for bw."""
+    if dict(gv).get("framing") != "udp":
+        return []
+    lines = []
+    for t in cols:
+        by = {}
+        for r in rows:
+            if (r["transport"] == t and r["benchmark"] == bench and r.get("median") is not None
+                    and r.get("size_bytes") is not None and r.get("framing") in ("l2", "udp")
+                    and r.get("mtu") is None):
+                by.setdefault(r["framing"], {})[r["size_bytes"]] = r
+        l2, udp = by.get("l2", {}), by.get("udp", {})
+        same = [s for s in sorted(udp) if s in l2
+                and provenance(udp[s]) == provenance(l2[s])]
+        if bench.startswith("latency"):
+            d = [udp[s]["median"] - l2[s]["median"] for s in same if s <= FRAMING_SMALL_MAX]
+            if d:
+                lines.append("- %s: udp framing costs %+.2f us over l2 (median of udp - l2 over "
+                             "0-%d B, same run; range %+.2f to %+.2f)."
+                             % (t, statistics.median(d), FRAMING_SMALL_MAX, min(d), max(d)))
+        else:
+            q = [udp[s]["median"] / l2[s]["median"] for s in same if l2[s]["median"]]
+            if q:
+                lines.append("- %s: udp / l2 framing %.2fx (median over %d sizes, same run; "
+                             "range %.2fx to %.2fx)." % (t, statistics.median(q), len(q),
+                                                          min(q), max(q)))
+    return lines
+
+
 def _header_lines(title, this_run, figures, default_mtu, afxdp_mtu, run_name):
     lines = []
     if title:
@@ -277,6 +315,7 @@ def markdown(rows, transport_order=(), baseline="tcp", title=None, this_run=None
                     lines += _value_table(sec, sizes, cols, baseline, names)
             lines += col_notes
             lines += _counter_notes(ok, cols)
+            lines += _framing_notes(rows, bench, gv, cols)
             partial = [r for r in ok if r.get("failed_runs")]
             for t in cols:
                 fr = max([r.get("failed_runs", 0) for r in partial if r["transport"] == t] or [0])
