@@ -17,9 +17,9 @@
  * Threading: FI_THREAD_DOMAIN, as everything else.
  */
 #include "ofi_prov.h"
+#include "util/clock.h"
 
 #include <stdlib.h>
-#include <time.h>
 
 static void cntr_progress(struct emo_cntr *c)
 {
@@ -96,12 +96,7 @@ static int cntr_seterr(struct fid_cntr *fc, uint64_t v)
     return 0;
 }
 
-static uint64_t ms_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
+static uint64_t ms_now(void) { return em_clock_ns() / 1000000u; }
 
 /* poll until the count reaches @p threshold; a new error ends the wait
  * (-FI_EAVAIL), as does @p timeout ms (-FI_ETIMEDOUT; -1 = none) */

@@ -389,9 +389,9 @@ static void attach(emd_ctl_t *t, int fd, pid_t pid, uid_t uid)
         h->flags |= EMD_SHM_F_DAEMON_ACKS;
     if (core->framing == EMD_FRAMING_UDP)
         h->flags |= EMD_SHM_F_UDP;
-    atomic_store(&h->rx_loss_ppm, (uint32_t)(core->loss * 1e6));
+    atomic_store(&h->rx_loss_ppm, (uint32_t)(core->loss.p * 1e6));
     uint16_t slot = give_slot(t, h, pid);
-    atomic_store(&h->heartbeat_ns, emd_now_ns());
+    atomic_store(&h->heartbeat_ns, em_clock_ns());
     int sent = send_ok(fd, t->instance, size, ep, mfd);
     int e = errno;
     close(mfd); /* the mapping keeps the memory */
@@ -510,7 +510,7 @@ void emd_ctl_poll(emd_ctl_t *t, uint64_t timeout_ns)
     struct timespec ts = { .tv_sec = (time_t)(timeout_ns / 1000000000ull),
                            .tv_nsec = (long)(timeout_ns % 1000000000ull) };
     int r = ppoll(t->pfd, n, &ts, NULL);
-    uint64_t now = emd_now_ns();
+    uint64_t now = em_clock_ns();
     for (unsigned i = 0; i < EMD_PENDING; i++) {
         int fd = t->pending[i].fd;
         if (fd < 0)
