@@ -312,6 +312,33 @@ void emo_ep_progress(struct emo_ep *ep)
     ep->in_progress = 0;
 }
 
+int emo_ep_set_add(emo_ep_set_t *s, struct emo_ep *ep)
+{
+    for (unsigned i = 0; i < s->n; i++)
+        if (s->eps[i] == ep)
+            return 0;
+    if (s->n == EMO_CQ_MAX_EPS)
+        return -FI_ENOSPC;
+    s->eps[s->n++] = ep;
+    return 0;
+}
+
+void emo_ep_set_remove(emo_ep_set_t *s, struct emo_ep *ep)
+{
+    for (unsigned i = 0; i < s->n; i++) {
+        if (s->eps[i] == ep) {
+            s->eps[i] = s->eps[--s->n];
+            return;
+        }
+    }
+}
+
+void emo_ep_set_progress(const emo_ep_set_t *s)
+{
+    for (unsigned i = 0; i < s->n; i++)
+        emo_ep_progress(s->eps[i]);
+}
+
 /* ---- fid methods ---------------------------------------------------------- */
 
 static void print_stats(struct emo_ep *ep)
@@ -352,16 +379,16 @@ static int ep_close(struct fid *fid)
     emo_data_fini(ep);
     em_link_close(ep->link);
     if (ep->tx_cq)
-        emo_cq_unbind_ep(ep->tx_cq, ep);
+        emo_ep_set_remove(&ep->tx_cq->eps, ep);
     if (ep->rx_cq)
-        emo_cq_unbind_ep(ep->rx_cq, ep);
+        emo_ep_set_remove(&ep->rx_cq->eps, ep);
     if (ep->tx_cntr)
-        emo_cntr_unbind_ep(ep->tx_cntr, ep);
+        emo_ep_set_remove(&ep->tx_cntr->eps, ep);
     if (ep->rx_cntr)
-        emo_cntr_unbind_ep(ep->rx_cntr, ep);
+        emo_ep_set_remove(&ep->rx_cntr->eps, ep);
     for (unsigned i = 0; i < 4; i++)
         if (ep->other_cntr[i])
-            emo_cntr_unbind_ep(ep->other_cntr[i], ep);
+            emo_ep_set_remove(&ep->other_cntr[i]->eps, ep);
     if (ep->av && ep->av->ep == ep)
         ep->av->ep = NULL;
     fi_freeinfo(ep->info);
@@ -391,7 +418,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
         struct emo_cq *cq = container_of_emo(bfid, struct emo_cq, cq.fid);
         if (!(flags & (FI_TRANSMIT | FI_RECV)))
             return -FI_EBADFLAGS;
-        int rc = emo_cq_bind_ep(cq, ep);
+        int rc = emo_ep_set_add(&cq->eps, ep);
         if (rc)
             return rc;
         if (flags & FI_TRANSMIT) {
@@ -412,7 +439,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
         static const uint64_t other[4] = { FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE };
         if (!(flags & (FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
             return -FI_EBADFLAGS;
-        int rc = emo_cntr_bind_ep(c, ep);
+        int rc = emo_ep_set_add(&c->eps, ep);
         if (rc)
             return rc;
         if (flags & FI_SEND)
@@ -515,11 +542,7 @@ static int cm_join(struct fid_ep *e, const void *a, uint64_t f, struct fid_mc **
     return -FI_ENOSYS;
 }
 
-static struct fi_ops ep_fi_ops = { .size = sizeof(struct fi_ops),
-                                   .close = ep_close,
-                                   .bind = ep_bind,
-                                   .control = ep_control,
-                                   .ops_open = emo_no_ops_open };
+static struct fi_ops ep_fi_ops = EMO_FI_OPS(ep_close, ep_bind, ep_control);
 static struct fi_ops_ep ep_ops = { .size = sizeof(struct fi_ops_ep),
                                    .cancel = ep_cancel,
                                    .getopt = ep_getopt,
