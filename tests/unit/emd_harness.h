@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
+
 static int failures;
 #define CHECK(x, ...)                                                                              \
     do {                                                                                           \
@@ -33,12 +35,7 @@ static int failures;
 
 static char dir[64], sock[100], logpath[128];
 
-static uint64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
+static uint64_t now_ms(void) { return em_clock_ns() / 1000000u; }
 
 /** Does one line of the daemon's log hold @p a (and @p b, unless NULL)? */
 static int log_has(const char *a, const char *b)
