@@ -191,12 +191,6 @@ static void bulkq_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
         rte_pktmbuf_free(pkts[i]->priv);
 }
 
-static int bulkq_flush(em_link_t *l)
-{
-    (void)l;
-    return 0;
-}
-
 static int bulkq_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     struct bulkq_link *d = (struct bulkq_link *)l;
@@ -249,7 +243,7 @@ static const em_link_ops_t bulkq_ops = {
     .tx_free = bulkq_tx_free,
     .rx_burst = bulkq_rx_burst,
     .rx_release = bulkq_rx_release,
-    .flush = bulkq_flush,
+    .flush = em_link_flush_none,
     .set_peer = bulkq_set_peer,
     .close = bulkq_close,
     .rx_peer = bulkq_rx_peer,

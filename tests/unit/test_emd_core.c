@@ -81,11 +81,6 @@ static void c_release(em_link_t *l, em_pkt_t **p, unsigned n)
     for (unsigned i = 0; i < n; i++)
         c_free(l, p[i]);
 }
-static int c_flush(em_link_t *l)
-{
-    (void)l;
-    return 0;
-}
 static int c_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     (void)l;
@@ -100,7 +95,7 @@ static const em_link_ops_t OPS = { .name = "cap",
                                    .tx_free = c_free,
                                    .rx_burst = c_rx,
                                    .rx_release = c_release,
-                                   .flush = c_flush,
+                                   .flush = em_link_flush_none,
                                    .set_peer = c_peer,
                                    .close = c_close };
 

@@ -389,11 +389,6 @@ static void f_release(em_link_t *l, em_pkt_t **p, unsigned n)
     (void)p;
     fake.released += n;
 }
-static int f_flush(em_link_t *l)
-{
-    (void)l;
-    return 0;
-}
 static int f_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     (void)l;
@@ -413,7 +408,7 @@ static const em_link_ops_t fake_ops = {
     .tx_free = f_free,
     .rx_burst = f_rx,
     .rx_release = f_release,
-    .flush = f_flush,
+    .flush = em_link_flush_none,
     .set_peer = f_peer,
     .close = f_close,
 };
