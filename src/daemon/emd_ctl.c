@@ -46,24 +46,26 @@ int emd_ctl_setup(emd_ctl_t *t)
     return 0;
 }
 
-long emd_ctl_group(const char *name)
+/* @p name as a decimal id (>= 0), or -1 when it is not one (a name) */
+static long numeric_id(const char *name)
 {
     char *e;
     long v = strtol(name, &e, 10);
-    if (*name && !*e && v >= 0)
-        return v;
-    struct group *g = getgrnam(name);
-    return g ? (long)g->gr_gid : -1;
+    return *name && !*e && v >= 0 ? v : -1;
+}
+
+long emd_ctl_group(const char *name)
+{
+    long v = numeric_id(name); /* a number is taken as it is; else the name is looked up */
+    const struct group *g = v < 0 ? getgrnam(name) : NULL;
+    return g ? (long)g->gr_gid : v;
 }
 
 long emd_ctl_user(const char *name)
 {
-    char *e;
-    long v = strtol(name, &e, 10);
-    if (*name && !*e && v >= 0)
-        return v;
-    struct passwd *p = getpwnam(name);
-    return p ? (long)p->pw_uid : -1;
+    long v = numeric_id(name);
+    const struct passwd *p = v < 0 ? getpwnam(name) : NULL;
+    return p ? (long)p->pw_uid : v;
 }
 
 /* ------------------------------------------------------------ socket -- */
