@@ -224,22 +224,11 @@ static em_link_t *open_link(char *err, size_t errlen)
 
 /* ---- engine --------------------------------------------------------------- */
 
-static int cc_mode(const char *s)
-{
-    if (!s || 0 == strcmp(s, "loss"))
-        return EM_CC_LOSS;
-    if (0 == strcmp(s, "delay"))
-        return EM_CC_DELAY;
-    if (0 == strcmp(s, "off"))
-        return EM_CC_OFF;
-    return -1;
-}
-
 static int make_engine(struct emo_ep *ep, char *err, size_t errlen)
 {
     em_proto_cfg_t cfg;
     em_proto_cfg_default(&cfg);
-    if (cc_mode(emo_params.cc) < 0 || emo_params.window < 1 ||
+    if (em_cc_mode_parse(emo_params.cc) < 0 || emo_params.window < 1 ||
         emo_params.window > (int)EM_WINDOW_MAX) {
         snprintf(err, errlen,
                  "FI_ETHERMPI_CC must be loss, delay or off and "
@@ -259,7 +248,7 @@ static int make_engine(struct emo_ep *ep, char *err, size_t errlen)
     cfg.rto_max_ns = (uint64_t)emo_params.rto_max_us * 1000u;
     cfg.max_retries = (uint32_t)emo_params.retries;
     cfg.ack_delay_ns = (uint64_t)emo_params.ack_delay_us * 1000u;
-    cfg.cc = (em_cc_mode_t)cc_mode(emo_params.cc);
+    cfg.cc = (em_cc_mode_t)em_cc_mode_parse(emo_params.cc);
     /* no message longer than a sender of ours makes: the eager limit plus
      * our header (rendezvous data travels as puts, not messages) */
     cfg.max_msg = (uint32_t)ep->eager_max + EMO_HDR_LEN + EMO_ADDR_LEN; /* + first contact */
