@@ -298,6 +298,32 @@ static void test_eager_acks_only_registered_and_checked(void **st)
     teardown();
 }
 
+/* Injected receive loss (emd --rx-loss): drawn from util/loss.h's seeded
+ * stream, once per port frame that is not a hello, so the same seed drops
+ * the same frames; a fraction of 0 never draws. */
+static void test_rx_loss_is_the_seeded_stream(void **st)
+{
+    (void)st;
+    setup(8);
+    em_loss_init(&C.loss, 0.25, 42);
+    em_loss_t ref;
+    em_loss_init(&ref, 0.25, 42);
+    unsigned want = 0;
+    for (uint32_t i = 0; i < 400; i++) {
+        want += em_loss_drop(&ref);
+        port_data(0x1234, i, "z"); /* endpoint 10: client 0 */
+    }
+    assert_true(want > 60 && want < 140); /* about a quarter */
+    assert_int_equal(C.loss_drops, want);
+    assert_int_equal(atomic_load(&R[0]->st.rx_delivered), 400 - want);
+    uint64_t rng = C.loss.rng;
+    C.loss.p = 0;
+    port_data(0x1234, 400, "z");
+    assert_int_equal(C.loss_drops, want);
+    assert_true(C.loss.rng == rng);
+    teardown();
+}
+
 static void test_node_table_ages_and_refuses_broadcast(void **st)
 {
     (void)st;
@@ -364,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_geometry_is_the_daemons),
         cmocka_unit_test(test_impossible_indices_doom),
         cmocka_unit_test(test_eager_acks_only_registered_and_checked),
+        cmocka_unit_test(test_rx_loss_is_the_seeded_stream),
         cmocka_unit_test(test_node_table_ages_and_refuses_broadcast),
         cmocka_unit_test(test_forged_hello_does_not_decide),
     };
