@@ -17,36 +17,11 @@
  * Threading: FI_THREAD_DOMAIN, as everything else.
  */
 #include "ofi_prov.h"
+#include "util/clock.h"
 
 #include <stdlib.h>
-#include <time.h>
 
-static void cntr_progress(struct emo_cntr *c)
-{
-    for (unsigned i = 0; i < c->neps; i++)
-        emo_ep_progress(c->eps[i]);
-}
-
-int emo_cntr_bind_ep(struct emo_cntr *c, struct emo_ep *ep)
-{
-    for (unsigned i = 0; i < c->neps; i++)
-        if (c->eps[i] == ep)
-            return 0;
-    if (c->neps == EMO_CQ_MAX_EPS)
-        return -FI_ENOSPC;
-    c->eps[c->neps++] = ep;
-    return 0;
-}
-
-void emo_cntr_unbind_ep(struct emo_cntr *c, struct emo_ep *ep)
-{
-    for (unsigned i = 0; i < c->neps; i++) {
-        if (c->eps[i] == ep) {
-            c->eps[i] = c->eps[--c->neps];
-            return;
-        }
-    }
-}
+static void cntr_progress(struct emo_cntr *c) { emo_ep_set_progress(&c->eps); }
 
 void emo_cntr_inc(struct emo_cntr *c, int status)
 {
@@ -96,12 +71,7 @@ static int cntr_seterr(struct fid_cntr *fc, uint64_t v)
     return 0;
 }
 
-static uint64_t ms_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
+static uint64_t ms_now(void) { return em_clock_ns() / 1000000u; }
 
 /* poll until the count reaches @p threshold; a new error ends the wait
  * (-FI_EAVAIL), as does @p timeout ms (-FI_ETIMEDOUT; -1 = none) */
@@ -123,17 +93,13 @@ static int cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
 static int cntr_close(struct fid *fid)
 {
     struct emo_cntr *c = container_of_emo(fid, struct emo_cntr, cntr.fid);
-    if (c->neps)
+    if (c->eps.n)
         return -FI_EBUSY; /* close the endpoints first */
     free(c);
     return 0;
 }
 
-static struct fi_ops cntr_fi_ops = { .size = sizeof(struct fi_ops),
-                                     .close = cntr_close,
-                                     .bind = emo_no_bind,
-                                     .control = emo_no_control,
-                                     .ops_open = emo_no_ops_open };
+static struct fi_ops cntr_fi_ops = EMO_FI_OPS(cntr_close, emo_no_bind, emo_no_control);
 static struct fi_ops_cntr cntr_ops = { .size = sizeof(struct fi_ops_cntr),
                                        .read = cntr_read,
                                        .readerr = cntr_readerr,

@@ -15,27 +15,6 @@
 int emo_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
                 void *context);
 
-int emo_cq_bind_ep(struct emo_cq *cq, struct emo_ep *ep)
-{
-    for (unsigned i = 0; i < cq->neps; i++)
-        if (cq->eps[i] == ep)
-            return 0;
-    if (cq->neps == EMO_CQ_MAX_EPS)
-        return -FI_ENOSPC;
-    cq->eps[cq->neps++] = ep;
-    return 0;
-}
-
-void emo_cq_unbind_ep(struct emo_cq *cq, struct emo_ep *ep)
-{
-    for (unsigned i = 0; i < cq->neps; i++) {
-        if (cq->eps[i] == ep) {
-            cq->eps[i] = cq->eps[--cq->neps];
-            return;
-        }
-    }
-}
-
 int emo_cq_write(struct emo_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf, uint64_t data,
                  uint64_t tag, fi_addr_t src)
 {
@@ -90,11 +69,7 @@ int emo_cq_write_err(struct emo_cq *cq, void *ctx, uint64_t flags, int err, size
     return 0;
 }
 
-static void cq_progress(struct emo_cq *cq)
-{
-    for (unsigned i = 0; i < cq->neps; i++)
-        emo_ep_progress(cq->eps[i]);
-}
+static void cq_progress(struct emo_cq *cq) { emo_ep_set_progress(&cq->eps); }
 
 /* copy entry @p e in the CQ's format to @p out */
 static size_t put_entry(const struct emo_cq *cq, const struct emo_cqe *e, void *out)
@@ -229,7 +204,7 @@ static const char *cq_strerror(struct fid_cq *cq, int prov_errno, const void *er
 static int cq_close(struct fid *fid)
 {
     struct emo_cq *cq = container_of_emo(fid, struct emo_cq, cq.fid);
-    if (cq->neps)
+    if (cq->eps.n)
         return -FI_EBUSY;
     while (cq->err_head) {
         struct emo_cq_err *x = cq->err_head;
@@ -247,11 +222,7 @@ static int cq_control(struct fid *fid, int command, void *arg)
     return -FI_ENOSYS; /* no wait object: FI_GETWAIT has nothing to give */
 }
 
-static struct fi_ops cq_fi_ops = { .size = sizeof(struct fi_ops),
-                                   .close = cq_close,
-                                   .bind = emo_no_bind,
-                                   .control = cq_control,
-                                   .ops_open = emo_no_ops_open };
+static struct fi_ops cq_fi_ops = EMO_FI_OPS(cq_close, emo_no_bind, cq_control);
 static struct fi_ops_cq cq_ops = { .size = sizeof(struct fi_ops_cq),
                                    .read = cq_read,
                                    .readfrom = cq_readfrom,

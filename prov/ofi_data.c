@@ -293,16 +293,6 @@ void emo_data_fini(struct emo_ep *ep)
 
 #define EP(fep) container_of_emo(fep, struct emo_ep, ep)
 
-/* one iov entry at most (iov_limit 1) */
-static int one_iov(const struct iovec *iov, size_t count, void **buf, size_t *len)
-{
-    if (count > EMO_IOV_LIMIT)
-        return -FI_EINVAL;
-    *buf = count ? iov[0].iov_base : NULL;
-    *len = count ? iov[0].iov_len : 0;
-    return 0;
-}
-
 static ssize_t send_(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest, void *ctx,
                      uint64_t tag, uint64_t data, uint64_t flags, bool tagged)
 {
@@ -331,6 +321,25 @@ static ssize_t recv_(struct fid_ep *fep, void *buf, size_t len, fi_addr_t src, v
     return do_recv(EP(fep), &r);
 }
 
+/* the iov forms: one entry at most (iov_limit 1), then as send_ / recv_ */
+static ssize_t sendv_(struct fid_ep *fep, const struct iovec *iov, size_t count, fi_addr_t dest,
+                      void *ctx, uint64_t tag, uint64_t data, uint64_t flags, bool tagged)
+{
+    if (count > EMO_IOV_LIMIT)
+        return -FI_EINVAL;
+    return send_(fep, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, dest, ctx, tag,
+                 data, flags, tagged);
+}
+
+static ssize_t recvv_(struct fid_ep *fep, const struct iovec *iov, size_t count, fi_addr_t src,
+                      void *ctx, uint64_t tag, uint64_t ignore, uint64_t flags, bool tagged)
+{
+    if (count > EMO_IOV_LIMIT)
+        return -FI_EINVAL;
+    return recv_(fep, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, src, ctx, tag,
+                 ignore, flags, tagged);
+}
+
 static ssize_t m_recv(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src,
                       void *ctx)
 {
@@ -340,18 +349,12 @@ static ssize_t m_recv(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_a
 static ssize_t m_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
                        fi_addr_t src, void *ctx)
 {
-    void *b;
-    size_t l;
-    int rc = one_iov(iov, count, &b, &l);
-    return rc ? rc : recv_(ep, b, l, src, ctx, 0, 0, EP(ep)->rx_op_flags, false);
+    return recvv_(ep, iov, count, src, ctx, 0, 0, EP(ep)->rx_op_flags, false);
 }
 
 static ssize_t m_recvmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t flags)
 {
-    void *b;
-    size_t l;
-    int rc = one_iov(msg->msg_iov, msg->iov_count, &b, &l);
-    return rc ? rc : recv_(ep, b, l, msg->addr, msg->context, 0, 0, flags, false);
+    return recvv_(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->context, 0, 0, flags, false);
 }
 
 static ssize_t m_send(struct fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest,
@@ -363,18 +366,13 @@ static ssize_t m_send(struct fid_ep *ep, const void *buf, size_t len, void *desc
 static ssize_t m_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
                        fi_addr_t dest, void *ctx)
 {
-    void *b;
-    size_t l;
-    int rc = one_iov(iov, count, &b, &l);
-    return rc ? rc : send_(ep, b, l, dest, ctx, 0, 0, EP(ep)->tx_op_flags, false);
+    return sendv_(ep, iov, count, dest, ctx, 0, 0, EP(ep)->tx_op_flags, false);
 }
 
 static ssize_t m_sendmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t flags)
 {
-    void *b;
-    size_t l;
-    int rc = one_iov(msg->msg_iov, msg->iov_count, &b, &l);
-    return rc ? rc : send_(ep, b, l, msg->addr, msg->context, 0, msg->data, flags, false);
+    return sendv_(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->context, 0, msg->data, flags,
+                  false);
 }
 
 static ssize_t m_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest)
@@ -414,18 +412,13 @@ static ssize_t t_recv(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_a
 static ssize_t t_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
                        fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx)
 {
-    void *b;
-    size_t l;
-    int rc = one_iov(iov, count, &b, &l);
-    return rc ? rc : recv_(ep, b, l, src, ctx, tag, ignore, EP(ep)->rx_op_flags, true);
+    return recvv_(ep, iov, count, src, ctx, tag, ignore, EP(ep)->rx_op_flags, true);
 }
 
 static ssize_t t_recvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg, uint64_t flags)
 {
-    void *b;
-    size_t l;
-    int rc = one_iov(msg->msg_iov, msg->iov_count, &b, &l);
-    return rc ? rc : recv_(ep, b, l, msg->addr, msg->context, msg->tag, msg->ignore, flags, true);
+    return recvv_(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->context, msg->tag, msg->ignore,
+                  flags, true);
 }
 
 static ssize_t t_send(struct fid_ep *ep, const void *buf, size_t len, void *desc, fi_addr_t dest,
@@ -437,18 +430,13 @@ static ssize_t t_send(struct fid_ep *ep, const void *buf, size_t len, void *desc
 static ssize_t t_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc, size_t count,
                        fi_addr_t dest, uint64_t tag, void *ctx)
 {
-    void *b;
-    size_t l;
-    int rc = one_iov(iov, count, &b, &l);
-    return rc ? rc : send_(ep, b, l, dest, ctx, tag, 0, EP(ep)->tx_op_flags, true);
+    return sendv_(ep, iov, count, dest, ctx, tag, 0, EP(ep)->tx_op_flags, true);
 }
 
 static ssize_t t_sendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg, uint64_t flags)
 {
-    void *b;
-    size_t l;
-    int rc = one_iov(msg->msg_iov, msg->iov_count, &b, &l);
-    return rc ? rc : send_(ep, b, l, msg->addr, msg->context, msg->tag, msg->data, flags, true);
+    return sendv_(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->context, msg->tag, msg->data,
+                  flags, true);
 }
 
 static ssize_t t_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest,

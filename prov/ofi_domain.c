@@ -34,11 +34,7 @@ static int mr_close(struct fid *fid)
 
 static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags) { return 0; }
 
-static struct fi_ops mr_fi_ops = { .size = sizeof(struct fi_ops),
-                                   .close = mr_close,
-                                   .bind = mr_bind,
-                                   .control = emo_no_control,
-                                   .ops_open = emo_no_ops_open };
+static struct fi_ops mr_fi_ops = EMO_FI_OPS(mr_close, mr_bind, emo_no_control);
 
 static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
                   uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context)
@@ -229,11 +225,7 @@ static int av_set(struct fid_av *av, struct fi_av_set_attr *attr, struct fid_av_
     return -FI_ENOSYS;
 }
 
-static struct fi_ops av_fi_ops = { .size = sizeof(struct fi_ops),
-                                   .close = av_close,
-                                   .bind = emo_no_bind,
-                                   .control = emo_no_control,
-                                   .ops_open = emo_no_ops_open };
+static struct fi_ops av_fi_ops = EMO_FI_OPS(av_close, emo_no_bind, emo_no_control);
 static struct fi_ops_av av_ops = { .size = sizeof(struct fi_ops_av),
                                    .insert = av_insert,
                                    .insertsvc = av_insertsvc,
@@ -319,11 +311,7 @@ static int endpoint2(struct fid_domain *d, struct fi_info *info, struct fid_ep *
     return flags ? -FI_EBADFLAGS : emo_ep_open(d, info, ep, context);
 }
 
-static struct fi_ops domain_fi_ops = { .size = sizeof(struct fi_ops),
-                                       .close = domain_close,
-                                       .bind = emo_no_bind,
-                                       .control = emo_no_control,
-                                       .ops_open = emo_no_ops_open };
+static struct fi_ops domain_fi_ops = EMO_FI_OPS(domain_close, emo_no_bind, emo_no_control);
 static struct fi_ops_domain domain_ops = { .size = sizeof(struct fi_ops_domain),
                                            .av_open = av_open,
                                            .cq_open = emo_cq_open,

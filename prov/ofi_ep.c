@@ -224,22 +224,11 @@ static em_link_t *open_link(char *err, size_t errlen)
 
 /* ---- engine --------------------------------------------------------------- */
 
-static int cc_mode(const char *s)
-{
-    if (!s || 0 == strcmp(s, "loss"))
-        return EM_CC_LOSS;
-    if (0 == strcmp(s, "delay"))
-        return EM_CC_DELAY;
-    if (0 == strcmp(s, "off"))
-        return EM_CC_OFF;
-    return -1;
-}
-
 static int make_engine(struct emo_ep *ep, char *err, size_t errlen)
 {
     em_proto_cfg_t cfg;
     em_proto_cfg_default(&cfg);
-    if (cc_mode(emo_params.cc) < 0 || emo_params.window < 1 ||
+    if (em_cc_mode_parse(emo_params.cc) < 0 || emo_params.window < 1 ||
         emo_params.window > (int)EM_WINDOW_MAX) {
         snprintf(err, errlen,
                  "FI_ETHERMPI_CC must be loss, delay or off and "
@@ -259,7 +248,7 @@ static int make_engine(struct emo_ep *ep, char *err, size_t errlen)
     cfg.rto_max_ns = (uint64_t)emo_params.rto_max_us * 1000u;
     cfg.max_retries = (uint32_t)emo_params.retries;
     cfg.ack_delay_ns = (uint64_t)emo_params.ack_delay_us * 1000u;
-    cfg.cc = (em_cc_mode_t)cc_mode(emo_params.cc);
+    cfg.cc = (em_cc_mode_t)em_cc_mode_parse(emo_params.cc);
     /* no message longer than a sender of ours makes: the eager limit plus
      * our header (rendezvous data travels as puts, not messages) */
     cfg.max_msg = (uint32_t)ep->eager_max + EMO_HDR_LEN + EMO_ADDR_LEN; /* + first contact */
@@ -312,6 +301,33 @@ void emo_ep_progress(struct emo_ep *ep)
     ep->in_progress = 0;
 }
 
+int emo_ep_set_add(emo_ep_set_t *s, struct emo_ep *ep)
+{
+    for (unsigned i = 0; i < s->n; i++)
+        if (s->eps[i] == ep)
+            return 0;
+    if (s->n == EMO_CQ_MAX_EPS)
+        return -FI_ENOSPC;
+    s->eps[s->n++] = ep;
+    return 0;
+}
+
+void emo_ep_set_remove(emo_ep_set_t *s, struct emo_ep *ep)
+{
+    for (unsigned i = 0; i < s->n; i++) {
+        if (s->eps[i] == ep) {
+            s->eps[i] = s->eps[--s->n];
+            return;
+        }
+    }
+}
+
+void emo_ep_set_progress(const emo_ep_set_t *s)
+{
+    for (unsigned i = 0; i < s->n; i++)
+        emo_ep_progress(s->eps[i]);
+}
+
 /* ---- fid methods ---------------------------------------------------------- */
 
 static void print_stats(struct emo_ep *ep)
@@ -352,16 +368,16 @@ static int ep_close(struct fid *fid)
     emo_data_fini(ep);
     em_link_close(ep->link);
     if (ep->tx_cq)
-        emo_cq_unbind_ep(ep->tx_cq, ep);
+        emo_ep_set_remove(&ep->tx_cq->eps, ep);
     if (ep->rx_cq)
-        emo_cq_unbind_ep(ep->rx_cq, ep);
+        emo_ep_set_remove(&ep->rx_cq->eps, ep);
     if (ep->tx_cntr)
-        emo_cntr_unbind_ep(ep->tx_cntr, ep);
+        emo_ep_set_remove(&ep->tx_cntr->eps, ep);
     if (ep->rx_cntr)
-        emo_cntr_unbind_ep(ep->rx_cntr, ep);
+        emo_ep_set_remove(&ep->rx_cntr->eps, ep);
     for (unsigned i = 0; i < 4; i++)
         if (ep->other_cntr[i])
-            emo_cntr_unbind_ep(ep->other_cntr[i], ep);
+            emo_ep_set_remove(&ep->other_cntr[i]->eps, ep);
     if (ep->av && ep->av->ep == ep)
         ep->av->ep = NULL;
     fi_freeinfo(ep->info);
@@ -391,7 +407,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
         struct emo_cq *cq = container_of_emo(bfid, struct emo_cq, cq.fid);
         if (!(flags & (FI_TRANSMIT | FI_RECV)))
             return -FI_EBADFLAGS;
-        int rc = emo_cq_bind_ep(cq, ep);
+        int rc = emo_ep_set_add(&cq->eps, ep);
         if (rc)
             return rc;
         if (flags & FI_TRANSMIT) {
@@ -412,7 +428,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
         static const uint64_t other[4] = { FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE };
         if (!(flags & (FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
             return -FI_EBADFLAGS;
-        int rc = emo_cntr_bind_ep(c, ep);
+        int rc = emo_ep_set_add(&c->eps, ep);
         if (rc)
             return rc;
         if (flags & FI_SEND)
@@ -515,11 +531,7 @@ static int cm_join(struct fid_ep *e, const void *a, uint64_t f, struct fid_mc **
     return -FI_ENOSYS;
 }
 
-static struct fi_ops ep_fi_ops = { .size = sizeof(struct fi_ops),
-                                   .close = ep_close,
-                                   .bind = ep_bind,
-                                   .control = ep_control,
-                                   .ops_open = emo_no_ops_open };
+static struct fi_ops ep_fi_ops = EMO_FI_OPS(ep_close, ep_bind, ep_control);
 static struct fi_ops_ep ep_ops = { .size = sizeof(struct fi_ops_ep),
                                    .cancel = ep_cancel,
                                    .getopt = ep_getopt,

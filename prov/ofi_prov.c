@@ -301,11 +301,7 @@ static ssize_t eq_write(struct fid_eq *eq, uint32_t event, const void *buf, size
     return -FI_ENOSYS;
 }
 
-static struct fi_ops eq_fi_ops = { .size = sizeof(struct fi_ops),
-                                   .close = eq_close,
-                                   .bind = emo_no_bind,
-                                   .control = emo_no_control,
-                                   .ops_open = emo_no_ops_open };
+static struct fi_ops eq_fi_ops = EMO_FI_OPS(eq_close, emo_no_bind, emo_no_control);
 static struct fi_ops_eq eq_ops = { .size = sizeof(struct fi_ops_eq),
                                    .read = eq_read,
                                    .readerr = eq_readerr,
@@ -352,11 +348,7 @@ static int no_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
     return 0; /* nothing to wait on: manual progress, callers poll */
 }
 
-static struct fi_ops fabric_fi_ops = { .size = sizeof(struct fi_ops),
-                                       .close = fabric_close,
-                                       .bind = emo_no_bind,
-                                       .control = emo_no_control,
-                                       .ops_open = emo_no_ops_open };
+static struct fi_ops fabric_fi_ops = EMO_FI_OPS(fabric_close, emo_no_bind, emo_no_control);
 static struct fi_ops_fabric fabric_ops = { .size = sizeof(struct fi_ops_fabric),
                                            .domain = emo_domain_open,
                                            .passive_ep = no_passive_ep,

@@ -117,6 +117,13 @@ struct emo_cq_err {
 };
 
 #define EMO_CQ_MAX_EPS 8
+/** The endpoints bound to a CQ or a counter: reading either drives their
+ *  progress (manual progress), and neither closes while one is bound. */
+typedef struct emo_ep_set {
+    struct emo_ep *eps[EMO_CQ_MAX_EPS];
+    unsigned n;
+} emo_ep_set_t;
+
 struct emo_cq {
     struct fid_cq cq;
     struct emo_domain *dom;
@@ -125,16 +132,14 @@ struct emo_cq {
     size_t cap, head, count; /**< grows: completions are never dropped */
     struct emo_cq_err *err_head, *err_tail;
     struct emo_cq_err *err_last; /**< the entry handed out last (its err_data stays valid) */
-    struct emo_ep *eps[EMO_CQ_MAX_EPS];
-    unsigned neps;
+    emo_ep_set_t eps;
 };
 
 /** A completion counter (ofi_cntr.c). */
 struct emo_cntr {
     struct fid_cntr cntr;
     uint64_t val, err;
-    struct emo_ep *eps[EMO_CQ_MAX_EPS]; /**< driven by fi_cntr_read / fi_cntr_wait */
-    unsigned neps;
+    emo_ep_set_t eps; /**< driven by fi_cntr_read / fi_cntr_wait */
 };
 
 /** Kinds of operation (emo_op_t::kind). */
@@ -239,6 +244,14 @@ struct emo_ep {
 int emo_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int emo_no_control(struct fid *fid, int command, void *arg);
 int emo_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
+/** The struct fi_ops of one of our objects: its close, and its bind and
+ *  control or emo_no_bind / emo_no_control where it has none (no object
+ *  offers ops_open). */
+#define EMO_FI_OPS(close_, bind_, control_)                                                        \
+    {                                                                                              \
+        .size = sizeof(struct fi_ops), .close = (close_), .bind = (bind_), .control = (control_),  \
+        .ops_open = emo_no_ops_open                                                                \
+    }
 int emo_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
                 const struct fi_info *hints, struct fi_info **info);
 int emo_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
@@ -253,8 +266,6 @@ int emo_cq_write(struct emo_cq *cq, void *ctx, uint64_t flags, size_t len, void 
 int emo_cq_write_err(struct emo_cq *cq, void *ctx, uint64_t flags, int err, size_t len, size_t olen,
                      uint64_t tag, fi_addr_t src, const char *fmt, ...)
     __attribute__((format(printf, 9, 10)));
-int emo_cq_bind_ep(struct emo_cq *cq, struct emo_ep *ep);
-void emo_cq_unbind_ep(struct emo_cq *cq, struct emo_ep *ep);
 /** fi_addr of endpoint id @p id in @p av, or FI_ADDR_NOTAVAIL. */
 fi_addr_t emo_av_lookup_id(const struct emo_av *av, uint16_t id);
 /** The AV entry of @p fa, or NULL. */
@@ -266,14 +277,18 @@ int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 int emo_ep_set_peer(struct emo_ep *ep, uint16_t id);
 /** Drive the engine once (re-entry safe). */
 void emo_ep_progress(struct emo_ep *ep);
+/** Add @p ep to @p s (no-op when in it).  @return 0, or -FI_ENOSPC (EMO_CQ_MAX_EPS bound). */
+int emo_ep_set_add(emo_ep_set_t *s, struct emo_ep *ep);
+/** Remove @p ep from @p s (no-op when not in it; the order is not kept). */
+void emo_ep_set_remove(emo_ep_set_t *s, struct emo_ep *ep);
+/** emo_ep_progress() each endpoint of @p s once. */
+void emo_ep_set_progress(const emo_ep_set_t *s);
 /** Map an engine error (-EM_*) to a negative fi_errno. */
 int emo_errno(int em_err);
 
 /* ofi_cntr.c */
 int emo_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,
                   void *context);
-int emo_cntr_bind_ep(struct emo_cntr *c, struct emo_ep *ep);
-void emo_cntr_unbind_ep(struct emo_cntr *c, struct emo_ep *ep);
 /** One completion: @p status 0 counts in the value, else in the error count (NULL: none). */
 void emo_cntr_inc(struct emo_cntr *c, int status);
 

@@ -6,6 +6,7 @@
  * through memcpy, so unaligned buffers are safe.
  */
 #include "ofi_wire.h"
+#include "util/pair_mix.h"
 
 #include <endian.h>
 #include <string.h>
@@ -145,17 +146,6 @@ int emo_addr_decode(const void *buf, size_t len, emo_addr_t *a)
 
 uint64_t emo_pair_key(uint64_t a, uint16_t ia, uint64_t b, uint16_t ib)
 {
-    /* a non-linear mix (splitmix64 rounds), so that pair keys seen on the
-     * wire tell nothing about other pairs; same value from both sides */
-    uint64_t lo = ia < ib ? a : b, hi = ia < ib ? b : a;
-    uint64_t x = lo ^ 0xA0761D6478BD642Full;
-    for (int r = 0; r < 2; r++) {
-        x ^= hi + 0xE7037ED1A0B428DBull + (x << 7) + (x >> 3);
-        x ^= x >> 30;
-        x *= 0xBF58476D1CE4E5B9ull;
-        x ^= x >> 27;
-        x *= 0x94D049BB133111EBull;
-        x ^= x >> 31;
-    }
-    return x;
+    /* same value from both sides; the mixer: src/util/pair_mix.h */
+    return em_pair_mix(a, ia, b, ib, EM_PAIR_MIX_OFI);
 }

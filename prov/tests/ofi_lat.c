@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rdma/fabric.h>
@@ -29,22 +28,12 @@
         fputc('\n', stderr);                                                                       \
         exit(1);                                                                                   \
     } while (0)
-#define FI(c)                                                                                      \
-    do {                                                                                           \
-        ssize_t r_ = (c);                                                                          \
-        if (r_ < 0)                                                                                \
-            DIE("%s: %s", #c, fi_strerror((int)-r_));                                              \
-    } while (0)
+#define OFI_CHECK_WHO "ofi_lat: "
+#include "ofi_check.h"
+#include "ofi_pair.h"
 
 static struct fid_ep *ep;
 static struct fid_cq *cq;
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 static int done; /* completions read and not yet waited for */
 
@@ -65,10 +54,10 @@ static void progress(void)
 
 static void wait_one(void)
 {
-    double end = now_s() + 30;
+    double end = ofi_now_s() + 30;
     while (!done) {
         progress();
-        if (now_s() > end)
+        if (ofi_now_s() > end)
             DIE("no completion within 30 s");
     }
     done--;
@@ -103,15 +92,7 @@ int main(int argc, char **argv)
     struct fid_fabric *fab;
     struct fid_domain *dom;
     struct fid_av *av;
-    FI(fi_fabric(info->fabric_attr, &fab, NULL));
-    FI(fi_domain(fab, info, &dom, NULL));
-    struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED };
-    FI(fi_cq_open(dom, &ca, &cq, NULL));
-    struct fi_av_attr aa = { .type = FI_AV_TABLE };
-    FI(fi_av_open(dom, &aa, &av, NULL));
-    FI(fi_endpoint(dom, info, &ep, NULL));
-    FI(fi_ep_bind(ep, &av->fid, 0));
-    FI(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+    ofi_open_ep(info, FI_AV_TABLE, 0, &fab, &dom, &cq, &av, &ep); /* CQ: the default size */
     FI(fi_enable(ep));
     char name[256], path[1024], tmp[1100];
     size_t len = sizeof name;
@@ -124,8 +105,8 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/ofi_lat.%d", dir, 1 - rank);
     char rname[256];
     size_t rlen = 0;
-    for (double end = now_s() + 60; !rlen; usleep(10000)) {
-        if (now_s() > end)
+    for (double end = ofi_now_s() + 60; !rlen; usleep(10000)) {
+        if (ofi_now_s() > end)
             DIE("no address from rank %d in %s", 1 - rank, path);
         if ((f = fopen(path, "rb"))) {
             rlen = fread(rname, 1, sizeof rname, f);
@@ -147,7 +128,7 @@ int main(int argc, char **argv)
         double t0 = 0;
         for (int i = 0; i < warm + iters; i++) {
             if (i == warm)
-                t0 = now_s();
+                t0 = ofi_now_s();
             memset(sb, (unsigned char)i, sz);
             if (rank == 0) {
                 POST(fi_tsend(ep, sb, sz, NULL, peer, 1, NULL));
@@ -164,7 +145,7 @@ int main(int argc, char **argv)
                 DIE("size %zu iteration %d: wrong data", sz, i);
         }
         if (rank == 0)
-            printf("%zu %.2f\n", sz, (now_s() - t0) / iters / 2 * 1e6);
+            printf("%zu %.2f\n", sz, (ofi_now_s() - t0) / iters / 2 * 1e6);
         free(sb);
         free(rb);
     }
@@ -173,7 +154,7 @@ int main(int argc, char **argv)
      * end on the emulated cluster) closes last: DPDK 22.11's memif client
      * can crash in rx_burst once the server end is gone */
     snprintf(path, sizeof path, "%s/ofi_lat.done", dir);
-    for (double end = now_s() + (rank ? 0.2 : 5); now_s() < end;) {
+    for (double end = ofi_now_s() + (rank ? 0.2 : 5); ofi_now_s() < end;) {
         struct fi_cq_tagged_entry e;
         (void)fi_cq_read(cq, &e, 1);
         if (!rank && access(path, F_OK) == 0)
@@ -181,11 +162,7 @@ int main(int argc, char **argv)
     }
     if (rank && (f = fopen(path, "w")))
         fclose(f);
-    fi_close(&ep->fid);
-    fi_close(&av->fid);
-    fi_close(&cq->fid);
-    fi_close(&dom->fid);
-    fi_close(&fab->fid);
+    ofi_close_ep(ep, av, cq, dom, fab);
     fi_freeinfo(info);
     fi_freeinfo(hints);
     return 0;

@@ -13,14 +13,12 @@
  * Usage: test_ofi_api [provider dir]  (else FI_PROVIDER_PATH must be set)
  */
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rdma/fabric.h>
@@ -30,10 +28,11 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+static int me; /* 0 parent, 1 child; declared before the checks name it */
 #define OFI_CHECK_WHO (me ? "[1] " : "[0] ")
 #include "ofi_check.h"
+#include "ofi_pair.h"
 
-static int me; /* 0 parent, 1 child */
 static struct fid_fabric *fab;
 static struct fid_domain *dom;
 static struct fid_ep *ep;
@@ -42,13 +41,6 @@ static struct fid_cq *cq;
 static struct fi_info *info;
 static fi_addr_t peer, self_addr;
 static int to_peer, from_peer; /* pipes */
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 /* Completions read while waiting for something else (manual progress: a
  * process must keep reading its CQ, e.g. to acknowledge, while it waits on
@@ -79,18 +71,7 @@ static void progress_once(void)
 }
 
 /* tell the other process we got here and wait until it did, progressing */
-static void sync_peer(void)
-{
-    char c = 'x';
-    CHECK(write(to_peer, &c, 1) == 1, "pipe write");
-    struct pollfd pf = { .fd = from_peer, .events = POLLIN };
-    double end = now_s() + 60;
-    while (poll(&pf, 1, 0) == 0) {
-        progress_once();
-        CHECK(now_s() < end, "the other process did not sync within 60 s");
-    }
-    CHECK(read(from_peer, &c, 1) == 1, "pipe read: the other process died");
-}
+static void sync_peer(void) { ofi_sync_peer(to_peer, from_peer, progress_once); }
 
 /* wait for the completion of @p ctx; @return 0, or the error's fi_errno
  * (with *err filled) when it completed with an error */
@@ -113,8 +94,8 @@ static int wait_ctx(void *ctx, struct fi_cq_tagged_entry *out, struct fi_cq_err_
             *out = st.e;
         return 0;
     }
-    double end = now_s() + timeout;
-    while (now_s() < end) {
+    double end = ofi_now_s() + timeout;
+    while (ofi_now_s() < end) {
         struct fi_cq_tagged_entry e;
         ssize_t n = fi_cq_read(cq, &e, 1);
         if (n == 1) {
@@ -149,15 +130,7 @@ static void open_all(void)
     fi_freeinfo(hints);
     CHECK(!strcmp(info->fabric_attr->prov_name, "ethermpi"), "provider %s",
           info->fabric_attr->prov_name);
-    FI(fi_fabric(info->fabric_attr, &fab, NULL));
-    FI(fi_domain(fab, info, &dom, NULL));
-    struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED, .size = 64 };
-    FI(fi_cq_open(dom, &ca, &cq, NULL));
-    struct fi_av_attr aa = { .type = info->domain_attr->av_type };
-    FI(fi_av_open(dom, &aa, &av, NULL));
-    FI(fi_endpoint(dom, info, &ep, NULL));
-    FI(fi_ep_bind(ep, &av->fid, 0));
-    FI(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+    ofi_open_ep(info, info->domain_attr->av_type, 64, &fab, &dom, &cq, &av, &ep);
     FI(fi_enable(ep));
     char name[256], rname[256];
     size_t len = 0;
@@ -287,12 +260,12 @@ static void parent_checks(pid_t child)
      * fi_rdm_tagged_peek does so): a FI_ENOMSG entry has no err_data and
      * must never write through the caller's err_data (it crashed at exit) */
     FI(fi_trecvmsg(ep, &tm, FI_PEEK));
-    for (double end = now_s() + 5;;) {
+    for (double end = ofi_now_s() + 5;;) {
         struct fi_cq_tagged_entry te;
         ssize_t n = fi_cq_read(cq, &te, 1);
         if (n == -FI_EAVAIL)
             break;
-        CHECK(n == -FI_EAGAIN && now_s() < end, "peek of nothing: no error entry (%zd)", n);
+        CHECK(n == -FI_EAGAIN && ofi_now_s() < end, "peek of nothing: no error entry (%zd)", n);
     }
     memset(&x, 0, sizeof x);
     x.err_data = (void *)(uintptr_t)0x10; /* would fault if written */
@@ -302,7 +275,7 @@ static void parent_checks(pid_t child)
           "peek of nothing, garbage err_data: err %d size %zu", x.err, x.err_data_size);
     tm.tag = 0x55;
     int got = -1;
-    for (double end = now_s() + 20; got != 0 && now_s() < end;) {
+    for (double end = ofi_now_s() + 20; got != 0 && ofi_now_s() < end;) {
         FI(fi_trecvmsg(ep, &tm, FI_PEEK | FI_CLAIM));
         got = wait_ctx(&c, &e, &x, 5);
     }
@@ -322,12 +295,12 @@ static void parent_checks(pid_t child)
     sync_peer();
     kill(child, SIGKILL);
     waitpid(child, NULL, 0);
-    double t0 = now_s();
+    double t0 = ofi_now_s();
     FI(fi_trecv(ep, b, sizeof b, NULL, peer, 0x42, 0, &c2));
     FI(fi_tsend(ep, s, sizeof s, NULL, peer, 0x41, &c));
     CHECK(wait_ctx(&c, NULL, &x, 30) == FI_EIO, "send to a dead peer");
     CHECK(x.err_data && x.err_data_size > 0, "error entry names no cause");
-    printf("killed peer: send failed after %.2f s: %s\n", now_s() - t0,
+    printf("killed peer: send failed after %.2f s: %s\n", ofi_now_s() - t0,
            fi_cq_strerror(cq, x.prov_errno, x.err_data, NULL, 0));
     CHECK(wait_ctx(&c2, NULL, &x, 5) == FI_EIO, "receive posted for the dead peer");
     CHECK(fi_tsend(ep, s, sizeof s, NULL, peer, 0x43, &c) == -FI_EIO, "send after failure");
@@ -343,27 +316,16 @@ int main(int argc, char **argv)
      * for a while, and that must not read as a dead peer) */
     setenv("FI_ETHERMPI_RETRIES", "12", 0);
     setenv("FI_ETHERMPI_RTO_MAX_US", "250000", 0);
-    int p2c[2], c2p[2];
-    if (pipe(p2c) || pipe(c2p))
-        return 1;
-    pid_t pid = fork();
+    pid_t pid = ofi_fork_pair(&me, &to_peer, &from_peer);
     if (pid < 0)
         return 1;
-    me = pid == 0;
-    setenv("FI_ETHERMPI_ID", me ? "1" : "0", 1);
-    to_peer = me ? c2p[1] : p2c[1];
-    from_peer = me ? p2c[0] : c2p[0];
     open_all();
     if (me) {
         child_sends();
         return 0;
     }
     parent_checks(pid);
-    fi_close(&ep->fid);
-    fi_close(&av->fid);
-    fi_close(&cq->fid);
-    fi_close(&dom->fid);
-    fi_close(&fab->fid);
+    ofi_close_ep(ep, av, cq, dom, fab);
     fi_freeinfo(info);
     printf("test_ofi_api: all checks passed\n");
     return 0;

@@ -18,13 +18,11 @@
  *
  * Usage: test_ofi_contact [provider dir] [accept|refuse]
  */
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rdma/fabric.h>
@@ -34,10 +32,11 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+static int me; /* 0 parent, 1 child; declared before the checks name it */
 #define OFI_CHECK_WHO (me ? "[child] " : "[parent] ")
 #include "ofi_check.h"
+#include "ofi_pair.h"
 
-static int me;
 static struct fid_fabric *fab;
 static struct fid_domain *dom;
 static struct fid_ep *ep;
@@ -48,13 +47,6 @@ static int to_peer, from_peer;
 static char rname[256];
 static size_t rlen;
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
-
 static void open_all(void)
 {
     struct fi_info *hints = fi_allocinfo(), *info;
@@ -64,16 +56,8 @@ static void open_all(void)
     hints->domain_attr->av_type = FI_AV_TABLE;
     FI(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info));
     fi_freeinfo(hints);
-    FI(fi_fabric(info->fabric_attr, &fab, NULL));
-    FI(fi_domain(fab, info, &dom, NULL));
-    struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED, .size = 64 };
-    FI(fi_cq_open(dom, &ca, &cq, NULL));
-    struct fi_av_attr aa = { .type = FI_AV_TABLE };
-    FI(fi_av_open(dom, &aa, &av, NULL));
-    FI(fi_endpoint(dom, info, &ep, NULL));
+    ofi_open_ep(info, FI_AV_TABLE, 64, &fab, &dom, &cq, &av, &ep);
     fi_freeinfo(info); /* the provider keeps its own copy (fi_dupinfo) */
-    FI(fi_ep_bind(ep, &av->fid, 0));
-    FI(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
     struct fi_cntr_attr cta = { .events = FI_CNTR_EVENTS_COMP };
     FI(fi_cntr_open(dom, &cta, &cntr, NULL));
     FI(fi_ep_bind(ep, &cntr->fid, FI_SEND | FI_RECV | FI_READ | FI_WRITE));
@@ -89,8 +73,8 @@ static void open_all(void)
 /* poll the CQ for @p ctx until @p timeout; @return 1 with *@p e and *@p src, 0 on timeout */
 static int wait_for(void *ctx, struct fi_cq_tagged_entry *e, fi_addr_t *src, double timeout)
 {
-    double end = now_s() + timeout;
-    while (now_s() < end) {
+    double end = ofi_now_s() + timeout;
+    while (ofi_now_s() < end) {
         fi_addr_t s = 0;
         ssize_t n = fi_cq_readfrom(cq, e, 1, &s);
         if (n == 1) {
@@ -109,20 +93,13 @@ static int wait_for(void *ctx, struct fi_cq_tagged_entry *e, fi_addr_t *src, dou
     return 0;
 }
 
-static void sync_peer(void)
+static void progress_only(void)
 {
-    char c = 'x';
-    CHECK(write(to_peer, &c, 1) == 1, "pipe write");
-    struct pollfd pf = { .fd = from_peer, .events = POLLIN };
-    double end = now_s() + 60;
-    while (poll(&pf, 1, 0) == 0) {
-        struct fi_cq_tagged_entry e;
-        ssize_t n = fi_cq_read(cq, &e, 0); /* progress only */
-        (void)n;
-        CHECK(now_s() < end, "the other process did not sync within 60 s");
-    }
-    CHECK(read(from_peer, &c, 1) == 1, "pipe read: the other process died");
+    struct fi_cq_tagged_entry e;
+    (void)fi_cq_read(cq, &e, 0);
 }
+
+static void sync_peer(void) { ofi_sync_peer(to_peer, from_peer, progress_only); }
 
 static uint8_t big[65536], rbig[65536];
 
@@ -189,18 +166,11 @@ int main(int argc, char **argv)
         setenv("FI_PROVIDER_PATH", argv[1], 1);
     int refuse = argc > 2 && !strcmp(argv[2], "refuse");
     setenv("FI_ETHERMPI_IF_INCLUDE", "127.0.0.1", 0);
-    int p2c[2], c2p[2];
-    if (pipe(p2c) || pipe(c2p))
-        return 1;
-    pid_t pid = fork();
+    pid_t pid = ofi_fork_pair(&me, &to_peer, &from_peer);
     if (pid < 0)
         return 1;
-    me = pid == 0;
-    setenv("FI_ETHERMPI_ID", me ? "1" : "0", 1);
     if (!me && refuse)
         setenv("FI_ETHERMPI_FIRST_CONTACT", "0", 1);
-    to_peer = me ? c2p[1] : p2c[1];
-    from_peer = me ? p2c[0] : c2p[0];
     open_all();
     if (me) {
         child();

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rdma/fabric.h>
@@ -33,6 +32,7 @@
 #include "proto/wire.h"
 
 #include "ofi_check.h"
+#include "ofi_pair.h"
 
 static struct fid_fabric *fab;
 static struct fid_domain *dom;
@@ -43,13 +43,6 @@ static emo_addr_t me; /* the receiver's address (from fi_getname) */
 static int sock;
 static struct sockaddr_in sock_addr;
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
-
 static void open_ep(void)
 {
     struct fi_info *hints = fi_allocinfo(), *info;
@@ -58,16 +51,8 @@ static void open_ep(void)
     hints->fabric_attr->prov_name = strdup("ethermpi");
     FI(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info));
     fi_freeinfo(hints);
-    FI(fi_fabric(info->fabric_attr, &fab, NULL));
-    FI(fi_domain(fab, info, &dom, NULL));
-    struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED, .size = 64 };
-    FI(fi_cq_open(dom, &ca, &cq, NULL));
-    struct fi_av_attr aa = { .type = FI_AV_TABLE };
-    FI(fi_av_open(dom, &aa, &av, NULL));
-    FI(fi_endpoint(dom, info, &ep, NULL));
+    ofi_open_ep(info, FI_AV_TABLE, 64, &fab, &dom, &cq, &av, &ep);
     fi_freeinfo(info); /* the provider keeps its own copy (fi_dupinfo) */
-    FI(fi_ep_bind(ep, &av->fid, 0));
-    FI(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
     FI(fi_enable(ep));
     uint8_t name[EMO_ADDR_LEN];
     size_t len = sizeof name;
@@ -122,11 +107,11 @@ static int delivered(uint16_t id, uint64_t tag, uint64_t key_xor, int port_delta
     struct fi_context c;
     uint8_t b[8];
     FI(fi_trecv(ep, b, sizeof b, NULL, FI_ADDR_UNSPEC, tag, 0, &c));
-    double end = now_s() + timeout, next = 0;
-    while (now_s() < end) {
-        if (now_s() >= next) {
+    double end = ofi_now_s() + timeout, next = 0;
+    while (ofi_now_s() < end) {
+        if (ofi_now_s() >= next) {
             forge(id, tag, key_xor, port_delta);
-            next = now_s() + 0.2;
+            next = ofi_now_s() + 0.2;
         }
         struct fi_cq_tagged_entry e;
         ssize_t n = fi_cq_read(cq, &e, 1);
@@ -137,7 +122,7 @@ static int delivered(uint16_t id, uint64_t tag, uint64_t key_xor, int port_delta
         CHECK(n == -FI_EAGAIN, "fi_cq_read = %zd", n);
     }
     FI(fi_cancel(&ep->fid, &c));
-    for (double e2 = now_s() + 2; now_s() < e2;) { /* take the cancel's entry */
+    for (double e2 = ofi_now_s() + 2; ofi_now_s() < e2;) { /* take the cancel's entry */
         struct fi_cq_tagged_entry e;
         if (fi_cq_read(cq, &e, 1) == -FI_EAVAIL) {
             struct fi_cq_err_entry x = { 0 };
@@ -169,11 +154,7 @@ int main(int argc, char **argv)
     CHECK(delivered(1, 0x1, 0, 0, 5.0), "a well-formed first contact was not delivered (the "
                                         "refusals above prove nothing)");
     CHECK(!delivered(4, 0x4, 0, 0, 1.0), "a peer beyond FI_ETHERMPI_FIRST_CONTACT=1 was made");
-    fi_close(&ep->fid); /* the endpoint first: it holds the AV and the CQ */
-    fi_close(&av->fid);
-    fi_close(&cq->fid);
-    fi_close(&dom->fid);
-    fi_close(&fab->fid);
+    ofi_close_ep(ep, av, cq, dom, fab);
     printf("test_ofi_contact_forge: wrong key, wrong source, over budget refused; "
            "a well-formed one delivered\n");
     return 0;

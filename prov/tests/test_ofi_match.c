@@ -183,6 +183,12 @@ static void test_addr(void **state)
     uint64_t k1 = emo_pair_key(111, 1, 222, 2), k2 = emo_pair_key(222, 2, 111, 1);
     assert_true(k1 == k2);
     assert_true(k1 != emo_pair_key(111, 1, 333, 2));
+    /* the keys are on the wire: these values, taken from the provider's own
+     * mixer before it moved to src/util/pair_mix.h, must never change */
+    assert_true(emo_pair_key(111, 1, 222, 2) == 0x24EC7B3C5174CAF2ull);
+    assert_true(emo_pair_key(0x0123456789ABCDEFull, 7, 0xFEDCBA9876543210ull, 3) ==
+                0xB63273263CDD1146ull);
+    assert_true(emo_pair_key(~0ull, 65535, 1, 0) == 0x33292AF9737515CEull);
 }
 
 int main(void)

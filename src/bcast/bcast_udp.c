@@ -92,17 +92,6 @@ static unsigned ubc_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     return n;
 }
 
-static void ubc_rx_release(em_link_t *l, em_pkt_t **p, unsigned n)
-{
-    (void)l;
-    (void)p;
-    (void)n;
-}
-static int ubc_flush(em_link_t *l)
-{
-    (void)l;
-    return 0;
-}
 static int ubc_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     (void)l;
@@ -127,8 +116,8 @@ static const em_link_ops_t ubc_ops = {
     .tx_burst = ubc_tx_burst,
     .tx_free = ubc_tx_free,
     .rx_burst = ubc_rx_burst,
-    .rx_release = ubc_rx_release,
-    .flush = ubc_flush,
+    .rx_release = em_link_rx_release_none,
+    .flush = em_link_flush_none,
     .set_peer = ubc_set_peer,
     .close = ubc_close,
 };

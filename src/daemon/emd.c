@@ -474,7 +474,7 @@ static int setup(struct emd *e, const struct args *A, em_link_t *link)
         return 2;
     }
     if (getrandom(&e->ctl.instance, sizeof e->ctl.instance, 0) != sizeof e->ctl.instance)
-        e->ctl.instance = emd_now_ns() ^ ((uint64_t)getpid() << 32);
+        e->ctl.instance = em_clock_ns() ^ ((uint64_t)getpid() << 32);
     e->core.bulk_slots = e->ctl.bulk_slots;
     e->port = &dpdk_port_ops;
     e->ctl.port = e->port;
@@ -561,8 +561,7 @@ int main(int argc, char **argv)
     if (expand_specs(&A, sock, vdev, sizeof vdev, prefix) != 0)
         return 1;
     e->yield = e->yield == -1 ? 0 : 1;
-    e->core.loss = A.rx_loss;
-    e->core.rng = A.loss_seed ? A.loss_seed : 0x9E3779B97F4A7C15ull;
+    em_loss_init(&e->core.loss, A.rx_loss, A.loss_seed);
     e->log = e->core.log = e->ctl.log = emd_log;
     e->ctl.verbose = A.verbose;
     e->ctl.core = &e->core;

@@ -18,13 +18,6 @@
 #include <string.h>
 #include <time.h>
 
-uint64_t emd_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 static void nolog(const char *fmt, ...) { (void)fmt; }
 
 int emd_core_init(emd_core_t *c, em_link_t *link, const uint8_t mac[6], uint32_t mtu,
@@ -41,8 +34,8 @@ int emd_core_init(emd_core_t *c, em_link_t *link, const uint8_t mac[6], uint32_t
     c->max_nodes = max_nodes ? max_nodes : EMD_NODES_DEFAULT;
     if (c->max_nodes > 65535u)
         c->max_nodes = 65535u;
-    if (!c->rng)
-        c->rng = 0x9E3779B97F4A7C15ull;
+    if (!c->loss.rng)
+        c->loss.rng = EM_LOSS_SEED_DEFAULT;
     if (!c->log)
         c->log = nolog;
     c->cl = calloc(max_clients, sizeof *c->cl);

@@ -55,6 +55,8 @@
 #include "emd_abi/emd_ring.h"
 #include "emd_abi/emd_wire.h"
 #include "link/link.h"
+#include "util/clock.h"
+#include "util/loss.h"
 
 #define EMD_BURST 32
 /** flows a client may register (one per peer of its job), default */
@@ -133,10 +135,9 @@ typedef struct emd_core {
     uint16_t *ep2cl;        /* endpoint -> client index + 1 (65536 entries) */
     struct emd_node *nodes; /* the link's peer table: index = link peer id */
     unsigned nnodes, max_nodes;
-    uint64_t now_ns; /* the loop's clock (set by the caller each round) */
+    uint64_t now_ns; /* the loop's clock, em_clock_ns() (set by the caller each round) */
     int tx_blocked;  /* this round, the port refused frames (or no mbuf) */
-    double loss;     /* testing: drop this fraction of port frames */
-    uint64_t rng;
+    em_loss_t loss;  /* testing: drop this fraction (loss.p) of port frames */
     /* memif: the other end's queue layout (hello) */
     uint16_t bulk_slots; /* ours (emd --bulk-slots) */
     int peer_seen;       /* a consistent hello or reply arrived */
@@ -160,9 +161,6 @@ typedef struct emd_core {
     uint64_t doomed_clients;
     uint64_t rx_ring_full; /* frames dropped for a full rx ring (the daemon's own count) */
 } emd_core_t;
-
-/** CLOCK_MONOTONIC in ns: the daemon's one clock (the loop sets emd_core_t::now_ns from it). */
-uint64_t emd_now_ns(void);
 
 /** Set up @p c (zeroed by the caller) for @p max_clients clients.  @return 0 or -1 (no memory). */
 int emd_core_init(emd_core_t *c, em_link_t *link, const uint8_t mac[6], uint32_t mtu,

@@ -46,24 +46,26 @@ int emd_ctl_setup(emd_ctl_t *t)
     return 0;
 }
 
-long emd_ctl_group(const char *name)
+/* @p name as a decimal id (>= 0), or -1 when it is not one (a name) */
+static long numeric_id(const char *name)
 {
     char *e;
     long v = strtol(name, &e, 10);
-    if (*name && !*e && v >= 0)
-        return v;
-    struct group *g = getgrnam(name);
-    return g ? (long)g->gr_gid : -1;
+    return *name && !*e && v >= 0 ? v : -1;
+}
+
+long emd_ctl_group(const char *name)
+{
+    long v = numeric_id(name); /* a number is taken as it is; else the name is looked up */
+    const struct group *g = v < 0 ? getgrnam(name) : NULL;
+    return g ? (long)g->gr_gid : v;
 }
 
 long emd_ctl_user(const char *name)
 {
-    char *e;
-    long v = strtol(name, &e, 10);
-    if (*name && !*e && v >= 0)
-        return v;
-    struct passwd *p = getpwnam(name);
-    return p ? (long)p->pw_uid : -1;
+    long v = numeric_id(name);
+    const struct passwd *p = v < 0 ? getpwnam(name) : NULL;
+    return p ? (long)p->pw_uid : v;
 }
 
 /* ------------------------------------------------------------ socket -- */
@@ -389,9 +391,9 @@ static void attach(emd_ctl_t *t, int fd, pid_t pid, uid_t uid)
         h->flags |= EMD_SHM_F_DAEMON_ACKS;
     if (core->framing == EMD_FRAMING_UDP)
         h->flags |= EMD_SHM_F_UDP;
-    atomic_store(&h->rx_loss_ppm, (uint32_t)(core->loss * 1e6));
+    atomic_store(&h->rx_loss_ppm, (uint32_t)(core->loss.p * 1e6));
     uint16_t slot = give_slot(t, h, pid);
-    atomic_store(&h->heartbeat_ns, emd_now_ns());
+    atomic_store(&h->heartbeat_ns, em_clock_ns());
     int sent = send_ok(fd, t->instance, size, ep, mfd);
     int e = errno;
     close(mfd); /* the mapping keeps the memory */
@@ -510,7 +512,7 @@ void emd_ctl_poll(emd_ctl_t *t, uint64_t timeout_ns)
     struct timespec ts = { .tv_sec = (time_t)(timeout_ns / 1000000000ull),
                            .tv_nsec = (long)(timeout_ns % 1000000000ull) };
     int r = ppoll(t->pfd, n, &ts, NULL);
-    uint64_t now = emd_now_ns();
+    uint64_t now = em_clock_ns();
     for (unsigned i = 0; i < EMD_PENDING; i++) {
         int fd = t->pending[i].fd;
         if (fd < 0)

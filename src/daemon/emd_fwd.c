@@ -56,14 +56,6 @@ void emd_count_bulk(emd_core_t *c, struct emd_client *cl, uint8_t cls, uint32_t 
     atomic_fetch_add_explicit(&cl->h->st.put_frames, 1, memory_order_relaxed);
 }
 
-static uint64_t rnd(emd_core_t *c)
-{
-    c->rng ^= c->rng << 13;
-    c->rng ^= c->rng >> 7;
-    c->rng ^= c->rng << 17;
-    return c->rng;
-}
-
 unsigned emd_core_poll_port(emd_core_t *c)
 {
     em_pkt_t *pk[EMD_BURST];
@@ -80,7 +72,7 @@ unsigned emd_core_poll_port(emd_core_t *c)
             emd_handle_hello(c, frame, s.len, s.src_mac);
             continue;
         }
-        if (c->loss > 0 && (double)(rnd(c) >> 11) / 9007199254740992.0 < c->loss) {
+        if (em_loss_drop(&c->loss)) {
             c->loss_drops++;
             continue;
         }

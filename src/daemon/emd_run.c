@@ -41,7 +41,7 @@ static void set_sleeping(struct emd *e, uint32_t v)
 
 static void heartbeat(struct emd *e, uint64_t now)
 {
-    uint32_t ppm = (uint32_t)(e->core.loss * 1e6);
+    uint32_t ppm = (uint32_t)(e->core.loss.p * 1e6);
     FOR_CLIENTS(e, i)
     {
         struct emd_shm_hdr *h = e->core.cl[i].h;
@@ -121,7 +121,7 @@ void emd_read_loss_file(struct emd *e)
             v = 0;
         fclose(f);
     }
-    e->core.loss = v;
+    e->core.loss.p = v;
     e->log("receive loss now %.4f (%s)", v, f ? e->loss_path : "no loss file");
 }
 
@@ -140,10 +140,10 @@ unsigned emd_work_round(struct emd *e, uint64_t now)
 
 void emd_run(struct emd *e)
 {
-    uint64_t last_work = emd_now_ns(), last_hb = 0, sleep_ns = 0, last_ctl = 0;
+    uint64_t last_work = em_clock_ns(), last_hb = 0, sleep_ns = 0, last_ctl = 0;
     while (!e->stop) {
-        unsigned work = emd_work_round(e, emd_now_ns());
-        uint64_t now = emd_now_ns();
+        unsigned work = emd_work_round(e, em_clock_ns());
+        uint64_t now = em_clock_ns();
         if (work) {
             last_work = now;
             sleep_ns = 0;
@@ -191,14 +191,14 @@ void emd_run(struct emd *e)
              * end of the cable is gone): nap briefly instead of spinning,
              * and keep serving the control socket (detaches!) */
             emd_ctl_poll(&e->ctl, 20000);
-            last_ctl = emd_now_ns();
+            last_ctl = em_clock_ns();
             continue;
         }
         sleep_ns = sleep_ns ? sleep_ns * 2 : 10000; /* 10 us, doubling */
         if (sleep_ns > e->max_sleep_ns)
             sleep_ns = e->max_sleep_ns;
         emd_ctl_poll(&e->ctl, sleep_ns);
-        last_ctl = emd_now_ns();
+        last_ctl = em_clock_ns();
         set_sleeping(e, 0);
     }
 }
@@ -211,9 +211,9 @@ void emd_run(struct emd *e)
  */
 int emd_wait_hello(struct emd *e, uint32_t link_wait)
 {
-    uint64_t t0 = emd_now_ns(), last = 0, mismatch_since = 0;
-    while (!e->stop && emd_now_ns() - t0 < (uint64_t)link_wait * 1000000ull) {
-        e->core.now_ns = emd_now_ns();
+    uint64_t t0 = em_clock_ns(), last = 0, mismatch_since = 0;
+    while (!e->stop && em_clock_ns() - t0 < (uint64_t)link_wait * 1000000ull) {
+        e->core.now_ns = em_clock_ns();
         if (e->core.now_ns - last >= 100000000ull) { /* every 100 ms */
             emd_core_send_hello(&e->core, EMD_HELLO);
             last = e->core.now_ns;
@@ -223,8 +223,8 @@ int emd_wait_hello(struct emd *e, uint32_t link_wait)
         if (e->core.peer_seen && e->core.peer_queues == emd_core_queues(&e->core))
             return 0;
         if (e->core.peer_seen && !mismatch_since)
-            mismatch_since = emd_now_ns();
-        if (mismatch_since && emd_now_ns() - mismatch_since > 1000000000ull)
+            mismatch_since = em_clock_ns();
+        if (mismatch_since && em_clock_ns() - mismatch_since > 1000000000ull)
             break;
     }
     if (!e->core.peer_seen) {

@@ -145,6 +145,22 @@ static inline void em_link_close(em_link_t *l)
         l->ops->close(l);
 }
 
+/** The flush() of a link whose tx_burst hands every frame on at once (nothing waits). */
+static inline int em_link_flush_none(em_link_t *l)
+{
+    (void)l;
+    return 0;
+}
+
+/** The rx_release() of a link whose received frames stay in its own
+ *  buffers until its next rx_burst (nothing to give back). */
+static inline void em_link_rx_release_none(em_link_t *l, em_pkt_t **pkts, unsigned n)
+{
+    (void)l;
+    (void)pkts;
+    (void)n;
+}
+
 /** Copy a frame's external payload into its own buffer (so it may wait). */
 static inline void em_link_pkt_flatten(em_pkt_t *p)
 {

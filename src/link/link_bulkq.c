@@ -12,6 +12,7 @@
 #include "link/link_util.h"
 #include "emd_abi/emd_abi.h"
 #include "emd_abi/emd_wire.h"
+#include "util/loss.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -46,7 +47,7 @@ struct bulkq_link {
     em_addr_map_t bysrc; /* (source MAC, source endpoint) -> peer */
     unsigned rx_next;    /* the sending slot whose queue is polled first */
     const volatile uint32_t *loss_ppm;
-    uint64_t rng;
+    em_loss_t loss; /* the stream behind loss_ppm (its p is unused) */
     em_bulkq_stats_t st;
 };
 
@@ -130,14 +131,6 @@ static unsigned bulkq_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
     return done;
 }
 
-static uint64_t rnd(struct bulkq_link *d)
-{
-    d->rng ^= d->rng << 13;
-    d->rng ^= d->rng >> 7;
-    d->rng ^= d->rng << 17;
-    return d->rng;
-}
-
 static unsigned bulkq_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
 {
     struct bulkq_link *d = (struct bulkq_link *)l;
@@ -171,7 +164,7 @@ static unsigned bulkq_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
             rte_pktmbuf_free(mb);
             continue;
         }
-        if (ppm && (rnd(d) % 1000000u) < ppm) {
+        if (em_loss_drop_ppm(&d->loss, ppm)) {
             d->st.rx_dropped_loss++;
             rte_pktmbuf_free(mb);
             continue;
@@ -196,12 +189,6 @@ static void bulkq_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
     (void)l;
     for (unsigned i = 0; i < n; i++)
         rte_pktmbuf_free(pkts[i]->priv);
-}
-
-static int bulkq_flush(em_link_t *l)
-{
-    (void)l;
-    return 0;
 }
 
 static int bulkq_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
@@ -256,7 +243,7 @@ static const em_link_ops_t bulkq_ops = {
     .tx_free = bulkq_tx_free,
     .rx_burst = bulkq_rx_burst,
     .rx_release = bulkq_rx_release,
-    .flush = bulkq_flush,
+    .flush = em_link_flush_none,
     .set_peer = bulkq_set_peer,
     .close = bulkq_close,
     .rx_peer = bulkq_rx_peer,
@@ -350,7 +337,8 @@ em_link_t *em_link_bulkq_open(const em_bulkq_cfg_t *cfg, char *err, size_t errle
     memcpy(d->mac, cfg->mac, 6);
     d->txpool = txpool;
     d->loss_ppm = cfg->loss_ppm;
-    d->rng = cfg->loss_seed ? cfg->loss_seed : 0x2545F4914F6CDD1Dull ^ cfg->endpoint;
+    em_loss_init(&d->loss, 0,
+                 cfg->loss_seed ? cfg->loss_seed : 0x2545F4914F6CDD1Dull ^ cfg->endpoint);
     d->link.ops = &bulkq_ops;
     d->link.mtu = cfg->mtu;
     d->link.flags = EM_LINK_F_GATHER; /* the payload is copied into the mbuf once */

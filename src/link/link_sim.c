@@ -273,8 +273,6 @@ static void sim_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
         free(pkts[i]);
 }
 
-static int sim_flush(em_link_t *l) { return 0; }
-
 static int sim_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     struct sim_node *me = (struct sim_node *)l;
@@ -299,7 +297,7 @@ static const em_link_ops_t sim_ops = {
     .tx_free = sim_free,
     .rx_burst = sim_rx_burst,
     .rx_release = sim_rx_release,
-    .flush = sim_flush,
+    .flush = em_link_flush_none,
     .set_peer = sim_set_peer,
     .close = sim_close,
     .rx_peer = sim_rx_peer,

@@ -351,18 +351,6 @@ static unsigned udp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     return rx_split(u, pkts, max);
 }
 
-static void udp_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
-{
-    (void)l;
-    (void)pkts;
-    (void)n;
-}
-static int udp_flush(em_link_t *l)
-{
-    (void)l;
-    return 0;
-}
-
 static uint64_t sin_key(const struct sockaddr_in *s)
 {
     return (uint64_t)ntohl(s->sin_addr.s_addr) << 16 | ntohs(s->sin_port);
@@ -412,8 +400,8 @@ static const em_link_ops_t udp_ops = {
     .tx_burst = udp_tx_burst,
     .tx_free = udp_tx_free,
     .rx_burst = udp_rx_burst,
-    .rx_release = udp_rx_release,
-    .flush = udp_flush,
+    .rx_release = em_link_rx_release_none,
+    .flush = em_link_flush_none,
     .set_peer = udp_set_peer,
     .close = udp_close,
     .rx_peer = udp_rx_peer,

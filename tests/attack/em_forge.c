@@ -76,6 +76,7 @@
 #include "emd_abi/emd_wire.h"
 #include "proto/wire.h"
 #include "util/clock.h"
+#include "util/loss.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -159,15 +160,9 @@ struct tmpl {
     uint16_t shim_dst, shim_src; /* emd mode: the real frame's endpoints */
 };
 
-static uint64_t rng_state;
+static em_loss_t rng; /* the forged fields' random values (util/loss.h's stream) */
 
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+static uint64_t rnd(void) { return em_loss_next(&rng); }
 
 static double now_s(void) { return (double)em_clock_ns() * 1e-9; }
 
@@ -534,8 +529,10 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (getrandom(&rng_state, sizeof rng_state, 0) != sizeof rng_state || !rng_state)
-        rng_state = 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid();
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof seed, 0) != sizeof seed || !seed)
+        seed = EM_LOSS_SEED_DEFAULT ^ (uint64_t)getpid();
+    em_loss_init(&rng, 0, seed);
     int sfd = open_sniffer(o.sniff_if); /* in the current (switch) namespace */
     struct injector in;
     if (sfd < 0 || open_injector(&o, &in) < 0)

@@ -116,11 +116,6 @@ static void f_release(em_link_t *l, em_pkt_t **p, unsigned n)
     for (unsigned i = 0; i < n; i++)
         f_free(l, p[i]);
 }
-static int f_flush(em_link_t *l)
-{
-    (void)l;
-    return 0;
-}
 static int f_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     (void)l;
@@ -142,7 +137,7 @@ static const em_link_ops_t FAKE_OPS = { .name = "fake",
                                         .tx_free = f_free,
                                         .rx_burst = f_rx,
                                         .rx_release = f_release,
-                                        .flush = f_flush,
+                                        .flush = em_link_flush_none,
                                         .set_peer = f_peer,
                                         .close = f_close };
 

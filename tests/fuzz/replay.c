@@ -12,21 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/loss.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static uint64_t rng;
-static uint64_t next(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static em_loss_t rng; /* only its stream is used (the seeded xorshift64) */
+static uint64_t next(void) { return em_loss_next(&rng); }
 
 int main(int argc, char **argv)
 {
     long n = 20000;
-    rng = 88172645463325252ull;
+    em_loss_init(&rng, 0, 88172645463325252ull);
     int a = 1;
     for (; a < argc && argv[a][0] == '-'; a += 2) {
         if (a + 1 >= argc)
@@ -34,7 +30,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[a], "-n"))
             n = atol(argv[a + 1]);
         else if (!strcmp(argv[a], "-s"))
-            rng = strtoull(argv[a + 1], NULL, 0) | 1;
+            em_loss_init(&rng, 0, strtoull(argv[a + 1], NULL, 0) | 1);
         else
             return 2;
     }

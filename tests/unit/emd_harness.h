@@ -3,22 +3,30 @@
  * @file emd_harness.h
  * A real emd for a test (test_emd_hostile, test_emd_status): a scratch
  * directory with its socket and log, the daemon started on net_null
- * without hugepages, and the CHECK macro the tests count failures with.
+ * without hugepages, attaching to it by hand (no link_emd), and the CHECK
+ * macro the tests count failures with.
  * Header-only, for one test program each (every name is static).
  */
 #ifndef EM_TESTS_EMD_HARNESS_H
 #define EM_TESTS_EMD_HARNESS_H
 
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "emd_abi/emd_ctl_msg.h"
+#include "util/clock.h"
 
 static int failures;
 #define CHECK(x, ...)                                                                              \
@@ -33,12 +41,7 @@ static int failures;
 
 static char dir[64], sock[100], logpath[128];
 
-static uint64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
+static uint64_t now_ms(void) { return em_clock_ns() / 1000000u; }
 
 /** Does one line of the daemon's log hold @p a (and @p b, unless NULL)? */
 static int log_has(const char *a, const char *b)
@@ -118,6 +121,56 @@ static int emd_harness_need_root(void)
         return 0;
     fprintf(stderr, "skipped: needs root (DPDK, setuid)\n");
     return 77;
+}
+
+/** A new connection to the daemon's control socket, or -1 (errno set). */
+static int emd_harness_connect(void)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+/**
+ * Connect and attach by hand.  @return the socket (and *memfd, *size, *ep),
+ * or -1 with *status = the daemon's ATTACH_ERR status, -ETIMEDOUT (no reply
+ * in 5 s) or -errno (no connection).
+ */
+static int emd_harness_attach(int *memfd, uint64_t *size, uint16_t *ep, int *status)
+{
+    int fd = emd_harness_connect();
+    if (fd < 0) {
+        *status = -errno;
+        return -1;
+    }
+    struct emd_ctl_msg m;
+    emd_ctl_init(&m, EMD_CTL_ATTACH_REQ);
+    m.pid = 1; /* a lie: the daemon uses SO_PEERCRED */
+    (void)send(fd, &m, sizeof m, MSG_NOSIGNAL);
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    *memfd = -1;
+    if (poll(&p, 1, 5000) <= 0 || emd_recv_fd(fd, &m, sizeof m, memfd) != (ssize_t)sizeof m) {
+        *status = -ETIMEDOUT;
+        close(fd);
+        return -1;
+    }
+    if (m.type != EMD_CTL_ATTACH_OK || *memfd < 0) {
+        *status = (int)m.status;
+        if (*memfd >= 0)
+            close(*memfd);
+        close(fd);
+        return -1;
+    }
+    *size = m.shm_size;
+    *ep = m.endpoint;
+    return fd;
 }
 
 /** Stop @p emd with SIGTERM and CHECK that it exits 0. */

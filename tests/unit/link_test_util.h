@@ -4,7 +4,8 @@
  * Small steps the link tests (test_link_dpdk, test_link_dpdk_udp,
  * test_ipudp, test_link_udp, test_link_emd) share: record the link's
  * messages, send one frame, and put a correct IPv4 header checksum back
- * after a test rewrote a header field.  Header-only,
+ * after a test rewrote a header field; and a link that wraps another
+ * (test_engine_udp's choppy link, test_emd_fwd's daemon port).  Header-only,
  * for cmocka test programs (the send asserts); include after cmocka.h.
  */
 #ifndef EM_TESTS_LINK_TEST_UTIL_H
@@ -51,6 +52,36 @@ static inline void em_test_send_str(em_link_t *l, uint16_t peer, const char *s)
 {
     em_test_send(l, peer, s, (uint32_t)strlen(s), NULL, 0);
 }
+
+/**
+ * A link wrapped around another by a test (to refuse frames, to map
+ * addresses): the first member of the test's own link struct.  The
+ * em_test_wrap_* functions pass their call on to @c inner unchanged; the
+ * test's ops table names them for every call it does not change.
+ */
+typedef struct em_test_wrap {
+    em_link_t link; /**< ops: the test's table */
+    em_link_t *inner;
+} em_test_wrap_t;
+
+static inline em_link_t *em_test_inner(em_link_t *l) { return ((em_test_wrap_t *)l)->inner; }
+static inline em_pkt_t *em_test_wrap_tx_alloc(em_link_t *l)
+{
+    return em_link_tx_alloc(em_test_inner(l));
+}
+static inline void em_test_wrap_tx_free(em_link_t *l, em_pkt_t *p)
+{
+    em_link_tx_free(em_test_inner(l), p);
+}
+static inline unsigned em_test_wrap_rx_burst(em_link_t *l, em_pkt_t **p, unsigned max)
+{
+    return em_link_rx_burst(em_test_inner(l), p, max);
+}
+static inline void em_test_wrap_rx_release(em_link_t *l, em_pkt_t **p, unsigned n)
+{
+    em_link_rx_release(em_test_inner(l), p, n);
+}
+static inline int em_test_wrap_flush(em_link_t *l) { return em_link_flush(em_test_inner(l)); }
 
 /** Recompute the IPv4 header checksum of the Ethernet + IPv4 frame @p f
  *  (20-byte IP header at 14, checksum at 24), computed here from RFC 1071

@@ -90,17 +90,6 @@ static unsigned h_rx(em_link_t *l, em_pkt_t **p, unsigned max)
     }
     return n;
 }
-static void h_release(em_link_t *l, em_pkt_t **p, unsigned n)
-{
-    (void)l;
-    (void)p;
-    (void)n;
-}
-static int h_flush(em_link_t *l)
-{
-    (void)l;
-    return 0;
-}
 static int h_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     (void)l;
@@ -115,8 +104,8 @@ static const em_link_ops_t hub_ops = {
     .tx_burst = h_burst,
     .tx_free = h_free,
     .rx_burst = h_rx,
-    .rx_release = h_release,
-    .flush = h_flush,
+    .rx_release = em_link_rx_release_none,
+    .flush = em_link_flush_none,
     .set_peer = h_set_peer,
     .close = h_close,
 };

@@ -81,11 +81,6 @@ static void c_release(em_link_t *l, em_pkt_t **p, unsigned n)
     for (unsigned i = 0; i < n; i++)
         c_free(l, p[i]);
 }
-static int c_flush(em_link_t *l)
-{
-    (void)l;
-    return 0;
-}
 static int c_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     (void)l;
@@ -100,7 +95,7 @@ static const em_link_ops_t OPS = { .name = "cap",
                                    .tx_free = c_free,
                                    .rx_burst = c_rx,
                                    .rx_release = c_release,
-                                   .flush = c_flush,
+                                   .flush = em_link_flush_none,
                                    .set_peer = c_peer,
                                    .close = c_close };
 
@@ -181,6 +176,13 @@ static em_hdr_t dat(uint64_t key, uint32_t seq, const char *s)
     return h;
 }
 
+/** A one-fragment DATA frame from rank 2 to rank 1 (endpoint 10) off the port. */
+static void port_data(uint64_t key, uint32_t seq, const char *s)
+{
+    em_hdr_t h = dat(key, seq, s);
+    port_frame(10, &h, s);
+}
+
 static void test_geometry_is_the_daemons(void **st)
 {
     (void)st;
@@ -228,16 +230,7 @@ static void test_eager_acks_only_registered_and_checked(void **st)
     setup(8);
     const uint64_t RXK = 0x1111222233334444ull & 0xffffffffu, TXK = 0x55667788u;
     /* not registered: delivered, never acknowledged (no ISN assumed) */
-    port_frame(10,
-               &(em_hdr_t){ .type = EM_PT_DATA,
-                            .job_key = (uint32_t)RXK,
-                            .src = 2,
-                            .dst = 1,
-                            .seq = 0,
-                            .len = 1,
-                            .msg_len = 1,
-                            .frag_cnt = 1 },
-               "a");
+    port_data(RXK, 0, "a");
     assert_int_equal(P.nsent, 0);
     assert_int_equal(atomic_load(&R[0]->st.rx_delivered), 1);
     struct emd_ctl_flow f = { .rx_key = RXK,
@@ -250,16 +243,7 @@ static void test_eager_acks_only_registered_and_checked(void **st)
     const char *why;
     assert_int_equal(emd_core_add_flow(&C, 0, &f, &why), 0);
     /* in order, right key: delivered and acknowledged with the registered key */
-    port_frame(10,
-               &(em_hdr_t){ .type = EM_PT_DATA,
-                            .job_key = (uint32_t)RXK,
-                            .src = 2,
-                            .dst = 1,
-                            .seq = 0xfffffffeu,
-                            .len = 1,
-                            .msg_len = 1,
-                            .frag_cnt = 1 },
-               "b");
+    port_data(RXK, 0xfffffffeu, "b");
     assert_int_equal(P.nsent, 1);
     em_hdr_t a;
     assert_int_equal(
@@ -273,41 +257,17 @@ static void test_eager_acks_only_registered_and_checked(void **st)
     assert_int_equal(a.seq, 0x1234);
     assert_memory_equal(P.peer_mac[P.sent_peer[0]], NODE2, 6);
     /* wrong key: delivered (the rank refuses it), not acknowledged */
-    port_frame(10,
-               &(em_hdr_t){ .type = EM_PT_DATA,
-                            .job_key = 0xbad,
-                            .src = 2,
-                            .dst = 1,
-                            .seq = 0xffffffffu,
-                            .len = 1,
-                            .msg_len = 1,
-                            .frag_cnt = 1 },
-               "c");
+    port_data(0xbad, 0xffffffffu, "c");
     assert_int_equal(P.nsent, 1);
     /* a message length the rank refuses: not acknowledged */
-    port_frame(10,
-               &(em_hdr_t){ .type = EM_PT_DATA,
-                            .job_key = (uint32_t)RXK,
-                            .src = 2,
-                            .dst = 1,
-                            .seq = 0xffffffffu,
-                            .len = 1,
-                            .msg_len = 5000,
-                            .frag_cnt = 2 },
-               "d");
+    em_hdr_t big = dat(RXK, 0xffffffffu, "d");
+    big.msg_len = 5000;
+    big.frag_cnt = 2;
+    port_frame(10, &big, "d");
     assert_int_equal(P.nsent, 1);
     assert_int_equal(C.ack_refused, 2);
     /* the next in order (across the wrap) is */
-    port_frame(10,
-               &(em_hdr_t){ .type = EM_PT_DATA,
-                            .job_key = (uint32_t)RXK,
-                            .src = 2,
-                            .dst = 1,
-                            .seq = 0xffffffffu,
-                            .len = 1,
-                            .msg_len = 1,
-                            .frag_cnt = 1 },
-               "e");
+    port_data(RXK, 0xffffffffu, "e");
     assert_int_equal(P.nsent, 2);
     assert_int_equal(
         em_hdr_decode(P.sent[1] + EMD_WIRE_HDR_LEN, P.sent_len[1] - EMD_WIRE_HDR_LEN, &a),
@@ -315,16 +275,7 @@ static void test_eager_acks_only_registered_and_checked(void **st)
     assert_int_equal(a.ack, 0);
     /* a duplicate: dropped, acknowledged again */
     uint64_t before = atomic_load(&R[0]->st.rx_delivered);
-    port_frame(10,
-               &(em_hdr_t){ .type = EM_PT_DATA,
-                            .job_key = (uint32_t)RXK,
-                            .src = 2,
-                            .dst = 1,
-                            .seq = 0xfffffffeu,
-                            .len = 1,
-                            .msg_len = 1,
-                            .frag_cnt = 1 },
-               "b");
+    port_data(RXK, 0xfffffffeu, "b");
     assert_int_equal(atomic_load(&R[0]->st.rx_delivered), before);
     assert_int_equal(P.nsent, 3);
     /* the client's own frames move the flow (its ACK) and the seq it says */
@@ -334,16 +285,7 @@ static void test_eager_acks_only_registered_and_checked(void **st)
     em_hdr_encode(&out, b);
     tx(0, NODE2, 77, b, EM_HDR_LEN);
     emd_core_drain(&C, 0);
-    port_frame(10,
-               &(em_hdr_t){ .type = EM_PT_DATA,
-                            .job_key = (uint32_t)RXK,
-                            .src = 2,
-                            .dst = 1,
-                            .seq = 5,
-                            .len = 1,
-                            .msg_len = 1,
-                            .frag_cnt = 1 },
-               "f");
+    port_data(RXK, 5, "f");
     assert_int_equal(em_hdr_decode(P.sent[P.nsent - 1] + EMD_WIRE_HDR_LEN,
                                    P.sent_len[P.nsent - 1] - EMD_WIRE_HDR_LEN, &a),
                      EM_DEC_OK);
@@ -353,6 +295,32 @@ static void test_eager_acks_only_registered_and_checked(void **st)
     /* bad registrations are refused */
     f.frame_max = MTU + 1;
     assert_int_equal(emd_core_add_flow(&C, 0, &f, &why), -1);
+    teardown();
+}
+
+/* Injected receive loss (emd --rx-loss): drawn from util/loss.h's seeded
+ * stream, once per port frame that is not a hello, so the same seed drops
+ * the same frames; a fraction of 0 never draws. */
+static void test_rx_loss_is_the_seeded_stream(void **st)
+{
+    (void)st;
+    setup(8);
+    em_loss_init(&C.loss, 0.25, 42);
+    em_loss_t ref;
+    em_loss_init(&ref, 0.25, 42);
+    unsigned want = 0;
+    for (uint32_t i = 0; i < 400; i++) {
+        want += em_loss_drop(&ref);
+        port_data(0x1234, i, "z"); /* endpoint 10: client 0 */
+    }
+    assert_true(want > 60 && want < 140); /* about a quarter */
+    assert_int_equal(C.loss_drops, want);
+    assert_int_equal(atomic_load(&R[0]->st.rx_delivered), 400 - want);
+    uint64_t rng = C.loss.rng;
+    C.loss.p = 0;
+    port_data(0x1234, 400, "z");
+    assert_int_equal(C.loss_drops, want);
+    assert_true(C.loss.rng == rng);
     teardown();
 }
 
@@ -422,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_geometry_is_the_daemons),
         cmocka_unit_test(test_impossible_indices_doom),
         cmocka_unit_test(test_eager_acks_only_registered_and_checked),
+        cmocka_unit_test(test_rx_loss_is_the_seeded_stream),
         cmocka_unit_test(test_node_table_ages_and_refuses_broadcast),
         cmocka_unit_test(test_forged_hello_does_not_decide),
     };

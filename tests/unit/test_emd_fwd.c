@@ -37,6 +37,7 @@
 #include "engine/engine.h"
 #include "link/link_emd.h"
 #include "link/link_sim.h"
+#include "link_test_util.h"
 
 #define CMTU  1500u                     /* a client's frame */
 #define PMTU  (CMTU + EMD_WIRE_HDR_LEN) /* the port's */
@@ -55,30 +56,18 @@ static unsigned UNREACH_ASKED;      /* set_peer calls for a node the port cannot
 /* a daemon's port: link_sim under MAC addressing (node i has MAC ...:0i+1;
  * broadcast, the hello, goes to the other node) */
 struct port {
-    em_link_t link;
-    em_link_t *sim;
+    em_test_wrap_t w; /* inner: the node's link_sim link */
     unsigned node;
     uint8_t node_of[16];
 };
 
-static em_pkt_t *p_alloc(em_link_t *l) { return em_link_tx_alloc(((struct port *)l)->sim); }
-static void p_free(em_link_t *l, em_pkt_t *p) { em_link_tx_free(((struct port *)l)->sim, p); }
 static unsigned p_burst(em_link_t *l, em_pkt_t **p, unsigned n)
 {
     struct port *pt = (struct port *)l;
     for (unsigned i = 0; i < n; i++)
         p[i]->peer = pt->node_of[p[i]->peer];
-    return em_link_tx_burst(pt->sim, p, n);
+    return em_link_tx_burst(pt->w.inner, p, n);
 }
-static unsigned p_rx(em_link_t *l, em_pkt_t **p, unsigned max)
-{
-    return em_link_rx_burst(((struct port *)l)->sim, p, max);
-}
-static void p_release(em_link_t *l, em_pkt_t **p, unsigned n)
-{
-    em_link_rx_release(((struct port *)l)->sim, p, n);
-}
-static int p_flush(em_link_t *l) { return em_link_flush(((struct port *)l)->sim); }
 static int p_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     struct port *pt = (struct port *)l;
@@ -101,17 +90,17 @@ static int p_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
         return -1;
     em_link_addr_t sa = { .len = 1, .bytes = { (uint8_t)node } };
     pt->node_of[peer] = (uint8_t)node;
-    return em_link_set_peer(pt->sim, (uint16_t)node, &sa);
+    return em_link_set_peer(pt->w.inner, (uint16_t)node, &sa);
 }
 static void p_close(em_link_t *l) { (void)l; }
 static const em_link_ops_t PORT_OPS = {
     .name = "port",
-    .tx_alloc = p_alloc,
+    .tx_alloc = em_test_wrap_tx_alloc,
     .tx_burst = p_burst,
-    .tx_free = p_free,
-    .rx_burst = p_rx,
-    .rx_release = p_release,
-    .flush = p_flush,
+    .tx_free = em_test_wrap_tx_free,
+    .rx_burst = em_test_wrap_rx_burst,
+    .rx_release = em_test_wrap_rx_release,
+    .flush = em_test_wrap_flush,
     .set_peer = p_peer,
     .close = p_close,
 };
@@ -232,12 +221,12 @@ static void world_lossy(double loss, double dup)
     SIM = em_sim_create(3, &sc); /* node 2: a forger on the wire */
     assert_non_null(SIM);
     for (unsigned n = 0; n < 2; n++) {
-        PORT[n] = (struct port){ .link = { .ops = &PORT_OPS, .mtu = PMTU },
-                                 .sim = em_sim_link(SIM, n),
+        PORT[n] = (struct port){ .w = { .link = { .ops = &PORT_OPS, .mtu = PMTU },
+                                        .inner = em_sim_link(SIM, n) },
                                  .node = n };
         memset(&D[n], 0, sizeof D[n]);
         assert_int_equal(
-            emd_core_init(&D[n], &PORT[n].link, UDP ? IPS[n] : MACS[n], CMTU, 2, 16, 16, 1), 0);
+            emd_core_init(&D[n], &PORT[n].w.link, UDP ? IPS[n] : MACS[n], CMTU, 2, 16, 16, 1), 0);
         D[n].framing = UDP ? EMD_FRAMING_UDP : EMD_FRAMING_L2;
     }
     client(0, 0, 0, 10);

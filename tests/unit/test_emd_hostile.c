@@ -40,41 +40,6 @@
 #include "link/link_emd.h"
 #include "emd_harness.h"
 
-/* ------------------------------------------------------ raw attaching -- */
-
-/** Connect and attach by hand.  @return the socket (and *memfd, *size, *ep), or -1
- *  with *status = the daemon's ATTACH_ERR status (or -errno). */
-static int raw_attach(int *memfd, uint64_t *size, uint16_t *ep, int *status)
-{
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        *status = -errno;
-        close(fd);
-        return -1;
-    }
-    struct emd_ctl_msg m;
-    emd_ctl_init(&m, EMD_CTL_ATTACH_REQ);
-    m.pid = 1; /* a lie: the daemon uses SO_PEERCRED */
-    (void)send(fd, &m, sizeof m, MSG_NOSIGNAL);
-    struct pollfd p = { .fd = fd, .events = POLLIN };
-    *memfd = -1;
-    if (poll(&p, 1, 5000) <= 0 || emd_recv_fd(fd, &m, sizeof m, memfd) != (ssize_t)sizeof m) {
-        *status = -ETIMEDOUT;
-        close(fd);
-        return -1;
-    }
-    if (m.type != EMD_CTL_ATTACH_OK || *memfd < 0) {
-        *status = (int)m.status;
-        close(fd);
-        return -1;
-    }
-    *size = m.shm_size;
-    *ep = m.endpoint;
-    return fd;
-}
-
 /* ----------------------------------------------------------- hostile -- */
 
 /** Put one frame in the next tx slot of @p tx, a handle on the real layout
@@ -94,7 +59,7 @@ static int hostile(void)
     int bad = 0, mfd, st;
     uint64_t size;
     uint16_t ep;
-    int fd = raw_attach(&mfd, &size, &ep, &st);
+    int fd = emd_harness_attach(&mfd, &size, &ep, &st);
     if (fd < 0)
         return 10;
     /* H1: the memfd is sealed (EMD_HOSTILE_NO_TRUNCATE=1 skips this, to see
@@ -150,14 +115,14 @@ static int hostile(void)
     emd_slots_sp_enqueue(&tx);
     send(fd, &w, sizeof w, MSG_NOSIGNAL);
     /* a second region: a tx.tail far beyond the ring */
-    int mfd2, fd2 = raw_attach(&mfd2, &size, &ep, &st);
+    int mfd2, fd2 = emd_harness_attach(&mfd2, &size, &ep, &st);
     if (fd2 >= 0) {
         struct emd_shm_hdr *h2 = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd2, 0);
         atomic_store(&h2->tx.tail, tx_slots * 1000u + 3u);
         send(fd2, &w, sizeof w, MSG_NOSIGNAL);
     }
     /* a third: garbage on the control socket */
-    int mfd3, fd3 = raw_attach(&mfd3, &size, &ep, &st);
+    int mfd3, fd3 = emd_harness_attach(&mfd3, &size, &ep, &st);
     if (fd3 >= 0) {
         char junk[64];
         memset(junk, 0x5a, sizeof junk);
@@ -168,7 +133,7 @@ static int hostile(void)
     int fds[16], n = 0, full = 0;
     for (; n < 16; n++) {
         int m2;
-        fds[n] = raw_attach(&m2, &size, &ep, &st);
+        fds[n] = emd_harness_attach(&m2, &size, &ep, &st);
         if (fds[n] < 0) {
             full = st == EBUSY;
             break;
@@ -180,7 +145,7 @@ static int hostile(void)
     for (int k = 0; k < n; k++)
         close(fds[k]);
     /* M5-like: close a socket but stay alive, region mapped, and scribble on it */
-    int mfd4, fd4 = raw_attach(&mfd4, &size, &ep, &st);
+    int mfd4, fd4 = emd_harness_attach(&mfd4, &size, &ep, &st);
     if (fd4 >= 0) {
         uint8_t *b4 = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd4, 0);
         close(fd4);
@@ -322,7 +287,7 @@ static void unprivileged(void)
         int mfd, st;
         uint64_t size;
         uint16_t ep;
-        int fd = raw_attach(&mfd, &size, &ep, &st);
+        int fd = emd_harness_attach(&mfd, &size, &ep, &st);
         _exit(fd < 0 && st == EACCES ? 0 : 1);
     }
     int ws = 0;

@@ -37,23 +37,11 @@
 #include "emd_abi/emd_ring.h"
 #include "emd_harness.h"
 
-static int connect_sock(void)
-{
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 /** Send @p len bytes of @p msg as the first message; @return the reply's length (type in *type,
  *  status in *status), 0 if the daemon closed without one, -1 on no reply in 3 s. */
 static ssize_t first_msg(const void *msg, size_t len, uint16_t *type, uint32_t *status)
 {
-    int fd = connect_sock();
+    int fd = emd_harness_connect();
     if (fd < 0)
         return -2;
     uint8_t buf[1024];
@@ -91,27 +79,13 @@ struct att {
     uint16_t ep;
 };
 
-/** Attach by hand.  @return 0, or the daemon's ATTACH_ERR status (or -1). */
+/** Attach by hand and map the region.  @return 0, or the daemon's ATTACH_ERR status (or < 0). */
 static int raw_attach(struct att *a)
 {
-    a->fd = connect_sock();
+    int mfd, st = -1;
+    a->fd = emd_harness_attach(&mfd, &a->size, &a->ep, &st);
     if (a->fd < 0)
-        return -1;
-    struct emd_ctl_msg m;
-    emd_ctl_init(&m, EMD_CTL_ATTACH_REQ);
-    (void)send(a->fd, &m, sizeof m, MSG_NOSIGNAL);
-    struct pollfd p = { .fd = a->fd, .events = POLLIN };
-    int mfd = -1;
-    if (poll(&p, 1, 5000) <= 0 || emd_recv_fd(a->fd, &m, sizeof m, &mfd) != (ssize_t)sizeof m ||
-        m.type != EMD_CTL_ATTACH_OK || mfd < 0) {
-        if (mfd >= 0)
-            close(mfd);
-        close(a->fd);
-        a->fd = -1;
-        return m.type == EMD_CTL_ATTACH_ERR ? (int)m.status : -1;
-    }
-    a->size = m.shm_size;
-    a->ep = m.endpoint;
+        return st;
     a->base = mmap(NULL, a->size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
     close(mfd);
     return a->base == MAP_FAILED ? -1 : 0;
@@ -198,7 +172,7 @@ static void malformed(void)
 /** A connection that sends nothing is closed by the daemon within ~1 s. */
 static void silent(void)
 {
-    int fd = connect_sock();
+    int fd = emd_harness_connect();
     uint64_t t0 = now_ms();
     struct pollfd p = { .fd = fd, .events = POLLIN };
     char b[64];

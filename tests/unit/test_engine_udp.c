@@ -21,6 +21,7 @@
 
 #include "engine/engine.h"
 #include "link/link_udp.h"
+#include "link_test_util.h"
 
 struct side {
     em_engine_t *e;
@@ -149,14 +150,11 @@ static void test_messages_every_size_class(void **st)
 /* A link that refuses most of every burst: takes at most one frame per
  * call, and none on every other call.  Wraps a real UDP link. */
 struct choppy {
-    em_link_t link;
-    em_link_t *inner;
+    em_test_wrap_t w; /* inner: the real UDP link */
     unsigned calls, violations;
     em_pkt_t *refused[256];
     unsigned nrefused;
 };
-static em_pkt_t *ch_alloc(em_link_t *l) { return em_link_tx_alloc(((struct choppy *)l)->inner); }
-static void ch_free(em_link_t *l, em_pkt_t *p) { em_link_tx_free(((struct choppy *)l)->inner, p); }
 static unsigned ch_burst(em_link_t *l, em_pkt_t **p, unsigned n)
 {
     struct choppy *c = (struct choppy *)l;
@@ -167,34 +165,25 @@ static unsigned ch_burst(em_link_t *l, em_pkt_t **p, unsigned n)
                 c->violations++;
     unsigned take = (c->calls++ % 2 == 0 || n == 0) ? 0 : 1;
     if (take)
-        take = em_link_tx_burst(c->inner, p, 1);
+        take = em_link_tx_burst(c->w.inner, p, 1);
     c->nrefused = 0;
     for (unsigned i = take; i < n && c->nrefused < 256; i++)
         c->refused[c->nrefused++] = p[i];
     return take;
 }
-static unsigned ch_rx(em_link_t *l, em_pkt_t **p, unsigned m)
-{
-    return em_link_rx_burst(((struct choppy *)l)->inner, p, m);
-}
-static void ch_rel(em_link_t *l, em_pkt_t **p, unsigned n)
-{
-    em_link_rx_release(((struct choppy *)l)->inner, p, n);
-}
-static int ch_flush(em_link_t *l) { return em_link_flush(((struct choppy *)l)->inner); }
 static int ch_peer(em_link_t *l, uint16_t i, const em_link_addr_t *a)
 {
-    return em_link_set_peer(((struct choppy *)l)->inner, i, a);
+    return em_link_set_peer(em_test_inner(l), i, a);
 }
-static void ch_close(em_link_t *l) { em_link_close(((struct choppy *)l)->inner); }
+static void ch_close(em_link_t *l) { em_link_close(em_test_inner(l)); }
 static const em_link_ops_t CHOPPY = {
     .name = "choppy",
-    .tx_alloc = ch_alloc,
+    .tx_alloc = em_test_wrap_tx_alloc,
     .tx_burst = ch_burst,
-    .tx_free = ch_free,
-    .rx_burst = ch_rx,
-    .rx_release = ch_rel,
-    .flush = ch_flush,
+    .tx_free = em_test_wrap_tx_free,
+    .rx_burst = em_test_wrap_rx_burst,
+    .rx_release = em_test_wrap_rx_release,
+    .flush = em_test_wrap_flush,
     .set_peer = ch_peer,
     .close = ch_close,
 };
@@ -205,9 +194,9 @@ static void test_refused_gathered_frames_are_flattened(void **st)
     open_pair(&a, &b, 14);
     /* rebuild a's engine over the choppy wrapper of its UDP link */
     em_engine_destroy(a.e);
-    struct choppy ch = { .link = *a.l, .inner = a.l };
-    ch.link.ops = &CHOPPY;
-    assert_true(ch.link.flags & EM_LINK_F_GATHER);
+    struct choppy ch = { .w = { .link = *a.l, .inner = a.l } };
+    ch.w.link.ops = &CHOPPY;
+    assert_true(ch.w.link.flags & EM_LINK_F_GATHER);
     em_proto_cfg_t c;
     em_proto_cfg_default(&c);
     c.job_key = 14;
@@ -215,7 +204,7 @@ static void test_refused_gathered_frames_are_flattened(void **st)
     c.self = 0;
     c.frame_max = 1472;
     int e;
-    a.e = em_engine_create(&ch.link, &c, &OPS, &a, &e);
+    a.e = em_engine_create(&ch.w.link, &c, &OPS, &a, &e);
     assert_non_null(a.e);
     assert_int_equal(em_engine_set_peer(a.e, 1, &b.l->local), 0);
 

@@ -6,6 +6,7 @@
  * over several links (see em_btl.h, em_btl_internal.h).
  */
 #include "em_btl_internal.h"
+#include "util/pair_mix.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,21 +206,11 @@ static void fail_peer_loudly(em_btl_module_t *m, uint16_t peer, const char *why)
 }
 
 /* The pair key of this process and a peer: both sides compute the same
- * value from the two published secrets (ordered by vpid).  A non-linear
- * mix, so that pair keys seen on the wire tell nothing about other pairs. */
+ * value from the two published secrets (ordered by vpid); the mixer and
+ * why it is non-linear: src/util/pair_mix.h. */
 static uint64_t pair_key(uint64_t a, uint32_t va, uint64_t b, uint32_t vb)
 {
-    uint64_t lo = va < vb ? a : b, hi = va < vb ? b : a;
-    uint64_t x = lo ^ 0x9E3779B97F4A7C15ull;
-    for (int r = 0; r < 2; r++) {
-        x ^= hi + 0x632BE59BD9B4E019ull + (x << 6) + (x >> 2);
-        x ^= x >> 30;
-        x *= 0xBF58476D1CE4E5B9ull;
-        x ^= x >> 27;
-        x *= 0x94D049BB133111EBull;
-        x ^= x >> 31;
-    }
-    return x;
+    return em_pair_mix(a, va, b, vb, EM_PAIR_MIX_BTL);
 }
 
 /* The link address and the pair's keys of @p vpid from its modex entry

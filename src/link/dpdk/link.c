@@ -189,12 +189,6 @@ static void dpdk_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
         rte_pktmbuf_free(pkts[i]->priv);
 }
 
-static int dpdk_flush(em_link_t *l)
-{
-    (void)l;
-    return 0;
-}
-
 static int dpdk_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     return em_dpdk_set_peer((struct dpdk_link *)l, peer, a); /* udp.c: both framings */
@@ -221,7 +215,7 @@ static const em_link_ops_t dpdk_ops = {
     .tx_free = dpdk_tx_free,
     .rx_burst = dpdk_rx_burst,
     .rx_release = dpdk_rx_release,
-    .flush = dpdk_flush,
+    .flush = em_link_flush_none,
     .set_peer = dpdk_set_peer,
     .close = em_dpdk_port_close,
     .rx_peer = dpdk_rx_peer,
