@@ -52,6 +52,12 @@ static const struct emo_pdef pdefs[] = {
     { "retries", FI_PARAM_INT, &emo_params.retries,
       "Consecutive timeouts before a peer is declared failed (its operations then complete "
       "with FI_EIO in the CQ)" },
+    { "live_us", FI_PARAM_INT, &emo_params.live_us,
+      "Liveness watch: a peer this endpoint waits for (a receive posted for it alone, a "
+      "rendezvous) that sends nothing for this long is probed, and declared failed after "
+      "FI_ETHERMPI_RETRIES unanswered probes, within a sender's bound; default "
+      "FI_ETHERMPI_RTO_MAX_US, 0 = off (a dead peer that is only waited for is then never "
+      "noticed)" },
     { "ack_delay_us", FI_PARAM_INT, &emo_params.ack_delay_us, "Longest ACK delay, us" },
     { "rx_mem_mb", FI_PARAM_INT, &emo_params.rx_mem_mb,
       "MiB of reassembly and out-of-order buffers per endpoint" },
@@ -83,6 +89,7 @@ void emo_params_load(void)
         .rto_min_us = 200,
         .rto_max_us = 1000000,
         .retries = 70,
+        .live_us = -1,
         .ack_delay_us = 20,
         .rx_mem_mb = 256,
         .cc = "loss",

@@ -387,6 +387,13 @@ uint16_t em_engine_rx_source(em_engine_t *e)
     return e->link->ops->rx_peer(e->link, e->rx_cur);
 }
 
+int em_engine_watch(em_engine_t *e, uint16_t peer)
+{
+    return em_proto_watch(e->proto, peer, em_now_ns());
+}
+
+int em_engine_unwatch(em_engine_t *e, uint16_t peer) { return em_proto_unwatch(e->proto, peer); }
+
 bool em_engine_idle(const em_engine_t *e) { return e->nbatch == 0 && em_proto_idle(e->proto); }
 size_t em_engine_max_msg(const em_engine_t *e) { return em_proto_max_msg(e->proto); }
 size_t em_engine_frame_payload(const em_engine_t *e) { return em_proto_data_payload(e->proto); }
