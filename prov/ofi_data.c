@@ -252,10 +252,12 @@ void emo_fail_posted_from(struct emo_ep *ep, uint16_t peer)
                 emo_queue_remove(qs[k], q);
                 emo_unwatch(ep, peer, &rx->watched);
                 if (ep->rx_cq)
-                    emo_cq_write_err(ep->rx_cq, rx->context,
-                                     FI_RECV | (rx->tagged ? FI_TAGGED : FI_MSG), -FI_EIO, 0, 0,
-                                     rx->q.tag, emo_src(ep, peer),
-                                     "receive from endpoint %u: the peer failed", peer);
+                    emo_cq_write_err(
+                        ep->rx_cq, rx->context, FI_RECV | (rx->tagged ? FI_TAGGED : FI_MSG),
+                        -FI_EIO, 0, 0, rx->q.tag, emo_src(ep, peer),
+                        "receive from endpoint %u: the peer failed (%s)", peer,
+                        em_engine_fail_reason(ep->eng, peer) ? em_engine_fail_reason(ep->eng, peer)
+                                                             : "?");
                 free(rx);
             }
             q = next;

@@ -29,7 +29,7 @@ struct side {
     struct frame q[QMAX]; /* emitted, not yet relayed */
     unsigned n;
     unsigned probes_seen; /* frames emitted that are probes (ACK + ACKNOW) */
-    unsigned relayed; /* frames relay() took from q (numbers them for the loss patterns) */
+    unsigned relayed;     /* frames relay() took from q (numbers them for the loss patterns) */
     unsigned nfailed;
     unsigned ncomplete;
     int last_status;
