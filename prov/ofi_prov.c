@@ -58,6 +58,10 @@ static const struct emo_pdef pdefs[] = {
       "FI_ETHERMPI_RETRIES unanswered probes, within a sender's bound; default "
       "FI_ETHERMPI_RTO_MAX_US, 0 = off (a dead peer that is only waited for is then never "
       "noticed)" },
+    { "cq_spin_ns", FI_PARAM_INT, &emo_params.cq_spin_ns,
+      "A caller that reads an empty CQ again within 20 us while a receive is posted (an MPI "
+      "waiting for a message) is answered only after this many ns of progress without a "
+      "completion (MPICH yields the CPU after every empty read); 0 = answer at once" },
     { "ack_delay_us", FI_PARAM_INT, &emo_params.ack_delay_us, "Longest ACK delay, us" },
     { "rx_mem_mb", FI_PARAM_INT, &emo_params.rx_mem_mb,
       "MiB of reassembly and out-of-order buffers per endpoint" },
@@ -90,6 +94,7 @@ void emo_params_load(void)
         .rto_max_us = 1000000,
         .retries = 70,
         .live_us = -1,
+        .cq_spin_ns = 2000,
         .ack_delay_us = 20,
         .rx_mem_mb = 256,
         .cc = "loss",

@@ -64,6 +64,8 @@ typedef struct emo_params {
     char *emd_socket; /**< emd: the daemon's control socket (btl_dpdk_emd_socket) */
     int window, rto_us, rto_min_us, rto_max_us, retries, ack_delay_us, rx_mem_mb;
     int live_us;       /**< liveness watch idle time, us; -1 = rto_max_us, 0 = off */
+    int cq_spin_ns;    /**< a caller polling an empty CQ in a loop: keep progressing this
+                            long before -FI_EAGAIN (ofi_cq.c, cq_spin); 0 = never */
     char *cc;          /**< "loss" (default), "delay", "off" */
     int eager_max;     /**< largest message sent eagerly (copied), bytes */
     int id;            /**< endpoint id; -1 = from the launcher / random */
@@ -128,6 +130,7 @@ struct emo_cq {
     struct emo_cq_err *err_last; /**< the entry handed out last (its err_data stays valid) */
     struct emo_ep *eps[EMO_CQ_MAX_EPS];
     unsigned neps;
+    uint64_t read_at; /**< when fi_cq_read last returned (cq_spin) */
 };
 
 /** A completion counter (ofi_cntr.c). */
