@@ -167,7 +167,8 @@ static ssize_t cq_take(struct emo_cq *cq, void *buf, size_t count, fi_addr_t *sr
         if (cq->count == 0 && !cq->err_head)
             cq_spin(cq);
     }
-    cq->read_at = em_now_ns();
+    /* the clock of the progress call just made (no clock read of our own) */
+    cq->read_at = cq->neps && cq->eps[0]->eng ? em_engine_now(cq->eps[0]->eng) : 0;
     if (cq->count == 0)
         return cq->err_head ? -FI_EAVAIL : -FI_EAGAIN;
     /* an error waits to be read: entries before it may be read first */

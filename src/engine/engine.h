@@ -145,6 +145,9 @@ bool em_engine_send_ready(const em_engine_t *e, uint16_t peer, size_t len);
 int em_engine_watch(em_engine_t *e, uint16_t peer);
 /** Drop one watch (em_proto_unwatch()).  @return 0 or -EM_EINVAL. */
 int em_engine_unwatch(em_engine_t *e, uint16_t peer);
+/** The clock (em_now_ns()) as the last em_engine_progress() read it; 0
+ *  before the first.  For callers that need a recent time, not an exact one. */
+uint64_t em_engine_now(const em_engine_t *e);
 
 /** Register [base, base+len) for puts from peers. @return 0, -EM_ENOMEM or
  *  -EM_EAGAIN (getrandom failed: no region key). */
