@@ -13,8 +13,9 @@
  * Threading: an em_proto_t is single-threaded.  All functions must be called
  * from the thread that owns it.  Callbacks run inside em_proto_rx(),
  * em_proto_poll(), em_proto_send() or em_proto_put(); from a callback the
- * caller may call em_proto_send(), em_proto_put() and the read-only
- * accessors, but not em_proto_rx(), em_proto_poll() or em_proto_destroy().
+ * caller may call em_proto_send(), em_proto_put(), em_proto_watch(),
+ * em_proto_unwatch() and the read-only accessors, but not em_proto_rx(),
+ * em_proto_poll() or em_proto_destroy().
  *
  * Delivery semantics: a cumulative ACK means "delivered": the message was
  * handed to the recv callback, or the put bytes were placed.  An operation
