@@ -126,6 +126,7 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
         return emo_errno(rc);
     }
     ep->st.rdv_sent++;
+    op->watched = emo_watch(ep, peer); /* until its CTS: a dead receiver is noticed */
     return 0;
 }
 
@@ -213,10 +214,24 @@ static ssize_t do_recv(struct emo_ep *ep, const struct emo_recv_args *r)
         emo_unexp_release(ep, u);
         return 0;
     }
+    if (filt < ep->npeers && filt != ep->self.id && ep->peer_failed[filt]) {
+        /* nothing will come from a failed peer: say so now, not never */
+        if (ep->rx_cq)
+            emo_cq_write_err(ep->rx_cq, r->context, FI_RECV | (r->tagged ? FI_TAGGED : FI_MSG),
+                             -FI_EIO, 0, 0, tag, r->src,
+                             "receive from endpoint %u: the peer failed", (unsigned)filt);
+        emo_cntr_inc(ep->rx_cntr, -FI_EIO);
+        return 0;
+    }
     emo_rx_t *p = malloc(sizeof *p);
     if (!p)
         return -FI_EAGAIN;
     *p = rx;
+    /* a receive for one peer waits for it: watch it, so that its death
+     * fails the receive (src/proto/live.c); FI_ADDR_UNSPEC receives wait
+     * for nobody in particular and probe nobody */
+    if (filt < ep->npeers && emo_ep_set_peer(ep, (uint16_t)filt) == 0)
+        p->watched = emo_watch(ep, (uint16_t)filt);
     p->q.peer = filt;
     p->q.tag = tag;
     p->q.ignore = ignore;
@@ -235,11 +250,14 @@ void emo_fail_posted_from(struct emo_ep *ep, uint16_t peer)
             if (q->peer == peer) {
                 emo_rx_t *rx = container_of_emo(q, emo_rx_t, q);
                 emo_queue_remove(qs[k], q);
+                emo_unwatch(ep, peer, &rx->watched);
                 if (ep->rx_cq)
-                    emo_cq_write_err(ep->rx_cq, rx->context,
-                                     FI_RECV | (rx->tagged ? FI_TAGGED : FI_MSG), -FI_EIO, 0, 0,
-                                     rx->q.tag, emo_src(ep, peer),
-                                     "receive from endpoint %u: the peer failed", peer);
+                    emo_cq_write_err(
+                        ep->rx_cq, rx->context, FI_RECV | (rx->tagged ? FI_TAGGED : FI_MSG),
+                        -FI_EIO, 0, 0, rx->q.tag, emo_src(ep, peer),
+                        "receive from endpoint %u: the peer failed (%s)", peer,
+                        em_engine_fail_reason(ep->eng, peer) ? em_engine_fail_reason(ep->eng, peer)
+                                                             : "?");
                 free(rx);
             }
             q = next;
@@ -256,6 +274,7 @@ ssize_t emo_cancel(struct emo_ep *ep, void *context)
             if (rx->context != context)
                 continue;
             emo_queue_remove(qs[k], q);
+            emo_unwatch(ep, (uint16_t)rx->q.peer, &rx->watched);
             if (ep->rx_cq)
                 emo_cq_write_err(ep->rx_cq, context, FI_RECV | (rx->tagged ? FI_TAGGED : FI_MSG),
                                  -FI_ECANCELED, 0, 0, rx->q.tag, FI_ADDR_NOTAVAIL,

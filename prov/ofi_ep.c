@@ -248,6 +248,10 @@ static int make_engine(struct emo_ep *ep, char *err, size_t errlen)
     cfg.rto_max_ns = (uint64_t)emo_params.rto_max_us * 1000u;
     cfg.max_retries = (uint32_t)emo_params.retries;
     cfg.ack_delay_ns = (uint64_t)emo_params.ack_delay_us * 1000u;
+    /* a peer we only wait for fails within a sender's bound (src/proto/live.c) */
+    cfg.live_idle_ns = (uint64_t)(emo_params.live_us < 0 ? emo_params.rto_max_us
+                                                         : emo_params.live_us) *
+                       1000u;
     cfg.cc = (em_cc_mode_t)em_cc_mode_parse(emo_params.cc);
     /* no message longer than a sender of ours makes: the eager limit plus
      * our header (rendezvous data travels as puts, not messages) */

@@ -52,6 +52,16 @@ static const struct emo_pdef pdefs[] = {
     { "retries", FI_PARAM_INT, &emo_params.retries,
       "Consecutive timeouts before a peer is declared failed (its operations then complete "
       "with FI_EIO in the CQ)" },
+    { "live_us", FI_PARAM_INT, &emo_params.live_us,
+      "Liveness watch: a peer this endpoint waits for (a receive posted for it alone, a "
+      "rendezvous) that sends nothing for this long is probed, and declared failed after "
+      "FI_ETHERMPI_RETRIES unanswered probes, within a sender's bound; default "
+      "FI_ETHERMPI_RTO_MAX_US, 0 = off (a dead peer that is only waited for is then never "
+      "noticed)" },
+    { "cq_spin_ns", FI_PARAM_INT, &emo_params.cq_spin_ns,
+      "A caller that reads an empty CQ again within 20 us while a receive is posted (an MPI "
+      "waiting for a message) is answered only after this many ns of progress without a "
+      "completion (MPICH yields the CPU after every empty read); 0 = answer at once" },
     { "ack_delay_us", FI_PARAM_INT, &emo_params.ack_delay_us, "Longest ACK delay, us" },
     { "rx_mem_mb", FI_PARAM_INT, &emo_params.rx_mem_mb,
       "MiB of reassembly and out-of-order buffers per endpoint" },
@@ -83,6 +93,8 @@ void emo_params_load(void)
         .rto_min_us = 200,
         .rto_max_us = 1000000,
         .retries = 70,
+        .live_us = -1,
+        .cq_spin_ns = 2000,
         .ack_delay_us = 20,
         .rx_mem_mb = 256,
         .cc = "loss",

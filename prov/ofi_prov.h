@@ -63,6 +63,9 @@ typedef struct emo_params {
     char *eal_args;   /**< dpdk: extra EAL arguments (btl_dpdk_eal_args) */
     char *emd_socket; /**< emd: the daemon's control socket (btl_dpdk_emd_socket) */
     int window, rto_us, rto_min_us, rto_max_us, retries, ack_delay_us, rx_mem_mb;
+    int live_us;       /**< liveness watch idle time, us; -1 = rto_max_us, 0 = off */
+    int cq_spin_ns;    /**< a caller polling an empty CQ in a loop: keep progressing this
+                            long before -FI_EAGAIN (ofi_cq.c, cq_spin); 0 = never */
     char *cc;          /**< "loss" (default), "delay", "off" */
     int eager_max;     /**< largest message sent eagerly (copied), bytes */
     int id;            /**< endpoint id; -1 = from the launcher / random */
@@ -133,6 +136,7 @@ struct emo_cq {
     struct emo_cq_err *err_head, *err_tail;
     struct emo_cq_err *err_last; /**< the entry handed out last (its err_data stays valid) */
     emo_ep_set_t eps;
+    uint64_t read_at; /**< when fi_cq_read last returned (cq_spin) */
 };
 
 /** A completion counter (ofi_cntr.c). */
@@ -168,6 +172,8 @@ typedef struct emo_op {
     unsigned puts_left;     /**< rendezvous send: puts not yet completed */
     em_proto_op_t *puts;    /**< rendezvous send: one per EMO_PUT_CHUNK */
     em_region_handle_t reg; /**< rendezvous receive: its registration */
+    bool watched;           /**< RTS waiting for CTS, RRECV waiting for FIN: a liveness
+                                 watch of the peer is held (emo_watch) */
     size_t msg_len;         /**< bytes of msg[] */
     uint8_t msg[];          /**< what the engine sends: header (+ eager payload) */
 } emo_op_t;
@@ -180,6 +186,7 @@ typedef struct emo_rx {
     void *context;
     uint64_t flags; /**< FI_COMPLETION etc. */
     bool tagged;
+    bool watched; /**< posted for one peer: a liveness watch of it is held (emo_watch) */
 } emo_rx_t;
 
 /** An unexpected message (eager with its bytes, or an RTS). */

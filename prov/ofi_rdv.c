@@ -90,6 +90,23 @@ void emo_cookie_del(struct emo_ep *ep, emo_op_t *op)
     op->cookie = 0;
 }
 
+/* ---- liveness watch ------------------------------------------------------------ */
+
+bool emo_watch(struct emo_ep *ep, uint16_t peer)
+{
+    if (peer >= ep->npeers || peer == ep->self.id || !ep->peer_set[peer])
+        return false;
+    return em_engine_watch(ep->eng, peer) == 0;
+}
+
+void emo_unwatch(struct emo_ep *ep, uint16_t peer, bool *watched)
+{
+    /* while the engine is destroyed (close) its watches go with it */
+    if (*watched && ep->in_progress < 2)
+        (void)em_engine_unwatch(ep->eng, peer);
+    *watched = false;
+}
+
 /* ---- completions ------------------------------------------------------------ */
 
 fi_addr_t emo_src(struct emo_ep *ep, uint16_t peer) { return emo_av_lookup_id(ep->av, peer); }
@@ -210,7 +227,9 @@ static void rdv_accept(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uin
         emo_cookie_del(ep, op);
         complete_rx(ep, op->context, flags, true, op->buf, 0, 0, data, tag, peer, rc);
         emo_op_free(op);
+        return;
     }
+    op->watched = emo_watch(ep, peer); /* until its FIN */
 }
 
 /* an unexpected or arriving message meets receive @p rx */
@@ -277,6 +296,7 @@ static void on_message(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h, con
         return;
     }
     emo_rx_t *rx = container_of_emo(q, emo_rx_t, q);
+    emo_unwatch(ep, peer, &rx->watched);
     emo_deliver(ep, rx, peer, h->type, h->flags, h->tag, h->data, h->len, h->s_cookie, pl);
     free(rx);
 }
@@ -294,6 +314,7 @@ static void on_cts(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
         return;
     }
     emo_cookie_del(ep, op);
+    emo_unwatch(ep, peer, &op->watched); /* it answered; the puts have the retransmit timer */
     size_t len = (size_t)h->len, nput = (len + EMO_PUT_CHUNK - 1) / EMO_PUT_CHUNK;
     if (nput) {
         op->puts = calloc(nput, sizeof *op->puts);
@@ -344,6 +365,7 @@ static void on_fin(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
     if (h->len != op->len && !status)
         status = -FI_EIO; /* the sender gave up part way (its own error) */
     emo_cookie_del(ep, op);
+    emo_unwatch(ep, peer, &op->watched);
     if (op->reg.id)
         em_engine_deregister(ep->eng, &op->reg);
     complete_rx(ep, op->context, op->cq_flags, op->want_cqe, op->buf, op->len, op->len + op->olen,
@@ -416,6 +438,7 @@ static void cb_peer_failed(void *u, uint16_t peer)
         if (!op || op->peer != peer)
             continue;
         emo_cookie_del(ep, op);
+        emo_unwatch(ep, peer, &op->watched); /* (the failed peer's watches are gone) */
         if (op->kind == EMO_OP_RRECV) {
             if (op->reg.id)
                 em_engine_deregister(ep->eng, &op->reg);

@@ -27,6 +27,12 @@ void emo_deliver(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uint8_t t
 /** A message (engine tag @p etag) from @p peer: decode and dispatch. */
 void emo_handle_msg(struct emo_ep *ep, uint16_t peer, uint8_t etag, const void *data, size_t len);
 void emo_unexp_release(struct emo_ep *ep, emo_unexp_t *u);
+/** The endpoint waits for @p peer (a directed receive, a rendezvous step):
+ *  watch its liveness (src/proto/live.c).  @return true when a watch is
+ *  held (drop it with emo_unwatch). */
+bool emo_watch(struct emo_ep *ep, uint16_t peer);
+/** Drop the watch *@p watched says is held (and clear it). */
+void emo_unwatch(struct emo_ep *ep, uint16_t peer, bool *watched);
 /** Posted receives for @p peer alone end with FI_EIO (ofi_data.c). */
 void emo_fail_posted_from(struct emo_ep *ep, uint16_t peer);
 

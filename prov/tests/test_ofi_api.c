@@ -7,8 +7,10 @@
  * puts), expected and unexpected; untagged fi_senddata with its CQ data;
  * truncation as FI_ETRUNC with olen; FI_PEEK, FI_CLAIM and FI_ENOMSG (whose
  * error entry never writes through the caller's err_data); a
- * message to the endpoint itself; and a killed peer: a send to it and a
- * receive posted for it end as CQ errors (FI_EIO), not a hang.
+ * message to the endpoint itself; and a killed peer that nothing is sent
+ * to: a receive posted for it ends as a CQ error (FI_EIO, the liveness
+ * watch), not a hang, and later sends and receives fail at once.  (A send
+ * to a dead peer: tests/unit/test_proto.c, test_live.c.)
  *
  * Usage: test_ofi_api [provider dir]  (else FI_PROVIDER_PATH must be set)
  */
@@ -296,14 +298,17 @@ static void parent_checks(pid_t child)
     kill(child, SIGKILL);
     waitpid(child, NULL, 0);
     double t0 = ofi_now_s();
+    /* nothing is sent to it: only a receive waits, and the liveness watch
+     * (src/proto/live.c) must notice (with FI_ETHERMPI_LIVE_US=0 this
+     * waits in vain: the check fails after 30 s) */
     FI(fi_trecv(ep, b, sizeof b, NULL, peer, 0x42, 0, &c2));
-    FI(fi_tsend(ep, s, sizeof s, NULL, peer, 0x41, &c));
-    CHECK(wait_ctx(&c, NULL, &x, 30) == FI_EIO, "send to a dead peer");
+    CHECK(wait_ctx(&c2, NULL, &x, 30) == FI_EIO, "receive posted for the dead peer");
     CHECK(x.err_data && x.err_data_size > 0, "error entry names no cause");
-    printf("killed peer: send failed after %.2f s: %s\n", ofi_now_s() - t0,
+    printf("killed peer: the receive waiting for it failed after %.2f s: %s\n", ofi_now_s() - t0,
            fi_cq_strerror(cq, x.prov_errno, x.err_data, NULL, 0));
-    CHECK(wait_ctx(&c2, NULL, &x, 5) == FI_EIO, "receive posted for the dead peer");
     CHECK(fi_tsend(ep, s, sizeof s, NULL, peer, 0x43, &c) == -FI_EIO, "send after failure");
+    FI(fi_trecv(ep, b, sizeof b, NULL, peer, 0x44, 0, &c2));
+    CHECK(wait_ctx(&c2, NULL, &x, 1) == FI_EIO, "receive posted after the failure");
 }
 
 int main(int argc, char **argv)

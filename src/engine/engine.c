@@ -58,6 +58,7 @@ struct em_engine {
     const em_pkt_t *rx_cur; /* the frame the protocol is judging (progress only) */
     uint16_t self;          /* our protocol endpoint id (cfg.self) */
     int in_progress;
+    uint64_t now; /* the clock as the last progress call read it (0: none yet) */
     em_engine_stats_t st;
 };
 
@@ -317,6 +318,7 @@ int em_engine_progress(em_engine_t *e)
     em_pkt_t *pkts[EM_BURST];
     unsigned n = em_link_rx_burst(e->link, pkts, EM_BURST);
     uint64_t now = em_now_ns();
+    e->now = now;
     for (unsigned i = 0; i < n; i++) {
         e->rx_cur = pkts[i]; /* lent to resolve (em_engine_rx_frame) */
         if (e->link->ops->rx_peer)
@@ -386,6 +388,17 @@ uint16_t em_engine_rx_source(em_engine_t *e)
         return EM_SRC_UNKNOWN;
     return e->link->ops->rx_peer(e->link, e->rx_cur);
 }
+
+int em_engine_watch(em_engine_t *e, uint16_t peer)
+{
+    /* the last progress call's clock: a watch's idle time is a second, and
+     * a receive posted on the data path costs no clock read */
+    return em_proto_watch(e->proto, peer, e->now ? e->now : em_now_ns());
+}
+
+uint64_t em_engine_now(const em_engine_t *e) { return e->now; }
+
+int em_engine_unwatch(em_engine_t *e, uint16_t peer) { return em_proto_unwatch(e->proto, peer); }
 
 bool em_engine_idle(const em_engine_t *e) { return e->nbatch == 0 && em_proto_idle(e->proto); }
 size_t em_engine_max_msg(const em_engine_t *e) { return em_proto_max_msg(e->proto); }

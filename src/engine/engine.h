@@ -139,6 +139,16 @@ int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint16_t peer, const em_reg
  */
 bool em_engine_send_ready(const em_engine_t *e, uint16_t peer, size_t len);
 
+/** The owner waits for traffic from @p peer: watch its liveness
+ *  (em_proto_watch(); one em_engine_unwatch() per call).
+ *  @return 0, -EM_EINVAL or -EM_EPEERFAIL. */
+int em_engine_watch(em_engine_t *e, uint16_t peer);
+/** Drop one watch (em_proto_unwatch()).  @return 0 or -EM_EINVAL. */
+int em_engine_unwatch(em_engine_t *e, uint16_t peer);
+/** The clock (em_now_ns()) as the last em_engine_progress() read it; 0
+ *  before the first.  For callers that need a recent time, not an exact one. */
+uint64_t em_engine_now(const em_engine_t *e);
+
 /** Register [base, base+len) for puts from peers. @return 0, -EM_ENOMEM or
  *  -EM_EAGAIN (getrandom failed: no region key). */
 int em_engine_register(em_engine_t *e, void *base, size_t len, em_region_handle_t *out);

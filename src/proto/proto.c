@@ -41,6 +41,7 @@ void em_proto_cfg_default(em_proto_cfg_t *cfg)
         .cc_loss_gain_pct = 100,
         .cc_loss_qdelay_pct = 50,
         .cc_adapt_target = 0,
+        .live_idle_ns = 1000000000, /* = rto_max_ns: a watched peer fails within a sender's bound */
     };
 }
 
@@ -91,6 +92,8 @@ em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops
         return NULL;
     }
     p->cfg = *cfg;
+    if (cfg->link_acks)
+        p->cfg.live_idle_ns = 0; /* the link answers for the peer: no probes (live.c) */
     p->ops = *ops;
     p->uctx = uctx;
     p->data_payload = cfg->frame_max - EM_HDR_LEN;
@@ -119,6 +122,7 @@ em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops
         pe->rto_deadline = EM_NEVER;
         pe->ack_deadline = EM_NEVER;
         pe->pace_at = EM_NEVER;
+        pe->live_deadline = EM_NEVER;
         em_cc_init(&pe->cc, cfg);
     }
     *err = EM_OK;
@@ -155,6 +159,8 @@ void em_fail_peer(struct em_proto *p, uint16_t peer)
     pe->ack_deadline = EM_NEVER;
     pe->nack_owed = 0;
     pe->tx_blocked = 0;
+    pe->watchers = 0; /* nothing will come: em_proto_unwatch() is a no-op now */
+    pe->live_deadline = EM_NEVER;
     p->st.peer_failures++;
     em_rx_free(p, pe);
     abort_ops(p, pe, -EM_EPEERFAIL);
@@ -443,6 +449,7 @@ static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint16_t
         return;
     }
     p->st.rx_frames++;
+    em_live_heard(p, pe, now);
     switch (h.type) {
     case EM_PT_ACK:
         p->st.rx_acks++;
@@ -478,6 +485,11 @@ static void poll_peer(struct em_proto *p, uint16_t peer, uint64_t now)
         if (pe->state != EM_PEER_ACTIVE)
             return;
     }
+    if (pe->live_deadline <= now) {
+        em_live_timeout(p, peer, now);
+        if (pe->state != EM_PEER_ACTIVE)
+            return;
+    }
     if (pe->tx_blocked || pe->pace_at <= now)
         em_pump(p, peer, now);
     if (pe->nack_owed)
@@ -504,6 +516,8 @@ void em_proto_poll(em_proto_t *p, uint64_t now)
             next = pe->ack_deadline;
         if (pe->pace_at < next)
             next = pe->pace_at;
+        if (pe->live_deadline < next)
+            next = pe->live_deadline;
         if ((pe->tx_blocked || pe->nack_owed) && now < next)
             next = now;
     }

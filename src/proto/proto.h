@@ -13,8 +13,9 @@
  * Threading: an em_proto_t is single-threaded.  All functions must be called
  * from the thread that owns it.  Callbacks run inside em_proto_rx(),
  * em_proto_poll(), em_proto_send() or em_proto_put(); from a callback the
- * caller may call em_proto_send(), em_proto_put() and the read-only
- * accessors, but not em_proto_rx(), em_proto_poll() or em_proto_destroy().
+ * caller may call em_proto_send(), em_proto_put(), em_proto_watch(),
+ * em_proto_unwatch() and the read-only accessors, but not em_proto_rx(),
+ * em_proto_poll() or em_proto_destroy().
  *
  * Delivery semantics: a cumulative ACK means "delivered": the message was
  * handed to the recv callback, or the put bytes were placed.  An operation
@@ -22,6 +23,13 @@
  * cumulatively acknowledged.  A peer that stops answering is declared failed
  * after max_retries consecutive retransmit timeouts; every pending operation
  * to it then completes with EM_EPEERFAIL.
+ *
+ * Liveness watch (em_proto_watch()): a peer we only *wait* for (a posted
+ * receive, a rendezvous answer) has nothing of ours in flight, so no
+ * retransmit timer runs toward it.  While the layer above watches it and
+ * it stays silent for live_idle_ns, probes go to it with the same back-off
+ * as retransmissions, and it fails after max_retries unanswered ones:
+ * docs/design.md "Peer failure".  Unwatched peers are never probed.
  */
 #ifndef EM_PROTO_PROTO_H
 #define EM_PROTO_PROTO_H
@@ -133,6 +141,13 @@ typedef struct em_proto_cfg {
      *  its reassembly) fails the peer, visibly, instead of being dropped:
      *  a silent drop would hang the flow for good. */
     bool link_acks;
+    /** Liveness watch (em_proto_watch()): a watched peer silent this long
+     *  is probed, then backed off like a retransmit timer from its RTO and
+     *  failed after max_retries unanswered probes.  Equal to rto_max_ns
+     *  (the default) the bound is a sender's (docs/design.md "Peer
+     *  failure").  0 = never probe (watches are only counted).  Not used
+     *  with link_acks (the link answers for the peer there). */
+    uint64_t live_idle_ns;
 } em_proto_cfg_t;
 
 /** Where one peer's flows stand (what a link that acknowledges for us must know). */
@@ -264,6 +279,8 @@ typedef struct em_proto_stats {
     uint64_t cc_paced;           /**< new frames held back by pacing */
     uint64_t fail_refused_acked; /**< link_acks: peers failed because an in-order frame the link
                                       had acknowledged could not be consumed */
+    uint64_t live_probes;        /**< liveness probes sent to watched, silent peers */
+    uint64_t live_failures;      /**< of peer_failures: watched peers that answered no probe */
 } em_proto_stats_t;
 
 typedef struct em_proto em_proto_t;
@@ -322,6 +339,37 @@ void em_proto_rx(em_proto_t *p, const void *frame, size_t len, uint64_t now);
  * (drop_source).
  */
 void em_proto_rx_from(em_proto_t *p, const void *frame, size_t len, uint16_t src, uint64_t now);
+
+/**
+ * The layer above expects traffic from @p peer (a receive posted for it
+ * alone, a rendezvous waiting for its answer): watch its liveness.  Watches
+ * are counted; each needs one em_proto_unwatch().  While at least one is
+ * held and nothing of ours is in flight to the peer (the retransmit timer
+ * covers that case), a peer silent for cfg.live_idle_ns is probed (a
+ * standalone ACK flagged EM_F_ACKNOW, which it answers with its ACK state
+ * on its next poll), the probes back off from its RTO to rto_max_ns, and
+ * after max_retries unanswered probes it is declared failed as a sender
+ * would declare it (every op completes with -EM_EPEERFAIL, peer_failed,
+ * em_proto_fail_reason()).  Any frame accepted from the peer restarts the
+ * idle time, so a peer that answers probes is never failed; one that does
+ * not run its protocol (a process that computes without progress) answers
+ * nothing and fails after the bound, as it would toward a sender.
+ * May be called from callbacks.
+ * @return 0, -EM_EINVAL (bad peer, or not set yet: em_proto_set_peer()),
+ *         -EM_EPEERFAIL (the peer failed already: nothing will come).
+ */
+int em_proto_watch(em_proto_t *p, uint16_t peer, uint64_t now);
+
+/**
+ * Drop one watch of @p peer (the receive matched, completed or was
+ * canceled).  A failed peer's watches are gone already: no-op.
+ * May be called from callbacks.
+ * @return 0, or -EM_EINVAL (bad peer, or no watch held).
+ */
+int em_proto_unwatch(em_proto_t *p, uint16_t peer);
+
+/** Watches held on @p peer (0 for a bad id). */
+uint32_t em_proto_watchers(const em_proto_t *p, uint16_t peer);
 
 /** Bytes of receive buffers held now (reassembly + out-of-order slots). */
 uint64_t em_proto_rx_mem(const em_proto_t *p);

@@ -83,6 +83,12 @@ struct em_peer {
     uint8_t nack_sent;                /**< Go-Back-N: NACK already sent for this gap */
     uint8_t probed;                   /**< a probe came: our next ACK state carries EM_F_PROBED */
 
+    /* liveness watch (live.c) */
+    uint32_t watchers;      /**< em_proto_watch() holds */
+    uint32_t live_retries;  /**< liveness probes unanswered in a row */
+    uint64_t live_rto;      /**< interval to the next liveness probe (backed off) */
+    uint64_t live_deadline; /**< next liveness probe or failure (EM_NEVER: none) */
+
     /* reassembly of a multi-fragment message (frames arrive in order) */
     uint8_t ra_active;
     uint8_t ra_tag;
@@ -175,6 +181,20 @@ void em_reassembly_reset(struct em_peer *pe);
 void em_rx_free(struct em_proto *p, struct em_peer *pe);
 /** Room for @p n more bytes of receive buffers? (counts drop_budget when not) */
 bool em_rx_mem_take(struct em_proto *p, uint64_t n);
+
+/* live.c */
+/** A frame from @p peer was accepted: it is alive (restart its watch). */
+static inline void em_live_heard(struct em_proto *p, struct em_peer *pe, uint64_t now)
+{
+    if (pe->watchers && p->cfg.live_idle_ns) {
+        pe->live_retries = 0;
+        pe->live_rto = pe->rto_base;
+        pe->live_deadline = now + p->cfg.live_idle_ns;
+        /* later than before: poll recomputes the instance deadline */
+    }
+}
+/** The watch's deadline of @p peer passed: probe it, or fail it. */
+void em_live_timeout(struct em_proto *p, uint16_t peer, uint64_t now);
 
 /* proto.c */
 void em_fail_peer(struct em_proto *p, uint16_t peer);
