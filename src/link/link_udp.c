@@ -78,6 +78,8 @@ struct udp_link {
     uint8_t *rx_mem;
     uint32_t rx_slot_bytes;
     unsigned rx_batch; /* slots asked for per recvmmsg */
+    unsigned rx_dirty; /* slots 0..rx_dirty-1 need their msghdr/iovec set again */
+    unsigned rx_want;  /* slots the next recvmmsg asks for: 1 or rx_batch */
     struct rx_slot rx_slots[UDP_RX_SLOTS];
     unsigned rx_filled, rx_cur;
     uint32_t rx_off;
@@ -317,8 +319,19 @@ static unsigned udp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     if (u->rx_cur < u->rx_filled)
         return rx_split(u, pkts, max); /* frames left from a coalesced datagram */
 
-    unsigned want = u->rx_batch; /* more frames than max stay for the next call */
-    for (unsigned i = 0; i < want; i++) {
+    /* After an empty poll ask for one datagram, after any datagram for the
+     * whole batch: recvmmsg tries the slot after the last datagram it got,
+     * so a lone datagram asked for with 32 slots costs a second, failing
+     * receive (0.17-0.25 us on the latency path of every small message),
+     * while a stream that keeps the queue non-empty still gets full
+     * batches; only the first datagram after a pause comes alone. */
+    unsigned want = u->rx_want; /* more frames than max stay for the next call */
+    /* Only the slots the last recvmmsg filled (and the compaction below
+     * moved) need their headers set again: an empty poll, the common case
+     * of a busy-polling rank, then costs the syscall alone (the 32-slot
+     * re-initialisation was 9 % of an idle rank's time: docs/design.md
+     * "link_udp", small messages). */
+    for (unsigned i = 0; i < u->rx_dirty; i++) {
         u->rx_iov[i] = (struct iovec){ .iov_base = u->rx_mem + (size_t)i * u->rx_slot_bytes,
                                        .iov_len = u->rx_slot_bytes };
         u->rx_msgs[i].msg_hdr = (struct msghdr){ .msg_name = &u->rx_names[i],
@@ -329,9 +342,17 @@ static unsigned udp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
                                                  .msg_controllen = u->gro ? sizeof u->rx_ctl[i].buf
                                                                           : 0 };
     }
+    u->rx_dirty = 0;
     int r = recvmmsg(u->fd, u->rx_msgs, want, MSG_DONTWAIT, NULL);
-    if (r <= 0)
+    if (r <= 0) {
+        /* EAGAIN writes nothing back; after any other error set all again */
+        if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+            u->rx_dirty = want;
+        u->rx_want = 1;
         return 0;
+    }
+    u->rx_want = u->rx_batch;  /* more may wait */
+    u->rx_dirty = (unsigned)r; /* written by the kernel, or moved below */
     u->st.rx_dgrams += (uint64_t)r;
     /* compact the usable slots to the front (rx_iov/rx_names move with them) */
     unsigned k = 0;
@@ -547,6 +568,8 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
     u->rx_batch = cfg->rx_batch ? cfg->rx_batch : UDP_RX_BATCH;
     if (u->rx_batch > UDP_RX_SLOTS)
         u->rx_batch = UDP_RX_SLOTS;
+    u->rx_dirty = u->rx_batch;
+    u->rx_want = u->rx_batch;
     u->rx_mem = malloc((size_t)u->rx_batch * u->rx_slot_bytes);
     if (!u->tx_mem || !u->rx_mem) {
         snprintf(err, errlen, "out of memory for UDP buffers");

@@ -251,6 +251,39 @@ static void test_gro_sizes_checked(void **state)
     em_link_close(b);
 }
 
+/* After an empty poll the link asks for one datagram, then for the whole
+ * batch, and sets up again only the slots the kernel wrote or the
+ * compaction moved.  A refused datagram inside a batch (the compaction
+ * moves the slots after it), then a second round through the same slots:
+ * every frame comes back intact and in order.  (Guards the bookkeeping of
+ * rx_want/rx_dirty; the code before it, which set up every slot on every
+ * poll, passes too.) */
+static void test_slots_after_idle_and_refusal(void **state)
+{
+    (void)state;
+    em_link_t *b = open_link(0, 1); /* no GRO: one datagram per frame */
+    enum { N = 40 };
+    static uint8_t big[3000], buf[1472];
+    uint32_t lens[N];
+    for (unsigned round = 0; round < 2; round++) {
+        expect_quiet(b); /* an empty poll */
+        for (unsigned f = 0; f < N; f++) {
+            if (f == 5)
+                raw_gso_send(b, 0, big, sizeof big); /* larger than a frame */
+            lens[f] = 100 + 30 * f;
+            for (unsigned j = 0; j < lens[f]; j++)
+                buf[j] = pattern(round * N + f, j);
+            raw_gso_send(b, 0, buf, lens[f]);
+        }
+        expect_frames(b, round * N, N, lens, 64);
+    }
+    const em_udp_stats_t *s = em_link_udp_stats(b);
+    assert_int_equal(s->rx_truncated, 2);
+    assert_int_equal(s->rx_frames, 2 * N);
+    assert_int_equal(s->rx_dgrams, 2 * N + 2);
+    em_link_close(b);
+}
+
 /* without GRO on the receiver the kernel cuts the GSO send itself */
 static void test_no_gro_receiver(void **state)
 {
@@ -300,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_gro_sizes_checked),
         cmocka_unit_test(test_no_gro_receiver),
         cmocka_unit_test(test_no_gso),
+        cmocka_unit_test(test_slots_after_idle_and_refusal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,6 +119,13 @@ static int rudp_register(void)
         &rudp_gro);
     rudp_params.print_link_stats = rudp_link_stats;
     em_btl_module_defaults(&rudp_module.super);
+    /* Eager up to 256 KiB (+ ob1's header), not 64: a rendezvous costs
+     * four one-way trips (RNDV, ob1's PUT request, the ACK the put waits
+     * for, FIN) around the data, and over kernel UDP (GSO/GRO) the two
+     * extra copies of an eager message cost less than those trips up to
+     * 256 KiB: docs/design.md "link_udp", rendezvous or eager. */
+    rudp_module.super.btl_eager_limit = 256 * 1024 + 128;
+    rudp_module.super.btl_max_send_size = 256 * 1024 + 128;
     return mca_btl_base_param_register(&mca_btl_rudp_component.btl_version, &rudp_module.super);
 }
 
