@@ -100,6 +100,16 @@ static void mk(struct fx *x)
     assert_non_null(x->pb);
 }
 
+/* Rank 0's protocol again, from x->cfg as the caller changed it */
+static void remk_a(struct fx *x)
+{
+    int err;
+    em_proto_destroy(x->pa);
+    x->cfg.self = 0;
+    x->pa = em_proto_create(&x->cfg, &OPS, &x->a, &err);
+    assert_non_null(x->pa);
+}
+
 static void rm(struct fx *x)
 {
     em_proto_destroy(x->pa);
@@ -237,11 +247,8 @@ static void test_unwatched_peer_is_never_probed(void **st)
     rm(&x);
 
     mk(&x);
-    em_proto_destroy(x.pa);
-    int err;
-    x.cfg.self = 0;
     x.cfg.live_idle_ns = 0;
-    x.pa = em_proto_create(&x.cfg, &OPS, &x.a, &err);
+    remk_a(&x);
     assert_int_equal(em_proto_watch(x.pa, 1, 0), 0);
     for (uint64_t t = 0; t < 100u * BOUND; t += 777)
         em_proto_poll(x.pa, t);
@@ -330,21 +337,16 @@ static void test_watch_arguments(void **st)
     rm(&x);
     /* peers that need em_proto_set_peer: no watch before (no key to probe with) */
     mk(&x);
-    em_proto_destroy(x.pa);
-    int err;
-    x.cfg.self = 0;
     x.cfg.peers_need_set = 1;
-    x.pa = em_proto_create(&x.cfg, &OPS, &x.a, &err);
+    remk_a(&x);
     assert_int_equal(em_proto_watch(x.pa, 1, 0), -EM_EINVAL);
     assert_int_equal(em_proto_set_peer(x.pa, 1, KEY, 0, 0), 0);
     assert_int_equal(em_proto_watch(x.pa, 1, 0), 0);
     rm(&x);
     /* a link that acknowledges for us: watches count, nothing is probed */
     mk(&x);
-    em_proto_destroy(x.pa);
-    x.cfg.self = 0;
     x.cfg.link_acks = true;
-    x.pa = em_proto_create(&x.cfg, &OPS, &x.a, &err);
+    remk_a(&x);
     assert_int_equal(em_proto_watch(x.pa, 1, 0), 0);
     for (uint64_t t = 0; t < 10u * BOUND; t += 333)
         em_proto_poll(x.pa, t);
