@@ -110,6 +110,15 @@ static void remk_a(struct fx *x)
     assert_non_null(x->pa);
 }
 
+/* Run rank 0's timers until @p until: it must send nothing and fail nobody */
+static void poll_silent(struct fx *x, uint64_t until, uint64_t step)
+{
+    for (uint64_t t = 0; t < until; t += step)
+        em_proto_poll(x->pa, t);
+    assert_int_equal(x->a.n, 0);
+    assert_false(em_proto_peer_failed(x->pa, 1));
+}
+
 static void rm(struct fx *x)
 {
     em_proto_destroy(x->pa);
@@ -239,21 +248,15 @@ static void test_unwatched_peer_is_never_probed(void **st)
     assert_int_equal(em_proto_unwatch(x.pa, 1), 0);
     assert_int_equal(em_proto_unwatch(x.pa, 1), 0);
     assert_int_equal(em_proto_unwatch(x.pa, 1), -EM_EINVAL); /* none held */
-    for (uint64_t t = 0; t < 100u * BOUND; t += 777)
-        em_proto_poll(x.pa, t);
-    assert_int_equal(x.a.n, 0);
+    poll_silent(&x, 100u * BOUND, 777);
     assert_int_equal(em_proto_stats(x.pa)->live_probes, 0);
-    assert_false(em_proto_peer_failed(x.pa, 1));
     rm(&x);
 
     mk(&x);
     x.cfg.live_idle_ns = 0;
     remk_a(&x);
     assert_int_equal(em_proto_watch(x.pa, 1, 0), 0);
-    for (uint64_t t = 0; t < 100u * BOUND; t += 777)
-        em_proto_poll(x.pa, t);
-    assert_int_equal(x.a.n, 0);
-    assert_false(em_proto_peer_failed(x.pa, 1));
+    poll_silent(&x, 100u * BOUND, 777);
     rm(&x);
 }
 
@@ -348,10 +351,7 @@ static void test_watch_arguments(void **st)
     x.cfg.link_acks = true;
     remk_a(&x);
     assert_int_equal(em_proto_watch(x.pa, 1, 0), 0);
-    for (uint64_t t = 0; t < 10u * BOUND; t += 333)
-        em_proto_poll(x.pa, t);
-    assert_int_equal(x.a.n, 0);
-    assert_false(em_proto_peer_failed(x.pa, 1));
+    poll_silent(&x, 10u * BOUND, 333);
     rm(&x);
 }
 
