@@ -127,8 +127,10 @@ static bool cq_waits(const struct emo_cq *cq)
  */
 static void cq_spin(struct emo_cq *cq)
 {
+    if (emo_params.cq_spin_ns <= 0) /* off (the default): no clock read on the hot path */
+        return;
     uint64_t now = em_now_ns();
-    if (emo_params.cq_spin_ns > 0 && now - cq->read_at < EMO_SPIN_GAP_NS && cq_waits(cq)) {
+    if (now - cq->read_at < EMO_SPIN_GAP_NS && cq_waits(cq)) {
         uint64_t end = now + (uint64_t)emo_params.cq_spin_ns;
         while (cq->count == 0 && !cq->err_head && (now = em_now_ns()) < end)
             cq_progress(cq);
