@@ -89,5 +89,5 @@ void em_live_timeout(struct em_proto *p, uint16_t peer, uint64_t now)
     if (em_send_ctl(p, peer, EM_PT_ACK, EM_F_ACKNOW) == 0)
         p->st.live_probes++;
     pe->live_deadline = now + pe->live_rto;
-    pe->live_rto = pe->live_rto * 2 > p->cfg.rto_max_ns ? p->cfg.rto_max_ns : pe->live_rto * 2;
+    pe->live_rto = em_rto_backoff(p, pe->live_rto);
 }

@@ -118,6 +118,14 @@ struct em_proto {
 };
 
 /** The tx (or rx) slot of @p seq in a ring of @p p->ring. */
+/** The next timeout after one that expired: doubled, capped at rto_max.
+ *  The retransmit timer and the liveness watch back off alike through it,
+ *  which is what makes the watch's bound a sender's, term for term. */
+static inline uint64_t em_rto_backoff(const struct em_proto *p, uint64_t rto)
+{
+    return rto * 2 > p->cfg.rto_max_ns ? p->cfg.rto_max_ns : rto * 2;
+}
+
 static inline uint32_t em_slot(const struct em_proto *p, uint32_t seq)
 {
     return seq & (p->ring - 1u);

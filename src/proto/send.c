@@ -415,7 +415,7 @@ void em_on_timeout(struct em_proto *p, uint16_t peer, uint64_t now)
         pe->probe_stamp = pe->stamp ? pe->stamp : 1; /* judges what went before it */
         p->st.probes++;
     }
-    pe->rto_cur = pe->rto_cur * 2 > p->cfg.rto_max_ns ? p->cfg.rto_max_ns : pe->rto_cur * 2;
+    pe->rto_cur = em_rto_backoff(p, pe->rto_cur);
     pe->rto_deadline = now + pe->rto_cur;
     em_arm(p, pe->rto_deadline);
 }
