@@ -19,11 +19,12 @@ void em_proto_cfg_default(em_proto_cfg_t *cfg)
         .frame_max = 1500,
         .window = 32,
         .recovery = EM_RECOVERY_SR,
-        .rto_ns = 1000000,        /* 1 ms until the first RTT sample */
-        .rto_min_ns = 200000,     /* 200 us */
-        .rto_max_ns = 1000000000, /* 1 s */
-        .max_retries = 70,        /* ~61 s of silence before a peer is declared failed */
-        .ack_delay_ns = 20000,    /* 20 us */
+        .rto_ns = 1000000,          /* 1 ms until the first RTT sample */
+        .rto_min_ns = 200000,       /* 200 us */
+        .rto_max_ns = 1000000000,   /* 1 s */
+        .max_retries = 70,          /* ~61 s of silence before a peer is declared failed */
+        .resend_after_ns = 5000000, /* 5 ms: longer than a scheduler's stall (docs/design.md) */
+        .ack_delay_ns = 20000,      /* 20 us */
         .isn = 0,
         .peers_need_set = 0,
         .bind_source = 0,

@@ -98,8 +98,16 @@ typedef struct em_proto_cfg {
     uint64_t rto_min_ns;    /**< floor of the adaptive timeout (srtt + 4 rttvar) */
     uint64_t rto_max_ns;    /**< cap of the adaptive timeout and of the back-off */
     uint32_t max_retries;   /**< consecutive timeouts without progress before peer failure */
-    uint64_t ack_delay_ns;  /**< delay of a standalone ACK when there is no reverse data */
-    uint32_t isn;           /**< initial sequence number of every peer (both directions)
+    /** A streak of retransmit timeouts toward a peer silent since it began
+     *  resends data only once it has lasted this long (from its first
+     *  timeout); probes go from the first timeout, and a peer heard from
+     *  meanwhile gets data from the third.  A receiver process that is
+     *  descheduled cannot acknowledge, and on shared cores that lasts
+     *  milliseconds (docs/design.md "Retransmit timer": measured scheduling
+     *  gaps).  0 = from the third timeout.  Not used with link_acks. */
+    uint64_t resend_after_ns;
+    uint64_t ack_delay_ns; /**< delay of a standalone ACK when there is no reverse data */
+    uint32_t isn;          /**< initial sequence number of every peer (both directions)
                                  until em_proto_set_peer() gives the pair's own */
     /** 1: peers are unknown until em_proto_set_peer() (the BTL: keys and ISNs
      *  come from the modex); a frame from an unknown peer asks ops.resolve

@@ -66,8 +66,12 @@ struct em_peer {
     uint64_t rto_cur;      /**< current (backed-off) retransmit timeout */
     uint64_t rto_deadline; /**< when the oldest unacked frame times out */
     uint32_t retries;      /**< consecutive timeouts without progress */
+    uint32_t resends;      /**< timeouts of this streak that resent data */
+    uint64_t streak_at;    /**< when this streak's first timeout expired */
+    uint64_t answered_at;  /**< when the peer last answered a probe of ours */
     uint8_t tx_blocked;    /**< the link refused a frame: retry on next poll */
     uint64_t probe_stamp;  /**< a probe is out: the last stamp sent before it (0: none) */
+    uint64_t probe_at;     /**< when that probe was sent */
     em_cc_t cc;            /**< congestion window and pacing (cc.h) */
     uint64_t pace_at;      /**< pacing holds new frames until then (EM_NEVER: not paced) */
 

@@ -272,12 +272,24 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
         pe->rem_err = 1; /* before the completions this ACK causes */
 
     if (em_seq_gt(h->ack, pe->snd_una)) {
-        /* One RTT sample per ACK, from the newest frame it covers, if that
-         * frame was sent only once (Karn). */
+        /* One RTT sample per ACK, from the newest frame it covers, if no
+         * frame it covers was resent (Karn, as TCP applies it to a whole
+         * cumulative ACK): an ACK that a resend let move past a hole
+         * measures the repair (an RTO, or a round trip more), not the path,
+         * and the RTO's 250 ms peak would then feed on its own timeouts.
+         * The answer to a probe was sent because of the probe: it measures
+         * the probe's round trip (a lost ACK is not a slow path), and only
+         * the streak's first probe's, which no other probe can have
+         * answered. */
         const struct em_tx_slot *newest = &pe->tx[em_slot(p, (h->ack - 1))];
         uint64_t rtt = 0, acked = 0, unsacked = 0;
-        if (!newest->retx && now >= newest->tx_time) {
-            rtt = now - newest->tx_time;
+        bool answer = (h->flags & EM_F_PROBED) && pe->probe_stamp;
+        bool ambiguous = answer && pe->retries != 1;
+        for (uint32_t q = pe->snd_una; !answer && !ambiguous && em_seq_lt(q, h->ack); q++)
+            ambiguous = pe->tx[em_slot(p, q)].retx;
+        uint64_t sent = answer ? pe->probe_at : newest->tx_time;
+        if (!ambiguous && now >= sent) {
+            rtt = now - sent;
             rtt_sample(p, pe, rtt, now);
             if (rtt == 0)
                 rtt = 1;
@@ -303,6 +315,7 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
                 return true;
         }
         pe->retries = 0;
+        pe->resends = 0;
         pe->rto_cur = pe->rto_base;
         pe->rto_deadline = pe->snd_una == pe->snd_nxt ? EM_NEVER : now + pe->rto_cur;
         em_arm(p, pe->rto_deadline);
@@ -340,6 +353,8 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
             em_cc_on_loss(&pe->cc, &p->cfg, &p->st, lost, false, pe->snd_una, pe->snd_nxt, now);
         }
     }
+    if (h->flags & EM_F_PROBED)
+        pe->answered_at = now; /* it reads its receive queue: em_on_timeout() */
     if ((h->flags & EM_F_PROBED) && pe->probe_stamp)
         on_probe_answer(p, peer, now);
     em_pump(p, peer, now);
@@ -386,10 +401,14 @@ void em_on_nack(struct em_proto *p, uint16_t peer, uint64_t now)
  * the probe, so the answer acknowledges them and nothing is resent: no
  * spurious retransmission.  A peer that lost frames answers without them,
  * and they are resent one round trip later (on_probe_answer).  The first
- * EM_PROBE_ONLY timeouts of a streak resend no data; two probes unanswered
- * mean a silent peer or a lossy path, and from then on data goes too, as
- * before.  A dead peer fails after the same max_retries timeouts as
- * without probes.
+ * EM_PROBE_ONLY timeouts of a streak resend no data.  A peer that answered
+ * a probe since the streak began reads its receive queue, so later
+ * timeouts mean a lossy path and resend at once.  A peer that answered
+ * none may be a receiver process descheduled for milliseconds (shared
+ * cores), or one too busy sending to read (its data frames still come, so
+ * only an answer counts): resending to it only makes duplicates, and data
+ * waits until the streak is cfg.resend_after_ns old.  A dead peer fails
+ * after the same max_retries timeouts as without probes.
  */
 void em_on_timeout(struct em_proto *p, uint16_t peer, uint64_t now)
 {
@@ -401,18 +420,25 @@ void em_on_timeout(struct em_proto *p, uint16_t peer, uint64_t now)
         return;
     }
     pe->probe_stamp = 0;
+    if (pe->retries == 1)
+        pe->streak_at = now;
     bool probe = !p->cfg.link_acks;
-    /* data from the (EM_PROBE_ONLY + 1)th timeout of a streak on, 1, 2, 4 ...
-     * frames; without probes from the first */
-    unsigned first = probe ? EM_PROBE_ONLY + 1 : 1;
-    if (pe->retries >= first) {
-        unsigned k = pe->retries - first;
+    /* data once EM_PROBE_ONLY probes went unanswered and, if the peer has
+     * answered none since the streak began, once the streak is
+     * resend_after_ns old; then 1, 2, 4 ... frames.  Without probes from the
+     * first timeout. */
+    bool silent = pe->answered_at < pe->streak_at;
+    bool resend = !probe || (pe->retries > EM_PROBE_ONLY &&
+                             (!silent || now - pe->streak_at >= p->cfg.resend_after_ns));
+    if (resend) {
+        unsigned k = pe->resends++;
         unsigned burst = k > 8 ? EM_WINDOW_MAX : 1u << k;
         unsigned n = resend_outstanding(p, peer, p->cfg.recovery == EM_RECOVERY_SR, burst, now);
         em_cc_on_loss(&pe->cc, &p->cfg, &p->st, n, true, pe->snd_una, pe->snd_nxt, now);
     }
     if (probe && em_send_ctl(p, peer, EM_PT_ACK, EM_F_ACKNOW) == 0) {
         pe->probe_stamp = pe->stamp ? pe->stamp : 1; /* judges what went before it */
+        pe->probe_at = now;
         p->st.probes++;
     }
     pe->rto_cur = em_rto_backoff(p, pe->rto_cur);

@@ -119,6 +119,7 @@ static em_proto_t *mk(struct fx *x, em_recovery_t mode, uint32_t isn)
     x->cfg.rto_min_ns = 500;
     x->cfg.rto_max_ns = 8000;
     x->cfg.max_retries = 3;
+    x->cfg.resend_after_ns = 5000; /* the default 5 ms, scaled like the RTO (1 ms -> 1 us) */
     x->cfg.ack_delay_ns = 100;
     x->cfg.isn = isn;
     x->p = em_proto_create(&x->cfg, &OPS, &x->c, &err);
@@ -464,10 +465,10 @@ static void test_timeout_backoff_then_peer_failure(void **st)
 }
 
 /* A receiver that acknowledges late (descheduled) makes the RTO fire
- * although nothing was lost: a probe goes, no data, and the late ACK still
- * gives an RTT sample from a frame sent once, so the RTO grows to the
- * lateness seen (issue 12: before, the whole window was resent, Karn left
- * no sample, and the RTO never learned). */
+ * although nothing was lost: a probe goes, no data, and the late answer
+ * still gives an RTT sample, the probe's, so the RTO grows to the lateness
+ * seen after the probe (issue 12: before, the whole window was resent,
+ * Karn left no sample, and the RTO never learned). */
 static void test_late_ack_teaches_rto_without_resending_window(void **st)
 {
     struct fx x;
@@ -485,9 +486,39 @@ static void test_late_ack_teaches_rto_without_resending_window(void **st)
     assert_int_equal(x.c.ncomplete, 4);
     assert_int_equal(x.c.nf, 5);
     assert_int_equal(em_proto_stats(x.p)->retransmits, 0);
-    assert_int_equal(em_proto_stats(x.p)->rtt_samples, 1); /* from frame 3, sent once */
-    assert_int_equal(em_proto_srtt(x.p, 1), 2500);
-    assert_true(em_proto_rto(x.p, 1) > 2500);
+    assert_int_equal(em_proto_stats(x.p)->rtt_samples, 1); /* from the probe, sent at 1 us */
+    assert_int_equal(em_proto_srtt(x.p, 1), 1500);
+    assert_true(em_proto_rto(x.p, 1) > 1500);
+    em_proto_destroy(x.p);
+}
+
+/* RTT samples measure the path, never our own timeouts: an ACK lost on
+ * the way makes the probe's answer the first ACK, and it measures the
+ * probe's round trip, not the RTO it waited; an ACK that a resend let
+ * past a hole measures the repair and gives no sample (Karn over the whole
+ * ACK).  Samples that included the RTO fed the RTO's 250 ms peak with its
+ * own timeouts (x 5/4 each time): at 5 % loss the simulated stream's RTO
+ * climbed to milliseconds and its goodput fell 200-fold. */
+static void test_rtt_samples_exclude_timeouts(void **st)
+{
+    struct fx x;
+    em_proto_op_t op[3];
+    mk(&x, EM_RECOVERY_SR, 0);
+    em_proto_send(x.p, &op[0], 1, 0, "a", 1, NULL, 0);
+    em_proto_poll(x.p, 1000); /* its ACK was lost: timeout, a probe */
+    em_hdr_t a = ack(1, 0);
+    a.flags |= EM_F_PROBED;
+    feed(&x, a, NULL, 1100);
+    assert_int_equal(em_proto_stats(x.p)->rtt_samples, 1);
+    assert_int_equal(em_proto_srtt(x.p, 1), 100);         /* not 1100 */
+    assert_int_equal(em_proto_rto(x.p, 1), 500);          /* rto_min, not 5/4 x 1100 */
+    em_proto_send(x.p, &op[1], 1, 0, "b", 1, NULL, 2000); /* seq 1: lost */
+    em_proto_send(x.p, &op[2], 1, 0, "c", 1, NULL, 2000); /* seq 2: arrives */
+    feed(&x, ack(1, 1ull), NULL, 2100);                   /* 2 SACKed: 1 resent */
+    assert_int_equal(em_proto_stats(x.p)->fast_retransmits, 1);
+    feed(&x, ack(3, 0), NULL, 2300); /* covers the resent frame 1 */
+    assert_int_equal(em_proto_stats(x.p)->rtt_samples, 1);
+    assert_int_equal(x.c.ncomplete, 3);
     em_proto_destroy(x.p);
 }
 
@@ -573,6 +604,69 @@ static void test_wide_window_sack_and_drain(void **st)
         feed(&x, data(q, 0, "r"), "r", 30);
     assert_int_equal(x.c.nrecv, 5 + 125); /* 65..189 delivered once each */
     assert_true(em_proto_stats(x.p)->rx_dups >= 4);
+    em_proto_destroy(x.p);
+}
+
+/* A receiver that is only late (a descheduled process) answers no probe
+ * until it runs again.  However many probes went unanswered, no data is
+ * resent before the streak is resend_after_ns old; the late ACK then
+ * finds nothing resent: no duplicate, and an RTT sample (Karn allows it). */
+static void test_timeout_streak_waits_before_resending(void **st)
+{
+    struct fx x;
+    em_proto_op_t op;
+    mk(&x, EM_RECOVERY_SR, 0);
+    x.cfg.max_retries = 10;
+    x.cfg.resend_after_ns = 20000;
+    remk(&x);
+    em_proto_send(x.p, &op, 1, 0, "m", 1, NULL, 0);
+    /* timeouts at 1, 3, 7, 15 us (ages 0, 2, 6, 14 us): probes only */
+    uint64_t t[] = { 1000, 3000, 7000, 15000 };
+    for (unsigned i = 0; i < 4; i++) {
+        assert_int_equal(em_proto_next_deadline(x.p), t[i]);
+        em_proto_poll(x.p, t[i]);
+    }
+    assert_int_equal(em_proto_stats(x.p)->probes, 4);
+    assert_int_equal(em_proto_stats(x.p)->retransmits, 0);
+    em_hdr_t a = ack(1, 0);
+    a.flags |= EM_F_PROBED;
+    feed(&x, a, NULL, 25000); /* late, not lost */
+    assert_int_equal(em_proto_stats(x.p)->retransmits, 0);
+    assert_int_equal(em_proto_stats(x.p)->rtt_samples, 0); /* answers one of 4 probes */
+    em_proto_poll(x.p, 23000); /* the old deadline: nothing outstanding, no probe */
+    assert_int_equal(em_proto_stats(x.p)->probes, 4);
+
+    /* against a silent peer: timeouts at 31, 33, 37, 45, 53 us (the RTO
+     * back to 1 us, capped at 8); data goes at the first at which the
+     * streak (from 31 us) is 20 us old: 53 us */
+    em_proto_send(x.p, &op, 1, 0, "n", 1, NULL, 30000);
+    uint64_t u[] = { 31000, 33000, 37000, 45000 };
+    for (unsigned i = 0; i < 4; i++) {
+        assert_int_equal(em_proto_next_deadline(x.p), u[i]);
+        em_proto_poll(x.p, u[i]);
+        assert_int_equal(em_proto_stats(x.p)->retransmits, 0);
+    }
+    assert_int_equal(em_proto_next_deadline(x.p), 53000);
+    em_proto_poll(x.p, 53000);
+    assert_int_equal(em_proto_stats(x.p)->retransmits, 1);
+    assert_true(x.c.f[x.c.nf - 2].h.flags & EM_F_RETX);
+    feed(&x, ack(2, 0), NULL, 54000);
+
+    /* a peer that answered a probe of the streak reads its queue: a lossy
+     * path, not a late process.  Its answer resends the frame it lacks;
+     * that one is lost too, and the next data goes at the third timeout
+     * (67 us), not 20 us into the streak */
+    em_proto_send(x.p, &op, 1, 0, "o", 1, NULL, 60000);
+    em_proto_poll(x.p, 61000); /* probe */
+    em_hdr_t b = ack(2, 0);
+    b.flags |= EM_F_PROBED;
+    feed(&x, b, NULL, 62000); /* the answer lacks seq 2: resent at once */
+    assert_int_equal(em_proto_stats(x.p)->fast_retransmits, 1);
+    em_proto_poll(x.p, 63000); /* probe */
+    assert_int_equal(em_proto_stats(x.p)->retransmits, 2);
+    assert_int_equal(em_proto_next_deadline(x.p), 67000);
+    em_proto_poll(x.p, 67000);
+    assert_int_equal(em_proto_stats(x.p)->retransmits, 3);
     em_proto_destroy(x.p);
 }
 
@@ -1016,6 +1110,8 @@ int main(void)
         cmocka_unit_test(test_probe_answer_resends_only_what_was_lost),
         cmocka_unit_test(test_probe_is_answered_once),
         cmocka_unit_test(test_wide_window_sack_and_drain),
+        cmocka_unit_test(test_timeout_streak_waits_before_resending),
+        cmocka_unit_test(test_rtt_samples_exclude_timeouts),
         cmocka_unit_test(test_progress_resets_backoff),
         cmocka_unit_test(test_adaptive_rto_follows_rtt_and_karn),
         cmocka_unit_test(test_foreign_frames_dropped_and_counted),
