@@ -124,17 +124,34 @@ static bool cq_waits(const struct emo_cq *cq)
  * docs/ofi.md "Latency under MPICH").  Bounded, and only in a polling
  * loop: an application that reads the CQ now and then between computations
  * (gaps over EMO_SPIN_GAP_NS) is answered at once.
+ *
+ * Adaptive, as glibc's adaptive mutexes spin: a spin pays only when the
+ * completion comes within it.  When it does not (the peer computes for
+ * long, or it needs the very core we spin on: ranks sharing cores) the
+ * spin is wasted core time, so the score of recent spins decides: under
+ * half of them rewarded, the CQ stops spinning and tries one spin in
+ * EMO_SPIN_RETRY eligible reads to notice when spinning pays again.
  */
+#define EMO_SPIN_ONE   256u /* score of a CQ whose every recent spin was rewarded */
+#define EMO_SPIN_RETRY 64u  /* a low-scoring CQ spins once per this many eligible reads */
+
 static void cq_spin(struct emo_cq *cq)
 {
-    if (emo_params.cq_spin_ns <= 0) /* off (the default): no clock read on the hot path */
+    if (emo_params.cq_spin_ns <= 0) /* off: no clock read on the hot path */
         return;
     uint64_t now = em_now_ns();
-    if (now - cq->read_at < EMO_SPIN_GAP_NS && cq_waits(cq)) {
-        uint64_t end = now + (uint64_t)emo_params.cq_spin_ns;
-        while (cq->count == 0 && !cq->err_head && (now = em_now_ns()) < end)
-            cq_progress(cq);
-    }
+    if (now - cq->read_at >= EMO_SPIN_GAP_NS || !cq_waits(cq))
+        return;
+    if (cq->spin_score < EMO_SPIN_ONE / 2 && ++cq->spin_skip < EMO_SPIN_RETRY)
+        return;
+    cq->spin_skip = 0;
+    uint64_t end = now + (uint64_t)emo_params.cq_spin_ns;
+    while (cq->count == 0 && !cq->err_head && (now = em_now_ns()) < end)
+        cq_progress(cq);
+    bool paid = cq->count || cq->err_head;
+    /* moving average over ~8 spins */
+    cq->spin_score = (uint16_t)(cq->spin_score - cq->spin_score / 8 +
+                                (paid ? EMO_SPIN_ONE / 8 : 0));
 }
 
 static ssize_t cq_take(struct emo_cq *cq, void *buf, size_t count, fi_addr_t *src)
@@ -296,6 +313,7 @@ int emo_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_c
     }
     cq->dom = container_of_emo(domain, struct emo_domain, dom);
     cq->format = fmt;
+    cq->spin_score = EMO_SPIN_ONE; /* spin from the start; unrewarded spins end it */
     cq->cq.fid.fclass = FI_CLASS_CQ;
     cq->cq.fid.context = context;
     cq->cq.fid.ops = &cq_fi_ops;

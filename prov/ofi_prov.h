@@ -137,6 +137,9 @@ struct emo_cq {
     struct emo_cq_err *err_last; /**< the entry handed out last (its err_data stays valid) */
     emo_ep_set_t eps;
     uint64_t read_at; /**< when fi_cq_read last returned (cq_spin) */
+    uint16_t
+        spin_score;     /**< recent spins that ended with a completion, 0..EMO_SPIN_ONE (cq_spin) */
+    uint16_t spin_skip; /**< eligible reads since the last spin while the score is low */
 };
 
 /** A completion counter (ofi_cntr.c). */
