@@ -113,10 +113,14 @@ static pid_t start_emd(const char *emd, const char *name, const char *max_client
     return -1;
 }
 
-/** 0 when the test can run; 77 (meson's "skipped", said on stderr) when
- *  not root: the daemon needs DPDK and the tests switch users. */
-static int emd_harness_need_root(void)
+/** What main checks first: 0 when the test can run; 2 when it was not
+ *  given @p want_args arguments (meson gives the emd binary, ...); 77
+ *  (meson's "skipped", said on stderr) when not root: the daemon needs
+ *  DPDK and the tests switch users. */
+static int emd_harness_enter(int argc, int want_args)
 {
+    if (argc != want_args + 1)
+        return 2;
     if (geteuid() == 0)
         return 0;
     fprintf(stderr, "skipped: needs root (DPDK, setuid)\n");

@@ -301,10 +301,9 @@ static void unprivileged(void)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2)
-        return 2;
-    if (emd_harness_need_root())
-        return 77;
+    int rc = emd_harness_enter(argc, 1);
+    if (rc)
+        return rc;
     uint64_t t0 = now_ms();
     static const char *const more[] = { "--max-sleep-us", "200", NULL };
     pid_t emd = start_emd(argv[1], "emd-hostile", "8", more);

@@ -234,10 +234,9 @@ static void printers(const char *emd, const char *info)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3)
-        return 2;
-    if (emd_harness_need_root())
-        return 77;
+    int rc = emd_harness_enter(argc, 2);
+    if (rc)
+        return rc;
     uint64_t t0 = now_ms();
     pid_t emd = start_emd(argv[1], "emd-status", "2", NULL);
     if (emd < 0)
