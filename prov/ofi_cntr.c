@@ -118,9 +118,7 @@ int emo_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct f
     struct emo_cntr *c = calloc(1, sizeof *c);
     if (!c)
         return -FI_ENOMEM;
-    c->cntr.fid.fclass = FI_CLASS_CNTR;
-    c->cntr.fid.context = context;
-    c->cntr.fid.ops = &cntr_fi_ops;
+    emo_fid_init(&c->cntr.fid, FI_CLASS_CNTR, context, &cntr_fi_ops);
     c->cntr.ops = &cntr_ops;
     *out = &c->cntr;
     return 0;

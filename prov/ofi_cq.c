@@ -314,9 +314,7 @@ int emo_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_c
     cq->dom = container_of_emo(domain, struct emo_domain, dom);
     cq->format = fmt;
     cq->spin_score = EMO_SPIN_ONE; /* spin from the start; unrewarded spins end it */
-    cq->cq.fid.fclass = FI_CLASS_CQ;
-    cq->cq.fid.context = context;
-    cq->cq.fid.ops = &cq_fi_ops;
+    emo_fid_init(&cq->cq.fid, FI_CLASS_CQ, context, &cq_fi_ops);
     cq->cq.ops = &cq_ops;
     *fcq = &cq->cq;
     return 0;

@@ -43,9 +43,7 @@ static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
     struct emo_mr *m = calloc(1, sizeof *m);
     if (!m)
         return -FI_ENOMEM;
-    m->mr.fid.fclass = FI_CLASS_MR;
-    m->mr.fid.context = context;
-    m->mr.fid.ops = &mr_fi_ops;
+    emo_fid_init(&m->mr.fid, FI_CLASS_MR, context, &mr_fi_ops);
     m->mr.mem_desc = NULL;
     m->mr.key = ++d->mr_key;
     *mr = &m->mr;
@@ -254,9 +252,7 @@ static int av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fi
         av->by_id[i] = FI_ADDR_NOTAVAIL;
     av->dom = container_of_emo(domain, struct emo_domain, dom);
     av->type = attr && attr->type != FI_AV_UNSPEC ? attr->type : FI_AV_TABLE;
-    av->av.fid.fclass = FI_CLASS_AV;
-    av->av.fid.context = context;
-    av->av.fid.ops = &av_fi_ops;
+    emo_fid_init(&av->av.fid, FI_CLASS_AV, context, &av_fi_ops);
     av->av.ops = &av_ops;
     *fav = &av->av;
     return 0;
@@ -336,9 +332,7 @@ int emo_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
     if (!d)
         return -FI_ENOMEM;
     d->fab = container_of_emo(fabric, struct emo_fabric, fab);
-    d->dom.fid.fclass = FI_CLASS_DOMAIN;
-    d->dom.fid.context = context;
-    d->dom.fid.ops = &domain_fi_ops;
+    emo_fid_init(&d->dom.fid, FI_CLASS_DOMAIN, context, &domain_fi_ops);
     d->dom.ops = &domain_ops;
     d->dom.mr = &mr_ops;
     *dom = &d->dom;

@@ -604,9 +604,7 @@ int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
     emo_queue_init(&ep->unexp_tag);
     emo_queue_init(&ep->posted_msg);
     emo_queue_init(&ep->unexp_msg);
-    ep->ep.fid.fclass = FI_CLASS_EP;
-    ep->ep.fid.context = context;
-    ep->ep.fid.ops = &ep_fi_ops;
+    emo_fid_init(&ep->ep.fid, FI_CLASS_EP, context, &ep_fi_ops);
     ep->ep.ops = &ep_ops;
     ep->ep.cm = &ep_cm;
     ep->ep.msg = &emo_msg_ops;

@@ -328,9 +328,7 @@ static int eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fi
     struct emo_eq *q = calloc(1, sizeof *q);
     if (!q)
         return -FI_ENOMEM;
-    q->eq.fid.fclass = FI_CLASS_EQ;
-    q->eq.fid.context = context;
-    q->eq.fid.ops = &eq_fi_ops;
+    emo_fid_init(&q->eq.fid, FI_CLASS_EQ, context, &eq_fi_ops);
     q->eq.ops = &eq_ops;
     *eq = &q->eq;
     return 0;
@@ -376,9 +374,7 @@ int emo_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, voi
     struct emo_fabric *f = calloc(1, sizeof *f);
     if (!f)
         return -FI_ENOMEM;
-    f->fab.fid.fclass = FI_CLASS_FABRIC;
-    f->fab.fid.context = context;
-    f->fab.fid.ops = &fabric_fi_ops;
+    emo_fid_init(&f->fab.fid, FI_CLASS_FABRIC, context, &fabric_fi_ops);
     f->fab.ops = &fabric_ops;
     *fabric = &f->fab;
     return 0;

@@ -262,6 +262,14 @@ int emo_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **op
         .size = sizeof(struct fi_ops), .close = (close_), .bind = (bind_), .control = (control_),  \
         .ops_open = emo_no_ops_open                                                                \
     }
+/** Make @p fid one of our objects: class @p fclass, the application's
+ *  @p context, our @p ops (what every *_open does before it returns). */
+static inline void emo_fid_init(struct fid *fid, size_t fclass, void *context, struct fi_ops *ops)
+{
+    fid->fclass = fclass;
+    fid->context = context;
+    fid->ops = ops;
+}
 int emo_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
                 const struct fi_info *hints, struct fi_info **info);
 int emo_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);

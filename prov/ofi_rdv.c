@@ -74,11 +74,11 @@ int emo_cookie_add(struct emo_ep *ep, emo_op_t *op)
 emo_op_t *emo_cookie_get(struct emo_ep *ep, uint32_t cookie, uint16_t peer, int kind)
 {
     uint32_t i = (cookie & COOKIE_IDX_MASK);
-    if (i == 0 || i > ep->ops_cap)
+    emo_op_t *op = i && i <= ep->ops_cap ? ep->ops[i - 1] : NULL;
+    if (!op || op->cookie != cookie || op->peer != peer || op->kind != kind) {
+        ep->st.bad_cookie++;
         return NULL;
-    emo_op_t *op = ep->ops[i - 1];
-    if (!op || op->cookie != cookie || op->peer != peer || op->kind != kind)
-        return NULL;
+    }
     return op;
 }
 
@@ -305,10 +305,8 @@ static void on_message(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h, con
 static void on_cts(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
 {
     emo_op_t *op = emo_cookie_get(ep, h->s_cookie, peer, EMO_OP_RTS);
-    if (!op) {
-        ep->st.bad_cookie++;
+    if (!op)
         return;
-    }
     if (h->len > op->len) {
         ep->st.bad_len++;
         return;
@@ -357,10 +355,8 @@ void emo_put_done(emo_op_t *op, int status)
 static void on_fin(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
 {
     emo_op_t *op = emo_cookie_get(ep, h->r_cookie, peer, EMO_OP_RRECV);
-    if (!op) {
-        ep->st.bad_cookie++;
+    if (!op)
         return;
-    }
     int status = op->status;
     if (h->len != op->len && !status)
         status = -FI_EIO; /* the sender gave up part way (its own error) */

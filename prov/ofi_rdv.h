@@ -13,7 +13,8 @@ emo_op_t *emo_op_new(struct emo_ep *ep, int kind, size_t msg_len);
 void emo_op_free(emo_op_t *op);
 /** Give @p op a cookie (index + generation).  @return 0 or a negative fi_errno. */
 int emo_cookie_add(struct emo_ep *ep, emo_op_t *op);
-/** The operation @p cookie names, if it belongs to @p peer and is of @p kind. */
+/** The operation @p cookie names, if it belongs to @p peer and is of @p kind;
+ *  else NULL, counted in bad_cookie (a stale or forged CTS/FIN). */
 emo_op_t *emo_cookie_get(struct emo_ep *ep, uint32_t cookie, uint16_t peer, int kind);
 void emo_cookie_del(struct emo_ep *ep, emo_op_t *op);
 fi_addr_t emo_src(struct emo_ep *ep, uint16_t peer);

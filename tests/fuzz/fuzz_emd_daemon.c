@@ -34,6 +34,8 @@
 #include "daemon/emd_core.h"
 #include "proto/wire.h"
 
+#include "../unit/fake_port.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* (not CHECK(): the builds define NDEBUG) */
@@ -61,33 +63,13 @@ static emd_core_t C;
 /* ------------------------------------------------------------ fake port -- */
 
 struct fake {
-    em_link_t link;
-    em_pkt_t pk[POOL];
-    uint8_t buf[POOL][PORT_MTU];
-    em_pkt_t *free_[POOL];
-    unsigned nfree;
-    em_pkt_t *rx[4];
-    unsigned nrx;
+    fake_port_t port;
     uint8_t peers[65536 / 8]; /* which link peer ids were set */
     unsigned refuse;          /* tx_burst refuses this many next */
     uint64_t sent;
 };
 static struct fake F;
 
-static em_pkt_t *f_alloc(em_link_t *l)
-{
-    (void)l;
-    if (!F.nfree)
-        return NULL;
-    em_pkt_t *p = F.free_[--F.nfree];
-    p->len = 0;
-    return p;
-}
-static void f_free(em_link_t *l, em_pkt_t *p)
-{
-    (void)l;
-    F.free_[F.nfree++] = p;
-}
 static unsigned f_burst(em_link_t *l, em_pkt_t **p, unsigned n)
 {
     unsigned k = 0;
@@ -98,23 +80,10 @@ static unsigned f_burst(em_link_t *l, em_pkt_t **p, unsigned n)
         }
         CHECK(p[k]->len <= PORT_MTU);
         CHECK(F.peers[p[k]->peer / 8] & (1u << (p[k]->peer % 8)));
-        f_free(l, p[k]);
+        fake_port_tx_free(l, p[k]);
         F.sent++;
     }
     return k;
-}
-static unsigned f_rx(em_link_t *l, em_pkt_t **p, unsigned max)
-{
-    (void)l;
-    unsigned n = F.nrx < max ? F.nrx : max;
-    memcpy(p, F.rx, n * sizeof *p);
-    F.nrx = 0;
-    return n;
-}
-static void f_release(em_link_t *l, em_pkt_t **p, unsigned n)
-{
-    for (unsigned i = 0; i < n; i++)
-        f_free(l, p[i]);
 }
 static int f_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
@@ -130,16 +99,15 @@ static int f_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     F.peers[peer / 8] |= (uint8_t)(1u << (peer % 8));
     return 0;
 }
-static void f_close(em_link_t *l) { (void)l; }
 static const em_link_ops_t FAKE_OPS = { .name = "fake",
-                                        .tx_alloc = f_alloc,
+                                        .tx_alloc = fake_port_tx_alloc,
                                         .tx_burst = f_burst,
-                                        .tx_free = f_free,
-                                        .rx_burst = f_rx,
-                                        .rx_release = f_release,
+                                        .tx_free = fake_port_tx_free,
+                                        .rx_burst = fake_port_rx_burst,
+                                        .rx_release = fake_port_rx_release,
                                         .flush = em_link_flush_none,
                                         .set_peer = f_peer,
-                                        .close = f_close };
+                                        .close = fake_port_close };
 
 /* --------------------------------------------------------------- input -- */
 
@@ -215,7 +183,7 @@ static void check(void)
         CHECK(cl->nflows <= C.max_flows);
     }
     CHECK(C.nnodes <= NODES);
-    CHECK(F.nfree <= POOL);
+    CHECK(F.port.nfree <= POOL);
 }
 
 /* a protocol header into @p out (room for EM_HDR_LEN + EM_PUT_EXT_LEN) */
@@ -267,9 +235,9 @@ static void op_tx_slot(struct in *in, unsigned k)
 
 static void op_port(struct in *in)
 {
-    if (!F.nfree || F.nrx == 4)
+    em_pkt_t *p = fake_port_take(&F.port);
+    if (!p)
         return;
-    em_pkt_t *p = F.free_[--F.nfree];
     uint16_t dst = (uint16_t)(u8(in) % 8);
     if (dst == 7)
         dst = EMD_EP_CONTROL;
@@ -292,7 +260,7 @@ static void op_port(struct in *in)
     memcpy(sh.src_mac, smac, 6);
     emd_wire_encode(p->data, &sh);
     p->len = (uint32_t)(EMD_WIRE_HDR_LEN + n);
-    F.rx[F.nrx++] = p;
+    fake_port_arrive(&F.port, p);
     (void)emd_core_poll_port(&C);
 }
 
@@ -353,14 +321,10 @@ static void run_op(struct in *in, unsigned op)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     memset(&F, 0, sizeof F);
-    F.link = (em_link_t){ .ops = &FAKE_OPS, .mtu = PORT_MTU };
-    for (unsigned i = 0; i < POOL; i++) {
-        F.pk[i].data = F.buf[i];
-        F.free_[F.nfree++] = &F.pk[i];
-    }
+    CHECK(fake_port_init(&F.port, &FAKE_OPS, PORT_MTU, POOL) == 0);
     memset(&C, 0, sizeof C);
     C.now_ns = 1;
-    if (emd_core_init(&C, &F.link, MAC, MTU, NCL, 16, NODES, 1) != 0)
+    if (emd_core_init(&C, &F.port.link, MAC, MTU, NCL, 16, NODES, 1) != 0)
         return 0;
     C.framing = size % 2 ? EMD_FRAMING_UDP
                          : EMD_FRAMING_L2; /* issue 17: node ids are IPv4 + port */

@@ -3,8 +3,8 @@
  * @file emd_harness.h
  * A real emd for a test (test_emd_hostile, test_emd_status): a scratch
  * directory with its socket and log, the daemon started on net_null
- * without hugepages, attaching to it by hand (no link_emd), and the CHECK
- * macro the tests count failures with.
+ * without hugepages, attaching to it by hand (no link_emd), a step run as
+ * user nobody, and the CHECK macro the tests count failures with.
  * Header-only, for one test program each (every name is static).
  */
 #ifndef EM_TESTS_EMD_HARNESS_H
@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -113,10 +114,14 @@ static pid_t start_emd(const char *emd, const char *name, const char *max_client
     return -1;
 }
 
-/** 0 when the test can run; 77 (meson's "skipped", said on stderr) when
- *  not root: the daemon needs DPDK and the tests switch users. */
-static int emd_harness_need_root(void)
+/** What main checks first: 0 when the test can run; 2 when it was not
+ *  given @p want_args arguments (meson gives the emd binary, ...); 77
+ *  (meson's "skipped", said on stderr) when not root: the daemon needs
+ *  DPDK and the tests switch users. */
+static int emd_harness_enter(int argc, int want_args)
 {
+    if (argc != want_args + 1)
+        return 2;
     if (geteuid() == 0)
         return 0;
     fprintf(stderr, "skipped: needs root (DPDK, setuid)\n");
@@ -171,6 +176,28 @@ static int emd_harness_attach(int *memfd, uint64_t *size, uint16_t *ep, int *sta
     *size = m.shm_size;
     *ep = m.endpoint;
     return fd;
+}
+
+/** Run @p fn in a child as user and group nobody (65534, no other groups)
+ *  while the daemon's socket is open to everyone, as an admin's mistake
+ *  would leave it: only the daemon's own rule stands in the way.
+ *  @return the child's wait status (exit 3: it could not switch users). */
+static int emd_harness_as_nobody(int (*fn)(void))
+{
+    chmod(dir, 0711);
+    chmod(sock, 0666);
+    pid_t p = fork();
+    if (p == 0) {
+        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(3);
+        _exit(fn());
+    }
+    int ws = -1;
+    if (p > 0)
+        waitpid(p, &ws, 0);
+    chmod(sock, 0660);
+    chmod(dir, 0700);
+    return ws;
 }
 
 /** Stop @p emd with SIGTERM and CHECK that it exits 0. */

@@ -115,62 +115,65 @@ static void test_region_check(void **st)
 
 /* ------------------------------------------------------------ rings -- */
 
-/* the two ends of one region's rings, as the daemon and a client take them */
-static void ends(struct emd_shm_hdr *h, emd_ring_t *dtx, emd_ring_t *drx, emd_ring_t *ctx_,
-                 emd_ring_t *crx)
+/* One region and both ends of its two rings, as the daemon (d) and a
+ * client (c) take them: the daemon consumes tx and produces rx. */
+struct rings {
+    uint64_t size;
+    struct emd_shm_hdr *h;
+    emd_ring_t dtx, drx, ctx, crx;
+};
+
+static void rings_open(struct rings *r, uint32_t mtu)
 {
-    emd_ring_init(dtx, &h->tx, (uint8_t *)h + EMD_SHM_RX_OFF + h->rx_size, h->tx_slots,
+    struct emd_shm_hdr *h = r->h = make_region(&r->size, mtu, 1u << 16, 16);
+    emd_ring_init(&r->dtx, &h->tx, (uint8_t *)h + EMD_SHM_RX_OFF + h->rx_size, h->tx_slots,
                   h->slot_size, 0);
-    emd_ring_init(drx, &h->rx, (uint8_t *)h + EMD_SHM_RX_OFF, h->rx_size, 0, 0);
-    emd_ring_init_tx(ctx_, h);
-    emd_ring_init_rx(crx, h);
+    emd_ring_init(&r->drx, &h->rx, (uint8_t *)h + EMD_SHM_RX_OFF, h->rx_size, 0, 0);
+    emd_ring_init_tx(&r->ctx, h);
+    emd_ring_init_rx(&r->crx, h);
 }
 
 static void test_ring_slots(void **st)
 {
     (void)st;
-    uint64_t size;
-    struct emd_shm_hdr *h = make_region(&size, 256, 1u << 16, 16);
-    emd_ring_t dtx, drx, ctx_, crx;
-    ends(h, &dtx, &drx, &ctx_, &crx);
+    struct rings rg;
+    rings_open(&rg, 256);
     /* three laps of 16 slots, in odd batches: every slot arrives once, in order */
     uint32_t sent = 0, got = 0;
     while (got < 48) {
-        for (uint32_t k = 0, room = emd_slots_sp_room(&ctx_); k < room && k < 5 && sent < 48;
+        for (uint32_t k = 0, room = emd_slots_sp_room(&rg.ctx); k < room && k < 5 && sent < 48;
              k++, sent++)
-            memcpy(emd_slots_sp_next(&ctx_), &sent, 4);
-        emd_slots_sp_enqueue(&ctx_);
-        int64_t av = emd_slots_sc_avail(&dtx);
+            memcpy(emd_slots_sp_next(&rg.ctx), &sent, 4);
+        emd_slots_sp_enqueue(&rg.ctx);
+        int64_t av = emd_slots_sc_avail(&rg.dtx);
         assert_true(av >= 0 && av <= 16);
         for (uint32_t k = 0; k < (uint32_t)av && k < 3; k++, got++) {
             uint32_t v;
-            memcpy(&v, emd_slots_sc_at(&dtx, k), 4);
+            memcpy(&v, emd_slots_sc_at(&rg.dtx, k), 4);
             assert_int_equal(v, got);
         }
-        emd_slots_sc_dequeue(&dtx, av < 3 ? (uint32_t)av : 3u);
+        emd_slots_sc_dequeue(&rg.dtx, av < 3 ? (uint32_t)av : 3u);
     }
-    assert_false(emd_slots_sc_pending(&dtx));
+    assert_false(emd_slots_sc_pending(&rg.dtx));
     /* full: no room until the consumer gives slots back */
     for (int k = 0; k < 16; k++)
-        (void)emd_slots_sp_next(&ctx_);
-    assert_int_equal(emd_slots_sp_room(&ctx_), 0);
-    assert_int_equal(emd_slots_sp_enqueue(&ctx_), 16);
-    assert_int_equal(emd_slots_sp_room(&ctx_), 0);
+        (void)emd_slots_sp_next(&rg.ctx);
+    assert_int_equal(emd_slots_sp_room(&rg.ctx), 0);
+    assert_int_equal(emd_slots_sp_enqueue(&rg.ctx), 16);
+    assert_int_equal(emd_slots_sp_room(&rg.ctx), 0);
     /* hostile indices: a tail beyond the ring is corrupt; a head beyond the tail leaves no room */
-    atomic_store(&h->tx.tail, dtx.mine + 17);
-    assert_int_equal(emd_slots_sc_avail(&dtx), EMD_RING_CORRUPT);
-    atomic_store(&h->tx.head, ctx_.mine + 5);
-    assert_int_equal(emd_slots_sp_room(&ctx_), 0);
-    munmap(h, size);
+    atomic_store(&rg.h->tx.tail, rg.dtx.mine + 17);
+    assert_int_equal(emd_slots_sc_avail(&rg.dtx), EMD_RING_CORRUPT);
+    atomic_store(&rg.h->tx.head, rg.ctx.mine + 5);
+    assert_int_equal(emd_slots_sp_room(&rg.ctx), 0);
+    munmap(rg.h, rg.size);
 }
 
 static void test_ring_records(void **st)
 {
     (void)st;
-    uint64_t size;
-    struct emd_shm_hdr *h = make_region(&size, 1000, 1u << 16, 16);
-    emd_ring_t dtx, drx, ctx_, crx;
-    ends(h, &dtx, &drx, &ctx_, &crx);
+    struct rings rg;
+    rings_open(&rg, 1000);
     static uint8_t frame[1000];
     struct emd_slot_hdr sh = { .endpoint = 7, .cls = EMD_CLS_BULK };
     /* two laps of records of every size class, consumed in bursts:
@@ -179,20 +182,20 @@ static void test_ring_records(void **st)
     while (taken < 400) {
         for (int k = 0; k < 8; k++) {
             memset(frame, (int)(put & 0xff), 1000);
-            int r = emd_recs_sp_put(&drx, sh, frame, len);
+            int r = emd_recs_sp_put(&rg.drx, sh, frame, len);
             if (r == EMD_RING_FULL)
                 break;
             assert_int_equal(r, EMD_RING_OK);
             put++;
             len = len * 7 % 1000 + 1;
         }
-        emd_recs_sp_publish(&drx);
-        int64_t av = emd_recs_sc_avail(&crx);
+        emd_recs_sp_publish(&rg.drx);
+        int64_t av = emd_recs_sc_avail(&rg.crx);
         assert_true(av >= 0);
         uint32_t avail = (uint32_t)av;
         struct emd_slot_hdr got;
         uint8_t *f;
-        while (emd_recs_sc_take(&crx, &avail, 1000, &got, &f) == 1) {
+        while (emd_recs_sc_take(&rg.crx, &avail, 1000, &got, &f) == 1) {
             assert_int_equal(got.endpoint, 7);
             assert_int_equal(got.cls, EMD_CLS_BULK);
             assert_int_equal(f[0], taken & 0xff);
@@ -200,26 +203,26 @@ static void test_ring_records(void **st)
             taken++;
         }
         assert_int_equal(avail, 0);
-        emd_recs_sc_release(&crx);
+        emd_recs_sc_release(&rg.crx);
     }
-    assert_true(drx.mine > (2u << 16)); /* it did wrap, twice */
+    assert_true(rg.drx.mine > (2u << 16)); /* it did wrap, twice */
     /* full: the producer says so, never overwrites */
     int r;
     unsigned n = 0;
-    while ((r = emd_recs_sp_put(&drx, sh, frame, 1000)) == EMD_RING_OK)
+    while ((r = emd_recs_sp_put(&rg.drx, sh, frame, 1000)) == EMD_RING_OK)
         n++;
     assert_int_equal(r, EMD_RING_FULL);
     assert_true(n >= 63 && n <= 64);
     /* hostile head: not on a record boundary, or ahead of the tail */
-    atomic_store(&h->rx.head, crx.mine + 8);
-    assert_int_equal(emd_recs_sp_put(&drx, sh, frame, 1), EMD_RING_CORRUPT);
-    atomic_store(&h->rx.head, drx.mine + drx.pend + 64);
-    assert_int_equal(emd_recs_sp_put(&drx, sh, frame, 1), EMD_RING_CORRUPT);
+    atomic_store(&rg.h->rx.head, rg.crx.mine + 8);
+    assert_int_equal(emd_recs_sp_put(&rg.drx, sh, frame, 1), EMD_RING_CORRUPT);
+    atomic_store(&rg.h->rx.head, rg.drx.mine + rg.drx.pend + 64);
+    assert_int_equal(emd_recs_sp_put(&rg.drx, sh, frame, 1), EMD_RING_CORRUPT);
     /* hostile tail for the consumer: beyond the ring */
-    atomic_store(&h->rx.tail, crx.mine + (1u << 16) + 64);
-    assert_int_equal(emd_recs_sc_avail(&crx), EMD_RING_CORRUPT);
+    atomic_store(&rg.h->rx.tail, rg.crx.mine + (1u << 16) + 64);
+    assert_int_equal(emd_recs_sc_avail(&rg.crx), EMD_RING_CORRUPT);
     assert_non_null(strstr(emd_ring_strerror(EMD_RING_BAD_LEN), "length"));
-    munmap(h, size);
+    munmap(rg.h, rg.size);
 }
 
 /* -------------------------------------------------------- fd passing -- */

@@ -23,6 +23,8 @@
 #include "emd_abi/emd_ring.h"
 #include "proto/wire.h"
 
+#include "fake_port.h"
+
 #define MTU      1000u
 #define PORT_MTU (MTU + EMD_WIRE_HDR_LEN)
 #define RX       (1u << 16)
@@ -32,13 +34,7 @@ static const uint8_t MAC[6] = { 2, 0xe7, 0, 0, 0, 1 };
 static const uint8_t NODE2[6] = { 2, 0xe7, 0, 0, 0, 2 };
 
 struct cap {
-    em_link_t link;
-    em_pkt_t pk[64];
-    uint8_t buf[64][PORT_MTU];
-    em_pkt_t *free_[64];
-    unsigned nfree;
-    em_pkt_t *rx[8];
-    unsigned nrx;
+    fake_port_t port;
     uint8_t sent[64][PORT_MTU];
     uint32_t sent_len[64];
     uint16_t sent_peer[64];
@@ -47,16 +43,6 @@ struct cap {
 };
 static struct cap P;
 
-static em_pkt_t *c_alloc(em_link_t *l)
-{
-    (void)l;
-    return P.nfree ? P.free_[--P.nfree] : NULL;
-}
-static void c_free(em_link_t *l, em_pkt_t *p)
-{
-    (void)l;
-    P.free_[P.nfree++] = p;
-}
 static unsigned c_burst(em_link_t *l, em_pkt_t **p, unsigned n)
 {
     for (unsigned k = 0; k < n; k++) {
@@ -64,22 +50,9 @@ static unsigned c_burst(em_link_t *l, em_pkt_t **p, unsigned n)
         memcpy(P.sent[P.nsent], p[k]->data, p[k]->len);
         P.sent_len[P.nsent] = p[k]->len;
         P.sent_peer[P.nsent++] = p[k]->peer;
-        c_free(l, p[k]);
+        fake_port_tx_free(l, p[k]);
     }
     return n;
-}
-static unsigned c_rx(em_link_t *l, em_pkt_t **p, unsigned max)
-{
-    (void)l;
-    unsigned n = P.nrx < max ? P.nrx : max;
-    memcpy(p, P.rx, n * sizeof *p);
-    P.nrx = 0;
-    return n;
-}
-static void c_release(em_link_t *l, em_pkt_t **p, unsigned n)
-{
-    for (unsigned i = 0; i < n; i++)
-        c_free(l, p[i]);
 }
 static int c_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
@@ -88,16 +61,15 @@ static int c_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     memcpy(P.peer_mac[peer], a->bytes, 6);
     return 0;
 }
-static void c_close(em_link_t *l) { (void)l; }
 static const em_link_ops_t OPS = { .name = "cap",
-                                   .tx_alloc = c_alloc,
+                                   .tx_alloc = fake_port_tx_alloc,
                                    .tx_burst = c_burst,
-                                   .tx_free = c_free,
-                                   .rx_burst = c_rx,
-                                   .rx_release = c_release,
+                                   .tx_free = fake_port_tx_free,
+                                   .rx_burst = fake_port_rx_burst,
+                                   .rx_release = fake_port_rx_release,
                                    .flush = em_link_flush_none,
                                    .set_peer = c_peer,
-                                   .close = c_close };
+                                   .close = fake_port_close };
 
 static emd_core_t C;
 static struct emd_shm_hdr *R[2];
@@ -107,14 +79,10 @@ static emd_ring_t T[2]; /* the clients' ends of their tx rings */
 static void setup(uint32_t max_nodes)
 {
     memset(&P, 0, sizeof P);
-    P.link = (em_link_t){ .ops = &OPS, .mtu = PORT_MTU };
-    for (unsigned i = 0; i < 64; i++) {
-        P.pk[i].data = P.buf[i];
-        P.free_[P.nfree++] = &P.pk[i];
-    }
+    assert_int_equal(fake_port_init(&P.port, &OPS, PORT_MTU, 64), 0);
     memset(&C, 0, sizeof C);
     C.now_ns = 1000;
-    assert_int_equal(emd_core_init(&C, &P.link, MAC, MTU, 2, 16, max_nodes, 1), 0);
+    assert_int_equal(emd_core_init(&C, &P.port.link, MAC, MTU, 2, 16, max_nodes, 1), 0);
     uint32_t ss;
     SZ = emd_shm_size(MTU, RX, SLOTS, &ss);
     for (unsigned k = 0; k < 2; k++) {
@@ -152,7 +120,8 @@ static void tx(unsigned k, const uint8_t mac[6], uint16_t ep, const uint8_t *f, 
 /** A frame from node 2 (endpoint 77) for endpoint @p dst arrives on the port. */
 static void port_frame(uint16_t dst, const em_hdr_t *h, const char *payload)
 {
-    em_pkt_t *p = P.free_[--P.nfree];
+    em_pkt_t *p = fake_port_take(&P.port);
+    assert_non_null(p);
     size_t n = em_hdr_encode(h, p->data + EMD_WIRE_HDR_LEN);
     memcpy(p->data + EMD_WIRE_HDR_LEN + n, payload, h->len);
     emd_shim_t sh = { .cls = h->type == EM_PT_PUT ? EMD_CLS_BULK : EMD_CLS_DATA,
@@ -162,7 +131,7 @@ static void port_frame(uint16_t dst, const em_hdr_t *h, const char *payload)
     memcpy(sh.src_mac, NODE2, 6);
     emd_wire_encode(p->data, &sh);
     p->len = (uint32_t)(EMD_WIRE_HDR_LEN + n + h->len);
-    P.rx[P.nrx++] = p;
+    fake_port_arrive(&P.port, p);
     (void)emd_core_poll_port(&C);
 }
 
@@ -353,7 +322,8 @@ static void test_node_table_ages_and_refuses_broadcast(void **st)
 
 static void hello(uint16_t slots, uint8_t last)
 {
-    em_pkt_t *p = P.free_[--P.nfree];
+    em_pkt_t *p = fake_port_take(&P.port);
+    assert_non_null(p);
     uint8_t smac[6];
     memcpy(smac, NODE2, 6);
     smac[5] = last;
@@ -365,7 +335,7 @@ static void hello(uint16_t slots, uint8_t last)
     emd_hello_encode(p->data + EMD_WIRE_HDR_LEN, EMD_HELLO_REPLY, slots,
                      (uint16_t)(slots ? 1 + slots * slots : 1));
     p->len = EMD_WIRE_HDR_LEN + (uint32_t)sizeof(struct emd_hello);
-    P.rx[P.nrx++] = p;
+    fake_port_arrive(&P.port, p);
     (void)emd_core_poll_port(&C);
 }
 

@@ -18,7 +18,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -275,36 +274,29 @@ static void good_run(unsigned min, pid_t hostile_pid)
 
 /* -------------------------------------------------------------- main -- */
 
+static int nobody_attach(void)
+{
+    int mfd, st;
+    uint64_t size;
+    uint16_t ep;
+    int fd = emd_harness_attach(&mfd, &size, &ep, &st);
+    return fd < 0 && st == EACCES ? 0 : 1;
+}
+
 /** An unprivileged user cannot attach through a socket an admin made 0666 by mistake. */
 static void unprivileged(void)
 {
-    chmod(dir, 0711);
-    chmod(sock, 0666);
-    pid_t p = fork();
-    if (p == 0) {
-        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
-            _exit(3);
-        int mfd, st;
-        uint64_t size;
-        uint16_t ep;
-        int fd = emd_harness_attach(&mfd, &size, &ep, &st);
-        _exit(fd < 0 && st == EACCES ? 0 : 1);
-    }
-    int ws = 0;
-    waitpid(p, &ws, 0);
+    int ws = emd_harness_as_nobody(nobody_attach);
     CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0,
           "uid 65534 attached, or was not refused by the rule (%d)", ws);
     CHECK(log_has("refused", "uid 65534"), "no log line for the refused uid");
-    chmod(sock, 0660);
-    chmod(dir, 0700);
 }
 
 int main(int argc, char **argv)
 {
-    if (argc != 2)
-        return 2;
-    if (emd_harness_need_root())
-        return 77;
+    int rc = emd_harness_enter(argc, 1);
+    if (rc)
+        return rc;
     uint64_t t0 = now_ms();
     static const char *const more[] = { "--max-sleep-us", "200", NULL };
     pid_t emd = start_emd(argv[1], "emd-hostile", "8", more);

@@ -18,7 +18,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -184,25 +183,19 @@ static void silent(void)
         close(fd);
 }
 
+static int nobody_status(void)
+{
+    struct emd_ctl_status s;
+    char err[512];
+    int rc = emd_status_query(sock, 3000, &s, err, sizeof err);
+    return rc != 0 && strstr(err, "not allowed") ? 0 : 1;
+}
+
 /** A user the rule refuses gets no counters, and is counted. */
 static void refused_user(void)
 {
     struct emd_ctl_status before = status();
-    chmod(dir, 0711);
-    chmod(sock, 0666);
-    pid_t p = fork();
-    if (p == 0) {
-        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
-            _exit(3);
-        struct emd_ctl_status s;
-        char err[512];
-        int rc = emd_status_query(sock, 3000, &s, err, sizeof err);
-        _exit(rc != 0 && strstr(err, "not allowed") ? 0 : 1);
-    }
-    int ws = 0;
-    waitpid(p, &ws, 0);
-    chmod(sock, 0660);
-    chmod(dir, 0700);
+    int ws = emd_harness_as_nobody(nobody_status);
     CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "uid 65534 got the counters, or no reason (%d)",
           ws);
     struct emd_ctl_status after = status();
@@ -234,10 +227,9 @@ static void printers(const char *emd, const char *info)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3)
-        return 2;
-    if (emd_harness_need_root())
-        return 77;
+    int rc = emd_harness_enter(argc, 2);
+    if (rc)
+        return rc;
     uint64_t t0 = now_ms();
     pid_t emd = start_emd(argv[1], "emd-status", "2", NULL);
     if (emd < 0)

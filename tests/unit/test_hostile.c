@@ -15,69 +15,30 @@
 #include <cmocka.h>
 
 #include "proto/proto.h"
+#include "proto_cap.h"
 
 #define KEY 0x5EED1234ABCDull
-
-struct cap {
-    unsigned nf, nrecv, ncomplete, nresolve;
-    int last_status;
-    em_hdr_t last; /* last frame emitted */
-    uint16_t last_peer;
-    size_t last_len;
-    int put_rc;
-    em_proto_t *p;        /* for resolve */
-    int resolve_sets;     /* resolve: set the claimed peer (key KEY, ISNs 500/700) */
-    uint16_t resolve_src; /* ... and say the frame came from here */
-};
-
-static int c_emit(void *u, uint16_t peer, const void *hdr, size_t hlen, const void *pl, size_t plen)
-{
-    struct cap *c = u;
-    uint8_t buf[4096];
-    memcpy(buf, hdr, hlen);
-    if (plen)
-        memcpy(buf + hlen, pl, plen);
-    assert_int_equal(em_hdr_decode(buf, hlen + plen, &c->last), EM_DEC_OK);
-    c->last_peer = peer;
-    c->nf++;
-    return 0;
-}
-static void c_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t len)
-{
-    struct cap *c = u;
-    c->nrecv++;
-    c->last_len = len;
-}
-static int c_put(void *u, uint16_t peer, const em_put_target_t *t, const void *d, size_t len)
-{
-    return ((struct cap *)u)->put_rc;
-}
-static void c_complete(void *u, void *ctx, int status)
-{
-    struct cap *c = u;
-    c->ncomplete++;
-    c->last_status = status;
-}
-static uint16_t c_resolve(void *u, uint16_t peer)
-{
-    struct cap *c = u;
-    c->nresolve++;
-    if (c->resolve_sets)
-        assert_int_equal(em_proto_set_peer(c->p, peer, KEY, 700, 500), 0);
-    return c->resolve_src;
-}
-static const em_proto_ops_t OPS = {
-    .emit = c_emit,
-    .recv = c_recv,
-    .put = c_put,
-    .complete = c_complete,
-    .resolve = c_resolve,
-};
 
 struct fx {
     struct cap c;
     em_proto_t *p;
 };
+
+/* ops.resolve for the lazy-add tests: the answer, and whether to set the
+ * claimed peer first (key KEY, ISNs 700 ours / 500 its).  mk resets both. */
+static struct {
+    em_proto_t *p;
+    int sets;
+    uint16_t src;
+} resolve;
+
+static uint16_t on_resolve(struct cap *c, uint16_t peer)
+{
+    (void)c;
+    if (resolve.sets)
+        assert_int_equal(em_proto_set_peer(resolve.p, peer, KEY, 700, 500), 0);
+    return resolve.src;
+}
 
 static em_proto_t *mk(struct fx *x, uint16_t npeers, int need_set)
 {
@@ -92,10 +53,12 @@ static em_proto_t *mk(struct fx *x, uint16_t npeers, int need_set)
     cfg.window = 8;
     cfg.bind_source = 1;
     cfg.peers_need_set = (uint8_t)need_set;
-    x->p = em_proto_create(&cfg, &OPS, &x->c, &err);
+    x->p = em_proto_create(&cfg, &CAP_OPS, &x->c, &err);
     assert_non_null(x->p);
-    x->c.p = x->p;
-    x->c.resolve_src = EM_SRC_UNKNOWN;
+    x->c.on_resolve = on_resolve;
+    resolve.p = x->p;
+    resolve.sets = 0;
+    resolve.src = EM_SRC_UNKNOWN;
     return x->p;
 }
 
@@ -103,15 +66,7 @@ static em_proto_t *mk(struct fx *x, uint16_t npeers, int need_set)
 static void feed(struct fx *x, em_hdr_t h, uint16_t from, uint64_t now)
 {
     static uint8_t b[EM_HDR_LEN + EM_PUT_EXT_LEN + 1000];
-    if (!h.job_key)
-        h.job_key = KEY;
-    if (!h.src && !h.dst) {
-        h.src = 1;
-        h.dst = 0;
-    }
-    size_t n = em_hdr_encode(&h, b);
-    memset(b + n, 'z', h.len);
-    em_proto_rx_from(x->p, b, n + h.len, from, now);
+    em_proto_rx_from(x->p, b, cap_frame(h, KEY, NULL, b, sizeof b), from, now);
 }
 
 static em_hdr_t data(uint32_t seq, uint16_t len, uint32_t msg_len, uint16_t no, uint16_t cnt)
@@ -199,8 +154,8 @@ static void test_unset_peer_is_resolved_once_or_dropped(void **s)
     assert_int_equal(st(&x)->drop_source, 1);
     assert_int_equal(x.c.nrecv, 0);
     /* resolve sets it (key KEY, ours 700, its 500) and the address is its */
-    x.c.resolve_sets = 1;
-    x.c.resolve_src = 1;
+    resolve.sets = 1;
+    resolve.src = 1;
     feed(&x, data(500, 5, 5, 0, 1), EM_SRC_UNKNOWN, 0);
     assert_int_equal(x.c.nrecv, 1);
     uint64_t k;
@@ -222,9 +177,9 @@ static void test_pair_key_and_isn_per_peer(void **s)
     assert_int_equal(em_proto_set_peer(x.p, 1, 0x1111, 0xFFFFFFF0u, 77), 0);
     assert_int_equal(em_proto_set_peer(x.p, 2, 0x2222, 5, 9), 0);
     assert_int_equal(em_proto_send(x.p, &op, 1, 0, "hi", 2, NULL, 0), 0);
-    assert_true(x.c.last.job_key == 0x1111);     /* the pair's key, both ways */
-    assert_int_equal(x.c.last.seq, 0xFFFFFFF0u); /* our ISN towards 1 */
-    assert_int_equal(x.c.last.ack, 77);          /* its ISN towards us */
+    assert_true(cap_last(&x.c)->h.job_key == 0x1111);     /* the pair's key, both ways */
+    assert_int_equal(cap_last(&x.c)->h.seq, 0xFFFFFFF0u); /* our ISN towards 1 */
+    assert_int_equal(cap_last(&x.c)->h.ack, 77);          /* its ISN towards us */
     em_hdr_t h = data(77, 5, 5, 0, 1);
     h.ack = 0xFFFFFFF0u; /* acknowledges nothing of ours yet */
     h.job_key = 0x2222;  /* peer 2's key on a frame from 1 */
@@ -257,7 +212,7 @@ static void budget_cfg(struct fx *x, em_proto_cfg_t *cfg, uint16_t npeers, uint6
 static void budget_start(struct fx *x, const em_proto_cfg_t *cfg)
 {
     int err;
-    x->p = em_proto_create(cfg, &OPS, &x->c, &err);
+    x->p = em_proto_create(cfg, &CAP_OPS, &x->c, &err);
     assert_non_null(x->p);
 }
 
@@ -282,7 +237,7 @@ static void test_thousands_of_reassemblies_stay_within_budget(void **s)
     unsigned before = x.c.nf;
     em_proto_poll(x.p, 1000000);
     assert_int_equal(x.c.nf - before, 16); /* ACKs to the 16 peers that fit only */
-    assert_int_equal(x.c.last_peer, 16);
+    assert_int_equal(cap_last(&x.c)->peer, 16);
     em_hdr_t h = data(0, 1000, 70000, 0, 71); /* longer than any message we accept */
     h.src = 3000;
     h.dst = 0;
@@ -328,12 +283,12 @@ static void test_refused_put_flags_every_later_frame(void **s)
                    .flags = EM_F_ACKNOW };
     feed(&x, h, 1, 0);
     em_proto_poll(x.p, 1);
-    assert_int_equal(x.c.last.type, EM_PT_ACK);
-    assert_int_equal(x.c.last.ack, 1);
-    assert_true(x.c.last.flags & EM_F_REMERR);
+    assert_int_equal(cap_last(&x.c)->h.type, EM_PT_ACK);
+    assert_int_equal(cap_last(&x.c)->h.ack, 1);
+    assert_true(cap_last(&x.c)->h.flags & EM_F_REMERR);
     em_proto_op_t op;
     assert_int_equal(em_proto_send(x.p, &op, 1, 0, "a", 1, NULL, 2), 0);
-    assert_true(x.c.last.flags & EM_F_REMERR); /* sticky, also on DATA */
+    assert_true(cap_last(&x.c)->h.flags & EM_F_REMERR); /* sticky, also on DATA */
     em_proto_destroy(x.p);
 }
 

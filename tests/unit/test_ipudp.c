@@ -172,73 +172,87 @@ static em_ipudp_err_t dec(size_t n)
     return em_ipudp_decode(frame, n, path.dst_ip, EM_UDP_PORT, 0, &rx);
 }
 
+/* One refused frame: a good one (build(64, 1)) with one header field
+ * changed, the IPv4 checksum put right again where the test is not about
+ * it, and the reason decode must give. */
+enum edit { SET8, SET16, ADD8, XOR8 };
+static const struct refusal {
+    const char *what;
+    unsigned off; /* byte in the frame: Ethernet 0, IPv4 14, UDP 34, payload 42 */
+    enum edit op;
+    unsigned v; /* ADD8 0xff: one less */
+    int fix_csum;
+    em_ipudp_err_t want;
+} REFUSALS[] = {
+    { "ethertype not IPv4", 12, SET16, 0x88B5, 0, EM_IPUDP_NOT_IPV4 },
+    { "IP version 6", 14, SET8, 0x65, 1, EM_IPUDP_VERSION },
+    { "IP options (IHL 6)", 14, SET8, 0x46, 1, EM_IPUDP_OPTIONS },
+    { "more fragments", 20, SET8, 0x20, 1, EM_IPUDP_FRAGMENT },
+    { "DF and offset 8", 20, SET16, 0x4001, 1, EM_IPUDP_FRAGMENT },
+    { "protocol TCP", 23, SET8, 6, 1, EM_IPUDP_NOT_UDP },
+    { "IP length beyond the frame", 17, ADD8, 1, 1, EM_IPUDP_IP_LEN },
+    { "IP length shorter than IP + UDP", 16, SET16, 27, 1, EM_IPUDP_IP_LEN },
+    { "TTL changed, checksum not", 22, SET8, 63, 0, EM_IPUDP_IP_CSUM },
+    { "UDP length one short", 39, ADD8, 0xff, 0, EM_IPUDP_UDP_LEN },
+    { "another destination address", 33, SET8, 9, 1, EM_IPUDP_ADDR },
+    { "another destination port", 37, ADD8, 1, 0, EM_IPUDP_PORT },
+    { "payload bit flip", 42 + 10, XOR8, 0x40, 0, EM_IPUDP_UDP_CSUM },
+};
+
+static size_t build_refused(const struct refusal *r)
+{
+    size_t n = build(64, 1);
+    uint8_t *b = frame + r->off;
+    switch (r->op) {
+    case SET8: b[0] = (uint8_t)r->v; break;
+    case SET16:
+        b[0] = (uint8_t)(r->v >> 8);
+        b[1] = (uint8_t)r->v;
+        break;
+    case ADD8: b[0] = (uint8_t)(b[0] + r->v); break;
+    case XOR8: b[0] ^= (uint8_t)r->v; break;
+    }
+    if (r->fix_csum)
+        fix_ip_csum();
+    return n;
+}
+
+static const struct refusal *refusal_of(em_ipudp_err_t want)
+{
+    for (size_t i = 0; i < sizeof REFUSALS / sizeof REFUSALS[0]; i++)
+        if (REFUSALS[i].want == want)
+            return &REFUSALS[i];
+    fail();
+    return NULL;
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
-    size_t n;
     em_ipudp_counters_t cnt;
     memset(&cnt, 0, sizeof cnt);
 
-    n = build(64, 1);
+    size_t n = build(64, 1);
     assert_int_equal(dec(41), EM_IPUDP_SHORT);
-    frame[12] = 0x88;
-    frame[13] = 0xB5;
-    assert_int_equal(dec(n), EM_IPUDP_NOT_IPV4);
-    em_ipudp_count(&cnt, EM_IPUDP_NOT_IPV4);
-    n = build(64, 1);
-    frame[14] = 0x65;
-    fix_ip_csum();
-    assert_int_equal(dec(n), EM_IPUDP_VERSION);
-    n = build(64, 1);
-    frame[14] = 0x46;
-    fix_ip_csum();
-    assert_int_equal(dec(n), EM_IPUDP_OPTIONS);
-    n = build(64, 1);
-    frame[20] = 0x20;
-    fix_ip_csum(); /* MF */
-    assert_int_equal(dec(n), EM_IPUDP_FRAGMENT);
-    n = build(64, 1);
-    frame[20] = 0x40;
-    frame[21] = 0x01;
-    fix_ip_csum(); /* DF + offset 8 */
-    assert_int_equal(dec(n), EM_IPUDP_FRAGMENT);
-    n = build(64, 1);
-    frame[23] = 6;
-    fix_ip_csum();
-    assert_int_equal(dec(n), EM_IPUDP_NOT_UDP);
-    n = build(64, 1);
-    frame[17] = (uint8_t)(frame[17] + 1);
-    fix_ip_csum(); /* beyond the frame */
-    assert_int_equal(dec(n), EM_IPUDP_IP_LEN);
-    n = build(64, 1);
-    frame[16] = 0;
-    frame[17] = 27;
-    fix_ip_csum();
-    assert_int_equal(dec(n), EM_IPUDP_IP_LEN);
-    n = build(64, 1);
-    frame[22] = 63; /* TTL changed, checksum not */
-    assert_int_equal(dec(n), EM_IPUDP_IP_CSUM);
-    em_ipudp_rx_t rx; /* unless the NIC checked it */
+    for (size_t i = 0; i < sizeof REFUSALS / sizeof REFUSALS[0]; i++) {
+        n = build_refused(&REFUSALS[i]);
+        if (dec(n) != REFUSALS[i].want)
+            fail_msg("%s: decode gave %s, not %s", REFUSALS[i].what, em_ipudp_err_name(dec(n)),
+                     em_ipudp_err_name(REFUSALS[i].want));
+        em_ipudp_count(&cnt, REFUSALS[i].want);
+    }
+    /* a bad IP checksum passes when the NIC checked it */
+    em_ipudp_rx_t rx;
+    n = build_refused(refusal_of(EM_IPUDP_IP_CSUM));
     assert_int_equal(
         em_ipudp_decode(frame, n, path.dst_ip, EM_UDP_PORT, EM_IPUDP_RX_IP_CSUM_OK, &rx),
         EM_IPUDP_OK);
-    n = build(64, 1);
-    frame[39] = (uint8_t)(frame[39] - 1);
-    assert_int_equal(dec(n), EM_IPUDP_UDP_LEN);
-    n = build(64, 1);
-    frame[33] = 9;
-    fix_ip_csum();
-    assert_int_equal(dec(n), EM_IPUDP_ADDR);
-    n = build(64, 1);
-    frame[37] = (uint8_t)(frame[37] + 1);
-    assert_int_equal(dec(n), EM_IPUDP_PORT);
-    n = build(64, 1);
-    frame[42 + 10] ^= 0x40; /* payload bit flip */
-    assert_int_equal(dec(n), EM_IPUDP_UDP_CSUM);
-    em_ipudp_count(&cnt, EM_IPUDP_UDP_CSUM);
-    frame[40] = frame[41] = 0; /* no checksum: accepted (RFC 768) */
+    /* the payload bit flip again, with no UDP checksum: accepted (RFC 768) */
+    n = build_refused(refusal_of(EM_IPUDP_UDP_CSUM));
+    frame[40] = frame[41] = 0;
     assert_int_equal(dec(n), EM_IPUDP_OK);
     assert_int_equal(cnt.refused[EM_IPUDP_NOT_IPV4], 1);
+    assert_int_equal(cnt.refused[EM_IPUDP_FRAGMENT], 2);
     assert_int_equal(cnt.refused[EM_IPUDP_UDP_CSUM], 1);
     em_ipudp_count(&cnt, EM_IPUDP_OK);
     em_ipudp_count(&cnt, EM_IPUDP_NERR);

@@ -12,91 +12,9 @@
 #include <cmocka.h>
 
 #include "proto/proto.h"
+#include "proto_cap.h"
 
-#define KEY  0x5EED1234u
-#define MAXF 512
-
-struct out {
-    em_hdr_t h;
-    uint8_t payload[2048];
-    uint16_t peer;
-};
-
-struct cap {
-    struct out f[MAXF];
-    unsigned nf;
-    int refuse; /* emit returns -EAGAIN while > 0 */
-    unsigned nrecv;
-    uint8_t last_tag;
-    size_t last_len;
-    uint8_t last_data[8192];
-    const void *last_ptr;
-    unsigned ncomplete;
-    int last_status;
-    void *last_ctx;
-    unsigned nfailed;
-    unsigned nput;
-    em_put_target_t last_put;
-    int put_rc;
-};
-
-static int c_emit(void *u, uint16_t peer, const void *hdr, size_t hlen, const void *pl, size_t plen)
-{
-    struct cap *c = u;
-    uint8_t buf[4096];
-    if (c->refuse > 0) {
-        c->refuse--;
-        return -EM_EAGAIN;
-    }
-    assert_true(c->nf < MAXF);
-    memcpy(buf, hdr, hlen);
-    if (plen)
-        memcpy(buf + hlen, pl, plen);
-    struct out *o = &c->f[c->nf++];
-    assert_int_equal(em_hdr_decode(buf, hlen + plen, &o->h), EM_DEC_OK);
-    memcpy(o->payload, buf + em_hdr_len(o->h.type), o->h.len);
-    o->peer = peer;
-    return 0;
-}
-
-static void c_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t len)
-{
-    struct cap *c = u;
-    c->nrecv++;
-    c->last_tag = tag;
-    c->last_len = len;
-    c->last_ptr = d;
-    if (len <= sizeof c->last_data)
-        memcpy(c->last_data, d, len);
-}
-
-static int c_put(void *u, uint16_t peer, const em_put_target_t *t, const void *d, size_t len)
-{
-    struct cap *c = u;
-    c->nput++;
-    c->last_put = *t;
-    c->last_len = len;
-    memcpy(c->last_data, d, len);
-    return c->put_rc;
-}
-
-static void c_complete(void *u, void *ctx, int status)
-{
-    struct cap *c = u;
-    c->ncomplete++;
-    c->last_status = status;
-    c->last_ctx = ctx;
-}
-
-static void c_failed(void *u, uint16_t peer) { ((struct cap *)u)->nfailed++; }
-
-static const em_proto_ops_t OPS = {
-    .emit = c_emit,
-    .recv = c_recv,
-    .put = c_put,
-    .complete = c_complete,
-    .peer_failed = c_failed,
-};
+#define KEY 0x5EED1234u
 
 struct fx {
     struct cap c;
@@ -122,7 +40,7 @@ static em_proto_t *mk(struct fx *x, em_recovery_t mode, uint32_t isn)
     x->cfg.resend_after_ns = 5000; /* the default 5 ms, scaled like the RTO (1 ms -> 1 us) */
     x->cfg.ack_delay_ns = 100;
     x->cfg.isn = isn;
-    x->p = em_proto_create(&x->cfg, &OPS, &x->c, &err);
+    x->p = em_proto_create(&x->cfg, &CAP_OPS, &x->c, &err);
     assert_non_null(x->p);
     return x->p;
 }
@@ -134,7 +52,7 @@ static void remk(struct fx *x)
     int err;
     em_proto_destroy(x->p);
     memset(&x->c, 0, sizeof x->c);
-    x->p = em_proto_create(&x->cfg, &OPS, &x->c, &err);
+    x->p = em_proto_create(&x->cfg, &CAP_OPS, &x->c, &err);
     assert_non_null(x->p);
 }
 
@@ -142,16 +60,7 @@ static void remk(struct fx *x)
 static void feed(struct fx *x, em_hdr_t h, const void *payload, uint64_t now)
 {
     uint8_t b[4096];
-    if (!h.job_key)
-        h.job_key = KEY;
-    if (!h.src && !h.dst) {
-        h.src = 1;
-        h.dst = 0;
-    }
-    size_t n = em_hdr_encode(&h, b);
-    const uint8_t *pl = payload ? payload : (const void *)"";
-    memcpy(b + n, pl, h.len);
-    em_proto_rx(x->p, b, n + h.len, now);
+    em_proto_rx(x->p, b, cap_frame(h, KEY, payload, b, sizeof b), now);
 }
 
 static em_hdr_t data(uint32_t seq, uint32_t ack, const char *s)
@@ -1058,16 +967,16 @@ static void test_bad_config_and_arguments(void **st)
     struct cap cp = { 0 };
     em_proto_cfg_default(&c);
     c.window = 0;
-    assert_null(em_proto_create(&c, &OPS, &cp, &err));
+    assert_null(em_proto_create(&c, &CAP_OPS, &cp, &err));
     assert_int_equal(err, EM_EINVAL);
     c.window = EM_WINDOW_MAX + 1;
-    assert_null(em_proto_create(&c, &OPS, &cp, &err));
+    assert_null(em_proto_create(&c, &CAP_OPS, &cp, &err));
     em_proto_cfg_default(&c);
     c.frame_max = 60;
-    assert_null(em_proto_create(&c, &OPS, &cp, &err));
+    assert_null(em_proto_create(&c, &CAP_OPS, &cp, &err));
     em_proto_cfg_default(&c);
     c.self = 2;
-    assert_null(em_proto_create(&c, &OPS, &cp, &err));
+    assert_null(em_proto_create(&c, &CAP_OPS, &cp, &err));
 
     struct fx x;
     em_proto_op_t op;

@@ -28,6 +28,7 @@
 
 #include "opal_config.h"
 
+#include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/btl/btl.h"
 #include "opal/mca/btl/base/base.h"
 #include "opal/util/proc.h"
@@ -197,6 +198,19 @@ typedef struct em_btl_module {
         .btl_init = name##_init,                                                \
         .btl_progress = name##_progress,                                        \
     }
+
+/** One read-only MCA parameter of a component (btl_<component>_<name>). */
+typedef struct em_btl_var {
+    const char *name;
+    mca_base_var_type_t type;
+    mca_base_var_info_lvl_t level; /**< OPAL_INFO_LVL_n */
+    void *storage;                 /**< holds the default; the value lands here */
+    const char *help;              /**< ompi_info's help text */
+} em_btl_var_t;
+
+/** Register @p n parameters of component @p c, in table order (ompi_info
+ *  lists them so); each default must be in its storage already. */
+void em_btl_register_vars(mca_base_component_t *c, const em_btl_var_t *v, size_t n);
 
 /** Register the common MCA parameters of component @p c into @p p. */
 int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p);

@@ -81,13 +81,7 @@ static int dpdk_register(void)
     dpdk_udp_addr = "";
     dpdk_udp_checksum = 1;
     /* read-only parameters, their defaults set above (in ompi_info's order) */
-    const struct {
-        const char *name;
-        mca_base_var_type_t type;
-        mca_base_var_info_lvl_t level;
-        void *var;
-        const char *help;
-    } params[] = {
+    const em_btl_var_t params[] = {
         { "bulk_queue", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &dpdk_bulk_queue,
           "Daemon mode: rendezvous (put) data on this process's bulk queue, a queue of its own "
           "on the daemon's port (memif wire, the daemon a hugepage-backed DPDK primary; "
@@ -144,10 +138,7 @@ static int dpdk_register(void)
           "udp framing: send UDP checksums (by the NIC where it offloads them, else computed); "
           "0 = send none (allowed over IPv4; the Ethernet FCS still covers each hop)" },
     };
-    for (size_t i = 0; i < sizeof params / sizeof params[0]; i++)
-        (void)mca_base_component_var_register(c, params[i].name, params[i].help, params[i].type,
-                                              NULL, 0, 0, params[i].level,
-                                              MCA_BASE_VAR_SCOPE_READONLY, params[i].var);
+    em_btl_register_vars(c, params, sizeof params / sizeof params[0]);
     int bq = mca_base_var_find("ompi", "btl", "dpdk", "bulk_queue");
     if (bq >= 0) /* its old name, deprecated */
         (void)mca_base_var_register_synonym(bq, "ompi", "btl", "dpdk", "rdv_queue",

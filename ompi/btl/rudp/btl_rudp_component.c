@@ -88,35 +88,26 @@ static int rudp_register(void)
     rudp_sock_buf = 4 * 1024 * 1024;
     rudp_gso = true;
     rudp_gro = true;
-    (void)mca_base_component_var_register(
-        &mca_btl_rudp_component.btl_version, "if_include",
-        "Interface for the UDP socket: a name (eth0), an IPv4 address, or a subnet "
-        "(10.77.0.0/24); empty = the first IPv4 interface the tcp BTL would use (its "
-        "if_include/if_exclude; never loopback or a container bridge).  A comma list "
-        "(eth0,eth1) opens one socket and module per entry (several links)",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_1, MCA_BASE_VAR_SCOPE_READONLY,
-        &rudp_if_include);
-    (void)mca_base_component_var_register(
-        &mca_btl_rudp_component.btl_version, "mtu",
-        "Largest datagram in bytes; 0 = interface MTU minus IP/UDP headers", MCA_BASE_VAR_TYPE_INT,
-        NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &rudp_mtu);
-    (void)mca_base_component_var_register(
-        &mca_btl_rudp_component.btl_version, "sock_buf",
-        "Socket send and receive buffer size in bytes (without CAP_NET_ADMIN the kernel caps "
-        "it at net.core.rmem_max / wmem_max; the component then says so once per node)",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-        &rudp_sock_buf);
-    (void)mca_base_component_var_register(
-        &mca_btl_rudp_component.btl_version, "gso",
-        "Send runs of equal frames to one peer as one UDP GSO send (UDP_SEGMENT, up to 64 KB); "
-        "falls back by itself where the kernel refuses",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
-        &rudp_gso);
-    (void)mca_base_component_var_register(
-        &mca_btl_rudp_component.btl_version, "gro",
-        "Let the kernel coalesce received datagrams (UDP_GRO); the BTL splits them again",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
-        &rudp_gro);
+    /* read-only, their defaults set above (in ompi_info's order) */
+    const em_btl_var_t params[] = {
+        { "if_include", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_1, &rudp_if_include,
+          "Interface for the UDP socket: a name (eth0), an IPv4 address, or a subnet "
+          "(10.77.0.0/24); empty = the first IPv4 interface the tcp BTL would use (its "
+          "if_include/if_exclude; never loopback or a container bridge).  A comma list "
+          "(eth0,eth1) opens one socket and module per entry (several links)" },
+        { "mtu", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &rudp_mtu,
+          "Largest datagram in bytes; 0 = interface MTU minus IP/UDP headers" },
+        { "sock_buf", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &rudp_sock_buf,
+          "Socket send and receive buffer size in bytes (without CAP_NET_ADMIN the kernel caps "
+          "it at net.core.rmem_max / wmem_max; the component then says so once per node)" },
+        { "gso", MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, &rudp_gso,
+          "Send runs of equal frames to one peer as one UDP GSO send (UDP_SEGMENT, up to 64 KB); "
+          "falls back by itself where the kernel refuses" },
+        { "gro", MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, &rudp_gro,
+          "Let the kernel coalesce received datagrams (UDP_GRO); the BTL splits them again" },
+    };
+    em_btl_register_vars(&mca_btl_rudp_component.btl_version, params,
+                         sizeof params / sizeof params[0]);
     rudp_params.print_link_stats = rudp_link_stats;
     em_btl_module_defaults(&rudp_module.super);
     /* Eager up to 256 KiB (+ ob1's header), not 64: a rendezvous costs
