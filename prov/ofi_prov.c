@@ -61,8 +61,9 @@ static const struct emo_pdef pdefs[] = {
     { "cq_spin_ns", FI_PARAM_INT, &emo_params.cq_spin_ns,
       "A caller that reads an empty CQ again within 20 us while a receive is posted (an MPI "
       "waiting for a message) is answered only after this many ns of progress without a "
-      "completion (MPICH yields the CPU after every empty read); default 0 = answer at once "
-      "(a spin holds a core a peer sharing it may need: docs/ofi.md)" },
+      "completion (MPICH yields the CPU after every empty read); default 2000; a CQ whose "
+      "spins mostly expire without a completion stops spinning (docs/ofi.md); 0 = answer at "
+      "once" },
     { "ack_delay_us", FI_PARAM_INT, &emo_params.ack_delay_us, "Longest ACK delay, us" },
     { "rx_mem_mb", FI_PARAM_INT, &emo_params.rx_mem_mb,
       "MiB of reassembly and out-of-order buffers per endpoint" },
@@ -95,7 +96,7 @@ void emo_params_load(void)
         .rto_max_us = 1000000,
         .retries = 70,
         .live_us = -1,
-        .cq_spin_ns = 0, /* opt-in: it can cost as much as it saves (docs/ofi.md) */
+        .cq_spin_ns = 2000, /* adaptive: stops when spins go unrewarded (docs/ofi.md) */
         .ack_delay_us = 20,
         .rx_mem_mb = 256,
         .cc = "loss",
