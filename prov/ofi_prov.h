@@ -18,6 +18,7 @@
 #ifndef EMO_OFI_PROV_H
 #define EMO_OFI_PROV_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -137,6 +138,10 @@ struct emo_cq {
     struct emo_cq_err *err_last; /**< the entry handed out last (its err_data stays valid) */
     emo_ep_set_t eps;
     uint64_t read_at; /**< when fi_cq_read last returned (cq_spin) */
+    /** fi_cq_signal was called (maybe from another thread, the one
+     *  exception to FI_THREAD_DOMAIN): the next fi_cq_sread returns
+     *  -FI_EAGAIN at once if it finds nothing, and clears it */
+    atomic_bool signaled;
 };
 
 /** A completion counter (ofi_cntr.c). */
