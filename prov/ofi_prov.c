@@ -15,8 +15,10 @@
  */
 #include "ofi_prov.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 emo_params_t emo_params;
 
@@ -309,9 +311,19 @@ static ssize_t eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf, uint64
     return -FI_EAGAIN;
 }
 
+/* No event ever arrives (no connections, no fi_eq_write), so a finite
+ * timeout is waited out as asked (it returned at once: a caller's sread
+ * loop spun; fabtests' fi_eq_test eq_wait_fd_sread).  An infinite one
+ * (timeout < 0) still returns at once: blocking forever on a queue that
+ * can never fill would only hang the caller. */
 static ssize_t eq_sread(struct fid_eq *eq, uint32_t *event, void *buf, size_t len, int timeout,
                         uint64_t flags)
 {
+    if (timeout > 0) {
+        struct timespec ts = { .tv_sec = timeout / 1000, .tv_nsec = (timeout % 1000) * 1000000L };
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
     return -FI_EAGAIN;
 }
 

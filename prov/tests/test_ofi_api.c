@@ -219,11 +219,34 @@ static void child_sends(void)
         pause();
 }
 
+/* the blocking reads' timeouts: fi_eq_sread waits out a finite timeout
+ * (no event can come; it returned at once), and fi_cq_signal wakes the
+ * next fi_cq_sread (it was ignored: the sread slept its whole timeout) */
+static void wait_checks(void)
+{
+    struct fi_eq_attr ea = { .size = 8, .wait_obj = FI_WAIT_UNSPEC };
+    struct fid_eq *eq;
+    uint32_t ev;
+    uint8_t ebuf[64];
+    FI(fi_eq_open(fab, &ea, &eq, NULL));
+    double t0 = ofi_now_s();
+    CHECK(fi_eq_sread(eq, &ev, ebuf, sizeof ebuf, 200, 0) == -FI_EAGAIN, "eq_sread");
+    CHECK(ofi_now_s() - t0 >= 0.15, "fi_eq_sread(200 ms) returned after %.3f s", ofi_now_s() - t0);
+    FI(fi_close(&eq->fid));
+    struct fi_cq_tagged_entry e;
+    FI(fi_cq_signal(cq));
+    t0 = ofi_now_s();
+    CHECK(fi_cq_sread(cq, &e, 1, NULL, 3000) == -FI_EAGAIN, "cq_sread after signal");
+    CHECK(ofi_now_s() - t0 < 1.5, "fi_cq_signal ignored: fi_cq_sread slept %.3f s",
+          ofi_now_s() - t0);
+}
+
 static void parent_checks(pid_t child)
 {
     uint8_t b[100];
     struct fi_context c;
     struct fi_cq_err_entry x;
+    wait_checks();
     sync_peer(); /* both 0x10 messages are unexpected now */
     recv_wait(b, sizeof b, 0x10, 0, 16, 0x10);
     CHECK(same(b, 16, 1), "first 0x10 message out of order or corrupt");
