@@ -121,6 +121,34 @@ static int wait_ctx(void *ctx, struct fi_cq_tagged_entry *out, struct fi_cq_err_
     return -1;
 }
 
+/* what fabtests' fi_getinfo_test checks (caps1-3, msg_ordering1-2):
+ * domain-level caps stay out of tx/rx caps; an accepted order is in the
+ * answer (the RMA ones hold trivially without FI_RMA); domain caps we lack
+ * and FI_ORDER_DATA are refused */
+static void getinfo_checks(void)
+{
+    struct fi_info *hints = fi_allocinfo(), *fi = NULL;
+    hints->fabric_attr->prov_name = strdup("ethermpi");
+    hints->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_RAW;
+    hints->rx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_WAR;
+    FI(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &fi));
+    CHECK(!((fi->tx_attr->caps | fi->rx_attr->caps) & (FI_LOCAL_COMM | FI_REMOTE_COMM)),
+          "domain caps in tx/rx caps");
+    CHECK((fi->tx_attr->msg_order & (FI_ORDER_SAS | FI_ORDER_RAW)) == (FI_ORDER_SAS | FI_ORDER_RAW),
+          "tx msg_order 0x%llx", (unsigned long long)fi->tx_attr->msg_order);
+    CHECK(fi->rx_attr->msg_order & FI_ORDER_WAR, "rx msg_order");
+    fi_freeinfo(fi);
+    fi = NULL;
+    hints->rx_attr->msg_order = FI_ORDER_DATA;
+    CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &fi) == -FI_ENODATA,
+          "FI_ORDER_DATA in rx_attr");
+    hints->rx_attr->msg_order = 0;
+    hints->domain_attr->caps = FI_SHARED_AV;
+    CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &fi) == -FI_ENODATA,
+          "domain caps FI_SHARED_AV");
+    fi_freeinfo(hints);
+}
+
 static void open_all(void)
 {
     struct fi_info *hints = fi_allocinfo();
@@ -247,6 +275,7 @@ static void parent_checks(pid_t child)
     struct fi_context c;
     struct fi_cq_err_entry x;
     wait_checks();
+    getinfo_checks();
     sync_peer(); /* both 0x10 messages are unexpected now */
     recv_wait(b, sizeof b, 0x10, 0, 16, 0x10);
     CHECK(same(b, 16, 1), "first 0x10 message out of order or corrupt");
