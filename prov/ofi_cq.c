@@ -239,6 +239,10 @@ static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr
         ssize_t n = cq_readfrom(fcq, buf, count, src);
         if (n != -FI_EAGAIN || em_now_ns() >= end)
             return n;
+        /* woken by fi_cq_signal (before it did, the signal was ignored:
+         * fabtests' fi_cq_test cq_signal) */
+        if (atomic_exchange(&container_of_emo(fcq, struct emo_cq, cq)->signaled, false))
+            return -FI_EAGAIN;
     }
 }
 
@@ -247,7 +251,11 @@ static ssize_t cq_sread(struct fid_cq *fcq, void *buf, size_t count, const void 
     return cq_sreadfrom(fcq, buf, count, NULL, cond, timeout);
 }
 
-static int cq_signal(struct fid_cq *cq) { return 0; }
+static int cq_signal(struct fid_cq *cq)
+{
+    atomic_store(&container_of_emo(cq, struct emo_cq, cq)->signaled, true);
+    return 0;
+}
 
 static const char *cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data, char *buf,
                                size_t len)

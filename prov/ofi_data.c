@@ -41,6 +41,11 @@ struct emo_send_args {
     void *context;
     uint64_t tag, data, flags; /* flags: FI_INJECT, FI_COMPLETION, FI_REMOTE_CQ_DATA */
     bool tagged;
+    /* an fi_inject* call: never a completion.  The FI_INJECT op flag (of
+     * fi_sendmsg, or the endpoint's op_flags) only lets the caller reuse
+     * the buffer at once; the send still completes as any other (fabtests'
+     * fi_msg_inject -A inject waited for that completion forever) */
+    bool no_cqe;
 };
 
 /* deliver to this endpoint itself, then complete */
@@ -74,7 +79,7 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
     op->peer = peer;
     op->context = s->context;
     op->cq_flags = FI_SEND | (s->tagged ? FI_TAGGED : FI_MSG);
-    op->want_cqe = !(s->flags & FI_INJECT) && (!ep->tx_selective || (s->flags & FI_COMPLETION));
+    op->want_cqe = !s->no_cqe && (!ep->tx_selective || (s->flags & FI_COMPLETION));
     op->tag = s->tagged ? s->tag : 0;
     op->len = s->len;
     op->buf = (void *)s->buf;
@@ -326,6 +331,21 @@ static ssize_t send_(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t 
     return do_send(EP(fep), &s);
 }
 
+/* fi_inject, fi_injectdata, fi_tinject, fi_tinjectdata: no completion */
+static ssize_t inject_(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
+                       uint64_t tag, uint64_t data, uint64_t flags, bool tagged)
+{
+    struct emo_send_args s = { .buf = buf,
+                               .len = len,
+                               .dest = dest,
+                               .tag = tag,
+                               .data = data,
+                               .flags = FI_INJECT | flags,
+                               .tagged = tagged,
+                               .no_cqe = true };
+    return do_send(EP(fep), &s);
+}
+
 static ssize_t recv_(struct fid_ep *fep, void *buf, size_t len, fi_addr_t src, void *ctx,
                      uint64_t tag, uint64_t ignore, uint64_t flags, bool tagged)
 {
@@ -396,7 +416,7 @@ static ssize_t m_sendmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t f
 
 static ssize_t m_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest)
 {
-    return send_(ep, buf, len, dest, NULL, 0, 0, FI_INJECT, false);
+    return inject_(ep, buf, len, dest, 0, 0, 0, false);
 }
 
 static ssize_t m_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc, uint64_t data,
@@ -408,7 +428,7 @@ static ssize_t m_senddata(struct fid_ep *ep, const void *buf, size_t len, void *
 static ssize_t m_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint64_t data,
                             fi_addr_t dest)
 {
-    return send_(ep, buf, len, dest, NULL, 0, data, FI_INJECT | FI_REMOTE_CQ_DATA, false);
+    return inject_(ep, buf, len, dest, 0, data, FI_REMOTE_CQ_DATA, false);
 }
 
 struct fi_ops_msg emo_msg_ops = { .size = sizeof(struct fi_ops_msg),
@@ -461,7 +481,7 @@ static ssize_t t_sendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg, uin
 static ssize_t t_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest,
                         uint64_t tag)
 {
-    return send_(ep, buf, len, dest, NULL, tag, 0, FI_INJECT, true);
+    return inject_(ep, buf, len, dest, tag, 0, 0, true);
 }
 
 static ssize_t t_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc, uint64_t data,
@@ -473,7 +493,7 @@ static ssize_t t_senddata(struct fid_ep *ep, const void *buf, size_t len, void *
 static ssize_t t_injectdata(struct fid_ep *ep, const void *buf, size_t len, uint64_t data,
                             fi_addr_t dest, uint64_t tag)
 {
-    return send_(ep, buf, len, dest, NULL, tag, data, FI_INJECT | FI_REMOTE_CQ_DATA, true);
+    return inject_(ep, buf, len, dest, tag, data, FI_REMOTE_CQ_DATA, true);
 }
 
 struct fi_ops_tagged emo_tagged_ops = { .size = sizeof(struct fi_ops_tagged),

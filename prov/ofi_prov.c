@@ -15,8 +15,10 @@
  */
 #include "ofi_prov.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 emo_params_t emo_params;
 
@@ -126,6 +128,18 @@ int emo_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **op
     (FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_CQ_DATA |        \
      FI_REMOTE_COMM)
 #define EMO_CAPS (EMO_PRIMARY | EMO_SECONDARY)
+/* domain-level capabilities: in info->caps and domain_attr->caps, never in
+ * tx_attr/rx_attr caps (fabtests' fi_getinfo_test caps1, caps2) */
+#define EMO_DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
+/* Message orders that hold because there is nothing to order: each names
+ * an RMA or atomic read or write, and there are none (no FI_RMA,
+ * FI_ATOMIC).  Granted when asked, with FI_ORDER_SAS, the one order the
+ * engine keeps (fabtests' fi_getinfo_test msg_ordering1, 2: an order that
+ * was accepted must be in the answer). */
+#define EMO_ORDER_VACUOUS                                                                          \
+    (FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_RAS | FI_ORDER_WAR | FI_ORDER_WAW | FI_ORDER_WAS |     \
+     FI_ORDER_SAR | FI_ORDER_SAW)
+#define EMO_ORDER (FI_ORDER_SAS | EMO_ORDER_VACUOUS)
 
 /* can the hints' domain attributes be met?  @return 0 or -FI_ENODATA */
 static int check_domain_hints(const struct fi_domain_attr *d)
@@ -152,6 +166,11 @@ static int check_domain_hints(const struct fi_domain_attr *d)
         return -FI_ENODATA;
     if (d->cq_data_size > 8)
         return -FI_ENODATA;
+    if (d->caps & ~(uint64_t)EMO_DOMAIN_CAPS) {
+        FI_INFO(&emo_prov, FI_LOG_CORE, "domain capabilities 0x%llx not offered\n",
+                (unsigned long long)(d->caps & ~(uint64_t)EMO_DOMAIN_CAPS));
+        return -FI_ENODATA;
+    }
     return 0;
 }
 
@@ -172,12 +191,10 @@ static int check_hints(const struct fi_info *hints)
     if (hints->fabric_attr && hints->fabric_attr->name &&
         strcmp(hints->fabric_attr->name, EMO_FABRIC_NAME))
         return -FI_ENODATA;
-    if (hints->tx_attr && (hints->tx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS) &&
-        !(hints->tx_attr->msg_order & FI_ORDER_NONE)) {
-        /* SAS only: RMA orders do not apply (no FI_RMA) */
-        if (hints->tx_attr->msg_order &
-            ~(uint64_t)(FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW))
-            return -FI_ENODATA;
+    if ((hints->tx_attr && (hints->tx_attr->msg_order & ~(uint64_t)EMO_ORDER)) ||
+        (hints->rx_attr && (hints->rx_attr->msg_order & ~(uint64_t)EMO_ORDER))) {
+        FI_INFO(&emo_prov, FI_LOG_CORE, "message order asked beyond FI_ORDER_SAS\n");
+        return -FI_ENODATA;
     }
     return check_domain_hints(hints->domain_attr);
 }
@@ -192,19 +209,22 @@ static void fill_info(struct fi_info *fi, const struct fi_info *hints)
     fi->mode = 0;
     fi->addr_format = FI_FORMAT_UNSPEC;
 
-    fi->tx_attr->caps = caps & (EMO_PRIMARY | FI_SEND | FI_LOCAL_COMM | FI_REMOTE_COMM);
+    fi->tx_attr->caps = caps & (EMO_PRIMARY | FI_SEND);
     fi->tx_attr->op_flags = hints && hints->tx_attr ? hints->tx_attr->op_flags : 0;
-    fi->tx_attr->msg_order = FI_ORDER_SAS;
+    fi->tx_attr->msg_order = FI_ORDER_SAS | (hints && hints->tx_attr
+                                                 ? hints->tx_attr->msg_order & EMO_ORDER_VACUOUS
+                                                 : 0);
     fi->tx_attr->comp_order = FI_ORDER_NONE;
     fi->tx_attr->inject_size = (size_t)emo_params.eager_max;
     fi->tx_attr->size = EMO_TX_SIZE;
     fi->tx_attr->iov_limit = EMO_IOV_LIMIT;
     fi->tx_attr->rma_iov_limit = 0;
 
-    fi->rx_attr->caps = caps & (EMO_PRIMARY | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE |
-                                FI_LOCAL_COMM | FI_REMOTE_COMM);
+    fi->rx_attr->caps = caps & (EMO_PRIMARY | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE);
     fi->rx_attr->op_flags = hints && hints->rx_attr ? hints->rx_attr->op_flags : 0;
-    fi->rx_attr->msg_order = FI_ORDER_SAS;
+    fi->rx_attr->msg_order = FI_ORDER_SAS | (hints && hints->rx_attr
+                                                 ? hints->rx_attr->msg_order & EMO_ORDER_VACUOUS
+                                                 : 0);
     fi->rx_attr->comp_order = FI_ORDER_NONE;
     fi->rx_attr->total_buffered_recv = 0;
     fi->rx_attr->size = EMO_RX_SIZE;
@@ -242,7 +262,7 @@ static void fill_info(struct fi_info *fi, const struct fi_info *hints)
     d->max_ep_tx_ctx = 1;
     d->max_ep_rx_ctx = 1;
     d->mr_iov_limit = 1;
-    d->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;
+    d->caps = EMO_DOMAIN_CAPS;
     d->mr_cnt = 1u << 16;
     d->max_err_data = sizeof(((struct emo_cq_err *)0)->msg);
 
@@ -292,9 +312,19 @@ static ssize_t eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf, uint64
     return -FI_EAGAIN;
 }
 
+/* No event ever arrives (no connections, no fi_eq_write), so a finite
+ * timeout is waited out as asked (it returned at once: a caller's sread
+ * loop spun; fabtests' fi_eq_test eq_wait_fd_sread).  An infinite one
+ * (timeout < 0) still returns at once: blocking forever on a queue that
+ * can never fill would only hang the caller. */
 static ssize_t eq_sread(struct fid_eq *eq, uint32_t *event, void *buf, size_t len, int timeout,
                         uint64_t flags)
 {
+    if (timeout > 0) {
+        struct timespec ts = { .tv_sec = timeout / 1000, .tv_nsec = (timeout % 1000) * 1000000L };
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
     return -FI_EAGAIN;
 }
 

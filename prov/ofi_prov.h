@@ -18,6 +18,7 @@
 #ifndef EMO_OFI_PROV_H
 #define EMO_OFI_PROV_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -140,6 +141,10 @@ struct emo_cq {
     uint16_t
         spin_score;     /**< recent spins that ended with a completion, 0..EMO_SPIN_ONE (cq_spin) */
     uint16_t spin_skip; /**< eligible reads since the last spin while the score is low */
+    /** fi_cq_signal was called (maybe from another thread, the one
+     *  exception to FI_THREAD_DOMAIN): the next fi_cq_sread returns
+     *  -FI_EAGAIN at once if it finds nothing, and clears it */
+    atomic_bool signaled;
 };
 
 /** A completion counter (ofi_cntr.c). */

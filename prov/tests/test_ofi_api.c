@@ -121,6 +121,34 @@ static int wait_ctx(void *ctx, struct fi_cq_tagged_entry *out, struct fi_cq_err_
     return -1;
 }
 
+/* what fabtests' fi_getinfo_test checks (caps1-3, msg_ordering1-2):
+ * domain-level caps stay out of tx/rx caps; an accepted order is in the
+ * answer (the RMA ones hold trivially without FI_RMA); domain caps we lack
+ * and FI_ORDER_DATA are refused */
+static void getinfo_checks(void)
+{
+    struct fi_info *hints = fi_allocinfo(), *fi = NULL;
+    hints->fabric_attr->prov_name = strdup("ethermpi");
+    hints->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_RAW;
+    hints->rx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_WAR;
+    FI(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &fi));
+    CHECK(!((fi->tx_attr->caps | fi->rx_attr->caps) & (FI_LOCAL_COMM | FI_REMOTE_COMM)),
+          "domain caps in tx/rx caps");
+    CHECK((fi->tx_attr->msg_order & (FI_ORDER_SAS | FI_ORDER_RAW)) == (FI_ORDER_SAS | FI_ORDER_RAW),
+          "tx msg_order 0x%llx", (unsigned long long)fi->tx_attr->msg_order);
+    CHECK(fi->rx_attr->msg_order & FI_ORDER_WAR, "rx msg_order");
+    fi_freeinfo(fi);
+    fi = NULL;
+    hints->rx_attr->msg_order = FI_ORDER_DATA;
+    CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &fi) == -FI_ENODATA,
+          "FI_ORDER_DATA in rx_attr");
+    hints->rx_attr->msg_order = 0;
+    hints->domain_attr->caps = FI_SHARED_AV;
+    CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &fi) == -FI_ENODATA,
+          "domain caps FI_SHARED_AV");
+    fi_freeinfo(hints);
+}
+
 static void open_all(void)
 {
     struct fi_info *hints = fi_allocinfo();
@@ -219,11 +247,35 @@ static void child_sends(void)
         pause();
 }
 
+/* the blocking reads' timeouts: fi_eq_sread waits out a finite timeout
+ * (no event can come; it returned at once), and fi_cq_signal wakes the
+ * next fi_cq_sread (it was ignored: the sread slept its whole timeout) */
+static void wait_checks(void)
+{
+    struct fi_eq_attr ea = { .size = 8, .wait_obj = FI_WAIT_UNSPEC };
+    struct fid_eq *eq;
+    uint32_t ev;
+    uint8_t ebuf[64];
+    FI(fi_eq_open(fab, &ea, &eq, NULL));
+    double t0 = ofi_now_s();
+    CHECK(fi_eq_sread(eq, &ev, ebuf, sizeof ebuf, 200, 0) == -FI_EAGAIN, "eq_sread");
+    CHECK(ofi_now_s() - t0 >= 0.15, "fi_eq_sread(200 ms) returned after %.3f s", ofi_now_s() - t0);
+    FI(fi_close(&eq->fid));
+    struct fi_cq_tagged_entry e;
+    FI(fi_cq_signal(cq));
+    t0 = ofi_now_s();
+    CHECK(fi_cq_sread(cq, &e, 1, NULL, 3000) == -FI_EAGAIN, "cq_sread after signal");
+    CHECK(ofi_now_s() - t0 < 1.5, "fi_cq_signal ignored: fi_cq_sread slept %.3f s",
+          ofi_now_s() - t0);
+}
+
 static void parent_checks(pid_t child)
 {
     uint8_t b[100];
     struct fi_context c;
     struct fi_cq_err_entry x;
+    wait_checks();
+    getinfo_checks();
     sync_peer(); /* both 0x10 messages are unexpected now */
     recv_wait(b, sizeof b, 0x10, 0, 16, 0x10);
     CHECK(same(b, 16, 1), "first 0x10 message out of order or corrupt");
@@ -293,6 +345,27 @@ static void parent_checks(pid_t child)
     FI(fi_tsend(ep, s, sizeof s, NULL, self_addr, 0x99, &c));
     CHECK(wait_ctx(&c2, NULL, NULL, 5) == 0 && same(b, 64, 10), "self recv");
     CHECK(wait_ctx(&c, NULL, NULL, 5) == 0, "self send");
+    /* the FI_INJECT op flag frees the buffer at once but the send still
+     * completes (fabtests' fi_msg_inject -A inject -N); fi_tinject never
+     * completes: its receive arrives, and no send completion before the
+     * next send's */
+    struct iovec iov = { .iov_base = s, .iov_len = 16 };
+    struct fi_msg_tagged sm = {
+        .msg_iov = &iov, .iov_count = 1, .addr = self_addr, .tag = 0x9a, .context = &c
+    };
+    FI(fi_trecv(ep, b, sizeof b, NULL, FI_ADDR_UNSPEC, 0x9a, 0, &c2));
+    FI(fi_tsendmsg(ep, &sm, FI_INJECT));
+    memset(s, 0, 16);
+    CHECK(wait_ctx(&c2, NULL, NULL, 5) == 0 && same(b, 16, 10), "FI_INJECT self recv");
+    CHECK(wait_ctx(&c, NULL, NULL, 5) == 0, "send with the FI_INJECT flag: no completion");
+    fill(s, sizeof s, 11);
+    FI(fi_trecv(ep, b, sizeof b, NULL, FI_ADDR_UNSPEC, 0x9b, 0, &c2));
+    FI(fi_tinject(ep, s, 16, self_addr, 0x9b));
+    CHECK(wait_ctx(&c2, NULL, NULL, 5) == 0 && same(b, 16, 11), "tinject self recv");
+    FI(fi_trecv(ep, b, sizeof b, NULL, FI_ADDR_UNSPEC, 0x9c, 0, &c2));
+    FI(fi_tsend(ep, s, 16, NULL, self_addr, 0x9c, &c));
+    CHECK(wait_ctx(&c2, NULL, NULL, 5) == 0, "self recv after tinject"); /* fails on a stray cqe */
+    CHECK(wait_ctx(&c, NULL, NULL, 5) == 0, "self send after tinject");
     /* the peer dies: its operations end as CQ errors */
     sync_peer();
     kill(child, SIGKILL);
