@@ -8,12 +8,14 @@
  * a barrier over those pipes that keeps progressing the CQ.
  *
  * Include after ofi_check.h (CHECK, FI).  Single-threaded tests only.
+ * Also: ofi_getinfo_ethermpi(), the hints every test asks the provider with.
  */
 #ifndef EM_OFI_PAIR_H
 #define EM_OFI_PAIR_H
 
 #include <poll.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +29,24 @@ static inline double ofi_now_s(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/**
+ * fi_getinfo for an ethermpi RDM endpoint with @p caps and an AV of
+ * @p av_type (API 1.17, the oldest target).  Any failure ends the test.
+ * The caller frees the answer with fi_freeinfo().
+ */
+static inline struct fi_info *ofi_getinfo_ethermpi(uint64_t caps, enum fi_av_type av_type)
+{
+    struct fi_info *hints = fi_allocinfo(), *info = NULL;
+    CHECK(hints, "fi_allocinfo");
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->caps = caps;
+    hints->fabric_attr->prov_name = strdup("ethermpi");
+    hints->domain_attr->av_type = av_type;
+    FI(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info));
+    fi_freeinfo(hints);
+    return info;
 }
 
 /**

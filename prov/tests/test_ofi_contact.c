@@ -49,13 +49,7 @@ static size_t rlen;
 
 static void open_all(void)
 {
-    struct fi_info *hints = fi_allocinfo(), *info;
-    hints->ep_attr->type = FI_EP_RDM;
-    hints->caps = FI_TAGGED | FI_SOURCE;
-    hints->fabric_attr->prov_name = strdup("ethermpi");
-    hints->domain_attr->av_type = FI_AV_TABLE;
-    FI(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info));
-    fi_freeinfo(hints);
+    struct fi_info *info = ofi_getinfo_ethermpi(FI_TAGGED | FI_SOURCE, FI_AV_TABLE);
     ofi_open_ep(info, FI_AV_TABLE, 64, &fab, &dom, &cq, &av, &ep);
     fi_freeinfo(info); /* the provider keeps its own copy (fi_dupinfo) */
     struct fi_cntr_attr cta = { .events = FI_CNTR_EVENTS_COMP };

@@ -49,13 +49,7 @@ int main(int argc, char **argv)
     setenv("FI_ETHERMPI_CQ_SPIN_NS", "1000000", 1);
     setenv("FI_ETHERMPI_ID", "0", 1);
     setenv("FI_ETHERMPI_NPEERS", "2", 1);
-    struct fi_info *hints = fi_allocinfo();
-    hints->ep_attr->type = FI_EP_RDM;
-    hints->caps = FI_TAGGED | FI_MSG;
-    hints->fabric_attr->prov_name = strdup("ethermpi");
-    hints->domain_attr->av_type = FI_AV_TABLE;
-    FI(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info));
-    fi_freeinfo(hints);
+    info = ofi_getinfo_ethermpi(FI_TAGGED | FI_MSG, FI_AV_TABLE);
     ofi_open_ep(info, FI_AV_TABLE, 64, &fab, &dom, &cq, &av, &ep);
     FI(fi_enable(ep));
     char name[256];
