@@ -337,13 +337,13 @@ void emo_ep_set_progress(const emo_ep_set_t *s)
 static void print_stats(struct emo_ep *ep)
 {
     const em_proto_stats_t *p = em_engine_proto_stats(ep->eng);
+    char frames[512]; /* 11 counters of up to 20 digits and the words: < 400 */
+    em_proto_stats_frames(p, frames, sizeof frames);
     FI_INFO(&emo_prov, FI_LOG_EP_DATA,
             "endpoint %u: eager %llu rdv %llu self %llu; "
             "unexpected %llu (peak %llu bytes); refused: short %llu magic %llu type %llu "
             "malformed %llu cookie %llu len %llu unknown-peer %llu; first contact: %llu peers, "
-            "refused blob %llu key %llu source %llu budget %llu; tx %llu frames (%llu data, "
-            "%llu acks, %llu retransmits, %llu timeouts, %llu probes, %llu fast_retransmits), "
-            "rx %llu frames (%llu dups, %llu spurious_retx), peer failures %llu\n",
+            "refused blob %llu key %llu source %llu budget %llu; %s, peer failures %llu\n",
             ep->self.id, (unsigned long long)ep->st.eager_sent, (unsigned long long)ep->st.rdv_sent,
             (unsigned long long)ep->st.self_sent, (unsigned long long)ep->st.unexp_msgs,
             (unsigned long long)ep->st.unexp_bytes_max,
@@ -355,12 +355,7 @@ static void print_stats(struct emo_ep *ep)
             (unsigned long long)ep->st.unknown_peer, (unsigned long long)ep->st.fc_peers,
             (unsigned long long)ep->st.fc_bad_blob, (unsigned long long)ep->st.fc_bad_key,
             (unsigned long long)ep->st.fc_bad_source, (unsigned long long)ep->st.fc_over_budget,
-            (unsigned long long)p->tx_frames, (unsigned long long)p->tx_data_frames,
-            (unsigned long long)p->tx_acks, (unsigned long long)p->retransmits,
-            (unsigned long long)p->timeouts, (unsigned long long)p->probes,
-            (unsigned long long)p->fast_retransmits, (unsigned long long)p->rx_frames,
-            (unsigned long long)p->rx_dups, (unsigned long long)p->spurious_retx,
-            (unsigned long long)p->peer_failures);
+            frames, (unsigned long long)p->peer_failures);
 }
 
 static int ep_close(struct fid *fid)

@@ -6,6 +6,7 @@
  */
 #include "proto/proto_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -295,6 +296,20 @@ bool em_proto_peer_failed(const em_proto_t *p, uint16_t peer)
 }
 
 const em_proto_stats_t *em_proto_stats(const em_proto_t *p) { return &p->st; }
+
+int em_proto_stats_frames(const em_proto_stats_t *s, char *buf, size_t len)
+{
+    return snprintf(buf, len,
+                    "tx %llu frames (%llu data, %llu acks, %llu retransmits, %llu timeouts, "
+                    "%llu probes, %llu fast_retransmits), rx %llu frames (%llu dups, "
+                    "%llu out-of-order, %llu spurious_retx)",
+                    (unsigned long long)s->tx_frames, (unsigned long long)s->tx_data_frames,
+                    (unsigned long long)s->tx_acks, (unsigned long long)s->retransmits,
+                    (unsigned long long)s->timeouts, (unsigned long long)s->probes,
+                    (unsigned long long)s->fast_retransmits, (unsigned long long)s->rx_frames,
+                    (unsigned long long)s->rx_dups, (unsigned long long)s->rx_ooo,
+                    (unsigned long long)s->spurious_retx);
+}
 
 uint64_t em_proto_next_deadline(const em_proto_t *p) { return p->next_deadline; }
 

@@ -435,6 +435,16 @@ int em_proto_flow(const em_proto_t *p, uint16_t peer, em_proto_flow_t *out);
 /** Counters. */
 const em_proto_stats_t *em_proto_stats(const em_proto_t *p);
 
+/**
+ * The frame counters of @p s as the BTLs' print_stats and the provider's
+ * close-time log both give them: "tx N frames (N data, N acks, N
+ * retransmits, N timeouts, N probes, N fast_retransmits), rx N frames (N
+ * dups, N out-of-order, N spurious_retx)".  tools/compare.py reads the
+ * spurious_retx count from it.  Always NUL-terminated (truncated to
+ * @p len).  @return what snprintf returns.
+ */
+int em_proto_stats_frames(const em_proto_stats_t *s, char *buf, size_t len);
+
 /** Human-readable name of an em_err value (positive or negated). */
 const char *em_strerror(int err);
 

@@ -579,6 +579,32 @@ static void test_timeout_streak_waits_before_resending(void **st)
     em_proto_destroy(x.p);
 }
 
+/* The frame counters' text is read by tools/compare.py (spurious_retx):
+ * pinned word for word, and cut short by a small buffer. */
+static void test_stats_frames_text(void **st)
+{
+    em_proto_stats_t s = { .tx_frames = 11,
+                           .tx_data_frames = 7,
+                           .tx_acks = 3,
+                           .retransmits = 2,
+                           .timeouts = 5,
+                           .probes = 4,
+                           .fast_retransmits = 1,
+                           .rx_frames = 13,
+                           .rx_dups = 6,
+                           .rx_ooo = 9,
+                           .spurious_retx = 8 };
+    char b[256];
+    const char *want = "tx 11 frames (7 data, 3 acks, 2 retransmits, 5 timeouts, 4 probes, "
+                       "1 fast_retransmits), rx 13 frames (6 dups, 9 out-of-order, "
+                       "8 spurious_retx)";
+    assert_int_equal(em_proto_stats_frames(&s, b, sizeof b), (int)strlen(want));
+    assert_string_equal(b, want);
+    char small[8];
+    em_proto_stats_frames(&s, small, sizeof small);
+    assert_string_equal(small, "tx 11 f");
+}
+
 static void test_progress_resets_backoff(void **st)
 {
     struct fx x;
@@ -1021,6 +1047,7 @@ int main(void)
         cmocka_unit_test(test_wide_window_sack_and_drain),
         cmocka_unit_test(test_timeout_streak_waits_before_resending),
         cmocka_unit_test(test_rtt_samples_exclude_timeouts),
+        cmocka_unit_test(test_stats_frames_text),
         cmocka_unit_test(test_progress_resets_backoff),
         cmocka_unit_test(test_adaptive_rto_follows_rtt_and_karn),
         cmocka_unit_test(test_foreign_frames_dropped_and_counted),
