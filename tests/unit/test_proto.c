@@ -37,7 +37,7 @@ static em_proto_t *mk(struct fx *x, em_recovery_t mode, uint32_t isn)
     x->cfg.rto_min_ns = 500;
     x->cfg.rto_max_ns = 8000;
     x->cfg.max_retries = 3;
-    x->cfg.resend_after_ns = 5000; /* the default 5 ms, scaled like the RTO (1 ms -> 1 us) */
+    x->cfg.resend_after_ns = 5000; /* 5 us against the 1 us RTO: data at the third timeout */
     x->cfg.ack_delay_ns = 100;
     x->cfg.isn = isn;
     x->p = em_proto_create(&x->cfg, &CAP_OPS, &x->c, &err);
