@@ -24,6 +24,7 @@
 
 #include "link/link_emd.h"
 #include "link/link_udp.h"
+#include "proto/wire.h"
 #ifdef EMO_HAVE_DPDK
 #include "link/link_dpdk.h"
 #endif
@@ -181,7 +182,8 @@ static em_link_t *open_link(char *err, size_t errlen)
         em_udp_cfg_t c = { .iface = emo_params.iface,
                            .mtu = emo_params.mtu > 0 ? (uint32_t)emo_params.mtu : 0,
                            .sock_buf = emo_params.sock_buf,
-                           .note = udp_note };
+                           .note = udp_note,
+                           .frame_len = em_wire_frame_len };
         return em_link_udp_open(&c, err, errlen);
     }
     if (0 == strcmp(l, "emd")) {

@@ -47,6 +47,7 @@
 #define UDP_RX_BATCH  32    /* default datagrams per recvmmsg call */
 #define UDP_RX_FRAMES 64    /* frames per rx_burst */
 #define UDP_GRO_SLOT  65536 /* a coalesced datagram is at most 64 KB */
+#define UDP_LONE_COPY 1024  /* a lone frame's payload up to this is copied for sendto */
 
 /* one received datagram (possibly several coalesced frames) */
 struct rx_slot {
@@ -61,6 +62,7 @@ struct udp_link {
     uint32_t npeers;
     int gso, gro; /* offloads in use */
     void (*note)(void *, const char *);
+    uint32_t (*frame_len)(const void *, size_t); /* cfg.frame_len: idle polls use recvfrom */
     void *note_ctx;
     em_udp_info_t info;
     /* tx */
@@ -201,6 +203,31 @@ static void gso_disable(struct udp_link *u, int err)
     }
 }
 
+/**
+ * Send one frame alone (tx_build made it message 0) without sendmmsg: a
+ * small frame is made contiguous and goes with sendto(2), a larger one with
+ * sendmsg(2).  sendmmsg copies in and walks an mmsghdr and its iovecs even
+ * for one message; on the latency path of every small message that is
+ * measurable (loopback, 112-byte frame incl. delivery: sendmmsg 3.04 us,
+ * sendmsg 2.94, copy + sendto 2.81; docs/design.md "link_udp", lone
+ * frames).  @return 1 (sent), or -1 with errno as sendmmsg would set it.
+ */
+static int tx_lone(struct udp_link *u, em_pkt_t *p)
+{
+    const struct sockaddr *to = (const struct sockaddr *)&u->peers[p->peer];
+    if (p->ext_len <= UDP_LONE_COPY) {
+        /* the pool buffer holds a whole frame (mtu bytes): copy the payload
+         * behind the header, as em_link_pkt_flatten would */
+        if (p->ext_len)
+            memcpy(p->data + p->len, p->ext, p->ext_len);
+        return sendto(u->fd, p->data, (size_t)p->len + p->ext_len, MSG_DONTWAIT, to,
+                      sizeof(struct sockaddr_in)) < 0
+                   ? -1
+                   : 1;
+    }
+    return sendmsg(u->fd, &u->tx_msgs[0].msg_hdr, MSG_DONTWAIT) < 0 ? -1 : 1;
+}
+
 static unsigned udp_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
 {
     struct udp_link *u = (struct udp_link *)l;
@@ -212,7 +239,8 @@ static unsigned udp_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
         done += dropped;
         if (m == 0)
             continue;
-        int r = sendmmsg(u->fd, u->tx_msgs, m, MSG_DONTWAIT);
+        int r = m == 1 && u->tx_nfr[0] == 1 ? tx_lone(u, pkts[done])
+                                            : sendmmsg(u->fd, u->tx_msgs, m, MSG_DONTWAIT);
         if (r < 0) {
             int e = errno;
             if (e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS || e == EINTR)
@@ -311,6 +339,55 @@ static int rx_check(struct udp_link *u, unsigned i)
     return 0;
 }
 
+/**
+ * The poll of an idle link: one datagram into slot 0 with recvfrom(2),
+ * which copies in no msghdr and no iovec (an empty poll costs 275 ns here
+ * against recvmmsg's 410, docs/design.md "link_udp", idle polls).  It gets
+ * no UDP_GRO control message, so with GRO on a datagram is split at the
+ * length its first frame's header states (cfg.frame_len): the kernel
+ * coalesces only equal segments (the last may be shorter), and every
+ * frame split out is decoded and checked above as any other.
+ */
+static unsigned rx_one(struct udp_link *u, em_pkt_t **pkts, unsigned max)
+{
+    socklen_t nl = sizeof u->rx_names[0];
+    uint8_t *buf = u->rx_iov[0].iov_base;
+    /* MSG_TRUNC: the datagram's real length, to refuse one that did not fit */
+    ssize_t r = recvfrom(u->fd, buf, u->rx_slot_bytes, MSG_DONTWAIT | MSG_TRUNC,
+                         (struct sockaddr *)&u->rx_names[0], &nl);
+    if (r < 0)
+        return 0; /* EAGAIN; errors are the next poll's (as recvmmsg's are) */
+    u->st.rx_dgrams++;
+    u->rx_want = u->rx_batch; /* more may wait */
+    uint32_t len = (uint32_t)r, seg;
+    if ((size_t)r > u->rx_slot_bytes) {
+        u->st.rx_truncated++;
+        return 0;
+    }
+    uint32_t f = u->gro ? u->frame_len(buf, len) : 0;
+    if (f == 0 || f >= len) {    /* one datagram (or not a frame: refused above) */
+        if (len > u->link.mtu) { /* bigger than a frame and not splittable */
+            if (u->gro)
+                u->st.rx_bad_gro++;
+            else
+                u->st.rx_truncated++;
+            return 0;
+        }
+        seg = len ? len : 1;
+    } else if (f > u->link.mtu) {
+        u->st.rx_bad_gro++;
+        return 0;
+    } else {
+        seg = f;
+        u->st.rx_gro_dgrams++;
+    }
+    u->rx_slots[0] = (struct rx_slot){ .len = len, .seg = seg };
+    u->rx_filled = 1;
+    u->rx_cur = 0;
+    u->rx_off = 0;
+    return rx_split(u, pkts, max);
+}
+
 static unsigned udp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
 {
     struct udp_link *u = (struct udp_link *)l;
@@ -343,6 +420,8 @@ static unsigned udp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
                                                                           : 0 };
     }
     u->rx_dirty = 0;
+    if (want == 1 && (u->frame_len || !u->gro))
+        return rx_one(u, pkts, max);
     int r = recvmmsg(u->fd, u->rx_msgs, want, MSG_DONTWAIT, NULL);
     if (r <= 0) {
         /* EAGAIN writes nothing back; after any other error set all again */
@@ -552,6 +631,7 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
     u->info.gro = u->gro;
     u->note = cfg->note;
     u->note_ctx = cfg->note_ctx;
+    u->frame_len = cfg->frame_len;
 
     struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(cfg->port), .sin_addr = ip };
     socklen_t sl = sizeof sa;

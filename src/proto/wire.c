@@ -118,3 +118,14 @@ em_decode_err_t em_hdr_decode(const void *frame, size_t frame_len, em_hdr_t *h)
     default: return EM_DEC_MALFORMED;
     }
 }
+
+uint32_t em_wire_frame_len(const void *frame, size_t avail)
+{
+    const uint8_t *b = frame;
+    if (avail < EM_HDR_LEN || b[0] != EM_WIRE_MAGIC || b[1] != EM_WIRE_VERSION)
+        return 0;
+    size_t at = offsetof(struct em_wire_hdr, len);
+    uint32_t payload = (uint32_t)b[at] << 8 | b[at + 1];
+    uint32_t total = (b[2] == EM_PT_PUT ? EM_HDR_LEN + EM_PUT_EXT_LEN : EM_HDR_LEN) + payload;
+    return total <= avail ? total : 0;
+}

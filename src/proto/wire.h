@@ -197,4 +197,15 @@ size_t em_hdr_encode(const em_hdr_t *h, void *out);
  */
 em_decode_err_t em_hdr_decode(const void *frame, size_t frame_len, em_hdr_t *h);
 
+/**
+ * The length of the frame that starts at @p frame: its headers plus the
+ * payload length its base header states, read from magic, version, type
+ * and length only.  For a link that must split a buffer of coalesced
+ * frames without being told the segment size (link_udp's recvfrom poll);
+ * each frame split out still goes through em_hdr_decode.
+ * @return the length, or 0 if @p frame is not of this wire version or
+ *         states more than @p avail bytes.
+ */
+uint32_t em_wire_frame_len(const void *frame, size_t avail);
+
 #endif

@@ -284,6 +284,107 @@ static void test_slots_after_idle_and_refusal(void **state)
     em_link_close(b);
 }
 
+/* test frames for cfg.frame_len: bytes 0-1 state the frame's length (big-endian) */
+static uint32_t stated_len(const void *frame, size_t avail)
+{
+    const uint8_t *b = frame;
+    if (avail < 2)
+        return 0;
+    uint32_t n = (uint32_t)b[0] << 8 | b[1];
+    return n >= 2 && n <= avail ? n : 0;
+}
+
+/* frame @p f of @p len bytes: its stated length, then the pattern */
+static void put_frame(uint8_t *at, unsigned f, uint32_t len, uint32_t stated)
+{
+    at[0] = (uint8_t)(stated >> 8);
+    at[1] = (uint8_t)stated;
+    for (uint32_t j = 2; j < len; j++)
+        at[j] = pattern(f, j);
+}
+
+/* poll until one burst returns frames; check they are frames first.. of
+ * lengths @p lens (n of them), stated lengths aside */
+static void expect_stated(em_link_t *l, unsigned first, unsigned n, const uint32_t *lens)
+{
+    unsigned got = 0;
+    uint64_t t0 = em_clock_ns();
+    while (got < n) {
+        em_pkt_t *pk[64];
+        unsigned k = em_link_rx_burst(l, pk, 64);
+        for (unsigned i = 0; i < k; i++, got++) {
+            assert_true(got < n);
+            assert_int_equal(pk[i]->len, lens[got]);
+            for (uint32_t j = 2; j < pk[i]->len; j++)
+                if (pk[i]->data[j] != pattern(first + got, j))
+                    fail_msg("frame %u byte %u differs", first + got, j);
+        }
+        em_link_rx_release(l, pk, k);
+        if (em_clock_ns() - t0 > 3000000000ull)
+            fail_msg("only %u of %u frames arrived", got, n);
+    }
+}
+
+/* The poll of an idle link is one recvfrom (cfg.frame_len given): with
+ * GRO it gets no segment size, so a coalesced datagram is split at the
+ * length its first frame states.  Each case starts from an idle link (an
+ * empty poll first): a GSO train of 5 x 700 + 100 comes back as its six
+ * frames; a lone frame as itself; a train whose first frame states more
+ * than a frame, or more than the datagram holds, is refused and counted
+ * (nothing of it delivered); a good train after them still passes. */
+static void test_idle_poll_splits_at_stated_length(void **state)
+{
+    (void)state;
+    char err[256];
+    em_udp_cfg_t c = { .iface = "127.0.0.1", .mtu = 1472, .frame_len = stated_len };
+    em_link_t *b = em_link_udp_open(&c, err, sizeof err);
+    if (!b)
+        fail_msg("open: %s", err);
+    em_udp_info_t info;
+    em_link_udp_info(b, &info);
+    assert_int_equal(info.gro, 1);
+    static uint8_t buf[8000];
+    uint32_t lens[6] = { 700, 700, 700, 700, 700, 100 };
+
+    expect_quiet(b);
+    for (unsigned f = 0; f < 6; f++)
+        put_frame(buf + f * 700, f, lens[f], lens[f]);
+    raw_gso_send(b, 700, buf, 5 * 700 + 100);
+    expect_stated(b, 0, 6, lens);
+    const em_udp_stats_t *s = em_link_udp_stats(b);
+    assert_int_equal(s->rx_gro_dgrams, 1);
+    assert_int_equal(s->rx_dgrams, 1);
+
+    expect_quiet(b);
+    put_frame(buf, 6, 900, 900);
+    raw_gso_send(b, 0, buf, 900);
+    uint32_t one[1] = { 900 };
+    expect_stated(b, 6, 1, one);
+    assert_int_equal(s->rx_gro_dgrams, 1);
+
+    expect_quiet(b);
+    for (unsigned f = 0; f < 2; f++)
+        put_frame(buf + f * 2000, f, 2000, 2000);
+    raw_gso_send(b, 2000, buf, 4000); /* segments larger than a frame */
+    expect_quiet(b);
+    assert_int_equal(s->rx_bad_gro, 1);
+    expect_quiet(b); /* idle again: the refusal above was a datagram */
+    for (unsigned f = 0; f < 3; f++)
+        put_frame(buf + f * 1000, f, 1000, 5000);
+    raw_gso_send(b, 1000, buf, 3000); /* states more than the datagram */
+    expect_quiet(b);
+    assert_int_equal(s->rx_bad_gro, 2);
+
+    expect_quiet(b);
+    for (unsigned f = 0; f < 6; f++)
+        put_frame(buf + f * 700, 10 + f, lens[f], lens[f]);
+    raw_gso_send(b, 700, buf, 5 * 700 + 100);
+    expect_stated(b, 10, 6, lens);
+    assert_int_equal(s->rx_frames, 13);
+    assert_int_equal(s->rx_truncated, 0);
+    em_link_close(b);
+}
+
 /* without GRO on the receiver the kernel cuts the GSO send itself */
 static void test_no_gro_receiver(void **state)
 {
@@ -332,6 +433,7 @@ int main(void)
         cmocka_unit_test(test_gso_fallback_loses_nothing),
         cmocka_unit_test(test_gro_sizes_checked),
         cmocka_unit_test(test_no_gro_receiver),
+        cmocka_unit_test(test_idle_poll_splits_at_stated_length),
         cmocka_unit_test(test_no_gso),
         cmocka_unit_test(test_slots_after_idle_and_refusal),
     };

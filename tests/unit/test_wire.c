@@ -160,6 +160,36 @@ static void test_refusals(void **st)
     assert_int_equal(decode_mut(EM_PT_PUT, put, m_put_ovf), EM_DEC_MALFORMED);
 }
 
+/* em_wire_frame_len: headers + stated payload for each type; 0 for a
+ * foreign or older frame, a short buffer, or a length past the buffer */
+static void test_frame_len(void **st)
+{
+    (void)st;
+    uint8_t b[128] = { 0 };
+    em_hdr_t h = sample(EM_PT_DATA);
+    em_hdr_encode(&h, b);
+    assert_int_equal(em_wire_frame_len(b, sizeof b), EM_HDR_LEN + 5);
+    assert_int_equal(em_wire_frame_len(b, EM_HDR_LEN + 5), EM_HDR_LEN + 5);
+    assert_int_equal(em_wire_frame_len(b, EM_HDR_LEN + 4), 0); /* states more than there is */
+    assert_int_equal(em_wire_frame_len(b, EM_HDR_LEN - 1), 0);
+    h = sample(EM_PT_PUT);
+    em_hdr_encode(&h, b);
+    assert_int_equal(em_wire_frame_len(b, sizeof b), EM_HDR_LEN + EM_PUT_EXT_LEN + 5);
+    h = sample(EM_PT_ACK);
+    h.len = 0;
+    em_hdr_encode(&h, b);
+    assert_int_equal(em_wire_frame_len(b, sizeof b), EM_HDR_LEN);
+    h = sample(EM_PT_DATA);
+    h.len = 0xFFFF;
+    em_hdr_encode(&h, b);
+    assert_int_equal(em_wire_frame_len(b, sizeof b), 0);
+    b[0] = 0;
+    assert_int_equal(em_wire_frame_len(b, sizeof b), 0); /* magic */
+    em_hdr_encode(&h, b);
+    b[1] = EM_WIRE_VERSION - 1;
+    assert_int_equal(em_wire_frame_len(b, sizeof b), 0); /* version */
+}
+
 static void test_seq_wrap(void **st)
 {
     assert_true(em_seq_lt(0xFFFFFFFFu, 0));
@@ -180,6 +210,7 @@ int main(void)
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_seq_wrap),
+        cmocka_unit_test(test_frame_len),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

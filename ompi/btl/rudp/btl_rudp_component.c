@@ -33,6 +33,7 @@
 
 #include "../common/em_btl.h"
 #include "link/link_udp.h"
+#include "proto/wire.h"
 #include "util/procfs.h"
 
 /* exported: the component Open MPI looks up by name */
@@ -284,7 +285,8 @@ static em_link_t *rudp_open_link(unsigned index, char *err, size_t errlen)
                        .sock_buf = rudp_sock_buf,
                        .no_gso = !rudp_gso,
                        .no_gro = !rudp_gro,
-                       .note = rudp_note };
+                       .note = rudp_note,
+                       .frame_len = em_wire_frame_len };
     em_link_t *link = em_link_udp_open(&c, err, errlen);
     if (link && index == 0)
         warn_clamped_buffers(); /* once per node (local rank 0), naming the sysctl */
