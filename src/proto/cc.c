@@ -45,8 +45,9 @@ bool em_cc_cfg_ok(const em_proto_cfg_t *cfg)
     if (cfg->cc_max_md_pct < 1 || cfg->cc_max_md_pct > 90 || cfg->cc_beta_pct > 1000 ||
         cfg->cc_loss_gain_pct > 1000 || cfg->cc_loss_qdelay_pct > 1000)
         return false;
-    /* 10 s: anything more is a unit mistake */
-    return cfg->cc_target_ns <= 10000000000ull && cfg->cc_fs_range_ns <= 10000000000ull;
+    /* 10 s (1 s of pacing slack): anything more is a unit mistake */
+    return cfg->cc_target_ns <= 10000000000ull && cfg->cc_fs_range_ns <= 10000000000ull &&
+           cfg->cc_pace_slack_ns <= 1000000000u;
 }
 
 void em_cc_init(em_cc_t *c, const em_proto_cfg_t *cfg)
@@ -69,8 +70,8 @@ int em_cc_can_send(const em_cc_t *c, const em_proto_cfg_t *cfg, uint64_t now, ui
         return EM_CC_GO;
     if (c->inflight > 0 && c->inflight >= c->cwnd)
         return EM_CC_CWND;
-    if (c->next_send > now) {
-        *wake = c->next_send;
+    if (c->next_send > now + cfg->cc_pace_slack_ns) {
+        *wake = c->next_send - cfg->cc_pace_slack_ns;
         return EM_CC_PACE;
     }
     return EM_CC_GO;
@@ -142,14 +143,15 @@ uint32_t em_cc_room(const em_cc_t *c, const em_proto_cfg_t *cfg, uint64_t now)
         frames = c->cwnd > c->inflight ? (c->cwnd - c->inflight) / frame : 0;
     uint64_t rtt = c->min_rtt;
     if (rtt && cfg->cc_pace_gain_pct) {
-        if (c->next_send > now)
+        uint64_t ahead = now + cfg->cc_pace_slack_ns; /* em_cc_can_send()'s slack */
+        if (c->next_send > ahead)
             return 0;
         if (rtt > 10000000000ull)
             rtt = 10000000000ull;
         /* the token bucket of em_cc_on_send(): one frame now, one more per
          * frame time the pacing clock lags, at most cc_pace_burst */
         uint64_t per = pace_ns(c, cfg, frame, rtt);
-        uint64_t credit = 1 + (per ? (now - c->next_send) / per : cfg->cc_pace_burst);
+        uint64_t credit = 1 + (per ? (ahead - c->next_send) / per : cfg->cc_pace_burst);
         if (credit > cfg->cc_pace_burst)
             credit = cfg->cc_pace_burst;
         if (frames > credit)

@@ -12,7 +12,8 @@
  *   - a pacing time @c next_send: new frames leave no faster than
  *     pace_gain x cwnd / min_rtt, except that a burst of cc_pace_burst
  *     frames may go back to back after an idle period (a lone small message
- *     is never delayed).
+ *     is never delayed); a frame due within cfg.cc_pace_slack_ns goes at
+ *     once (a user-space sender cannot usefully wait less than a poll loop).
  *
  * Signals (docs/design.md "Congestion control" has the measurements):
  *   - loss (a fast retransmit, a NACK, a timeout), once per window of loss:

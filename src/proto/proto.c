@@ -38,6 +38,7 @@ void em_proto_cfg_default(em_proto_cfg_t *cfg)
         .cc_init_frames = 8,
         .cc_pace_burst = 8,
         .cc_pace_gain_pct = 125,
+        .cc_pace_slack_ns = 10000, /* as Linux fq's timer_slack: docs/design.md "Pacing slack" */
         .cc_beta_pct = 80,
         .cc_max_md_pct = 50,
         .cc_loss_gain_pct = 100,

@@ -133,8 +133,12 @@ typedef struct em_proto_cfg {
     uint16_t
         cc_pace_burst; /**< frames that may leave back to back before pacing spaces them (>= 1) */
     uint16_t cc_pace_gain_pct; /**< pacing rate = gain% x cwnd / srtt (>= 100; 0 = no pacing) */
-    uint16_t cc_beta_pct;      /**< EM_CC_DELAY: decrease per unit of relative excess delay, % */
-    uint16_t cc_max_md_pct;    /**< largest single decrease of cwnd, % (1 .. 90) */
+    /** pacing: a frame due within this many ns goes now instead of being
+     *  held (the sender then runs at most this far ahead of the pacing
+     *  clock); 0 = hold to the ns.  cc.h, em_cc_can_send(). */
+    uint32_t cc_pace_slack_ns;
+    uint16_t cc_beta_pct;   /**< EM_CC_DELAY: decrease per unit of relative excess delay, % */
+    uint16_t cc_max_md_pct; /**< largest single decrease of cwnd, % (1 .. 90) */
     uint16_t
         cc_loss_gain_pct; /**< EM_CC_DELAY: decrease per unit of loss fraction in an episode, % */
     uint16_t cc_loss_qdelay_pct; /**< EM_CC_DELAY: a loss counts as congestion only when the last

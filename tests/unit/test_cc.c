@@ -385,6 +385,7 @@ static em_proto_t *cc_proto(em_proto_cfg_t *cfg, struct cap *c, em_cc_mode_t cc)
     cfg->frame_max = EM_HDR_LEN + 1000;
     cfg->window = 32;
     cfg->cc = cc;
+    cfg->cc_pace_slack_ns = 0; /* the pacing clock to the ns (slack: test_pacing_slack) */
     em_proto_t *p = em_proto_create(cfg, &OPS, c, &err);
     assert_non_null(p);
     return p;
@@ -434,6 +435,40 @@ static void test_pacing_and_deadline(void **st)
     assert_int_equal(em_proto_send(p, &op2, 1, 2, "x", 1, NULL, d + 5000000), 0);
     assert_int_equal(c.nf, before + 1);
     em_proto_destroy(p);
+}
+
+/* A frame due within cc_pace_slack_ns goes now; one due later is held
+ * until slack before its time, and em_cc_room() counts the same credit:
+ * a user-space sender cannot sleep to the ns, and holding a frame for
+ * less than a poll loop split GSO sends (docs/design.md, "Pacing slack"). */
+static void test_pacing_slack(void **st)
+{
+    (void)st;
+    em_proto_cfg_t cfg;
+    em_proto_cfg_default(&cfg);
+    cfg.frame_max = 1500;
+    cfg.window = 64;
+    cfg.cc = EM_CC_LOSS;
+    cfg.cc_pace_slack_ns = 5000;
+    em_cc_t c;
+    em_cc_init(&c, &cfg);
+    c.min_rtt = 20000;
+    c.cwnd = c.cwnd_max;
+    uint64_t now = 1000000, wake = 0;
+    c.next_send = now + 4000; /* due within the slack */
+    assert_int_equal(em_cc_can_send(&c, &cfg, now, &wake), EM_CC_GO);
+    assert_true(em_cc_room(&c, &cfg, now) >= 1);
+    c.next_send = now + 6000; /* due after it: held until 1 us from now */
+    assert_int_equal(em_cc_can_send(&c, &cfg, now, &wake), EM_CC_PACE);
+    assert_int_equal(wake, now + 1000);
+    assert_int_equal(em_cc_room(&c, &cfg, now), 0);
+    assert_int_equal(em_cc_can_send(&c, &cfg, wake, &wake), EM_CC_GO);
+    /* without slack the first case is held too */
+    cfg.cc_pace_slack_ns = 0;
+    c.next_send = now + 4000;
+    assert_int_equal(em_cc_can_send(&c, &cfg, now, &wake), EM_CC_PACE);
+    assert_int_equal(wake, now + 4000);
+    assert_int_equal(em_cc_room(&c, &cfg, now), 0);
 }
 
 static void test_cc_off_is_the_fixed_window(void **st)
@@ -488,6 +523,7 @@ int main(void)
         cmocka_unit_test(test_delay_decrease_once_per_rtt),
         cmocka_unit_test(test_flow_scaling_gives_small_windows_more_delay),
         cmocka_unit_test(test_pacing_and_deadline),
+        cmocka_unit_test(test_pacing_slack),
         cmocka_unit_test(test_cc_off_is_the_fixed_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
