@@ -57,7 +57,7 @@ static void open_ep(void)
     uint8_t name[EMO_ADDR_LEN];
     size_t len = sizeof name;
     FI(fi_getname(&ep->fid, name, &len));
-    CHECK(emo_addr_decode(name, len, &me) == 0 && me.link.len == 6, "own address");
+    CHECK(emo_addr_decode(name, len, &me) == 0 && me.link.len == 8, "own address");
 }
 
 /* one EAGER message of 8 bytes, tag @p tag, from endpoint @p id; @p key_xor
@@ -67,10 +67,13 @@ static void forge(uint16_t id, uint64_t tag, uint64_t key_xor, int port_delta)
     uint64_t secret = 0x1234567800000000ull | id;
     uint32_t isn = 1000u * id;
     emo_addr_t a = { .id = id, .frame_max = me.frame_max, .secret = secret, .isn = isn };
-    a.link.len = 6;
+    /* link_udp's address: IPv4, receive port, send port; the plain socket
+     * receives and sends on one port, so both are its port */
+    a.link.len = 8;
     memcpy(a.link.bytes, &sock_addr.sin_addr.s_addr, 4);
     uint16_t port = htons((uint16_t)(ntohs(sock_addr.sin_port) + port_delta));
     memcpy(a.link.bytes + 4, &port, 2);
+    memcpy(a.link.bytes + 6, &port, 2);
     uint8_t frame[EM_HDR_LEN + EMO_HDR_LEN + EMO_ADDR_LEN + 8];
     size_t plen = EMO_HDR_LEN + EMO_ADDR_LEN + 8;
     emo_hdr_t mh = {

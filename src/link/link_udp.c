@@ -11,6 +11,16 @@
  * many rx_burst calls as it takes (the ring is refilled only when every
  * frame of the previous fill was handed out).
  *
+ * Sockets: frames arrive on the receive socket (the receive port) and
+ * leave from the send port: through a socket connected to the peer (one
+ * per peer, up to UDP_CONN_MAX, opened at the first send; the kernel keeps
+ * the route of a connected socket) or, to several peers in one burst or
+ * beyond UDP_CONN_MAX, a shared unconnected one.  The send sockets share
+ * the port with SO_REUSEPORT (same user only, the kernel's rule) and keep
+ * nothing they receive (a drop-all filter).  The address a link publishes
+ * is IPv4, receive port, send port; frames are taken as a peer's by their
+ * source, its IPv4 and send port (rx_peer).
+ *
  * Budgets: UDP_TX_POOL frames of mtu bytes; rx_batch (<= UDP_RX_SLOTS) slots
  * of mtu bytes (64 KiB with GRO: the largest coalesced datagram);
  * UDP_RX_FRAMES frame descriptors per rx_burst.
@@ -21,6 +31,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/filter.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -48,6 +59,17 @@
 #define UDP_RX_FRAMES 64    /* frames per rx_burst */
 #define UDP_GRO_SLOT  65536 /* a coalesced datagram is at most 64 KB */
 #define UDP_LONE_COPY 1024  /* a lone frame's payload up to this is copied for sendto */
+#define UDP_CONN_MAX  256   /* peers that get a connected send socket (one fd each) */
+
+/* A peer: where its frames go, where they come from, our socket to it. */
+struct udp_peer {
+    struct sockaddr_in rx; /* its receive socket: our frames go there */
+    uint16_t tx_port;      /* its send port (network order): its frames come from it */
+    /* our socket connected to rx and bound to our send port, + 1: 0 = not
+     * opened yet, -1 = none (over UDP_CONN_MAX, or the kernel refused):
+     * frames to it leave through the shared send socket */
+    int fd1;
+};
 
 /* one received datagram (possibly several coalesced frames) */
 struct rx_slot {
@@ -56,9 +78,13 @@ struct rx_slot {
 };
 
 struct udp_link {
-    em_link_t link; /* must be first */
-    int fd;
-    struct sockaddr_in *peers;
+    em_link_t link;               /* must be first */
+    int fd;                       /* receive socket (our receive port) */
+    int sfd;                      /* unconnected send socket (our send port) */
+    struct sockaddr_in send_addr; /* our send port's address */
+    unsigned nconn;               /* connected send sockets open */
+    int sock_buf;                 /* send buffer of each send socket */
+    struct udp_peer *peers;
     uint32_t npeers;
     int gso, gro; /* offloads in use */
     void (*note)(void *, const char *);
@@ -135,7 +161,67 @@ static unsigned gso_run(em_pkt_t **pkts, unsigned n)
 
 static int peer_known(const struct udp_link *u, uint16_t peer)
 {
-    return peer < u->npeers && u->peers[peer].sin_port != 0;
+    return peer < u->npeers && u->peers[peer].rx.sin_port != 0;
+}
+
+/* Nothing is ever read from a send socket: a filter that keeps no byte of
+ * any datagram sent to it (a stranger's) costs no receive buffer. */
+static int drop_all_input(int fd)
+{
+    struct sock_filter drop = BPF_STMT(BPF_RET | BPF_K, 0);
+    struct sock_fprog prog = { .len = 1, .filter = &drop };
+    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog);
+}
+
+/* A socket bound to our send port (shared with SO_REUSEPORT) that keeps
+ * nothing it receives; connected to @p to if given.  -1 on failure. */
+static int open_send_socket(const struct udp_link *u, const struct sockaddr_in *to)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    int one = 1, buf = u->sock_buf;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
+        drop_all_input(fd) != 0 ||
+        bind(fd, (const struct sockaddr *)&u->send_addr, sizeof u->send_addr) != 0 ||
+        (to && connect(fd, (const struct sockaddr *)to, sizeof *to) != 0)) {
+        close(fd);
+        return -1;
+    }
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf) != 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+    return fd;
+}
+
+/**
+ * The socket frames to @p peer leave through: its connected socket, opened
+ * at the first send (a connected UDP socket keeps its route: no route
+ * lookup and no address to copy in per send, docs/design.md "link_udp",
+ * connected sends), or the shared send socket beyond UDP_CONN_MAX peers
+ * or if the kernel refuses one.  *@p connected says which.
+ */
+static int tx_sock(struct udp_link *u, uint16_t peer, int *connected)
+{
+    struct udp_peer *p = &u->peers[peer];
+    if (p->fd1 == 0) {
+        int fd = u->nconn < UDP_CONN_MAX ? open_send_socket(u, &p->rx) : -1;
+        p->fd1 = fd >= 0 ? fd + 1 : -1;
+        if (fd >= 0)
+            u->nconn++;
+        else
+            u->st.tx_shared_peers++;
+    }
+    *connected = p->fd1 > 0;
+    return p->fd1 > 0 ? p->fd1 - 1 : u->sfd;
+}
+
+static void close_peer_sock(struct udp_link *u, struct udp_peer *p)
+{
+    if (p->fd1 > 0) {
+        close(p->fd1 - 1);
+        u->nconn--;
+    }
+    p->fd1 = 0;
 }
 
 /**
@@ -160,7 +246,7 @@ static unsigned tx_build(struct udp_link *u, em_pkt_t **pkts, unsigned n, unsign
         unsigned room = (UDP_TX_IOV - niov) / 2;
         unsigned k = u->gso ? gso_run(pkts + f, n - f < room ? n - f : room) : 1;
         struct msghdr *h = &u->tx_msgs[m].msg_hdr;
-        *h = (struct msghdr){ .msg_name = &u->peers[pkts[f]->peer],
+        *h = (struct msghdr){ .msg_name = &u->peers[pkts[f]->peer].rx,
                               .msg_namelen = sizeof(struct sockaddr_in),
                               .msg_iov = &u->tx_iov[niov] };
         for (unsigned i = 0; i < k; i++) {
@@ -214,18 +300,43 @@ static void gso_disable(struct udp_link *u, int err)
  */
 static int tx_lone(struct udp_link *u, em_pkt_t *p)
 {
-    const struct sockaddr *to = (const struct sockaddr *)&u->peers[p->peer];
+    int connected;
+    int fd = tx_sock(u, p->peer, &connected);
+    const struct sockaddr *to = connected ? NULL : (const struct sockaddr *)&u->peers[p->peer].rx;
+    socklen_t tolen = connected ? 0 : sizeof(struct sockaddr_in);
     if (p->ext_len <= UDP_LONE_COPY) {
         /* the pool buffer holds a whole frame (mtu bytes): copy the payload
          * behind the header, as em_link_pkt_flatten would */
         if (p->ext_len)
             memcpy(p->data + p->len, p->ext, p->ext_len);
-        return sendto(u->fd, p->data, (size_t)p->len + p->ext_len, MSG_DONTWAIT, to,
-                      sizeof(struct sockaddr_in)) < 0
-                   ? -1
-                   : 1;
+        return sendto(fd, p->data, (size_t)p->len + p->ext_len, MSG_DONTWAIT, to, tolen) < 0 ? -1
+                                                                                             : 1;
     }
-    return sendmsg(u->fd, &u->tx_msgs[0].msg_hdr, MSG_DONTWAIT) < 0 ? -1 : 1;
+    u->tx_msgs[0].msg_hdr.msg_name = (void *)to;
+    u->tx_msgs[0].msg_hdr.msg_namelen = tolen;
+    return sendmsg(fd, &u->tx_msgs[0].msg_hdr, MSG_DONTWAIT) < 0 ? -1 : 1;
+}
+
+/* sendmmsg of the @p m messages tx_build made: through the peer's
+ * connected socket when they all go to one peer (the common case: a
+ * message's frames), else through the shared send socket, addressed. */
+static int tx_many(struct udp_link *u, em_pkt_t **pkts, unsigned m)
+{
+    uint16_t peer = pkts[0]->peer;
+    unsigned f = 0;
+    for (unsigned i = 0; i < m; i++) {
+        if (pkts[f]->peer != peer)
+            return sendmmsg(u->sfd, u->tx_msgs, m, MSG_DONTWAIT);
+        f += u->tx_nfr[i];
+    }
+    int connected;
+    int fd = tx_sock(u, peer, &connected);
+    if (connected)
+        for (unsigned i = 0; i < m; i++) {
+            u->tx_msgs[i].msg_hdr.msg_name = NULL;
+            u->tx_msgs[i].msg_hdr.msg_namelen = 0;
+        }
+    return sendmmsg(fd, u->tx_msgs, m, MSG_DONTWAIT);
 }
 
 static unsigned udp_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
@@ -239,8 +350,7 @@ static unsigned udp_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
         done += dropped;
         if (m == 0)
             continue;
-        int r = m == 1 && u->tx_nfr[0] == 1 ? tx_lone(u, pkts[done])
-                                            : sendmmsg(u->fd, u->tx_msgs, m, MSG_DONTWAIT);
+        int r = m == 1 && u->tx_nfr[0] == 1 ? tx_lone(u, pkts[done]) : tx_many(u, pkts + done, m);
         if (r < 0) {
             int e = errno;
             if (e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS || e == EINTR)
@@ -451,9 +561,10 @@ static unsigned udp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     return rx_split(u, pkts, max);
 }
 
-static uint64_t sin_key(const struct sockaddr_in *s)
+/* bysrc's key: an IPv4 address and a port (both network order) */
+static uint64_t src_key(uint32_t addr, uint16_t port)
 {
-    return (uint64_t)ntohl(s->sin_addr.s_addr) << 16 | ntohs(s->sin_port);
+    return (uint64_t)ntohl(addr) << 16 | ntohs(port);
 }
 
 /* the peer whose address (set_peer) sent this datagram */
@@ -463,23 +574,32 @@ static uint16_t udp_rx_peer(em_link_t *l, const em_pkt_t *p)
     const struct sockaddr_in *s = p->priv;
     if (!s || s->sin_family != AF_INET)
         return EM_LINK_PEER_UNKNOWN;
-    return em_addr_map_get(&u->bysrc, sin_key(s));
+    return em_addr_map_get(&u->bysrc, src_key(s->sin_addr.s_addr, s->sin_port));
 }
 
+/* A peer's address: IPv4, receive port, send port (8 bytes, what
+ * em_link_udp_open publishes); 6 bytes (no send port) = it sends from its
+ * receive port (a plain UDP socket, e.g. a test's). */
 static int udp_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     struct udp_link *u = (struct udp_link *)l;
-    if (a->len != 6)
+    if (a->len != 6 && a->len != 8)
         return -EINVAL;
     if (em_peer_table_reserve((void **)&u->peers, &u->npeers, sizeof *u->peers, peer) != 0)
         return -ENOMEM;
-    struct sockaddr_in *s = &u->peers[peer];
-    if (s->sin_family == AF_INET)
-        em_addr_map_del(&u->bysrc, sin_key(s), peer);
-    s->sin_family = AF_INET;
-    memcpy(&s->sin_addr.s_addr, a->bytes, 4);
-    memcpy(&s->sin_port, a->bytes + 4, 2);
-    return em_addr_map_put(&u->bysrc, sin_key(s), peer) == 0 ? 0 : -ENOMEM;
+    struct udp_peer *p = &u->peers[peer];
+    if (p->rx.sin_family == AF_INET) {
+        em_addr_map_del(&u->bysrc, src_key(p->rx.sin_addr.s_addr, p->tx_port), peer);
+        close_peer_sock(u, p); /* connected to the old address */
+    }
+    p->rx.sin_family = AF_INET;
+    memcpy(&p->rx.sin_addr.s_addr, a->bytes, 4);
+    memcpy(&p->rx.sin_port, a->bytes + 4, 2);
+    memcpy(&p->tx_port, a->bytes + (a->len == 8 ? 6 : 4), 2);
+    p->fd1 = 0;
+    return em_addr_map_put(&u->bysrc, src_key(p->rx.sin_addr.s_addr, p->tx_port), peer) == 0
+               ? 0
+               : -ENOMEM;
 }
 
 static void udp_close(em_link_t *l)
@@ -487,6 +607,10 @@ static void udp_close(em_link_t *l)
     struct udp_link *u = (struct udp_link *)l;
     if (u->fd >= 0)
         close(u->fd);
+    if (u->sfd >= 0)
+        close(u->sfd);
+    for (uint32_t i = 0; i < u->npeers; i++)
+        close_peer_sock(u, &u->peers[i]);
     free(u->peers);
     em_addr_map_free(&u->bysrc);
     free(u->tx_mem);
@@ -597,6 +721,7 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    u->sfd = -1;
     u->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (u->fd < 0) {
         snprintf(err, errlen, "socket(AF_INET, SOCK_DGRAM) failed: %s", strerror(errno));
@@ -621,7 +746,8 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
         free(u);
         return NULL;
     }
-    set_bufs(u, cfg->sock_buf ? cfg->sock_buf : 4 << 20);
+    u->sock_buf = cfg->sock_buf ? cfg->sock_buf : 4 << 20;
+    set_bufs(u, u->sock_buf);
     u->gso = !cfg->no_gso;
     if (!cfg->no_gro) {
         int one = 1;
@@ -643,6 +769,19 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
         free(u);
         return NULL;
     }
+    /* The send port: our frames leave from it, through one socket per peer
+     * connected to it (tx_sock) or this shared one.  A send socket of its
+     * own, because a connected socket on the receive port would take that
+     * peer's datagrams away from the receive socket. */
+    u->send_addr = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr = ip };
+    u->sfd = open_send_socket(u, NULL);
+    sl = sizeof u->send_addr;
+    if (u->sfd < 0 || getsockname(u->sfd, (struct sockaddr *)&u->send_addr, &sl) != 0) {
+        snprintf(err, errlen, "cannot open a UDP send socket on %s (%s): %s", inet_ntoa(ip), ifname,
+                 strerror(errno));
+        udp_close(&u->link);
+        return NULL;
+    }
     u->tx_mem = malloc((size_t)UDP_TX_POOL * mtu);
     u->rx_slot_bytes = u->gro ? UDP_GRO_SLOT : mtu;
     u->rx_batch = cfg->rx_batch ? cfg->rx_batch : UDP_RX_BATCH;
@@ -661,9 +800,10 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
     u->link.ops = &udp_ops;
     u->link.mtu = mtu;
     u->link.flags = EM_LINK_F_GATHER;
-    u->link.local.len = 6;
+    u->link.local.len = 8; /* IPv4, receive port, send port */
     memcpy(u->link.local.bytes, &sa.sin_addr.s_addr, 4);
     memcpy(u->link.local.bytes + 4, &sa.sin_port, 2);
+    memcpy(u->link.local.bytes + 6, &u->send_addr.sin_port, 2);
     return &u->link;
 }
 
@@ -697,13 +837,24 @@ int em_link_udp_buf_warning(const em_link_t *l, char *buf, size_t len)
 
 int em_link_udp_fd(const em_link_t *l) { return ((const struct udp_link *)l)->fd; }
 
+int em_link_udp_send_fd(em_link_t *l, uint16_t peer)
+{
+    struct udp_link *u = (struct udp_link *)l;
+    int connected;
+    return peer_known(u, peer) ? tx_sock(u, peer, &connected) : u->sfd;
+}
+
 void em_link_udp_addr_str(const em_link_addr_t *a, char *buf, size_t len)
 {
     char ip[INET_ADDRSTRLEN] = "?";
-    uint16_t port = 0;
-    if (a->len == 6) {
+    uint16_t port = 0, from = 0;
+    if (a->len == 6 || a->len == 8) {
         inet_ntop(AF_INET, a->bytes, ip, sizeof ip);
         memcpy(&port, a->bytes + 4, 2);
+        memcpy(&from, a->bytes + (a->len == 8 ? 6 : 4), 2);
     }
-    snprintf(buf, len, "%s:%u", ip, ntohs(port));
+    if (from != port)
+        snprintf(buf, len, "%s:%u (sends from port %u)", ip, ntohs(port), ntohs(from));
+    else
+        snprintf(buf, len, "%s:%u", ip, ntohs(port));
 }

@@ -66,6 +66,7 @@ typedef struct em_udp_stats {
     uint64_t rx_frames;       /**< frames handed to the caller */
     uint64_t rx_gro_dgrams;   /**< received buffers holding 2+ coalesced frames */
     uint64_t rx_bad_gro;      /**< coalesced buffers refused (segment size 0 or > frame) */
+    uint64_t tx_shared_peers; /**< peers sent to without a connected socket of their own */
 } em_udp_stats_t;
 
 /** What the socket got, for warnings and tests (see em_link_udp_info()). */
@@ -93,6 +94,9 @@ void em_link_udp_info(const em_link_t *l, em_udp_info_t *out);
 int em_link_udp_buf_warning(const em_link_t *l, char *buf, size_t len);
 /** The socket descriptor (for counting descriptors, or to wait on it). */
 int em_link_udp_fd(const em_link_t *l);
+/** The socket frames to @p peer leave through (its connected socket,
+ *  opened if need be, or the shared send socket): for tests. */
+int em_link_udp_send_fd(em_link_t *l, uint16_t peer);
 /** Render an address blob as "a.b.c.d:port". */
 void em_link_udp_addr_str(const em_link_addr_t *a, char *buf, size_t len);
 

@@ -188,7 +188,8 @@ static void test_gso_fallback_loses_nothing(void **state)
     em_link_t *a = open_link(0, 0), *b = open_link(0, 0);
     assert_int_equal(em_link_set_peer(a, 1, &b->local), 0);
     int one = 1;
-    assert_int_equal(setsockopt(em_link_udp_fd(a), SOL_SOCKET, SO_NO_CHECK, &one, sizeof one), 0);
+    assert_int_equal(
+        setsockopt(em_link_udp_send_fd(a, 1), SOL_SOCKET, SO_NO_CHECK, &one, sizeof one), 0);
     cb_calls = 0;
     enum { N = 12 };
     uint32_t lens[N];
@@ -385,6 +386,64 @@ static void test_idle_poll_splits_at_stated_length(void **state)
     em_link_close(b);
 }
 
+/* Frames leave from the send port a link publishes (bytes 6-7 of its
+ * address), through a socket connected to the peer, and are the peer's by
+ * that source: the receiver maps them to the sender's index; a datagram
+ * from the sender's *receive* port is nobody's.  Re-addressing a peer
+ * closes the socket connected to its old address: frames then reach the
+ * new one.  A burst to two peers goes through the shared send socket,
+ * from the same port. */
+static void test_sends_from_the_published_send_port(void **state)
+{
+    (void)state;
+    em_link_t *a = open_link(0, 0), *b = open_link(0, 0), *c = open_link(0, 0);
+    assert_int_equal(a->local.len, 8);
+    assert_true(memcmp(a->local.bytes + 4, a->local.bytes + 6, 2) != 0);
+    assert_int_equal(em_link_set_peer(a, 1, &b->local), 0);
+    assert_int_equal(em_link_set_peer(b, 7, &a->local), 0);
+    uint32_t lens[4];
+    send_burst(a, 1, 0, 3, 500, lens);
+    em_pkt_t *pk[8];
+    unsigned k = 0;
+    for (uint64_t t0 = em_clock_ns(); k == 0 && em_clock_ns() - t0 < 3000000000ull;)
+        k = em_link_rx_burst(b, pk, 8);
+    assert_true(k >= 1);
+    for (unsigned i = 0; i < k; i++)
+        assert_int_equal(b->ops->rx_peer(b, pk[i]), 7);
+    em_link_rx_release(b, pk, k);
+    while (em_link_rx_burst(b, pk, 8))
+        ;
+    /* the same bytes from a's receive port: not a's */
+    uint8_t f[100] = { 0 };
+    struct sockaddr_in to = { .sin_family = AF_INET };
+    memcpy(&to.sin_addr.s_addr, b->local.bytes, 4);
+    memcpy(&to.sin_port, b->local.bytes + 4, 2);
+    assert_int_equal(sendto(em_link_udp_fd(a), f, sizeof f, 0, (struct sockaddr *)&to, sizeof to),
+                     (ssize_t)sizeof f);
+    k = 0;
+    for (uint64_t t0 = em_clock_ns(); k == 0 && em_clock_ns() - t0 < 3000000000ull;)
+        k = em_link_rx_burst(b, pk, 8);
+    assert_int_equal(k, 1);
+    assert_int_equal(b->ops->rx_peer(b, pk[0]), EM_LINK_PEER_UNKNOWN);
+    em_link_rx_release(b, pk, k);
+    /* peer 1 moves to c: the next frames reach c */
+    assert_int_equal(em_link_set_peer(a, 1, &c->local), 0);
+    send_burst(a, 1, 10, 2, 700, lens);
+    expect_frames(c, 10, 2, lens, 8);
+    expect_quiet(b);
+    /* one burst to two peers (b as peer 2, c as peer 1): both get theirs */
+    assert_int_equal(em_link_set_peer(a, 2, &b->local), 0);
+    em_pkt_t *two[2] = { make_frame(a, 1, 20, 300, NULL), make_frame(a, 2, 21, 300, NULL) };
+    assert_int_equal(em_link_tx_burst(a, two, 2), 2);
+    uint32_t l300[1] = { 300 };
+    expect_frames(c, 20, 1, l300, 8);
+    expect_frames(b, 21, 1, l300, 8);
+    assert_int_equal(em_link_udp_stats(a)->tx_errors, 0);
+    em_link_close(a);
+    em_link_close(b);
+    em_link_close(c);
+}
+
 /* without GRO on the receiver the kernel cuts the GSO send itself */
 static void test_no_gro_receiver(void **state)
 {
@@ -434,6 +493,7 @@ int main(void)
         cmocka_unit_test(test_gro_sizes_checked),
         cmocka_unit_test(test_no_gro_receiver),
         cmocka_unit_test(test_idle_poll_splits_at_stated_length),
+        cmocka_unit_test(test_sends_from_the_published_send_port),
         cmocka_unit_test(test_no_gso),
         cmocka_unit_test(test_slots_after_idle_and_refusal),
     };

@@ -54,8 +54,10 @@ struct em_btl_modex {
         em_link_addr_t addr;
     } link[EM_BTL_MAX_LINKS];
 };
-/* 4: frames may carry EM_F_PROBED (issue 12), which version 3 refuses */
-#define EM_BTL_MODEX_VERSION 4u
+/* 4: frames may carry EM_F_PROBED (issue 12), which version 3 refuses;
+ * 5: a link_udp address carries the send port (8 bytes), which version 4
+ * refuses */
+#define EM_BTL_MODEX_VERSION 5u
 
 /** Registration handle: exactly what travels to the peer in the rendezvous. */
 struct mca_btl_base_registration_handle_t {
