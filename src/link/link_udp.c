@@ -31,9 +31,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <linux/filter.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <stdio.h>
@@ -164,15 +161,6 @@ static int peer_known(const struct udp_link *u, uint16_t peer)
     return peer < u->npeers && u->peers[peer].rx.sin_port != 0;
 }
 
-/* Nothing is ever read from a send socket: a filter that keeps no byte of
- * any datagram sent to it (a stranger's) costs no receive buffer. */
-static int drop_all_input(int fd)
-{
-    struct sock_filter drop = BPF_STMT(BPF_RET | BPF_K, 0);
-    struct sock_fprog prog = { .len = 1, .filter = &drop };
-    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog);
-}
-
 /* A socket bound to our send port (shared with SO_REUSEPORT) that keeps
  * nothing it receives; connected to @p to if given.  -1 on failure. */
 static int open_send_socket(const struct udp_link *u, const struct sockaddr_in *to)
@@ -182,7 +170,7 @@ static int open_send_socket(const struct udp_link *u, const struct sockaddr_in *
         return -1;
     int one = 1, buf = u->sock_buf;
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
-        drop_all_input(fd) != 0 ||
+        em_sock_drop_all_input(fd) != 0 || /* nothing is read from it */
         bind(fd, (const struct sockaddr *)&u->send_addr, sizeof u->send_addr) != 0 ||
         (to && connect(fd, (const struct sockaddr *)to, sizeof *to) != 0)) {
         close(fd);
@@ -631,62 +619,6 @@ static const em_link_ops_t udp_ops = {
     .rx_peer = udp_rx_peer,
 };
 
-/** Does @p a match the selector (name, address or subnet)? */
-static int iface_matches(const struct ifaddrs *ifa, const char *sel)
-{
-    const struct sockaddr_in *sin = (const struct sockaddr_in *)ifa->ifa_addr;
-    if (!sel || !*sel)
-        return !(ifa->ifa_flags & IFF_LOOPBACK);
-    if (strcmp(ifa->ifa_name, sel) == 0)
-        return 1;
-    char buf[64];
-    snprintf(buf, sizeof buf, "%s", sel);
-    char *slash = strchr(buf, '/');
-    int bits = 32;
-    if (slash) {
-        *slash = 0;
-        bits = atoi(slash + 1);
-        if (bits < 0 || bits > 32)
-            return 0;
-    }
-    struct in_addr want;
-    if (inet_pton(AF_INET, buf, &want) != 1)
-        return 0;
-    uint32_t mask = bits == 0 ? 0 : htonl(~0u << (32 - bits));
-    return (sin->sin_addr.s_addr & mask) == (want.s_addr & mask);
-}
-
-/** Find the interface: fills @p addr and @p name, or writes an error. */
-static int pick_iface(const char *sel, struct in_addr *addr, char *name, size_t namelen, char *err,
-                      size_t errlen)
-{
-    struct ifaddrs *ifs, *ifa;
-    char avail[256] = "";
-    if (getifaddrs(&ifs) != 0) {
-        snprintf(err, errlen, "getifaddrs failed: %s", strerror(errno));
-        return -1;
-    }
-    for (ifa = ifs; ifa; ifa = ifa->ifa_next) {
-        if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET || !(ifa->ifa_flags & IFF_UP))
-            continue;
-        if (iface_matches(ifa, sel)) {
-            *addr = ((struct sockaddr_in *)ifa->ifa_addr)->sin_addr;
-            snprintf(name, namelen, "%s", ifa->ifa_name);
-            freeifaddrs(ifs);
-            return 0;
-        }
-        size_t used = strlen(avail);
-        char ip[INET_ADDRSTRLEN];
-        inet_ntop(AF_INET, &((struct sockaddr_in *)ifa->ifa_addr)->sin_addr, ip, sizeof ip);
-        snprintf(avail + used, sizeof avail - used, "%s%s (%s)", used ? ", " : "", ifa->ifa_name,
-                 ip);
-    }
-    freeifaddrs(ifs);
-    snprintf(err, errlen, "no IPv4 interface matches '%s'; interfaces that are up: %s",
-             sel && *sel ? sel : "(any non-loopback)", *avail ? avail : "none");
-    return -1;
-}
-
 /**
  * Ask for @p want bytes of send and receive buffer.  As root the FORCE
  * variants pass net.core.[rw]mem_max; otherwise the kernel clamps to those
@@ -713,7 +645,7 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
 {
     struct in_addr ip;
     char ifname[64];
-    if (pick_iface(cfg->iface, &ip, ifname, sizeof ifname, err, errlen) != 0)
+    if (em_pick_ipv4_iface(cfg->iface, &ip, ifname, sizeof ifname, err, errlen) != 0)
         return NULL;
 
     struct udp_link *u = calloc(1, sizeof *u);

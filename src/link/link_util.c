@@ -5,7 +5,10 @@
  */
 #include "link/link_util.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <linux/filter.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,4 +138,66 @@ uint32_t em_if_mtu(const char *ifname)
     int rc = ioctl(fd, SIOCGIFMTU, &ifr);
     close(fd);
     return rc == 0 && ifr.ifr_mtu > 0 ? (uint32_t)ifr.ifr_mtu : 0;
+}
+
+/** Does @p a match the selector (name, address or subnet)? */
+static int iface_matches(const struct ifaddrs *ifa, const char *sel)
+{
+    const struct sockaddr_in *sin = (const struct sockaddr_in *)ifa->ifa_addr;
+    if (!sel || !*sel)
+        return !(ifa->ifa_flags & IFF_LOOPBACK);
+    if (strcmp(ifa->ifa_name, sel) == 0)
+        return 1;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", sel);
+    char *slash = strchr(buf, '/');
+    int bits = 32;
+    if (slash) {
+        *slash = 0;
+        bits = atoi(slash + 1);
+        if (bits < 0 || bits > 32)
+            return 0;
+    }
+    struct in_addr want;
+    if (inet_pton(AF_INET, buf, &want) != 1)
+        return 0;
+    uint32_t mask = bits == 0 ? 0 : htonl(~0u << (32 - bits));
+    return (sin->sin_addr.s_addr & mask) == (want.s_addr & mask);
+}
+
+int em_pick_ipv4_iface(const char *sel, struct in_addr *addr, char *name, size_t namelen, char *err,
+                       size_t errlen)
+{
+    struct ifaddrs *ifs, *ifa;
+    char avail[256] = "";
+    if (getifaddrs(&ifs) != 0) {
+        snprintf(err, errlen, "getifaddrs failed: %s", strerror(errno));
+        return -1;
+    }
+    for (ifa = ifs; ifa; ifa = ifa->ifa_next) {
+        if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET || !(ifa->ifa_flags & IFF_UP))
+            continue;
+        if (iface_matches(ifa, sel)) {
+            *addr = ((struct sockaddr_in *)ifa->ifa_addr)->sin_addr;
+            snprintf(name, namelen, "%s", ifa->ifa_name);
+            freeifaddrs(ifs);
+            return 0;
+        }
+        size_t used = strlen(avail);
+        char ip[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &((struct sockaddr_in *)ifa->ifa_addr)->sin_addr, ip, sizeof ip);
+        snprintf(avail + used, sizeof avail - used, "%s%s (%s)", used ? ", " : "", ifa->ifa_name,
+                 ip);
+    }
+    freeifaddrs(ifs);
+    snprintf(err, errlen, "no IPv4 interface matches '%s'; interfaces that are up: %s",
+             sel && *sel ? sel : "(any non-loopback)", *avail ? avail : "none");
+    return -1;
+}
+
+int em_sock_drop_all_input(int fd)
+{
+    struct sock_filter drop = BPF_STMT(BPF_RET | BPF_K, 0);
+    struct sock_fprog prog = { .len = 1, .filter = &drop };
+    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog);
 }

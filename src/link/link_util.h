@@ -9,6 +9,7 @@
 #define EM_LINK_UTIL_H
 
 #include <stddef.h>
+#include <netinet/in.h>
 #include <stdint.h>
 
 /**
@@ -48,5 +49,19 @@ static inline uint64_t em_addr_key6(const uint8_t b[6], uint16_t x)
 
 /** MTU of kernel interface @p ifname (SIOCGIFMTU), 0 when unknown. */
 uint32_t em_if_mtu(const char *ifname);
+
+/**
+ * The IPv4 interface that selector @p sel names: an interface name
+ * ("eth0"), an IPv4 address, or a subnet ("10.77.0.0/24"); NULL or "" =
+ * the first non-loopback one that is up.  Fills @p addr and @p name, or
+ * writes an error naming the interfaces that are up and returns -1.
+ */
+int em_pick_ipv4_iface(const char *sel, struct in_addr *addr, char *name, size_t namelen, char *err,
+                       size_t errlen);
+
+/** Attach a filter that keeps no byte of any datagram sent to socket @p fd
+ *  (a send-only socket: a stranger's datagrams then cost no buffer; the
+ *  kernel counts them as the socket's drops).  setsockopt's result. */
+int em_sock_drop_all_input(int fd);
 
 #endif
