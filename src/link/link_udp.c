@@ -161,14 +161,31 @@ static int peer_known(const struct udp_link *u, uint16_t peer)
     return peer < u->npeers && u->peers[peer].rx.sin_port != 0;
 }
 
+/**
+ * Ask for @p want bytes of buffer @p opt (SO_SNDBUF or SO_RCVBUF) on @p fd.
+ * As root the FORCE variant @p force passes net.core.[rw]mem_max; otherwise
+ * the kernel clamps to those sysctls, which em_link_udp_buf_warning()
+ * reports.  @return the usable bytes granted (0 if unknown).
+ */
+static int ask_buf(int fd, int force, int opt, int want)
+{
+    int v;
+    socklen_t sl = sizeof v;
+    if (setsockopt(fd, SOL_SOCKET, force, &want, sizeof want) != 0)
+        setsockopt(fd, SOL_SOCKET, opt, &want, sizeof want);
+    /* getsockopt answers twice the usable size (the kernel's bookkeeping share) */
+    return getsockopt(fd, SOL_SOCKET, opt, &v, &sl) == 0 ? v / 2 : 0;
+}
+
 /* A socket bound to our send port (shared with SO_REUSEPORT) that keeps
- * nothing it receives; connected to @p to if given.  -1 on failure. */
-static int open_send_socket(const struct udp_link *u, const struct sockaddr_in *to)
+ * nothing it receives, with cfg.sock_buf of send buffer (the bytes granted
+ * in *@p granted if given); connected to @p to if given.  -1 on failure. */
+static int open_send_socket(const struct udp_link *u, const struct sockaddr_in *to, int *granted)
 {
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
-    int one = 1, buf = u->sock_buf;
+    int one = 1;
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
         em_sock_drop_all_input(fd) != 0 || /* nothing is read from it */
         bind(fd, (const struct sockaddr *)&u->send_addr, sizeof u->send_addr) != 0 ||
@@ -176,8 +193,9 @@ static int open_send_socket(const struct udp_link *u, const struct sockaddr_in *
         close(fd);
         return -1;
     }
-    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf) != 0)
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+    int g = ask_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF, u->sock_buf);
+    if (granted)
+        *granted = g;
     return fd;
 }
 
@@ -192,7 +210,7 @@ static int tx_sock(struct udp_link *u, uint16_t peer, int *connected)
 {
     struct udp_peer *p = &u->peers[peer];
     if (p->fd1 == 0) {
-        int fd = u->nconn < UDP_CONN_MAX ? open_send_socket(u, &p->rx) : -1;
+        int fd = u->nconn < UDP_CONN_MAX ? open_send_socket(u, &p->rx, NULL) : -1;
         p->fd1 = fd >= 0 ? fd + 1 : -1;
         if (fd >= 0)
             u->nconn++;
@@ -584,7 +602,6 @@ static int udp_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     memcpy(&p->rx.sin_addr.s_addr, a->bytes, 4);
     memcpy(&p->rx.sin_port, a->bytes + 4, 2);
     memcpy(&p->tx_port, a->bytes + (a->len == 8 ? 6 : 4), 2);
-    p->fd1 = 0;
     return em_addr_map_put(&u->bysrc, src_key(p->rx.sin_addr.s_addr, p->tx_port), peer) == 0
                ? 0
                : -ENOMEM;
@@ -618,28 +635,6 @@ static const em_link_ops_t udp_ops = {
     .close = udp_close,
     .rx_peer = udp_rx_peer,
 };
-
-/**
- * Ask for @p want bytes of send and receive buffer.  As root the FORCE
- * variants pass net.core.[rw]mem_max; otherwise the kernel clamps to those
- * sysctls, which em_link_udp_buf_warning() reports.
- */
-static void set_bufs(struct udp_link *u, int want)
-{
-    int v;
-    socklen_t sl = sizeof v;
-    if (setsockopt(u->fd, SOL_SOCKET, SO_SNDBUFFORCE, &want, sizeof want) != 0)
-        setsockopt(u->fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof want);
-    if (setsockopt(u->fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof want) != 0)
-        setsockopt(u->fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof want);
-    u->info.sndbuf_req = u->info.rcvbuf_req = want;
-    /* getsockopt answers twice the usable size (the kernel's bookkeeping share) */
-    if (getsockopt(u->fd, SOL_SOCKET, SO_SNDBUF, &v, &sl) == 0)
-        u->info.sndbuf = v / 2;
-    sl = sizeof v;
-    if (getsockopt(u->fd, SOL_SOCKET, SO_RCVBUF, &v, &sl) == 0)
-        u->info.rcvbuf = v / 2;
-}
 
 em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
 {
@@ -678,8 +673,11 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
         free(u);
         return NULL;
     }
+    /* the receive socket never sends: its receive buffer only (the send
+     * sockets get theirs in open_send_socket) */
     u->sock_buf = cfg->sock_buf ? cfg->sock_buf : 4 << 20;
-    set_bufs(u, u->sock_buf);
+    u->info.sndbuf_req = u->info.rcvbuf_req = u->sock_buf;
+    u->info.rcvbuf = ask_buf(u->fd, SO_RCVBUFFORCE, SO_RCVBUF, u->sock_buf);
     u->gso = !cfg->no_gso;
     if (!cfg->no_gro) {
         int one = 1;
@@ -706,7 +704,7 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
      * own, because a connected socket on the receive port would take that
      * peer's datagrams away from the receive socket. */
     u->send_addr = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr = ip };
-    u->sfd = open_send_socket(u, NULL);
+    u->sfd = open_send_socket(u, NULL, &u->info.sndbuf);
     sl = sizeof u->send_addr;
     if (u->sfd < 0 || getsockname(u->sfd, (struct sockaddr *)&u->send_addr, &sl) != 0) {
         snprintf(err, errlen, "cannot open a UDP send socket on %s (%s): %s", inet_ntoa(ip), ifname,
