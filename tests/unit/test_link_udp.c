@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -392,7 +393,8 @@ static void test_idle_poll_splits_at_stated_length(void **state)
  * from the sender's *receive* port is nobody's.  Re-addressing a peer
  * closes the socket connected to its old address: frames then reach the
  * new one.  A burst to two peers goes through the shared send socket,
- * from the same port. */
+ * from the same port.  A stranger's datagram to the send port is kept by
+ * no socket. */
 static void test_sends_from_the_published_send_port(void **state)
 {
     (void)state;
@@ -439,6 +441,21 @@ static void test_sends_from_the_published_send_port(void **state)
     expect_frames(c, 20, 1, l300, 8);
     expect_frames(b, 21, 1, l300, 8);
     assert_int_equal(em_link_udp_stats(a)->tx_errors, 0);
+    /* a stranger's datagram to a's send port is kept nowhere (the drop-all
+     * filter): the shared send socket holds no byte of it */
+    struct sockaddr_in sp = { .sin_family = AF_INET };
+    memcpy(&sp.sin_addr.s_addr, a->local.bytes, 4);
+    memcpy(&sp.sin_port, a->local.bytes + 6, 2);
+    int stranger = socket(AF_INET, SOCK_DGRAM, 0);
+    assert_true(stranger >= 0);
+    assert_int_equal(sendto(stranger, f, sizeof f, 0, (struct sockaddr *)&sp, sizeof sp),
+                     (ssize_t)sizeof f);
+    close(stranger);
+    usleep(20000);
+    int queued = -1;
+    assert_int_equal(ioctl(em_link_udp_send_fd(a, 99), FIONREAD, &queued), 0);
+    assert_int_equal(queued, 0);
+    expect_quiet(a);
     em_link_close(a);
     em_link_close(b);
     em_link_close(c);
