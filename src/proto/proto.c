@@ -325,12 +325,16 @@ bool em_proto_idle(const em_proto_t *p)
 }
 
 static int submit(struct em_proto *p, em_proto_op_t *op, uint16_t peer, uint8_t type, uint8_t tag,
-                  const em_put_target_t *t, const void *buf, size_t len, void *ctx, uint64_t now)
+                  const em_put_target_t *t, const void *head, size_t head_len, const void *buf,
+                  size_t len, void *ctx, uint64_t now)
 {
     if (peer >= p->cfg.npeers || peer == p->cfg.self || !op || (len && !buf))
         return -EM_EINVAL;
-    if (len > em_proto_max_msg(p))
+    if (head_len > EM_PROTO_HEAD_MAX || (head_len && !head))
         return -EM_EINVAL;
+    if (len > em_proto_max_msg(p) - head_len) /* max_msg is well above the head's limit */
+        return -EM_EINVAL;
+    len += head_len;
     struct em_peer *pe = &p->peers[peer];
     if (pe->state == EM_PEER_FAILED)
         return -EM_EPEERFAIL;
@@ -339,6 +343,8 @@ static int submit(struct em_proto *p, em_proto_op_t *op, uint16_t peer, uint8_t 
 
     uint32_t pl = type == EM_PT_PUT ? p->put_payload : p->data_payload;
     *op = (em_proto_op_t){
+        .head = head,
+        .head_len = (uint8_t)head_len,
         .buf = buf,
         .ctx = ctx,
         .len = (uint32_t)len,
@@ -363,7 +369,13 @@ static int submit(struct em_proto *p, em_proto_op_t *op, uint16_t peer, uint8_t 
 int em_proto_send(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *buf,
                   size_t len, void *ctx, uint64_t now)
 {
-    return submit(p, op, peer, EM_PT_DATA, tag, NULL, buf, len, ctx, now);
+    return submit(p, op, peer, EM_PT_DATA, tag, NULL, NULL, 0, buf, len, ctx, now);
+}
+
+int em_proto_sendv(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *head,
+                   size_t head_len, const void *buf, size_t len, void *ctx, uint64_t now)
+{
+    return submit(p, op, peer, EM_PT_DATA, tag, NULL, head, head_len, buf, len, ctx, now);
 }
 
 int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint16_t peer, const em_put_target_t *t,
@@ -371,7 +383,7 @@ int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint16_t peer, const em_put_t
 {
     if (!t || t->offset > UINT64_MAX - len)
         return -EM_EINVAL;
-    return submit(p, op, peer, EM_PT_PUT, 0, t, buf, len, ctx, now);
+    return submit(p, op, peer, EM_PT_PUT, 0, t, NULL, 0, buf, len, ctx, now);
 }
 
 /** Is the frame's source address @p src the claimed peer's, and is the peer

@@ -229,6 +229,7 @@ typedef struct em_proto_ops {
  */
 typedef struct em_proto_op {
     struct em_proto_op *next;
+    const uint8_t *head; /* em_proto_sendv(): the message is head, then buf */
     const uint8_t *buf;
     void *ctx;
     uint32_t len;
@@ -238,8 +239,12 @@ typedef struct em_proto_op {
     uint16_t frags_acked;
     uint8_t type;
     uint8_t tag;
+    uint8_t head_len;
     em_put_target_t target;
 } em_proto_op_t;
+
+/** Longest head em_proto_sendv() takes (it is copied behind the wire header). */
+#define EM_PROTO_HEAD_MAX 64
 
 /** Counters of one protocol instance (all monotonic). */
 typedef struct em_proto_stats {
@@ -315,6 +320,20 @@ void em_proto_destroy(em_proto_t *p);
  */
 int em_proto_send(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *buf,
                   size_t len, void *ctx, uint64_t now);
+
+/**
+ * Send one message made of two pieces: @p head_len (at most
+ * EM_PROTO_HEAD_MAX) bytes at @p head, then @p len bytes at @p buf.  On the
+ * wire and at the receiver it is the same as em_proto_send() of the two
+ * pieces copied together; the sender makes no such copy: the head is copied
+ * behind the wire header of the frames it falls in, and the rest of every
+ * frame is taken from @p buf where it lies.  This lets an MPI message leave
+ * from the user's buffer behind a header the MPI built elsewhere.  Both
+ * pieces stay valid and unchanged until the complete callback.
+ * @return as em_proto_send(); -EM_EINVAL also for a head that is too long.
+ */
+int em_proto_sendv(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *head,
+                   size_t head_len, const void *buf, size_t len, void *ctx, uint64_t now);
 
 /**
  * Write @p len bytes into @p peer's region described by @p t.  Completion means

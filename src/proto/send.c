@@ -7,6 +7,8 @@
  * feeds with sends, ACKs, SACKs and losses.  Every DATA/PUT frame piggybacks the current
  * cumulative ACK and SACK bitmap for the peer it goes to.
  */
+#include <string.h>
+
 #include "proto/proto_internal.h"
 
 static uint32_t frag_payload(const struct em_proto *p, const em_proto_op_t *op)
@@ -47,7 +49,7 @@ int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags,
     uint32_t pl = frag_payload(p, op);
     uint32_t off = (uint32_t)s->frag_no * pl;
     uint32_t len = op->len - off < pl ? op->len - off : pl;
-    uint8_t hbuf[EM_HDR_LEN + EM_PUT_EXT_LEN];
+    uint8_t hbuf[EM_HDR_LEN + EM_PUT_EXT_LEN + EM_PROTO_HEAD_MAX];
 
     if (op->type == EM_PT_PUT && s->frag_no == op->frag_cnt - 1)
         flags |= EM_F_ACKNOW;
@@ -76,7 +78,21 @@ int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags,
         h.flags |= EM_F_ACKNOW;
     fill_ack(pe, &h);
     size_t hlen = em_hdr_encode(&h, hbuf);
-    int rc = p->ops.emit(p->uctx, peer, hbuf, hlen, op->buf + off, len);
+    /* the message is op->head, then op->buf: the part of the head in this
+     * frame rides behind the wire header (em_proto_sendv()) */
+    const uint8_t *pay = NULL;
+    uint32_t plen = len;
+    if (off < op->head_len) {
+        uint32_t n = op->head_len - off < len ? op->head_len - off : len;
+        memcpy(hbuf + hlen, op->head + off, n);
+        hlen += n;
+        plen -= n;
+        if (plen)
+            pay = op->buf;
+    } else if (plen) {
+        pay = op->buf + (off - op->head_len);
+    }
+    int rc = p->ops.emit(p->uctx, peer, hbuf, hlen, pay, plen);
     if (rc != 0) {
         p->st.tx_eagain++;
         pe->tx_blocked = 1;

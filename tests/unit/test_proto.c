@@ -1011,6 +1011,14 @@ static void test_bad_config_and_arguments(void **st)
     assert_int_equal(em_proto_send(x.p, &op, 3, 0, "m", 1, NULL, 0), -EM_EINVAL);
     assert_int_equal(em_proto_send(x.p, &op, 1, 0, "m", em_proto_max_msg(x.p) + 1, NULL, 0),
                      -EM_EINVAL);
+    /* a head longer than EM_PROTO_HEAD_MAX, a missing one, head + body too long */
+    static const uint8_t head[EM_PROTO_HEAD_MAX + 1];
+    assert_int_equal(em_proto_sendv(x.p, &op, 1, 0, head, sizeof head, "m", 1, NULL, 0),
+                     -EM_EINVAL);
+    assert_int_equal(em_proto_sendv(x.p, &op, 1, 0, NULL, 4, "m", 1, NULL, 0), -EM_EINVAL);
+    assert_int_equal(
+        em_proto_sendv(x.p, &op, 1, 0, head, 2, "m", em_proto_max_msg(x.p) - 1, NULL, 0),
+        -EM_EINVAL);
     em_proto_destroy(x.p);
 }
 
