@@ -121,6 +121,10 @@ static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, em_
         m->frag_cap[1] = m->frag_cap[0];
     if (m->super.btl_put_limit > em_engine_max_msg(m->engine))
         m->super.btl_put_limit = em_engine_max_msg(m->engine);
+    /* ob1 then asks prepare_src for every eager message; em_prepare_src()
+     * decides which leave in place and which are copied */
+    if (m->params->inplace_min > 0)
+        m->super.btl_flags |= MCA_BTL_FLAGS_SEND_INPLACE;
     return 0;
 }
 
@@ -259,6 +263,7 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
     if (draw_secret(m, name) != 0)
         return NULL;
     m->drop_tag = m->order_overflow = 0;
+    m->packed_bytes = m->inplace_msgs = m->inplace_bytes = 0;
 
     /* one module per link: link 0 is @p m, the others are copies of its
      * (registered) parameters; a failure on any link disqualifies the

@@ -92,10 +92,15 @@ struct em_btl_order {
 
 enum em_btl_op_kind { EM_BTL_OP_SEND = 1, EM_BTL_OP_PUT = 2 };
 
-/** A send descriptor with its buffer (one contiguous message). */
+/**
+ * A send descriptor with its buffer.  One segment: the whole message, in
+ * buf.  Two (em_prepare_src() of a large contiguous message): ob1's header
+ * in buf, then the application's data where it lies, sent with
+ * em_engine_sendv() and held until the peer acknowledged it.
+ */
 typedef struct em_btl_frag {
     mca_btl_base_descriptor_t base; /* must be first: ob1 hands it back */
-    mca_btl_base_segment_t seg;
+    mca_btl_base_segment_t seg[2];
     em_proto_op_t op;
     int kind; /* EM_BTL_OP_SEND; the engine's op_ctx points here */
     struct mca_btl_base_endpoint_t *ep;
@@ -133,6 +138,8 @@ typedef struct em_btl_params {
     int order_max_mb;   /**< ... and their bytes, MiB */
     int random_isn;     /**< random initial sequence numbers (0: start at 0, for a
                                   daemon that does not learn flow starts) */
+    int inplace_min;    /**< contiguous messages of at least this many bytes leave from
+                             the application's buffer (0: every message is copied) */
     /** Optional, set by the component: print its link's own counters too
      *  (with print_stats; rudp: GSO/GRO).  NULL = none. */
     void (*print_link_stats)(em_link_t *link);
@@ -165,6 +172,9 @@ typedef struct em_btl_module {
     uint32_t isn;               /**< this process's first sequence number */
     uint64_t drop_tag;          /**< messages with a tag outside Open MPI's table (H3) */
     uint64_t order_overflow;    /**< peers failed for keeping too many early messages */
+    uint64_t packed_bytes;      /**< payload bytes packed (copied) into our send buffers */
+    uint64_t inplace_msgs;      /**< messages sent from the application's buffer ... */
+    uint64_t inplace_bytes;     /**< ... and their payload bytes (no copy by the glue) */
 } em_btl_module_t;
 
 /**

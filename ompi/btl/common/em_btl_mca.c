@@ -36,6 +36,7 @@ int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
     p->order_max_held = 16384;
     p->order_max_mb = 64;
     p->random_isn = 1;
+    p->inplace_min = 16 * 1024; /* docs/design.md "BTL defaults" */
     /* read-only, in ompi_info's order; window_kb only where the component
      * sizes its window in bytes */
     const em_btl_var_t window_kb = {
@@ -81,6 +82,10 @@ int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
           "that needs more is failed (the job ends with a message)" },
         { "order_max_mb", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &p->order_max_mb,
           "Several links: MiB of messages kept per peer while an earlier one is missing" },
+        { "inplace_min", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &p->inplace_min,
+          "Contiguous messages of at least this many bytes are sent from the application's "
+          "buffer, without a copy; such a send completes when the peer has acknowledged it. "
+          "0 = copy every message" },
         { "random_isn", MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, &p->random_isn,
           "Random initial sequence numbers (off: every flow starts at 0, as in protocol "
           "version 1; for debugging only)" },

@@ -159,9 +159,9 @@ static mca_btl_base_descriptor_t *em_alloc(struct mca_btl_base_module_t *btl,
     em_btl_frag_t *f = frag_get(m, cls);
     if (!f)
         return NULL;
-    f->seg.seg_addr.pval = f->buf;
-    f->seg.seg_len = size;
-    f->base.des_segments = &f->seg;
+    f->seg[0].seg_addr.pval = f->buf;
+    f->seg[0].seg_len = size;
+    f->base.des_segments = f->seg;
     f->base.des_segment_count = 1;
     f->base.des_flags = flags;
     f->base.des_cbfunc = NULL;
@@ -178,6 +178,18 @@ static int em_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_t 
     return OPAL_SUCCESS;
 }
 
+/* Is this message sent from where it lies (MCA_BTL_FLAGS_SEND_INPLACE)?
+ * Only contiguous data (the convertor hands out a pointer, no packing) and
+ * only large messages: the send then completes when the peer acknowledged
+ * it, not when it left, and for small messages the copy is cheaper than
+ * that wait (docs/design.md "BTL defaults"). */
+static bool send_in_place(const em_btl_module_t *m, const struct opal_convertor_t *conv,
+                          size_t reserve, size_t size)
+{
+    return m->params->inplace_min > 0 && size >= (size_t)m->params->inplace_min &&
+           (conv->flags & CONVERTOR_NO_OP) && reserve + EM_ORDER_HDR <= EM_PROTO_HEAD_MAX;
+}
+
 static mca_btl_base_descriptor_t *em_prepare_src(struct mca_btl_base_module_t *btl,
                                                  struct mca_btl_base_endpoint_t *ep,
                                                  struct opal_convertor_t *conv, uint8_t order,
@@ -186,11 +198,14 @@ static mca_btl_base_descriptor_t *em_prepare_src(struct mca_btl_base_module_t *b
     em_btl_module_t *m = em_btl_mod(btl);
     if (reserve + *size > m->frag_cap[1])
         *size = m->frag_cap[1] - reserve;
-    mca_btl_base_descriptor_t *des = em_alloc(btl, ep, order, reserve + *size, flags);
+    bool inplace = send_in_place(m, conv, reserve, *size);
+    mca_btl_base_descriptor_t *des = em_alloc(btl, ep, order, inplace ? reserve : reserve + *size,
+                                              flags);
     if (!des)
         return NULL;
     em_btl_frag_t *f = (em_btl_frag_t *)des;
-    struct iovec iov = { .iov_base = f->buf + reserve, .iov_len = *size };
+    /* in place: a NULL base makes the convertor hand out its own pointer */
+    struct iovec iov = { .iov_base = inplace ? NULL : f->buf + reserve, .iov_len = *size };
     uint32_t cnt = 1;
     size_t max = *size;
     if (opal_convertor_pack(conv, &iov, &cnt, &max) < 0) {
@@ -198,24 +213,38 @@ static mca_btl_base_descriptor_t *em_prepare_src(struct mca_btl_base_module_t *b
         return NULL;
     }
     *size = max;
-    f->seg.seg_len = reserve + max;
+    if (inplace) {
+        m->inplace_msgs++;
+        m->inplace_bytes += max;
+        f->seg[0].seg_len = reserve;
+        f->seg[1].seg_addr.pval = iov.iov_base;
+        f->seg[1].seg_len = max;
+        des->des_segment_count = 2;
+    } else {
+        m->packed_bytes += max;
+        f->seg[0].seg_len = reserve + max;
+    }
     return des;
 }
 
 static int map_err(int rc) { return rc == -EM_EPEERFAIL ? OPAL_ERR_UNREACH : OPAL_ERROR; }
 
-/* Send the @p len bytes at f->buf; with several links, behind the peer's
- * next order number (which counts only once the engine took the message). */
+/* Send the @p len bytes at f->buf, then the @p blen bytes at @p body (in
+ * place) if any; with several links, behind the peer's next order number
+ * (which counts only once the engine took the message). */
 static int ordered_send(em_btl_module_t *m, em_btl_frag_t *f, uint16_t peer, uint8_t tag,
-                        size_t len)
+                        size_t len, const void *body, size_t blen)
 {
     em_order_t *o = em_btl_numbered(m, peer);
-    if (!o)
-        return em_engine_send(m->engine, &f->op, peer, tag, f->buf, len, &f->kind);
-    em_order_stamp(o, f->order_hdr);
-    int rc = em_engine_send(m->engine, &f->op, peer, tag, f->order_hdr, len + EM_ORDER_HDR,
-                            &f->kind);
-    if (rc == 0)
+    const uint8_t *head = f->buf;
+    if (o) {
+        em_order_stamp(o, f->order_hdr);
+        head = f->order_hdr;
+        len += EM_ORDER_HDR;
+    }
+    int rc = body ? em_engine_sendv(m->engine, &f->op, peer, tag, head, len, body, blen, &f->kind)
+                  : em_engine_send(m->engine, &f->op, peer, tag, head, len, &f->kind);
+    if (rc == 0 && o)
         em_order_sent(o);
     return rc;
 }
@@ -228,8 +257,27 @@ static int em_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoi
     if (ep->failed)
         return OPAL_ERR_UNREACH;
     f->ep = ep;
-    int rc = ordered_send(m, f, ep->peer, tag, (size_t)des->des_segments[0].seg_len);
-    return rc == 0 ? OPAL_SUCCESS : map_err(rc);
+    size_t len = des->des_segments[0].seg_len;
+    if (des->des_segment_count == 2) {
+        int rc = ordered_send(m, f, ep->peer, tag, len, des->des_segments[1].seg_addr.pval,
+                              des->des_segments[1].seg_len);
+        return rc == 0 ? OPAL_SUCCESS : map_err(rc);
+    }
+    /* The data is in our buffer: as em_sendi(), a message that leaves at
+     * once is complete for the caller (return 1: no callback unless it
+     * asked for one always; the descriptor is ours and is freed when the
+     * peer acknowledged it).  One that waits completes with its callback. */
+    bool now = (des->des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) &&
+               em_engine_send_ready(m->engine, ep->peer,
+                                    len + (em_btl_numbered(m, ep->peer) ? EM_ORDER_HDR : 0));
+    int rc = ordered_send(m, f, ep->peer, tag, len, NULL, 0);
+    if (rc != 0)
+        return map_err(rc);
+    if (!now)
+        return OPAL_SUCCESS;
+    if (!(des->des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK))
+        des->des_cbfunc = NULL;
+    return 1;
 }
 
 static int em_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
@@ -269,8 +317,9 @@ static int em_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
             em_free(btl, des);
             return OPAL_ERROR;
         }
+        m->packed_bytes += max;
     }
-    int rc = ordered_send(m, f, ep->peer, tag, header_size + payload_size);
+    int rc = ordered_send(m, f, ep->peer, tag, header_size + payload_size, NULL, 0);
     if (rc != 0) {
         em_free(btl, des);
         return map_err(rc);
@@ -360,7 +409,7 @@ static void print_stats(em_btl_module_t *m)
                 "msgs %llu/%llu, "
                 "puts placed %llu rejected %llu, drops: key %llu magic %llu malformed %llu "
                 "window %llu, backpressure %llu; payload bytes copied by ethermpi: tx %llu "
-                "(sent from the user's memory: %llu), rx reassembly/out-of-order %llu, "
+                "(sent from the sender's buffer: %llu), rx reassembly/out-of-order %llu, "
                 "rx put placement %llu (handed over in place: %llu); refused: "
                 "drop_source %llu drop_job_key %llu drop_tag %llu drop_budget %llu "
                 "drop_endpoint %llu drop_version %llu drop_short %llu drop_peer_failed %llu, "
@@ -384,6 +433,14 @@ static void print_stats(em_btl_module_t *m)
                 opal_process_info.nodename, m->name, (unsigned long long)p->cc_loss_decreases,
                 (unsigned long long)p->cc_delay_decreases, (unsigned long long)p->cc_cwnd_blocked,
                 (unsigned long long)p->cc_paced);
+    opal_output(
+        0,
+        "[%s] btl_%s sends: %llu payload bytes copied into our buffers by prepare_src/sendi, "
+        "%llu messages "
+        "(%llu bytes) sent from the application's buffer (btl_%s_inplace_min %d)",
+        opal_process_info.nodename, m->name, (unsigned long long)m->packed_bytes,
+        (unsigned long long)m->inplace_msgs, (unsigned long long)m->inplace_bytes, m->name,
+        m->params->inplace_min);
     if (m->order && m->index == 0) {
         uint64_t kept = 0, dropped = 0;
         for (uint32_t i = 0; i < m->npeers; i++) {
