@@ -182,7 +182,7 @@ static int em_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_t 
  * Only contiguous data (the convertor hands out a pointer, no packing) and
  * only large messages: the send then completes when the peer acknowledged
  * it, not when it left, and for small messages the copy is cheaper than
- * that wait (docs/design.md "BTL defaults"). */
+ * that wait (docs/design.md "Sends from the application's buffer"). */
 static bool send_in_place(const em_btl_module_t *m, const struct opal_convertor_t *conv,
                           size_t reserve, size_t size)
 {
