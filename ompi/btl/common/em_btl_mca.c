@@ -36,7 +36,7 @@ int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
     p->order_max_held = 16384;
     p->order_max_mb = 64;
     p->random_isn = 1;
-    p->inplace_min = 16 * 1024; /* docs/design.md "BTL defaults" */
+    p->inplace_min = 16 * 1024; /* docs/design.md "Sends from the application's buffer" */
     /* read-only, in ompi_info's order; window_kb only where the component
      * sizes its window in bytes */
     const em_btl_var_t window_kb = {
