@@ -249,6 +249,14 @@ static int ordered_send(em_btl_module_t *m, em_btl_frag_t *f, uint16_t peer, uin
     return rc;
 }
 
+/* Would a message of @p len bytes (its order number added, with several
+ * links) leave for @p peer at once? */
+static bool leaves_at_once(em_btl_module_t *m, uint16_t peer, size_t len)
+{
+    return em_engine_send_ready(m->engine, peer,
+                                len + (em_btl_numbered(m, peer) ? EM_ORDER_HDR : 0));
+}
+
 static int em_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                    struct mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
 {
@@ -268,8 +276,7 @@ static int em_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoi
      * asked for one always; the descriptor is ours and is freed when the
      * peer acknowledged it).  One that waits completes with its callback. */
     bool now = (des->des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) &&
-               em_engine_send_ready(m->engine, ep->peer,
-                                    len + (em_btl_numbered(m, ep->peer) ? EM_ORDER_HDR : 0));
+               leaves_at_once(m, ep->peer, len);
     int rc = ordered_send(m, f, ep->peer, tag, len, NULL, 0);
     if (rc != 0)
         return map_err(rc);
@@ -296,9 +303,7 @@ static int em_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
      * would wait for that.  Take it only if it leaves now; otherwise hand
      * back a descriptor: ob1 sends it with btl_send and waits for its
      * completion, driving progress (ACKs, retransmissions) meanwhile. */
-    if (!em_engine_send_ready(m->engine, ep->peer,
-                              header_size + payload_size +
-                                  (em_btl_numbered(m, ep->peer) ? EM_ORDER_HDR : 0))) {
+    if (!leaves_at_once(m, ep->peer, header_size + payload_size)) {
         if (descriptor)
             *descriptor = em_alloc(btl, ep, order, header_size + payload_size, flags);
         return OPAL_ERR_OUT_OF_RESOURCE;
