@@ -324,6 +324,8 @@ bool em_proto_idle(const em_proto_t *p)
     return true;
 }
 
+_Static_assert(EM_PROTO_HEAD_MAX <= UINT8_MAX, "em_proto_op_t::head_len is one byte");
+
 static int submit(struct em_proto *p, em_proto_op_t *op, uint16_t peer, uint8_t type, uint8_t tag,
                   const em_put_target_t *t, const void *head, size_t head_len, const void *buf,
                   size_t len, void *ctx, uint64_t now)

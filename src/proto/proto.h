@@ -186,7 +186,10 @@ typedef struct em_put_target {
 typedef struct em_proto_ops {
     /**
      * Put one frame on the wire to @p peer: @p hdr (@p hlen bytes) followed by
-     * @p payload (@p plen bytes).  Both buffers are only valid during the call.
+     * @p payload (@p plen bytes).  @p hdr is the wire header, followed in the
+     * frames of an em_proto_sendv() head by those head bytes: the frame is
+     * the concatenation, and only its total length is bounded (frame_max).
+     * Both buffers are only valid during the call.
      * @return 0 when the frame was taken, -EM_EAGAIN when the link has no room
      *         (the protocol retries on a later call).
      */
