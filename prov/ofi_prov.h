@@ -68,7 +68,8 @@ typedef struct emo_params {
     int cq_spin_ns;    /**< a caller polling an empty CQ in a loop: keep progressing this
                             long before -FI_EAGAIN (ofi_cq.c, cq_spin); 0 = never */
     char *cc;          /**< "loss" (default), "delay", "off" */
-    int eager_max;     /**< largest message sent eagerly (copied), bytes */
+    int eager_max;     /**< largest message sent eagerly (copied), bytes; -1 = the link's
+                            default (emo_eager_max) */
     int id;            /**< endpoint id; -1 = from the launcher / random */
     int npeers;        /**< ids in the job; 0 = from the launcher / 256 */
     int first_contact; /**< peers made from their first message (ofi_contact.c); -1 = npeers */
@@ -76,6 +77,8 @@ typedef struct emo_params {
 
 extern emo_params_t emo_params;
 void emo_params_load(void);
+/** The eager limit (and inject size) in force: FI_ETHERMPI_EAGER_MAX, else the link's default. */
+size_t emo_eager_max(void);
 
 struct emo_fabric {
     struct fid_fabric fab;
