@@ -117,9 +117,10 @@ static bool cq_waits(const struct emo_cq *cq)
  * right after its last read, while a receive is posted, is waiting for a
  * message: progress on for up to FI_ETHERMPI_CQ_SPIN_NS before saying
  * -FI_EAGAIN.  MPICH's MPID_Progress_wait calls sched_yield() after every
- * read that found nothing; on a loaded host that hands the core to another
- * process, and a message that arrives meanwhile waits for the core to come
- * back (measured on memif: 1.5-2.1 us one-way under MPICH against 0.62 us
+ * progress test, one that completed the request too (docs/ofi.md "The
+ * floor MPICH sets"), so a read that found nothing costs one more yield;
+ * on a loaded host a yield hands the core to another process, and a
+ * message that arrives meanwhile waits for the core to come back (measured on memif: 1.5-2.1 us one-way under MPICH against 0.62 us
  * under Open MPI, which spins; 0.62-0.65 us with sched_yield made a no-op:
  * docs/ofi.md "Latency under MPICH").  Bounded, and only in a polling
  * loop: an application that reads the CQ now and then between computations

@@ -63,7 +63,7 @@ static const struct emo_pdef pdefs[] = {
     { "cq_spin_ns", FI_PARAM_INT, &emo_params.cq_spin_ns,
       "A caller that reads an empty CQ again within 20 us while a receive is posted (an MPI "
       "waiting for a message) is answered only after this many ns of progress without a "
-      "completion (MPICH yields the CPU after every empty read); default 2000; a CQ whose "
+      "completion (MPICH yields the CPU after every progress test); default 2000; a CQ whose "
       "spins mostly expire without a completion stops spinning (docs/ofi.md); 0 = answer at "
       "once" },
     { "ack_delay_us", FI_PARAM_INT, &emo_params.ack_delay_us, "Longest ACK delay, us" },
