@@ -311,6 +311,7 @@ void emo_data_fini(struct emo_ep *ep)
         emo_op_free(ep->ops[i]);
         ep->ops[i] = NULL;
     }
+    emo_op_cache_drain(ep);
 }
 
 /* ---- fi_ops_msg / fi_ops_tagged ---------------------------------------------- */

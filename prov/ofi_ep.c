@@ -595,6 +595,9 @@ int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
     ep->dom = container_of_emo(domain, struct emo_domain, dom);
     ep->info = fi_dupinfo(info);
     ep->eager_max = emo_eager_max();
+    ep->op_large_cap = ep->eager_max <= EMO_OP_CACHE_EAGER
+                           ? EMO_HDR_LEN + EMO_ADDR_LEN + ep->eager_max
+                           : 0;
     ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
     ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
     emo_queue_init(&ep->posted_tag);

@@ -185,9 +185,18 @@ typedef struct emo_op {
     em_region_handle_t reg; /**< rendezvous receive: its registration */
     bool watched;           /**< RTS waiting for CTS, RRECV waiting for FIN: a liveness
                                  watch of the peer is held (emo_watch) */
-    size_t msg_len;         /**< bytes of msg[] */
+    size_t msg_len;         /**< bytes of msg[] in use */
+    size_t msg_cap;         /**< bytes of msg[] allocated (EMO_OP_LARGE: from the cache) */
     uint8_t msg[];          /**< what the engine sends: header (+ eager payload) */
 } emo_op_t;
+
+/** Ops with msg[] of at least EMO_OP_LARGE bytes are allocated with room
+ *  for the largest eager message and up to EMO_OP_CACHE of them are kept
+ *  per endpoint when freed: 64 x (16 KiB + 112 B) at most on kernel UDP's
+ *  default, never with an eager limit over EMO_OP_CACHE_EAGER (4 MiB). */
+#define EMO_OP_LARGE       1024u
+#define EMO_OP_CACHE       64u
+#define EMO_OP_CACHE_EAGER 65536u
 
 /** A posted receive. */
 typedef struct emo_rx {
@@ -254,6 +263,13 @@ struct emo_ep {
     uint16_t *op_gen;
     uint32_t ops_cap, ops_free;
     size_t eager_max;
+    /* freed large ops kept for the next (emo_op_new): a window of eager
+     * sends freed at once made glibc trim and regrow its heap, a page fault
+     * per page of every large send */
+    emo_op_t *op_cache[EMO_OP_CACHE];
+    unsigned op_cached;
+    size_t op_large_cap; /**< msg[] room of a large op: the largest eager message with
+                              header and address; 0 = no cache (eager limit over 64 KiB) */
     int in_progress;
     emo_ep_stats_t st;
 };

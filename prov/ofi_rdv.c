@@ -20,14 +20,24 @@
 
 /* ---- operations and cookies ------------------------------------------------ */
 
+/* msg[] is left unset: every caller writes all msg_len bytes of it
+ * (header, address, payload). */
 emo_op_t *emo_op_new(struct emo_ep *ep, int kind, size_t msg_len)
 {
-    emo_op_t *op = calloc(1, sizeof *op + msg_len);
-    if (!op)
+    size_t cap = msg_len;
+    emo_op_t *op = NULL;
+    if (msg_len >= EMO_OP_LARGE && msg_len <= ep->op_large_cap) {
+        cap = ep->op_large_cap;
+        if (ep->op_cached)
+            op = ep->op_cache[--ep->op_cached];
+    }
+    if (!op && !(op = malloc(sizeof *op + cap)))
         return NULL;
+    memset(op, 0, sizeof *op);
     op->ep = ep;
     op->kind = kind;
     op->msg_len = msg_len;
+    op->msg_cap = cap;
     return op;
 }
 
@@ -36,7 +46,18 @@ void emo_op_free(emo_op_t *op)
     if (!op)
         return;
     free(op->puts);
+    struct emo_ep *ep = op->ep;
+    if (ep->op_large_cap && op->msg_cap == ep->op_large_cap && ep->op_cached < EMO_OP_CACHE) {
+        ep->op_cache[ep->op_cached++] = op;
+        return;
+    }
     free(op);
+}
+
+void emo_op_cache_drain(struct emo_ep *ep)
+{
+    while (ep->op_cached)
+        free(ep->op_cache[--ep->op_cached]);
 }
 
 #define COOKIE_IDX_BITS 20u

@@ -11,6 +11,8 @@
 
 emo_op_t *emo_op_new(struct emo_ep *ep, int kind, size_t msg_len);
 void emo_op_free(emo_op_t *op);
+/** Free the ops kept for reuse (endpoint close). */
+void emo_op_cache_drain(struct emo_ep *ep);
 /** Give @p op a cookie (index + generation).  @return 0 or a negative fi_errno. */
 int emo_cookie_add(struct emo_ep *ep, emo_op_t *op);
 /** The operation @p cookie names, if it belongs to @p peer and is of @p kind;
