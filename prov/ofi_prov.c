@@ -72,7 +72,7 @@ static const struct emo_pdef pdefs[] = {
     { "cc", FI_PARAM_STRING, &emo_params.cc, "Congestion control: loss (default), delay, off" },
     { "eager_max", FI_PARAM_INT, &emo_params.eager_max,
       "Largest message sent eagerly (copied once each side); larger ones use rendezvous "
-      "(a put into the receiver's buffer).  Also the inject size.  Default: 16384 on kernel "
+      "(a put into the receiver's buffer).  Also the inject size.  Default: 32768 on kernel "
       "UDP (where a rendezvous costs two more kernel crossings each way), 8192 on dpdk and emd; "
       "0 = every message by rendezvous" },
     { "id", FI_PARAM_INT, &emo_params.id,
@@ -116,13 +116,14 @@ void emo_params_load(void)
 
 /* Eager limits when FI_ETHERMPI_EAGER_MAX is unset (docs/ofi.md, "Eager
  * limit").  Over kernel UDP every rendezvous leg (RTS, CTS) is a trip
- * through both kernels, about 5 us on the emulated cluster: a 16 KiB
- * message took 1.7-2.1x each MPI's tcp path by rendezvous and 0.6-1.0x
- * eagerly, at the same bandwidth.  At 32 KiB the eager copies cost more
- * bandwidth (0.3-0.8x tcp against 0.55-0.9x) than the saved legs win.  On
- * the bypass links a leg costs well under a microsecond and the
- * rendezvous' zero-copy put pays from 8 KiB on. */
-#define EMO_EAGER_UDP     16384
+ * through both kernels, about 5 us on the emulated cluster: with an 8 KiB
+ * limit 16 KiB took 1.7-2.1x each MPI's tcp path, with 16 KiB 32 KiB took
+ * 1.2-1.3x; eagerly 0.45-0.9x.  Eager bandwidth at 32 KiB is 1.1-1.8x tcp
+ * since large send buffers are reused (emo_op_new); before that, copies
+ * and heap churn made a 32 KiB limit cost bandwidth.  On the bypass links
+ * a leg costs well under a microsecond and the rendezvous' zero-copy put
+ * pays from 8 KiB on. */
+#define EMO_EAGER_UDP     32768
 #define EMO_EAGER_DEFAULT 8192
 
 size_t emo_eager_max(void)
