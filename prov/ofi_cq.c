@@ -120,8 +120,9 @@ static bool cq_waits(const struct emo_cq *cq)
  * progress test, one that completed the request too (docs/ofi.md "The
  * floor MPICH sets"), so a read that found nothing costs one more yield;
  * on a loaded host a yield hands the core to another process, and a
- * message that arrives meanwhile waits for the core to come back (measured on memif: 1.5-2.1 us one-way under MPICH against 0.62 us
- * under Open MPI, which spins; 0.62-0.65 us with sched_yield made a no-op:
+ * message that arrives meanwhile waits for the core to come back
+ * (measured on memif: 1.5-2.1 us one-way under MPICH against 0.62 us under
+ * Open MPI, which spins; 0.62-0.65 us with sched_yield made a no-op:
  * docs/ofi.md "Latency under MPICH").  Bounded, and only in a polling
  * loop: an application that reads the CQ now and then between computations
  * (gaps over EMO_SPIN_GAP_NS) is answered at once.

@@ -192,8 +192,9 @@ typedef struct emo_op {
 
 /** Ops with msg[] of at least EMO_OP_LARGE bytes are allocated with room
  *  for the largest eager message and up to EMO_OP_CACHE of them are kept
- *  per endpoint when freed: 64 x (32 KiB + 112 B) at most on kernel UDP's
- *  default, never with an eager limit over EMO_OP_CACHE_EAGER (4 MiB). */
+ *  per endpoint when freed: 64 x (32 KiB + 112 B) at most with kernel
+ *  UDP's default, 64 x (64 KiB + 112 B) at most at all; no cache with an
+ *  eager limit over EMO_OP_CACHE_EAGER. */
 #define EMO_OP_LARGE       1024u
 #define EMO_OP_CACHE       64u
 #define EMO_OP_CACHE_EAGER 65536u
