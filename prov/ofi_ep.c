@@ -177,7 +177,7 @@ static int expand_spec(const char *spec, char *out, size_t len, char *err, size_
 
 static em_link_t *open_link(char *err, size_t errlen)
 {
-    const char *l = emo_params.link ? emo_params.link : "udp";
+    const char *l = emo_link_name();
     if (0 == strcmp(l, "udp")) {
         em_udp_cfg_t c = { .iface = emo_params.iface,
                            .mtu = emo_params.mtu > 0 ? (uint32_t)emo_params.mtu : 0,
@@ -595,9 +595,10 @@ int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
     ep->dom = container_of_emo(domain, struct emo_domain, dom);
     ep->info = fi_dupinfo(info);
     ep->eager_max = emo_eager_max();
-    ep->op_large_cap = ep->eager_max <= EMO_OP_CACHE_EAGER
-                           ? EMO_HDR_LEN + EMO_ADDR_LEN + ep->eager_max
-                           : 0;
+    /* the op cache (emo_op_new): only ops of EMO_OP_LARGE bytes or more
+     * come from it, so a room below that would only hoard small ops */
+    size_t large = EMO_HDR_LEN + EMO_ADDR_LEN + ep->eager_max;
+    ep->op_large_cap = ep->eager_max <= EMO_OP_CACHE_EAGER && large >= EMO_OP_LARGE ? large : 0;
     ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
     ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
     emo_queue_init(&ep->posted_tag);

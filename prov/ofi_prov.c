@@ -126,12 +126,13 @@ void emo_params_load(void)
 #define EMO_EAGER_UDP     32768
 #define EMO_EAGER_DEFAULT 8192
 
+const char *emo_link_name(void) { return emo_params.link ? emo_params.link : "udp"; }
+
 size_t emo_eager_max(void)
 {
     if (emo_params.eager_max >= 0)
         return (size_t)emo_params.eager_max;
-    const char *l = emo_params.link ? emo_params.link : "udp";
-    return 0 == strcmp(l, "udp") ? EMO_EAGER_UDP : EMO_EAGER_DEFAULT;
+    return 0 == strcmp(emo_link_name(), "udp") ? EMO_EAGER_UDP : EMO_EAGER_DEFAULT;
 }
 
 /* ---- shared no-op methods -------------------------------------------- */

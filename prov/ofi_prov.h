@@ -77,6 +77,8 @@ typedef struct emo_params {
 
 extern emo_params_t emo_params;
 void emo_params_load(void);
+/** FI_ETHERMPI_LINK: "udp" (the default), "dpdk" or "emd". */
+const char *emo_link_name(void);
 /** The eager limit (and inject size) in force: FI_ETHERMPI_EAGER_MAX, else the link's default. */
 size_t emo_eager_max(void);
 
@@ -270,7 +272,8 @@ struct emo_ep {
     emo_op_t *op_cache[EMO_OP_CACHE];
     unsigned op_cached;
     size_t op_large_cap; /**< msg[] room of a large op: the largest eager message with
-                              header and address; 0 = no cache (eager limit over 64 KiB) */
+                              header and address; 0 = no cache (eager limit over 64 KiB,
+                              or too small for any op of EMO_OP_LARGE bytes) */
     int in_progress;
     emo_ep_stats_t st;
 };
