@@ -48,6 +48,16 @@ void em_proto_cfg_default(em_proto_cfg_t *cfg)
     };
 }
 
+uint16_t em_proto_window_for(uint32_t kib, uint32_t frame_max)
+{
+    uint64_t frames = frame_max ? ((uint64_t)kib * 1024 + frame_max - 1) / frame_max : 64;
+    if (frames < 64)
+        frames = 64;
+    if (frames > EM_WINDOW_MAX)
+        frames = EM_WINDOW_MAX;
+    return (uint16_t)frames;
+}
+
 const char *em_strerror(int err)
 {
     switch (err < 0 ? -err : err) {

@@ -175,6 +175,15 @@ typedef struct em_proto_flow {
 /** Fill @p cfg with the defaults (see docs/design.md for how they were chosen). */
 void em_proto_cfg_default(em_proto_cfg_t *cfg);
 
+/**
+ * A window in bytes, as frames: about @p kib KiB in flight at frames of
+ * @p frame_max bytes, never under 64 frames nor over EM_WINDOW_MAX (64
+ * frames are 94 KB at MTU 1500, which bounded a peer's bandwidth there,
+ * and 576 KB at 9000: docs/design.md "link_udp").  @p frame_max 0: 64.
+ * What the rudp BTL's and the provider's window 0 mean.
+ */
+uint16_t em_proto_window_for(uint32_t kib, uint32_t frame_max);
+
 /** Target of a put, as carried in the put extension header. */
 typedef struct em_put_target {
     uint32_t region; /**< receiver's region id */

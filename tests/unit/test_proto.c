@@ -581,6 +581,21 @@ static void test_timeout_streak_waits_before_resending(void **st)
 
 /* The frame counters' text is read by tools/compare.py (spurious_retx):
  * pinned word for word, and cut short by a small buffer. */
+/* A window in bytes as frames (the rudp BTL's and the provider's window 0):
+ * 384 KiB is 263 frames of 1500 B (capped at EM_WINDOW_MAX), 44 of 9000
+ * (raised to the 64-frame floor), 116 of 3402 (AF_XDP's largest MTU). */
+static void test_window_for_bytes(void **st)
+{
+    (void)st;
+    assert_int_equal(em_proto_window_for(384, 1500), EM_WINDOW_MAX);
+    assert_int_equal(em_proto_window_for(384, 9000), 64);
+    assert_int_equal(em_proto_window_for(384, 3402), 116); /* 393216 / 3402 = 115.6: rounded up */
+    assert_int_equal(em_proto_window_for(192, 1500), 132);
+    assert_int_equal(em_proto_window_for(0, 1500), 64);
+    assert_int_equal(em_proto_window_for(384, 0), 64);
+    assert_int_equal(em_proto_window_for(UINT32_MAX, 1), EM_WINDOW_MAX); /* no overflow */
+}
+
 static void test_stats_frames_text(void **st)
 {
     em_proto_stats_t s = { .tx_frames = 11,
@@ -1056,6 +1071,7 @@ int main(void)
         cmocka_unit_test(test_timeout_streak_waits_before_resending),
         cmocka_unit_test(test_rtt_samples_exclude_timeouts),
         cmocka_unit_test(test_stats_frames_text),
+        cmocka_unit_test(test_window_for_bytes),
         cmocka_unit_test(test_progress_resets_backoff),
         cmocka_unit_test(test_adaptive_rto_follows_rtt_and_karn),
         cmocka_unit_test(test_foreign_frames_dropped_and_counted),

@@ -50,19 +50,6 @@ void em_btl_add_help_dir(const void *symbol_in_component)
     }
 }
 
-/* window 0: about @p kb KiB in flight at this MTU, 64 .. EM_WINDOW_MAX
- * frames (docs/design.md "link_udp": 64 frames are 94 KB at MTU 1500, the
- * bound of rudp's bandwidth there; at 9000 they are 576 KB already). */
-static unsigned auto_window(int kb, uint32_t mtu)
-{
-    uint64_t frames = mtu ? ((uint64_t)kb * 1024 + mtu - 1) / mtu : 64;
-    if (frames < 64)
-        frames = 64;
-    if (frames > EM_WINDOW_MAX)
-        frames = EM_WINDOW_MAX;
-    return (unsigned)frames;
-}
-
 /* One link's module: engine, endpoints, fragment sizes. */
 static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, em_recovery_t rec,
                         char *err, size_t errlen)
@@ -84,8 +71,9 @@ static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, em_
     cfg.self = (uint16_t)OPAL_PROC_MY_NAME.vpid;
     cfg.npeers = (uint16_t)jsize;
     cfg.frame_max = link->mtu;
-    cfg.window = (uint16_t)(params->window ? params->window
-                                           : auto_window(params->window_kb, link->mtu));
+    cfg.window = (uint16_t)(params->window
+                                ? params->window
+                                : em_proto_window_for((uint32_t)params->window_kb, link->mtu));
     cfg.recovery = rec;
     cfg.rto_ns = (uint64_t)params->rto_us * 1000u;
     cfg.rto_min_ns = (uint64_t)params->rto_min_us * 1000u;
