@@ -230,11 +230,12 @@ static int make_engine(struct emo_ep *ep, char *err, size_t errlen)
 {
     em_proto_cfg_t cfg;
     em_proto_cfg_default(&cfg);
-    if (em_cc_mode_parse(emo_params.cc) < 0 || emo_params.window < 1 ||
-        emo_params.window > (int)EM_WINDOW_MAX) {
+    int window = emo_window(ep->link->mtu);
+    if (em_cc_mode_parse(emo_params.cc) < 0 || window < 1) {
         snprintf(err, errlen,
-                 "FI_ETHERMPI_CC must be loss, delay or off and "
-                 "FI_ETHERMPI_WINDOW 1 to 64");
+                 "FI_ETHERMPI_CC must be loss, delay or off, FI_ETHERMPI_WINDOW 0 to %u, and "
+                 "FI_ETHERMPI_WINDOW_KB over 0 where the window is 0",
+                 EM_WINDOW_MAX);
         return -1;
     }
     cfg.peers_need_set = 1;
@@ -244,7 +245,7 @@ static int make_engine(struct emo_ep *ep, char *err, size_t errlen)
     cfg.self = ep->self.id;
     cfg.npeers = ep->npeers;
     cfg.frame_max = ep->link->mtu;
-    cfg.window = (uint16_t)emo_params.window;
+    cfg.window = (uint16_t)window;
     cfg.rto_ns = (uint64_t)emo_params.rto_us * 1000u;
     cfg.rto_min_ns = (uint64_t)emo_params.rto_min_us * 1000u;
     cfg.rto_max_ns = (uint64_t)emo_params.rto_max_us * 1000u;

@@ -47,7 +47,13 @@ static const struct emo_pdef pdefs[] = {
       "dpdk: extra EAL arguments, e.g. '-a 0000:3b:00.0' (as btl_dpdk_eal_args)" },
     { "emd_socket", FI_PARAM_STRING, &emo_params.emd_socket,
       "emd: the daemon's control socket (as btl_dpdk_emd_socket)" },
-    { "window", FI_PARAM_INT, &emo_params.window, "Frames in flight per peer (1-64)" },
+    { "window", FI_PARAM_INT, &emo_params.window,
+      "Frames in flight per peer, 1-256; 0 = sized from FI_ETHERMPI_WINDOW_KB at the link's "
+      "frame size (64-256 frames).  Default: 0 on kernel UDP (as btl_rudp_window), 64 on dpdk "
+      "and emd" },
+    { "window_kb", FI_PARAM_INT, &emo_params.window_kb,
+      "With window 0: about this many KiB in flight per peer (as btl_rudp_window_kb); "
+      "default 384" },
     { "rto_us", FI_PARAM_INT, &emo_params.rto_us, "First retransmit timeout, microseconds" },
     { "rto_min_us", FI_PARAM_INT, &emo_params.rto_min_us, "Smallest retransmit timeout, us" },
     { "rto_max_us", FI_PARAM_INT, &emo_params.rto_max_us, "Largest retransmit timeout, us" },
@@ -94,7 +100,8 @@ void emo_params_load(void)
     loaded = 1;
     emo_params = (emo_params_t){
         .link = "udp",
-        .window = 64,
+        .window = -1, /* the link's: emo_window() */
+        .window_kb = 384,
         .rto_us = 1000,
         .rto_min_us = 200,
         .rto_max_us = 1000000,
@@ -133,6 +140,23 @@ size_t emo_eager_max(void)
     if (emo_params.eager_max >= 0)
         return (size_t)emo_params.eager_max;
     return 0 == strcmp(emo_link_name(), "udp") ? EMO_EAGER_UDP : EMO_EAGER_DEFAULT;
+}
+
+/* Windows when FI_ETHERMPI_WINDOW is unset: as the BTLs of the same links.
+ * Over kernel UDP a window in bytes (rudp's 384 KiB): 64 frames are 94 KB
+ * at MTU 1500, and bounded the provider's rendezvous there (docs/ofi.md
+ * "MTU 1500").  The bypass links keep the 64 frames they were measured
+ * with (the dpdk BTL's default is 32). */
+#define EMO_WINDOW_DEFAULT 64
+
+int emo_window(uint32_t frame_max)
+{
+    int w = emo_params.window;
+    if (w < 0)
+        w = 0 == strcmp(emo_link_name(), "udp") ? 0 : EMO_WINDOW_DEFAULT;
+    if (w > (int)EM_WINDOW_MAX || (w == 0 && emo_params.window_kb <= 0))
+        return -1;
+    return w ? w : em_proto_window_for((uint32_t)emo_params.window_kb, frame_max);
 }
 
 /* ---- shared no-op methods -------------------------------------------- */

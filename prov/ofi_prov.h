@@ -63,7 +63,9 @@ typedef struct emo_params {
     char *vdev;       /**< dpdk: devargs, "@FILE", %h (btl_dpdk_vdev) */
     char *eal_args;   /**< dpdk: extra EAL arguments (btl_dpdk_eal_args) */
     char *emd_socket; /**< emd: the daemon's control socket (btl_dpdk_emd_socket) */
-    int window, rto_us, rto_min_us, rto_max_us, retries, ack_delay_us, rx_mem_mb;
+    int window; /**< frames in flight per peer; -1 = the link's, 0 = from window_kb (emo_window) */
+    int window_kb; /**< window 0: about this many KiB in flight per peer */
+    int rto_us, rto_min_us, rto_max_us, retries, ack_delay_us, rx_mem_mb;
     int live_us;       /**< liveness watch idle time, us; -1 = rto_max_us, 0 = off */
     int cq_spin_ns;    /**< a caller polling an empty CQ in a loop: keep progressing this
                             long before -FI_EAGAIN (ofi_cq.c, cq_spin); 0 = never */
@@ -81,6 +83,9 @@ void emo_params_load(void);
 const char *emo_link_name(void);
 /** The eager limit (and inject size) in force: FI_ETHERMPI_EAGER_MAX, else the link's default. */
 size_t emo_eager_max(void);
+/** The engine's window for frames of @p frame_max bytes (FI_ETHERMPI_WINDOW,
+ *  _WINDOW_KB and the link's default); -1 when they are out of range. */
+int emo_window(uint32_t frame_max);
 
 struct emo_fabric {
     struct fid_fabric fab;
