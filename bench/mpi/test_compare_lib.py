@@ -262,7 +262,8 @@ class RunnerTests(unittest.TestCase):
         self.assertEqual(names, ["latency", "burst@2:1", "latency,rdv=own-queue", "latency,rdv=daemon",
                                  "latency,mtu=1500", "latency,mtu=9000", "latency,framing=l2",
                                  "latency,framing=udp", "latency,mpi=ompi4", "latency,mpi=ompi5",
-                                 "latency,mpi=mpich5"])
+                                 "latency,mpi=mpich5", "latency,mpi=ompi4,mtu=1500",
+                                 "latency,mpi=ompi5,mtu=1500", "latency,mpi=mpich5,mtu=1500"])
         self.assertEqual(len(runner.select(runner.BENCHMARKS, None, lambda b: [b.name], "b")),
                          len(runner.BENCHMARKS))
         with self.assertRaises(SystemExit):
@@ -482,10 +483,16 @@ class MtuTests(unittest.TestCase):
     def test_select_mtu_rows(self):
         allb = runner.BENCHMARKS
         only = runner.select_mtu_rows(allb, True, None, False)
+        # the MTU rows, and the mpi rows at MTU 1500 (--mpi-rows picks those)
         self.assertEqual(sorted(b.label for b in only), sorted(
-            "%s,mtu=%d" % (n, m) for n in ("latency", "bw", "bibw") for m in (1500, 9000)))
+            ["%s,mtu=%d" % (n, m) for n in ("latency", "bw", "bibw") for m in (1500, 9000)] +
+            ["%s,mpi=%s,mtu=1500" % (n, m) for n in ("latency", "bw", "bibw")
+             for m in ("ompi4", "ompi5", "mpich5")]))
+        self.assertEqual([b.label for b in runner.select_mpi_rows(only, False)
+                          if b.name == "bw"], ["bw,mtu=1500", "bw,mtu=9000"])
         self.assertEqual([b.label for b in runner.select_mtu_rows(
-            runner.select(allb, "bw", lambda b: [b.name, b.label], "b"), True, "1500", False)],
+            runner.select_mpi_rows(runner.select(allb, "bw", lambda b: [b.name, b.label], "b"),
+                                   False), True, "1500", False)],
             ["bw,mtu=1500"])
         none = runner.select_mtu_rows(allb, False, None, True)
         self.assertFalse(any("mtu" in b.fields for b in none))
@@ -545,6 +552,18 @@ class MpiRowsTests(unittest.TestCase):
         self.assertIn("dpdk-memif", got["ompi4"])  # the BTL under the MPI it loads into
         self.assertNotIn("dpdk-memif", got["ompi5"])
         self.assertIn("runs under", TR["tcp"].not_applicable(BY_LABEL["latency,mpi=mpich5"], 2))
+
+    def test_mpi_rows_at_mtu_1500_are_for_the_real_wires(self):
+        b = BY_LABEL["latency,mpi=mpich5,mtu=1500"]
+        names = {t.name for t, _ in runner.combos(runner.TRANSPORTS, [b])}
+        self.assertEqual(names, {"ofi-tcp", "ofi-ethermpi-udp", "ofi-ethermpi-afxdp"})
+        b4 = BY_LABEL["bw,mpi=ompi4,mtu=1500"]
+        self.assertIn("tcp", {t.name for t, _ in runner.combos(runner.TRANSPORTS, [b4])})
+        # the memif cable has no MTU to choose; the row's cluster is at 1500
+        self.assertNotIn("ofi-ethermpi-memif",
+                         {t.name for t, _ in runner.combos(runner.TRANSPORTS, [b4])})
+        self.assertEqual(TR["ofi-ethermpi-udp"].up_args_for(b4)[-2:], ["--mtu", "1500"])
+        self.assertEqual(TR["ofi-ethermpi-udp"].row_fields(b4)["mtu"], 1500)
 
     def test_mpi_rows_only_with_the_option(self):
         allb = list(runner.BENCHMARKS)

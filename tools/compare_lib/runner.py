@@ -256,7 +256,7 @@ TRANSPORTS = [
     # issue 16: libfabric's tcp;ofi_rxm, MPICH's own tcp path (ch4:ofi) and
     # the reference for the ethermpi provider under every MPI
     Transport("ofi-tcp", OFI_MCA, env={"FI_PROVIDER": "tcp;ofi_rxm", "FI_TCP_IFACE": "{iface}"},
-              mpis=MPIS, mpi_rows_only=True,
+              mpis=MPIS, mpi_rows_only=True, mtu_variants=True,
               note="libfabric tcp;ofi_rxm (Open MPI mtl ofi, MPICH ch4:ofi)"),
     # the ethermpi provider (prov/, docs/ofi.md) under every MPI: on kernel
     # UDP over the veth, on the memif cable (DPDK; one process owns its
@@ -264,6 +264,7 @@ TRANSPORTS = [
     Transport("ofi-ethermpi-udp", ETHERMPI_MCA,
               env=dict(ETHERMPI_ENV, FI_ETHERMPI_IF_INCLUDE="{iface}"),
               requires=["{build}/prov/libethermpi-fi.so"], mpis=MPIS, mpi_rows_only=True,
+              mtu_variants=True,
               note="ethermpi libfabric provider on kernel UDP"),
     Transport("ofi-ethermpi-memif", ETHERMPI_MCA,
               env=dict(ETHERMPI_ENV, FI_ETHERMPI_LINK="dpdk",
@@ -276,6 +277,7 @@ TRANSPORTS = [
                        FI_ETHERMPI_VDEV="@/run/ethermpi/{prefix}/dpdk/%h.afxdp"),
               requires=["{build}/prov/libethermpi-fi.so"], mpis=MPIS, mpi_rows_only=True,
               per_node=1, up_args=["--mtu", str(AFXDP_MAX_MTU)],
+              mtu_variants=True, max_mtu=AFXDP_MAX_MTU, max_mtu_note=AFXDP_MTU_NOTE,
               note="ethermpi libfabric provider over AF_XDP on the veth"),
 ]
 
@@ -447,6 +449,13 @@ BENCHMARKS = [
     for name, prog, unit in (("latency", "em_latency", "us"), ("bw", "em_bw", "MB/s"),
                              ("bibw", "em_bibw", "MB/s"))
     for mpi in MPIS
+] + [
+    # ... and at MTU 1500, Ethernet's default, on the transports with MTU
+    # rows (the rows without mtu ran at DEFAULT_MTU).  With --mpi-rows.
+    Benchmark(name, prog, 2, unit, fields={"mpi": mpi, "mtu": 1500}, up_args=["--mtu", "1500"])
+    for name, prog, unit in (("latency", "em_latency", "us"), ("bw", "em_bw", "MB/s"),
+                             ("bibw", "em_bibw", "MB/s"))
+    for mpi in MPIS
 ]
 
 
@@ -474,7 +483,7 @@ def combos(transports, benches):
     do not run under that MPI, and the non-mpi rows of mpi_rows_only ones."""
     def has(t, b):
         if "mpi" in b.fields:
-            return b.fields["mpi"] in t.mpis
+            return b.fields["mpi"] in t.mpis and ("mtu" not in b.fields or t.mtu_variants)
         return not t.mpi_rows_only and ("mtu" not in b.fields or t.mtu_variants)
     return [(t, b) for t in transports for b in benches if has(t, b)]
 
