@@ -348,9 +348,10 @@ int em_engine_send(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag
 }
 
 int em_engine_sendv(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *head,
-                    size_t head_len, const void *buf, size_t len, void *ctx)
+                    size_t head_len, const void *buf, size_t len, unsigned flags, void *ctx)
 {
-    int rc = em_proto_sendv(e->proto, op, peer, tag, head, head_len, buf, len, ctx, em_now_ns());
+    int rc = em_proto_sendv(e->proto, op, peer, tag, head, head_len, buf, len, flags, ctx,
+                            em_now_ns());
     if (rc == 0)
         flush_tx(e);
     return rc;

@@ -125,9 +125,10 @@ int em_engine_progress(em_engine_t *e);
 /** Send a message (see em_proto_send()); @p op and @p buf stay valid until completion. */
 int em_engine_send(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *buf,
                    size_t len, void *ctx);
-/** Send @p head, then @p buf, as one message (see em_proto_sendv()). */
+/** Send @p head, then @p buf, as one message; @p flags 0 or EM_SEND_ACK_LAST
+ *  (see em_proto_sendv()). */
 int em_engine_sendv(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *head,
-                    size_t head_len, const void *buf, size_t len, void *ctx);
+                    size_t head_len, const void *buf, size_t len, unsigned flags, void *ctx);
 /** Write @p len bytes at @p offset of the peer's region @p h. */
 int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint16_t peer, const em_region_handle_t *h,
                   uint64_t offset, const void *buf, size_t len, void *ctx);

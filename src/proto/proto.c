@@ -338,9 +338,11 @@ _Static_assert(EM_PROTO_HEAD_MAX <= UINT8_MAX, "em_proto_op_t::head_len is one b
 
 static int submit(struct em_proto *p, em_proto_op_t *op, uint16_t peer, uint8_t type, uint8_t tag,
                   const em_put_target_t *t, const void *head, size_t head_len, const void *buf,
-                  size_t len, void *ctx, uint64_t now)
+                  size_t len, unsigned flags, void *ctx, uint64_t now)
 {
     if (peer >= p->cfg.npeers || peer == p->cfg.self || !op || (len && !buf))
+        return -EM_EINVAL;
+    if (flags & ~EM_SEND_ACK_LAST)
         return -EM_EINVAL;
     if (head_len > EM_PROTO_HEAD_MAX || (head_len && !head))
         return -EM_EINVAL;
@@ -363,6 +365,7 @@ static int submit(struct em_proto *p, em_proto_op_t *op, uint16_t peer, uint8_t 
         .type = type,
         .tag = tag,
         .msg_id = pe->next_msg_id++,
+        .ack_last = (flags & EM_SEND_ACK_LAST) != 0,
         .frag_cnt = len == 0 ? 1 : (uint16_t)((len + pl - 1) / pl),
     };
     if (t)
@@ -381,13 +384,14 @@ static int submit(struct em_proto *p, em_proto_op_t *op, uint16_t peer, uint8_t 
 int em_proto_send(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *buf,
                   size_t len, void *ctx, uint64_t now)
 {
-    return submit(p, op, peer, EM_PT_DATA, tag, NULL, NULL, 0, buf, len, ctx, now);
+    return submit(p, op, peer, EM_PT_DATA, tag, NULL, NULL, 0, buf, len, 0, ctx, now);
 }
 
 int em_proto_sendv(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *head,
-                   size_t head_len, const void *buf, size_t len, void *ctx, uint64_t now)
+                   size_t head_len, const void *buf, size_t len, unsigned flags, void *ctx,
+                   uint64_t now)
 {
-    return submit(p, op, peer, EM_PT_DATA, tag, NULL, head, head_len, buf, len, ctx, now);
+    return submit(p, op, peer, EM_PT_DATA, tag, NULL, head, head_len, buf, len, flags, ctx, now);
 }
 
 int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint16_t peer, const em_put_target_t *t,
@@ -395,7 +399,7 @@ int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint16_t peer, const em_put_t
 {
     if (!t || t->offset > UINT64_MAX - len)
         return -EM_EINVAL;
-    return submit(p, op, peer, EM_PT_PUT, 0, t, NULL, 0, buf, len, ctx, now);
+    return submit(p, op, peer, EM_PT_PUT, 0, t, NULL, 0, buf, len, 0, ctx, now);
 }
 
 /** Is the frame's source address @p src the claimed peer's, and is the peer

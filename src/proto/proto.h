@@ -252,6 +252,7 @@ typedef struct em_proto_op {
     uint8_t type;
     uint8_t tag;
     uint8_t head_len;
+    uint8_t ack_last; /* EM_SEND_ACK_LAST */
     em_put_target_t target;
 } em_proto_op_t;
 
@@ -342,10 +343,24 @@ int em_proto_send(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag, 
  * frame is taken from @p buf where it lies.  This lets an MPI message leave
  * from the user's buffer behind a header the MPI built elsewhere.  Both
  * pieces stay valid and unchanged until the complete callback.
- * @return as em_proto_send(); -EM_EINVAL also for a head that is too long.
+ * @p flags: 0 or EM_SEND_ACK_LAST.
+ * @return as em_proto_send(); -EM_EINVAL also for a head that is too long
+ *         or an unknown flag.
  */
 int em_proto_sendv(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *head,
-                   size_t head_len, const void *buf, size_t len, void *ctx, uint64_t now);
+                   size_t head_len, const void *buf, size_t len, unsigned flags, void *ctx,
+                   uint64_t now);
+
+/**
+ * em_proto_sendv() flag: the message's last frame asks the receiver to
+ * acknowledge at once (EM_F_ACKNOW), in the poll that delivers it, rather
+ * than after ack_delay_ns or on its next frame back.  For a sender whose
+ * application waits on this completion while the receiver, once it has the
+ * message, may stop driving progress (libfabric's fi_send under manual
+ * progress: fi_pingpong's last pong waited forever for a delayed ACK).  It
+ * costs the receiver a standalone ACK per message.
+ */
+#define EM_SEND_ACK_LAST 1u
 
 /**
  * Write @p len bytes into @p peer's region described by @p t.  Completion means

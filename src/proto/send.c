@@ -51,7 +51,9 @@ int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags,
     uint32_t len = op->len - off < pl ? op->len - off : pl;
     uint8_t hbuf[EM_HDR_LEN + EM_PUT_EXT_LEN + EM_PROTO_HEAD_MAX];
 
-    if (op->type == EM_PT_PUT && s->frag_no == op->frag_cnt - 1)
+    /* the last frame of a put (its completion, and so MPI's FIN, waits on
+     * the ACK), or of a message whose sender asked (EM_SEND_ACK_LAST) */
+    if ((op->type == EM_PT_PUT || op->ack_last) && s->frag_no == op->frag_cnt - 1)
         flags |= EM_F_ACKNOW;
     em_hdr_t h = {
         .type = op->type,

@@ -75,8 +75,10 @@ static void submit_more(struct run *r, unsigned s)
                 h = m->len;
             memcpy(m->head, m->buf, h);
             memset(m->buf, 0xEE, h);
+            /* every third asks for an immediate ACK of its last frame */
             rc = em_proto_sendv(em_simnet_proto(r->net, s), &m->op, 0, (uint8_t)(i & 0xff), m->head,
-                                h, m->buf + h, m->len - h, m, em_simnet_now(r->net));
+                                h, m->buf + h, m->len - h, i % 3 == 0 ? EM_SEND_ACK_LAST : 0, m,
+                                em_simnet_now(r->net));
         } else {
             rc = em_proto_send(em_simnet_proto(r->net, s), &m->op, 0, (uint8_t)(i & 0xff), m->buf,
                                m->len, m, em_simnet_now(r->net));

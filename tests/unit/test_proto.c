@@ -149,6 +149,65 @@ static void test_fragmentation_and_window(void **st)
     em_proto_destroy(x.p);
 }
 
+/* EM_SEND_ACK_LAST: the last frame of the message, and only it, asks for an
+ * immediate ACK; the receiver sends it in the poll that delivers the message
+ * (a sender's application may wait on that ACK while the receiver's stops
+ * driving progress once it has the message) */
+static void test_ack_last_frame_acked_in_the_same_poll(void **st)
+{
+    struct fx x;
+    em_proto_op_t op;
+    static uint8_t big[2500];
+    static const uint8_t head[8] = "head....";
+    mk(&x, EM_RECOVERY_SR, 0);
+    x.cfg.cc = EM_CC_OFF; /* no congestion-control ACK requests in the way */
+    remk(&x);
+    assert_int_equal(em_proto_sendv(x.p, &op, 1, 0, head, sizeof head, big, sizeof big,
+                                    EM_SEND_ACK_LAST, NULL, 0),
+                     0);
+    assert_int_equal(x.c.nf, 3);
+    assert_false(x.c.f[0].h.flags & EM_F_ACKNOW);
+    assert_false(x.c.f[1].h.flags & EM_F_ACKNOW);
+    assert_true(x.c.f[2].h.flags & EM_F_ACKNOW);
+    /* without the flag, no frame asks */
+    struct fx y;
+    em_proto_op_t op2;
+    mk(&y, EM_RECOVERY_SR, 0);
+    y.cfg.cc = EM_CC_OFF;
+    remk(&y);
+    assert_int_equal(
+        em_proto_sendv(y.p, &op2, 1, 0, head, sizeof head, big, sizeof big, 0, NULL, 0), 0);
+    assert_int_equal(y.c.nf, 3);
+    for (unsigned i = 0; i < 3; i++)
+        assert_false(y.c.f[i].h.flags & EM_F_ACKNOW);
+    em_proto_destroy(y.p);
+
+    /* the receiving side: two fragments, the last asking; its ACK goes out
+     * in the same poll, not ack_delay_ns later */
+    em_proto_destroy(x.p);
+    mk(&x, EM_RECOVERY_SR, 0);
+    em_hdr_t h = data(0, 0, "abc");
+    h.msg_len = 6;
+    h.frag_cnt = 2;
+    h.src = 1;
+    h.msg_id = 0;
+    feed(&x, h, "abc", 0);
+    em_hdr_t h2 = h;
+    h2.seq = 1;
+    h2.frag_no = 1;
+    h2.flags = EM_F_ACKNOW;
+    uint8_t b[4096];
+    em_proto_rx(x.p, b, cap_frame(h2, KEY, "def", b, sizeof b), 10);
+    assert_int_equal(x.c.nrecv, 1);
+    assert_int_equal(x.c.last_len, 6);
+    unsigned before = x.c.nf;
+    em_proto_poll(x.p, 10); /* the same instant */
+    assert_int_equal(x.c.nf, before + 1);
+    assert_int_equal(x.c.f[before].h.type, EM_PT_ACK);
+    assert_int_equal(x.c.f[before].h.ack, 2);
+    em_proto_destroy(x.p);
+}
+
 static void test_refused_emit_is_retried_on_poll(void **st)
 {
     struct fx x;
@@ -1028,12 +1087,13 @@ static void test_bad_config_and_arguments(void **st)
                      -EM_EINVAL);
     /* a head longer than EM_PROTO_HEAD_MAX, a missing one, head + body too long */
     static const uint8_t head[EM_PROTO_HEAD_MAX + 1];
-    assert_int_equal(em_proto_sendv(x.p, &op, 1, 0, head, sizeof head, "m", 1, NULL, 0),
+    assert_int_equal(em_proto_sendv(x.p, &op, 1, 0, head, sizeof head, "m", 1, 0, NULL, 0),
                      -EM_EINVAL);
-    assert_int_equal(em_proto_sendv(x.p, &op, 1, 0, NULL, 4, "m", 1, NULL, 0), -EM_EINVAL);
+    assert_int_equal(em_proto_sendv(x.p, &op, 1, 0, NULL, 4, "m", 1, 0, NULL, 0), -EM_EINVAL);
     assert_int_equal(
-        em_proto_sendv(x.p, &op, 1, 0, head, 2, "m", em_proto_max_msg(x.p) - 1, NULL, 0),
+        em_proto_sendv(x.p, &op, 1, 0, head, 2, "m", em_proto_max_msg(x.p) - 1, 0, NULL, 0),
         -EM_EINVAL);
+    assert_int_equal(em_proto_sendv(x.p, &op, 1, 0, head, 2, "m", 1, 2u, NULL, 0), -EM_EINVAL);
     em_proto_destroy(x.p);
 }
 
@@ -1054,6 +1114,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_send_small_emits_one_data_frame),
         cmocka_unit_test(test_fragmentation_and_window),
+        cmocka_unit_test(test_ack_last_frame_acked_in_the_same_poll),
         cmocka_unit_test(test_refused_emit_is_retried_on_poll),
         cmocka_unit_test(test_receive_delivers_from_frame_and_delays_ack),
         cmocka_unit_test(test_reply_piggybacks_ack),

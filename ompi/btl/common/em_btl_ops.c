@@ -242,8 +242,9 @@ static int ordered_send(em_btl_module_t *m, em_btl_frag_t *f, uint16_t peer, uin
         head = f->order_hdr;
         len += EM_ORDER_HDR;
     }
-    int rc = body ? em_engine_sendv(m->engine, &f->op, peer, tag, head, len, body, blen, &f->kind)
-                  : em_engine_send(m->engine, &f->op, peer, tag, head, len, &f->kind);
+    int rc = body
+                 ? em_engine_sendv(m->engine, &f->op, peer, tag, head, len, body, blen, 0, &f->kind)
+                 : em_engine_send(m->engine, &f->op, peer, tag, head, len, &f->kind);
     if (rc == 0 && o)
         em_order_sent(o);
     return rc;
