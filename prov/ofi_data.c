@@ -58,6 +58,9 @@ static ssize_t send_self(struct emo_ep *ep, emo_op_t *op)
     return 0;
 }
 
+/* an eager send from the caller's buffer gives the engine our header as its head */
+_Static_assert(EMO_HDR_LEN <= EM_PROTO_HEAD_MAX, "the message header fits the engine's head");
+
 static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
 {
     if (!ep->enabled)
@@ -73,7 +76,15 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
      * knows us (ofi_contact.c); never to ourselves */
     bool hello = !self && !ep->peer_heard[peer];
     size_t off = EMO_HDR_LEN + (hello ? EMO_ADDR_LEN : 0);
-    emo_op_t *op = emo_op_new(ep, eager ? EMO_OP_EAGER : EMO_OP_RTS, off + (eager ? s->len : 0));
+    /* An eager send that is not an inject keeps the caller's buffer until
+     * it completes (at the peer's ACK: FI_TRANSMIT_COMPLETE), so the engine
+     * sends it from there, behind our header, with no copy.  An inject
+     * (the buffer is the caller's again at return), a first-contact message
+     * (header and address are over the engine's head limit) and a send to
+     * ourselves are copied. */
+    bool inplace = eager && !self && !hello && !(s->flags & FI_INJECT) && s->len;
+    emo_op_t *op = emo_op_new(ep, eager ? EMO_OP_EAGER : EMO_OP_RTS,
+                              off + (eager && !inplace ? s->len : 0));
     if (!op)
         return -FI_EAGAIN;
     op->peer = peer;
@@ -91,14 +102,28 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
                     .data = (s->flags & FI_REMOTE_CQ_DATA) ? s->data : 0,
                     .len = s->len };
     if (eager) {
-        if (s->len)
+        /* the caller's buffer behind our header, or the copy in op->msg */
+        const void *head = NULL, *body = op->msg;
+        size_t head_len = 0, body_len = op->msg_len;
+        if (inplace) {
+            head = op->msg;
+            head_len = off;
+            body = s->buf;
+            body_len = s->len;
+        } else if (s->len) {
             memcpy(op->msg + off, s->buf, s->len);
+        }
         emo_hdr_encode(&h, op->msg);
         if (hello)
             emo_addr_encode(&ep->self, op->msg + EMO_HDR_LEN);
         if (self)
             return send_self(ep, op);
-        rc = em_engine_send(ep->eng, &op->pop, peer, EMO_T_EAGER, op->msg, op->msg_len, op);
+        /* a send that completes (not an inject) waits on the peer's ACK:
+         * the peer sends it at once, in the progress call that hands it
+         * the message, not only when it next drives progress (under
+         * manual progress it may never: fi_pingpong's last pong) */
+        rc = em_engine_sendv(ep->eng, &op->pop, peer, EMO_T_EAGER, head, head_len, body, body_len,
+                             (s->flags & FI_INJECT) ? 0 : EM_SEND_ACK_LAST, op);
         if (rc) {
             emo_op_free(op);
             return emo_errno(rc);

@@ -77,10 +77,11 @@ static const struct emo_pdef pdefs[] = {
       "MiB of reassembly and out-of-order buffers per endpoint" },
     { "cc", FI_PARAM_STRING, &emo_params.cc, "Congestion control: loss (default), delay, off" },
     { "eager_max", FI_PARAM_INT, &emo_params.eager_max,
-      "Largest message sent eagerly (copied once each side); larger ones use rendezvous "
-      "(a put into the receiver's buffer).  Also the inject size.  Default: 32768 on kernel "
-      "UDP (where a rendezvous costs two more kernel crossings each way), 8192 on dpdk and emd; "
-      "0 = every message by rendezvous" },
+      "Largest message sent eagerly (an inject is copied, a send leaves from the caller's "
+      "buffer; copied once at the receiver); larger ones use rendezvous (a put into the "
+      "receiver's buffer).  Also the inject size.  Default: 262144 on kernel UDP (where a "
+      "rendezvous costs two more kernel crossings each way), 8192 on dpdk and emd; 0 = every "
+      "message by rendezvous" },
     { "id", FI_PARAM_INT, &emo_params.id,
       "This endpoint's id (0-65534), unique in the job; default the launcher's rank "
       "(PMIX_RANK, PMI_RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID), else random" },
@@ -125,12 +126,11 @@ void emo_params_load(void)
  * limit").  Over kernel UDP every rendezvous leg (RTS, CTS) is a trip
  * through both kernels, about 5 us on the emulated cluster: with an 8 KiB
  * limit 16 KiB took 1.7-2.1x each MPI's tcp path, with 16 KiB 32 KiB took
- * 1.2-1.3x; eagerly 0.45-0.9x.  Eager bandwidth at 32 KiB is 1.1-1.8x tcp
- * since large send buffers are reused (emo_op_new); before that, copies
- * and heap churn made a 32 KiB limit cost bandwidth.  On the bypass links
- * a leg costs well under a microsecond and the rendezvous' zero-copy put
- * pays from 8 KiB on. */
-#define EMO_EAGER_UDP     32768
+ * 1.2-1.3x; eagerly 0.45-0.9x.  256 KiB, the rudp BTL's limit, beat 32 KiB
+ * at 64-256 KiB on both MTUs (docs/ofi.md "Eager limit").  On the bypass
+ * links a leg costs well under a microsecond and the rendezvous' zero-copy
+ * put pays from 8 KiB on. */
+#define EMO_EAGER_UDP     262144
 #define EMO_EAGER_DEFAULT 8192
 
 const char *emo_link_name(void) { return emo_params.link ? emo_params.link : "udp"; }

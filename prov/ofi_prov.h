@@ -70,7 +70,7 @@ typedef struct emo_params {
     int cq_spin_ns;    /**< a caller polling an empty CQ in a loop: keep progressing this
                             long before -FI_EAGAIN (ofi_cq.c, cq_spin); 0 = never */
     char *cc;          /**< "loss" (default), "delay", "off" */
-    int eager_max;     /**< largest message sent eagerly (copied), bytes; -1 = the link's
+    int eager_max;     /**< largest message sent eagerly, bytes; -1 = the link's
                             default (emo_eager_max) */
     int id;            /**< endpoint id; -1 = from the launcher / random */
     int npeers;        /**< ids in the job; 0 = from the launcher / 256 */
@@ -197,14 +197,16 @@ typedef struct emo_op {
     uint8_t msg[];          /**< what the engine sends: header (+ eager payload) */
 } emo_op_t;
 
-/** Ops with msg[] of at least EMO_OP_LARGE bytes are allocated with room
- *  for the largest eager message and up to EMO_OP_CACHE of them are kept
- *  per endpoint when freed: 64 x (32 KiB + 112 B) at most with kernel
- *  UDP's default, 64 x (64 KiB + 112 B) at most at all; no cache with an
- *  eager limit over EMO_OP_CACHE_EAGER. */
-#define EMO_OP_LARGE       1024u
-#define EMO_OP_CACHE       64u
-#define EMO_OP_CACHE_EAGER 65536u
+/** Ops with msg[] of at least EMO_OP_LARGE bytes, up to EMO_OP_CACHE_MSG
+ *  bytes of message (or the eager limit, if lower) with header and address,
+ *  are allocated with room for that many and up to EMO_OP_CACHE of them are
+ *  kept per endpoint when freed: 64 x (32 KiB + 112 B) at most.  A larger
+ *  copied message (an inject over 32 KiB, first contact, a send to
+ *  ourselves) is allocated as it is; other eager sends copy nothing
+ *  (ofi_data.c). */
+#define EMO_OP_LARGE     1024u
+#define EMO_OP_CACHE     64u
+#define EMO_OP_CACHE_MSG 32768u
 
 /** A posted receive. */
 typedef struct emo_rx {
@@ -276,9 +278,9 @@ struct emo_ep {
      * per page of every large send */
     emo_op_t *op_cache[EMO_OP_CACHE];
     unsigned op_cached;
-    size_t op_large_cap; /**< msg[] room of a large op: the largest eager message with
-                              header and address; 0 = no cache (eager limit over 64 KiB,
-                              or too small for any op of EMO_OP_LARGE bytes) */
+    size_t op_large_cap; /**< msg[] room of a large op: EMO_OP_CACHE_MSG or the eager
+                              limit, with header and address; 0 = no cache (too small
+                              for any op of EMO_OP_LARGE bytes) */
     int in_progress;
     emo_ep_stats_t st;
 };

@@ -58,11 +58,13 @@ static void test_eager(void **state)
 {
     (void)state;
     set("udp", -1, 384, -1);
-    assert_int_equal(emo_eager_max(), 32768);
+    assert_int_equal(emo_eager_max(), 262144); /* the rudp BTL's */
     set("dpdk", -1, 384, -1);
     assert_int_equal(emo_eager_max(), 8192);
     set("udp", -1, 384, 0);
     assert_int_equal(emo_eager_max(), 0);
+    set("emd", -1, 384, 100000);
+    assert_int_equal(emo_eager_max(), 100000);
 }
 
 int main(void)
