@@ -197,13 +197,19 @@ typedef struct emo_op {
     uint8_t msg[];          /**< what the engine sends: header (+ eager payload) */
 } emo_op_t;
 
-/** Ops with msg[] of at least EMO_OP_LARGE bytes, up to EMO_OP_CACHE_MSG
- *  bytes of message (or the eager limit, if lower) with header and address,
- *  are allocated with room for that many and up to EMO_OP_CACHE of them are
- *  kept per endpoint when freed: 64 x (32 KiB + 112 B) at most.  A larger
- *  copied message (an inject over 32 KiB, first contact, a send to
- *  ourselves) is allocated as it is; other eager sends copy nothing
- *  (ofi_data.c). */
+/** Ops with msg[] of at least EMO_OP_LARGE bytes are allocated with room
+ *  for one of two sizes: EMO_OP_CACHE_MSG bytes of message (or the eager
+ *  limit, if lower), or, over that, the eager limit (each with header and
+ *  address); up to EMO_OP_CACHE of each are kept per endpoint when freed,
+ *  for the next copy.  The copies are injects (Open MPI's blocking sends,
+ *  every MPICH send up to the inject size), first-contact messages and
+ *  sends to ourselves; other eager sends copy nothing (ofi_data.c).  What
+ *  the caches keep is the high-water mark of copies in flight, as Open
+ *  MPI's free lists keep theirs: at most 64 x (32 KiB + 112 B) and, over
+ *  kernel UDP, 64 x (256 KiB + 112 B) after a burst of 64 such injects
+ *  (FI_ETHERMPI_EAGER_MAX lowers it).  Freed one by one to malloc, 64-256
+ *  KiB copies made glibc map or trim and refault them on every send:
+ *  docs/ofi.md "Send buffers are reused". */
 #define EMO_OP_LARGE     1024u
 #define EMO_OP_CACHE     64u
 #define EMO_OP_CACHE_MSG 32768u
@@ -278,6 +284,10 @@ struct emo_ep {
      * per page of every large send */
     emo_op_t *op_cache[EMO_OP_CACHE];
     unsigned op_cached;
+    emo_op_t *op_big_cache[EMO_OP_CACHE]; /**< freed ops of room op_big_cap */
+    unsigned op_big_cached;
+    size_t op_big_cap; /**< msg[] room of a copy over EMO_OP_CACHE_MSG: the eager limit
+                            with header and address; 0 = none (limit within the first) */
     size_t op_large_cap; /**< msg[] room of a large op: EMO_OP_CACHE_MSG or the eager
                               limit, with header and address; 0 = no cache (too small
                               for any op of EMO_OP_LARGE bytes) */

@@ -30,6 +30,10 @@ emo_op_t *emo_op_new(struct emo_ep *ep, int kind, size_t msg_len)
         cap = ep->op_large_cap;
         if (ep->op_cached)
             op = ep->op_cache[--ep->op_cached];
+    } else if (msg_len >= EMO_OP_LARGE && msg_len <= ep->op_big_cap) {
+        cap = ep->op_big_cap;
+        if (ep->op_big_cached)
+            op = ep->op_big_cache[--ep->op_big_cached];
     }
     if (!op && !(op = malloc(sizeof *op + cap)))
         return NULL;
@@ -51,6 +55,10 @@ void emo_op_free(emo_op_t *op)
         ep->op_cache[ep->op_cached++] = op;
         return;
     }
+    if (ep->op_big_cap && op->msg_cap == ep->op_big_cap && ep->op_big_cached < EMO_OP_CACHE) {
+        ep->op_big_cache[ep->op_big_cached++] = op;
+        return;
+    }
     free(op);
 }
 
@@ -58,6 +66,8 @@ void emo_op_cache_drain(struct emo_ep *ep)
 {
     while (ep->op_cached)
         free(ep->op_cache[--ep->op_cached]);
+    while (ep->op_big_cached)
+        free(ep->op_big_cache[--ep->op_big_cached]);
 }
 
 #define COOKIE_IDX_BITS 20u
