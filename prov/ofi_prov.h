@@ -286,7 +286,7 @@ struct emo_ep {
     unsigned op_cached;
     emo_op_t *op_big_cache[EMO_OP_CACHE]; /**< freed ops of room op_big_cap */
     unsigned op_big_cached;
-    size_t op_big_cap; /**< msg[] room of a copy over EMO_OP_CACHE_MSG: the eager limit
+    size_t op_big_cap;   /**< msg[] room of a copy over EMO_OP_CACHE_MSG: the eager limit
                             with header and address; 0 = none (limit within the first) */
     size_t op_large_cap; /**< msg[] room of a large op: EMO_OP_CACHE_MSG or the eager
                               limit, with header and address; 0 = no cache (too small
