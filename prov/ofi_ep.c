@@ -600,9 +600,10 @@ int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
      * come from it, so a room below that would only hoard small ops */
     size_t large = EMO_HDR_LEN + EMO_ADDR_LEN +
                    (ep->eager_max < EMO_OP_CACHE_MSG ? ep->eager_max : EMO_OP_CACHE_MSG);
-    ep->op_large_cap = large >= EMO_OP_LARGE ? large : 0;
-    ep->op_big_cap = ep->eager_max > EMO_OP_CACHE_MSG ? EMO_HDR_LEN + EMO_ADDR_LEN + ep->eager_max
-                                                      : 0;
+    ep->op_pool[0].cap = large >= EMO_OP_LARGE ? large : 0;
+    ep->op_pool[1].cap = ep->eager_max > EMO_OP_CACHE_MSG
+                             ? EMO_HDR_LEN + EMO_ADDR_LEN + ep->eager_max
+                             : 0;
     ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
     ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
     emo_queue_init(&ep->posted_tag);

@@ -213,6 +213,7 @@ typedef struct emo_op {
 #define EMO_OP_LARGE     1024u
 #define EMO_OP_CACHE     64u
 #define EMO_OP_CACHE_MSG 32768u
+#define EMO_OP_POOLS     2u /* room sizes: up to EMO_OP_CACHE_MSG, and the eager limit */
 
 /** A posted receive. */
 typedef struct emo_rx {
@@ -279,18 +280,17 @@ struct emo_ep {
     uint16_t *op_gen;
     uint32_t ops_cap, ops_free;
     size_t eager_max;
-    /* freed large ops kept for the next (emo_op_new): a window of eager
-     * sends freed at once made glibc trim and regrow its heap, a page fault
-     * per page of every large send */
-    emo_op_t *op_cache[EMO_OP_CACHE];
-    unsigned op_cached;
-    emo_op_t *op_big_cache[EMO_OP_CACHE]; /**< freed ops of room op_big_cap */
-    unsigned op_big_cached;
-    size_t op_big_cap;   /**< msg[] room of a copy over EMO_OP_CACHE_MSG: the eager limit
-                            with header and address; 0 = none (limit within the first) */
-    size_t op_large_cap; /**< msg[] room of a large op: EMO_OP_CACHE_MSG or the eager
-                              limit, with header and address; 0 = no cache (too small
-                              for any op of EMO_OP_LARGE bytes) */
+    /* freed large ops kept for the next (emo_op_new), one pool per room
+     * size, smaller room first: a window of eager sends freed at once made
+     * glibc trim and regrow its heap, a page fault per page of every large
+     * send */
+    struct emo_op_pool {
+        size_t cap; /**< msg[] room of its ops; 0 = no such pool.  [0]: EMO_OP_CACHE_MSG
+                         or the eager limit, with header and address (0 when under
+                         EMO_OP_LARGE); [1]: the eager limit, when over EMO_OP_CACHE_MSG */
+        unsigned n;
+        emo_op_t *ops[EMO_OP_CACHE];
+    } op_pool[EMO_OP_POOLS];
     int in_progress;
     emo_ep_stats_t st;
 };

@@ -26,14 +26,14 @@ emo_op_t *emo_op_new(struct emo_ep *ep, int kind, size_t msg_len)
 {
     size_t cap = msg_len;
     emo_op_t *op = NULL;
-    if (msg_len >= EMO_OP_LARGE && msg_len <= ep->op_large_cap) {
-        cap = ep->op_large_cap;
-        if (ep->op_cached)
-            op = ep->op_cache[--ep->op_cached];
-    } else if (msg_len >= EMO_OP_LARGE && msg_len <= ep->op_big_cap) {
-        cap = ep->op_big_cap;
-        if (ep->op_big_cached)
-            op = ep->op_big_cache[--ep->op_big_cached];
+    for (unsigned i = 0; msg_len >= EMO_OP_LARGE && i < EMO_OP_POOLS; i++) {
+        struct emo_op_pool *p = &ep->op_pool[i];
+        if (msg_len <= p->cap) { /* the smallest room that holds it */
+            cap = p->cap;
+            if (p->n)
+                op = p->ops[--p->n];
+            break;
+        }
     }
     if (!op && !(op = malloc(sizeof *op + cap)))
         return NULL;
@@ -51,23 +51,21 @@ void emo_op_free(emo_op_t *op)
         return;
     free(op->puts);
     struct emo_ep *ep = op->ep;
-    if (ep->op_large_cap && op->msg_cap == ep->op_large_cap && ep->op_cached < EMO_OP_CACHE) {
-        ep->op_cache[ep->op_cached++] = op;
-        return;
-    }
-    if (ep->op_big_cap && op->msg_cap == ep->op_big_cap && ep->op_big_cached < EMO_OP_CACHE) {
-        ep->op_big_cache[ep->op_big_cached++] = op;
-        return;
+    for (unsigned i = 0; i < EMO_OP_POOLS; i++) {
+        struct emo_op_pool *p = &ep->op_pool[i];
+        if (p->cap && op->msg_cap == p->cap && p->n < EMO_OP_CACHE) {
+            p->ops[p->n++] = op;
+            return;
+        }
     }
     free(op);
 }
 
 void emo_op_cache_drain(struct emo_ep *ep)
 {
-    while (ep->op_cached)
-        free(ep->op_cache[--ep->op_cached]);
-    while (ep->op_big_cached)
-        free(ep->op_big_cache[--ep->op_big_cached]);
+    for (unsigned i = 0; i < EMO_OP_POOLS; i++)
+        while (ep->op_pool[i].n)
+            free(ep->op_pool[i].ops[--ep->op_pool[i].n]);
 }
 
 #define COOKIE_IDX_BITS 20u
