@@ -6,7 +6,8 @@
  * multi-fragment messages, placement of puts, and the ACK policy:
  *   - ACKs ride on every DATA/PUT frame going back (piggybacked);
  *   - after ack_every in-order frames, or a frame flagged ACKNOW (the last
- *     frame of a put), an ACK goes out on the next poll;
+ *     frame of a put, or of a message sent with EM_SEND_ACK_LAST), an ACK
+ *     goes out on the next poll;
  *   - otherwise a standalone ACK waits at most ack_delay_ns;
  *   - a duplicate or out-of-order frame is acknowledged on the next poll.
  */

@@ -82,8 +82,9 @@ enum em_pkt_type {
 enum em_pkt_flags {
     EM_F_RETX = 0x01,   /**< this frame is a retransmission */
     EM_F_SACK = 0x02,   /**< the SACK bitmap is meaningful */
-    EM_F_ACKNOW = 0x04, /**< acknowledge without delay (last frame of a put:
-                             the sender's completion, and so MPI's FIN, waits on it) */
+    EM_F_ACKNOW = 0x04, /**< acknowledge without delay (last frame of a put, or of a
+                             message sent with EM_SEND_ACK_LAST: the sender's
+                             completion, and so MPI's FIN, waits on it) */
     EM_F_REMERR = 0x08, /**< remote access error: the sender of this frame refused a
                              put of ours (region, key or bounds).  Sticky: set on every
                              frame after the refusal, so the ACK that covers the refused
