@@ -334,6 +334,49 @@ bool em_proto_idle(const em_proto_t *p)
     return true;
 }
 
+void em_proto_flush(em_proto_t *p, uint64_t now)
+{
+    for (uint32_t i = 0; i < p->cfg.npeers; i++) {
+        struct em_peer *pe = &p->peers[i];
+        if (pe->state != EM_PEER_ACTIVE || pe->snd_una == pe->snd_nxt)
+            continue;
+        if (pe->rto_deadline > now) {
+            pe->rto_deadline = now;
+            em_arm(p, now);
+        }
+    }
+}
+
+void em_proto_ack_heard(em_proto_t *p)
+{
+    for (uint32_t i = 0; i < p->cfg.npeers; i++) {
+        const struct em_peer *pe = &p->peers[i];
+        if (pe->state == EM_PEER_ACTIVE && pe->set && pe->rcv_nxt != pe->rx_isn)
+            (void)em_send_ack(p, (uint16_t)i, EM_PT_ACK); /* refused: nothing more to do */
+    }
+}
+
+uint32_t em_proto_pending(const em_proto_t *p, uint16_t peer)
+{
+    if (peer >= p->cfg.npeers)
+        return 0;
+    uint32_t n = 0;
+    for (const em_proto_op_t *op = p->peers[peer].q_head; op; op = op->next)
+        n++;
+    return n;
+}
+
+uint64_t em_proto_retx_horizon(const em_proto_t *p)
+{
+    uint64_t rto = 0;
+    for (uint32_t i = 0; i < p->cfg.npeers; i++) {
+        const struct em_peer *pe = &p->peers[i];
+        if (pe->state == EM_PEER_ACTIVE && pe->set && pe->rto_cur > rto)
+            rto = pe->rto_cur;
+    }
+    return rto * 2 < EM_PROTO_HORIZON_MAX_NS ? rto * 2 : EM_PROTO_HORIZON_MAX_NS;
+}
+
 _Static_assert(EM_PROTO_HEAD_MAX <= UINT8_MAX, "em_proto_op_t::head_len is one byte");
 
 static int submit(struct em_proto *p, em_proto_op_t *op, uint16_t peer, uint8_t type, uint8_t tag,

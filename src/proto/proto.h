@@ -449,6 +449,39 @@ uint64_t em_proto_next_deadline(const em_proto_t *p);
 bool em_proto_idle(const em_proto_t *p);
 
 /**
+ * Before a close: every active peer with frames not yet acknowledged gets
+ * its retransmit timeout at @p now, so the next em_proto_poll() probes it
+ * (and resends by the usual policy, send.c em_on_timeout) instead of
+ * waiting out a backed-off RTO.  A process that closes right after a send
+ * whose last frame was lost (an MPI inject, then MPI_Finalize) would
+ * otherwise wait up to rto_max_ns for the repair, or leave without it.
+ */
+void em_proto_flush(em_proto_t *p, uint64_t now);
+
+/**
+ * The last thing a closing endpoint sends: a standalone ACK to every active
+ * peer that has sent us anything, owed or not.  If our last ACK to a peer
+ * was lost and the peer only resends after we are gone, this one still
+ * tells it that its data arrived (else it waits, at its own close, for an
+ * answer that cannot come).
+ */
+void em_proto_ack_heard(em_proto_t *p);
+
+/** Messages to @p peer not yet completed (queued, or sent and not yet
+ *  acknowledged); 0 for a failed peer (its messages completed with an error). */
+uint32_t em_proto_pending(const em_proto_t *p, uint16_t peer);
+
+/**
+ * How long after a peer's frame that peer may still retransmit it to us if
+ * our ACK is lost: twice the largest current (backed-off) retransmit
+ * timeout among active peers, our own estimate of the peer's, capped at
+ * EM_PROTO_HORIZON_MAX_NS.  A closing process stays this long after the
+ * last frame it heard (em_engine_drain), so such a resend is answered.
+ */
+uint64_t em_proto_retx_horizon(const em_proto_t *p);
+#define EM_PROTO_HORIZON_MAX_NS 100000000ull /* 100 ms: a close never waits longer for it */
+
+/**
  * Frames em_proto_send() to @p peer would put on the wire at once: the
  * window's free room, or 0 when something already waits for room, the link
  * refused a frame, the peer failed, or its retransmit timer is due at

@@ -517,6 +517,52 @@ static void test_probe_answer_resends_only_what_was_lost(void **st)
     em_proto_destroy(x.p);
 }
 
+/* A close right after a send whose frame was lost (MPICH: an inject, then
+ * fi_close): em_proto_flush makes the retransmit timeout due now, so the
+ * repair starts at once instead of after a backed-off RTO; pending counts
+ * the message until its ACK; the horizon follows the backed-off RTO. */
+static void test_flush_probes_at_once(void **st)
+{
+    struct fx x;
+    em_proto_op_t op;
+    mk(&x, EM_RECOVERY_SR, 0);
+    x.cfg.rto_ns = 4000;
+    x.cfg.rto_max_ns = 1000000;
+    remk(&x);
+    assert_int_equal(em_proto_retx_horizon(x.p), 8000); /* 2 x the first RTO */
+    assert_int_equal(em_proto_pending(x.p, 1), 0);
+    assert_int_equal(em_proto_send(x.p, &op, 1, 0, "m", 1, NULL, 0), 0);
+    assert_int_equal(x.c.nf, 1); /* the data frame: "lost" (never fed) */
+    assert_int_equal(em_proto_pending(x.p, 1), 1);
+    assert_int_equal(em_proto_pending(x.p, 2), 0);
+    em_proto_poll(x.p, 100);
+    assert_int_equal(x.c.nf, 1); /* the RTO (4 us) is not due */
+    em_proto_flush(x.p, 100);
+    em_proto_poll(x.p, 100);
+    assert_int_equal(x.c.nf, 2); /* a probe, now */
+    assert_int_equal(x.c.f[1].h.type, EM_PT_ACK);
+    assert_true(x.c.f[1].h.flags & EM_F_ACKNOW);
+    assert_int_equal(em_proto_retx_horizon(x.p), 16000); /* backed off to 8 us */
+    em_hdr_t a = ack(0, 0); /* the answer does not hold frame 0: lost */
+    a.flags |= EM_F_PROBED;
+    feed(&x, a, NULL, 150);
+    assert_int_equal(x.c.nf, 3);
+    assert_int_equal(x.c.f[2].h.seq, 0);
+    assert_true(x.c.f[2].h.flags & EM_F_RETX);
+    feed(&x, ack(1, 0), NULL, 200);
+    assert_int_equal(em_proto_pending(x.p, 1), 0);
+    assert_int_equal(x.c.ncomplete, 1);
+    assert_true(em_proto_idle(x.p));
+    em_proto_flush(x.p, 300); /* nothing in flight: no probe */
+    em_proto_poll(x.p, 300);
+    assert_int_equal(x.c.nf, 3);
+    /* the horizon is capped: a close never waits longer for late resends */
+    x.cfg.rto_ns = x.cfg.rto_max_ns = 900000000;
+    remk(&x);
+    assert_int_equal(em_proto_retx_horizon(x.p), EM_PROTO_HORIZON_MAX_NS);
+    em_proto_destroy(x.p);
+}
+
 /* The receiving side: a probe is answered at once with the ACK state,
  * flagged PROBED, and the answer itself is never answered (no ping-pong). */
 static void test_probe_is_answered_once(void **st)
@@ -1127,6 +1173,7 @@ int main(void)
         cmocka_unit_test(test_timeout_backoff_then_peer_failure),
         cmocka_unit_test(test_late_ack_teaches_rto_without_resending_window),
         cmocka_unit_test(test_probe_answer_resends_only_what_was_lost),
+        cmocka_unit_test(test_flush_probes_at_once),
         cmocka_unit_test(test_probe_is_answered_once),
         cmocka_unit_test(test_wide_window_sack_and_drain),
         cmocka_unit_test(test_timeout_streak_waits_before_resending),
