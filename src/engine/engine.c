@@ -34,6 +34,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "proto/wire.h" /* em_wire_type: the class of what the protocol emits */
 
@@ -411,6 +412,45 @@ uint64_t em_engine_now(const em_engine_t *e) { return e->now; }
 int em_engine_unwatch(em_engine_t *e, uint16_t peer) { return em_proto_unwatch(e->proto, peer); }
 
 bool em_engine_idle(const em_engine_t *e) { return e->nbatch == 0 && em_proto_idle(e->proto); }
+
+uint32_t em_engine_pending(const em_engine_t *e, uint16_t peer)
+{
+    return em_proto_pending(e->proto, peer);
+}
+
+size_t em_engine_drain(em_engine_t *e, uint64_t bound_ns)
+{
+    const em_proto_stats_t *st = em_proto_stats(e->proto);
+    uint64_t t0 = em_now_ns(), heard_at = t0, heard = st->rx_frames;
+    em_proto_flush(e->proto, t0);
+    for (;;) {
+        int work = em_engine_progress(e);
+        uint64_t now = em_now_ns();
+        if (st->rx_frames != heard) {
+            heard = st->rx_frames;
+            heard_at = now;
+        }
+        if (em_engine_idle(e) && now - heard_at >= em_proto_retx_horizon(e->proto))
+            break;
+        if (now - t0 >= bound_ns)
+            break;
+        if (work == 0) {
+            struct timespec ts = { 0, 50000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+    /* our ACK state once more to every peer we heard from, twice (a lost
+     * one is the case this is for): a peer that resends only after we are
+     * gone still learns that its data arrived */
+    for (int k = 0; k < 2; k++) {
+        em_proto_ack_heard(e->proto);
+        flush_tx(e);
+    }
+    size_t n = 0;
+    for (uint32_t i = 0; i < e->npeers; i++)
+        n += em_proto_pending(e->proto, (uint16_t)i);
+    return n;
+}
 size_t em_engine_max_msg(const em_engine_t *e) { return em_proto_max_msg(e->proto); }
 size_t em_engine_frame_payload(const em_engine_t *e) { return em_proto_data_payload(e->proto); }
 const em_engine_stats_t *em_engine_stats(const em_engine_t *e) { return &e->st; }

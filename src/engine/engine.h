@@ -161,6 +161,24 @@ int em_engine_deregister(em_engine_t *e, const em_region_handle_t *h);
 
 /** True when nothing is queued, in flight or owed. */
 bool em_engine_idle(const em_engine_t *e);
+
+/**
+ * Before em_engine_destroy(): let what was sent arrive, and answer what
+ * peers still resend.  Probes at once every peer with frames in flight
+ * (em_proto_flush), then progresses until nothing is queued, in flight or
+ * owed and no frame has come for em_proto_retx_horizon() (a peer resending
+ * data whose ACK we lost gets the ACK again), or until @p bound_ns passed;
+ * last, our ACK state to every peer we heard from (em_proto_ack_heard),
+ * for a peer that resends only after we are gone.
+ * Sleeps 50 us between progress calls that found nothing to do (a close
+ * must not take the core from the peer it waits for).  Callbacks run as in
+ * em_engine_progress().
+ * @return messages still not acknowledged (0: everything sent arrived, or
+ * its peer failed); em_engine_pending() says to whom.
+ */
+size_t em_engine_drain(em_engine_t *e, uint64_t bound_ns);
+/** Messages to @p peer not yet acknowledged (em_proto_pending()). */
+uint32_t em_engine_pending(const em_engine_t *e, uint16_t peer);
 size_t em_engine_max_msg(const em_engine_t *e);
 /** Payload of one DATA frame: a message up to this size travels in one frame. */
 size_t em_engine_frame_payload(const em_engine_t *e);

@@ -3,8 +3,10 @@
  * The engine over the kernel UDP link, on loopback, two endpoints in one
  * process: messages of every size class, puts into registered regions, and
  * forged frames (wrong job key, bad region key, unknown region, out of
- * bounds) that must be dropped and counted without touching memory, and
- * frames from an address that is not the peer's (issue 13).
+ * bounds) that must be dropped and counted without touching memory,
+ * frames from an address that is not the peer's (issue 13), and the drain
+ * before a close (em_engine_drain: a lost last frame still arrives, a
+ * peer's late resend is still answered).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,12 +17,14 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "engine/engine.h"
 #include "link/link_udp.h"
+#include "proto/wire.h"
 #include "link_test_util.h"
 
 struct side {
@@ -222,6 +226,187 @@ static void test_refused_gathered_frames_are_flattened(void **st)
     assert_int_equal(ch.violations, 0);
     close_pair(&a, &b);
     free(buf);
+}
+
+/* A link that loses chosen frames: the first @c drop frames of type
+ * @c type that the engine hands it are taken and freed, never sent (as a
+ * lossy wire would).  Wraps a real UDP link. */
+struct lossy {
+    em_test_wrap_t w;
+    uint8_t type; /* em_wire_type of the frames to lose */
+    unsigned drop, dropped;
+};
+static unsigned lossy_burst(em_link_t *l, em_pkt_t **p, unsigned n)
+{
+    struct lossy *c = (struct lossy *)l;
+    for (unsigned i = 0; i < n; i++) {
+        if (c->dropped < c->drop && p[i]->len >= EM_HDR_LEN &&
+            em_wire_type(p[i]->data) == c->type) {
+            c->dropped++;
+            em_link_tx_free(c->w.inner, p[i]);
+        } else if (em_link_tx_burst(c->w.inner, &p[i], 1) != 1) {
+            return i; /* the rest waits, as the inner link refused it */
+        }
+    }
+    return n;
+}
+static uint16_t lossy_rx_peer(em_link_t *l, const em_pkt_t *pkt)
+{
+    em_link_t *in = em_test_inner(l);
+    return in->ops->rx_peer(in, pkt);
+}
+static const em_link_ops_t LOSSY = {
+    .name = "lossy",
+    .tx_alloc = em_test_wrap_tx_alloc,
+    .tx_burst = lossy_burst,
+    .tx_free = em_test_wrap_tx_free,
+    .rx_burst = em_test_wrap_rx_burst,
+    .rx_release = em_test_wrap_rx_release,
+    .flush = em_test_wrap_flush,
+    .set_peer = ch_peer,
+    .rx_peer = lossy_rx_peer,
+    .close = ch_close,
+};
+
+/* a's engine rebuilt over a lossy wrapper of its UDP link, with an RTO of
+ * @p rto_ns for both sides (b's engine rebuilt too) */
+static void lossy_pair(struct side *a, struct side *b, struct lossy *ls, uint64_t rto_ns)
+{
+    open_pair(a, b, 15);
+    em_engine_destroy(a->e);
+    em_engine_destroy(b->e);
+    ls->w = (em_test_wrap_t){ .link = *a->l, .inner = a->l };
+    ls->w.link.ops = &LOSSY;
+    em_proto_cfg_t c;
+    em_proto_cfg_default(&c);
+    c.job_key = 15;
+    c.npeers = 2;
+    c.frame_max = 1472;
+    c.bind_source = 1;
+    c.rto_ns = rto_ns;
+    c.rto_max_ns = 4 * rto_ns;
+    int e;
+    c.self = 0;
+    a->e = em_engine_create(&ls->w.link, &c, &OPS, a, &e);
+    c.self = 1;
+    b->e = em_engine_create(b->l, &c, &OPS, b, &e);
+    assert_non_null(a->e);
+    assert_non_null(b->e);
+    assert_int_equal(em_engine_set_peer(a->e, 1, &b->l->local), 0);
+    assert_int_equal(em_engine_set_peer(b->e, 0, &a->l->local), 0);
+}
+
+/* b's side of a drain test, in a thread: b keeps progressing (as a peer
+ * process would) until the main thread says stop */
+struct runner {
+    struct side *b;
+    volatile int stop;
+    pthread_t t;
+};
+static void *run_b(void *u)
+{
+    struct runner *r = u;
+    uint64_t t0 = em_now_ns();
+    while (!r->stop && em_now_ns() - t0 < 10000000000ull)
+        em_engine_progress(r->b->e);
+    return NULL;
+}
+
+/* A message whose only frame was lost, then a close (an MPI inject, then
+ * MPICH's fi_close): the drain must resend it before its RTO (500 ms)
+ * would, within a 100 ms bound; a drain that only waited for the RTO
+ * would give up with the message pending. */
+static void test_drain_delivers_a_lost_last_frame(void **st)
+{
+    struct side a, b;
+    struct lossy ls = { .type = EM_PT_DATA, .drop = 1 };
+    lossy_pair(&a, &b, &ls, 500000000);
+    struct runner r = { .b = &b };
+    assert_int_equal(pthread_create(&r.t, NULL, run_b, &r), 0);
+    em_proto_op_t op;
+    assert_int_equal(em_engine_send(a.e, &op, 1, 7, "last words", 10, NULL), 0);
+    assert_int_equal(ls.dropped, 1);
+    assert_int_equal(em_engine_pending(a.e, 1), 1);
+    size_t left = em_engine_drain(a.e, 100000000);
+    r.stop = 1;
+    pthread_join(r.t, NULL);
+    assert_int_equal(left, 0);
+    assert_int_equal(em_engine_pending(a.e, 1), 0);
+    assert_int_equal(a.ncomplete, 1);
+    assert_int_equal(b.nrecv, 1);
+    assert_int_equal(b.last_len, 10);
+    close_pair(&a, &b);
+}
+
+/* The peer gone: the drain gives up at its bound and says what is left. */
+static void test_drain_gives_up_at_its_bound(void **st)
+{
+    struct side a, b;
+    struct lossy ls = { .type = EM_PT_DATA, .drop = 1 };
+    lossy_pair(&a, &b, &ls, 1000000);
+    em_proto_op_t op[2];
+    assert_int_equal(em_engine_send(a.e, &op[0], 1, 7, "x", 1, NULL), 0);
+    assert_int_equal(em_engine_send(a.e, &op[1], 1, 7, "y", 1, NULL), 0);
+    /* b never progresses: nothing is acknowledged */
+    uint64_t t0 = em_now_ns();
+    assert_int_equal(em_engine_drain(a.e, 30000000), 2);
+    assert_true(em_now_ns() - t0 >= 30000000);
+    assert_int_equal(em_engine_pending(a.e, 1), 2);
+    assert_int_equal(a.ncomplete, 0);
+    close_pair(&a, &b);
+}
+
+/* The other side of a close: a received b's message, but its ACK was lost.
+ * b resends after its RTO (50 ms); a, closing, must still be there to
+ * answer (the drain stays a retransmit horizon after the last frame it
+ * heard), or b never learns that its message arrived.  A drain that
+ * ended as soon as nothing was owed left b retrying (em_proto's retry
+ * limit, ~a minute with the defaults). */
+static void test_drain_answers_a_late_resend(void **st)
+{
+    struct side a, b;
+    struct lossy ls = { .type = EM_PT_ACK, .drop = 1 };
+    lossy_pair(&a, &b, &ls, 50000000);
+    em_proto_op_t op;
+    assert_int_equal(em_engine_send(b.e, &op, 0, 7, "hello", 5, NULL), 0);
+    SPIN_UNTIL(&a, &b, a.nrecv == 1 && ls.dropped == 1); /* a's ACK is lost */
+    assert_int_equal(b.ncomplete, 0);
+    struct runner r = { .b = &b };
+    assert_int_equal(pthread_create(&r.t, NULL, run_b, &r), 0);
+    assert_int_equal(em_engine_drain(a.e, 1000000000), 0);
+    em_engine_destroy(a.e); /* a is gone: nothing answers b any more */
+    a.e = NULL;
+    r.stop = 1;
+    pthread_join(r.t, NULL);
+    assert_int_equal(b.ncomplete, 1);
+    assert_int_equal(a.nrecv, 1); /* the resend was a duplicate, not delivered twice */
+    em_engine_destroy(b.e);
+    em_link_close(a.l);
+    em_link_close(b.l);
+}
+
+/* The same lost ACK, but b is busy (not progressing) for a's whole drain:
+ * only the ACK state a leaves behind at the end of its drain
+ * (em_proto_ack_heard), waiting in b's socket, tells b its message
+ * arrived.  Without it b would probe a peer that is gone. */
+static void test_drain_leaves_its_ack_state_behind(void **st)
+{
+    struct side a, b;
+    struct lossy ls = { .type = EM_PT_ACK, .drop = 1 };
+    lossy_pair(&a, &b, &ls, 50000000);
+    em_proto_op_t op;
+    assert_int_equal(em_engine_send(b.e, &op, 0, 7, "hello", 5, NULL), 0);
+    SPIN_UNTIL(&a, &b, a.nrecv == 1 && ls.dropped == 1);
+    assert_int_equal(em_engine_drain(a.e, 1000000000), 0);
+    em_engine_destroy(a.e);
+    a.e = NULL;
+    uint64_t t0 = em_now_ns();                              /* b wakes up; a is gone */
+    while (b.ncomplete == 0 && em_now_ns() - t0 < 20000000) /* < b's RTO (50 ms) */
+        em_engine_progress(b.e);
+    assert_int_equal(b.ncomplete, 1);
+    em_engine_destroy(b.e);
+    em_link_close(a.l);
+    em_link_close(b.l);
 }
 
 static void test_put_lands_in_region(void **st)
@@ -479,6 +664,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_messages_every_size_class),
         cmocka_unit_test(test_refused_gathered_frames_are_flattened),
+        cmocka_unit_test(test_drain_delivers_a_lost_last_frame),
+        cmocka_unit_test(test_drain_gives_up_at_its_bound),
+        cmocka_unit_test(test_drain_answers_a_late_resend),
+        cmocka_unit_test(test_drain_leaves_its_ack_state_behind),
         cmocka_unit_test(test_put_lands_in_region),
         cmocka_unit_test(test_forged_frames_dropped_and_counted),
         cmocka_unit_test(test_stranger_frames_dropped),
