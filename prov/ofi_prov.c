@@ -66,6 +66,11 @@ static const struct emo_pdef pdefs[] = {
       "FI_ETHERMPI_RETRIES unanswered probes, within a sender's bound; default "
       "FI_ETHERMPI_RTO_MAX_US, 0 = off (a dead peer that is only waited for is then never "
       "noticed)" },
+    { "linger_ms", FI_PARAM_INT, &emo_params.linger_ms,
+      "fi_close of an endpoint waits at most this long for what it sent to be acknowledged "
+      "(an inject whose frame was lost is resent meanwhile; MPICH closes its endpoint right "
+      "after its last send), and names the peers that did not acknowledge; default 5000, "
+      "0 = close at once (unacknowledged messages may be lost)" },
     { "cq_spin_ns", FI_PARAM_INT, &emo_params.cq_spin_ns,
       "A caller that reads an empty CQ again within 20 us while a receive is posted (an MPI "
       "waiting for a message) is answered only after this many ns of progress without a "
@@ -108,6 +113,7 @@ void emo_params_load(void)
         .rto_max_us = 1000000,
         .retries = 70,
         .live_us = -1,
+        .linger_ms = 5000,
         .cq_spin_ns = 2000, /* adaptive: stops when spins go unrewarded (docs/ofi.md) */
         .ack_delay_us = 20,
         .rx_mem_mb = 256,

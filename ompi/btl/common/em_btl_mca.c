@@ -37,6 +37,7 @@ int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
     p->order_max_mb = 64;
     p->random_isn = 1;
     p->inplace_min = 16 * 1024; /* docs/design.md "Sends from the application's buffer" */
+    p->linger_ms = 5000;        /* as FI_ETHERMPI_LINGER_MS (docs/ofi.md) */
     /* read-only, in ompi_info's order; window_kb only where the component
      * sizes its window in bytes */
     const em_btl_var_t window_kb = {
@@ -86,6 +87,11 @@ int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
           "Contiguous messages of at least this many bytes are sent from the application's "
           "buffer, without a copy; such a send completes when the peer has acknowledged it. "
           "0 = copy every message" },
+        { "linger_ms", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &p->linger_ms,
+          "At MPI_Finalize, wait at most this many ms for what this process sent to be "
+          "acknowledged (a lost last frame is resent meanwhile; peers' late resends are "
+          "answered), and name the peers that did not acknowledge.  0 = leave at once "
+          "(unacknowledged messages may be lost)" },
         { "random_isn", MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, &p->random_isn,
           "Random initial sequence numbers (off: every flow starts at 0, as in protocol "
           "version 1; for debugging only)" },

@@ -461,6 +461,20 @@ static void print_stats(em_btl_module_t *m)
     }
 }
 
+/* the drain at finalize ended with messages unacknowledged: say to whom */
+static void warn_unacked(em_btl_module_t *m)
+{
+    for (uint32_t i = 0; i < m->npeers; i++) {
+        uint32_t n = em_engine_pending(m->engine, (uint16_t)i);
+        if (n)
+            opal_output(0,
+                        "[%s] btl_%s: %u message(s) to rank %u were not acknowledged within "
+                        "btl_%s_linger_ms=%d ms (the peer exited or is unreachable); they may "
+                        "be lost",
+                        opal_process_info.nodename, m->name, n, i, m->name, m->params->linger_ms);
+    }
+}
+
 int em_btl_finalize(struct mca_btl_base_module_t *btl)
 {
     em_btl_module_t *m = em_btl_mod(btl);
@@ -479,10 +493,11 @@ int em_btl_finalize(struct mca_btl_base_module_t *btl)
     }
     m->order = NULL;
     if (m->engine) {
-        /* give the last ACKs a moment to leave, so peers need not retransmit */
-        uint64_t t0 = em_now_ns();
-        while (!em_engine_idle(m->engine) && em_now_ns() - t0 < 100000000ull)
-            em_engine_progress(m->engine);
+        /* what we sent must still arrive, and peers resending to us get
+         * their ACK (em_engine_drain); bounded by btl_*_linger_ms */
+        if (m->params->linger_ms > 0 &&
+            em_engine_drain(m->engine, (uint64_t)m->params->linger_ms * 1000000u) != 0)
+            warn_unacked(m);
         if (m->params->print_stats)
             print_stats(m);
         if (m->params->print_stats && m->params->print_link_stats)
