@@ -207,6 +207,52 @@ static ssize_t do_peek(struct emo_ep *ep, const struct emo_recv_args *r, emo_que
     return 0;
 }
 
+/* a receive posted for a failed peer ends at once, as an error entry */
+static void fail_recv_now(struct emo_ep *ep, const struct emo_recv_args *r, uint32_t filt,
+                          uint64_t tag, uint64_t extra_flags)
+{
+    if (ep->rx_cq)
+        emo_cq_write_err(ep->rx_cq, r->context,
+                         FI_RECV | (r->tagged ? FI_TAGGED : FI_MSG) | extra_flags, -FI_EIO, 0, 0,
+                         tag, r->src, "receive from endpoint %u: the peer failed", (unsigned)filt);
+    emo_cntr_inc(ep->rx_cntr, -FI_EIO);
+}
+
+/* FI_MULTI_RECV (untagged): a buffer for many messages (ofi_rdv.c,
+ * "multi-receive buffers"); what waits in the unexpected queue goes in
+ * first, then it is posted until full */
+static ssize_t do_multi_recv(struct emo_ep *ep, const struct emo_recv_args *r, uint32_t filt)
+{
+    if (r->tagged || (r->flags & (FI_PEEK | FI_CLAIM)))
+        return -FI_EINVAL; /* multi-receive is an FI_MSG receive */
+    if (filt < ep->npeers && filt != ep->self.id && ep->peer_failed[filt]) {
+        fail_recv_now(ep, r, filt, 0, FI_MULTI_RECV);
+        return 0;
+    }
+    emo_rx_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return -FI_EAGAIN;
+    *m = (emo_rx_t){
+        .buf = r->buf, .len = r->len, .context = r->context, .flags = r->flags, .multi = true
+    };
+    m->q.peer = filt;
+    emo_qent_t *q;
+    while ((q = emo_match_unexp(&ep->unexp_msg, filt, 0, 0, true)) != NULL) {
+        emo_unexp_t *u = container_of_emo(q, emo_unexp_t, q);
+        bool freed = emo_multi_deliver(ep, m, (uint16_t)u->q.peer, u->type, u->flags, u->q.tag,
+                                       u->data, u->len, u->s_cookie, u->payload);
+        emo_unexp_release(ep, u);
+        if (freed)
+            return 0;
+        if (m->released)
+            return 0; /* full; its rendezvous receives hold it */
+    }
+    if (filt < ep->npeers && emo_ep_set_peer(ep, (uint16_t)filt) == 0)
+        m->watched = emo_watch(ep, (uint16_t)filt);
+    emo_queue_push(&ep->posted_msg, &m->q);
+    return 0;
+}
+
 static ssize_t do_recv(struct emo_ep *ep, const struct emo_recv_args *r)
 {
     if (!ep->enabled)
@@ -217,6 +263,8 @@ static ssize_t do_recv(struct emo_ep *ep, const struct emo_recv_args *r)
     emo_rx_t rx = {
         .buf = r->buf, .len = r->len, .context = r->context, .flags = r->flags, .tagged = r->tagged
     };
+    if (r->flags & FI_MULTI_RECV)
+        return do_multi_recv(ep, r, filt);
     if (r->flags & FI_PEEK)
         return do_peek(ep, r, unexp, filt);
     emo_qent_t *q;
@@ -246,11 +294,7 @@ static ssize_t do_recv(struct emo_ep *ep, const struct emo_recv_args *r)
     }
     if (filt < ep->npeers && filt != ep->self.id && ep->peer_failed[filt]) {
         /* nothing will come from a failed peer: say so now, not never */
-        if (ep->rx_cq)
-            emo_cq_write_err(ep->rx_cq, r->context, FI_RECV | (r->tagged ? FI_TAGGED : FI_MSG),
-                             -FI_EIO, 0, 0, tag, r->src,
-                             "receive from endpoint %u: the peer failed", (unsigned)filt);
-        emo_cntr_inc(ep->rx_cntr, -FI_EIO);
+        fail_recv_now(ep, r, filt, tag, 0);
         return 0;
     }
     emo_rx_t *p = malloc(sizeof *p);
@@ -270,6 +314,19 @@ static ssize_t do_recv(struct emo_ep *ep, const struct emo_recv_args *r)
     return 0;
 }
 
+/* A posted receive @p rx leaves the queue without a message (canceled,
+ * its peer failed): @return FI_MULTI_RECV for a multi-receive buffer that
+ * no rendezvous holds (the caller frees it after the completion); one that
+ * is held is marked released, and the last rendezvous into it says
+ * FI_MULTI_RECV (ofi_rdv.c). */
+static uint64_t unpost(emo_rx_t *rx)
+{
+    if (!rx->multi)
+        return 0;
+    rx->released = true;
+    return rx->inflight ? 0 : FI_MULTI_RECV;
+}
+
 void emo_fail_posted_from(struct emo_ep *ep, uint16_t peer)
 {
     emo_queue_t *qs[2] = { &ep->posted_tag, &ep->posted_msg };
@@ -281,14 +338,16 @@ void emo_fail_posted_from(struct emo_ep *ep, uint16_t peer)
                 emo_rx_t *rx = container_of_emo(q, emo_rx_t, q);
                 emo_queue_remove(qs[k], q);
                 emo_unwatch(ep, peer, &rx->watched);
+                uint64_t last = unpost(rx);
                 if (ep->rx_cq)
                     emo_cq_write_err(
-                        ep->rx_cq, rx->context, FI_RECV | (rx->tagged ? FI_TAGGED : FI_MSG),
+                        ep->rx_cq, rx->context, FI_RECV | (rx->tagged ? FI_TAGGED : FI_MSG) | last,
                         -FI_EIO, 0, 0, rx->q.tag, emo_src(ep, peer),
                         "receive from endpoint %u: the peer failed (%s)", peer,
                         em_engine_fail_reason(ep->eng, peer) ? em_engine_fail_reason(ep->eng, peer)
                                                              : "?");
-                free(rx);
+                if (last || !rx->multi)
+                    free(rx);
             }
             q = next;
         }
@@ -305,11 +364,13 @@ ssize_t emo_cancel(struct emo_ep *ep, void *context)
                 continue;
             emo_queue_remove(qs[k], q);
             emo_unwatch(ep, (uint16_t)rx->q.peer, &rx->watched);
+            uint64_t last = unpost(rx);
             if (ep->rx_cq)
-                emo_cq_write_err(ep->rx_cq, context, FI_RECV | (rx->tagged ? FI_TAGGED : FI_MSG),
-                                 -FI_ECANCELED, 0, 0, rx->q.tag, FI_ADDR_NOTAVAIL,
-                                 "receive canceled");
-            free(rx);
+                emo_cq_write_err(ep->rx_cq, context,
+                                 FI_RECV | (rx->tagged ? FI_TAGGED : FI_MSG) | last, -FI_ECANCELED,
+                                 0, 0, rx->q.tag, FI_ADDR_NOTAVAIL, "receive canceled");
+            if (last || !rx->multi)
+                free(rx);
             return 0;
         }
     }
@@ -320,6 +381,11 @@ void emo_data_fini(struct emo_ep *ep)
 {
     emo_queue_t *posted[2] = { &ep->posted_tag, &ep->posted_msg };
     emo_queue_t *unexp[2] = { &ep->unexp_tag, &ep->unexp_msg };
+    /* rendezvous receives let go of their multi-receive buffers first: a
+     * released one goes with its last holder, a posted one below */
+    for (uint32_t i = 0; i < ep->ops_cap; i++)
+        if (ep->ops[i])
+            emo_multi_forget(ep->ops[i]);
     for (int k = 0; k < 2; k++) {
         while (posted[k]->head) {
             emo_qent_t *q = posted[k]->head;

@@ -542,14 +542,28 @@ static ssize_t ep_cancel(fid_t fid, void *context)
     return emo_cancel(container_of_emo(fid, struct emo_ep, ep.fid), context);
 }
 
+/* FI_OPT_MIN_MULTI_RECV is the one option (multi-receive buffers, ofi_rdv.c) */
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
 {
-    return -FI_ENOPROTOOPT;
+    struct emo_ep *ep = container_of_emo(fid, struct emo_ep, ep.fid);
+    if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV)
+        return -FI_ENOPROTOOPT;
+    if (!optval || !optlen || *optlen < sizeof(size_t))
+        return -FI_ETOOSMALL;
+    *(size_t *)optval = ep->min_multi_recv;
+    *optlen = sizeof(size_t);
+    return 0;
 }
 
 static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
 {
-    return -FI_ENOPROTOOPT;
+    struct emo_ep *ep = container_of_emo(fid, struct emo_ep, ep.fid);
+    if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV)
+        return -FI_ENOPROTOOPT;
+    if (!optval || optlen != sizeof(size_t))
+        return -FI_EINVAL;
+    ep->min_multi_recv = *(const size_t *)optval;
+    return 0;
 }
 
 static ssize_t ep_size_left(struct fid_ep *ep) { return EMO_TX_SIZE; }
@@ -636,6 +650,7 @@ int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
                              : 0;
     ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
     ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
+    ep->min_multi_recv = EMO_MIN_MULTI_RECV;
     emo_queue_init(&ep->posted_tag);
     emo_queue_init(&ep->unexp_tag);
     emo_queue_init(&ep->posted_msg);

@@ -61,6 +61,14 @@ emo_qent_t *emo_match_posted(emo_queue_t *posted, uint32_t src, uint64_t tag)
     return NULL;
 }
 
+emo_qent_t *emo_find_posted(emo_queue_t *posted, uint32_t src, uint64_t tag)
+{
+    for (emo_qent_t *c = posted->head; c; c = c->next)
+        if (emo_match(c->peer, c->tag, c->ignore, src, tag))
+            return c;
+    return NULL;
+}
+
 emo_qent_t *emo_match_unexp(emo_queue_t *unexp, uint32_t peer_filter, uint64_t tag, uint64_t ignore,
                             bool remove)
 {

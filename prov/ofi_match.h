@@ -61,6 +61,9 @@ bool emo_queue_remove(emo_queue_t *q, emo_qent_t *e);
  * queues it as unexpected).
  */
 emo_qent_t *emo_match_posted(emo_queue_t *posted, uint32_t src, uint64_t tag);
+/** As emo_match_posted, but the receive stays queued (a multi-receive
+ *  buffer stays posted, in its place, until it is full). */
+emo_qent_t *emo_find_posted(emo_queue_t *posted, uint32_t src, uint64_t tag);
 
 /**
  * A receive (@p peer_filter, @p tag, @p ignore) is posted (or probed):

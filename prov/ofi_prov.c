@@ -179,7 +179,7 @@ int emo_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **op
 #define EMO_PRIMARY (FI_MSG | FI_TAGGED)
 #define EMO_SECONDARY                                                                              \
     (FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_CQ_DATA |        \
-     FI_REMOTE_COMM)
+     FI_REMOTE_COMM | FI_MULTI_RECV)
 #define EMO_CAPS (EMO_PRIMARY | EMO_SECONDARY)
 /* domain-level capabilities: in info->caps and domain_attr->caps, never in
  * tx_attr/rx_attr caps (fabtests' fi_getinfo_test caps1, caps2) */
@@ -273,7 +273,8 @@ static void fill_info(struct fi_info *fi, const struct fi_info *hints)
     fi->tx_attr->iov_limit = EMO_IOV_LIMIT;
     fi->tx_attr->rma_iov_limit = 0;
 
-    fi->rx_attr->caps = caps & (EMO_PRIMARY | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE);
+    fi->rx_attr->caps = caps &
+                        (EMO_PRIMARY | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV);
     fi->rx_attr->op_flags = hints && hints->rx_attr ? hints->rx_attr->op_flags : 0;
     fi->rx_attr->msg_order = FI_ORDER_SAS | (hints && hints->rx_attr
                                                  ? hints->rx_attr->msg_order & EMO_ORDER_VACUOUS

@@ -47,6 +47,10 @@
 #define EMO_CQ_DEFAULT  1024
 #define EMO_TX_SIZE     4096
 #define EMO_RX_SIZE     4096
+/** FI_OPT_MIN_MULTI_RECV until the application sets it: a multi-receive
+ *  buffer with less room than this is released (MPICH sets its own, its
+ *  largest active message) */
+#define EMO_MIN_MULTI_RECV 64
 /** Bytes of one rendezvous put operation (larger messages take several). */
 #define EMO_PUT_CHUNK (4u << 20)
 
@@ -192,6 +196,8 @@ typedef struct emo_op {
     unsigned puts_left;     /**< rendezvous send: puts not yet completed */
     em_proto_op_t *puts;    /**< rendezvous send: one per EMO_PUT_CHUNK */
     em_region_handle_t reg; /**< rendezvous receive: its registration */
+    struct emo_rx *multi;   /**< rendezvous receive into a multi-receive buffer: that
+                                 buffer (its inflight counts this op), else NULL */
     bool watched;           /**< RTS waiting for CTS, RRECV waiting for FIN: a liveness
                                  watch of the peer is held (emo_watch) */
     size_t msg_len;         /**< bytes of msg[] in use */
@@ -226,6 +232,13 @@ typedef struct emo_rx {
     uint64_t flags; /**< FI_COMPLETION etc. */
     bool tagged;
     bool watched; /**< posted for one peer: a liveness watch of it is held (emo_watch) */
+    /* FI_MULTI_RECV (untagged only; ofi_rdv.c "multi-receive buffers"):
+     * messages are placed one after another from the start of buf */
+    bool multi;        /**< a multi-receive buffer */
+    bool released;     /**< no longer posted (full, canceled, peer failed): freed when
+                            inflight reaches 0; the last completion says FI_MULTI_RECV */
+    size_t off;        /**< bytes of buf handed out */
+    uint32_t inflight; /**< rendezvous receives into it not yet completed */
 } emo_rx_t;
 
 /** An unexpected message (eager with its bytes, or an RTS). */
@@ -282,6 +295,8 @@ struct emo_ep {
     uint16_t *op_gen;
     uint32_t ops_cap, ops_free;
     size_t eager_max;
+    size_t min_multi_recv; /**< FI_OPT_MIN_MULTI_RECV: a multi-receive buffer with less
+                                room left is released */
     /* freed large ops kept for the next (emo_op_new), one pool per room
      * size, smaller room first: a window of eager sends freed at once made
      * glibc trim and regrow its heap, a page fault per page of every large

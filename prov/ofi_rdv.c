@@ -214,9 +214,87 @@ static int send_ctrl(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h, emo_o
 
 /* ---- receiving ------------------------------------------------------------- */
 
-/* Start the receive of a rendezvous message into @p rx (matched). */
-static void rdv_accept(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uint64_t tag,
-                       uint64_t data, uint8_t wflags, uint64_t len, uint32_t s_cookie)
+/* ---- multi-receive buffers (FI_MULTI_RECV) -------------------------------- */
+
+/* A multi-receive buffer (MPICH's active-message buffers) takes messages
+ * one after another, each at the next 8-byte aligned offset, and stays
+ * posted, in its place, until less than the endpoint's
+ * FI_OPT_MIN_MULTI_RECV is left.  Then it is released: taken off the
+ * posted queue, and the completion of the last message placed in it
+ * carries FI_MULTI_RECV (the application may reuse the buffer after that
+ * one).  An eager message completes at once; a rendezvous message is
+ * carved out (its bytes reserved) and completes at its FIN, so a released
+ * buffer with rendezvous in flight waits for the last of them.  A message
+ * longer than the room left gets what fits, as FI_ETRUNC. */
+
+/* @p n bytes of @p m handed out; release it when the room left is too small */
+static void multi_take(struct emo_ep *ep, emo_rx_t *m, size_t n)
+{
+    size_t step = (n + 7) & ~(size_t)7;
+    m->off = step < m->len - m->off ? m->off + step : m->len;
+    if (!m->released && m->len - m->off < ep->min_multi_recv) {
+        (void)emo_queue_remove(&ep->posted_msg, &m->q); /* (not queued yet: do_recv) */
+        emo_unwatch(ep, (uint16_t)m->q.peer, &m->watched);
+        m->released = true;
+    }
+}
+
+/* A rendezvous receive carved from multi-receive buffer @p m (or NULL)
+ * ended: @return FI_MULTI_RECV when it was the buffer's last use (then freed) */
+static uint64_t multi_put(emo_rx_t *m)
+{
+    if (!m || --m->inflight || !m->released)
+        return 0;
+    free(m);
+    return FI_MULTI_RECV;
+}
+
+static uint64_t multi_settle(emo_op_t *op)
+{
+    emo_rx_t *m = op->multi;
+    op->multi = NULL;
+    return multi_put(m);
+}
+
+void emo_multi_forget(emo_op_t *op)
+{
+    (void)multi_settle(op); /* endpoint close: no completion, the buffer freed if last */
+}
+
+static void rdv_accept(struct emo_ep *ep, const emo_rx_t *rx, emo_rx_t *multi, uint16_t peer,
+                       uint64_t tag, uint64_t data, uint8_t wflags, uint64_t len,
+                       uint32_t s_cookie);
+
+bool emo_multi_deliver(struct emo_ep *ep, emo_rx_t *m, uint16_t peer, uint8_t type, uint8_t wflags,
+                       uint64_t tag, uint64_t data, uint64_t len, uint32_t s_cookie,
+                       const void *payload)
+{
+    size_t room = m->len - m->off;
+    size_t n = len < room ? (size_t)len : room;
+    void *at = (uint8_t *)m->buf + m->off;
+    multi_take(ep, m, n);
+    if (type == EMO_T_RTS) {
+        emo_rx_t part = { .buf = at, .len = n, .context = m->context, .flags = m->flags };
+        m->inflight++;
+        rdv_accept(ep, &part, m, peer, tag, data, wflags, len, s_cookie);
+        return false; /* the buffer lives at least until its FIN */
+    }
+    if (n)
+        memcpy(at, payload, n);
+    bool last = m->released && m->inflight == 0;
+    complete_rx(ep, m->context, rx_flags(false, wflags) | (last ? FI_MULTI_RECV : 0),
+                last || !ep->rx_selective || (m->flags & FI_COMPLETION), at, n, (size_t)len, data,
+                tag, peer, 0);
+    if (last)
+        free(m);
+    return last;
+}
+
+/* Start the receive of a rendezvous message into @p rx (matched); @p multi:
+ * the multi-receive buffer @p rx was carved from (its inflight counts this
+ * receive), or NULL. */
+static void rdv_accept(struct emo_ep *ep, const emo_rx_t *rx, emo_rx_t *multi, uint16_t peer,
+                       uint64_t tag, uint64_t data, uint8_t wflags, uint64_t len, uint32_t s_cookie)
 {
     emo_op_t *op = emo_op_new(ep, EMO_OP_RRECV, 0);
     uint64_t flags = rx_flags(rx->tagged, wflags);
@@ -224,9 +302,11 @@ static void rdv_accept(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uin
         /* cannot take it: the sender waits for a CTS that never comes, so
          * fail the receive loudly (the job's error path ends it) */
         emo_op_free(op);
-        complete_rx(ep, rx->context, flags, true, rx->buf, 0, 0, data, tag, peer, -FI_ENOMEM);
+        complete_rx(ep, rx->context, flags | multi_put(multi), true, rx->buf, 0, 0, data, tag, peer,
+                    -FI_ENOMEM);
         return;
     }
+    op->multi = multi;
     op->peer = peer;
     op->context = rx->context;
     op->cq_flags = flags;
@@ -254,7 +334,8 @@ static void rdv_accept(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uin
         if (op->reg.id)
             em_engine_deregister(ep->eng, &op->reg);
         emo_cookie_del(ep, op);
-        complete_rx(ep, op->context, flags, true, op->buf, 0, 0, data, tag, peer, rc);
+        complete_rx(ep, op->context, flags | multi_settle(op), true, op->buf, 0, 0, data, tag, peer,
+                    rc);
         emo_op_free(op);
         return;
     }
@@ -266,7 +347,7 @@ void emo_deliver(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uint8_t t
                  uint64_t tag, uint64_t data, uint64_t len, uint32_t s_cookie, const void *payload)
 {
     if (type == EMO_T_RTS) {
-        rdv_accept(ep, rx, peer, tag, data, wflags, len, s_cookie);
+        rdv_accept(ep, rx, NULL, peer, tag, data, wflags, len, s_cookie);
         return;
     }
     size_t n = len < rx->len ? (size_t)len : rx->len;
@@ -319,12 +400,21 @@ static void on_message(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h, con
 {
     bool tagged = (h->flags & EMO_F_TAGGED) != 0;
     emo_queue_t *posted = tagged ? &ep->posted_tag : &ep->posted_msg;
-    emo_qent_t *q = emo_match_posted(posted, peer, tagged ? h->tag : 0);
+    /* untagged: a multi-receive buffer stays posted until it is full */
+    emo_qent_t *q = tagged ? emo_match_posted(posted, peer, h->tag)
+                           : emo_find_posted(posted, peer, 0);
     if (!q) {
         queue_unexp(ep, tagged ? &ep->unexp_tag : &ep->unexp_msg, peer, h, pl);
         return;
     }
     emo_rx_t *rx = container_of_emo(q, emo_rx_t, q);
+    if (rx->multi) {
+        (void)emo_multi_deliver(ep, rx, peer, h->type, h->flags, h->tag, h->data, h->len,
+                                h->s_cookie, pl);
+        return;
+    }
+    if (!tagged)
+        (void)emo_queue_remove(posted, q);
     emo_unwatch(ep, peer, &rx->watched);
     emo_deliver(ep, rx, peer, h->type, h->flags, h->tag, h->data, h->len, h->s_cookie, pl);
     free(rx);
@@ -393,8 +483,9 @@ static void on_fin(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
     emo_unwatch(ep, peer, &op->watched);
     if (op->reg.id)
         em_engine_deregister(ep->eng, &op->reg);
-    complete_rx(ep, op->context, op->cq_flags, op->want_cqe, op->buf, op->len, op->len + op->olen,
-                op->data, op->tag, peer, status);
+    uint64_t last = multi_settle(op);
+    complete_rx(ep, op->context, op->cq_flags | last, op->want_cqe || last, op->buf, op->len,
+                op->len + op->olen, op->data, op->tag, peer, status);
     emo_op_free(op);
 }
 
@@ -467,8 +558,8 @@ static void cb_peer_failed(void *u, uint16_t peer)
         if (op->kind == EMO_OP_RRECV) {
             if (op->reg.id)
                 em_engine_deregister(ep->eng, &op->reg);
-            complete_rx(ep, op->context, op->cq_flags, true, op->buf, 0, op->len + op->olen,
-                        op->data, op->tag, peer, -FI_EIO);
+            complete_rx(ep, op->context, op->cq_flags | multi_settle(op), true, op->buf, 0,
+                        op->len + op->olen, op->data, op->tag, peer, -FI_EIO);
         } else {
             emo_complete_tx(op, -FI_EIO);
         }

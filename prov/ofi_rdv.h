@@ -27,6 +27,14 @@ void emo_put_done(emo_op_t *op, int status);
 /** Hand message (@p type EAGER or RTS) to receive @p rx. */
 void emo_deliver(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uint8_t type, uint8_t wflags,
                  uint64_t tag, uint64_t data, uint64_t len, uint32_t s_cookie, const void *payload);
+/** Place a message in multi-receive buffer @p m (ofi_rdv.c, "multi-receive
+ *  buffers").  @return true when that released and freed @p m. */
+bool emo_multi_deliver(struct emo_ep *ep, emo_rx_t *m, uint16_t peer, uint8_t type, uint8_t wflags,
+                       uint64_t tag, uint64_t data, uint64_t len, uint32_t s_cookie,
+                       const void *payload);
+/** Endpoint close: @p op no longer holds its multi-receive buffer (freed
+ *  when it was the last holder of a released one). */
+void emo_multi_forget(emo_op_t *op);
 /** A message (engine tag @p etag) from @p peer: decode and dispatch. */
 void emo_handle_msg(struct emo_ep *ep, uint16_t peer, uint8_t etag, const void *data, size_t len);
 void emo_unexp_release(struct emo_ep *ep, emo_unexp_t *u);

@@ -5,7 +5,9 @@
  * would).  Checks: tagged eager messages matched in order, expected and
  * unexpected; ignore bits; rendezvous of 1 MiB and of 4 MiB + 1 (two
  * puts), expected and unexpected; untagged fi_senddata with its CQ data;
- * truncation as FI_ETRUNC with olen; FI_PEEK, FI_CLAIM and FI_ENOMSG (whose
+ * truncation as FI_ETRUNC with olen; a multi-receive buffer (FI_MULTI_RECV:
+ * eager and rendezvous, unexpected and expected, released by
+ * FI_OPT_MIN_MULTI_RECV, canceled); FI_PEEK, FI_CLAIM and FI_ENOMSG (whose
  * error entry never writes through the caller's err_data); a
  * message to the endpoint itself; and a killed peer that nothing is sent
  * to: a receive posted for it ends as a CQ error (FI_EIO, the liveness
@@ -153,7 +155,7 @@ static void open_all(void)
 {
     struct fi_info *hints = fi_allocinfo();
     hints->ep_attr->type = FI_EP_RDM;
-    hints->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV;
+    hints->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV | FI_MULTI_RECV;
     hints->fabric_attr->prov_name = strdup("ethermpi");
     hints->domain_attr->av_type = me ? FI_AV_MAP : FI_AV_TABLE;
     FI(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info));
@@ -237,6 +239,24 @@ static void child_sends(void)
     fill(m, 32, 7);
     FI(fi_senddata(ep, m, 32, NULL, 0xC0FFEE, peer, &c));
     CHECK(wait_ctx(&c, NULL, NULL, 20) == 0, "senddata");
+    /* 4b: into a multi-receive buffer (parent_multi): 100 B and a
+     * rendezvous of 300000 B before it is posted, 50 B and 10000 B after */
+    fill(m, 100, 12);
+    FI(fi_send(ep, m, 100, NULL, peer, &c));
+    CHECK(wait_ctx(&c, NULL, NULL, 20) == 0, "multi: send 1");
+    struct fi_context cb;
+    fill(big, 300000, 13);
+    FI(fi_send(ep, big, 300000, NULL, peer, &cb));
+    sync_peer(); /* the parent posts its buffer */
+    CHECK(wait_ctx(&cb, NULL, NULL, 20) == 0, "multi: send 2 (rendezvous)");
+    fill(m, 50, 14);
+    FI(fi_send(ep, m, 50, NULL, peer, &c));
+    CHECK(wait_ctx(&c, NULL, NULL, 20) == 0, "multi: send 3");
+    uint8_t *m4 = malloc(10000);
+    fill(m4, 10000, 15);
+    FI(fi_send(ep, m4, 10000, NULL, peer, &c));
+    CHECK(wait_ctx(&c, NULL, NULL, 20) == 0, "multi: send 4");
+    free(m4);
     /* 5: truncation; 6: a message for the parent's probe */
     fill(m, 100, 8);
     send_wait(m, 100, 0x30);
@@ -269,6 +289,51 @@ static void wait_checks(void)
           ofi_now_s() - t0);
 }
 
+/* FI_MULTI_RECV: one buffer takes the child's four untagged messages (two
+ * waiting as unexpected, one of them a rendezvous; two arriving after),
+ * each at the next 8-byte boundary; the room left after the fourth is
+ * under FI_OPT_MIN_MULTI_RECV, so the buffer is released, and the last
+ * completion, and only it, says FI_MULTI_RECV.  Then a buffer canceled
+ * while posted ends as FI_ECANCELED with FI_MULTI_RECV. */
+static void parent_multi(void)
+{
+    static uint8_t mb[1u << 20];
+    size_t min = 740000, got = sizeof min;
+    FI(fi_setopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, sizeof min));
+    min = 0;
+    FI(fi_getopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, &got));
+    CHECK(min == 740000 && got == sizeof min, "FI_OPT_MIN_MULTI_RECV reads back %zu", min);
+    struct fi_context c;
+    struct iovec iov = { .iov_base = mb, .iov_len = sizeof mb };
+    struct fi_msg msg = { .msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .context = &c };
+    sync_peer(); /* 100 B and the 300000 B RTS wait as unexpected */
+    FI(fi_recvmsg(ep, &msg, FI_MULTI_RECV | FI_COMPLETION));
+    /* placed in order: 0, 104 (8-aligned), 300104, 300160 */
+    static const size_t len[4] = { 100, 300000, 50, 10000 }, at[4] = { 0, 104, 300104, 300160 };
+    static const unsigned seed[4] = { 12, 13, 14, 15 };
+    int seen[4] = { 0 }, released = 0;
+    for (int k = 0; k < 4; k++) {
+        struct fi_cq_tagged_entry e;
+        CHECK(wait_ctx(&c, &e, NULL, 30) == 0, "multi: completion %d", k);
+        CHECK(!released, "multi: a completion after the one that released the buffer");
+        int i = 0;
+        while (i < 4 && (uint8_t *)e.buf != mb + at[i])
+            i++;
+        CHECK(i < 4 && !seen[i], "multi: completion at offset %td", (uint8_t *)e.buf - mb);
+        seen[i] = 1;
+        CHECK(e.len == len[i] && (e.flags & FI_RECV) && (e.flags & FI_MSG) &&
+                  same(mb + at[i], len[i], seed[i]),
+              "multi: message %d: len %zu flags %lx", i, e.len, (unsigned long)e.flags);
+        released = (e.flags & FI_MULTI_RECV) != 0;
+    }
+    CHECK(released, "multi: the last completion does not release the buffer");
+    FI(fi_recvmsg(ep, &msg, FI_MULTI_RECV | FI_COMPLETION));
+    FI(fi_cancel(&ep->fid, &c));
+    struct fi_cq_err_entry x;
+    CHECK(wait_ctx(&c, NULL, &x, 5) == FI_ECANCELED && (x.flags & FI_MULTI_RECV),
+          "multi: canceled buffer: flags %lx", (unsigned long)x.flags);
+}
+
 static void parent_checks(pid_t child)
 {
     uint8_t b[100];
@@ -299,6 +364,7 @@ static void parent_checks(pid_t child)
     CHECK(e.len == 32 && e.data == 0xC0FFEE && (e.flags & FI_REMOTE_CQ_DATA) &&
               (e.flags & FI_MSG) && same(b, 32, 7),
           "senddata: len %zu data %lx", e.len, (unsigned long)e.data);
+    parent_multi();
     FI(fi_trecv(ep, b, 50, NULL, FI_ADDR_UNSPEC, 0x30, 0, &c));
     CHECK(wait_ctx(&c, NULL, &x, 20) == FI_ETRUNC && x.len == 50 && x.olen == 50,
           "truncation: len %zu olen %zu", x.len, x.olen);
