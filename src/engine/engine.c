@@ -460,6 +460,13 @@ const em_proto_stats_t *em_engine_proto_stats(const em_engine_t *e)
 }
 em_link_t *em_engine_link(em_engine_t *e) { return e->link; }
 uint64_t em_engine_rx_mem(const em_engine_t *e) { return em_proto_rx_mem(e->proto); }
+int em_engine_fail_peer(em_engine_t *e, uint16_t peer, const char *why)
+{
+    if (e->in_progress)
+        return -EM_EINVAL; /* from a callback: the caller must defer it */
+    return em_proto_fail_peer(e->proto, peer, why);
+}
+
 const char *em_engine_fail_reason(const em_engine_t *e, uint16_t peer)
 {
     return em_proto_fail_reason(e->proto, peer);

@@ -187,6 +187,9 @@ const em_proto_stats_t *em_engine_proto_stats(const em_engine_t *e);
 /** Bytes of receive buffers the protocol holds (em_proto_rx_mem()). */
 uint64_t em_engine_rx_mem(const em_engine_t *e);
 em_link_t *em_engine_link(em_engine_t *e);
+/** Give up on @p peer (em_proto_fail_peer(): @p why, a static sentence);
+ *  not from an engine callback.  @return 0 or -EM_EINVAL. */
+int em_engine_fail_peer(em_engine_t *e, uint16_t peer, const char *why);
 /** Why @p peer was declared failed (a sentence), or NULL (see em_proto_fail_reason). */
 const char *em_engine_fail_reason(const em_engine_t *e, uint16_t peer);
 

@@ -191,6 +191,19 @@ void em_fail_acked(struct em_proto *p, uint16_t peer, const char *why)
     em_fail_peer(p, peer);
 }
 
+int em_proto_fail_peer(em_proto_t *p, uint16_t peer, const char *why)
+{
+    if (peer >= p->cfg.npeers || peer == p->cfg.self || !why)
+        return -EM_EINVAL;
+    struct em_peer *pe = &p->peers[peer];
+    if (pe->state == EM_PEER_FAILED)
+        return 0;
+    pe->fail_reason = why;
+    p->st.fail_by_owner++;
+    em_fail_peer(p, peer);
+    return 0;
+}
+
 const char *em_proto_fail_reason(const em_proto_t *p, uint16_t peer)
 {
     if (peer >= p->cfg.npeers || p->peers[peer].state != EM_PEER_FAILED)

@@ -311,6 +311,7 @@ typedef struct em_proto_stats {
                                       had acknowledged could not be consumed */
     uint64_t live_probes;        /**< liveness probes sent to watched, silent peers */
     uint64_t live_failures;      /**< of peer_failures: watched peers that answered no probe */
+    uint64_t fail_by_owner; /**< of peer_failures: given up by the owner (em_proto_fail_peer) */
 } em_proto_stats_t;
 
 typedef struct em_proto em_proto_t;
@@ -508,6 +509,16 @@ uint64_t em_proto_srtt(const em_proto_t *p, uint16_t peer);
 
 /** True when @p peer was declared failed. */
 bool em_proto_peer_failed(const em_proto_t *p, uint16_t peer);
+/**
+ * The owner gives up on @p peer: it broke a rule of the layer above (@p why,
+ * a static sentence that em_proto_fail_reason() returns).  As for a peer
+ * that stopped answering: its operations complete with -EM_EPEERFAIL, its
+ * frames are dropped from now on, and peer_failed is called.  Not from a
+ * callback of this protocol (the peer's receive state is freed): an owner
+ * that decides inside one defers the call.  @return 0 (also when the peer
+ * had failed already) or -EM_EINVAL.
+ */
+int em_proto_fail_peer(em_proto_t *p, uint16_t peer, const char *why);
 
 /** Why @p peer was declared failed (a sentence), or NULL when it was not. */
 const char *em_proto_fail_reason(const em_proto_t *p, uint16_t peer);

@@ -517,6 +517,35 @@ static void test_probe_answer_resends_only_what_was_lost(void **st)
     em_proto_destroy(x.p);
 }
 
+/* The owner gives up on a peer (the provider: it overran the unexpected
+ * budget): as a peer that stopped answering, with the owner's reason. */
+static void test_owner_fails_peer(void **st)
+{
+    struct fx x;
+    em_proto_op_t op;
+    int a;
+    static const char why[] = "it broke a rule of the layer above";
+    mk(&x, EM_RECOVERY_SR, 0);
+    assert_int_equal(em_proto_send(x.p, &op, 1, 0, "m", 1, &a, 0), 0);
+    assert_int_equal(em_proto_fail_peer(x.p, 0, why), -EM_EINVAL); /* itself */
+    assert_int_equal(em_proto_fail_peer(x.p, 3, why), -EM_EINVAL); /* no such peer */
+    assert_int_equal(em_proto_fail_peer(x.p, 1, NULL), -EM_EINVAL);
+    assert_false(em_proto_peer_failed(x.p, 1));
+    assert_int_equal(em_proto_fail_peer(x.p, 1, why), 0);
+    assert_true(em_proto_peer_failed(x.p, 1));
+    assert_string_equal(em_proto_fail_reason(x.p, 1), why);
+    assert_int_equal(x.c.ncomplete, 1);
+    assert_int_equal(x.c.last_status, -EM_EPEERFAIL);
+    assert_int_equal(x.c.nfailed, 1);
+    assert_int_equal(em_proto_stats(x.p)->fail_by_owner, 1);
+    assert_int_equal(em_proto_fail_peer(x.p, 1, why), 0); /* once */
+    assert_int_equal(x.c.nfailed, 1);
+    feed(&x, data(0, 0, "late"), "late", 10);
+    assert_int_equal(x.c.nrecv, 0);
+    assert_int_equal(em_proto_stats(x.p)->drop_peer_failed, 1);
+    em_proto_destroy(x.p);
+}
+
 /* A close right after a send whose frame was lost (MPICH: an inject, then
  * fi_close): em_proto_flush makes the retransmit timeout due now, so the
  * repair starts at once instead of after a backed-off RTO; pending counts
@@ -1174,6 +1203,7 @@ int main(void)
         cmocka_unit_test(test_late_ack_teaches_rto_without_resending_window),
         cmocka_unit_test(test_probe_answer_resends_only_what_was_lost),
         cmocka_unit_test(test_flush_probes_at_once),
+        cmocka_unit_test(test_owner_fails_peer),
         cmocka_unit_test(test_probe_is_answered_once),
         cmocka_unit_test(test_wide_window_sack_and_drain),
         cmocka_unit_test(test_timeout_streak_waits_before_resending),
