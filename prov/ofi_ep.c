@@ -242,6 +242,11 @@ static int make_engine(struct emo_ep *ep, char *err, size_t errlen)
         snprintf(err, errlen, "FI_ETHERMPI_LINGER_MS must be 0 (close at once) or more");
         return -1;
     }
+    if (emo_params.unexp_mb < 0) {
+        snprintf(err, errlen, "FI_ETHERMPI_UNEXP_MB must be 0 (no bound) or more");
+        return -1;
+    }
+    ep->unexp_budget = (uint64_t)emo_params.unexp_mb << 20;
     cfg.peers_need_set = 1;
     cfg.bind_source = 1;
     cfg.job_key = ep->self.secret;
@@ -310,6 +315,8 @@ void emo_ep_progress(struct emo_ep *ep)
     ep->in_progress = 1;
     (void)em_engine_progress(ep->eng);
     ep->in_progress = 0;
+    if (ep->nfail_pending)
+        emo_apply_failures(ep);
 }
 
 int emo_ep_set_add(emo_ep_set_t *s, struct emo_ep *ep)
@@ -348,12 +355,14 @@ static void print_stats(struct emo_ep *ep)
     em_proto_stats_frames(p, frames, sizeof frames);
     FI_INFO(&emo_prov, FI_LOG_EP_DATA,
             "endpoint %u: eager %llu rdv %llu self %llu; "
-            "unexpected %llu (peak %llu bytes); refused: short %llu magic %llu type %llu "
+            "unexpected %llu (peak %llu bytes; over FI_ETHERMPI_UNEXP_MB: %llu dropped, %llu "
+            "peers failed); refused: short %llu magic %llu type %llu "
             "malformed %llu cookie %llu len %llu unknown-peer %llu; first contact: %llu peers, "
             "refused blob %llu key %llu source %llu budget %llu; %s, peer failures %llu\n",
             ep->self.id, (unsigned long long)ep->st.eager_sent, (unsigned long long)ep->st.rdv_sent,
             (unsigned long long)ep->st.self_sent, (unsigned long long)ep->st.unexp_msgs,
-            (unsigned long long)ep->st.unexp_bytes_max,
+            (unsigned long long)ep->st.unexp_bytes_max, (unsigned long long)ep->st.unexp_refused,
+            (unsigned long long)ep->st.unexp_overflow,
             (unsigned long long)ep->st.dec_err[EMO_DEC_SHORT],
             (unsigned long long)ep->st.dec_err[EMO_DEC_MAGIC],
             (unsigned long long)ep->st.dec_err[EMO_DEC_TYPE],
@@ -423,6 +432,8 @@ static int ep_close(struct fid *fid)
     free(ep->peer_heard);
     free(ep->fc);
     free(ep->peer_failed);
+    free(ep->unexp_held);
+    free(ep->fail_pending);
     free(ep->ops);
     free(ep->op_gen);
     free(ep);
@@ -622,7 +633,10 @@ static int ep_setup(struct emo_ep *ep, char *err, size_t errlen)
     ep->peer_set = calloc(ep->npeers, 1);
     ep->peer_failed = calloc(ep->npeers, 1);
     ep->peer_heard = calloc(ep->npeers, 1);
-    if (!ep->peer_set || !ep->peer_failed || !ep->peer_heard) {
+    ep->unexp_held = calloc(ep->npeers, sizeof *ep->unexp_held);
+    ep->fail_pending = calloc(ep->npeers, 1);
+    if (!ep->peer_set || !ep->peer_failed || !ep->peer_heard || !ep->unexp_held ||
+        !ep->fail_pending) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }

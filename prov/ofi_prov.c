@@ -71,6 +71,10 @@ static const struct emo_pdef pdefs[] = {
       "(an inject whose frame was lost is resent meanwhile; MPICH closes its endpoint right "
       "after its last send), and names the peers that did not acknowledge; default 5000, "
       "0 = close at once (unacknowledged messages may be lost)" },
+    { "unexp_mb", FI_PARAM_INT, &emo_params.unexp_mb,
+      "MiB of unexpected messages (arrived before their receive was posted) an endpoint "
+      "holds; when a message would exceed it, the peer holding the most is failed (its "
+      "operations end with FI_EIO) and its held messages dropped; default 1024, 0 = no bound" },
     { "cq_spin_ns", FI_PARAM_INT, &emo_params.cq_spin_ns,
       "A caller that reads an empty CQ again within 20 us while a receive is posted (an MPI "
       "waiting for a message) is answered only after this many ns of progress without a "
@@ -114,6 +118,7 @@ void emo_params_load(void)
         .retries = 70,
         .live_us = -1,
         .linger_ms = 5000,
+        .unexp_mb = 1024,
         .cq_spin_ns = 2000, /* adaptive: stops when spins go unrewarded (docs/ofi.md) */
         .ack_delay_us = 20,
         .rx_mem_mb = 256,

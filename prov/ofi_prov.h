@@ -73,6 +73,7 @@ typedef struct emo_params {
     int live_us;       /**< liveness watch idle time, us; -1 = rto_max_us, 0 = off */
     int linger_ms;     /**< fi_close waits this long at most for its sends to arrive
                             (em_engine_drain); 0 = not at all */
+    int unexp_mb;      /**< unexpected messages held per endpoint, MiB; 0 = no bound */
     int cq_spin_ns;    /**< a caller polling an empty CQ in a loop: keep progressing this
                             long before -FI_EAGAIN (ofi_cq.c, cq_spin); 0 = never */
     char *cc;          /**< "loss" (default), "delay", "off" */
@@ -264,6 +265,8 @@ typedef struct emo_ep_stats {
     uint64_t fc_bad_source;  /**< ... frames not from the blob's link address */
     uint64_t fc_over_budget; /**< ... refused: FI_ETHERMPI_FIRST_CONTACT peers made already */
     uint64_t unexp_msgs, unexp_bytes_max;
+    uint64_t unexp_refused;  /**< unexpected messages dropped: over FI_ETHERMPI_UNEXP_MB */
+    uint64_t unexp_overflow; /**< peers failed for holding the most when it was exceeded */
     uint64_t eager_sent, rdv_sent, self_sent;
 } emo_ep_stats_t;
 
@@ -290,7 +293,12 @@ struct emo_ep {
     size_t fc_n, fc_cap;
     uint8_t *peer_failed; /**< npeers */
     emo_queue_t posted_tag, unexp_tag, posted_msg, unexp_msg;
-    uint64_t unexp_bytes;
+    uint64_t unexp_bytes;  /**< held in the unexpected queues: entries and payloads */
+    uint64_t unexp_budget; /**< FI_ETHERMPI_UNEXP_MB in bytes; 0 = no bound */
+    uint64_t *unexp_held;  /**< npeers: unexp_bytes per source */
+    uint8_t *fail_pending; /**< npeers: 1 = to be failed after this progress call (a
+                                callback decided it: emo_apply_failures) */
+    uint32_t nfail_pending;
     emo_op_t **ops; /**< cookie table: index = (cookie & 0xFFFFF) - 1 */
     uint16_t *op_gen;
     uint32_t ops_cap, ops_free;
@@ -311,6 +319,11 @@ struct emo_ep {
     int in_progress;
     emo_ep_stats_t st;
 };
+
+/* ofi_rdv.c */
+/** Fail the peers a callback marked (ep->fail_pending: over the unexpected
+ *  budget); called after each engine progress call. */
+void emo_apply_failures(struct emo_ep *ep);
 
 /* ofi_prov.c */
 int emo_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);

@@ -358,11 +358,86 @@ void emo_deliver(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uint8_t t
                 tag, peer, 0);
 }
 
+/* ---- the unexpected queues' budget ------------------------------------------ */
+
+/* What an unexpected message holds: its entry and, eager, its bytes. */
+static size_t unexp_size(uint8_t type, uint64_t len)
+{
+    return sizeof(emo_unexp_t) + (type == EMO_T_EAGER ? (size_t)len : 0);
+}
+
+static const char unexp_why[] =
+    "it sent more unexpected messages (held until their receives are posted) than "
+    "FI_ETHERMPI_UNEXP_MB allows this endpoint, and held the most of them";
+
+/* Peer @p peer is to fail (after this progress call: emo_apply_failures);
+ * its held unexpected messages go now, so that the memory is free at once */
+static void unexp_overflow(struct emo_ep *ep, uint16_t peer)
+{
+    ep->st.unexp_overflow++;
+    if (!ep->fail_pending[peer]) {
+        ep->fail_pending[peer] = 1;
+        ep->nfail_pending++;
+    }
+    emo_queue_t *qs[2] = { &ep->unexp_tag, &ep->unexp_msg };
+    for (int k = 0; k < 2; k++) {
+        for (emo_qent_t *c = qs[k]->head, *next; c; c = next) {
+            next = c->next;
+            if (c->peer == peer && !c->claimed) {
+                emo_queue_remove(qs[k], c);
+                emo_unexp_release(ep, container_of_emo(c, emo_unexp_t, q));
+            }
+        }
+    }
+    FI_WARN(&emo_prov, FI_LOG_EP_DATA,
+            "endpoint %u: unexpected messages over FI_ETHERMPI_UNEXP_MB=%d; endpoint %u, which "
+            "held the most, is failed\n",
+            ep->self.id, emo_params.unexp_mb, peer);
+}
+
+/* Room for @p need more bytes from @p peer?  Over the budget, the peer that
+ * would hold the most (this message counted) is failed: a receiver cannot
+ * refuse what the engine has acknowledged, and a broken or hostile peer
+ * must not take the node's memory (docs/ofi.md "Limits"). */
+static bool unexp_room(struct emo_ep *ep, uint16_t peer, size_t need)
+{
+    if (peer < ep->npeers && ep->fail_pending[peer])
+        return false;
+    if (!ep->unexp_budget || peer >= ep->npeers || peer == ep->self.id ||
+        ep->unexp_bytes + need <= ep->unexp_budget)
+        return true;
+    uint16_t worst = peer;
+    uint64_t most = ep->unexp_held[peer] + need;
+    for (uint32_t i = 0; i < ep->npeers; i++) {
+        if (i != ep->self.id && ep->unexp_held[i] > most) {
+            worst = (uint16_t)i;
+            most = ep->unexp_held[i];
+        }
+    }
+    unexp_overflow(ep, worst);
+    return worst != peer && ep->unexp_bytes + need <= ep->unexp_budget;
+}
+
+void emo_apply_failures(struct emo_ep *ep)
+{
+    for (uint32_t i = 0; i < ep->npeers && ep->nfail_pending; i++) {
+        if (!ep->fail_pending[i])
+            continue;
+        ep->fail_pending[i] = 0;
+        ep->nfail_pending--;
+        (void)em_engine_fail_peer(ep->eng, (uint16_t)i, unexp_why); /* -> cb_peer_failed */
+    }
+}
+
 /* keep an unmatched EAGER or RTS message */
 static void queue_unexp(struct emo_ep *ep, emo_queue_t *q, uint16_t peer, const emo_hdr_t *h,
                         const void *payload)
 {
     size_t plen = h->type == EMO_T_EAGER ? (size_t)h->len : 0;
+    if (!unexp_room(ep, peer, unexp_size(h->type, h->len))) {
+        ep->st.unexp_refused++;
+        return;
+    }
     emo_unexp_t *u = malloc(sizeof *u + plen);
     if (!u) {
         FI_WARN(&emo_prov, FI_LOG_EP_DATA,
@@ -383,7 +458,9 @@ static void queue_unexp(struct emo_ep *ep, emo_queue_t *q, uint16_t peer, const 
     if (plen)
         memcpy(u->payload, payload, plen);
     emo_queue_push(q, &u->q);
-    ep->unexp_bytes += plen;
+    ep->unexp_bytes += unexp_size(u->type, u->len);
+    if (peer < ep->npeers)
+        ep->unexp_held[peer] += unexp_size(u->type, u->len);
     ep->st.unexp_msgs++;
     if (ep->unexp_bytes > ep->st.unexp_bytes_max)
         ep->st.unexp_bytes_max = ep->unexp_bytes;
@@ -391,8 +468,9 @@ static void queue_unexp(struct emo_ep *ep, emo_queue_t *q, uint16_t peer, const 
 
 void emo_unexp_release(struct emo_ep *ep, emo_unexp_t *u)
 {
-    if (u->type == EMO_T_EAGER)
-        ep->unexp_bytes -= (size_t)u->len;
+    ep->unexp_bytes -= unexp_size(u->type, u->len);
+    if (u->q.peer < ep->npeers)
+        ep->unexp_held[u->q.peer] -= unexp_size(u->type, u->len);
     free(u);
 }
 

@@ -38,6 +38,7 @@ void emo_multi_forget(emo_op_t *op);
 /** A message (engine tag @p etag) from @p peer: decode and dispatch. */
 void emo_handle_msg(struct emo_ep *ep, uint16_t peer, uint8_t etag, const void *data, size_t len);
 void emo_unexp_release(struct emo_ep *ep, emo_unexp_t *u);
+
 /** The endpoint waits for @p peer (a directed receive, a rendezvous step):
  *  watch its liveness (src/proto/live.c).  @return true when a watch is
  *  held (drop it with emo_unwatch). */

@@ -5,8 +5,9 @@
  * table: a CTS or FIN naming another peer's operation, a stale generation,
  * an index out of the table, the wrong kind, a length beyond what was
  * asked, and undecodable bytes.  Each must be refused and counted, leave
- * the operation in place, and write nothing.  No engine is needed: every
- * refusal happens before one would be used.
+ * the operation in place, and write nothing.  And a peer flooding
+ * unexpected messages past the budget (FI_ETHERMPI_UNEXP_MB).  No engine
+ * is needed: every refusal happens before one would be used.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -102,8 +103,83 @@ static void test_refused(void **state)
     free(ep.op_gen);
 }
 
+/* an eager tagged message of @p n bytes from @p peer, as the engine hands it up */
+static void send_eager(uint16_t peer, uint64_t tag, size_t n)
+{
+    static uint8_t b[EMO_HDR_LEN + 65536];
+    emo_hdr_t h = { .type = EMO_T_EAGER, .flags = EMO_F_TAGGED, .tag = tag, .len = n };
+    emo_hdr_encode(&h, b);
+    memset(b + EMO_HDR_LEN, (int)peer, n);
+    emo_handle_msg(&ep, peer, EMO_T_EAGER, b, EMO_HDR_LEN + n);
+}
+
+static size_t held_from(uint16_t peer)
+{
+    size_t n = 0;
+    for (emo_qent_t *c = ep.unexp_tag.head; c; c = c->next)
+        n += c->peer == peer;
+    return n;
+}
+
+/* The unexpected queues have a budget (FI_ETHERMPI_UNEXP_MB): a peer that
+ * floods messages nobody receives cannot take the node's memory.  Over the
+ * budget, the peer holding the most is marked to fail and its held
+ * messages go at once; an innocent peer's messages stay, and a message
+ * that fits after the purge is kept. */
+static void test_unexpected_budget(void **state)
+{
+    (void)state;
+    memset(&ep, 0, sizeof ep);
+    emo_queue_init(&ep.posted_tag);
+    emo_queue_init(&ep.unexp_tag);
+    emo_queue_init(&ep.posted_msg);
+    emo_queue_init(&ep.unexp_msg);
+    ep.npeers = 8;
+    ep.self.id = 0;
+    ep.unexp_held = calloc(ep.npeers, sizeof *ep.unexp_held);
+    ep.fail_pending = calloc(ep.npeers, 1);
+    ep.unexp_budget = 64 * 1024;
+    send_eager(4, 1, 100); /* an innocent peer's message, waiting */
+    for (int i = 0; i < 40; i++)
+        send_eager(3, 2, 4000); /* the flood: 160 KB against a 64 KiB budget */
+    assert_true(ep.fail_pending[3]);
+    assert_int_equal(ep.nfail_pending, 1);
+    assert_int_equal(ep.st.unexp_overflow, 1);
+    assert_true(ep.st.unexp_refused >= 40 - 16); /* everything after the overflow */
+    assert_int_equal(held_from(3), 0);           /* purged */
+    assert_int_equal(held_from(4), 1);
+    assert_int_equal(ep.unexp_held[3], 0);
+    assert_true(ep.unexp_bytes <= ep.unexp_budget);
+    assert_int_equal(ep.unexp_bytes, ep.unexp_held[4]);
+    /* the budget is whole again for the others; now peer 4 holds the most
+     * and peer 5's message would overflow: peer 4 goes, peer 5's stays */
+    for (int i = 0; i < 10; i++)
+        send_eager(4, 3, 4000);
+    send_eager(5, 4, 30000);
+    assert_true(ep.fail_pending[4]);
+    assert_false(ep.fail_pending[5]);
+    assert_int_equal(held_from(4), 0);
+    assert_int_equal(held_from(5), 1);
+    assert_int_equal(ep.unexp_bytes, ep.unexp_held[5]);
+    assert_int_equal(ep.nfail_pending, 2);
+    /* unbounded (0): nothing is refused */
+    ep.unexp_budget = 0;
+    uint64_t refused = ep.st.unexp_refused;
+    for (int i = 0; i < 40; i++)
+        send_eager(6, 5, 4000);
+    assert_int_equal(held_from(6), 40);
+    assert_int_equal(ep.st.unexp_refused, refused);
+    emo_data_fini(&ep);
+    assert_int_equal(ep.unexp_bytes, 0);
+    free(ep.unexp_held);
+    free(ep.fail_pending);
+    free(ep.ops);
+    free(ep.op_gen);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = { cmocka_unit_test(test_refused) };
+    const struct CMUnitTest tests[] = { cmocka_unit_test(test_refused),
+                                        cmocka_unit_test(test_unexpected_budget) };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
