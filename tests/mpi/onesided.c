@@ -51,8 +51,7 @@ static void fence_put(int right, int left)
         poison();
         emt_fill(src, len, emt_seed(len, (uint64_t)emt.rank, 1, 0));
         emt_mpi(MPI_Win_fence(0, win), "MPI_Win_fence");
-        emt_mpi(MPI_Put(src, (int)len, MPI_BYTE, right, GUARD, (int)len, MPI_BYTE, win),
-                "MPI_Put");
+        emt_mpi(MPI_Put(src, (int)len, MPI_BYTE, right, GUARD, (int)len, MPI_BYTE, win), "MPI_Put");
         emt_mpi(MPI_Win_fence(0, win), "MPI_Win_fence");
         snprintf(what, sizeof what, "fence-put %zu B from rank %d", len, left);
         emt_verify(win_mem + GUARD, len, emt_seed(len, (uint64_t)left, 1, 0), what);
@@ -73,8 +72,7 @@ static void fence_get(int right, int left)
         emt_fill(win_mem + GUARD, len, emt_seed(len, (uint64_t)emt.rank, 2, 0));
         memset(dst, EMT_POISON, len + GUARD);
         emt_mpi(MPI_Win_fence(0, win), "MPI_Win_fence");
-        emt_mpi(MPI_Get(dst, (int)len, MPI_BYTE, left, GUARD, (int)len, MPI_BYTE, win),
-                "MPI_Get");
+        emt_mpi(MPI_Get(dst, (int)len, MPI_BYTE, left, GUARD, (int)len, MPI_BYTE, win), "MPI_Get");
         emt_mpi(MPI_Win_fence(0, win), "MPI_Win_fence");
         snprintf(what, sizeof what, "fence-get %zu B from rank %d", len, left);
         emt_verify(dst, len, emt_seed(len, (uint64_t)left, 2, 0), what);
@@ -94,9 +92,9 @@ static void accumulate(void)
         add[i] = (emt.rank + 1) * i;
     emt_mpi(MPI_Win_fence(0, win), "MPI_Win_fence");
     for (int n = 0; n < NACC; n++)
-        emt_mpi(MPI_Accumulate(add, NACC_N, MPI_INT32_T, 0, GUARD, NACC_N,
-                               MPI_INT32_T, MPI_SUM, win),
-                "MPI_Accumulate");
+        emt_mpi(
+            MPI_Accumulate(add, NACC_N, MPI_INT32_T, 0, GUARD, NACC_N, MPI_INT32_T, MPI_SUM, win),
+            "MPI_Accumulate");
     emt_mpi(MPI_Win_fence(0, win), "MPI_Win_fence");
     if (emt.rank == 0) {
         /* sum over ranks r of (r + 1) * i, NACC times */
@@ -104,7 +102,7 @@ static void accumulate(void)
         for (int i = 0; i < NACC_N; i++)
             if (acc[i] != f * i) {
                 emt_detail("accumulate: element %d is %d, expected %d", i, (int)acc[i],
-                          (int)(f * i));
+                           (int)(f * i));
                 break;
             }
     }
@@ -143,8 +141,7 @@ static void fetch_op(void)
     MPI_Barrier(MPI_COMM_WORLD);
     emt_mpi(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win), "MPI_Win_lock");
     for (int n = 0; n < NFOP; n++) {
-        emt_mpi(MPI_Fetch_and_op(&one, &got[n], MPI_INT64_T, 0, GUARD,
-                                 MPI_SUM, win),
+        emt_mpi(MPI_Fetch_and_op(&one, &got[n], MPI_INT64_T, 0, GUARD, MPI_SUM, win),
                 "MPI_Fetch_and_op");
         emt_mpi(MPI_Win_flush(0, win), "MPI_Win_flush");
     }
@@ -152,7 +149,7 @@ static void fetch_op(void)
     for (int n = 1; n < NFOP; n++)
         if (got[n] <= got[n - 1]) {
             emt_detail("fetch-op: fetched %lld after %lld (not increasing)", (long long)got[n],
-                      (long long)got[n - 1]);
+                       (long long)got[n - 1]);
             break;
         }
     /* every value 0 .. size * NFOP - 1 fetched exactly once, over all ranks */
@@ -162,11 +159,11 @@ static void fetch_op(void)
     MPI_Allreduce(&sum, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
     if (total != want)
         emt_detail("fetch-op: fetched values sum to %lld, expected %lld", (long long)total,
-                  (long long)want);
+                   (long long)want);
     MPI_Barrier(MPI_COMM_WORLD);
     if (emt.rank == 0 && *ctr != (int64_t)emt.size * NFOP)
         emt_detail("fetch-op: counter is %lld, expected %lld", (long long)*ctr,
-                  (long long)emt.size * NFOP);
+                   (long long)emt.size * NFOP);
     emt_report("fetch-op    %d x MPI_Fetch_and_op per rank on rank 0", NFOP);
 }
 
@@ -176,8 +173,7 @@ int main(int argc, char **argv)
     emt_need_ranks(2, 0);
     int right = (emt.rank + 1) % emt.size, left = (emt.rank + emt.size - 1) % emt.size;
     win_mem = emt_alloc(MAXLEN + 2 * GUARD);
-    if (emt_mpi(MPI_Win_create(win_mem, MAXLEN + 2 * GUARD, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
-                               &win),
+    if (emt_mpi(MPI_Win_create(win_mem, MAXLEN + 2 * GUARD, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win),
                 "MPI_Win_create") != MPI_SUCCESS) {
         emt_report("window      MPI_Win_create");
         free(win_mem);
