@@ -22,6 +22,16 @@
 
 static struct emo_ep ep;
 
+/* an endpoint with empty queues and nothing else */
+static void fresh_ep(void)
+{
+    memset(&ep, 0, sizeof ep);
+    emo_queue_init(&ep.posted_tag);
+    emo_queue_init(&ep.unexp_tag);
+    emo_queue_init(&ep.posted_msg);
+    emo_queue_init(&ep.unexp_msg);
+}
+
 static void send_hdr(uint16_t peer, const emo_hdr_t *h)
 {
     uint8_t b[EMO_HDR_LEN];
@@ -32,11 +42,7 @@ static void send_hdr(uint16_t peer, const emo_hdr_t *h)
 static void test_refused(void **state)
 {
     (void)state;
-    memset(&ep, 0, sizeof ep);
-    emo_queue_init(&ep.posted_tag);
-    emo_queue_init(&ep.unexp_tag);
-    emo_queue_init(&ep.posted_msg);
-    emo_queue_init(&ep.unexp_msg);
+    fresh_ep();
     emo_op_t *rts = emo_op_new(&ep, EMO_OP_RTS, 0), *rr = emo_op_new(&ep, EMO_OP_RRECV, 0);
     assert_non_null(rts);
     assert_non_null(rr);
@@ -129,11 +135,7 @@ static size_t held_from(uint16_t peer)
 static void test_unexpected_budget(void **state)
 {
     (void)state;
-    memset(&ep, 0, sizeof ep);
-    emo_queue_init(&ep.posted_tag);
-    emo_queue_init(&ep.unexp_tag);
-    emo_queue_init(&ep.posted_msg);
-    emo_queue_init(&ep.unexp_msg);
+    fresh_ep();
     ep.npeers = 8;
     ep.self.id = 0;
     ep.unexp_held = calloc(ep.npeers, sizeof *ep.unexp_held);

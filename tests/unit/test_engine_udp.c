@@ -89,24 +89,37 @@ static void open_links(struct side *a, struct side *b, int sock_buf)
     assert_non_null(b->l);
 }
 
-static void open_pair_buf(struct side *a, struct side *b, uint32_t key, int sock_buf)
+/* the protocol settings of every pair here: 2 peers, 1472-byte frames */
+static void pair_cfg(em_proto_cfg_t *c, uint32_t key)
 {
-    open_links(a, b, sock_buf);
-    em_proto_cfg_t c;
-    em_proto_cfg_default(&c);
-    c.job_key = key;
-    c.npeers = 2;
-    c.frame_max = 1472;
-    c.bind_source = 1; /* a frame counts only from its peer's address */
+    em_proto_cfg_default(c);
+    c->job_key = key;
+    c->npeers = 2;
+    c->frame_max = 1472;
+}
+
+/* a's engine over @p la (its UDP link or a wrapper of it), b's over its own
+ * link, with settings @p c; each knows the other's address */
+static void make_engines(struct side *a, struct side *b, em_link_t *la, em_proto_cfg_t *c)
+{
     int e;
-    c.self = 0;
-    a->e = em_engine_create(a->l, &c, &OPS, a, &e);
-    c.self = 1;
-    b->e = em_engine_create(b->l, &c, &OPS, b, &e);
+    c->self = 0;
+    a->e = em_engine_create(la, c, &OPS, a, &e);
+    c->self = 1;
+    b->e = em_engine_create(b->l, c, &OPS, b, &e);
     assert_non_null(a->e);
     assert_non_null(b->e);
     assert_int_equal(em_engine_set_peer(a->e, 1, &b->l->local), 0);
     assert_int_equal(em_engine_set_peer(b->e, 0, &a->l->local), 0);
+}
+
+static void open_pair_buf(struct side *a, struct side *b, uint32_t key, int sock_buf)
+{
+    open_links(a, b, sock_buf);
+    em_proto_cfg_t c;
+    pair_cfg(&c, key);
+    c.bind_source = 1; /* a frame counts only from its peer's address */
+    make_engines(a, b, a->l, &c);
 }
 
 static void open_pair(struct side *a, struct side *b, uint32_t key) { open_pair_buf(a, b, key, 0); }
@@ -202,11 +215,8 @@ static void test_refused_gathered_frames_are_flattened(void **st)
     ch.w.link.ops = &CHOPPY;
     assert_true(ch.w.link.flags & EM_LINK_F_GATHER);
     em_proto_cfg_t c;
-    em_proto_cfg_default(&c);
-    c.job_key = 14;
-    c.npeers = 2;
+    pair_cfg(&c, 14);
     c.self = 0;
-    c.frame_max = 1472;
     int e;
     a.e = em_engine_create(&ch.w.link, &c, &OPS, &a, &e);
     assert_non_null(a.e);
@@ -278,22 +288,11 @@ static void lossy_pair(struct side *a, struct side *b, struct lossy *ls, uint64_
     ls->w = (em_test_wrap_t){ .link = *a->l, .inner = a->l };
     ls->w.link.ops = &LOSSY;
     em_proto_cfg_t c;
-    em_proto_cfg_default(&c);
-    c.job_key = 15;
-    c.npeers = 2;
-    c.frame_max = 1472;
+    pair_cfg(&c, 15);
     c.bind_source = 1;
     c.rto_ns = rto_ns;
     c.rto_max_ns = 4 * rto_ns;
-    int e;
-    c.self = 0;
-    a->e = em_engine_create(&ls->w.link, &c, &OPS, a, &e);
-    c.self = 1;
-    b->e = em_engine_create(b->l, &c, &OPS, b, &e);
-    assert_non_null(a->e);
-    assert_non_null(b->e);
-    assert_int_equal(em_engine_set_peer(a->e, 1, &b->l->local), 0);
-    assert_int_equal(em_engine_set_peer(b->e, 0, &a->l->local), 0);
+    make_engines(a, b, &ls->w.link, &c);
 }
 
 /* b's side of a drain test, in a thread: b keeps progressing (as a peer
@@ -362,27 +361,45 @@ static void test_drain_gives_up_at_its_bound(void **st)
  * heard), or b never learns that its message arrived.  A drain that
  * ended as soon as nothing was owed left b retrying (em_proto's retry
  * limit, ~a minute with the defaults). */
+/* b's message reached a, and a's ACK of it was lost (b's RTO: 50 ms) */
+static void lost_ack_pair(struct side *a, struct side *b, struct lossy *ls, em_proto_op_t *op)
+{
+    *ls = (struct lossy){ .type = EM_PT_ACK, .drop = 1 };
+    lossy_pair(a, b, ls, 50000000);
+    assert_int_equal(em_engine_send(b->e, op, 0, 7, "hello", 5, NULL), 0);
+    SPIN_UNTIL(a, b, a->nrecv == 1 && ls->dropped == 1);
+    assert_int_equal(b->ncomplete, 0);
+}
+
+/* a drains and goes; b stays */
+static void drain_and_leave(struct side *a)
+{
+    assert_int_equal(em_engine_drain(a->e, 1000000000), 0);
+    em_engine_destroy(a->e);
+    a->e = NULL;
+}
+
+static void close_b_after_a(struct side *a, struct side *b)
+{
+    em_engine_destroy(b->e);
+    em_link_close(a->l);
+    em_link_close(b->l);
+}
+
 static void test_drain_answers_a_late_resend(void **st)
 {
     struct side a, b;
-    struct lossy ls = { .type = EM_PT_ACK, .drop = 1 };
-    lossy_pair(&a, &b, &ls, 50000000);
+    struct lossy ls;
     em_proto_op_t op;
-    assert_int_equal(em_engine_send(b.e, &op, 0, 7, "hello", 5, NULL), 0);
-    SPIN_UNTIL(&a, &b, a.nrecv == 1 && ls.dropped == 1); /* a's ACK is lost */
-    assert_int_equal(b.ncomplete, 0);
+    lost_ack_pair(&a, &b, &ls, &op);
     struct runner r = { .b = &b };
     assert_int_equal(pthread_create(&r.t, NULL, run_b, &r), 0);
-    assert_int_equal(em_engine_drain(a.e, 1000000000), 0);
-    em_engine_destroy(a.e); /* a is gone: nothing answers b any more */
-    a.e = NULL;
+    drain_and_leave(&a); /* a is gone: nothing answers b any more */
     r.stop = 1;
     pthread_join(r.t, NULL);
     assert_int_equal(b.ncomplete, 1);
     assert_int_equal(a.nrecv, 1); /* the resend was a duplicate, not delivered twice */
-    em_engine_destroy(b.e);
-    em_link_close(a.l);
-    em_link_close(b.l);
+    close_b_after_a(&a, &b);
 }
 
 /* The same lost ACK, but b is busy (not progressing) for a's whole drain:
@@ -392,21 +409,15 @@ static void test_drain_answers_a_late_resend(void **st)
 static void test_drain_leaves_its_ack_state_behind(void **st)
 {
     struct side a, b;
-    struct lossy ls = { .type = EM_PT_ACK, .drop = 1 };
-    lossy_pair(&a, &b, &ls, 50000000);
+    struct lossy ls;
     em_proto_op_t op;
-    assert_int_equal(em_engine_send(b.e, &op, 0, 7, "hello", 5, NULL), 0);
-    SPIN_UNTIL(&a, &b, a.nrecv == 1 && ls.dropped == 1);
-    assert_int_equal(em_engine_drain(a.e, 1000000000), 0);
-    em_engine_destroy(a.e);
-    a.e = NULL;
+    lost_ack_pair(&a, &b, &ls, &op);
+    drain_and_leave(&a);
     uint64_t t0 = em_now_ns();                              /* b wakes up; a is gone */
     while (b.ncomplete == 0 && em_now_ns() - t0 < 20000000) /* < b's RTO (50 ms) */
         em_engine_progress(b.e);
     assert_int_equal(b.ncomplete, 1);
-    em_engine_destroy(b.e);
-    em_link_close(a.l);
-    em_link_close(b.l);
+    close_b_after_a(&a, &b);
 }
 
 static void test_put_lands_in_region(void **st)
