@@ -70,7 +70,8 @@ static const struct emo_pdef pdefs[] = {
       "fi_close of an endpoint waits at most this long for what it sent to be acknowledged "
       "(an inject whose frame was lost is resent meanwhile; MPICH closes its endpoint right "
       "after its last send), and names the peers that did not acknowledge; default 5000, "
-      "0 = close at once (unacknowledged messages may be lost)" },
+      "0 = one pass: what is queued leaves, nothing is waited for (unacknowledged messages "
+      "may be lost)" },
     { "unexp_mb", FI_PARAM_INT, &emo_params.unexp_mb,
       "MiB of unexpected messages (arrived before their receive was posted) an endpoint "
       "holds; when a message would exceed it, the peer holding the most is failed (its "

@@ -72,7 +72,7 @@ typedef struct emo_params {
     int rto_us, rto_min_us, rto_max_us, retries, ack_delay_us, rx_mem_mb;
     int live_us;       /**< liveness watch idle time, us; -1 = rto_max_us, 0 = off */
     int linger_ms;     /**< fi_close waits this long at most for its sends to arrive
-                            (em_engine_drain); 0 = not at all */
+                            (em_engine_drain); 0 = one pass, no wait */
     int unexp_mb;      /**< unexpected messages held per endpoint, MiB; 0 = no bound */
     int cq_spin_ns;    /**< a caller polling an empty CQ in a loop: keep progressing this
                             long before -FI_EAGAIN (ofi_cq.c, cq_spin); 0 = never */

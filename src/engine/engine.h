@@ -170,6 +170,7 @@ bool em_engine_idle(const em_engine_t *e);
  * data whose ACK we lost gets the ACK again), or until @p bound_ns passed;
  * last, our ACK state to every peer we heard from (em_proto_ack_heard),
  * for a peer that resends only after we are gone.
+ * @p bound_ns 0: one progress call, then the ACKs (nothing is waited for).
  * Sleeps 50 us between progress calls that found nothing to do (a close
  * must not take the core from the peer it waits for).  Callbacks run as in
  * em_engine_progress().

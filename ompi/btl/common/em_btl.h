@@ -141,7 +141,7 @@ typedef struct em_btl_params {
     int inplace_min;    /**< contiguous messages of at least this many bytes leave from
                              the application's buffer (0: every message is copied) */
     int linger_ms;      /**< finalize waits at most this long for its sends to be
-                             acknowledged (em_engine_drain); 0 = not at all */
+                             acknowledged (em_engine_drain); 0 = one pass, no wait */
     /** Optional, set by the component: print its link's own counters too
      *  (with print_stats; rudp: GSO/GRO).  NULL = none. */
     void (*print_link_stats)(em_link_t *link);

@@ -90,8 +90,8 @@ int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p)
         { "linger_ms", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &p->linger_ms,
           "At MPI_Finalize, wait at most this many ms for what this process sent to be "
           "acknowledged (a lost last frame is resent meanwhile; peers' late resends are "
-          "answered), and name the peers that did not acknowledge.  0 = leave at once "
-          "(unacknowledged messages may be lost)" },
+          "answered), and name the peers that did not acknowledge.  0 = one pass: what is "
+          "queued leaves, nothing is waited for (unacknowledged messages may be lost)" },
         { "random_isn", MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, &p->random_isn,
           "Random initial sequence numbers (off: every flow starts at 0, as in protocol "
           "version 1; for debugging only)" },

@@ -495,8 +495,9 @@ int em_btl_finalize(struct mca_btl_base_module_t *btl)
     if (m->engine) {
         /* what we sent must still arrive, and peers resending to us get
          * their ACK (em_engine_drain); bounded by btl_*_linger_ms */
-        if (m->params->linger_ms > 0 &&
-            em_engine_drain(m->engine, (uint64_t)m->params->linger_ms * 1000000u) != 0)
+        if (em_engine_drain(m->engine,
+                            (uint64_t)(m->params->linger_ms > 0 ? m->params->linger_ms : 0) *
+                                1000000u) != 0)
             warn_unacked(m);
         if (m->params->print_stats)
             print_stats(m);
