@@ -100,5 +100,16 @@ n=$(exchange 2 "recv-raw eth0 0x88B5 2" 0 "send-raw eth0 $M2 0x88B5 5")
 [[ $n == 5 ]] && pass "control: without the filter the same frame reaches n2 ($n of 5)" ||
 	fail "control: without the filter, '$n' of 5 raw frames reached n2 (the receiver cannot see them?)"
 
+# a name lookup in a node fails at once: the default route would carry it
+# to a DNS server the router cannot reach (3 x 5 s of resolver timeouts
+# before every mpirun), so emcluster gives the nodes no DNS (no_dns)
+t0=$SECONDS
+ex 0 getent hosts ethermpi-no-such-host.invalid >/dev/null 2>&1
+if ((SECONDS - t0 <= 2)); then
+	pass "a name lookup in n0 fails at once ($((SECONDS - t0)) s): no DNS through the router"
+else
+	fail "a name lookup in n0 took $((SECONDS - t0)) s (resolver timeouts: no_dns missing?)"
+fi
+
 echo "$((CHECKS - FAILS)) passed, $FAILS failed"
 ((FAILS == 0))
