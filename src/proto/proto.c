@@ -181,26 +181,27 @@ void em_fail_peer(struct em_proto *p, uint16_t peer)
         p->ops.peer_failed(p->uctx, peer);
 }
 
-void em_fail_acked(struct em_proto *p, uint16_t peer, const char *why)
+/* Fail @p peer for @p why, counted in *@p counter (of peer_failures); once. */
+static void fail_for(struct em_proto *p, uint16_t peer, const char *why, uint64_t *counter)
 {
     struct em_peer *pe = &p->peers[peer];
     if (pe->state == EM_PEER_FAILED)
         return;
     pe->fail_reason = why;
-    p->st.fail_refused_acked++;
+    (*counter)++;
     em_fail_peer(p, peer);
+}
+
+void em_fail_acked(struct em_proto *p, uint16_t peer, const char *why)
+{
+    fail_for(p, peer, why, &p->st.fail_refused_acked);
 }
 
 int em_proto_fail_peer(em_proto_t *p, uint16_t peer, const char *why)
 {
     if (peer >= p->cfg.npeers || peer == p->cfg.self || !why)
         return -EM_EINVAL;
-    struct em_peer *pe = &p->peers[peer];
-    if (pe->state == EM_PEER_FAILED)
-        return 0;
-    pe->fail_reason = why;
-    p->st.fail_by_owner++;
-    em_fail_peer(p, peer);
+    fail_for(p, peer, why, &p->st.fail_by_owner);
     return 0;
 }
 
