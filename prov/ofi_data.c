@@ -207,6 +207,12 @@ static ssize_t do_peek(struct emo_ep *ep, const struct emo_recv_args *r, emo_que
     return 0;
 }
 
+/* is receive filter @p filt a peer that failed?  (nothing more comes from it) */
+static bool failed_peer(const struct emo_ep *ep, uint32_t filt)
+{
+    return filt < ep->npeers && filt != ep->self.id && ep->peer_failed[filt];
+}
+
 /* a receive posted for a failed peer ends at once, as an error entry */
 static void fail_recv_now(struct emo_ep *ep, const struct emo_recv_args *r, uint32_t filt,
                           uint64_t tag, uint64_t extra_flags)
@@ -225,7 +231,7 @@ static ssize_t do_multi_recv(struct emo_ep *ep, const struct emo_recv_args *r, u
 {
     if (r->tagged || (r->flags & (FI_PEEK | FI_CLAIM)))
         return -FI_EINVAL; /* multi-receive is an FI_MSG receive */
-    if (filt < ep->npeers && filt != ep->self.id && ep->peer_failed[filt]) {
+    if (failed_peer(ep, filt)) {
         fail_recv_now(ep, r, filt, 0, FI_MULTI_RECV);
         return 0;
     }
@@ -292,7 +298,7 @@ static ssize_t do_recv(struct emo_ep *ep, const struct emo_recv_args *r)
         emo_unexp_release(ep, u);
         return 0;
     }
-    if (filt < ep->npeers && filt != ep->self.id && ep->peer_failed[filt]) {
+    if (failed_peer(ep, filt)) {
         /* nothing will come from a failed peer: say so now, not never */
         fail_recv_now(ep, r, filt, tag, 0);
         return 0;

@@ -214,6 +214,22 @@ static int send_ctrl(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h, emo_o
 
 /* ---- receiving ------------------------------------------------------------- */
 
+/* An eager message of @p len bytes into receive @p rx: what fits is copied,
+ * and it completes (FI_ETRUNC if cut).  @p extra: flags its completion
+ * carries beyond the receive's own (FI_MULTI_RECV: it is written even
+ * under FI_SELECTIVE_COMPLETION). */
+static void deliver_eager(struct emo_ep *ep, const emo_rx_t *rx, uint64_t extra, uint16_t peer,
+                          uint8_t wflags, uint64_t tag, uint64_t data, uint64_t len,
+                          const void *payload)
+{
+    size_t n = len < rx->len ? (size_t)len : rx->len;
+    if (n)
+        memcpy(rx->buf, payload, n);
+    complete_rx(ep, rx->context, rx_flags(rx->tagged, wflags) | extra,
+                extra || !ep->rx_selective || (rx->flags & FI_COMPLETION), rx->buf, n, (size_t)len,
+                data, tag, peer, 0);
+}
+
 /* ---- multi-receive buffers (FI_MULTI_RECV) -------------------------------- */
 
 /* A multi-receive buffer (MPICH's active-message buffers) takes messages
@@ -273,18 +289,14 @@ bool emo_multi_deliver(struct emo_ep *ep, emo_rx_t *m, uint16_t peer, uint8_t ty
     size_t n = len < room ? (size_t)len : room;
     void *at = (uint8_t *)m->buf + m->off;
     multi_take(ep, m, n);
+    emo_rx_t part = { .buf = at, .len = n, .context = m->context, .flags = m->flags };
     if (type == EMO_T_RTS) {
-        emo_rx_t part = { .buf = at, .len = n, .context = m->context, .flags = m->flags };
         m->inflight++;
         rdv_accept(ep, &part, m, peer, tag, data, wflags, len, s_cookie);
         return false; /* the buffer lives at least until its FIN */
     }
-    if (n)
-        memcpy(at, payload, n);
     bool last = m->released && m->inflight == 0;
-    complete_rx(ep, m->context, rx_flags(false, wflags) | (last ? FI_MULTI_RECV : 0),
-                last || !ep->rx_selective || (m->flags & FI_COMPLETION), at, n, (size_t)len, data,
-                tag, peer, 0);
+    deliver_eager(ep, &part, last ? FI_MULTI_RECV : 0, peer, wflags, tag, data, len, payload);
     if (last)
         free(m);
     return last;
@@ -350,12 +362,7 @@ void emo_deliver(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uint8_t t
         rdv_accept(ep, rx, NULL, peer, tag, data, wflags, len, s_cookie);
         return;
     }
-    size_t n = len < rx->len ? (size_t)len : rx->len;
-    if (n)
-        memcpy(rx->buf, payload, n);
-    complete_rx(ep, rx->context, rx_flags(rx->tagged, wflags),
-                !ep->rx_selective || (rx->flags & FI_COMPLETION), rx->buf, n, (size_t)len, data,
-                tag, peer, 0);
+    deliver_eager(ep, rx, 0, peer, wflags, tag, data, len, payload);
 }
 
 /* ---- the unexpected queues' budget ------------------------------------------ */
@@ -433,8 +440,8 @@ void emo_apply_failures(struct emo_ep *ep)
 static void queue_unexp(struct emo_ep *ep, emo_queue_t *q, uint16_t peer, const emo_hdr_t *h,
                         const void *payload)
 {
-    size_t plen = h->type == EMO_T_EAGER ? (size_t)h->len : 0;
-    if (!unexp_room(ep, peer, unexp_size(h->type, h->len))) {
+    size_t plen = h->type == EMO_T_EAGER ? (size_t)h->len : 0, size = unexp_size(h->type, h->len);
+    if (!unexp_room(ep, peer, size)) {
         ep->st.unexp_refused++;
         return;
     }
@@ -458,9 +465,9 @@ static void queue_unexp(struct emo_ep *ep, emo_queue_t *q, uint16_t peer, const 
     if (plen)
         memcpy(u->payload, payload, plen);
     emo_queue_push(q, &u->q);
-    ep->unexp_bytes += unexp_size(u->type, u->len);
+    ep->unexp_bytes += size;
     if (peer < ep->npeers)
-        ep->unexp_held[peer] += unexp_size(u->type, u->len);
+        ep->unexp_held[peer] += size;
     ep->st.unexp_msgs++;
     if (ep->unexp_bytes > ep->st.unexp_bytes_max)
         ep->st.unexp_bytes_max = ep->unexp_bytes;
@@ -468,9 +475,10 @@ static void queue_unexp(struct emo_ep *ep, emo_queue_t *q, uint16_t peer, const 
 
 void emo_unexp_release(struct emo_ep *ep, emo_unexp_t *u)
 {
-    ep->unexp_bytes -= unexp_size(u->type, u->len);
+    size_t size = unexp_size(u->type, u->len);
+    ep->unexp_bytes -= size;
     if (u->q.peer < ep->npeers)
-        ep->unexp_held[u->q.peer] -= unexp_size(u->type, u->len);
+        ep->unexp_held[u->q.peer] -= size;
     free(u);
 }
 
