@@ -50,8 +50,9 @@ struct em_engine {
     em_proto_t *proto;
     em_engine_ops_t ops;
     void *uctx;
-    em_regions_t regions;
-    uint8_t *addr; /* per peer: ADDR_UNKNOWN, ADDR_SET or ADDR_NONE */
+    em_regions_t own_regions; /**< the table, unless the owner shares one (em_engine_use_regions) */
+    em_regions_t *regions;    /**< the table in use */
+    uint8_t *addr;            /* per peer: ADDR_UNKNOWN, ADDR_SET or ADDR_NONE */
     uint16_t npeers;
     em_pkt_t *batch[EM_TX_BATCH];
     unsigned nbatch;
@@ -164,7 +165,7 @@ static int e_put(void *u, uint16_t peer, const em_put_target_t *t, const void *d
 {
     em_engine_t *e = u;
     uint8_t *dst;
-    switch (em_regions_check(&e->regions, t->region, t->key, t->offset, len, &dst)) {
+    switch (em_regions_check(e->regions, t->region, t->key, t->offset, len, &dst)) {
     case EM_REGION_OK:
         if (len)
             memcpy(dst, d, len);
@@ -175,6 +176,7 @@ static int e_put(void *u, uint16_t peer, const em_put_target_t *t, const void *d
     case EM_REGION_BAD_ID:        e->st.put_bad_region++; break;
     case EM_REGION_BAD_KEY:       e->st.put_bad_key++; break;
     case EM_REGION_OUT_OF_BOUNDS: e->st.put_out_of_bounds++; break;
+    case EM_REGION_NO_ACCESS:     e->st.put_no_access++; break;
         // clang-format on
     }
     return -1;
@@ -242,7 +244,8 @@ em_engine_t *em_engine_create(em_link_t *link, const em_proto_cfg_t *cfg,
     e->self = c.self;
     e->ops = *ops;
     e->uctx = uctx;
-    em_regions_init(&e->regions);
+    em_regions_init(&e->own_regions);
+    e->regions = &e->own_regions;
     e->proto = em_proto_create(&c, &engine_proto_ops, e, err);
     if (!e->proto) {
         free(e->addr);
@@ -260,7 +263,7 @@ void em_engine_destroy(em_engine_t *e)
     em_proto_destroy(e->proto);
     for (unsigned i = 0; i < e->nbatch; i++)
         em_link_tx_free(e->link, e->batch[i]);
-    em_regions_fini(&e->regions);
+    em_regions_fini(&e->own_regions);
     free(e->addr);
     free(e);
 }
@@ -377,12 +380,36 @@ int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint16_t peer, const em_reg
 
 int em_engine_register(em_engine_t *e, void *base, size_t len, em_region_handle_t *out)
 {
-    return em_regions_add(&e->regions, base, len, out);
+    return em_regions_add(e->regions, base, len, out);
+}
+
+int em_engine_register_ex(em_engine_t *e, void *base, size_t len, unsigned flags,
+                          em_region_handle_t *out)
+{
+    return em_regions_add_ex(e->regions, base, len, flags, out);
+}
+
+int em_engine_region_at(em_engine_t *e, uint32_t id, uint64_t key, uint64_t offset, size_t len,
+                        unsigned access, uint8_t **at)
+{
+    if (em_regions_check_ex(e->regions, id, key, offset, len, access, at) != EM_REGION_OK) {
+        e->st.region_refused++;
+        return -EM_EACCES;
+    }
+    return 0;
+}
+
+int em_engine_use_regions(em_engine_t *e, em_regions_t *r)
+{
+    if (!r || e->own_regions.used)
+        return -EM_EINVAL;
+    e->regions = r;
+    return 0;
 }
 
 int em_engine_deregister(em_engine_t *e, const em_region_handle_t *h)
 {
-    return em_regions_remove(&e->regions, h->id, h->key);
+    return em_regions_remove(e->regions, h->id, h->key);
 }
 
 const void *em_engine_rx_frame(const em_engine_t *e, size_t *len)

@@ -69,6 +69,8 @@ typedef struct em_engine_stats {
     uint64_t put_bad_region; /**< put frames naming no registered region */
     uint64_t put_bad_key;    /**< put frames with the wrong key */
     uint64_t put_out_of_bounds; /**< put frames outside their region */
+    uint64_t put_no_access;     /**< put frames into a region peers may not write */
+    uint64_t region_refused;    /**< em_engine_region_at() refusals (id, key, bounds or access) */
     /* Where payload bytes are copied by ethermpi's own code (docs/design.md
      * "Copies per byte"); the PMD's or kernel's copies are not counted. */
     uint64_t tx_copy_bytes;   /**< payload copied into a link frame */
@@ -156,8 +158,31 @@ uint64_t em_engine_now(const em_engine_t *e);
 /** Register [base, base+len) for puts from peers. @return 0, -EM_ENOMEM or
  *  -EM_EAGAIN (getrandom failed: no region key). */
 int em_engine_register(em_engine_t *e, void *base, size_t len, em_region_handle_t *out);
+/** em_engine_register() with em_regions_add_ex() @p flags (what peers may
+ *  do: EM_REGION_WRITE, EM_REGION_READ; EM_REGION_KEY48). */
+int em_engine_register_ex(em_engine_t *e, void *base, size_t len, unsigned flags,
+                          em_region_handle_t *out);
 /** @return 0 or -EM_EINVAL. */
 int em_engine_deregister(em_engine_t *e, const em_region_handle_t *h);
+/**
+ * Use the owner's region table @p r instead of the engine's own, from now
+ * on (before any registration): engines that share one table accept puts
+ * into each other's regions, as a libfabric domain's registrations serve
+ * all its endpoints (prov/ofi_rma.c).  @p r outlives the engine, and the
+ * engines sharing it are driven from one thread.
+ * @return 0, or -EM_EINVAL when the engine has registrations already.
+ */
+int em_engine_use_regions(em_engine_t *e, em_regions_t *r);
+/**
+ * The owner acts on a peer's behalf on its region (@p id, @p key): an RMA
+ * read it answers with puts (@p access EM_REGION_READ), or an RMA write
+ * or read of its own regions (to itself).  Checked as a put frame is, and
+ * the region must allow @p access.
+ * @return 0 with *@p at set to the first byte, or -EM_EACCES (counted in
+ * region_refused).
+ */
+int em_engine_region_at(em_engine_t *e, uint32_t id, uint64_t key, uint64_t offset, size_t len,
+                        unsigned access, uint8_t **at);
 
 /** True when nothing is queued, in flight or owed. */
 bool em_engine_idle(const em_engine_t *e);

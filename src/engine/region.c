@@ -18,6 +18,7 @@ struct em_region_slot {
     uint64_t len;
     uint64_t key;       /**< 0 = slot free */
     uint32_t next_free; /**< index + 1 */
+    uint8_t access;     /**< EM_REGION_WRITE | EM_REGION_READ */
 };
 
 /* A region key from the kernel's generator, or 0 when it failed: no
@@ -46,6 +47,15 @@ void em_regions_fini(em_regions_t *r)
 
 int em_regions_add(em_regions_t *r, void *base, size_t len, em_region_handle_t *out)
 {
+    return em_regions_add_ex(r, base, len, EM_REGION_WRITE, out);
+}
+
+int em_regions_add_ex(em_regions_t *r, void *base, size_t len, unsigned flags,
+                      em_region_handle_t *out)
+{
+    if (!(flags & (EM_REGION_WRITE | EM_REGION_READ)) ||
+        (flags & ~(unsigned)(EM_REGION_WRITE | EM_REGION_READ | EM_REGION_KEY48)))
+        return -EM_EINVAL;
     if (!r->free_head) {
         uint32_t nc = r->cap ? r->cap * 2 : 64;
         struct em_region_slot *ns = realloc(r->slots, nc * sizeof *ns);
@@ -58,9 +68,16 @@ int em_regions_add(em_regions_t *r, void *base, size_t len, em_region_handle_t *
         r->slots = ns;
         r->cap = nc;
     }
-    uint64_t key = random_key();
+    uint64_t key = 0;
+    for (int i = 0; key == 0 && i < 4; i++) {
+        key = random_key();
+        if (key == 0)
+            return -EM_EAGAIN; /* getrandom failed: no key we could trust */
+        if (flags & EM_REGION_KEY48)
+            key &= EM_REGION_KEY48_MASK; /* (0 after the mask: draw again) */
+    }
     if (key == 0)
-        return -EM_EAGAIN; /* getrandom failed: no key we could trust */
+        return -EM_EAGAIN;
     uint32_t idx = r->free_head - 1;
     struct em_region_slot *s = &r->slots[idx];
     r->free_head = s->next_free;
@@ -68,6 +85,7 @@ int em_regions_add(em_regions_t *r, void *base, size_t len, em_region_handle_t *
     s->len = len;
     s->key = key;
     s->next_free = 0;
+    s->access = (uint8_t)(flags & (EM_REGION_WRITE | EM_REGION_READ));
     r->used++;
     *out = (em_region_handle_t){
         .id = idx + 1, .key = s->key, .base = (uint64_t)(uintptr_t)base, .len = len
@@ -90,11 +108,19 @@ int em_regions_remove(em_regions_t *r, uint32_t id, uint64_t key)
 em_region_check_t em_regions_check(const em_regions_t *r, uint32_t id, uint64_t key,
                                    uint64_t offset, size_t len, uint8_t **dst)
 {
+    return em_regions_check_ex(r, id, key, offset, len, EM_REGION_WRITE, dst);
+}
+
+em_region_check_t em_regions_check_ex(const em_regions_t *r, uint32_t id, uint64_t key,
+                                      uint64_t offset, size_t len, unsigned access, uint8_t **dst)
+{
     if (id == 0 || id > r->cap || r->slots[id - 1].key == 0)
         return EM_REGION_BAD_ID;
     const struct em_region_slot *s = &r->slots[id - 1];
     if (s->key != key)
         return EM_REGION_BAD_KEY;
+    if ((s->access & access) != access || access == 0)
+        return EM_REGION_NO_ACCESS;
     if (offset > s->len || len > s->len - offset)
         return EM_REGION_OUT_OF_BOUNDS;
     *dst = s->base + offset;

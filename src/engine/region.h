@@ -4,7 +4,9 @@
  * Registry of memory regions a peer may write into with a put.  A region is
  * named on the wire by (id, key): the id indexes the table, the 64-bit key
  * is random per registration, so a stale or forged (id, key) pair, or an
- * offset outside [0, len), is refused before a byte is written.
+ * offset outside [0, len), is refused before a byte is written.  A region
+ * also says what peers may do with it (EM_REGION_WRITE: puts land in it;
+ * EM_REGION_READ: the owner may copy out of it for a peer, an RMA read).
  *
  * Threading: owned by one engine, single-threaded.
  */
@@ -29,7 +31,19 @@ typedef enum em_region_check {
     EM_REGION_BAD_ID,
     EM_REGION_BAD_KEY,
     EM_REGION_OUT_OF_BOUNDS,
+    EM_REGION_NO_ACCESS, /**< the region does not allow this (a put into a read-only one) */
 } em_region_check_t;
+
+/** Registration flags (em_regions_add_ex). */
+enum em_region_flags {
+    EM_REGION_WRITE = 1u, /**< peers may put into it */
+    EM_REGION_READ = 2u,  /**< peers may read it (the owner copies it out for them) */
+    /** the key has 48 random bits (bits 48..63 zero), so that id and key
+     *  fit one 64-bit word: the libfabric provider's FI_MR_PROV_KEY keys,
+     *  (id << 48) | key (prov/ofi_rma.c) */
+    EM_REGION_KEY48 = 4u,
+};
+#define EM_REGION_KEY48_MASK ((UINT64_C(1) << 48) - 1)
 
 typedef struct em_regions {
     struct em_region_slot *slots;
@@ -44,6 +58,10 @@ void em_regions_fini(em_regions_t *r);
  *  @return 0, -EM_ENOMEM, or -EM_EAGAIN when getrandom failed (no weak
  *  fallback key: the registration fails). */
 int em_regions_add(em_regions_t *r, void *base, size_t len, em_region_handle_t *out);
+/** em_regions_add() with @p flags (enum em_region_flags; em_regions_add is
+ *  EM_REGION_WRITE).  A region needs WRITE or READ: @return -EM_EINVAL else. */
+int em_regions_add_ex(em_regions_t *r, void *base, size_t len, unsigned flags,
+                      em_region_handle_t *out);
 /** Remove a registration.  @return 0 or -EM_EINVAL (unknown id or key). */
 int em_regions_remove(em_regions_t *r, uint32_t id, uint64_t key);
 /**
@@ -52,5 +70,9 @@ int em_regions_remove(em_regions_t *r, uint32_t id, uint64_t key);
  */
 em_region_check_t em_regions_check(const em_regions_t *r, uint32_t id, uint64_t key,
                                    uint64_t offset, size_t len, uint8_t **dst);
+/** em_regions_check() for an access of kind @p access (EM_REGION_WRITE or
+ *  EM_REGION_READ; em_regions_check is WRITE). */
+em_region_check_t em_regions_check_ex(const em_regions_t *r, uint32_t id, uint64_t key,
+                                      uint64_t offset, size_t len, unsigned access, uint8_t **dst);
 
 #endif
