@@ -9,8 +9,9 @@
  * A counter bound to an endpoint for FI_SEND counts that endpoint's
  * completed sends, for FI_RECV its completed receives (every one, whether
  * or not it writes a CQ entry); a failed one counts in the error count.
- * FI_READ / FI_WRITE / FI_REMOTE_* are accepted and never move: the
- * provider offers no FI_RMA.  No wait objects (FI_WAIT_NONE / UNSPEC):
+ * For FI_READ / FI_WRITE it counts the endpoint's completed RMA reads /
+ * writes (ofi_rma.c); FI_REMOTE_* are accepted and never move (no
+ * FI_RMA_EVENT).  No wait objects (FI_WAIT_NONE / UNSPEC):
  * fi_cntr_wait polls, driving the bound endpoints (manual progress), as
  * fi_cntr_read does.
  *

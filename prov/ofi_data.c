@@ -13,8 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* the peer id of @p fa, its engine state set up; @return 0 or -FI_* */
-static int dest_peer(struct emo_ep *ep, fi_addr_t fa, uint16_t *peer)
+int emo_dest_peer(struct emo_ep *ep, fi_addr_t fa, uint16_t *peer)
 {
     const emo_addr_t *a = emo_av_get(ep->av, fa);
     if (!a)
@@ -68,7 +67,7 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
     if ((s->flags & FI_INJECT) && s->len > ep->eager_max)
         return -FI_EMSGSIZE;
     uint16_t peer;
-    int rc = dest_peer(ep, s->dest, &peer);
+    int rc = emo_dest_peer(ep, s->dest, &peer);
     if (rc)
         return rc;
     bool self = peer == ep->self.id, eager = self || s->len <= ep->eager_max;

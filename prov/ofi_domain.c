@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file ofi_domain.c
- * Domain, memory registration (no-op: mr_mode 0, the provider copies or
- * registers with the engine itself), address vector and completion queue.
+ * Domain, address vector and completion queue (memory registration:
+ * ofi_rma.c).
  *
  * The AV keeps each peer's decoded address; fi_addr_t is the insertion
  * index for FI_AV_TABLE and FI_AV_MAP alike (FI_AV_MAP lets the provider
@@ -19,55 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* ---- memory registration: accepted, nothing to do ---------------------- */
-
-struct emo_mr {
-    struct fid_mr mr;
-};
-
-static int mr_close(struct fid *fid)
-{
-    free(container_of_emo(fid, struct emo_mr, mr.fid));
-    return 0;
-}
-
-static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags) { return 0; }
-
-static struct fi_ops mr_fi_ops = EMO_FI_OPS(mr_close, mr_bind, emo_no_control);
-
-static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
-                  uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context)
-{
-    struct emo_domain *d = container_of_emo(fid, struct emo_domain, dom.fid);
-    struct emo_mr *m = calloc(1, sizeof *m);
-    if (!m)
-        return -FI_ENOMEM;
-    emo_fid_init(&m->mr.fid, FI_CLASS_MR, context, &mr_fi_ops);
-    m->mr.mem_desc = NULL;
-    m->mr.key = ++d->mr_key;
-    *mr = &m->mr;
-    return 0;
-}
-
-static int mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint64_t access,
-                   uint64_t offset, uint64_t requested_key, uint64_t flags, struct fid_mr **mr,
-                   void *context)
-{
-    return mr_reg(fid, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, access, offset,
-                  requested_key, flags, mr, context);
-}
-
-static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
-                      struct fid_mr **mr)
-{
-    return mr_reg(fid, NULL, 0, attr->access, attr->offset, attr->requested_key, flags, mr,
-                  attr->context);
-}
-
-static struct fi_ops_mr mr_ops = {
-    .size = sizeof(struct fi_ops_mr), .reg = mr_reg, .regv = mr_regv, .regattr = mr_regattr
-};
 
 /* ---- address vector ------------------------------------------------------ */
 
@@ -265,7 +216,15 @@ int emo_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_c
 
 static int domain_close(struct fid *fid)
 {
-    free(container_of_emo(fid, struct emo_domain, dom.fid));
+    struct emo_domain *d = container_of_emo(fid, struct emo_domain, dom.fid);
+    if (d->neps || d->nmrs) {
+        FI_WARN(&emo_prov, FI_LOG_DOMAIN,
+                "fi_close(domain): %u endpoint(s) and %u registration(s) still open\n", d->neps,
+                d->nmrs);
+        return -FI_EBUSY;
+    }
+    em_regions_fini(&d->regions);
+    free(d);
     return 0;
 }
 
@@ -334,7 +293,11 @@ int emo_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
     d->fab = container_of_emo(fabric, struct emo_fabric, fab);
     emo_fid_init(&d->dom.fid, FI_CLASS_DOMAIN, context, &domain_fi_ops);
     d->dom.ops = &domain_ops;
-    d->dom.mr = &mr_ops;
+    d->dom.mr = &emo_mr_ops;
+    em_regions_init(&d->regions);
+    /* FI_RMA was asked and granted (ofi_prov.c offers it with
+     * FI_MR_PROV_KEY): registrations become regions */
+    d->rma = info && (info->caps & FI_RMA);
     *dom = &d->dom;
     return 0;
 }

@@ -279,6 +279,8 @@ static int make_engine(struct emo_ep *ep, char *err, size_t errlen)
         snprintf(err, errlen, "engine: %s (check FI_ETHERMPI_RTO_* and WINDOW)", em_strerror(e));
         return -1;
     }
+    /* the domain's registrations serve every endpoint of it (ofi_rma.c) */
+    (void)em_engine_use_regions(ep->eng, &ep->dom->regions); /* new: no registration yet */
     return 0;
 }
 
@@ -358,7 +360,9 @@ static void print_stats(struct emo_ep *ep)
             "unexpected %llu (peak %llu bytes; over FI_ETHERMPI_UNEXP_MB: %llu dropped, %llu "
             "peers failed); refused: short %llu magic %llu type %llu "
             "malformed %llu cookie %llu len %llu unknown-peer %llu; first contact: %llu peers, "
-            "refused blob %llu key %llu source %llu budget %llu; %s, peer failures %llu\n",
+            "refused blob %llu key %llu source %llu budget %llu; RMA: writes %llu reads %llu, "
+            "peers' reads served %llu refused %llu busy %llu, write data refused %llu; %s, "
+            "peer failures %llu\n",
             ep->self.id, (unsigned long long)ep->st.eager_sent, (unsigned long long)ep->st.rdv_sent,
             (unsigned long long)ep->st.self_sent, (unsigned long long)ep->st.unexp_msgs,
             (unsigned long long)ep->st.unexp_bytes_max, (unsigned long long)ep->st.unexp_refused,
@@ -371,7 +375,10 @@ static void print_stats(struct emo_ep *ep)
             (unsigned long long)ep->st.unknown_peer, (unsigned long long)ep->st.fc_peers,
             (unsigned long long)ep->st.fc_bad_blob, (unsigned long long)ep->st.fc_bad_key,
             (unsigned long long)ep->st.fc_bad_source, (unsigned long long)ep->st.fc_over_budget,
-            frames, (unsigned long long)p->peer_failures);
+            (unsigned long long)ep->st.rma_writes, (unsigned long long)ep->st.rma_reads,
+            (unsigned long long)ep->st.reads_served, (unsigned long long)ep->st.reads_refused,
+            (unsigned long long)ep->st.reads_busy, (unsigned long long)ep->st.wdata_refused, frames,
+            (unsigned long long)p->peer_failures);
 }
 
 /* Before the engine goes: what this endpoint sent must still arrive.  An
@@ -436,6 +443,7 @@ static int ep_close(struct fid *fid)
     free(ep->fail_pending);
     free(ep->ops);
     free(ep->op_gen);
+    ep->dom->neps--;
     free(ep);
     return 0;
 }
@@ -471,8 +479,9 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
     }
     case FI_CLASS_EQ: return 0; /* nothing to report: RDM endpoints do not connect */
     case FI_CLASS_CNTR: {
-        /* FI_SEND / FI_RECV count; the RMA events are accepted (MPICH binds
-         * its RMA counter whatever the provider offers) and never move */
+        /* FI_SEND / FI_RECV / FI_READ / FI_WRITE count; FI_REMOTE_READ and
+         * FI_REMOTE_WRITE are accepted (MPICH binds its RMA counter for them
+         * whatever the provider offers) and never move: no FI_RMA_EVENT */
         struct emo_cntr *c = container_of_emo(bfid, struct emo_cntr, cntr.fid);
         static const uint64_t other[4] = { FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE };
         if (!(flags & (FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
@@ -652,6 +661,7 @@ int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
     if (!ep)
         return -FI_ENOMEM;
     ep->dom = container_of_emo(domain, struct emo_domain, dom);
+    ep->dom->neps++; /* (ep_close undoes it, also for a failed open) */
     ep->info = fi_dupinfo(info);
     ep->eager_max = emo_eager_max();
     /* the op cache (emo_op_new): only ops of EMO_OP_LARGE bytes or more
@@ -674,6 +684,7 @@ int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
     ep->ep.cm = &ep_cm;
     ep->ep.msg = &emo_msg_ops;
     ep->ep.tagged = &emo_tagged_ops;
+    ep->ep.rma = &emo_rma_ops; /* each call checks the endpoint's FI_RMA */
     char err[512] = "";
     if (!ep->info || ep_setup(ep, err, sizeof err) != 0) {
         FI_WARN(&emo_prov, FI_LOG_EP_CTRL, "cannot open an endpoint: %s\n",

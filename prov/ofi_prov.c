@@ -187,18 +187,46 @@ int emo_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **op
     (FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_CQ_DATA |        \
      FI_REMOTE_COMM | FI_MULTI_RECV)
 #define EMO_CAPS (EMO_PRIMARY | EMO_SECONDARY)
+/* FI_RMA (ofi_rma.c), offered to an application whose mr_mode accepts
+ * FI_MR_PROV_KEY (the key is ours: never one a peer could guess) */
+#define EMO_RMA_CAPS    (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+#define EMO_RMA_MR_MODE FI_MR_PROV_KEY
 /* domain-level capabilities: in info->caps and domain_attr->caps, never in
  * tx_attr/rx_attr caps (fabtests' fi_getinfo_test caps1, caps2) */
 #define EMO_DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
-/* Message orders that hold because there is nothing to order: each names
- * an RMA or atomic read or write, and there are none (no FI_RMA,
- * FI_ATOMIC).  Granted when asked, with FI_ORDER_SAS, the one order the
- * engine keeps (fabtests' fi_getinfo_test msg_ordering1, 2: an order that
- * was accepted must be in the answer). */
-#define EMO_ORDER_VACUOUS                                                                          \
+/* Orders beyond FI_ORDER_SAS, granted when asked (fabtests'
+ * fi_getinfo_test msg_ordering1, 2: an order that was accepted must be in
+ * the answer).  Without FI_RMA they hold because there is nothing to
+ * order (no RMA or atomic operation).  With it they hold because the
+ * engine keeps each peer's frames in order and the target acts on them in
+ * that order (ofi_rma.c), except FI_ORDER_WAR: a read's answer is put
+ * from memory when it goes out, after a later write may have landed.
+ * No FI_ATOMIC: its orders are vacuous either way. */
+#define EMO_ORDER_MORE                                                                             \
     (FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_RAS | FI_ORDER_WAR | FI_ORDER_WAW | FI_ORDER_WAS |     \
      FI_ORDER_SAR | FI_ORDER_SAW)
-#define EMO_ORDER (FI_ORDER_SAS | EMO_ORDER_VACUOUS)
+#define EMO_ORDER (FI_ORDER_SAS | EMO_ORDER_MORE)
+
+/* Does the application accept what FI_RMA needs?  (API 1.5 and later:
+ * mr_mode bits are what it supports; no hints or no domain attributes:
+ * anything) */
+static bool rma_modes_ok(uint32_t version, const struct fi_info *hints)
+{
+    if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
+        return false;
+    if (!hints || !hints->domain_attr)
+        return true;
+    return (hints->domain_attr->mr_mode & EMO_RMA_MR_MODE) == EMO_RMA_MR_MODE;
+}
+
+/* FI_RMA in the answer: asked for (or any capability asked), and its
+ * registration modes accepted */
+static bool rma_offered(uint32_t version, const struct fi_info *hints)
+{
+    if (hints && hints->caps && !(hints->caps & EMO_RMA_CAPS))
+        return false;
+    return rma_modes_ok(version, hints);
+}
 
 /* can the hints' domain attributes be met?  @return 0 or -FI_ENODATA */
 static int check_domain_hints(const struct fi_domain_attr *d)
@@ -234,13 +262,17 @@ static int check_domain_hints(const struct fi_domain_attr *d)
 }
 
 /* @return 0 when @p hints can be met, or -FI_ENODATA (with the reason logged) */
-static int check_hints(const struct fi_info *hints)
+static int check_hints(uint32_t version, const struct fi_info *hints)
 {
     if (!hints)
         return 0;
-    if (hints->caps & ~EMO_CAPS) {
+    if (hints->caps & ~(EMO_CAPS | EMO_RMA_CAPS)) {
         FI_INFO(&emo_prov, FI_LOG_CORE, "capabilities 0x%llx not offered\n",
-                (unsigned long long)(hints->caps & ~EMO_CAPS));
+                (unsigned long long)(hints->caps & ~(EMO_CAPS | EMO_RMA_CAPS)));
+        return -FI_ENODATA;
+    }
+    if ((hints->caps & EMO_RMA_CAPS) && !rma_modes_ok(version, hints)) {
+        FI_INFO(&emo_prov, FI_LOG_CORE, "FI_RMA needs mr_mode FI_MR_PROV_KEY (API 1.5 or later)\n");
         return -FI_ENODATA;
     }
     if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC && hints->ep_attr->type != FI_EP_RDM)
@@ -250,41 +282,46 @@ static int check_hints(const struct fi_info *hints)
     if (hints->fabric_attr && hints->fabric_attr->name &&
         strcmp(hints->fabric_attr->name, EMO_FABRIC_NAME))
         return -FI_ENODATA;
-    if ((hints->tx_attr && (hints->tx_attr->msg_order & ~(uint64_t)EMO_ORDER)) ||
-        (hints->rx_attr && (hints->rx_attr->msg_order & ~(uint64_t)EMO_ORDER))) {
-        FI_INFO(&emo_prov, FI_LOG_CORE, "message order asked beyond FI_ORDER_SAS\n");
+    uint64_t order = rma_offered(version, hints) ? EMO_ORDER & ~(uint64_t)FI_ORDER_WAR : EMO_ORDER;
+    if ((hints->tx_attr && (hints->tx_attr->msg_order & ~order)) ||
+        (hints->rx_attr && (hints->rx_attr->msg_order & ~order))) {
+        FI_INFO(&emo_prov, FI_LOG_CORE, "message order asked beyond what is kept%s\n",
+                order & FI_ORDER_WAR ? "" : " (FI_ORDER_WAR is not, with FI_RMA)");
         return -FI_ENODATA;
     }
     return check_domain_hints(hints->domain_attr);
 }
 
-static void fill_info(struct fi_info *fi, const struct fi_info *hints)
+static void fill_info(struct fi_info *fi, uint32_t version, const struct fi_info *hints)
 {
-    uint64_t caps = hints && hints->caps ? hints->caps : EMO_CAPS;
+    bool rma = rma_offered(version, hints);
+    uint64_t caps = hints && hints->caps ? hints->caps : EMO_CAPS | (rma ? EMO_RMA_CAPS : 0);
     if (!(caps & EMO_PRIMARY))
         caps |= EMO_PRIMARY;
     caps |= FI_SEND | FI_RECV;
+    /* FI_RMA alone means reads and writes both ways */
+    if ((caps & FI_RMA) && !(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
+        caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    uint64_t order = rma ? EMO_ORDER_MORE & ~(uint64_t)FI_ORDER_WAR : EMO_ORDER_MORE;
     fi->caps = caps;
     fi->mode = 0;
     fi->addr_format = FI_FORMAT_UNSPEC;
 
-    fi->tx_attr->caps = caps & (EMO_PRIMARY | FI_SEND);
+    fi->tx_attr->caps = caps & (EMO_PRIMARY | FI_SEND | FI_RMA | FI_READ | FI_WRITE);
     fi->tx_attr->op_flags = hints && hints->tx_attr ? hints->tx_attr->op_flags : 0;
-    fi->tx_attr->msg_order = FI_ORDER_SAS | (hints && hints->tx_attr
-                                                 ? hints->tx_attr->msg_order & EMO_ORDER_VACUOUS
-                                                 : 0);
+    fi->tx_attr->msg_order = FI_ORDER_SAS |
+                             (hints && hints->tx_attr ? hints->tx_attr->msg_order & order : 0);
     fi->tx_attr->comp_order = FI_ORDER_NONE;
     fi->tx_attr->inject_size = emo_eager_max();
     fi->tx_attr->size = EMO_TX_SIZE;
     fi->tx_attr->iov_limit = EMO_IOV_LIMIT;
-    fi->tx_attr->rma_iov_limit = 0;
+    fi->tx_attr->rma_iov_limit = (caps & FI_RMA) ? 1 : 0;
 
-    fi->rx_attr->caps = caps &
-                        (EMO_PRIMARY | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV);
+    fi->rx_attr->caps = caps & (EMO_PRIMARY | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE |
+                                FI_MULTI_RECV | FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE);
     fi->rx_attr->op_flags = hints && hints->rx_attr ? hints->rx_attr->op_flags : 0;
-    fi->rx_attr->msg_order = FI_ORDER_SAS | (hints && hints->rx_attr
-                                                 ? hints->rx_attr->msg_order & EMO_ORDER_VACUOUS
-                                                 : 0);
+    fi->rx_attr->msg_order = FI_ORDER_SAS |
+                             (hints && hints->rx_attr ? hints->rx_attr->msg_order & order : 0);
     fi->rx_attr->comp_order = FI_ORDER_NONE;
     fi->rx_attr->total_buffered_recv = 0;
     fi->rx_attr->size = EMO_RX_SIZE;
@@ -295,9 +332,10 @@ static void fill_info(struct fi_info *fi, const struct fi_info *hints)
     fi->ep_attr->protocol_version = 1;
     fi->ep_attr->max_msg_size = (size_t)1 << 40;
     fi->ep_attr->msg_prefix_size = 0;
-    fi->ep_attr->max_order_raw_size = 0;
+    /* with FI_RMA, RAW and WAW hold for any size (above) */
+    fi->ep_attr->max_order_raw_size = (caps & FI_RMA) ? fi->ep_attr->max_msg_size : 0;
     fi->ep_attr->max_order_war_size = 0;
-    fi->ep_attr->max_order_waw_size = 0;
+    fi->ep_attr->max_order_waw_size = (caps & FI_RMA) ? fi->ep_attr->max_msg_size : 0;
     fi->ep_attr->mem_tag_format = 0xAAAAAAAAAAAAAAAAull; /* FI_TAG_GENERIC: 64 bits */
     fi->ep_attr->tx_ctx_cnt = 1;
     fi->ep_attr->rx_ctx_cnt = 1;
@@ -311,7 +349,7 @@ static void fill_info(struct fi_info *fi, const struct fi_info *hints)
     d->av_type = hints && hints->domain_attr && hints->domain_attr->av_type != FI_AV_UNSPEC
                      ? hints->domain_attr->av_type
                      : FI_AV_TABLE;
-    d->mr_mode = 0;
+    d->mr_mode = (caps & FI_RMA) ? EMO_RMA_MR_MODE : 0;
     d->mr_key_size = 8;
     d->cq_data_size = 8;
     d->cq_cnt = 64;
@@ -333,19 +371,18 @@ static void fill_info(struct fi_info *fi, const struct fi_info *hints)
 int emo_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
                 const struct fi_info *hints, struct fi_info **info)
 {
-    (void)version;
     (void)node;
     (void)service;
     (void)flags;
     emo_params_load();
     *info = NULL;
-    int rc = check_hints(hints);
+    int rc = check_hints(version, hints);
     if (rc)
         return rc;
     struct fi_info *fi = fi_allocinfo();
     if (!fi)
         return -FI_ENOMEM;
-    fill_info(fi, hints);
+    fill_info(fi, version, hints);
     if (!fi->domain_attr->name || !fi->fabric_attr->name) {
         fi_freeinfo(fi);
         return -FI_ENOMEM;

@@ -2,11 +2,14 @@
 /**
  * @file ofi_prov.h
  * The libfabric provider `ethermpi` (issue 16): an FI_EP_RDM endpoint with
- * FI_MSG and FI_TAGGED over the ethermpi engine (src/engine), one engine
- * and one link per endpoint.  Internal declarations shared by the
+ * FI_MSG, FI_TAGGED and FI_RMA over the ethermpi engine (src/engine), one
+ * engine and one link per endpoint.  Internal declarations shared by the
  * provider's files; only fi_prov_ini() is exported.
  *
- * Objects: fabric -> domain -> {av, cq, eq (empty), mr (no-op)} -> ep.
+ * Objects: fabric -> domain -> {av, cq, eq (empty), mr} -> ep.  Memory
+ * registrations matter only for FI_RMA (ofi_rma.c: a registration is a
+ * region in the domain's table, which its endpoints' engines share);
+ * otherwise they are accepted and do nothing (mr_mode 0).
  * Progress is manual: fi_cq_read()/fi_cq_sread() drive the engine of every
  * endpoint bound to the CQ.  Threading: FI_THREAD_DOMAIN, i.e. the caller
  * serialises every call on a domain and its children (no locks here).
@@ -29,6 +32,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_eq.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 #include <rdma/providers/fi_log.h>
 #include <rdma/providers/fi_prov.h>
@@ -101,7 +105,20 @@ struct emo_fabric {
 struct emo_domain {
     struct fid_domain dom;
     struct emo_fabric *fab;
-    uint64_t mr_key;
+    uint64_t mr_key; /**< the last key of a registration without FI_RMA */
+    bool rma;        /**< opened from an FI_RMA info: registrations are regions */
+    /** The regions of every endpoint of the domain (their engines share
+     *  it: em_engine_use_regions): rendezvous receives' and, with FI_RMA,
+     *  the registrations', which serve all the domain's endpoints */
+    em_regions_t regions;
+    unsigned neps, nmrs; /**< open endpoints and registrations: close refused (-FI_EBUSY) */
+};
+
+/** A memory registration (ofi_rma.c). */
+struct emo_mr {
+    struct fid_mr mr;
+    struct emo_domain *dom;
+    em_region_handle_t reg; /**< with FI_RMA and remote access: its region (id != 0) */
 };
 
 struct emo_eq {
@@ -177,6 +194,9 @@ enum emo_op_kind {
     EMO_OP_RTS,       /**< a rendezvous send waiting for CTS, then its puts */
     EMO_OP_RRECV,     /**< a rendezvous receive waiting for FIN */
     EMO_OP_CTRL,      /**< a CTS or FIN message: no completion of its own */
+    EMO_OP_WRITE,     /**< an RMA write: its puts (ofi_rma.c) */
+    EMO_OP_READ,      /**< an RMA read waiting for RDONE */
+    EMO_OP_RSERVE,    /**< a peer's read we answer: its puts, no completion */
 };
 
 /** An operation in flight (sends, rendezvous receives, control messages). */
@@ -268,7 +288,17 @@ typedef struct emo_ep_stats {
     uint64_t unexp_refused;  /**< unexpected messages dropped: over FI_ETHERMPI_UNEXP_MB */
     uint64_t unexp_overflow; /**< peers failed for holding the most when it was exceeded */
     uint64_t eager_sent, rdv_sent, self_sent;
+    uint64_t rma_writes, rma_reads; /**< RMA operations started here */
+    uint64_t reads_served;          /**< peers' reads answered */
+    uint64_t reads_refused;         /**< ... refused: key, bounds or FI_REMOTE_READ */
+    uint64_t reads_busy;            /**< ... refused: EMO_READS_MAX already in flight */
+    uint64_t wdata_refused;         /**< WDATA to an endpoint without FI_REMOTE_WRITE */
 } emo_ep_stats_t;
+
+/** Peers' reads an endpoint answers at once, at most (each holds the
+ *  puts of its answer until they are acknowledged); more are refused with
+ *  FI_EAGAIN, which fails that read at its initiator. */
+#define EMO_READS_MAX 4096u
 
 struct emo_ep {
     struct fid_ep ep;
@@ -277,7 +307,8 @@ struct emo_ep {
     struct emo_av *av;
     struct emo_cq *tx_cq, *rx_cq;
     struct emo_cntr *tx_cntr, *rx_cntr; /**< FI_SEND / FI_RECV counters (or NULL) */
-    struct emo_cntr *other_cntr[4];     /**< FI_READ/WRITE/REMOTE_*: bound, never move */
+    struct emo_cntr *other_cntr[4];     /**< FI_READ, FI_WRITE (count RMA), FI_REMOTE_READ,
+                                             FI_REMOTE_WRITE (bound, never move) */
     bool tx_selective, rx_selective;
     uint64_t tx_op_flags, rx_op_flags;
     bool enabled;
@@ -316,6 +347,7 @@ struct emo_ep {
         unsigned n;
         emo_op_t *ops[EMO_OP_CACHE];
     } op_pool[EMO_OP_POOLS];
+    uint32_t reads_active; /**< EMO_OP_RSERVE in flight */
     int in_progress;
     emo_ep_stats_t st;
 };
@@ -384,6 +416,10 @@ int emo_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct f
                   void *context);
 /** One completion: @p status 0 counts in the value, else in the error count (NULL: none). */
 void emo_cntr_inc(struct emo_cntr *c, int status);
+
+/* ofi_rma.c */
+extern struct fi_ops_rma emo_rma_ops;
+extern struct fi_ops_mr emo_mr_ops;
 
 /* ofi_contact.c */
 enum { EMO_PEER_AV = 1, EMO_PEER_CONTACT = 2 };

@@ -145,18 +145,22 @@ void emo_complete_tx(emo_op_t *op, int status)
     struct emo_ep *ep = op->ep;
     if (ep->in_progress > 1)
         return;
-    emo_cntr_inc(ep->tx_cntr, status);
+    bool rma = (op->cq_flags & FI_RMA) != 0, read = rma && (op->cq_flags & FI_READ);
+    /* an RMA operation counts on the FI_READ / FI_WRITE counter (MPICH waits
+     * on it for its one-sided operations), a send on the FI_SEND one */
+    emo_cntr_inc(rma ? ep->other_cntr[read ? 0 : 1] : ep->tx_cntr, status);
     if (!ep->tx_cq)
         return;
+    const char *what = rma ? (read ? "RMA read from" : "RMA write to") : "send to";
     if (status && !op->context) {
         /* an inject has no completion, and an error entry without a
          * context crashes MPIs that map every entry to a request: log it;
          * the peer's failure reaches the caller on its next operation */
-        FI_WARN(&emo_prov, FI_LOG_EP_DATA, "inject to endpoint %u failed: %s\n", op->peer,
+        FI_WARN(&emo_prov, FI_LOG_EP_DATA, "inject (%s) endpoint %u failed: %s\n", what, op->peer,
                 fi_strerror(-status));
     } else if (status)
         emo_cq_write_err(ep->tx_cq, op->context, op->cq_flags, status, op->len, 0, op->tag,
-                         emo_src(ep, op->peer), "send to endpoint %u: %s%s%s", op->peer,
+                         emo_src(ep, op->peer), "%s endpoint %u: %s%s%s", what, op->peer,
                          fi_strerror(-status), status == -FI_EIO ? ": " : "",
                          status == -FI_EIO && em_engine_fail_reason(ep->eng, op->peer)
                              ? em_engine_fail_reason(ep->eng, op->peer)
@@ -195,8 +199,8 @@ static uint64_t rx_flags(bool tagged, uint8_t wflags)
 
 /* ---- control messages -------------------------------------------------------- */
 
-/* send a CTS or FIN (header only); @return 0 or a negative fi_errno */
-static int send_ctrl(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h, emo_op_t *parent)
+/* @return 0 or a negative fi_errno */
+int emo_send_ctrl(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h, emo_op_t *parent)
 {
     emo_op_t *c = emo_op_new(ep, EMO_OP_CTRL, EMO_HDR_LEN);
     if (!c)
@@ -341,7 +345,7 @@ static void rdv_accept(struct emo_ep *ep, const emo_rx_t *rx, emo_rx_t *multi, u
             h.key = op->reg.key;
         }
     }
-    int rc = send_ctrl(ep, peer, &h, op);
+    int rc = emo_send_ctrl(ep, peer, &h, op);
     if (rc) {
         if (op->reg.id)
             em_engine_deregister(ep->eng, &op->reg);
@@ -518,32 +522,32 @@ static void on_cts(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
     }
     emo_cookie_del(ep, op);
     emo_unwatch(ep, peer, &op->watched); /* it answered; the puts have the retransmit timer */
-    size_t len = (size_t)h->len, nput = (len + EMO_PUT_CHUNK - 1) / EMO_PUT_CHUNK;
-    if (nput) {
-        op->puts = calloc(nput, sizeof *op->puts);
-        if (!op->puts) {
-            op->status = -FI_ENOMEM;
-            nput = 0;
-        }
-    }
+    size_t len = (size_t)h->len;
     em_region_handle_t rh = { .id = h->region, .key = h->key, .len = len };
-    size_t off = 0;
-    op->puts_left = 1; /* held until every put is queued */
-    for (size_t i = 0; i < nput; i++, off += EMO_PUT_CHUNK) {
-        size_t n = len - off < EMO_PUT_CHUNK ? len - off : EMO_PUT_CHUNK;
-        int rc = em_engine_put(ep->eng, &op->puts[i], peer, &rh, off,
-                               (const uint8_t *)op->buf + off, n, op);
-        if (rc) {
-            op->status = emo_errno(rc);
-            break;
-        }
-        op->puts_left++;
-    }
+    emo_put_chunks(ep, op, peer, &rh, 0, op->buf, len);
     emo_hdr_t fin = { .type = EMO_T_FIN, .len = op->status ? 0 : len, .r_cookie = h->r_cookie };
-    int rc = send_ctrl(ep, peer, &fin, NULL);
+    int rc = emo_send_ctrl(ep, peer, &fin, NULL);
     if (rc && !op->status)
         op->status = rc;
     emo_put_done(op, 0); /* drop the hold */
+}
+
+int emo_put_chunks(struct emo_ep *ep, emo_op_t *op, uint16_t peer, const em_region_handle_t *rh,
+                   uint64_t off, const void *buf, size_t len)
+{
+    size_t nput = (len + EMO_PUT_CHUNK - 1) / EMO_PUT_CHUNK;
+    op->puts_left = 1; /* held until every put is queued */
+    if (nput && !(op->puts = calloc(nput, sizeof *op->puts)))
+        return op->status = -FI_ENOMEM;
+    for (size_t i = 0, at = 0; i < nput; i++, at += EMO_PUT_CHUNK) {
+        size_t n = len - at < EMO_PUT_CHUNK ? len - at : EMO_PUT_CHUNK;
+        int rc = em_engine_put(ep->eng, &op->puts[i], peer, rh, off + at, (const uint8_t *)buf + at,
+                               n, op);
+        if (rc)
+            return op->status = emo_errno(rc);
+        op->puts_left++;
+    }
+    return 0;
 }
 
 void emo_put_done(emo_op_t *op, int status)
@@ -552,7 +556,10 @@ void emo_put_done(emo_op_t *op, int status)
         op->status = status;
     if (--op->puts_left)
         return;
-    emo_complete_tx(op, op->status);
+    if (op->kind == EMO_OP_RSERVE)
+        op->ep->reads_active--; /* a peer's read: its RDONE said the rest */
+    else
+        emo_complete_tx(op, op->status);
     emo_op_free(op);
 }
 
@@ -591,6 +598,9 @@ void emo_handle_msg(struct emo_ep *ep, uint16_t peer, uint8_t etag, const void *
     case EMO_T_RTS: on_message(ep, peer, &h, pl); break;
     case EMO_T_CTS: on_cts(ep, peer, &h); break;
     case EMO_T_FIN: on_fin(ep, peer, &h); break;
+    case EMO_T_READ: emo_on_read(ep, peer, &h); break;
+    case EMO_T_RDONE: emo_on_rdone(ep, peer, &h); break;
+    case EMO_T_WDATA: emo_on_wdata(ep, peer, &h); break;
     }
 }
 
@@ -615,7 +625,9 @@ static void cb_complete(void *u, void *ctx, int status)
         emo_complete_tx(op, st);
         emo_op_free(op);
         break;
-    case EMO_OP_RTS: /* one of its puts */ emo_put_done(op, st); break;
+    case EMO_OP_RTS: /* one of its puts */
+    case EMO_OP_WRITE:
+    case EMO_OP_RSERVE: emo_put_done(op, st); break;
     case EMO_OP_CTRL: /* a CTS, FIN or RTS message; failures reach the
                                  operations through peer_failed */
         emo_op_free(op);
@@ -641,9 +653,9 @@ static void cb_peer_failed(void *u, uint16_t peer)
             continue;
         emo_cookie_del(ep, op);
         emo_unwatch(ep, peer, &op->watched); /* (the failed peer's watches are gone) */
+        if (op->reg.id) /* a rendezvous receive's, or a read's landing region */
+            em_engine_deregister(ep->eng, &op->reg);
         if (op->kind == EMO_OP_RRECV) {
-            if (op->reg.id)
-                em_engine_deregister(ep->eng, &op->reg);
             complete_rx(ep, op->context, op->cq_flags | multi_settle(op), true, op->buf, 0,
                         op->len + op->olen, op->data, op->tag, peer, -FI_EIO);
         } else {

@@ -22,8 +22,24 @@ void emo_cookie_del(struct emo_ep *ep, emo_op_t *op);
 fi_addr_t emo_src(struct emo_ep *ep, uint16_t peer);
 /** A send finished with @p status (0 or a negative fi_errno). */
 void emo_complete_tx(emo_op_t *op, int status);
-/** One put (or the hold) of a rendezvous send is done. */
+/** One put (or the hold) of a rendezvous send, an RMA write or an answered
+ *  read is done. */
 void emo_put_done(emo_op_t *op, int status);
+/** Queue the puts of @p len bytes from @p buf to offset @p off of @p peer's
+ *  region @p rh, in EMO_PUT_CHUNK pieces, for @p op (RTS, WRITE, RSERVE).
+ *  op->puts_left ends as 1 + the puts queued: the caller drops that hold
+ *  with emo_put_done(op, 0) after what must follow the puts.
+ *  @return 0, or the first error (op->status; no put queued after it). */
+int emo_put_chunks(struct emo_ep *ep, emo_op_t *op, uint16_t peer, const em_region_handle_t *rh,
+                   uint64_t off, const void *buf, size_t len);
+/** Send a header-only control message (CTS, FIN, READ, RDONE, WDATA). */
+int emo_send_ctrl(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h, emo_op_t *parent);
+/** The peer id of @p fa, its engine state set up.  @return 0 or -FI_*. */
+int emo_dest_peer(struct emo_ep *ep, fi_addr_t fa, uint16_t *peer);
+/** RMA messages from @p peer (ofi_rma.c). */
+void emo_on_read(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h);
+void emo_on_rdone(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h);
+void emo_on_wdata(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h);
 /** Hand message (@p type EAGER or RTS) to receive @p rx. */
 void emo_deliver(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uint8_t type, uint8_t wflags,
                  uint64_t tag, uint64_t data, uint64_t len, uint32_t s_cookie, const void *payload);

@@ -54,6 +54,21 @@ static emo_dec_err_t check_type(const emo_hdr_t *h, size_t payload)
             h->data || h->flags)
             return EMO_DEC_MALFORMED;
         return EMO_DEC_OK;
+    case EMO_T_READ:
+        /* a read of 0 bytes lands nowhere: no region */
+        if (payload || h->s_cookie == 0 || h->r_cookie || h->flags || (h->len && h->region == 0))
+            return EMO_DEC_MALFORMED;
+        return EMO_DEC_OK;
+    case EMO_T_RDONE:
+        if (payload || h->s_cookie || h->r_cookie == 0 || h->region || h->key || h->tag ||
+            h->flags || h->data > EMO_RDONE_STATUS_MAX || (h->data && h->len))
+            return EMO_DEC_MALFORMED;
+        return EMO_DEC_OK;
+    case EMO_T_WDATA:
+        if (payload || h->s_cookie || h->r_cookie || h->region || h->key || h->tag ||
+            h->flags != EMO_F_DATA)
+            return EMO_DEC_MALFORMED;
+        return EMO_DEC_OK;
     default: return EMO_DEC_TYPE;
     }
 }

@@ -42,6 +42,19 @@
  * placed.  A cookie names an operation in its owner's table (index +
  * generation) and is checked against the peer before it is used.
  *
+ * RMA (prov/ofi_rma.c; FI_RMA with FI_MR_ENDPOINT | FI_MR_PROV_KEY): a
+ * write is puts alone, into the target's registered region named by the
+ * application's key, (region id << 48) | 48-bit region key; fi_writedata
+ * adds WDATA after them (length = bytes written, data = the remote CQ
+ * data, flag EMO_F_DATA), which the target reports as an FI_REMOTE_WRITE
+ * completion.  A read sends READ: length = bytes, sender's cookie = the
+ * read, region + key = where the initiator registered its buffer for the
+ * answer, tag = offset in the target's region, data = the target's key.
+ * The target checks key, bounds and FI_REMOTE_READ (em_engine_read_region)
+ * and puts the bytes into the initiator's region, then sends RDONE
+ * (receiver's cookie = the read, length = bytes placed, data = 0, or the
+ * fi_errno, positive, of a refusal: the read then fails with it).
+ *
  * First contact (flag EMO_F_HELLO, EAGER and RTS only): the sender's
  * address blob (below, EMO_ADDR_LEN bytes) follows the header, then the
  * EAGER payload; `length` still counts the payload alone.  A sender sets
@@ -74,7 +87,12 @@ enum emo_type {
     EMO_T_RTS = 2,   /**< rendezvous request: length, sender's cookie */
     EMO_T_CTS = 3,   /**< clear to send: region + key, granted length */
     EMO_T_FIN = 4,   /**< the put is done: receiver's cookie, bytes written */
+    EMO_T_READ = 5,  /**< RMA read request (ofi_rma.c) */
+    EMO_T_RDONE = 6, /**< RMA read answered: the initiator's cookie, bytes, status */
+    EMO_T_WDATA = 7, /**< RMA write's remote CQ data, after its puts */
 };
+/** Largest status an RDONE may carry (an fi_errno: FI_EACCES, FI_EAGAIN ...). */
+#define EMO_RDONE_STATUS_MAX 4096u
 
 enum emo_flags {
     EMO_F_TAGGED = 0x01, /**< tagged (fi_tsend) traffic: match the tagged queues */

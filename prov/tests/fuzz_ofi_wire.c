@@ -6,7 +6,9 @@
  * address decoder; the rest is the message.  Properties beyond "no crash":
  * a message that decodes re-encodes to the same 56 header bytes, its
  * fields obey its type's rules (EAGER: length = payload; CTS: a non-zero
- * grant names a region; FIN: no key), and an address that decodes
+ * grant names a region; FIN: no key; READ: a non-zero read names a
+ * region; RDONE: a status or a length, never both; WDATA: carries data),
+ * and an address that decodes
  * re-encodes to the same bytes.
  */
 #include <stdint.h>
@@ -60,6 +62,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         break;
     case EMO_T_RTS:
         if (!h.s_cookie || n != h.off)
+            abort();
+        break;
+    case EMO_T_READ:
+        if ((h.len && !h.region) || !h.s_cookie || h.r_cookie || h.flags || n != h.off)
+            abort();
+        break;
+    case EMO_T_RDONE:
+        if (!h.r_cookie || h.key || h.region || h.flags || h.data > EMO_RDONE_STATUS_MAX ||
+            (h.data && h.len))
+            abort();
+        break;
+    case EMO_T_WDATA:
+        if (h.flags != EMO_F_DATA || h.key || h.region || h.s_cookie || h.r_cookie)
             abort();
         break;
     default: abort();

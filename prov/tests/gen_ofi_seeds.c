@@ -21,7 +21,7 @@ int main(int argc, char **argv)
         return 2;
     uint8_t b[1 + EMO_HDR_LEN + 16];
     int rc = 0;
-    emo_hdr_t hs[4] = {
+    emo_hdr_t hs[7] = {
         { .type = EMO_T_EAGER, .flags = EMO_F_TAGGED | EMO_F_DATA, .tag = 5, .data = 9, .len = 16 },
         { .type = EMO_T_RTS,
           .flags = EMO_F_TAGGED,
@@ -35,9 +35,19 @@ int main(int argc, char **argv)
           .region = 1,
           .key = 0xABCDEF },
         { .type = EMO_T_FIN, .len = 1 << 20, .r_cookie = 0x100002 },
+        { .type = EMO_T_READ,
+          .len = 4096,
+          .s_cookie = 0x100003,
+          .region = 2,
+          .key = 0x1234,
+          .tag = 64,
+          .data = (1ull << 48) | 0x5678 },
+        { .type = EMO_T_RDONE, .len = 4096, .r_cookie = 0x100003 },
+        { .type = EMO_T_WDATA, .flags = EMO_F_DATA, .len = 64, .data = 42 },
     };
-    const char *names[4] = { "ofi_eager.bin", "ofi_rts.bin", "ofi_cts.bin", "ofi_fin.bin" };
-    for (int i = 0; i < 4; i++) {
+    const char *names[7] = { "ofi_eager.bin", "ofi_rts.bin",   "ofi_cts.bin",  "ofi_fin.bin",
+                             "ofi_read.bin",  "ofi_rdone.bin", "ofi_wdata.bin" };
+    for (int i = 0; i < 7; i++) {
         b[0] = hs[i].type;
         emo_hdr_encode(&hs[i], b + 1);
         size_t n = 1 + EMO_HDR_LEN;

@@ -5,7 +5,9 @@
  * table: a CTS or FIN naming another peer's operation, a stale generation,
  * an index out of the table, the wrong kind, a length beyond what was
  * asked, and undecodable bytes.  Each must be refused and counted, leave
- * the operation in place, and write nothing.  And a peer flooding
+ * the operation in place, and write nothing.  The same for RMA's RDONE
+ * (another peer, the wrong kind, a length that is not the read's), and
+ * WDATA to an endpoint without FI_RMA.  And a peer flooding
  * unexpected messages past the budget (FI_ETHERMPI_UNEXP_MB).  No engine
  * is needed: every refusal happens before one would be used.
  */
@@ -90,9 +92,34 @@ static void test_refused(void **state)
     emo_hdr_encode(&fin, b);
     emo_handle_msg(&ep, 3, EMO_T_CTS, b, sizeof b);
     assert_int_equal(ep.st.dec_err[EMO_DEC_TYPE], 1);
-    /* both operations are still where they were */
+    /* RMA: an RDONE for a read from another peer, for a send, or with a
+     * length the read did not ask; WDATA to an endpoint without FI_RMA */
+    emo_op_t *rd = emo_op_new(&ep, EMO_OP_READ, 0);
+    assert_non_null(rd);
+    rd->peer = 3;
+    rd->len = 64;
+    assert_int_equal(emo_cookie_add(&ep, rd), 0);
+    emo_hdr_t done = { .type = EMO_T_RDONE, .len = 64, .r_cookie = rd->cookie };
+    send_hdr(4, &done);
+    done.r_cookie = rts->cookie;
+    send_hdr(3, &done);
+    assert_int_equal(ep.st.bad_cookie, 8);
+    done.r_cookie = rd->cookie;
+    done.len = 65;
+    send_hdr(3, &done);
+    assert_int_equal(ep.st.bad_len, 2);
+    ep.info = fi_allocinfo();
+    assert_non_null(ep.info);
+    ep.info->caps = FI_TAGGED | FI_MSG;
+    emo_hdr_t wd = { .type = EMO_T_WDATA, .flags = EMO_F_DATA, .len = 8, .data = 1 };
+    send_hdr(3, &wd);
+    assert_int_equal(ep.st.wdata_refused, 1);
+    fi_freeinfo(ep.info);
+    ep.info = NULL;
+    /* the operations are still where they were */
     assert_ptr_equal(emo_cookie_get(&ep, rts->cookie, 3, EMO_OP_RTS), rts);
     assert_ptr_equal(emo_cookie_get(&ep, rr->cookie, 3, EMO_OP_RRECV), rr);
+    assert_ptr_equal(emo_cookie_get(&ep, rd->cookie, 3, EMO_OP_READ), rd);
     /* a removed operation's cookie names nothing, and the slot's next
      * tenant gets another generation */
     uint32_t old = rts->cookie;
