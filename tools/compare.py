@@ -367,8 +367,10 @@ class Sweep:
         env.update(b.env)
         logp = os.path.join(self.logs, "%s-%s-r%d" % (
             t.name, re.sub(r"[^A-Za-z0-9_.=-]+", "_", b.label.replace(":", "to")), rep + 1))
+        probe = runner.host_probe(self.args.build)
         res = self.run.run(cmd, env, self.timeout, logp, cwd=REPO)
         oc = runner.outcome_of(res, b, self.timeout, t)
+        oc.host_cl_rt_ns = probe
         self.outcomes.setdefault(name, []).append(oc)
         shown = dict(tenv)
         if self.mode != "local":

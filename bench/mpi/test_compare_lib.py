@@ -115,6 +115,17 @@ class AggregateTests(unittest.TestCase):
         self.assertEqual(rows[0]["runs"], [100.0, 300.0])
         self.assertEqual(rows[0]["failed_runs"], 1)
 
+    def test_host_probe_kept_per_run(self):
+        runs = [ok("latency", "us", [(8, [1.3])]), ok("latency", "us", [(8, [2.1])]),
+                RunOutcome(False, reason="timeout"), ok("latency", "us", [(8, [1.4])])]
+        for o, p in zip(runs, [55, 340, 60, None]):
+            o.host_cl_rt_ns = p
+        rows = results.aggregate("tcp", "latency", None, "us", runs)
+        self.assertEqual(rows[0]["runs"], [1.3, 2.1, 1.4])
+        self.assertEqual(rows[0]["host_cl_rt_ns"], [55, 340, None])  # aligned with runs
+        rows = results.aggregate("tcp", "latency", None, "us", [ok("latency", "us", [(8, [1.0])])])
+        self.assertNotIn("host_cl_rt_ns", rows[0])  # never measured: no field
+
     def test_all_failed_gives_one_failed_row(self):
         runs = [RunOutcome(False, reason="timeout after 60 s"),
                 RunOutcome(False, reason="exit 1: em_bibw: content mismatch")]

@@ -8,6 +8,7 @@ Row schema (a contract, see docs/benchmarks.md):
      "status": "ok", "failed_runs": 0,
      "pattern": "1:1",                       # burst / pingpong only
      "secondary": {"rtt_mean": {"median": 6.4, "unit": "us/rt"}},  # optional
+     "host_cl_rt_ns": [55, 56, 340],  # optional: bench/host_probe before each run
      "commit": "bfd88c0", "date": "2026-11-23T23:50:00+00:00"}    # provenance
 
 A failed or skipped combination is one row with "size_bytes": null,
@@ -62,8 +63,12 @@ def median(values):
 class RunOutcome:
     """What one repetition of one (transport, benchmark) produced."""
 
-    def __init__(self, ok, table=None, reason=None, counters=None):
+    def __init__(self, ok, table=None, reason=None, counters=None, host_cl_rt_ns=None):
         self.ok = ok
+        # the host's CPU-to-CPU cache-line round trip just before the run
+        # (bench/host_probe; None = not measured): which placement of the
+        # VM's CPUs the run had (docs/benchmarks.md "Host placement")
+        self.host_cl_rt_ns = host_cl_rt_ns
         self.table = table    # BenchTable when ok
         self.reason = reason  # short text when not ok
         # {name: int or None}: counters the run's processes printed (e.g. the
@@ -121,6 +126,9 @@ def aggregate(transport, benchmark, pattern, unit, outcomes, fields=None):
         row = _base(transport, benchmark, pattern, fields)
         row.update({"size_bytes": s, "median": median(runs), "unit": unit,
                     "runs": runs, "status": "ok", "failed_runs": len(bad)})
+        probes = [o.host_cl_rt_ns for o in good if s in o.table.rows]
+        if any(p is not None for p in probes):
+            row["host_cl_rt_ns"] = probes  # one per run, in the order of "runs"
         secondary = {}
         for c, (metric, cunit) in enumerate(columns[1:], start=1):
             vals = [v[c] for v in per_run if len(v) > c]

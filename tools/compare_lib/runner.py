@@ -658,6 +658,20 @@ def failure_reason(res, timeout):
     return "exit %s: %s" % (res["rc"], text)
 
 
+def host_probe(build):
+    """The CPU-to-CPU cache-line round trip in ns (bench/host_probe), or
+    None when the program is missing or says it cannot tell."""
+    exe = os.path.join(build, "bench", "host_probe")
+    if not os.access(exe, os.X_OK):
+        return None
+    try:
+        r = subprocess.run([exe], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.match(r"cl_rt_ns (\d+)$", r.stdout.strip())
+    return int(m.group(1)) if r.returncode == 0 and m else None
+
+
 def outcome_of(res, bench, timeout, transport=None):
     """What run @p res of @p bench gives: its table, or why it failed; with
     @p transport, also the BTL counters the benchmark collects."""
