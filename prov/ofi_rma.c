@@ -243,8 +243,7 @@ struct emo_rma_args {
 };
 
 /* common checks; @return 0 with *@p peer set, or -FI_* */
-static int rma_start(struct emo_ep *ep, const struct emo_rma_args *a, uint64_t cap,
-                     uint16_t *peer)
+static int rma_start(struct emo_ep *ep, const struct emo_rma_args *a, uint64_t cap, uint16_t *peer)
 {
     if (!ep->enabled)
         return -FI_EOPBADSTATE;
@@ -440,8 +439,8 @@ static ssize_t r_writedata(struct fid_ep *ep, const void *buf, size_t len, void 
                            uint64_t data, fi_addr_t dest, uint64_t addr, uint64_t key, void *ctx)
 {
     struct iovec v = { (void *)buf, len };
-    return rma_iov(ep, &v, 1, dest, addr, key, ctx, data,
-                   EP(ep)->tx_op_flags | FI_REMOTE_CQ_DATA, false);
+    return rma_iov(ep, &v, 1, dest, addr, key, ctx, data, EP(ep)->tx_op_flags | FI_REMOTE_CQ_DATA,
+                   false);
 }
 
 static ssize_t inject_write(struct fid_ep *ep, const void *buf, size_t len, uint64_t data,

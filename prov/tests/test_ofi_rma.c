@@ -160,7 +160,8 @@ static void open_all(void)
     uint8_t a[64], b[64];
     size_t alen = sizeof a;
     FI(fi_getname(&ep->fid, a, &alen));
-    CHECK(write(to_peer, &alen, sizeof alen) == sizeof alen && write(to_peer, a, alen) == (ssize_t)alen,
+    CHECK(write(to_peer, &alen, sizeof alen) == sizeof alen &&
+              write(to_peer, a, alen) == (ssize_t)alen,
           "pipe");
     size_t blen;
     CHECK(read(from_peer, &blen, sizeof blen) == sizeof blen && blen <= sizeof b &&
@@ -230,7 +231,8 @@ static void parent_checks(pid_t child)
     fill(buf, 1000, 1);
     CHECK(rma(false, buf, 1000, peer, OFF_SMALL, win_key) == 0, "small write");
     ok_w++;
-    CHECK(rma(true, back, 1000, peer, OFF_SMALL, win_key) == 0 && same(back, 1000, 1), "small read back");
+    CHECK(rma(true, back, 1000, peer, OFF_SMALL, win_key) == 0 && same(back, 1000, 1),
+          "small read back");
     ok_r++;
     fill(buf, BIG, 2);
     CHECK(rma(false, buf, BIG, peer, OFF_BIG, win_key) == 0, "big write");
@@ -254,7 +256,8 @@ static void parent_checks(pid_t child)
     /* refused: each must fail, and touch nothing */
     CHECK(rma(false, buf, 16, peer, 0, ro_key) == FI_EACCES, "write into a read-only page");
     bad_w++;
-    CHECK(rma(true, back, 4096, peer, 0, ro_key) == 0 && same(back, 4096, 77), "read-only page read");
+    CHECK(rma(true, back, 4096, peer, 0, ro_key) == 0 && same(back, 4096, 77),
+          "read-only page read");
     ok_r++;
     CHECK(rma(true, back, 16, peer, WIN_LEN - 8, win_key) == FI_EACCES, "read past the end");
     bad_r++;
