@@ -404,7 +404,12 @@ void emo_data_fini(struct emo_ep *ep)
         }
     }
     for (uint32_t i = 0; i < ep->ops_cap; i++) {
-        emo_op_free(ep->ops[i]);
+        emo_op_t *op = ep->ops[i];
+        /* a rendezvous receive's or a read's region is in the domain's
+         * table, which outlives the engine: it goes with its op */
+        if (op && op->reg.id && ep->dom)
+            (void)em_regions_remove(&ep->dom->regions, op->reg.id, op->reg.key);
+        emo_op_free(op);
         ep->ops[i] = NULL;
     }
     emo_op_cache_drain(ep);

@@ -159,6 +159,38 @@ static size_t held_from(uint16_t peer)
  * budget, the peer holding the most is marked to fail and its held
  * messages go at once; an innocent peer's messages stay, and a message
  * that fits after the purge is kept. */
+/* The regions of a rendezvous receive and of a read live in the domain's
+ * table, which the endpoint's close does not take down: they must go with
+ * their operations, or they stay open for the domain's other endpoints
+ * (and fill the 65535 ids FI_RMA keys have room for). */
+static void test_close_deregisters(void **state)
+{
+    (void)state;
+    fresh_ep();
+    struct emo_domain dom;
+    memset(&dom, 0, sizeof dom);
+    em_regions_init(&dom.regions);
+    ep.dom = &dom;
+    static uint8_t a[64], b[64], mine[64];
+    emo_op_t *rr = emo_op_new(&ep, EMO_OP_RRECV, 0), *rd = emo_op_new(&ep, EMO_OP_READ, 0);
+    assert_non_null(rr);
+    assert_non_null(rd);
+    assert_int_equal(em_regions_add(&dom.regions, a, sizeof a, &rr->reg), 0);
+    assert_int_equal(em_regions_add(&dom.regions, b, sizeof b, &rd->reg), 0);
+    assert_int_equal(emo_cookie_add(&ep, rr), 0);
+    assert_int_equal(emo_cookie_add(&ep, rd), 0);
+    em_region_handle_t app; /* a registration of the application's: it stays */
+    assert_int_equal(em_regions_add(&dom.regions, mine, sizeof mine, &app), 0);
+    assert_int_equal(dom.regions.used, 3);
+    emo_data_fini(&ep);
+    assert_int_equal(dom.regions.used, 1);
+    uint8_t *at;
+    assert_int_equal(em_regions_check(&dom.regions, app.id, app.key, 0, 1, &at), EM_REGION_OK);
+    em_regions_fini(&dom.regions);
+    free(ep.ops);
+    free(ep.op_gen);
+}
+
 static void test_unexpected_budget(void **state)
 {
     (void)state;
@@ -209,6 +241,7 @@ static void test_unexpected_budget(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = { cmocka_unit_test(test_refused),
+                                        cmocka_unit_test(test_close_deregisters),
                                         cmocka_unit_test(test_unexpected_budget) };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
