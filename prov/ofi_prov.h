@@ -112,6 +112,11 @@ struct emo_domain {
      *  the registrations', which serve all the domain's endpoints */
     em_regions_t regions;
     unsigned neps, nmrs; /**< open endpoints and registrations: close refused (-FI_EBUSY) */
+    /** Peers' reads its endpoints answer (EMO_OP_RSERVE), linked by
+     *  emo_op::sv: their puts read a registration's memory until they are
+     *  acknowledged, so closing that registration waits for them
+     *  (ofi_rma.c, mr_close) */
+    struct emo_op *serving;
 };
 
 /** A memory registration (ofi_rma.c). */
@@ -221,9 +226,16 @@ typedef struct emo_op {
                                  buffer (its inflight counts this op), else NULL */
     bool watched;           /**< RTS waiting for CTS, RRECV waiting for FIN: a liveness
                                  watch of the peer is held (emo_watch) */
-    size_t msg_len;         /**< bytes of msg[] in use */
-    size_t msg_cap;         /**< bytes of msg[] allocated (EMO_OP_LARGE: from the cache) */
-    uint8_t msg[];          /**< what the engine sends: header (+ eager payload) */
+    /** EMO_OP_RSERVE: the registration its puts read from (region id and
+     *  key), and its place in the domain's list of answers (emo_domain::serving) */
+    struct emo_serve {
+        struct emo_op *next, *prev;
+        uint32_t id;
+        uint64_t key;
+    } sv;
+    size_t msg_len; /**< bytes of msg[] in use */
+    size_t msg_cap; /**< bytes of msg[] allocated (EMO_OP_LARGE: from the cache) */
+    uint8_t msg[];  /**< what the engine sends: header (+ eager payload) */
 } emo_op_t;
 
 /** Ops with msg[] of at least EMO_OP_LARGE bytes are allocated with room

@@ -556,9 +556,10 @@ void emo_put_done(emo_op_t *op, int status)
         op->status = status;
     if (--op->puts_left)
         return;
-    if (op->kind == EMO_OP_RSERVE)
+    if (op->kind == EMO_OP_RSERVE) {
         op->ep->reads_active--; /* a peer's read: its RDONE said the rest */
-    else
+        emo_serve_end(op);
+    } else
         emo_complete_tx(op, op->status);
     emo_op_free(op);
 }

@@ -40,6 +40,8 @@ int emo_dest_peer(struct emo_ep *ep, fi_addr_t fa, uint16_t *peer);
 void emo_on_read(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h);
 void emo_on_rdone(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h);
 void emo_on_wdata(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h);
+/** An answered read (EMO_OP_RSERVE) no longer reads its registration. */
+void emo_serve_end(emo_op_t *op);
 /** Hand message (@p type EAGER or RTS) to receive @p rx. */
 void emo_deliver(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uint8_t type, uint8_t wflags,
                  uint64_t tag, uint64_t data, uint64_t len, uint32_t s_cookie, const void *payload);

@@ -67,11 +67,78 @@ static void rkey_split(uint64_t rkey, uint32_t *id, uint64_t *key)
 
 /* ---- memory registration ---------------------------------------------------- */
 
+/* ---- answers in flight from a registration ----------------------------------- */
+
+static void serve_link(struct emo_domain *d, emo_op_t *op, uint32_t id, uint64_t key)
+{
+    op->sv = (struct emo_serve){ .next = d->serving, .id = id, .key = key };
+    if (d->serving)
+        d->serving->sv.prev = op;
+    d->serving = op;
+}
+
+void emo_serve_end(emo_op_t *op)
+{
+    struct emo_domain *d = op->ep->dom;
+    if (op->sv.prev)
+        op->sv.prev->sv.next = op->sv.next;
+    else if (d->serving == op)
+        d->serving = op->sv.next;
+    if (op->sv.next)
+        op->sv.next->sv.prev = op->sv.prev;
+    op->sv = (struct emo_serve){ 0 };
+}
+
+static emo_op_t *serving_from(const struct emo_domain *d, const em_region_handle_t *reg)
+{
+    for (emo_op_t *op = d->serving; op; op = op->sv.next)
+        if (op->sv.id == reg->id && op->sv.key == reg->key)
+            return op;
+    return NULL;
+}
+
+/* The answer to a peer's read is put straight from the registration's
+ * memory, and the engine resends from it until each frame is
+ * acknowledged; once fi_close returns, the application may free that
+ * memory (MPI_Win_free does).  So the close waits for the answers still
+ * in flight from it: their endpoints are driven until the reader
+ * acknowledges (a round trip: the reader has its bytes already), at most
+ * FI_ETHERMPI_LINGER_MS; a reader that has not acknowledged by then is
+ * failed, which drops its frames, so nothing reads the memory again.  The
+ * region has left the table already: no new read starts from it. */
+static void mr_quiesce(struct emo_mr *m)
+{
+    uint64_t end = em_now_ns() + (uint64_t)emo_params.linger_ms * 1000000u;
+    emo_op_t *op;
+    while ((op = serving_from(m->dom, &m->reg)) != NULL) {
+        if (em_now_ns() < end) {
+            emo_ep_progress(op->ep);
+            continue;
+        }
+        FI_WARN(&emo_prov, FI_LOG_MR,
+                "fi_close of a registration: endpoint %u has not acknowledged the answer to its "
+                "read within FI_ETHERMPI_LINGER_MS=%d ms; it is failed\n",
+                op->peer, emo_params.linger_ms);
+        (void)em_engine_fail_peer(op->ep->eng, op->peer,
+                                  "it did not acknowledge a read's answer before the registration "
+                                  "it came from was closed (FI_ETHERMPI_LINGER_MS)");
+        if (serving_from(m->dom, &m->reg) == op) {
+            /* not failed (only from inside progress, which a close is not) */
+            FI_WARN(&emo_prov, FI_LOG_MR,
+                    "fi_close of a registration: an answer is still in "
+                    "flight from it\n");
+            return;
+        }
+    }
+}
+
 static int mr_close(struct fid *fid)
 {
     struct emo_mr *m = container_of_emo(fid, struct emo_mr, mr.fid);
-    if (m->reg.id)
+    if (m->reg.id) {
         em_regions_remove(&m->dom->regions, m->reg.id, m->reg.key);
+        mr_quiesce(m);
+    }
     m->dom->nmrs--;
     free(m);
     return 0;
@@ -114,15 +181,18 @@ static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
         m->mr.key = ++d->mr_key; /* no FI_RMA: nothing a peer could name */
     } else if (acc) {
         int rc = em_regions_add_ex(&d->regions, (void *)buf, len, acc | EM_REGION_KEY48, &m->reg);
-        if (!rc && (m->reg.id >> (64 - EMO_RKEY_ID_SHIFT))) {
-            /* over 65535 regions at once: the id does not fit the key */
-            em_regions_remove(&d->regions, m->reg.id, m->reg.key);
-            FI_WARN(&emo_prov, FI_LOG_MR, "fi_mr_reg: 65535 regions in use already\n");
-            rc = -EM_ENOMEM;
-        }
         if (rc) {
             free(m);
-            return rc == -EM_ENOMEM ? -FI_ENOSPC : emo_errno(rc);
+            return emo_errno(rc);
+        }
+        if (m->reg.id >> (64 - EMO_RKEY_ID_SHIFT)) {
+            /* the id does not fit the key: 65535 regions in the domain's
+             * table already (registrations, and the regions of rendezvous
+             * receives and reads in flight) */
+            em_regions_remove(&d->regions, m->reg.id, m->reg.key);
+            FI_WARN(&emo_prov, FI_LOG_MR, "fi_mr_reg: 65535 regions in use already\n");
+            free(m);
+            return -FI_ENOSPC;
         }
         m->mr.key = rkey_make(&m->reg);
     } else {
@@ -180,6 +250,7 @@ void emo_on_read(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
         } else {
             op->peer = peer;
             ep->reads_active++;
+            serve_link(ep->dom, op, id, key); /* until its puts are acknowledged */
             em_region_handle_t rh = { .id = h->region, .key = h->key, .len = h->len };
             if (emo_put_chunks(ep, op, peer, &rh, 0, src, (size_t)h->len))
                 done.data = FI_EIO; /* part may have gone: the read fails */
@@ -222,8 +293,17 @@ static void remote_write_data(struct emo_ep *ep, uint16_t peer, uint64_t len, ui
 void emo_on_wdata(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
 {
     /* an endpoint without FI_RMA never asked for such entries (an MPI that
-     * maps every entry's context to a request would crash on its NULL one) */
-    if (!(ep->info->caps & FI_REMOTE_WRITE)) {
+     * maps every entry's context to a request would crash on its NULL one);
+     * and the data says the write is in place: only if its puts could have
+     * been (the region it names takes them: the engine refused them
+     * otherwise, and the initiator's write fails with FI_EACCES) */
+    uint32_t id;
+    uint64_t key;
+    rkey_split(h->key, &id, &key);
+    uint8_t *at;
+    if (!(ep->info->caps & FI_REMOTE_WRITE) || h->len > SIZE_MAX ||
+        (h->len &&
+         em_engine_region_at(ep->eng, id, key, h->tag, (size_t)h->len, EM_REGION_WRITE, &at))) {
         ep->st.wdata_refused++;
         return;
     }
@@ -321,7 +401,12 @@ static ssize_t do_write(struct emo_ep *ep, const struct emo_rma_args *a)
         return rc;
     }
     if (!rc && (a->flags & FI_REMOTE_CQ_DATA)) {
-        emo_hdr_t h = { .type = EMO_T_WDATA, .flags = EMO_F_DATA, .len = a->len, .data = a->data };
+        emo_hdr_t h = { .type = EMO_T_WDATA,
+                        .flags = EMO_F_DATA,
+                        .len = a->len,
+                        .data = a->data,
+                        .tag = a->addr,
+                        .key = a->key };
         rc = emo_send_ctrl(ep, peer, &h, op);
         if (rc)
             op->status = rc;

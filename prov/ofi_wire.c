@@ -65,8 +65,8 @@ static emo_dec_err_t check_type(const emo_hdr_t *h, size_t payload)
             return EMO_DEC_MALFORMED;
         return EMO_DEC_OK;
     case EMO_T_WDATA:
-        if (payload || h->s_cookie || h->r_cookie || h->region || h->key || h->tag ||
-            h->flags != EMO_F_DATA)
+        /* tag and key name where the write went (the target checks it) */
+        if (payload || h->s_cookie || h->r_cookie || h->region || h->flags != EMO_F_DATA)
             return EMO_DEC_MALFORMED;
         return EMO_DEC_OK;
     default: return EMO_DEC_TYPE;

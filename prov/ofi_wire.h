@@ -42,16 +42,18 @@
  * placed.  A cookie names an operation in its owner's table (index +
  * generation) and is checked against the peer before it is used.
  *
- * RMA (prov/ofi_rma.c; FI_RMA with FI_MR_ENDPOINT | FI_MR_PROV_KEY): a
- * write is puts alone, into the target's registered region named by the
- * application's key, (region id << 48) | 48-bit region key; fi_writedata
- * adds WDATA after them (length = bytes written, data = the remote CQ
- * data, flag EMO_F_DATA), which the target reports as an FI_REMOTE_WRITE
- * completion.  A read sends READ: length = bytes, sender's cookie = the
- * read, region + key = where the initiator registered its buffer for the
- * answer, tag = offset in the target's region, data = the target's key.
- * The target checks key, bounds and FI_REMOTE_READ (em_engine_read_region)
- * and puts the bytes into the initiator's region, then sends RDONE
+ * RMA (prov/ofi_rma.c; FI_RMA with FI_MR_PROV_KEY): a write is puts
+ * alone, into the target's registered region named by the application's
+ * key, (region id << 48) | 48-bit region key; fi_writedata adds WDATA
+ * after them (length = bytes written, data = the remote CQ data, flag
+ * EMO_F_DATA, tag = offset in the target's region, key = the application's
+ * key), which the target reports as an FI_REMOTE_WRITE completion only if
+ * that region takes such a write (else its puts were refused).  A read
+ * sends READ: length = bytes, sender's cookie = the read, region + key =
+ * where the initiator registered its buffer for the answer, tag = offset
+ * in the target's region, data = the target's key.  The target checks key,
+ * bounds and FI_REMOTE_READ (em_engine_region_at) and puts the bytes into
+ * the initiator's region, then sends RDONE
  * (receiver's cookie = the read, length = bytes placed, data = 0, or the
  * fi_errno, positive, of a refusal: the read then fails with it).
  *

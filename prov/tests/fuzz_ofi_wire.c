@@ -7,9 +7,9 @@
  * a message that decodes re-encodes to the same 56 header bytes, its
  * fields obey its type's rules (EAGER: length = payload; CTS: a non-zero
  * grant names a region; FIN: no key; READ: a non-zero read names a
- * region; RDONE: a status or a length, never both; WDATA: carries data),
- * and an address that decodes
- * re-encodes to the same bytes.
+ * region; RDONE: a status or a length, never both; WDATA: carries data
+ * and names no region of its own, its key and offset being the write's),
+ * and an address that decodes re-encodes to the same bytes.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         break;
     case EMO_T_WDATA:
-        if (h.flags != EMO_F_DATA || h.key || h.region || h.s_cookie || h.r_cookie)
+        if (h.flags != EMO_F_DATA || h.region || h.s_cookie || h.r_cookie)
             abort();
         break;
     default: abort();

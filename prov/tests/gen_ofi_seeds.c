@@ -43,7 +43,12 @@ int main(int argc, char **argv)
           .tag = 64,
           .data = (1ull << 48) | 0x5678 },
         { .type = EMO_T_RDONE, .len = 4096, .r_cookie = 0x100003 },
-        { .type = EMO_T_WDATA, .flags = EMO_F_DATA, .len = 64, .data = 42 },
+        { .type = EMO_T_WDATA,
+          .flags = EMO_F_DATA,
+          .len = 64,
+          .data = 42,
+          .tag = 4096,
+          .key = (UINT64_C(3) << 48) | 0x123456789ABCull },
     };
     const char *names[7] = { "ofi_eager.bin", "ofi_rts.bin",   "ofi_cts.bin",  "ofi_fin.bin",
                              "ofi_read.bin",  "ofi_rdone.bin", "ofi_wdata.bin" };

@@ -10,17 +10,25 @@
  * completes nothing and a read after it sees it (RAW); writes into the
  * read-only page, reads past the window's end and forged keys end as
  * FI_EACCES without touching the target; the FI_WRITE / FI_READ counters
- * count; RMA to the endpoint itself; and a read from a killed target ends
- * as FI_EIO, not a hang.
+ * count; fi_writedata into a region that refuses the write reports no
+ * data at the target; after a refused write the pair's writes fail (the
+ * put direction stays in error, as an IB QP's: docs/ofi.md) while reads
+ * still work; RMA to the endpoint itself; closing a registration waits
+ * for the answer to a read still in flight from it (the reader stopped:
+ * the close fails it at FI_ETHERMPI_LINGER_MS, and the memory can be
+ * unmapped at once: a resend from it would crash the target); and a read
+ * from a killed target ends as FI_EIO, not a hang.
  *
  * Usage: test_ofi_rma [provider dir]  (else FI_PROVIDER_PATH must be set)
  */
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,6 +52,11 @@ static int me; /* 0 parent, 1 child */
 #define OFF_BIG    7
 #define OFF_WDATA  (((size_t)4 << 20) + 64)
 #define OFF_INJECT (((size_t)4 << 20) + 4096)
+/* the registration the target closes while it answers a read from it:
+ * more than a window of the largest frames (64 x 64 KB), so part of the
+ * answer has not even left when the close comes */
+#define DOOMED_LEN ((size_t)8 << 20)
+#define LINGER_MS  300
 
 static struct fid_fabric *fab;
 static struct fid_domain *dom;
@@ -54,10 +67,10 @@ static struct fid_cntr *cntr;
 static struct fi_info *info;
 static fi_addr_t peer, self_addr;
 static int to_peer, from_peer;
-static uint8_t *win, *ro;
-static struct fid_mr *win_mr, *ro_mr;
-static uint64_t win_key, ro_key; /* the child's, as the parent learns them */
-static int wdata_seen;           /* child: remote-write data entries read */
+static uint8_t *win, *ro, *doomed;
+static struct fid_mr *win_mr, *ro_mr, *doomed_mr;
+static uint64_t win_key, ro_key, doomed_key; /* the child's, as the parent learns them */
+static int wdata_seen;                       /* child: remote-write data entries read */
 
 static void fill(uint8_t *b, size_t n, unsigned seed)
 {
@@ -186,25 +199,79 @@ static struct fid_mr *reg(void *buf, size_t len, uint64_t access)
     return mr;
 }
 
+/* progress for @p s seconds */
+static void progress_for(double s)
+{
+    for (double end = ofi_now_s() + s; ofi_now_s() < end;)
+        progress_once();
+}
+
+/* The parent reads DOOMED_LEN bytes from the doomed registration and stops
+ * itself (SIGSTOP) before the answer can be acknowledged.  Closing the
+ * registration must wait for that answer (FI_ETHERMPI_LINGER_MS, then the
+ * reader is failed); once the close returns the memory is unmapped, and
+ * a resend from it would end this process with SIGSEGV. */
+static pid_t parent_pid;
+/* the child's exit, a failed check included: the parent may be stopped */
+static void wake_parent(void) { kill(parent_pid, SIGCONT); }
+
+static void child_closes_doomed(void)
+{
+    parent_pid = getppid();
+    atexit(wake_parent);
+    char c = 0;
+    struct pollfd pf = { .fd = from_peer, .events = POLLIN };
+    for (double end = ofi_now_s() + 30; poll(&pf, 1, 0) == 0;) {
+        progress_once(); /* the READ arrives, the answer goes out */
+        CHECK(ofi_now_s() < end, "the parent did not stop within 30 s");
+    }
+    CHECK(read(from_peer, &c, 1) == 1 && c == 'S', "pipe: the parent stops");
+    progress_for(0.05); /* a window of the answer left; the rest waits for ACKs */
+    double t0 = ofi_now_s();
+    FI(fi_close(&doomed_mr->fid));
+    double dt = ofi_now_s() - t0;
+    CHECK(dt >= LINGER_MS * 0.8e-3 && dt < 5,
+          "closing a registration with an answer in flight from it took %.3f s, want about "
+          "FI_ETHERMPI_LINGER_MS",
+          dt);
+    CHECK(munmap(doomed, DOOMED_LEN) == 0, "munmap");
+    CHECK(kill(getppid(), SIGCONT) == 0, "SIGCONT");
+    progress_for(0.3); /* retransmit timeouts: nothing may read the unmapped memory */
+    printf("closing a registration waited %.3f s for its answer in flight\n", dt);
+}
+
 static void child_serves(void)
 {
     win = calloc(1, WIN_LEN);
     ro = malloc(4096);
-    CHECK(win && ro, "malloc");
+    doomed = mmap(NULL, DOOMED_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(win && ro && doomed != MAP_FAILED, "malloc");
     fill(ro, 4096, 77);
+    fill(doomed, DOOMED_LEN, 5);
     win_mr = reg(win, WIN_LEN, FI_REMOTE_WRITE | FI_REMOTE_READ);
     ro_mr = reg(ro, 4096, FI_REMOTE_READ);
-    uint64_t keys[2] = { fi_mr_key(win_mr), fi_mr_key(ro_mr) };
+    doomed_mr = reg(doomed, DOOMED_LEN, FI_REMOTE_READ);
+    uint64_t keys[3] = { fi_mr_key(win_mr), fi_mr_key(ro_mr), fi_mr_key(doomed_mr) };
     CHECK(write(to_peer, keys, sizeof keys) == sizeof keys, "pipe");
     sync_peer(); /* the parent's checks run meanwhile; we progress */
-    CHECK(wdata_seen == 1, "remote write data entries: %d, want 1", wdata_seen);
+    CHECK(wdata_seen == 1, "remote write data entries: %d, want 1 (the refused one has none)",
+          wdata_seen);
     CHECK(same(ro, 4096, 77), "the read-only page was written");
     CHECK(same(win + OFF_SMALL, 1000, 1), "small write not in the window");
     CHECK(same(win + OFF_BIG, BIG, 2), "big write not in the window");
+    for (size_t i = WIN_LEN - 8; i < WIN_LEN; i++)
+        CHECK(win[i] == 0, "a refused write past the end touched the window's tail");
     sync_peer();
+    child_closes_doomed();
+    CHECK(fi_close(&dom->fid) == -FI_EBUSY, "domain closed under its endpoint");
+    fi_close(&ep->fid);
+    fi_close(&cntr->fid);
+    fi_close(&av->fid);
+    fi_close(&cq->fid);
     CHECK(fi_close(&dom->fid) == -FI_EBUSY, "domain closed under its registrations");
     fi_close(&win_mr->fid);
     fi_close(&ro_mr->fid);
+    FI(fi_close(&dom->fid));
     pause(); /* killed by the parent */
 }
 
@@ -222,7 +289,8 @@ static int rma(bool read, void *buf, size_t len, fi_addr_t to, uint64_t off, uin
 static void parent_checks(pid_t child)
 {
     CHECK(read(from_peer, &win_key, sizeof win_key) == sizeof win_key &&
-              read(from_peer, &ro_key, sizeof ro_key) == sizeof ro_key,
+              read(from_peer, &ro_key, sizeof ro_key) == sizeof ro_key &&
+              read(from_peer, &doomed_key, sizeof doomed_key) == sizeof doomed_key,
           "pipe: keys");
     uint8_t *buf = malloc(BIG), *back = malloc(BIG);
     CHECK(buf && back, "malloc");
@@ -271,6 +339,19 @@ static void parent_checks(pid_t child)
     CHECK(rma(true, back, 16, peer, 0, ro_key + ((uint64_t)1 << 48)) == FI_EACCES,
           "read naming the wrong region");
     bad_r++;
+    /* writedata into the read-only page: refused, and no data at the target */
+    FI(fi_writedata(ep, buf, 64, NULL, WDATA_VAL, peer, 0, ro_key, &c));
+    CHECK(wait_ctx(&c, 10) == FI_EACCES, "writedata into a read-only page");
+    bad_w++;
+    /* the pair's put direction is in error now: a good write fails too,
+     * though its bytes may be placed (docs/ofi.md "Limits"; so not where
+     * the child checks), and reads are answered as before */
+    CHECK(rma(false, buf, 16, peer, OFF_INJECT + 64, win_key) == FI_EACCES,
+          "a write after a refused one");
+    bad_w++;
+    CHECK(rma(true, back, 1000, peer, OFF_SMALL, win_key) == 0 && same(back, 1000, 1),
+          "a read after a refused write");
+    ok_r++;
     /* RMA to ourselves, through our own registration */
     uint8_t *mine = calloc(1, 4096);
     CHECK(mine, "calloc");
@@ -292,6 +373,21 @@ static void parent_checks(pid_t child)
           (unsigned long)fi_cntr_readerr(cntr), ok_w + ok_r, bad_w + bad_r);
     sync_peer(); /* the child checks its window and its CQ */
     sync_peer();
+    /* a read whose answer the target cannot finish: we stop before we
+     * acknowledge it; the target closes the registration, which fails us
+     * after FI_ETHERMPI_LINGER_MS, and wakes us: the read ends FI_EIO */
+    uint8_t *dbuf = malloc(DOOMED_LEN);
+    CHECK(dbuf, "malloc");
+    FI(fi_read(ep, dbuf, DOOMED_LEN, NULL, peer, 0, doomed_key, &c));
+    CHECK(write(to_peer, "S", 1) == 1, "pipe");
+    raise(SIGSTOP);
+    int st = wait_ctx(&c, 30);
+    CHECK(st == FI_EIO || (st == 0 && same(dbuf, DOOMED_LEN, 5)),
+          "a read the target gave up answering: %d (%s), want FI_EIO, or success with the data "
+          "when the whole answer had left before we stopped",
+          st, fi_strerror(st));
+    printf("the read the target gave up answering: %s\n", st ? fi_strerror(st) : "complete");
+    free(dbuf);
     /* the target dies: a read from it ends (liveness watch), it does not hang */
     kill(child, SIGKILL);
     waitpid(child, NULL, 0);
@@ -314,6 +410,9 @@ int main(int argc, char **argv)
     setenv("FI_ETHERMPI_IF_INCLUDE", "127.0.0.1", 0);
     setenv("FI_ETHERMPI_RETRIES", "12", 0);
     setenv("FI_ETHERMPI_RTO_MAX_US", "250000", 0);
+    char linger[16];
+    snprintf(linger, sizeof linger, "%d", LINGER_MS);
+    setenv("FI_ETHERMPI_LINGER_MS", linger, 0);
     pid_t pid = ofi_fork_pair(&me, &to_peer, &from_peer);
     if (pid < 0)
         return 1;
