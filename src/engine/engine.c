@@ -161,6 +161,23 @@ static void e_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t le
     e->ops.recv(e->uctx, peer, tag, d, len);
 }
 
+static void *e_place(void *u, uint16_t peer, uint8_t tag, const void *head, size_t head_len,
+                     size_t msg_len, size_t *skip, void **ctx)
+{
+    em_engine_t *e = u;
+    void *dst = e->ops.place ? e->ops.place(e->uctx, peer, tag, head, head_len, msg_len, skip, ctx)
+                             : NULL;
+    if (dst)
+        e->st.recv_bytes += msg_len; /* delivered, as recv's: counted when it starts */
+    return dst;
+}
+
+static void e_place_end(void *u, uint16_t peer, void *ctx, int status)
+{
+    em_engine_t *e = u;
+    e->ops.place_end(e->uctx, peer, ctx, status);
+}
+
 static int e_put(void *u, uint16_t peer, const em_put_target_t *t, const void *d, size_t len)
 {
     em_engine_t *e = u;
@@ -215,13 +232,15 @@ static const em_proto_ops_t engine_proto_ops = {
     .complete = e_complete,
     .peer_failed = e_failed,
     .resolve = e_resolve,
+    .place = e_place,
+    .place_end = e_place_end,
 };
 
 em_engine_t *em_engine_create(em_link_t *link, const em_proto_cfg_t *cfg,
                               const em_engine_ops_t *ops, void *uctx, int *err)
 {
     *err = EM_EINVAL;
-    if (!link || !cfg || !ops || !ops->recv || !ops->complete)
+    if (!link || !cfg || !ops || !ops->recv || !ops->complete || !ops->place != !ops->place_end)
         return NULL;
     em_engine_t *e = calloc(1, sizeof *e);
     if (!e) {

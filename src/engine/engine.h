@@ -56,6 +56,16 @@ typedef struct em_engine_ops {
      * dropped and counted the same way.
      */
     int (*resolve_peer)(void *uctx, uint16_t peer);
+    /**
+     * Optional, both or neither: a message of several frames assembled in
+     * the owner's buffer instead of delivered by recv (the protocol's
+     * ops.place / ops.place_end, src/proto/proto.h, passed through: e.g.
+     * the libfabric provider places an eager message straight into the
+     * receive it matches).  Same rules: no engine call from inside them.
+     */
+    void *(*place)(void *uctx, uint16_t peer, uint8_t tag, const void *head, size_t head_len,
+                   size_t msg_len, size_t *skip, void **ctx);
+    void (*place_end)(void *uctx, uint16_t peer, void *ctx, int status);
 } em_engine_ops_t;
 
 typedef struct em_engine_stats {

@@ -232,6 +232,26 @@ typedef struct em_proto_ops {
      * when NULL the frame is judged as it came.
      */
     uint16_t (*resolve)(void *uctx, uint16_t peer);
+    /**
+     * Optional: place a message of several frames where its owner wants it.
+     * Called when the first frame of a message of @p msg_len bytes from
+     * @p peer is consumed; @p head is its first @p head_len bytes.  The
+     * owner may return a buffer of at least @p msg_len - *@p skip bytes:
+     * the message's bytes from offset *@p skip on are then copied there as
+     * their frames arrive (no reassembly buffer, no copy at the end), and
+     * the first *@p skip bytes (at most @p head_len; the owner's own header,
+     * read from @p head) are not copied at all.  Such a message ends with
+     * place_end(@p ctx = *@p ctx, status 0) instead of recv, or, when it is
+     * cut short (a malformed frame, the peer failed, the protocol
+     * destroyed), with place_end(status -EM_ECANCELED) and part of it in
+     * the buffer.  NULL: it is reassembled and delivered by recv as without
+     * this callback.  Both run inside receive processing: they must not
+     * call into the protocol (no send), and rcv_nxt has not passed the
+     * first frame when place runs.  Needs place_end.
+     */
+    void *(*place)(void *uctx, uint16_t peer, uint8_t tag, const void *head, size_t head_len,
+                   size_t msg_len, size_t *skip, void **ctx);
+    void (*place_end)(void *uctx, uint16_t peer, void *ctx, int status);
 } em_proto_ops_t;
 
 /**
@@ -283,6 +303,7 @@ typedef struct em_proto_stats {
     uint64_t rx_ooo;           /**< out-of-order frames buffered (selective repeat) */
     uint64_t msgs_sent;        /**< send operations completed successfully */
     uint64_t msgs_recv;        /**< messages delivered */
+    uint64_t msgs_placed;      /**< of msgs_recv: assembled in their owner's buffer (ops.place) */
     uint64_t puts_done;        /**< put operations completed successfully */
     uint64_t puts_placed;      /**< put frames placed by the receiver callback */
     uint64_t puts_rejected;    /**< put frames the receiver callback refused */
@@ -297,7 +318,8 @@ typedef struct em_proto_stats {
     uint64_t drop_peer_failed; /**< frames from a peer already declared failed */
     uint64_t drop_nomem;       /**< frames dropped for lack of memory (will be retransmitted) */
     uint64_t rx_copy_bytes;    /**< payload copied inside the protocol: reassembly of
-                                    multi-frame messages, out-of-order frames kept */
+                                    multi-frame messages (into the owner's buffer too),
+                                    out-of-order frames kept */
     uint64_t peer_failures;    /**< peers declared failed */
     /* refusals of hostile or stray input (issue 13; docs/design.md "Threat model") */
     uint64_t drop_source; /**< source address is not the claimed peer's, or the peer is unknown */

@@ -103,6 +103,11 @@ struct em_peer {
     uint32_t ra_got;
     uint8_t *ra_buf;
     size_t ra_cap;
+    /* ... into the owner's buffer (ops.place) instead of ra_buf, when set:
+     * message bytes from ra_skip on go to ra_dst + (offset - ra_skip) */
+    uint8_t *ra_dst;
+    uint32_t ra_skip;
+    void *ra_ctx;
 };
 
 struct em_proto {
@@ -189,7 +194,7 @@ int em_send_ack(struct em_proto *p, uint16_t peer, uint8_t type);
 int em_send_ctl(struct em_proto *p, uint16_t peer, uint8_t type, uint8_t flags);
 /** A probe arrived from @p peer: answer it on the next poll. */
 void em_on_probe(struct em_proto *p, uint16_t peer, uint64_t now);
-void em_reassembly_reset(struct em_peer *pe);
+void em_reassembly_reset(struct em_proto *p, struct em_peer *pe);
 void em_rx_free(struct em_proto *p, struct em_peer *pe);
 /** Room for @p n more bytes of receive buffers? (counts drop_budget when not) */
 bool em_rx_mem_take(struct em_proto *p, uint64_t n);

@@ -68,8 +68,13 @@ void em_on_probe(struct em_proto *p, uint16_t peer, uint64_t now)
     em_arm(p, now);
 }
 
-void em_reassembly_reset(struct em_peer *pe)
+void em_reassembly_reset(struct em_proto *p, struct em_peer *pe)
 {
+    if (pe->ra_active && pe->ra_dst) {
+        /* cut short in its owner's buffer: the owner learns it (once) */
+        pe->ra_dst = NULL;
+        p->ops.place_end(p->uctx, (uint16_t)(pe - p->peers), pe->ra_ctx, -EM_ECANCELED);
+    }
     pe->ra_active = 0;
     pe->ra_got = 0;
 }
@@ -112,6 +117,32 @@ static void ack_soon(struct em_proto *p, struct em_peer *pe, uint64_t now)
  * @return false if the frame must not be consumed (out of memory: the sender
  *         will retransmit it).
  */
+/**
+ * First frame @p h of a multi-frame message: ask the owner for a buffer to
+ * assemble it in (ops.place).  @return true when it gave one (pe->ra_dst).
+ */
+static bool place_in_owner(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
+                           const uint8_t *payload)
+{
+    struct em_peer *pe = &p->peers[peer];
+    pe->ra_dst = NULL;
+    if (!p->ops.place)
+        return false;
+    size_t skip = 0;
+    void *ctx = NULL;
+    uint8_t *dst = p->ops.place(p->uctx, peer, h->tag, payload, h->len, h->msg_len, &skip, &ctx);
+    if (!dst)
+        return false;
+    if (skip > h->len) { /* the owner broke the contract: give it back, assemble as usual */
+        p->ops.place_end(p->uctx, peer, ctx, -EM_EINVAL);
+        return false;
+    }
+    pe->ra_dst = dst;
+    pe->ra_skip = (uint32_t)skip;
+    pe->ra_ctx = ctx;
+    return true;
+}
+
 static bool deliver_data(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
                          const uint8_t *payload, bool *malformed)
 {
@@ -120,17 +151,19 @@ static bool deliver_data(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
     *malformed = false;
     if (h->frag_cnt == 1) {
         if (pe->ra_active) { /* a message was cut short */
-            em_reassembly_reset(pe);
+            em_reassembly_reset(p, pe);
             *malformed = true;
         }
         return true; /* caller delivers from the frame */
     }
     if (h->frag_no == 0) {
         if (pe->ra_active) {
-            em_reassembly_reset(pe);
+            em_reassembly_reset(p, pe);
             *malformed = true;
         }
-        if (h->msg_len > pe->ra_cap) {
+        if (place_in_owner(p, peer, h, payload)) {
+            /* no reassembly buffer: the owner's (ops.place) */
+        } else if (h->msg_len > pe->ra_cap) {
             /* budget: the whole new buffer, as the old one goes */
             ra_release(p, pe);
             if (!em_rx_mem_take(p, h->msg_len))
@@ -153,19 +186,28 @@ static bool deliver_data(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
         pe->ra_got = 0;
     } else if (!pe->ra_active || h->msg_id != pe->ra_msg_id || h->frag_no != pe->ra_next ||
                h->frag_cnt != pe->ra_cnt || h->msg_len != pe->ra_len || h->tag != pe->ra_tag) {
-        em_reassembly_reset(pe);
+        em_reassembly_reset(p, pe);
         *malformed = true;
         return true;
     }
     if (h->len > pe->ra_len - pe->ra_got ||
         (h->frag_no == h->frag_cnt - 1 && pe->ra_got + h->len != pe->ra_len)) {
-        em_reassembly_reset(pe);
+        em_reassembly_reset(p, pe);
         *malformed = true;
         return true;
     }
-    if (h->len) /* a zero-length message may have no buffer at all */
-        memcpy(pe->ra_buf + pe->ra_got, payload, h->len);
-    p->st.rx_copy_bytes += h->len;
+    if (pe->ra_dst) {
+        /* the owner's buffer starts at message byte ra_skip (only the
+         * first frame can hold bytes before it: place_in_owner) */
+        uint32_t from = pe->ra_got < pe->ra_skip ? pe->ra_skip - pe->ra_got : 0;
+        if (h->len > from)
+            memcpy(pe->ra_dst + (pe->ra_got + from - pe->ra_skip), payload + from, h->len - from);
+        p->st.rx_copy_bytes += h->len - from;
+    } else {
+        if (h->len) /* a zero-length message may have no buffer at all */
+            memcpy(pe->ra_buf + pe->ra_got, payload, h->len);
+        p->st.rx_copy_bytes += h->len;
+    }
     pe->ra_got += h->len;
     pe->ra_next++;
     return true;
@@ -209,6 +251,12 @@ static bool consume(struct em_proto *p, uint16_t peer, const em_hdr_t *h, const 
     } else if (h->frag_no == h->frag_cnt - 1) {
         pe->ra_active = 0;
         p->st.msgs_recv++;
+        if (pe->ra_dst) { /* it is in the owner's buffer already */
+            pe->ra_dst = NULL;
+            p->st.msgs_placed++;
+            p->ops.place_end(p->uctx, peer, pe->ra_ctx, 0);
+            return true;
+        }
         /* never hand out NULL, even for an empty message */
         p->ops.recv(p->uctx, peer, pe->ra_tag, pe->ra_buf ? pe->ra_buf : payload, pe->ra_len);
         if (pe->ra_cap > EM_RA_KEEP && !pe->ra_active)
@@ -264,7 +312,7 @@ void em_rx_free(struct em_proto *p, struct em_peer *pe)
     ra_release(p, pe);
     memset(pe->ooo, 0, sizeof pe->ooo);
     pe->nooo = 0;
-    em_reassembly_reset(pe);
+    em_reassembly_reset(p, pe);
 }
 
 void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h, const uint8_t *payload,

@@ -68,12 +68,29 @@ static void sn_failed(void *uctx, uint16_t peer)
         nd->net->cb.peer_failed(nd->net->u, nd->idx, peer);
 }
 
+static void *sn_place(void *uctx, uint16_t peer, uint8_t tag, const void *head, size_t head_len,
+                      size_t msg_len, size_t *skip, void **ctx)
+{
+    struct sn_node *nd = uctx;
+    return nd->net->cb.place ? nd->net->cb.place(nd->net->u, nd->idx, peer, tag, head, head_len,
+                                                 msg_len, skip, ctx)
+                             : NULL;
+}
+
+static void sn_place_end(void *uctx, uint16_t peer, void *ctx, int status)
+{
+    struct sn_node *nd = uctx;
+    nd->net->cb.place_end(nd->net->u, nd->idx, peer, ctx, status);
+}
+
 static const em_proto_ops_t sn_ops = {
     .emit = sn_emit,
     .recv = sn_recv,
     .put = sn_put,
     .complete = sn_complete,
     .peer_failed = sn_failed,
+    .place = sn_place,
+    .place_end = sn_place_end,
 };
 
 em_simnet_t *em_simnet_create(unsigned nodes, const em_proto_cfg_t *pcfg, const em_sim_cfg_t *scfg,

@@ -44,6 +44,13 @@ struct cap {
     /** ops.resolve's answer (the test's, e.g. setting the peer first);
      *  NULL: EM_SRC_UNKNOWN, the frame is judged as it came. */
     uint16_t (*on_resolve)(struct cap *c, uint16_t peer);
+    /* ops.place (CAP_OPS_PLACE): the buffer it gives (NULL: none) and the
+     * skip it asks for; what it was asked, and how place_end ended */
+    uint8_t *place_buf;
+    size_t place_skip;
+    unsigned nplace, nplace_end;
+    size_t place_head_len, place_msg_len;
+    int place_status;
 };
 
 static int cap_emit(void *u, uint16_t peer, const void *hdr, size_t hlen, const void *pl,
@@ -112,6 +119,38 @@ static const em_proto_ops_t CAP_OPS = {
     .complete = cap_complete,
     .peer_failed = cap_failed,
     .resolve = cap_resolve,
+};
+
+static void *cap_place(void *u, uint16_t peer, uint8_t tag, const void *head, size_t head_len,
+                       size_t msg_len, size_t *skip, void **ctx)
+{
+    struct cap *c = u;
+    c->nplace++;
+    c->place_head_len = head_len;
+    c->place_msg_len = msg_len;
+    *skip = c->place_skip;
+    *ctx = c;
+    return c->place_buf;
+}
+
+static void cap_place_end(void *u, uint16_t peer, void *ctx, int status)
+{
+    struct cap *c = u;
+    assert_ptr_equal(ctx, c);
+    c->nplace_end++;
+    c->place_status = status;
+}
+
+/** CAP_OPS with ops.place: the test sets place_buf / place_skip. */
+static const em_proto_ops_t CAP_OPS_PLACE = {
+    .emit = cap_emit,
+    .recv = cap_recv,
+    .put = cap_put,
+    .complete = cap_complete,
+    .peer_failed = cap_failed,
+    .resolve = cap_resolve,
+    .place = cap_place,
+    .place_end = cap_place_end,
 };
 
 /** The last frame emitted (the test must have seen one). */

@@ -933,6 +933,122 @@ static void test_empty_multi_fragment_message(void **st)
     em_proto_destroy(x.p);
 }
 
+/* A message of several frames placed in its owner's buffer (ops.place):
+ * the bytes from skip on land there, nothing is delivered by recv, and it
+ * ends once with place_end(0).  Cut short by the next message's first
+ * frame, or by the peer's failure, it ends with place_end(-EM_ECANCELED);
+ * a skip beyond the first frame is handed back and the message goes by
+ * recv. */
+static void test_placed_in_owner_buffer(void **st)
+{
+    struct fx x;
+    int err;
+    memset(&x.c, 0, sizeof x.c);
+    em_proto_cfg_default(&x.cfg);
+    x.cfg.job_key = KEY;
+    x.cfg.npeers = 3;
+    x.cfg.frame_max = EM_HDR_LEN + 1000;
+    x.cfg.isn = 0;
+    x.p = em_proto_create(&x.cfg, &CAP_OPS_PLACE, &x.c, &err);
+    assert_non_null(x.p);
+    static uint8_t dst[4000], p[1000];
+    for (unsigned i = 0; i < sizeof p; i++)
+        p[i] = (uint8_t)i;
+    memset(dst, 0xEE, sizeof dst);
+    x.c.place_buf = dst;
+    x.c.place_skip = 56;
+    em_hdr_t h = { .type = EM_PT_DATA,
+                   .seq = 0,
+                   .len = 1000,
+                   .msg_len = 2500,
+                   .frag_no = 0,
+                   .frag_cnt = 3,
+                   .msg_id = 1,
+                   .tag = 9 };
+    feed(&x, h, p, 0);
+    assert_int_equal(x.c.nplace, 1);
+    assert_int_equal(x.c.place_head_len, 1000);
+    assert_int_equal(x.c.place_msg_len, 2500);
+    h.seq = 1, h.frag_no = 1;
+    feed(&x, h, p, 0);
+    h.seq = 2, h.frag_no = 2, h.len = 500;
+    feed(&x, h, p, 0);
+    assert_int_equal(x.c.nplace_end, 1);
+    assert_int_equal(x.c.place_status, 0);
+    assert_int_equal(x.c.nrecv, 0);
+    assert_int_equal(em_proto_stats(x.p)->msgs_placed, 1);
+    assert_int_equal(em_proto_stats(x.p)->msgs_recv, 1);
+    assert_memory_equal(dst, p + 56, 1000 - 56); /* frame 0 after the skip */
+    assert_memory_equal(dst + 944, p, 1000);     /* frame 1 */
+    assert_memory_equal(dst + 1944, p, 500);     /* frame 2 */
+    assert_int_equal(dst[2444], 0xEE);           /* nothing beyond */
+    /* cut short by the next message's first frame */
+    h = (em_hdr_t){
+        .type = EM_PT_DATA, .seq = 3, .len = 1000, .msg_len = 1500, .frag_cnt = 2, .msg_id = 2
+    };
+    feed(&x, h, p, 0);
+    assert_int_equal(x.c.nplace, 2);
+    h.seq = 4, h.msg_id = 3; /* a new first frame: the placed one is cut */
+    feed(&x, h, p, 0);
+    assert_int_equal(x.c.nplace_end, 2);
+    assert_int_equal(x.c.place_status, -EM_ECANCELED);
+    assert_int_equal(x.c.nplace, 3);
+    /* cut short by the peer's failure */
+    assert_int_equal(em_proto_fail_peer(x.p, 1, "test"), 0);
+    assert_int_equal(x.c.nplace_end, 3);
+    assert_int_equal(x.c.place_status, -EM_ECANCELED);
+    assert_int_equal(x.c.nrecv, 0);
+    /* a skip beyond the first frame: handed back, delivered by recv */
+    em_proto_destroy(x.p);
+    memset(&x.c, 0, sizeof x.c);
+    x.p = em_proto_create(&x.cfg, &CAP_OPS_PLACE, &x.c, &err);
+    x.c.place_buf = dst;
+    x.c.place_skip = 1001;
+    h = (em_hdr_t){ .type = EM_PT_DATA,
+                    .seq = 0,
+                    .len = 1000,
+                    .msg_len = 1500,
+                    .frag_cnt = 2,
+                    .msg_id = 1,
+                    .tag = 4 };
+    feed(&x, h, p, 0);
+    assert_int_equal(x.c.nplace_end, 1);
+    assert_int_equal(x.c.place_status, -EM_EINVAL);
+    h.seq = 1, h.frag_no = 1, h.len = 500;
+    feed(&x, h, p, 0);
+    assert_int_equal(x.c.nrecv, 1);
+    assert_int_equal(x.c.last_len, 1500);
+    assert_int_equal(em_proto_stats(x.p)->msgs_placed, 0);
+    /* no buffer given: recv, as without the callback; and one in flight
+     * when the protocol goes is ended too */
+    x.c.place_buf = NULL;
+    h = (em_hdr_t){ .type = EM_PT_DATA,
+                    .seq = 2,
+                    .len = 1000,
+                    .msg_len = 1500,
+                    .frag_cnt = 2,
+                    .msg_id = 2,
+                    .tag = 4 };
+    feed(&x, h, p, 0);
+    h.seq = 3, h.frag_no = 1, h.len = 500;
+    feed(&x, h, p, 0);
+    assert_int_equal(x.c.nrecv, 2);
+    x.c.place_buf = dst;
+    x.c.place_skip = 0;
+    h = (em_hdr_t){ .type = EM_PT_DATA,
+                    .seq = 4,
+                    .len = 1000,
+                    .msg_len = 1500,
+                    .frag_cnt = 2,
+                    .msg_id = 3,
+                    .tag = 4 };
+    feed(&x, h, p, 0);
+    unsigned ends = x.c.nplace_end;
+    em_proto_destroy(x.p);
+    assert_int_equal(x.c.nplace_end, ends + 1);
+    assert_int_equal(x.c.place_status, -EM_ECANCELED);
+}
+
 /* ---- puts ---- */
 
 static void test_put_frames_carry_target_and_complete_on_ack(void **st)
@@ -1218,6 +1334,7 @@ int main(void)
         cmocka_unit_test(test_tx_room_counts_the_congestion_window),
         cmocka_unit_test(test_reassembly_rejects_inconsistent_fragments),
         cmocka_unit_test(test_empty_multi_fragment_message),
+        cmocka_unit_test(test_placed_in_owner_buffer),
         cmocka_unit_test(test_frame_larger_than_ours_is_malformed),
         cmocka_unit_test(test_put_frames_carry_target_and_complete_on_ack),
         cmocka_unit_test(test_put_received_is_placed_or_rejected),
