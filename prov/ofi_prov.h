@@ -272,6 +272,9 @@ typedef struct emo_rx {
                             inflight reaches 0; the last completion says FI_MULTI_RECV */
     size_t off;        /**< bytes of buf handed out */
     uint32_t inflight; /**< rendezvous receives into it not yet completed */
+    emo_hdr_t ph;      /**< the eager message being placed into buf as its frames arrive
+                            (ofi_rdv.c, "eager messages placed as they arrive"), once
+                            it is off the posted queue */
 } emo_rx_t;
 
 /** An unexpected message (eager with its bytes, or an RTS). */
@@ -300,6 +303,8 @@ typedef struct emo_ep_stats {
     uint64_t unexp_refused;  /**< unexpected messages dropped: over FI_ETHERMPI_UNEXP_MB */
     uint64_t unexp_overflow; /**< peers failed for holding the most when it was exceeded */
     uint64_t eager_sent, rdv_sent, self_sent;
+    uint64_t placed; /**< eager messages of several frames received straight into their
+                          receive's buffer */
     uint64_t rma_writes, rma_reads; /**< RMA operations started here */
     uint64_t reads_served;          /**< peers' reads answered */
     uint64_t reads_refused;         /**< ... refused: key, bounds or FI_REMOTE_READ */

@@ -222,6 +222,14 @@ int emo_send_ctrl(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h, emo_op_t
  * and it completes (FI_ETRUNC if cut).  @p extra: flags its completion
  * carries beyond the receive's own (FI_MULTI_RECV: it is written even
  * under FI_SELECTIVE_COMPLETION). */
+static void eager_done(struct emo_ep *ep, const emo_rx_t *rx, uint64_t extra, uint16_t peer,
+                       uint8_t wflags, uint64_t tag, uint64_t data, uint64_t len, size_t n)
+{
+    complete_rx(ep, rx->context, rx_flags(rx->tagged, wflags) | extra,
+                extra || !ep->rx_selective || (rx->flags & FI_COMPLETION), rx->buf, n, (size_t)len,
+                data, tag, peer, 0);
+}
+
 static void deliver_eager(struct emo_ep *ep, const emo_rx_t *rx, uint64_t extra, uint16_t peer,
                           uint8_t wflags, uint64_t tag, uint64_t data, uint64_t len,
                           const void *payload)
@@ -229,9 +237,7 @@ static void deliver_eager(struct emo_ep *ep, const emo_rx_t *rx, uint64_t extra,
     size_t n = len < rx->len ? (size_t)len : rx->len;
     if (n)
         memcpy(rx->buf, payload, n);
-    complete_rx(ep, rx->context, rx_flags(rx->tagged, wflags) | extra,
-                extra || !ep->rx_selective || (rx->flags & FI_COMPLETION), rx->buf, n, (size_t)len,
-                data, tag, peer, 0);
+    eager_done(ep, rx, extra, peer, wflags, tag, data, len, n);
 }
 
 /* ---- multi-receive buffers (FI_MULTI_RECV) -------------------------------- */
@@ -615,6 +621,62 @@ static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_
     emo_handle_msg(u, peer, tag, data, len);
 }
 
+/* ---- eager messages placed as they arrive ------------------------------------ */
+
+/* An eager message of several frames (up to 256 KiB over kernel UDP) would
+ * be assembled by the engine in a buffer of its own and copied into its
+ * receive at the end.  When that receive is posted already (a ping-pong, a
+ * window of pre-posted receives), the engine assembles it straight in the
+ * receive's buffer instead (ops.place): one copy of the payload instead of
+ * two, and no buffer of message size to allocate (and fault in) per
+ * message.  The receive is matched when the first frame arrives: the
+ * engine hands a peer's messages over one after another, so that is the
+ * message's turn in its peer's order.  A receive it would truncate, a
+ * multi-receive buffer, or none: the message is assembled by the engine
+ * and matched whole at its end, as before.  A message cut short (the peer
+ * failed) ends its receive with FI_EIO. */
+static void *cb_place(void *u, uint16_t peer, uint8_t etag, const void *head, size_t head_len,
+                      size_t msg_len, size_t *skip, void **ctx)
+{
+    struct emo_ep *ep = u;
+    emo_hdr_t h;
+    /* (a message that does not decode is judged, and counted, whole: recv) */
+    if (etag != EMO_T_EAGER || head_len < EMO_HDR_LEN ||
+        emo_hdr_decode(etag, head, msg_len, &h) != EMO_DEC_OK || h.off > head_len)
+        return NULL;
+    bool tagged = (h.flags & EMO_F_TAGGED) != 0;
+    emo_queue_t *posted = tagged ? &ep->posted_tag : &ep->posted_msg;
+    emo_qent_t *q = emo_find_posted(posted, peer, tagged ? h.tag : 0);
+    if (!q)
+        return NULL;
+    emo_rx_t *rx = container_of_emo(q, emo_rx_t, q);
+    if (rx->multi || rx->len < h.len)
+        return NULL;
+    (void)emo_queue_remove(posted, q);
+    emo_unwatch(ep, peer, &rx->watched);
+    if (peer < ep->npeers)
+        ep->peer_heard[peer] = 1; /* it sent to us: it has our address */
+    rx->ph = h;
+    *skip = h.off;
+    *ctx = rx;
+    return rx->buf;
+}
+
+static void cb_place_end(void *u, uint16_t peer, void *ctx, int status)
+{
+    struct emo_ep *ep = u;
+    emo_rx_t *rx = ctx;
+    const emo_hdr_t *h = &rx->ph;
+    if (status) {
+        complete_rx(ep, rx->context, rx_flags(rx->tagged, h->flags), true, rx->buf, 0,
+                    (size_t)h->len, h->data, h->tag, peer, -FI_EIO);
+    } else {
+        ep->st.placed++;
+        eager_done(ep, rx, 0, peer, h->flags, h->tag, h->data, h->len, (size_t)h->len);
+    }
+    free(rx);
+}
+
 static void cb_complete(void *u, void *ctx, int status)
 {
     emo_op_t *op = ctx;
@@ -690,4 +752,6 @@ const em_engine_ops_t emo_engine_ops = {
     .peer_failed = cb_peer_failed,
     .resolve = cb_resolve,
     .resolve_peer = cb_resolve_peer,
+    .place = cb_place,
+    .place_end = cb_place_end,
 };

@@ -3,7 +3,8 @@
  * The provider through libfabric's own API, two processes over kernel UDP
  * on loopback (fork; addresses exchanged over pipes, as an MPI modex
  * would).  Checks: tagged eager messages matched in order, expected and
- * unexpected; ignore bits; rendezvous of 1 MiB and of 4 MiB + 1 (two
+ * unexpected; ignore bits; eager messages of several frames into posted
+ * receives (assembled in place) and one truncated; rendezvous of 1 MiB and of 4 MiB + 1 (two
  * puts), expected and unexpected; untagged fi_senddata with its CQ data;
  * truncation as FI_ETRUNC with olen; a multi-receive buffer (FI_MULTI_RECV:
  * eager and rendezvous, unexpected and expected, released by
@@ -228,6 +229,13 @@ static void child_sends(void)
     /* 2: ignore bits */
     fill(m, 8, 4);
     send_wait(m, 8, 0x1AB);
+    /* 2b: eager messages of several frames into posted receives (placed
+     * as their frames arrive), one longer than its receive (truncated) */
+    sync_peer(); /* the parent posted 0x30 and 0x31 */
+    fill(big, 200000, 16);
+    send_wait(big, 200000, 0x30);
+    fill(big, 150000, 17);
+    send_wait(big, 150000, 0x31);
     /* 3: rendezvous, expected then unexpected (the parent posts late) */
     sync_peer();
     fill(big, 1u << 20, 5);
@@ -334,6 +342,24 @@ static void parent_multi(void)
           "multi: canceled buffer: flags %lx", (unsigned long)x.flags);
 }
 
+/* several-frame eager messages into posted receives (assembled in place):
+ * one whole (from any source), one cut to its receive's 100000 bytes */
+static void parent_eager_in_place(void)
+{
+    struct fi_context c, cw;
+    struct fi_cq_tagged_entry e;
+    struct fi_cq_err_entry x;
+    memset(rbig, 0, 300000);
+    FI(fi_trecv(ep, rbig, 200000, NULL, FI_ADDR_UNSPEC, 0x30, 0, &c));
+    FI(fi_trecv(ep, rbig + 200000, 100000, NULL, peer, 0x31, 0, &cw));
+    sync_peer();
+    CHECK(wait_ctx(&c, &e, NULL, 20) == 0 && e.len == 200000 && same(rbig, 200000, 16),
+          "expected eager of 200000 B (several frames)");
+    CHECK(wait_ctx(&cw, NULL, &x, 20) == FI_ETRUNC && x.len == 100000 && x.olen == 50000 &&
+              same(rbig + 200000, 100000, 17),
+          "eager of 150000 B into 100000: len %zu olen %zu", x.len, x.olen);
+}
+
 static void parent_checks(pid_t child)
 {
     uint8_t b[100];
@@ -351,6 +377,7 @@ static void parent_checks(pid_t child)
     CHECK(wait_ctx(&c, NULL, NULL, 20) == 0 && same(b, 16, 3), "expected eager (directed)");
     recv_wait(b, sizeof b, 0x100, 0xFF, 8, 0x1AB);
     CHECK(same(b, 8, 4), "ignore-bits message corrupt");
+    parent_eager_in_place();
     /* rendezvous: 1 MiB posted first, 4 MiB + 1 arriving unexpected */
     FI(fi_trecv(ep, rbig, sizeof rbig, NULL, FI_ADDR_UNSPEC, 0x20, 0, &c));
     sync_peer();
