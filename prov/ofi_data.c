@@ -64,7 +64,7 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
 {
     if (!ep->enabled)
         return -FI_EOPBADSTATE;
-    if ((s->flags & FI_INJECT) && s->len > ep->eager_max)
+    if ((s->flags & FI_INJECT) && s->len > ep->inject_max)
         return -FI_EMSGSIZE;
     uint16_t peer;
     int rc = emo_dest_peer(ep, s->dest, &peer);

@@ -145,7 +145,18 @@ void emo_params_load(void)
 #define EMO_EAGER_UDP     262144
 #define EMO_EAGER_DEFAULT 8192
 
+/* The inject size (fi_getinfo's inject_size): an inject is copied before
+ * the call returns, and the copies are kept for reuse (emo_op_new), so it
+ * stays at most 256 KiB however far the eager limit goes. */
+#define EMO_INJECT_MAX 262144
+
 const char *emo_link_name(void) { return emo_params.link ? emo_params.link : "udp"; }
+
+size_t emo_inject_max(void)
+{
+    size_t e = emo_eager_max();
+    return e < EMO_INJECT_MAX ? e : EMO_INJECT_MAX;
+}
 
 size_t emo_eager_max(void)
 {
@@ -312,7 +323,7 @@ static void fill_info(struct fi_info *fi, uint32_t version, const struct fi_info
     fi->tx_attr->msg_order = FI_ORDER_SAS |
                              (hints && hints->tx_attr ? hints->tx_attr->msg_order & order : 0);
     fi->tx_attr->comp_order = FI_ORDER_NONE;
-    fi->tx_attr->inject_size = emo_eager_max();
+    fi->tx_attr->inject_size = emo_inject_max();
     fi->tx_attr->size = EMO_TX_SIZE;
     fi->tx_attr->iov_limit = EMO_IOV_LIMIT;
     fi->tx_attr->rma_iov_limit = (caps & FI_RMA) ? 1 : 0;

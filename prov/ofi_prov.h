@@ -92,8 +92,10 @@ extern emo_params_t emo_params;
 void emo_params_load(void);
 /** FI_ETHERMPI_LINK: "udp" (the default), "dpdk" or "emd". */
 const char *emo_link_name(void);
-/** The eager limit (and inject size) in force: FI_ETHERMPI_EAGER_MAX, else the link's default. */
+/** The eager limit in force: FI_ETHERMPI_EAGER_MAX, else the link's default. */
 size_t emo_eager_max(void);
+/** The inject size in force: the eager limit, at most 256 KiB (injects are copied). */
+size_t emo_inject_max(void);
 /** The engine's window for frames of @p frame_max bytes (FI_ETHERMPI_WINDOW,
  *  _WINDOW_KB and the link's default); -1 when they are out of range. */
 int emo_window(uint32_t frame_max);
@@ -351,6 +353,7 @@ struct emo_ep {
     uint16_t *op_gen;
     uint32_t ops_cap, ops_free;
     size_t eager_max;
+    size_t inject_max;     /**< fi_inject*: at most this (emo_inject_max) */
     size_t min_multi_recv; /**< FI_OPT_MIN_MULTI_RECV: a multi-receive buffer with less
                                 room left is released */
     /* freed large ops kept for the next (emo_op_new), one pool per room

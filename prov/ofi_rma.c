@@ -374,7 +374,7 @@ static ssize_t do_write(struct emo_ep *ep, const struct emo_rma_args *a)
 {
     uint16_t peer;
     bool copy = a->no_cqe || (a->flags & FI_INJECT);
-    if (copy && a->len > ep->eager_max)
+    if (copy && a->len > ep->inject_max)
         return -FI_EMSGSIZE;
     int rc = rma_start(ep, a, FI_WRITE, &peer);
     if (rc)
