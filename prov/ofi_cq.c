@@ -7,6 +7,8 @@
  */
 #include "ofi_prov.h"
 
+#include <sched.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,7 +71,7 @@ int emo_cq_write_err(struct emo_cq *cq, void *ctx, uint64_t flags, int err, size
     return 0;
 }
 
-static void cq_progress(struct emo_cq *cq) { emo_ep_set_progress(&cq->eps); }
+static int cq_progress(struct emo_cq *cq) { return emo_ep_set_progress(&cq->eps); }
 
 /* copy entry @p e in the CQ's format to @p out */
 static size_t put_entry(const struct emo_cq *cq, const struct emo_cqe *e, void *out)
@@ -148,36 +150,72 @@ static uint64_t cq_clock(const struct emo_cq *cq, uint64_t after)
     return t > after ? t : em_now_ns();
 }
 
-static void cq_spin(struct emo_cq *cq)
+/* @return the work the spin's progress calls did */
+static int cq_spin(struct emo_cq *cq)
 {
     if (emo_params.cq_spin_ns <= 0)
-        return;
+        return 0;
     uint64_t now = cq_clock(cq, cq->read_at);
     if (now - cq->read_at >= EMO_SPIN_GAP_NS || !cq_waits(cq))
-        return;
+        return 0;
     if (cq->spin_score < EMO_SPIN_ONE / 2 && ++cq->spin_skip < EMO_SPIN_RETRY)
-        return;
+        return 0;
     cq->spin_skip = 0;
     uint64_t end = now + (uint64_t)emo_params.cq_spin_ns;
+    int work = 0;
     while (cq->count == 0 && !cq->err_head && now < end) {
-        cq_progress(cq);
+        work += cq_progress(cq);
         now = cq_clock(cq, now);
     }
     bool paid = cq->count || cq->err_head;
     /* moving average over ~8 spins */
     cq->spin_score = (uint16_t)(cq->spin_score - cq->spin_score / 8 +
                                 (paid ? EMO_SPIN_ONE / 8 : 0));
+    return work;
+}
+
+/*
+ * The CQ is empty after progress (and the spin), and the caller reads it
+ * in a loop (its last read returned under EMO_SPIN_GAP_NS ago), and no
+ * frame or completion has come for FI_ETHERMPI_YIELD_US: give up the core
+ * once (sched_yield) before answering -FI_EAGAIN.  Open MPI's mtl ofi
+ * waits for a blocking send's completion by calling fi_cq_read in a loop
+ * that never yields (mpi_yield_when_idle only reaches opal_progress), so
+ * with more ranks than cores a rank whose rendezvous send waits for the
+ * CTS of a receiver on its own core kept that core until the scheduler's
+ * tick took it away: a linear gather of 512 KiB at 4 ranks on 2 cores took
+ * 8 ms per call against 0.5 ms over the tcp BTL (measured 2026-11-28,
+ * docs/ofi.md "Ranks sharing cores").  A rank with a core of its own loses
+ * nothing but the call (no other task to run), and only after
+ * FI_ETHERMPI_YIELD_US of waiting; a reader between computations (gaps
+ * over EMO_SPIN_GAP_NS) never yields here.
+ */
+static void cq_yield(struct emo_cq *cq, uint64_t last_read)
+{
+    uint64_t now = cq->read_at; /* this read's progress call's clock */
+    if (now - last_read >= EMO_SPIN_GAP_NS) {
+        cq->busy_at = now; /* not a polling loop, or a new wait: it starts now */
+        return;
+    }
+    if (emo_params.yield_us > 0 && now - cq->busy_at >= (uint64_t)emo_params.yield_us * 1000u)
+        (void)sched_yield();
 }
 
 static ssize_t cq_take(struct emo_cq *cq, void *buf, size_t count, fi_addr_t *src)
 {
+    int work = 0;
     if (cq->count == 0) {
-        cq_progress(cq);
+        work = cq_progress(cq);
         if (cq->count == 0 && !cq->err_head)
-            cq_spin(cq);
+            work += cq_spin(cq);
     }
     /* the clock of the progress call just made (no clock read of our own) */
+    uint64_t last = cq->read_at;
     cq->read_at = cq->eps.n && cq->eps.eps[0]->eng ? em_engine_now(cq->eps.eps[0]->eng) : 0;
+    if (work > 0 || cq->count || cq->err_head)
+        cq->busy_at = cq->read_at; /* activity: an entry, or frames taken */
+    else
+        cq_yield(cq, last);
     if (cq->count == 0)
         return cq->err_head ? -FI_EAVAIL : -FI_EAGAIN;
     /* an error waits to be read: entries before it may be read first */

@@ -310,15 +310,16 @@ int emo_ep_set_peer(struct emo_ep *ep, uint16_t id)
     return 0;
 }
 
-void emo_ep_progress(struct emo_ep *ep)
+int emo_ep_progress(struct emo_ep *ep)
 {
     if (!ep->eng || ep->in_progress)
-        return;
+        return 0;
     ep->in_progress = 1;
-    (void)em_engine_progress(ep->eng);
+    int work = em_engine_progress(ep->eng);
     ep->in_progress = 0;
     if (ep->nfail_pending)
         emo_apply_failures(ep);
+    return work;
 }
 
 int emo_ep_set_add(emo_ep_set_t *s, struct emo_ep *ep)
@@ -342,10 +343,12 @@ void emo_ep_set_remove(emo_ep_set_t *s, struct emo_ep *ep)
     }
 }
 
-void emo_ep_set_progress(const emo_ep_set_t *s)
+int emo_ep_set_progress(const emo_ep_set_t *s)
 {
+    int work = 0;
     for (unsigned i = 0; i < s->n; i++)
-        emo_ep_progress(s->eps[i]);
+        work += emo_ep_progress(s->eps[i]);
+    return work;
 }
 
 /* ---- fid methods ---------------------------------------------------------- */

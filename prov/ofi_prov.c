@@ -82,6 +82,12 @@ static const struct emo_pdef pdefs[] = {
       "completion (MPICH yields the CPU after every progress test); default 2000; a CQ whose "
       "spins mostly expire without a completion stops spinning (docs/ofi.md); 0 = answer at "
       "once" },
+    { "yield_us", FI_PARAM_INT, &emo_params.yield_us,
+      "A caller that reads an empty CQ again within 20 us, when nothing has arrived or "
+      "completed for this many us, yields the core (sched_yield) before -FI_EAGAIN: an "
+      "application waiting in a tight loop for a peer that shares its core (more ranks than "
+      "cores) lets it run (Open MPI's blocking sends spin without yielding); default 50, 0 = "
+      "never" },
     { "ack_delay_us", FI_PARAM_INT, &emo_params.ack_delay_us, "Longest ACK delay, us" },
     { "rx_mem_mb", FI_PARAM_INT, &emo_params.rx_mem_mb,
       "MiB of reassembly and out-of-order buffers per endpoint" },
@@ -121,6 +127,7 @@ void emo_params_load(void)
         .linger_ms = 5000,
         .unexp_mb = 1024,
         .cq_spin_ns = 2000, /* adaptive: stops when spins go unrewarded (docs/ofi.md) */
+        .yield_us = 50,
         .ack_delay_us = 20,
         .rx_mem_mb = 256,
         .cc = "loss",

@@ -78,6 +78,8 @@ typedef struct emo_params {
     int linger_ms;     /**< fi_close waits this long at most for its sends to arrive
                             (em_engine_drain); 0 = one pass, no wait */
     int unexp_mb;      /**< unexpected messages held per endpoint, MiB; 0 = no bound */
+    int yield_us;      /**< a caller polling an empty CQ in a loop, nothing having come
+                            for this long: sched_yield() before -FI_EAGAIN; 0 = never */
     int cq_spin_ns;    /**< a caller polling an empty CQ in a loop: keep progressing this
                             long before -FI_EAGAIN (ofi_cq.c, cq_spin); 0 = never */
     char *cc;          /**< "loss" (default), "delay", "off" */
@@ -182,6 +184,7 @@ struct emo_cq {
     uint16_t
         spin_score;     /**< recent spins that ended with a completion, 0..EMO_SPIN_ONE (cq_spin) */
     uint16_t spin_skip; /**< eligible reads since the last spin while the score is low */
+    uint64_t busy_at;   /**< when a read last found work (frames, completions): cq_yield */
     /** fi_cq_signal was called (maybe from another thread, the one
      *  exception to FI_THREAD_DOMAIN): the next fi_cq_sread returns
      *  -FI_EAGAIN at once if it finds nothing, and clears it */
@@ -420,14 +423,15 @@ const emo_addr_t *emo_av_get(const struct emo_av *av, fi_addr_t fa);
 int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
 /** Give the engine @p id's address and keys from the AV (once).  @return 0 or -FI_*. */
 int emo_ep_set_peer(struct emo_ep *ep, uint16_t id);
-/** Drive the engine once (re-entry safe). */
-void emo_ep_progress(struct emo_ep *ep);
+/** Drive the engine once (re-entry safe).  @return frames taken and
+ *  operations completed (0: nothing happened). */
+int emo_ep_progress(struct emo_ep *ep);
 /** Add @p ep to @p s (no-op when in it).  @return 0, or -FI_ENOSPC (EMO_CQ_MAX_EPS bound). */
 int emo_ep_set_add(emo_ep_set_t *s, struct emo_ep *ep);
 /** Remove @p ep from @p s (no-op when not in it; the order is not kept). */
 void emo_ep_set_remove(emo_ep_set_t *s, struct emo_ep *ep);
-/** emo_ep_progress() each endpoint of @p s once. */
-void emo_ep_set_progress(const emo_ep_set_t *s);
+/** emo_ep_progress() each endpoint of @p s once.  @return the sum of their work. */
+int emo_ep_set_progress(const emo_ep_set_t *s);
 /** Map an engine error (-EM_*) to a negative fi_errno. */
 int emo_errno(int em_err);
 
