@@ -668,16 +668,7 @@ int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
     ep->info = fi_dupinfo(info);
     ep->eager_max = emo_eager_max();
     ep->inject_max = emo_inject_max();
-    /* the op cache (emo_op_new): only ops of EMO_OP_LARGE bytes or more
-     * come from it, so a room below that would only hoard small ops; the
-     * copies it keeps are injects' (larger eager sends leave from the
-     * caller's buffer) */
-    size_t large = EMO_HDR_LEN + EMO_ADDR_LEN +
-                   (ep->inject_max < EMO_OP_CACHE_MSG ? ep->inject_max : EMO_OP_CACHE_MSG);
-    ep->op_pool[0].cap = large >= EMO_OP_LARGE ? large : 0;
-    ep->op_pool[1].cap = ep->inject_max > EMO_OP_CACHE_MSG
-                             ? EMO_HDR_LEN + EMO_ADDR_LEN + ep->inject_max
-                             : 0;
+    emo_op_pools_init(ep);
     ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
     ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
     ep->min_multi_recv = EMO_MIN_MULTI_RECV;

@@ -238,28 +238,29 @@ typedef struct emo_op {
         uint32_t id;
         uint64_t key;
     } sv;
-    size_t msg_len; /**< bytes of msg[] in use */
-    size_t msg_cap; /**< bytes of msg[] allocated (EMO_OP_LARGE: from the cache) */
-    uint8_t msg[];  /**< what the engine sends: header (+ eager payload) */
+    struct emo_op *cache_next; /**< kept in an op pool (emo_op_free): the next one */
+    size_t msg_len;            /**< bytes of msg[] in use */
+    size_t msg_cap;            /**< bytes of msg[] allocated (EMO_OP_LARGE: from the cache) */
+    uint8_t msg[];             /**< what the engine sends: header (+ eager payload) */
 } emo_op_t;
 
 /** Ops with msg[] of at least EMO_OP_LARGE bytes are allocated with room
- *  for one of two sizes: EMO_OP_CACHE_MSG bytes of message (or the eager
- *  limit, if lower), or, over that, the eager limit (each with header and
- *  address); up to EMO_OP_CACHE of each are kept per endpoint when freed,
- *  for the next copy.  The copies are injects (Open MPI's blocking sends,
- *  every MPICH send up to the inject size), first-contact messages and
- *  sends to ourselves; other eager sends copy nothing (ofi_data.c).  What
- *  the caches keep is the high-water mark of copies in flight, as Open
- *  MPI's free lists keep theirs: at most 64 x (32 KiB + 112 B) and, over
- *  kernel UDP, 64 x (256 KiB + 112 B) after a burst of 64 such injects
- *  (FI_ETHERMPI_EAGER_MAX lowers it).  Freed one by one to malloc, 64-256
- *  KiB copies made glibc map or trim and refault them on every send:
- *  docs/ofi.md "Send buffers are reused". */
-#define EMO_OP_LARGE     1024u
-#define EMO_OP_CACHE     64u
-#define EMO_OP_CACHE_MSG 32768u
-#define EMO_OP_POOLS     2u /* room sizes: up to EMO_OP_CACHE_MSG, and the eager limit */
+ *  for one of EMO_OP_POOLS sizes: 32, 64, 128 and 256 KiB of message (none
+ *  over the inject size, the last one the inject size), each with header
+ *  and address, the smallest that holds the message; when freed they are
+ *  kept per endpoint for the next copy, up to EMO_OP_CACHE_BYTES in all.
+ *  The copies are injects (Open MPI's blocking sends, every MPICH send up
+ *  to the inject size), first-contact messages and sends to ourselves;
+ *  other eager sends copy nothing (ofi_data.c).  What the caches keep is
+ *  the high-water mark of copies in flight, as Open MPI's free lists keep
+ *  theirs.  Freed one by one to malloc, 64-256 KiB copies made glibc map or
+ *  trim and refault them on every send; 64 kept per size were too few for
+ *  IMB's Uniband, 256 injects in flight (docs/ofi.md "Send buffers are
+ *  reused"). */
+#define EMO_OP_LARGE       1024u
+#define EMO_OP_CACHE_MSG   32768u /* the smallest room (message bytes) */
+#define EMO_OP_POOLS       4u     /* rooms: 32, 64, 128, 256 KiB of message */
+#define EMO_OP_CACHE_BYTES (64u << 20)
 
 /** A posted receive. */
 typedef struct emo_rx {
@@ -364,18 +365,19 @@ struct emo_ep {
      * glibc trim and regrow its heap, a page fault per page of every large
      * send */
     struct emo_op_pool {
-        size_t cap; /**< msg[] room of its ops; 0 = no such pool.  [0]: EMO_OP_CACHE_MSG
-                         or the eager limit, with header and address (0 when under
-                         EMO_OP_LARGE); [1]: the eager limit, when over EMO_OP_CACHE_MSG */
-        unsigned n;
-        emo_op_t *ops[EMO_OP_CACHE];
+        size_t cap;     /**< msg[] room of its ops (header and address included);
+                             0 = no such pool (emo_op_pools_init) */
+        emo_op_t *head; /**< kept ops, linked by emo_op::cache_next */
     } op_pool[EMO_OP_POOLS];
+    size_t op_cached;      /**< bytes of msg[] room the pools keep (<= EMO_OP_CACHE_BYTES) */
     uint32_t reads_active; /**< EMO_OP_RSERVE in flight */
     int in_progress;
     emo_ep_stats_t st;
 };
 
 /* ofi_rdv.c */
+/** The op pools' room sizes for @p ep's inject size (endpoint open). */
+void emo_op_pools_init(struct emo_ep *ep);
 /** Fail the peers a callback marked (ep->fail_pending: over the unexpected
  *  budget); called after each engine progress call. */
 void emo_apply_failures(struct emo_ep *ep);

@@ -22,6 +22,26 @@
 
 /* msg[] is left unset: every caller writes all msg_len bytes of it
  * (header, address, payload). */
+void emo_op_pools_init(struct emo_ep *ep)
+{
+    /* rooms of 32, 64, 128, 256 KiB of message, none over the inject size
+     * (the copies the pools keep are injects'; larger eager sends leave
+     * from the caller's buffer), the last one the inject size; only ops of
+     * EMO_OP_LARGE bytes or more come from a pool, so a room below that
+     * would only hoard small ops */
+    size_t prev = 0;
+    for (unsigned i = 0; i < EMO_OP_POOLS; i++) {
+        size_t m = (size_t)EMO_OP_CACHE_MSG << i;
+        if (i == EMO_OP_POOLS - 1 || m > ep->inject_max)
+            m = ep->inject_max;
+        size_t room = EMO_HDR_LEN + EMO_ADDR_LEN + m;
+        ep->op_pool[i] = (struct emo_op_pool){ 0 };
+        if (m > prev && room >= EMO_OP_LARGE)
+            ep->op_pool[i].cap = room;
+        prev = m > prev ? m : prev;
+    }
+}
+
 emo_op_t *emo_op_new(struct emo_ep *ep, int kind, size_t msg_len)
 {
     size_t cap = msg_len;
@@ -30,8 +50,10 @@ emo_op_t *emo_op_new(struct emo_ep *ep, int kind, size_t msg_len)
         struct emo_op_pool *p = &ep->op_pool[i];
         if (msg_len <= p->cap) { /* the smallest room that holds it */
             cap = p->cap;
-            if (p->n)
-                op = p->ops[--p->n];
+            if ((op = p->head) != NULL) {
+                p->head = op->cache_next;
+                ep->op_cached -= cap;
+            }
             break;
         }
     }
@@ -53,8 +75,10 @@ void emo_op_free(emo_op_t *op)
     struct emo_ep *ep = op->ep;
     for (unsigned i = 0; i < EMO_OP_POOLS; i++) {
         struct emo_op_pool *p = &ep->op_pool[i];
-        if (p->cap && op->msg_cap == p->cap && p->n < EMO_OP_CACHE) {
-            p->ops[p->n++] = op;
+        if (p->cap && op->msg_cap == p->cap && ep->op_cached + p->cap <= EMO_OP_CACHE_BYTES) {
+            op->cache_next = p->head;
+            p->head = op;
+            ep->op_cached += p->cap;
             return;
         }
     }
@@ -64,8 +88,12 @@ void emo_op_free(emo_op_t *op)
 void emo_op_cache_drain(struct emo_ep *ep)
 {
     for (unsigned i = 0; i < EMO_OP_POOLS; i++)
-        while (ep->op_pool[i].n)
-            free(ep->op_pool[i].ops[--ep->op_pool[i].n]);
+        while (ep->op_pool[i].head) {
+            emo_op_t *op = ep->op_pool[i].head;
+            ep->op_pool[i].head = op->cache_next;
+            free(op);
+        }
+    ep->op_cached = 0;
 }
 
 #define COOKIE_IDX_BITS 20u
