@@ -243,8 +243,11 @@ def build_command(args, mode, ctx, bindir, extra, t, b):
     if "mpi" in b.fields:
         mpi = b.fields["mpi"]
         tenv = t.env_vars(ctx)
+        # Open MPI takes the benchmark's mpirun arguments too (the
+        # collectives' mpi_yield_when_idle); hydra has no --mca
+        mca = b.mca_for(t, ctx) + (b.mpirun_args if mpi != "mpich5" else [])
         cmd, lenv = mpis.launch(mpi, args.emcluster, os.path.join(REPO, "tools", "emc-hydra"),
-                                os.path.abspath(args.venv), b.np, tenv, b.mca_for(t, ctx))
+                                os.path.abspath(args.venv), b.np, tenv, mca)
         cmd.append(os.path.join(mpis.bindir_of(ctx["build"], mpi), b.program))
         cmd += b.args + (["-q"] if args.quick else []) + extra.get(b.name, [])
         return cmd, dict(tenv, **lenv)

@@ -53,6 +53,10 @@ for b in em_latency em_bw em_bibw em_burst em_pingpong; do
 done
 check em_burst 3 -q -m 0:1K
 check em_pingpong 3 -q -m 0:1K
+for b in em_allreduce em_alltoall; do
+	check "$b" 4 -q -m 4:64K
+	must_fail "$b" 3 -q -m 4:64 -C
+done
 one_table() { # label table rows name args...: exactly ROWS rows of TABLE
 	label=$1 table=$2 rows=$3 name=$4
 	shift 4

