@@ -385,19 +385,16 @@ static void print_stats(struct emo_ep *ep)
     /* the engine's refusals of hostile or stray frames, named as the
      * BTLs' stats lines name them (docs/design.md "Threat model";
      * tests/attack reads them) */
+    char refused[320];
+    em_proto_stats_refused(p, refused, sizeof refused);
     FI_INFO(&emo_prov, FI_LOG_EP_DATA,
             "endpoint %u protocol: drops: key %llu magic %llu malformed %llu window %llu; "
-            "refused: drop_source %llu drop_job_key %llu drop_budget %llu drop_endpoint %llu "
-            "drop_version %llu drop_short %llu drop_peer_failed %llu; congestion control: "
-            "cwnd cuts for loss %llu, for delay %llu, frames held by cwnd %llu, by pacing %llu\n",
+            "refused: %s; congestion control: cwnd cuts for loss %llu, for delay %llu, frames "
+            "held by cwnd %llu, by pacing %llu\n",
             ep->self.id, (unsigned long long)p->drop_job_key, (unsigned long long)p->drop_magic,
-            (unsigned long long)p->drop_malformed, (unsigned long long)p->drop_window,
-            (unsigned long long)p->drop_source, (unsigned long long)p->drop_job_key,
-            (unsigned long long)p->drop_budget, (unsigned long long)p->drop_endpoint,
-            (unsigned long long)p->drop_version, (unsigned long long)p->drop_short,
-            (unsigned long long)p->drop_peer_failed, (unsigned long long)p->cc_loss_decreases,
-            (unsigned long long)p->cc_delay_decreases, (unsigned long long)p->cc_cwnd_blocked,
-            (unsigned long long)p->cc_paced);
+            (unsigned long long)p->drop_malformed, (unsigned long long)p->drop_window, refused,
+            (unsigned long long)p->cc_loss_decreases, (unsigned long long)p->cc_delay_decreases,
+            (unsigned long long)p->cc_cwnd_blocked, (unsigned long long)p->cc_paced);
 }
 
 /* Before the engine goes: what this endpoint sent must still arrive.  An

@@ -336,6 +336,17 @@ int em_proto_stats_frames(const em_proto_stats_t *s, char *buf, size_t len)
                     (unsigned long long)s->spurious_retx);
 }
 
+int em_proto_stats_refused(const em_proto_stats_t *s, char *buf, size_t len)
+{
+    return snprintf(buf, len,
+                    "drop_source %llu drop_job_key %llu drop_budget %llu drop_endpoint %llu "
+                    "drop_version %llu drop_short %llu drop_peer_failed %llu",
+                    (unsigned long long)s->drop_source, (unsigned long long)s->drop_job_key,
+                    (unsigned long long)s->drop_budget, (unsigned long long)s->drop_endpoint,
+                    (unsigned long long)s->drop_version, (unsigned long long)s->drop_short,
+                    (unsigned long long)s->drop_peer_failed);
+}
+
 uint64_t em_proto_next_deadline(const em_proto_t *p) { return p->next_deadline; }
 
 bool em_proto_idle(const em_proto_t *p)

@@ -560,6 +560,14 @@ const em_proto_stats_t *em_proto_stats(const em_proto_t *p);
  * @p len).  @return what snprintf returns.
  */
 int em_proto_stats_frames(const em_proto_stats_t *s, char *buf, size_t len);
+/**
+ * The refusals of hostile or stray frames in @p s as the same stats lines
+ * give them, name-value pairs (docs/design.md "Threat model"; the attack
+ * tests read them by name): "drop_source N drop_job_key N drop_budget N
+ * drop_endpoint N drop_version N drop_short N drop_peer_failed N".  Always
+ * NUL-terminated.  @return what snprintf returns.
+ */
+int em_proto_stats_refused(const em_proto_stats_t *s, char *buf, size_t len);
 
 /** Human-readable name of an em_err value (positive or negated). */
 const char *em_strerror(int err);

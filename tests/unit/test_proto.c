@@ -752,6 +752,18 @@ static void test_stats_frames_text(void **st)
     char small[8];
     em_proto_stats_frames(&s, small, sizeof small);
     assert_string_equal(small, "tx 11 f");
+    /* the refusals, by name (the attack tests read them so) */
+    em_proto_stats_t r = { .drop_source = 1,
+                           .drop_job_key = 2,
+                           .drop_budget = 3,
+                           .drop_endpoint = 4,
+                           .drop_version = 5,
+                           .drop_short = 6,
+                           .drop_peer_failed = 7 };
+    want = "drop_source 1 drop_job_key 2 drop_budget 3 drop_endpoint 4 drop_version 5 "
+           "drop_short 6 drop_peer_failed 7";
+    assert_int_equal(em_proto_stats_refused(&r, b, sizeof b), (int)strlen(want));
+    assert_string_equal(b, want);
 }
 
 static void test_progress_resets_backoff(void **st)

@@ -408,17 +408,16 @@ static void print_stats(em_btl_module_t *m)
 {
     const em_proto_stats_t *p = em_engine_proto_stats(m->engine);
     const em_engine_stats_t *e = em_engine_stats(m->engine);
-    char frames[512]; /* 11 counters of up to 20 digits and the words: < 400 */
+    char frames[512], refused[320]; /* counters of up to 20 digits and the words */
     em_proto_stats_frames(p, frames, sizeof frames);
+    em_proto_stats_refused(p, refused, sizeof refused);
     opal_output(0,
                 "[%s] btl_%s stats: %s, "
                 "msgs %llu/%llu, "
                 "puts placed %llu rejected %llu, drops: key %llu magic %llu malformed %llu "
                 "window %llu, backpressure %llu; payload bytes copied by ethermpi: tx %llu "
                 "(sent from the sender's buffer: %llu), rx reassembly/out-of-order %llu, "
-                "rx put placement %llu (handed over in place: %llu); refused: "
-                "drop_source %llu drop_job_key %llu drop_tag %llu drop_budget %llu "
-                "drop_endpoint %llu drop_version %llu drop_short %llu drop_peer_failed %llu, "
+                "rx put placement %llu (handed over in place: %llu); refused: %s drop_tag %llu, "
                 "puts_failed %llu (remote access error), rx buffers %llu bytes",
                 opal_process_info.nodename, m->name, frames, (unsigned long long)p->msgs_sent,
                 (unsigned long long)p->msgs_recv, (unsigned long long)e->puts_placed,
@@ -427,11 +426,8 @@ static void print_stats(em_btl_module_t *m)
                 (unsigned long long)p->drop_window, (unsigned long long)e->tx_backpressure,
                 (unsigned long long)e->tx_copy_bytes, (unsigned long long)e->tx_gather_bytes,
                 (unsigned long long)p->rx_copy_bytes, (unsigned long long)e->put_bytes,
-                (unsigned long long)e->recv_bytes, (unsigned long long)p->drop_source,
-                (unsigned long long)p->drop_job_key, (unsigned long long)m->drop_tag,
-                (unsigned long long)p->drop_budget, (unsigned long long)p->drop_endpoint,
-                (unsigned long long)p->drop_version, (unsigned long long)p->drop_short,
-                (unsigned long long)p->drop_peer_failed, (unsigned long long)p->puts_failed,
+                (unsigned long long)e->recv_bytes, refused, (unsigned long long)m->drop_tag,
+                (unsigned long long)p->puts_failed,
                 (unsigned long long)em_engine_rx_mem(m->engine));
     opal_output(0,
                 "[%s] btl_%s congestion control: cwnd cuts for loss %llu, for delay %llu; "
