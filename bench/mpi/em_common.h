@@ -131,8 +131,9 @@ size_t em_sizes(const struct em_opts *o, size_t *out, size_t cap);
 
 long em_iters(const struct em_opts *o, size_t size);
 long em_warmup(const struct em_opts *o, size_t size);
-/* Iterations for windowed bandwidth tests: for large sizes the count is cut
- * so that size*window*iters stays near the byte budget (at least 1). */
+/* Iterations under a byte budget (-B): for large sizes the count is cut so
+ * that size*window*iters stays near the budget (at least 1).  The windowed
+ * bandwidth tests, and em_latency with a window of 1. */
 long em_bw_iters(const struct em_opts *o, size_t size);
 long em_bw_warmup(const struct em_opts *o, size_t size);
 
