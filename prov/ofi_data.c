@@ -82,8 +82,10 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
      * (header and address are over the engine's head limit) and a send to
      * ourselves are copied. */
     bool inplace = eager && !self && !hello && !(s->flags & FI_INJECT) && s->len;
-    emo_op_t *op = emo_op_new(ep, eager ? EMO_OP_EAGER : EMO_OP_RTS,
-                              off + (eager && !inplace ? s->len : 0));
+    size_t msg_len = off + (eager && !inplace ? s->len : 0);
+    if (!emo_tx_room(ep, msg_len))
+        return -FI_EAGAIN;
+    emo_op_t *op = emo_op_new(ep, eager ? EMO_OP_EAGER : EMO_OP_RTS, msg_len);
     if (!op)
         return -FI_EAGAIN;
     op->peer = peer;

@@ -359,7 +359,8 @@ static void print_stats(struct emo_ep *ep)
     char frames[512]; /* 11 counters of up to 20 digits and the words: < 400 */
     em_proto_stats_frames(p, frames, sizeof frames);
     FI_INFO(&emo_prov, FI_LOG_EP_DATA,
-            "endpoint %u: eager %llu rdv %llu self %llu (received in place %llu); "
+            "endpoint %u: eager %llu rdv %llu self %llu (received in place %llu; send budget "
+            "full %llu); "
             "unexpected %llu (peak %llu bytes; over FI_ETHERMPI_UNEXP_MB: %llu dropped, %llu "
             "peers failed); refused: short %llu magic %llu type %llu "
             "malformed %llu cookie %llu len %llu unknown-peer %llu; first contact: %llu peers, "
@@ -368,8 +369,9 @@ static void print_stats(struct emo_ep *ep)
             "peer failures %llu\n",
             ep->self.id, (unsigned long long)ep->st.eager_sent, (unsigned long long)ep->st.rdv_sent,
             (unsigned long long)ep->st.self_sent, (unsigned long long)ep->st.placed,
-            (unsigned long long)ep->st.unexp_msgs, (unsigned long long)ep->st.unexp_bytes_max,
-            (unsigned long long)ep->st.unexp_refused, (unsigned long long)ep->st.unexp_overflow,
+            (unsigned long long)ep->st.tx_budget_waits, (unsigned long long)ep->st.unexp_msgs,
+            (unsigned long long)ep->st.unexp_bytes_max, (unsigned long long)ep->st.unexp_refused,
+            (unsigned long long)ep->st.unexp_overflow,
             (unsigned long long)ep->st.dec_err[EMO_DEC_SHORT],
             (unsigned long long)ep->st.dec_err[EMO_DEC_MAGIC],
             (unsigned long long)ep->st.dec_err[EMO_DEC_TYPE],

@@ -96,7 +96,7 @@ void emo_params_load(void);
 const char *emo_link_name(void);
 /** The eager limit in force: FI_ETHERMPI_EAGER_MAX, else the link's default. */
 size_t emo_eager_max(void);
-/** The inject size in force: the eager limit, at most 256 KiB (injects are copied). */
+/** The inject size in force: the eager limit, at most 32 KiB (injects are copied). */
 size_t emo_inject_max(void);
 /** The engine's window for frames of @p frame_max bytes (FI_ETHERMPI_WINDOW,
  *  _WINDOW_KB and the link's default); -1 when they are out of range. */
@@ -262,6 +262,17 @@ typedef struct emo_op {
 #define EMO_OP_POOLS       4u     /* rooms: 32, 64, 128, 256 KiB of message */
 #define EMO_OP_CACHE_BYTES (64u << 20)
 
+/** The send budget: bytes of msg[] that the live ops of an endpoint may
+ *  hold (copies of injects, first-contact and self sends; headers of the
+ *  rest) before a send or write returns -FI_EAGAIN, after one progress
+ *  pass.  An inject completes at once, so without it nothing held a
+ *  sender that injects faster than the wire drains: Open MPI's blocking
+ *  sends of 256 KiB grew a rank by 1.7 GB of copies in 3 s, every page
+ *  of them faulted in (docs/ofi.md "Inject size").  An
+ *  endpoint holding nothing may always send one message, whatever its
+ *  size. */
+#define EMO_TX_BYTES (8u << 20)
+
 /** A posted receive. */
 typedef struct emo_rx {
     emo_qent_t q;
@@ -309,7 +320,8 @@ typedef struct emo_ep_stats {
     uint64_t unexp_refused;  /**< unexpected messages dropped: over FI_ETHERMPI_UNEXP_MB */
     uint64_t unexp_overflow; /**< peers failed for holding the most when it was exceeded */
     uint64_t eager_sent, rdv_sent, self_sent;
-    uint64_t placed; /**< eager messages of several frames received straight into their
+    uint64_t tx_budget_waits; /**< sends that found the send budget full (EMO_TX_BYTES) */
+    uint64_t placed;          /**< eager messages of several frames received straight into their
                           receive's buffer */
     uint64_t rma_writes, rma_reads; /**< RMA operations started here */
     uint64_t reads_served;          /**< peers' reads answered */
@@ -370,6 +382,8 @@ struct emo_ep {
         emo_op_t *head; /**< kept ops, linked by emo_op::cache_next */
     } op_pool[EMO_OP_POOLS];
     size_t op_cached;      /**< bytes of msg[] room the pools keep (<= EMO_OP_CACHE_BYTES) */
+    size_t op_live;        /**< bytes of msg[] room of the live ops (emo_op_new to
+                                emo_op_free): the send budget, EMO_TX_BYTES */
     uint32_t reads_active; /**< EMO_OP_RSERVE in flight */
     int in_progress;
     emo_ep_stats_t st;
@@ -378,6 +392,10 @@ struct emo_ep {
 /* ofi_rdv.c */
 /** The op pools' room sizes for @p ep's inject size (endpoint open). */
 void emo_op_pools_init(struct emo_ep *ep);
+/** May a send whose op holds @p msg_len bytes of msg[] start now?  Over the
+ *  send budget (EMO_TX_BYTES) it drives progress once (acknowledged sends
+ *  free their ops) and asks again; false: the caller returns -FI_EAGAIN. */
+bool emo_tx_room(struct emo_ep *ep, size_t msg_len);
 /** Fail the peers a callback marked (ep->fail_pending: over the unexpected
  *  budget); called after each engine progress call. */
 void emo_apply_failures(struct emo_ep *ep);

@@ -60,6 +60,7 @@ emo_op_t *emo_op_new(struct emo_ep *ep, int kind, size_t msg_len)
     if (!op && !(op = malloc(sizeof *op + cap)))
         return NULL;
     memset(op, 0, sizeof *op);
+    ep->op_live += cap;
     op->ep = ep;
     op->kind = kind;
     op->msg_len = msg_len;
@@ -73,6 +74,7 @@ void emo_op_free(emo_op_t *op)
         return;
     free(op->puts);
     struct emo_ep *ep = op->ep;
+    ep->op_live -= op->msg_cap;
     for (unsigned i = 0; i < EMO_OP_POOLS; i++) {
         struct emo_op_pool *p = &ep->op_pool[i];
         if (p->cap && op->msg_cap == p->cap && ep->op_cached + p->cap <= EMO_OP_CACHE_BYTES) {
@@ -83,6 +85,20 @@ void emo_op_free(emo_op_t *op)
         }
     }
     free(op);
+}
+
+static bool tx_fits(const struct emo_ep *ep, size_t msg_len)
+{
+    return ep->op_live == 0 || ep->op_live + msg_len <= EMO_TX_BYTES;
+}
+
+bool emo_tx_room(struct emo_ep *ep, size_t msg_len)
+{
+    if (tx_fits(ep, msg_len))
+        return true;
+    ep->st.tx_budget_waits++;
+    (void)emo_ep_progress(ep); /* a no-op from inside progress (a callback's send) */
+    return tx_fits(ep, msg_len);
 }
 
 void emo_op_cache_drain(struct emo_ep *ep)

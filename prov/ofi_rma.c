@@ -379,7 +379,10 @@ static ssize_t do_write(struct emo_ep *ep, const struct emo_rma_args *a)
     int rc = rma_start(ep, a, FI_WRITE, &peer);
     if (rc)
         return rc;
-    /* an inject's bytes are the caller's again at return: copied */
+    /* an inject's bytes are the caller's again at return: copied (under
+     * the send budget, as an inject send) */
+    if (!emo_tx_room(ep, copy ? a->len : 0))
+        return -FI_EAGAIN;
     emo_op_t *op = rma_op(ep, EMO_OP_WRITE, a, peer, copy ? a->len : 0);
     if (!op)
         return -FI_EAGAIN;

@@ -73,15 +73,15 @@ int main(int argc, char **argv)
     ofi_sync_peer(to_peer, from_peer, progress_once);
 
     if (me) {
-        /* 8 x 200000 B, 1.6 MB for a 1 MiB budget; injects: no completion
-         * to wait for, and the last ones are never acknowledged */
-        static uint8_t b[200000];
+        /* 1.6 MB for a 1 MiB budget, in injects of the inject size: no
+         * completion to wait for, and the last ones are never acknowledged */
+        static uint8_t b[65536];
+        size_t isz = info->tx_attr->inject_size < sizeof b ? info->tx_attr->inject_size : sizeof b;
         memset(b, 0x5a, sizeof b);
-        for (int i = 0; i < 8; i++) {
+        for (int i = 0; i < (int)(1600000 / isz) + 1; i++) {
             ssize_t rc;
             double end = ofi_now_s() + 10;
-            while ((rc = fi_tinject(ep, b, sizeof b, peer, 0x77)) == -FI_EAGAIN &&
-                   ofi_now_s() < end)
+            while ((rc = fi_tinject(ep, b, isz, peer, 0x77)) == -FI_EAGAIN && ofi_now_s() < end)
                 progress_once();
             CHECK(rc == 0, "inject %d: %s", i, fi_strerror((int)-rc));
         }
