@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 
@@ -124,6 +125,23 @@ static inline void ofi_sync_peer(int to, int from, void (*progress)(void))
         CHECK(ofi_now_s() < end, "the other process did not sync within 60 s");
     }
     CHECK(read(from, &c, 1) == 1, "pipe read: the other process died");
+}
+
+/**
+ * Swap endpoint names with the other process over the pipes and insert
+ * its name into @p av.  @return the other endpoint's fi_addr_t.  Any
+ * failure ends the test.
+ */
+static inline fi_addr_t ofi_swap_names(struct fid_ep *ep, struct fid_av *av, int to, int from)
+{
+    char name[256], rname[256];
+    size_t len = sizeof name;
+    FI(fi_getname(&ep->fid, name, &len));
+    CHECK(write(to, name, len) == (ssize_t)len, "pipe write");
+    CHECK(read(from, rname, len) == (ssize_t)len, "pipe read");
+    fi_addr_t peer = FI_ADDR_UNSPEC;
+    CHECK(fi_av_insert(av, rname, 1, &peer, 0, NULL) == 1, "av_insert");
+    return peer;
 }
 
 #endif

@@ -75,12 +75,7 @@ int main(int argc, char **argv)
     CHECK(sz >= 1024 && sz <= TX_BYTES / 8, "inject size %zu", sz);
     ofi_open_ep(info, FI_AV_TABLE, 64, &fab, &dom, &cq, &av, &ep);
     FI(fi_enable(ep));
-    char name[256], rname[256];
-    size_t len = sizeof name;
-    FI(fi_getname(&ep->fid, name, &len));
-    CHECK(write(to_peer, name, len) == (ssize_t)len, "pipe");
-    CHECK(read(from_peer, rname, len) == (ssize_t)len, "pipe");
-    CHECK(fi_av_insert(av, rname, 1, &peer, 0, NULL) == 1, "av_insert");
+    peer = ofi_swap_names(ep, av, to_peer, from_peer);
     ofi_sync_peer(to_peer, from_peer, progress_once);
     uint8_t *b = malloc(sz);
     CHECK(b, "malloc");
