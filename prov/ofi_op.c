@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file ofi_op.c
+ * The provider's operations (emo_op_t): allocated with room for what the
+ * engine sends (header, address, and an eager copy), kept in per-size
+ * pools for the next send (EMO_OP_CACHE_BYTES), and counted against the
+ * endpoint's send budget (EMO_TX_BYTES) while they live.  Split from
+ * ofi_rdv.c, which drives them.
+ *
+ * Threading: the domain's thread, inside an fi_* call or a callback of
+ * em_engine_progress(); emo_tx_room() drives progress itself, which is a
+ * no-op from inside it.
+ */
+#include "ofi_rdv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void emo_op_pools_init(struct emo_ep *ep)
+{
+    /* rooms of 32, 64, 128, 256 KiB of message, none over the inject size
+     * (the copies the pools keep are injects'; larger eager sends leave
+     * from the caller's buffer), the last one the inject size; only ops of
+     * EMO_OP_LARGE bytes or more come from a pool, so a room below that
+     * would only hoard small ops */
+    size_t prev = 0;
+    for (unsigned i = 0; i < EMO_OP_POOLS; i++) {
+        size_t m = (size_t)EMO_OP_CACHE_MSG << i;
+        if (i == EMO_OP_POOLS - 1 || m > ep->inject_max)
+            m = ep->inject_max;
+        size_t room = EMO_HDR_LEN + EMO_ADDR_LEN + m;
+        ep->op_pool[i] = (struct emo_op_pool){ 0 };
+        if (m > prev && room >= EMO_OP_LARGE)
+            ep->op_pool[i].cap = room;
+        prev = m > prev ? m : prev;
+    }
+}
+
+/* msg[] is left unset: every caller writes all msg_len bytes of it
+ * (header, address, payload). */
+emo_op_t *emo_op_new(struct emo_ep *ep, int kind, size_t msg_len)
+{
+    size_t cap = msg_len;
+    emo_op_t *op = NULL;
+    for (unsigned i = 0; msg_len >= EMO_OP_LARGE && i < EMO_OP_POOLS; i++) {
+        struct emo_op_pool *p = &ep->op_pool[i];
+        if (msg_len <= p->cap) { /* the smallest room that holds it */
+            cap = p->cap;
+            if ((op = p->head) != NULL) {
+                p->head = op->cache_next;
+                ep->op_cached -= cap;
+            }
+            break;
+        }
+    }
+    if (!op && !(op = malloc(sizeof *op + cap)))
+        return NULL;
+    memset(op, 0, sizeof *op);
+    ep->op_live += cap;
+    op->ep = ep;
+    op->kind = kind;
+    op->msg_len = msg_len;
+    op->msg_cap = cap;
+    return op;
+}
+
+void emo_op_free(emo_op_t *op)
+{
+    if (!op)
+        return;
+    free(op->puts);
+    struct emo_ep *ep = op->ep;
+    ep->op_live -= op->msg_cap;
+    for (unsigned i = 0; i < EMO_OP_POOLS; i++) {
+        struct emo_op_pool *p = &ep->op_pool[i];
+        if (p->cap && op->msg_cap == p->cap && ep->op_cached + p->cap <= EMO_OP_CACHE_BYTES) {
+            op->cache_next = p->head;
+            p->head = op;
+            ep->op_cached += p->cap;
+            return;
+        }
+    }
+    free(op);
+}
+
+static bool tx_fits(const struct emo_ep *ep, size_t msg_len)
+{
+    return ep->op_live == 0 || ep->op_live + msg_len <= EMO_TX_BYTES;
+}
+
+bool emo_tx_room(struct emo_ep *ep, size_t msg_len)
+{
+    if (tx_fits(ep, msg_len))
+        return true;
+    ep->st.tx_budget_waits++;
+    (void)emo_ep_progress(ep); /* a no-op from inside progress (a callback's send) */
+    return tx_fits(ep, msg_len);
+}
+
+void emo_op_cache_drain(struct emo_ep *ep)
+{
+    for (unsigned i = 0; i < EMO_OP_POOLS; i++)
+        while (ep->op_pool[i].head) {
+            emo_op_t *op = ep->op_pool[i].head;
+            ep->op_pool[i].head = op->cache_next;
+            free(op);
+        }
+    ep->op_cached = 0;
+}
