@@ -95,8 +95,7 @@ static const struct emo_pdef pdefs[] = {
     { "eager_max", FI_PARAM_INT, &emo_params.eager_max,
       "Largest message sent eagerly (an inject is copied, a send leaves from the caller's "
       "buffer; copied once at the receiver); larger ones use rendezvous (a put into the "
-      "receiver's buffer).  Also the inject size, up to 32 KiB.  Default: 262144 on kernel "
-      "UDP (where a "
+      "receiver's buffer).  Also the inject size.  Default: 262144 on kernel UDP (where a "
       "rendezvous costs two more kernel crossings each way), 8192 on dpdk and emd; 0 = every "
       "message by rendezvous" },
     { "id", FI_PARAM_INT, &emo_params.id,
@@ -153,18 +152,16 @@ void emo_params_load(void)
 #define EMO_EAGER_UDP     262144
 #define EMO_EAGER_DEFAULT 8192
 
-/* The inject size (fi_getinfo's inject_size): the eager limit, at most
- * 32 KiB.  An inject is copied and completes at once; a send leaves from
- * the caller's buffer and completes at the peer's ACK.  Open MPI's
- * blocking sends and MPICH's sends up to the inject size are injects, so
- * with the inject size at 256 KiB a stream of 64-256 KiB blocking sends
- * ran ahead of its receiver, copied, and landed before their receives
- * were posted (not in place): one-way bursts of 256 KiB took 256-269 us a
- * message against 61-66 with this cap (Open MPI 4.1, kernel UDP, MTU
- * 9000), and MPICH's em_bw at 64-256 KiB went from 2.2-3.1 to 3.2-4.3
- * GB/s; ping-pong latency moved within its noise (docs/ofi.md "Inject
- * size"). */
-#define EMO_INJECT_MAX 32768
+/* The inject size (fi_getinfo's inject_size): an inject is copied before
+ * the call returns, and the copies are kept for reuse (emo_op_new), so it
+ * stays at most 256 KiB however far the eager limit goes.  A cap at 32 KiB
+ * (larger sends leaving from the caller's buffer, completing at the
+ * peer's ACK) made one-way streams of 128-256 KiB blocking sends twice
+ * as fast, and collectives with two ranks per node on this 2-core host
+ * 1.5 times slower at 128-256 KiB (a send then waits for a peer that may
+ * be off its core): not kept (docs/ofi.md "Inject size and the send
+ * budget").  The send budget (EMO_TX_BYTES) bounds what injects hold. */
+#define EMO_INJECT_MAX 262144
 
 const char *emo_link_name(void) { return emo_params.link ? emo_params.link : "udp"; }
 

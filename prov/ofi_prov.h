@@ -96,7 +96,7 @@ void emo_params_load(void);
 const char *emo_link_name(void);
 /** The eager limit in force: FI_ETHERMPI_EAGER_MAX, else the link's default. */
 size_t emo_eager_max(void);
-/** The inject size in force: the eager limit, at most 32 KiB (injects are copied). */
+/** The inject size in force: the eager limit, at most 256 KiB (injects are copied). */
 size_t emo_inject_max(void);
 /** The engine's window for frames of @p frame_max bytes (FI_ETHERMPI_WINDOW,
  *  _WINDOW_KB and the link's default); -1 when they are out of range. */
@@ -268,7 +268,7 @@ typedef struct emo_op {
  *  pass.  An inject completes at once, so without it nothing held a
  *  sender that injects faster than the wire drains: Open MPI's blocking
  *  sends of 256 KiB grew a rank by 1.7 GB of copies in 3 s, every page
- *  of them faulted in (docs/ofi.md "Inject size").  An
+ *  of them faulted in (docs/ofi.md "Inject size and the send budget").  An
  *  endpoint holding nothing may always send one message, whatever its
  *  size. */
 #define EMO_TX_BYTES (8u << 20)

@@ -67,9 +67,10 @@ static void test_eager(void **state)
     assert_int_equal(emo_inject_max(), 8192); /* the eager limit ... */
     set("emd", -1, 384, 100000);
     assert_int_equal(emo_eager_max(), 100000);
-    assert_int_equal(emo_inject_max(), 32768); /* ... but an inject is a copy: 32 KiB at most */
-    set("udp", -1, 384, -1);
-    assert_int_equal(emo_inject_max(), 32768);
+    assert_int_equal(emo_inject_max(), 100000);
+    set("udp", -1, 384, 4194304);
+    assert_int_equal(emo_eager_max(), 4194304);
+    assert_int_equal(emo_inject_max(), 262144); /* ... but an inject is a copy: 256 KiB at most */
 }
 
 int main(void)
