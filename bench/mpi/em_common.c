@@ -365,7 +365,7 @@ long em_warmup(const struct em_opts *o, size_t size)
     return size > EM_LARGE_THRESHOLD ? o->warmup_large : o->warmup_small;
 }
 
-long em_bw_iters(const struct em_opts *o, size_t size)
+long em_budget_iters(const struct em_opts *o, size_t size)
 {
     long it = em_iters(o, size);
     double per_iter = (double)size * (double)o->window;
@@ -379,10 +379,10 @@ long em_bw_iters(const struct em_opts *o, size_t size)
     return fit < it ? fit : it;
 }
 
-long em_bw_warmup(const struct em_opts *o, size_t size)
+long em_budget_warmup(const struct em_opts *o, size_t size)
 {
     long w = em_warmup(o, size);
-    long it = em_bw_iters(o, size);
+    long it = em_budget_iters(o, size);
 
     if (size <= EM_LARGE_THRESHOLD)
         return w;
@@ -627,13 +627,13 @@ int em_windowed_main(int argc, char **argv, const struct em_windowed *wp)
     em_bench_window_header(&b, wp->pair, wp->note);
     for (size_t k = 0; k < b.nsizes; k++) {
         size_t size = b.sizes[k];
-        long iters = em_bw_iters(&b.o, size);
+        long iters = em_budget_iters(&b.o, size);
 
         w.slots = em_recv_slots(&b.o, area, size);
         em_bench_verify_pair(&b, size);
         if (b.rank > 1)
             continue;
-        double t = em_bench_time(&b, size, em_bw_warmup(&b.o, size), iters,
+        double t = em_bench_time(&b, size, em_budget_warmup(&b.o, size), iters,
                                  b.rank ? wp->round1 : wp->round0, &w);
         if (b.rank == 0) {
             double mbs = wp->directions * (double)size * (double)b.o.window * (double)iters / t /

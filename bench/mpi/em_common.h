@@ -133,9 +133,10 @@ long em_iters(const struct em_opts *o, size_t size);
 long em_warmup(const struct em_opts *o, size_t size);
 /* Iterations under a byte budget (-B): for large sizes the count is cut so
  * that size*window*iters stays near the budget (at least 1).  The windowed
- * bandwidth tests, and em_latency with a window of 1. */
-long em_bw_iters(const struct em_opts *o, size_t size);
-long em_bw_warmup(const struct em_opts *o, size_t size);
+ * bandwidth tests, and em_latency with a window of 1; the warm-up is at
+ * most a tenth of the cut count. */
+long em_budget_iters(const struct em_opts *o, size_t size);
+long em_budget_warmup(const struct em_opts *o, size_t size);
 
 /* Page-aligned, zero-touched buffer of at least max(bytes,1) bytes. */
 unsigned char *em_alloc(size_t bytes);

@@ -75,12 +75,12 @@ int main(int argc, char **argv)
 
     for (size_t k = 0; k < b.nsizes; k++) {
         size_t size = b.sizes[k];
-        long iters = em_bw_iters(o, size);
+        long iters = em_budget_iters(o, size);
 
         em_bench_verify_pair(&b, size);
         if (b.rank > 1)
             continue;
-        double t = em_bench_time(&b, size, em_bw_warmup(o, size), iters, b.rank ? pong : ping,
+        double t = em_bench_time(&b, size, em_budget_warmup(o, size), iters, b.rank ? pong : ping,
                                  NULL);
         if (b.rank == 0) {
             double lat = t * 1e6 / (2.0 * (double)iters);
