@@ -389,13 +389,15 @@ struct emo_ep {
     emo_ep_stats_t st;
 };
 
-/* ofi_rdv.c */
+/* ofi_op.c */
 /** The op pools' room sizes for @p ep's inject size (endpoint open). */
 void emo_op_pools_init(struct emo_ep *ep);
 /** May a send whose op holds @p msg_len bytes of msg[] start now?  Over the
  *  send budget (EMO_TX_BYTES) it drives progress once (acknowledged sends
  *  free their ops) and asks again; false: the caller returns -FI_EAGAIN. */
 bool emo_tx_room(struct emo_ep *ep, size_t msg_len);
+
+/* ofi_rdv.c */
 /** Fail the peers a callback marked (ep->fail_pending: over the unexpected
  *  budget); called after each engine progress call. */
 void emo_apply_failures(struct emo_ep *ep);

@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file ofi_rdv.h
- * Receive side, rendezvous and operation bookkeeping shared by ofi_rdv.c
- * and ofi_data.c (see ofi_rdv.c).
+ * Receive side, rendezvous and operation bookkeeping shared by ofi_rdv.c,
+ * ofi_op.c and ofi_data.c (see ofi_rdv.c).
  */
 #ifndef EMO_OFI_RDV_H
 #define EMO_OFI_RDV_H
 
 #include "ofi_prov.h"
 
+/* ofi_op.c */
 emo_op_t *emo_op_new(struct emo_ep *ep, int kind, size_t msg_len);
 void emo_op_free(emo_op_t *op);
 /** Free the ops kept for reuse (endpoint close). */
 void emo_op_cache_drain(struct emo_ep *ep);
+
+/* ofi_rdv.c */
 /** Give @p op a cookie (index + generation).  @return 0 or a negative fi_errno. */
 int emo_cookie_add(struct emo_ep *ep, emo_op_t *op);
 /** The operation @p cookie names, if it belongs to @p peer and is of @p kind;
