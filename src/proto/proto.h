@@ -386,6 +386,24 @@ int em_proto_sendv(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag,
 #define EM_SEND_ACK_LAST 1u
 
 /**
+ * The bytes of @p op's message after its head now live at @p buf (same
+ * length, same content): every frame emitted from now on, retransmissions
+ * included, reads them there, and the old buffer is the caller's again.
+ * For a sender that must give its buffer back at return (libfabric's
+ * inject): it sends from the caller's buffer, which puts the frames the
+ * window allows on the wire with no copy of ours before them, and then
+ * copies the message for later frames and resends while the receiver is
+ * already at work, off the round trip's path.  Only valid when nothing
+ * still reads the old buffer: the protocol reads it in its emit callback
+ * only, and the caller's emit must not keep it (the engine's links take or
+ * flatten every frame before em_engine_sendv() returns).
+ */
+static inline void em_proto_op_rebase(em_proto_op_t *op, const void *buf)
+{
+    op->buf = (const uint8_t *)buf;
+}
+
+/**
  * Write @p len bytes into @p peer's region described by @p t.  Completion means
  * every byte was placed (or rejected: see em_proto_stats_t::puts_rejected).
  * @return as em_proto_send().

@@ -149,6 +149,42 @@ static void test_fragmentation_and_window(void **st)
     em_proto_destroy(x.p);
 }
 
+/* em_proto_op_rebase (the provider's injects): frames sent after it, and
+ * resends of frames sent before it, read the new buffer; the old one may
+ * change at once */
+static void test_rebase_sends_later_frames_and_resends_from_the_copy(void **st)
+{
+    struct fx x;
+    em_proto_op_t op;
+    static uint8_t orig[6500], a[6500], b[6500];
+    for (unsigned i = 0; i < sizeof orig; i++)
+        orig[i] = (uint8_t)(i * 13 + 5);
+    memcpy(a, orig, sizeof a);
+    mk(&x, EM_RECOVERY_SR, 0);
+    assert_int_equal(em_proto_send(x.p, &op, 1, 1, a, sizeof a, NULL, 0), 0);
+    assert_int_equal(x.c.nf, 4); /* the window's 4 of 7 fragments, from a */
+    memcpy(b, a, sizeof b);
+    em_proto_op_rebase(&op, b);
+    memset(a, 0xEE, sizeof a); /* the caller's again: it changes it */
+    /* the peer got fragment 2 (SACK bit 1: ack + 2) and lost 0 and 1: they
+     * are resent (and the SACK may let more leave); then it has four */
+    feed(&x, ack(0, 0x2), NULL, 10);
+    feed(&x, ack(4, 0), NULL, 11);
+    unsigned resent = 0, seen = 0;
+    for (unsigned i = 4; i < x.c.nf; i++) {
+        unsigned fno = x.c.f[i].h.frag_no;
+        assert_true(fno < 7);
+        assert_memory_equal(x.c.f[i].payload, orig + fno * 1000, x.c.f[i].h.len);
+        resent += fno < 2 && (x.c.f[i].h.flags & EM_F_RETX);
+        seen |= 1u << fno;
+    }
+    assert_int_equal(resent, 2);
+    assert_int_equal(seen, 0x73); /* 0 and 1 again, and 4, 5, 6 */
+    feed(&x, ack(7, 0), NULL, 12);
+    assert_int_equal(x.c.ncomplete, 1);
+    em_proto_destroy(x.p);
+}
+
 /* EM_SEND_ACK_LAST: the last frame of the message, and only it, asks for an
  * immediate ACK; the receiver sends it in the poll that delivers the message
  * (a sender's application may wait on that ACK while the receiver's stops
@@ -1317,6 +1353,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_send_small_emits_one_data_frame),
         cmocka_unit_test(test_fragmentation_and_window),
+        cmocka_unit_test(test_rebase_sends_later_frames_and_resends_from_the_copy),
         cmocka_unit_test(test_ack_last_frame_acked_in_the_same_poll),
         cmocka_unit_test(test_refused_emit_is_retried_on_poll),
         cmocka_unit_test(test_receive_delivers_from_frame_and_delays_ack),
