@@ -77,12 +77,16 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
     size_t off = EMO_HDR_LEN + (hello ? EMO_ADDR_LEN : 0);
     /* An eager send that is not an inject keeps the caller's buffer until
      * it completes (at the peer's ACK: FI_TRANSMIT_COMPLETE), so the engine
-     * sends it from there, behind our header, with no copy.  An inject
-     * (the buffer is the caller's again at return), a first-contact message
-     * (header and address are over the engine's head limit) and a send to
-     * ourselves are copied. */
-    bool inplace = eager && !self && !hello && !(s->flags & FI_INJECT) && s->len;
-    size_t msg_len = off + (eager && !inplace ? s->len : 0);
+     * sends it from there, behind our header, with no copy.  An inject (the
+     * buffer is the caller's again at return) is sent from there too, then
+     * copied for the frames still to leave and for resends
+     * (em_proto_op_rebase): the copy is made while the peer receives, not
+     * before the first frame leaves (docs/ofi.md "Injects copied after
+     * they leave").  A first-contact message (header and address are over
+     * the engine's head limit) and a send to ourselves are copied first. */
+    bool inplace = eager && !self && !hello && s->len;
+    bool copy_after = inplace && (s->flags & FI_INJECT);
+    size_t msg_len = off + (eager && (!inplace || copy_after) ? s->len : 0);
     if (!emo_tx_room(ep, msg_len))
         return -FI_EAGAIN;
     emo_op_t *op = emo_op_new(ep, eager ? EMO_OP_EAGER : EMO_OP_RTS, msg_len);
@@ -128,6 +132,10 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
         if (rc) {
             emo_op_free(op);
             return emo_errno(rc);
+        }
+        if (copy_after) {
+            memcpy(op->msg + off, s->buf, s->len);
+            em_proto_op_rebase(&op->pop, op->msg + off);
         }
         ep->st.eager_sent++;
         return 0;
