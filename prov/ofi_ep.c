@@ -397,6 +397,20 @@ static void print_stats(struct emo_ep *ep)
             (unsigned long long)p->drop_malformed, (unsigned long long)p->drop_window, refused,
             (unsigned long long)p->cc_loss_decreases, (unsigned long long)p->cc_delay_decreases,
             (unsigned long long)p->cc_cwnd_blocked, (unsigned long long)p->cc_paced);
+    /* what the kernel made of our bursts: whether UDP GSO and GRO carried
+     * several frames a system call (docs/design.md "link_udp") */
+    if (ep->link && 0 == strcmp(emo_link_name(), "udp")) {
+        const em_udp_stats_t *u = em_link_udp_stats(ep->link);
+        FI_INFO(&emo_prov, FI_LOG_EP_DATA,
+                "endpoint %u udp: tx %llu frames in %llu datagrams (%llu GSO sends), rx %llu "
+                "frames in %llu datagrams (%llu coalesced by GRO), errors tx %llu, truncated "
+                "%llu, bad GRO %llu\n",
+                ep->self.id, (unsigned long long)u->tx_frames, (unsigned long long)u->tx_dgrams,
+                (unsigned long long)u->tx_gso_sends, (unsigned long long)u->rx_frames,
+                (unsigned long long)u->rx_dgrams, (unsigned long long)u->rx_gro_dgrams,
+                (unsigned long long)u->tx_errors, (unsigned long long)u->rx_truncated,
+                (unsigned long long)u->rx_bad_gro);
+    }
 }
 
 /* Before the engine goes: what this endpoint sent must still arrive.  An
