@@ -389,19 +389,24 @@ static ssize_t do_write(struct emo_ep *ep, const struct emo_rma_args *a)
     ep->st.rma_writes++;
     if (peer == ep->self.id)
         return rma_self(ep, op, a);
-    const void *src = a->buf;
-    if (copy && a->len) {
-        memcpy(op->msg, a->buf, a->len);
-        src = op->msg;
-    }
     uint32_t id;
     uint64_t key;
     rkey_split(a->key, &id, &key);
     em_region_handle_t rh = { .id = id, .key = key, .len = a->len };
-    rc = emo_put_chunks(ep, op, peer, &rh, a->addr, src, a->len);
+    /* from the caller's buffer, as an inject send (prov/ofi_data.c): the
+     * frames the window allows leave before our copy is made; the puts
+     * queued are then moved to the copy, for later frames and resends */
+    rc = emo_put_chunks(ep, op, peer, &rh, a->addr, a->buf, a->len);
     if (rc && op->puts_left == 1) {
         emo_op_free(op); /* nothing went: the call fails, no completion */
         return rc;
+    }
+    if (copy && a->len) {
+        memcpy(op->msg, a->buf, a->len);
+        /* puts_left: the hold and one per put queued (none completes
+         * before we return: no frame is received in between) */
+        for (unsigned i = 0; i + 1 < op->puts_left; i++)
+            em_proto_op_rebase(&op->puts[i], op->msg + (size_t)i * EMO_PUT_CHUNK);
     }
     if (!rc && (a->flags & FI_REMOTE_CQ_DATA)) {
         emo_hdr_t h = { .type = EMO_T_WDATA,
