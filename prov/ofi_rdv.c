@@ -509,6 +509,13 @@ int emo_put_chunks(struct emo_ep *ep, emo_op_t *op, uint16_t peer, const em_regi
     return 0;
 }
 
+void emo_put_chunks_rebase(emo_op_t *op, const void *buf)
+{
+    /* puts_left is the hold and one per put queued, as emo_put_chunks left it */
+    for (unsigned i = 0; i + 1 < op->puts_left; i++)
+        em_proto_op_rebase(&op->puts[i], (const uint8_t *)buf + (size_t)i * EMO_PUT_CHUNK);
+}
+
 void emo_put_done(emo_op_t *op, int status)
 {
     if (status && !op->status)

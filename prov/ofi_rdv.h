@@ -35,6 +35,11 @@ void emo_put_done(emo_op_t *op, int status);
  *  @return 0, or the first error (op->status; no put queued after it). */
 int emo_put_chunks(struct emo_ep *ep, emo_op_t *op, uint16_t peer, const em_region_handle_t *rh,
                    uint64_t off, const void *buf, size_t len);
+/** The puts emo_put_chunks() queued for @p op read their bytes from @p buf
+ *  from now on (a copy of the buffer they were queued from: an inject
+ *  write, sent before it is copied; em_proto_op_rebase).  Call before any
+ *  put can complete: in the call that queued them. */
+void emo_put_chunks_rebase(emo_op_t *op, const void *buf);
 /** Send a header-only control message (CTS, FIN, READ, RDONE, WDATA). */
 int emo_send_ctrl(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h, emo_op_t *parent);
 /** The peer id of @p fa, its engine state set up.  @return 0 or -FI_*. */

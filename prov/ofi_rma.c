@@ -401,12 +401,9 @@ static ssize_t do_write(struct emo_ep *ep, const struct emo_rma_args *a)
         emo_op_free(op); /* nothing went: the call fails, no completion */
         return rc;
     }
-    if (copy && a->len) {
+    if (copy && a->len) { /* no put completes before we return: nothing is received */
         memcpy(op->msg, a->buf, a->len);
-        /* puts_left: the hold and one per put queued (none completes
-         * before we return: no frame is received in between) */
-        for (unsigned i = 0; i + 1 < op->puts_left; i++)
-            em_proto_op_rebase(&op->puts[i], op->msg + (size_t)i * EMO_PUT_CHUNK);
+        emo_put_chunks_rebase(op, op->msg);
     }
     if (!rc && (a->flags & FI_REMOTE_CQ_DATA)) {
         emo_hdr_t h = { .type = EMO_T_WDATA,
