@@ -141,9 +141,10 @@ static bool cq_waits(const struct emo_cq *cq)
 
 /* The clock of the progress call just made: every empty read would
  * otherwise read it a second time (a counted 26 clock reads per round trip
- * against the rudp BTL's 12 under ob1; docs/ofi.md "Open MPI 4.1 over
- * kernel UDP").  @p after: a time this read must exceed, or the engine did
- * not run (a read from inside progress) and the real clock is read. */
+ * against the rudp BTL's 12 under ob1; docs/ofi-measurements.md "Open
+ * MPI 4.1 over kernel UDP").  @p after: a time this read must exceed, or
+ * the engine did not run (a read from inside progress) and the real clock
+ * is read. */
 static uint64_t cq_clock(const struct emo_cq *cq, uint64_t after)
 {
     uint64_t t = cq->eps.n && cq->eps.eps[0]->eng ? em_engine_now(cq->eps.eps[0]->eng) : 0;

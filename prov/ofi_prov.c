@@ -146,9 +146,9 @@ void emo_params_load(void)
  * through both kernels, about 5 us on the emulated cluster: with an 8 KiB
  * limit 16 KiB took 1.7-2.1x each MPI's tcp path, with 16 KiB 32 KiB took
  * 1.2-1.3x; eagerly 0.45-0.9x.  256 KiB, the rudp BTL's limit, beat 32 KiB
- * at 64-256 KiB on both MTUs (docs/ofi.md "Eager limit").  On the bypass
- * links a leg costs well under a microsecond and the rendezvous' zero-copy
- * put pays from 8 KiB on. */
+ * at 64-256 KiB on both MTUs (docs/ofi-measurements.md "Eager limit").
+ * On the bypass links a leg costs well under a microsecond and the
+ * rendezvous' zero-copy put pays from 8 KiB on. */
 #define EMO_EAGER_UDP     262144
 #define EMO_EAGER_DEFAULT 8192
 
@@ -181,8 +181,8 @@ size_t emo_eager_max(void)
 /* Windows when FI_ETHERMPI_WINDOW is unset: as the BTLs of the same links.
  * Over kernel UDP a window in bytes (rudp's 384 KiB): 64 frames are 94 KB
  * at MTU 1500, and bounded the provider's rendezvous there (docs/ofi.md
- * "MTU 1500").  The bypass links keep the 64 frames they were measured
- * with (the dpdk BTL's default is 32). */
+ * "Window at MTU 1500").  The bypass links keep the 64 frames they were
+ * measured with (the dpdk BTL's default is 32). */
 #define EMO_WINDOW_DEFAULT 64
 
 int emo_window(uint32_t frame_max)

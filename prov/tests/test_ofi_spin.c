@@ -10,8 +10,10 @@
  *     after a few unrewarded spins and retries once in 64 reads, so the
  *     loop takes a few tens of ms at most.  It must have spun at all
  *     (at least 4 ms: the first spins are tried).
-that spins which pay keep going is shown by the benchmarks (docs/ofi.md,
- * "Latency under MPICH"): it needs a peer that answers within the spin.
+ *
+ * That spins which pay keep going is shown by the benchmarks
+ * (docs/ofi-measurements.md, "Latency under MPICH"): it needs a peer that
+ * answers within the spin.
  *
  * Usage: test_ofi_spin [PROVIDER_PATH]   (~0.1 s)
  */
