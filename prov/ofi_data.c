@@ -85,7 +85,16 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
      * they leave").  A first-contact message (header and address are over
      * the engine's head limit) and a send to ourselves are copied first. */
     bool inplace = eager && !self && !hello && s->len;
-    bool copy_after = inplace && (s->flags & FI_INJECT);
+    /* A small send whose caller asked for no completion level completes
+     * when it is copied, as an inject does, rather than at the peer's ACK
+     * (docs/ofi.md "When a send completes"): that ACK would otherwise be a
+     * frame of its own, sent before the peer's application sees the
+     * message, and it doubled a ping-pong of fi_tsend (Open MPI 4.1's
+     * MPI_Isend).  Not when the copy would wait for the send budget. */
+    bool early = eager && !self && !s->no_cqe && s->len <= ep->send_copy_max &&
+                 !(s->flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)) &&
+                 emo_tx_room(ep, off + s->len);
+    bool copy_after = inplace && ((s->flags & FI_INJECT) || early);
     size_t msg_len = off + (eager && (!inplace || copy_after) ? s->len : 0);
     if (!emo_tx_room(ep, msg_len))
         return -FI_EAGAIN;
@@ -128,7 +137,7 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
          * the message, not only when it next drives progress (under
          * manual progress it may never: fi_pingpong's last pong) */
         rc = em_engine_sendv(ep->eng, &op->pop, peer, EMO_T_EAGER, head, head_len, body, body_len,
-                             (s->flags & FI_INJECT) ? 0 : EM_SEND_ACK_LAST, op);
+                             (s->flags & FI_INJECT) || early ? 0 : EM_SEND_ACK_LAST, op);
         if (rc) {
             emo_op_free(op);
             return emo_errno(rc);
@@ -137,6 +146,8 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
             memcpy(op->msg + off, s->buf, s->len);
             em_proto_op_rebase(&op->pop, op->msg + off);
         }
+        if (early)
+            emo_complete_early(op);
         ep->st.eager_sent++;
         return 0;
     }

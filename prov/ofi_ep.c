@@ -359,8 +359,8 @@ static void print_stats(struct emo_ep *ep)
     char frames[512]; /* 11 counters of up to 20 digits and the words: < 400 */
     em_proto_stats_frames(p, frames, sizeof frames);
     FI_INFO(&emo_prov, FI_LOG_EP_DATA,
-            "endpoint %u: eager %llu rdv %llu self %llu (received in place %llu; send budget "
-            "full %llu); "
+            "endpoint %u: eager %llu rdv %llu self %llu (completed when copied %llu; received in "
+            "place %llu; send budget full %llu); "
             "unexpected %llu (peak %llu bytes; over FI_ETHERMPI_UNEXP_MB: %llu dropped, %llu "
             "peers failed); refused: short %llu magic %llu type %llu "
             "malformed %llu cookie %llu len %llu unknown-peer %llu; first contact: %llu peers, "
@@ -368,10 +368,10 @@ static void print_stats(struct emo_ep *ep)
             "peers' reads served %llu refused %llu busy %llu, write data refused %llu; %s, "
             "peer failures %llu\n",
             ep->self.id, (unsigned long long)ep->st.eager_sent, (unsigned long long)ep->st.rdv_sent,
-            (unsigned long long)ep->st.self_sent, (unsigned long long)ep->st.placed,
-            (unsigned long long)ep->st.tx_budget_waits, (unsigned long long)ep->st.unexp_msgs,
-            (unsigned long long)ep->st.unexp_bytes_max, (unsigned long long)ep->st.unexp_refused,
-            (unsigned long long)ep->st.unexp_overflow,
+            (unsigned long long)ep->st.self_sent, (unsigned long long)ep->st.sends_early,
+            (unsigned long long)ep->st.placed, (unsigned long long)ep->st.tx_budget_waits,
+            (unsigned long long)ep->st.unexp_msgs, (unsigned long long)ep->st.unexp_bytes_max,
+            (unsigned long long)ep->st.unexp_refused, (unsigned long long)ep->st.unexp_overflow,
             (unsigned long long)ep->st.dec_err[EMO_DEC_SHORT],
             (unsigned long long)ep->st.dec_err[EMO_DEC_MAGIC],
             (unsigned long long)ep->st.dec_err[EMO_DEC_TYPE],
@@ -697,6 +697,9 @@ int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
     ep->info = fi_dupinfo(info);
     ep->eager_max = emo_eager_max();
     ep->inject_max = emo_inject_max();
+    ep->send_copy_max = emo_params.send_copy_max > 0 ? (size_t)emo_params.send_copy_max : 0;
+    if (ep->send_copy_max > ep->inject_max)
+        ep->send_copy_max = ep->inject_max;
     emo_op_pools_init(ep);
     ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
     ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;

@@ -85,6 +85,8 @@ typedef struct emo_params {
     char *cc;          /**< "loss" (default), "delay", "off" */
     int eager_max;     /**< largest message sent eagerly, bytes; -1 = the link's
                             default (emo_eager_max) */
+    int send_copy_max; /**< a send up to this many bytes that asked for no completion
+                            level is copied and completes at once (ofi_data.c do_send) */
     int id;            /**< endpoint id; -1 = from the launcher / random */
     int npeers;        /**< ids in the job; 0 = from the launcher / 256 */
     int first_contact; /**< peers made from their first message (ofi_contact.c); -1 = npeers */
@@ -217,6 +219,8 @@ typedef struct emo_op {
     void *context;
     uint64_t cq_flags; /**< FI_SEND/FI_RECV | FI_MSG/FI_TAGGED | ... */
     bool want_cqe;     /**< write a completion on success */
+    bool done_early;   /**< a send that completed when it was copied: its end at the
+                            peer's ACK writes nothing (a failure is logged) */
     uint16_t peer;
     uint32_t cookie; /**< EMO_OP_RTS / EMO_OP_RRECV: their table cookie */
     uint64_t tag, data;
@@ -320,6 +324,7 @@ typedef struct emo_ep_stats {
     uint64_t unexp_refused;  /**< unexpected messages dropped: over FI_ETHERMPI_UNEXP_MB */
     uint64_t unexp_overflow; /**< peers failed for holding the most when it was exceeded */
     uint64_t eager_sent, rdv_sent, self_sent;
+    uint64_t sends_early;     /**< sends completed when copied (FI_ETHERMPI_SEND_COPY_MAX) */
     uint64_t tx_budget_waits; /**< sends that found the send budget full (EMO_TX_BYTES) */
     uint64_t placed;          /**< eager messages of several frames received straight into their
                           receive's buffer */
@@ -370,6 +375,7 @@ struct emo_ep {
     uint32_t ops_cap, ops_free;
     size_t eager_max;
     size_t inject_max;     /**< fi_inject*: at most this (emo_inject_max) */
+    size_t send_copy_max;  /**< sends up to this complete when copied (do_send) */
     size_t min_multi_recv; /**< FI_OPT_MIN_MULTI_RECV: a multi-receive buffer with less
                                 room left is released */
     /* freed large ops kept for the next (emo_op_new), one pool per room

@@ -93,11 +93,30 @@ void emo_unwatch(struct emo_ep *ep, uint16_t peer, bool *watched)
 
 fi_addr_t emo_src(struct emo_ep *ep, uint16_t peer) { return emo_av_lookup_id(ep->av, peer); }
 
+void emo_complete_early(emo_op_t *op)
+{
+    struct emo_ep *ep = op->ep;
+    emo_cntr_inc(ep->tx_cntr, 0);
+    if (ep->tx_cq && op->want_cqe)
+        emo_cq_write(ep->tx_cq, op->context, op->cq_flags, op->len, NULL, 0, op->tag, 0);
+    op->done_early = true;
+    ep->st.sends_early++;
+}
+
 void emo_complete_tx(emo_op_t *op, int status)
 {
     struct emo_ep *ep = op->ep;
     if (ep->in_progress > 1)
         return;
+    if (op->done_early) {
+        /* its caller had its completion when the copy was made; the peer's
+         * failure reaches it on its next operation with that peer */
+        if (status)
+            FI_WARN(&emo_prov, FI_LOG_EP_DATA,
+                    "send to endpoint %u (completed when copied) failed: %s\n", op->peer,
+                    fi_strerror(-status));
+        return;
+    }
     bool rma = (op->cq_flags & FI_RMA) != 0, read = rma && (op->cq_flags & FI_READ);
     /* an RMA operation counts on the FI_READ / FI_WRITE counter (MPICH waits
      * on it for its one-sided operations), a send on the FI_SEND one */

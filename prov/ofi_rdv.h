@@ -25,6 +25,10 @@ void emo_cookie_del(struct emo_ep *ep, emo_op_t *op);
 fi_addr_t emo_src(struct emo_ep *ep, uint16_t peer);
 /** A send finished with @p status (0 or a negative fi_errno). */
 void emo_complete_tx(emo_op_t *op, int status);
+/** An eager send whose bytes the provider now holds completes at once
+ *  (its counter, and its CQ entry if it wants one); its end at the peer's
+ *  ACK then writes nothing (emo_op_t::done_early). */
+void emo_complete_early(emo_op_t *op);
 /** One put (or the hold) of a rendezvous send, an RMA write or an answered
  *  read is done. */
 void emo_put_done(emo_op_t *op, int status);
