@@ -57,6 +57,11 @@ static ssize_t send_self(struct emo_ep *ep, emo_op_t *op)
     return 0;
 }
 
+/* the completion levels a caller may name that an early completion
+ * (when the send is copied) would not meet */
+#define EMO_COMPLETE_LEVELS                                                                        \
+    (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE | FI_COMMIT_COMPLETE)
+
 /* an eager send from the caller's buffer gives the engine our header as its head */
 _Static_assert(EMO_HDR_LEN <= EM_PROTO_HEAD_MAX, "the message header fits the engine's head");
 
@@ -91,9 +96,8 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
      * frame of its own, sent before the peer's application sees the
      * message, and it doubled a ping-pong of fi_tsend (Open MPI 4.1's
      * MPI_Isend).  Not when the copy would wait for the send budget. */
-    bool early = eager && !self && !s->no_cqe && s->len <= ep->send_copy_max &&
-                 !(s->flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE)) &&
-                 emo_tx_room(ep, off + s->len);
+    bool early = eager && !self && !s->no_cqe && ep->send_copy_max && s->len <= ep->send_copy_max &&
+                 !(s->flags & EMO_COMPLETE_LEVELS) && emo_tx_fits(ep, off + s->len);
     bool copy_after = inplace && ((s->flags & FI_INJECT) || early);
     size_t msg_len = off + (eager && (!inplace || copy_after) ? s->len : 0);
     if (!emo_tx_room(ep, msg_len))

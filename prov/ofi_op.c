@@ -83,18 +83,18 @@ void emo_op_free(emo_op_t *op)
     free(op);
 }
 
-static bool tx_fits(const struct emo_ep *ep, size_t msg_len)
+bool emo_tx_fits(const struct emo_ep *ep, size_t msg_len)
 {
     return ep->op_live == 0 || ep->op_live + msg_len <= EMO_TX_BYTES;
 }
 
 bool emo_tx_room(struct emo_ep *ep, size_t msg_len)
 {
-    if (tx_fits(ep, msg_len))
+    if (emo_tx_fits(ep, msg_len))
         return true;
     ep->st.tx_budget_waits++;
     (void)emo_ep_progress(ep); /* a no-op from inside progress (a callback's send) */
-    return tx_fits(ep, msg_len);
+    return emo_tx_fits(ep, msg_len);
 }
 
 void emo_op_cache_drain(struct emo_ep *ep)

@@ -402,6 +402,9 @@ void emo_op_pools_init(struct emo_ep *ep);
  *  send budget (EMO_TX_BYTES) it drives progress once (acknowledged sends
  *  free their ops) and asks again; false: the caller returns -FI_EAGAIN. */
 bool emo_tx_room(struct emo_ep *ep, size_t msg_len);
+/** Would @p msg_len more bytes of msg[] fit the send budget now?  (No
+ *  progress, nothing counted: for a choice, not a wait.) */
+bool emo_tx_fits(const struct emo_ep *ep, size_t msg_len);
 
 /* ofi_rdv.c */
 /** Fail the peers a callback marked (ep->fail_pending: over the unexpected
