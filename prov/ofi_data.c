@@ -81,13 +81,13 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
     bool hello = !self && !ep->peer_heard[peer];
     size_t off = EMO_HDR_LEN + (hello ? EMO_ADDR_LEN : 0);
     /* An eager send that is not an inject keeps the caller's buffer until
-     * it completes (at the peer's ACK: FI_TRANSMIT_COMPLETE), so the engine
-     * sends it from there, behind our header, with no copy.  An inject (the
-     * buffer is the caller's again at return) is sent from there too, then
-     * copied for the frames still to leave and for resends
-     * (em_proto_op_rebase): the copy is made while the peer receives, not
-     * before the first frame leaves (docs/ofi.md "Injects copied after
-     * they leave").  A first-contact message (header and address are over
+     * it completes (at the peer's ACK, unless it completes early: below),
+     * so the engine sends it from there, behind our header, with no copy.
+     * An inject (the buffer is the caller's again at return) is sent from
+     * there too, then copied for the frames still to leave and for
+     * resends (em_proto_op_rebase): the copy is made while the peer
+     * receives, not before the first frame leaves (docs/ofi.md "Injects
+     * copied after they leave").  A first-contact message (header and address are over
      * the engine's head limit) and a send to ourselves are copied first. */
     bool inplace = eager && !self && !hello && s->len;
     /* A small send whose caller asked for no completion level completes
@@ -136,10 +136,11 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
             emo_addr_encode(&ep->self, op->msg + EMO_HDR_LEN);
         if (self)
             return send_self(ep, op);
-        /* a send that completes (not an inject) waits on the peer's ACK:
-         * the peer sends it at once, in the progress call that hands it
-         * the message, not only when it next drives progress (under
-         * manual progress it may never: fi_pingpong's last pong) */
+        /* a send that completes at the peer's ACK (not an inject, not
+         * early) asks the peer to send it at once, in the progress call
+         * that hands it the message, not only when it next drives
+         * progress (under manual progress it may never: fi_pingpong's
+         * last pong) */
         rc = em_engine_sendv(ep->eng, &op->pop, peer, EMO_T_EAGER, head, head_len, body, body_len,
                              (s->flags & FI_INJECT) || early ? 0 : EM_SEND_ACK_LAST, op);
         if (rc) {
