@@ -94,16 +94,16 @@ static const struct emo_pdef pdefs[] = {
     { "cc", FI_PARAM_STRING, &emo_params.cc, "Congestion control: loss (default), delay, off" },
     { "eager_max", FI_PARAM_INT, &emo_params.eager_max,
       "Largest message sent eagerly (sends and injects leave from the caller's buffer, an "
-      "inject is then copied; copied once at the receiver); larger ones use rendezvous (a put into "
-      "the "
-      "receiver's buffer).  Also the inject size.  Default: 262144 on kernel UDP (where a "
-      "rendezvous costs two more kernel crossings each way), 8192 on dpdk and emd; 0 = every "
-      "message by rendezvous" },
+      "inject is then copied; copied once at the receiver); larger ones use rendezvous (a "
+      "put into the receiver's buffer).  Also the inject size.  Default: 262144 on kernel "
+      "UDP (where a rendezvous costs two more kernel crossings each way), 8192 on dpdk and "
+      "emd; 0 = every message by rendezvous" },
     { "send_copy_max", FI_PARAM_INT, &emo_params.send_copy_max,
       "A send (fi_send, fi_tsend: not an inject) of up to this many bytes whose caller did "
-      "not ask for FI_TRANSMIT_COMPLETE or FI_DELIVERY_COMPLETE is copied after it leaves "
-      "and completes at once (inject complete), instead of at the peer's ACK, which the peer "
-      "must then send on its own; default 8192, 0 = every send completes at the ACK" },
+      "not ask for FI_TRANSMIT_COMPLETE, FI_DELIVERY_COMPLETE or stronger is copied after it "
+      "leaves and completes at once (inject complete), instead of at the peer's ACK, which "
+      "the peer must then send on its own; default 8192, 0 = every send completes at the "
+      "ACK" },
     { "id", FI_PARAM_INT, &emo_params.id,
       "This endpoint's id (0-65534), unique in the job; default the launcher's rank "
       "(PMIX_RANK, PMI_RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID), else random" },

@@ -95,12 +95,9 @@ fi_addr_t emo_src(struct emo_ep *ep, uint16_t peer) { return emo_av_lookup_id(ep
 
 void emo_complete_early(emo_op_t *op)
 {
-    struct emo_ep *ep = op->ep;
-    emo_cntr_inc(ep->tx_cntr, 0);
-    if (ep->tx_cq && op->want_cqe)
-        emo_cq_write(ep->tx_cq, op->context, op->cq_flags, op->len, NULL, 0, op->tag, 0);
+    emo_complete_tx(op, 0); /* the counter and CQ entry of any successful send */
     op->done_early = true;
-    ep->st.sends_early++;
+    op->ep->st.sends_early++;
 }
 
 void emo_complete_tx(emo_op_t *op, int status)

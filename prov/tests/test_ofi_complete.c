@@ -110,7 +110,6 @@ static void sender(bool copy)
     }
     FI(fi_tsend(ep, small, sizeof small, NULL, peer, 1, &c_early));
     if (copy) {
-        CHECK(got_early == 0, "completed before the call returned?");
         progress_once();
         CHECK(got_early == 1, "the small send did not complete at once while its peer slept");
         memset(small, 0, sizeof small); /* ours again: its later frames must come from the copy */
@@ -171,8 +170,10 @@ static void receiver(bool copy)
     CHECK(write(to_peer, &c, 1) == 1, "pipe"); /* from now on no progress until woken */
     CHECK(read(from_peer, &c, 1) == 1, "pipe");
     static uint8_t b[LARGE], want[LARGE];
+    /* tags 1-4, and nocopy's empty message (tag 5, sent first: it waits
+     * in the unexpected queue meanwhile) */
     static const size_t len[] = { SMALL, SMALL, SMALL, LARGE, 0 };
-    for (int i = copy ? 0 : 4; i < 5; i = i == 4 ? 0 : i + 1) {
+    for (int i = 0; i < (copy ? 4 : 5); i++) {
         struct fi_context ctx;
         FI(fi_trecv(ep, b, sizeof b, NULL, peer, (uint64_t)(i + 1), 0, &ctx));
         struct fi_cq_tagged_entry e;
@@ -184,8 +185,6 @@ static void receiver(bool copy)
               n, (size_t)e.len);
         fill(want, len[i], i + 1);
         CHECK(memcmp(b, want, len[i]) == 0, "message %d: content differs", i + 1);
-        if (i == 3)
-            break;
     }
 }
 
