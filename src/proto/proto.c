@@ -31,8 +31,12 @@ void em_proto_cfg_default(em_proto_cfg_t *cfg)
         .bind_source = 0,
         .max_msg = 0,             /* em_proto_max_msg() */
         .rx_mem_max = 256u << 20, /* 256 MiB of reassembly + out-of-order buffers */
-        /* congestion control: docs/design.md "Congestion control" */
-        .cc = EM_CC_DELAY,
+        /* congestion control: docs/design.md "Congestion control".  Loss,
+         * not delay: on real links and loaded hosts a process's scheduling
+         * gaps read as queueing delay and throttle the delay mode; it stays
+         * the simulator's best (tests and proto_sim ask for it by name).
+         * Every front end takes this default (src/transport/settings.c). */
+        .cc = EM_CC_LOSS,
         .cc_target_ns = 10000,
         .cc_fs_range_ns = 40000,
         .cc_init_frames = 8,
