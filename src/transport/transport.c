@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file transport.c
+ * The factory of transport.h: settings -> link, settings -> protocol
+ * configuration.  Every front end opens its links here, so each link
+ * option exists once and every front end has all of them.
+ */
+#include "transport/transport.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "emd_abi/emd_wire.h"
+#include "link/link_dpdk.h"
+#include "link/link_emd.h"
+#include "link/link_udp.h"
+#include "proto/wire.h"
+#ifdef EM_HAVE_DPDK
+#include "link/link_bulkq.h"
+#endif
+
+static const char *const kind_names[] = { "udp", "dpdk", "emd" };
+
+const char *em_link_kind_name(em_link_kind_t k)
+{
+    return (unsigned)k < sizeof kind_names / sizeof kind_names[0] ? kind_names[k] : "?";
+}
+
+int em_link_kind_parse(const char *name)
+{
+    for (int i = 0; i < (int)(sizeof kind_names / sizeof kind_names[0]); i++)
+        if (name && 0 == strcmp(name, kind_names[i]))
+            return i;
+    return -1;
+}
+
+int em_link_kind_built(em_link_kind_t k)
+{
+#ifdef EM_HAVE_DPDK
+    return k <= EM_LINK_KIND_EMD;
+#else
+    return k == EM_LINK_KIND_UDP || k == EM_LINK_KIND_EMD;
+#endif
+}
+
+/* the name of setting @p name as the front end publishes it */
+static const char *sname(const em_transport_env_t *env, const char *name, char *buf, size_t len)
+{
+    const em_setting_t *d = em_setting_find(name);
+    if (!d)
+        snprintf(buf, len, "%s", name);
+    else
+        em_setting_fullname(d, env->front, buf, len);
+    return buf;
+}
+
+/* ---- kernel UDP ------------------------------------------------------- */
+
+static em_link_t *open_udp(const em_settings_t *s, const em_transport_env_t *env, unsigned index,
+                           char *err, size_t errlen)
+{
+    char iface[256] = "", nm[64];
+    const char *p = s->if_include ? s->if_include : "";
+    for (unsigned i = 0; i < index; i++) {
+        p = strchr(p, ',');
+        if (!p)
+            return NULL; /* no such link */
+        p++;
+    }
+    size_t n = strcspn(p, ",");
+    if (index > 0 && n == 0)
+        return NULL;
+    if (n >= sizeof iface) {
+        snprintf(err, errlen, "%s: entry %u is too long", sname(env, "if_include", nm, sizeof nm),
+                 index);
+        return NULL;
+    }
+    memcpy(iface, p, n);
+    iface[n] = 0;
+    if (index == 0 && n == 0 && env->default_iface &&
+        env->default_iface(iface, sizeof iface, err, errlen) != 0)
+        return NULL;
+    em_udp_cfg_t c = {
+        .iface = iface,
+        .mtu = s->mtu > 0 ? (uint32_t)s->mtu : 0,
+        .sock_buf = s->sock_buf,
+        .no_gso = !s->gso,
+        .no_gro = !s->gro,
+        .note = env->note,
+        .note_ctx = env->ctx,
+        .frame_len = em_wire_frame_len,
+    };
+    return em_link_udp_open(&c, err, errlen);
+}
+
+/* ---- DPDK -------------------------------------------------------------- */
+
+static int parse_framing(const em_settings_t *s, const em_transport_env_t *env, char *err,
+                         size_t errlen)
+{
+    const char *fr = s->framing && *s->framing ? s->framing : "l2";
+    if (0 == strcmp(fr, "l2"))
+        return 0;
+    if (0 == strcmp(fr, "udp"))
+        return 1;
+    char nm[64];
+    snprintf(err, errlen, "%s must be 'l2' or 'udp', not '%.32s'",
+             sname(env, "framing", nm, sizeof nm), fr);
+    return -1;
+}
+
+#ifdef EM_HAVE_DPDK
+static em_link_t *open_dpdk(const em_settings_t *s, const em_transport_env_t *env, unsigned index,
+                            char *err, size_t errlen)
+{
+    int udp = parse_framing(s, env, err, errlen);
+    if (udp < 0)
+        return NULL;
+    /* %j = the job id: every job gets its own memif socket, so a job that
+     * starts while the last one's processes are exiting never connects to
+     * their dying end of the cable */
+    char vdev[1024], prefix[64];
+    if (em_link_dpdk_devargs(s->vdev ? s->vdev : "", env->job ? env->job : "0", vdev, sizeof vdev,
+                             err, errlen) != 0)
+        return NULL;
+    /* one EAL per process (this library holds the only copy of its state) */
+    snprintf(prefix, sizeof prefix, "em%ld", (long)getpid());
+    em_dpdk_cfg_t c = {
+        .vdev = vdev,
+        .eal_args = s->eal_args,
+        .file_prefix = prefix,
+        .mtu = s->mtu > 0 ? (uint32_t)s->mtu : 0,
+        .rx_loss = s->rx_loss,
+        .loss_seed = (uint64_t)s->loss_seed,
+        .link_wait_ms = s->link_wait_ms > 0 ? (uint32_t)s->link_wait_ms : 0,
+        .no_gather = !s->zero_copy,
+        .framing = udp ? EM_DPDK_FRAMING_UDP : EM_DPDK_FRAMING_L2,
+        .udp_port = (uint16_t)s->udp_port,
+        .udp_addr = s->udp_addr,
+        .udp_no_csum = !s->udp_checksum,
+    };
+    /* "A;B": one port and link per device (two cables) */
+    return em_link_dpdk_open_port(&c, index, err, errlen);
+}
+
+/* the daemon lends this process a bulk queue: a DPDK secondary of it */
+static em_link_t *bulk_open(void *ctx, const em_emd_bulkq_t *r, char *err, size_t errlen)
+{
+    const em_settings_t *s = ctx;
+    em_bulkq_cfg_t c = {
+        .file_prefix = r->file_prefix,
+        .port = r->port,
+        .slots = r->slots,
+        .slot = r->slot,
+        .endpoint = r->endpoint,
+        .mtu = r->mtu,
+        .loss_ppm = r->loss_ppm,
+        .loss_seed = (uint64_t)s->loss_seed + r->endpoint,
+    };
+    memcpy(c.mac, r->mac, 6);
+    return em_link_bulkq_open(&c, err, errlen);
+}
+#endif
+
+/* ---- the node daemon ----------------------------------------------------- */
+
+/* the emd link's callbacks are (ctx, ...): relay them to the front end's */
+struct emd_relay {
+    const em_settings_t *s;
+    em_transport_env_t env;
+};
+
+static void relay_dead(void *ctx, const char *why)
+{
+    struct emd_relay *r = ctx;
+    if (r->env.emd_dead)
+        r->env.emd_dead(r->env.ctx, why);
+    else
+        fprintf(stderr, "ethermpi: the emd node daemon is gone: %s\n", why);
+}
+
+static void relay_note(void *ctx, const char *msg)
+{
+    struct emd_relay *r = ctx;
+    if (r->env.note)
+        r->env.note(r->env.ctx, msg);
+}
+
+static void relay_closing(void *ctx, const struct em_emd_stats *st)
+{
+    struct emd_relay *r = ctx;
+    if (r->env.emd_closing)
+        r->env.emd_closing(r->env.ctx, st);
+    free(r); /* the link's last call */
+}
+
+#ifdef EM_HAVE_DPDK
+static em_link_t *relay_bulk(void *ctx, const em_emd_bulkq_t *info, char *err, size_t errlen)
+{
+    struct emd_relay *r = ctx;
+    return bulk_open((void *)r->s, info, err, errlen);
+}
+#endif
+
+static em_link_t *open_emd(const em_settings_t *s, const em_transport_env_t *env, char *err,
+                           size_t errlen)
+{
+    char path[1024], nm[64];
+    int udp = parse_framing(s, env, err, errlen);
+    if (udp < 0)
+        return NULL;
+    if (!s->emd_socket || !*s->emd_socket) {
+        snprintf(err, errlen, "%s is empty: name the daemon's control socket",
+                 sname(env, "emd_socket", nm, sizeof nm));
+        return NULL;
+    }
+    if (em_link_dpdk_devargs(s->emd_socket, env->job ? env->job : "0", path, sizeof path, err,
+                             errlen) != 0)
+        return NULL;
+    const char *bq = s->bulk_queue && *s->bulk_queue ? s->bulk_queue : "auto";
+    int mode;
+    if (0 == strcmp(bq, "auto"))
+        mode = EM_EMD_BULKQ_AUTO;
+    else if (0 == strcmp(bq, "on"))
+        mode = EM_EMD_BULKQ_ON;
+    else if (0 == strcmp(bq, "off"))
+        mode = EM_EMD_BULKQ_OFF;
+    else {
+        snprintf(err, errlen, "%s must be 'auto', 'on' or 'off', not '%.32s'",
+                 sname(env, "bulk_queue", nm, sizeof nm), bq);
+        return NULL;
+    }
+#ifndef EM_HAVE_DPDK
+    if (mode == EM_EMD_BULKQ_ON) {
+        snprintf(err, errlen, "%s is 'on' but this build has no DPDK (bulk queues need it)",
+                 sname(env, "bulk_queue", nm, sizeof nm));
+        return NULL;
+    }
+#endif
+    struct emd_relay *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    r->s = s;
+    r->env = *env;
+    em_emd_cfg_t c = {
+        .socket_path = path,
+        .rx_loss = s->rx_loss,
+        .loss_seed = (uint64_t)s->loss_seed,
+        .heartbeat_timeout_ms = s->emd_heartbeat_ms > 0 ? (uint32_t)s->emd_heartbeat_ms : 0,
+        .dead_cb = relay_dead,
+        .dead_ctx = r,
+        .bulk_mode = mode,
+#ifdef EM_HAVE_DPDK
+        .bulk_open = relay_bulk,
+#endif
+        .ctx = r,
+        .note_cb = relay_note,
+        .close_cb = relay_closing,
+        /* the daemon must run the same framing (emd --framing): checked at attach */
+        .framing = udp ? EMD_FRAMING_UDP : EMD_FRAMING_L2,
+    };
+    em_link_t *l = em_link_emd_open(&c, err, errlen);
+    if (!l)
+        free(r);
+    return l;
+}
+
+em_link_t *em_transport_open_link(const em_settings_t *s, em_link_kind_t kind,
+                                  const em_transport_env_t *env, unsigned index, char *err,
+                                  size_t errlen)
+{
+    if (errlen)
+        err[0] = 0;
+    switch (kind) {
+    case EM_LINK_KIND_UDP: return open_udp(s, env, index, err, errlen);
+    case EM_LINK_KIND_EMD: return index == 0 ? open_emd(s, env, err, errlen) : NULL;
+    case EM_LINK_KIND_DPDK:
+#ifdef EM_HAVE_DPDK
+        return open_dpdk(s, env, index, err, errlen);
+#else
+        break;
+#endif
+    }
+    snprintf(err, errlen, "the %s link is not part of this build of ethermpi (built: udp, emd)",
+             em_link_kind_name(kind));
+    return NULL;
+}
+
+/* ---- protocol -------------------------------------------------------------- */
+
+/* Bypass links keep the 64 frames they were measured with (docs/ofi.md
+ * "Window"); kernel UDP sizes its window in bytes (window_kb). */
+#define BYPASS_WINDOW 64
+
+unsigned em_transport_window(const em_settings_t *s, em_link_kind_t kind, uint32_t frame_max)
+{
+    int w = s->window;
+    if (w < 0)
+        w = kind == EM_LINK_KIND_UDP ? 0 : BYPASS_WINDOW;
+    if (w > (int)EM_WINDOW_MAX || (w == 0 && s->window_kb <= 0))
+        return 0;
+    return w ? (unsigned)w : em_proto_window_for((uint32_t)s->window_kb, frame_max);
+}
+
+size_t em_transport_eager_max(const em_settings_t *s, em_link_kind_t kind)
+{
+    if (s->eager_max >= 0)
+        return (size_t)s->eager_max;
+    return kind == EM_LINK_KIND_UDP ? EM_TRANSPORT_EAGER_UDP : EM_TRANSPORT_EAGER_BYPASS;
+}
+
+int em_transport_proto_cfg(const em_settings_t *s, em_link_kind_t kind, uint32_t frame_max,
+                           em_proto_cfg_t *cfg, char *err, size_t errlen)
+{
+    em_proto_cfg_default(cfg);
+    unsigned w = em_transport_window(s, kind, frame_max);
+    int cc = em_cc_mode_parse(s->cc);
+    if (!w || cc < 0) {
+        snprintf(err, errlen,
+                 "the window (%d, window_kb %d) must be 0 to %u with window_kb over 0 where it "
+                 "is 0, and cc loss, delay or off (not '%.16s')",
+                 s->window, s->window_kb, EM_WINDOW_MAX, s->cc ? s->cc : "");
+        return -1;
+    }
+    if (s->recovery && 0 == strcmp(s->recovery, "gbn"))
+        cfg->recovery = EM_RECOVERY_GBN;
+    else if (!s->recovery || 0 == strcmp(s->recovery, "sr"))
+        cfg->recovery = EM_RECOVERY_SR;
+    else {
+        snprintf(err, errlen, "recovery must be sr or gbn, not '%.16s'", s->recovery);
+        return -1;
+    }
+    cfg->frame_max = frame_max;
+    cfg->window = (uint16_t)w;
+    cfg->rto_ns = (uint64_t)s->rto_us * 1000u;
+    cfg->rto_min_ns = (uint64_t)s->rto_min_us * 1000u;
+    cfg->rto_max_ns = (uint64_t)s->rto_max_us * 1000u;
+    cfg->max_retries = (uint32_t)s->retries;
+    cfg->ack_delay_ns = (uint64_t)s->ack_delay_us * 1000u;
+    cfg->cc = (em_cc_mode_t)cc;
+    cfg->rx_mem_max = s->rx_mem_mb > 0 ? (uint64_t)s->rx_mem_mb << 20 : 0;
+    /* a watched peer fails within a sender's bound (src/proto/live.c) */
+    cfg->live_idle_ns = (uint64_t)(s->live_us < 0 ? s->rto_max_us : s->live_us) * 1000u;
+    /* Pace in bursts of 64 KB, not 8 frames: the kernel sends a GSO batch of
+     * up to 64 KB as one packet anyway (as TCP paces TSO-sized bursts), and
+     * a user-space loop woken per 1.5 KB frame lost 40 % of rudp's bandwidth
+     * at MTU 1500 (docs/design.md "Congestion control", real links). */
+    if (frame_max && 65536 / frame_max > cfg->cc_pace_burst)
+        cfg->cc_pace_burst = (uint16_t)(65536 / frame_max);
+    if (cfg->cc_pace_burst > cfg->window)
+        cfg->cc_pace_burst = cfg->window;
+    return 0;
+}

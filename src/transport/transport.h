@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file transport.h
+ * Settings -> links + engine: the one factory every front end calls (the
+ * rudp and dpdk BTLs, the libfabric provider).  A front end reads its
+ * settings (settings.h) under its own names, picks the link kind, and
+ * asks this layer for
+ *   - link @p index of that kind (a comma list of interfaces, a ';' list
+ *     of DPDK devices: one link each), with every option of the kind;
+ *   - the protocol configuration for a link of a given frame size;
+ *   - the defaults that depend on the link (window, eager limit).
+ * What stays in a front end is only what its host framework owns: how it
+ * publishes settings, its identity and keys, and its messages.
+ *
+ * Threading: open links from one thread at a time (the DPDK link's EAL
+ * state is process-wide); the other functions are pure.
+ */
+#ifndef EM_TRANSPORT_H
+#define EM_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "link/link.h"
+#include "proto/proto.h"
+#include "transport/settings.h"
+
+/** The kinds of link a front end can ask for. */
+typedef enum em_link_kind {
+    EM_LINK_KIND_UDP = 0, /**< kernel UDP socket (link_udp) */
+    EM_LINK_KIND_DPDK,    /**< a DPDK port this process owns (link_dpdk) */
+    EM_LINK_KIND_EMD,     /**< the node daemon's port (link_emd, bulk queues) */
+} em_link_kind_t;
+
+/** "udp", "dpdk", "emd". */
+const char *em_link_kind_name(em_link_kind_t k);
+/** The kind named by the provider's `link` setting; -1 when unknown. */
+int em_link_kind_parse(const char *name);
+/** 1 when this build has links of kind @p k (DPDK and bulk queues are optional). */
+int em_link_kind_built(em_link_kind_t k);
+
+struct em_emd_stats;
+
+/** What a front end lends the factory: names for messages and callbacks. */
+typedef struct em_transport_env {
+    unsigned front; /**< enum em_front: whose names go into messages */
+    /** %j in device specs: the job id (the BTLs: Open MPI's), "0" when NULL */
+    const char *job;
+    /** kernel UDP, index 0 with an empty if_include: pick the interface
+     *  (the rudp BTL asks which one the tcp BTL would use); NULL = the
+     *  first non-loopback IPv4 interface.  @return 0, or -1 with @p err. */
+    int (*default_iface)(char *out, size_t outlen, char *err, size_t errlen);
+    /** one-line notes about degraded modes chosen at run time (may be NULL) */
+    void (*note)(void *ctx, const char *msg);
+    /** the daemon is gone (emd link); may not return.  NULL: a line on stderr */
+    void (*emd_dead)(void *ctx, const char *why);
+    /** the emd link closes: its final counters (may be NULL) */
+    void (*emd_closing)(void *ctx, const struct em_emd_stats *s);
+    void *ctx;
+} em_transport_env_t;
+
+/**
+ * Open link @p index of kind @p kind from @p s: the index-th interface of
+ * if_include (udp), the index-th device of vdev (dpdk), or the daemon's
+ * (emd: index 0 only).
+ * @return the link; NULL with an empty @p err when there is no link
+ * @p index; NULL with a sentence naming the cause and the fix on failure.
+ */
+em_link_t *em_transport_open_link(const em_settings_t *s, em_link_kind_t kind,
+                                  const em_transport_env_t *env, unsigned index, char *err,
+                                  size_t errlen);
+
+/** The window in frames for a link of @p kind with frames of @p frame_max
+ *  bytes (window, window_kb, the link's default); 0 when out of range. */
+unsigned em_transport_window(const em_settings_t *s, em_link_kind_t kind, uint32_t frame_max);
+
+/** Eager limit of the provider on kernel UDP: a rendezvous leg is a trip
+ *  through both kernels, so eager pays up to 256 KiB (docs/ofi.md "Eager
+ *  limit"); the rudp BTL's eager limit is the same for the same reason. */
+#define EM_TRANSPORT_EAGER_UDP 262144u
+/** ... and on the bypass links, where a leg costs well under a microsecond
+ *  and the rendezvous' zero-copy put pays from 8 KiB on. */
+#define EM_TRANSPORT_EAGER_BYPASS 8192u
+/** The eager limit in force: eager_max, else the link's (above). */
+size_t em_transport_eager_max(const em_settings_t *s, em_link_kind_t kind);
+
+/**
+ * The protocol configuration for a link of @p kind whose frames are
+ * @p frame_max bytes: em_proto_cfg_default() with the settings applied
+ * (window, recovery, timers, congestion control, receive budget, pacing
+ * burst).  Identity fields (self, npeers, keys, isn, max_msg) are the
+ * front end's to fill.
+ * @return 0, or -1 with a sentence in @p err naming the setting.
+ */
+int em_transport_proto_cfg(const em_settings_t *s, em_link_kind_t kind, uint32_t frame_max,
+                           em_proto_cfg_t *cfg, char *err, size_t errlen);
+
+#endif
