@@ -51,44 +51,27 @@ void em_btl_add_help_dir(const void *symbol_in_component)
 }
 
 /* One link's module: engine, endpoints, fragment sizes. */
-static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, em_recovery_t rec,
+static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize,
                         char *err, size_t errlen)
 {
     em_btl_params_t *params = m->params;
     m->link = link;
     em_proto_cfg_t cfg;
-    em_proto_cfg_default(&cfg);
+    /* window, recovery, timers, congestion control, receive budget: the
+     * settings, applied as every front end applies them */
+    if (em_transport_proto_cfg(&params->s, params->kind, link->mtu, &cfg, err, errlen) != 0)
+        return -1;
     /* every peer's key and ISN come from its modex entry (em_btl_set_peer_from):
      * none is known, and no frame accepted, before that */
     cfg.peers_need_set = 1;
     cfg.bind_source = 1;
     cfg.job_key = m->secret;
     cfg.isn = m->isn;
-    /* receiver budgets (issue 13): no message longer than a sender of ours
-     * makes (+ the order number), and rx_mem_mb of buffers in all */
+    /* receiver budget: no message longer than a sender of ours makes (+ the
+     * order number) */
     cfg.max_msg = (uint32_t)m->super.btl_max_send_size + EM_ORDER_HDR;
-    cfg.rx_mem_max = params->rx_mem_mb > 0 ? (uint64_t)params->rx_mem_mb << 20 : 0;
     cfg.self = (uint16_t)OPAL_PROC_MY_NAME.vpid;
     cfg.npeers = (uint16_t)jsize;
-    cfg.frame_max = link->mtu;
-    cfg.window = (uint16_t)(params->window
-                                ? params->window
-                                : em_proto_window_for((uint32_t)params->window_kb, link->mtu));
-    cfg.recovery = rec;
-    cfg.rto_ns = (uint64_t)params->rto_us * 1000u;
-    cfg.rto_min_ns = (uint64_t)params->rto_min_us * 1000u;
-    cfg.rto_max_ns = (uint64_t)params->rto_max_us * 1000u;
-    cfg.max_retries = (uint32_t)params->retries;
-    cfg.ack_delay_ns = (uint64_t)params->ack_delay_us * 1000u;
-    cfg.cc = (em_cc_mode_t)em_cc_mode_parse(params->cc); /* checked by the caller */
-    /* Pace in bursts of 64 KB, not 8 frames: the kernel sends a GSO batch of
-     * up to 64 KB as one packet anyway (as TCP paces TSO-sized bursts), and
-     * a user-space loop woken per 1.5 KB frame lost 40 % of rudp's bandwidth
-     * at MTU 1500 (docs/design.md "Congestion control", real links). */
-    if (cfg.frame_max && 65536 / cfg.frame_max > cfg.cc_pace_burst)
-        cfg.cc_pace_burst = (uint16_t)(65536 / cfg.frame_max);
-    if (cfg.cc_pace_burst > cfg.window)
-        cfg.cc_pace_burst = cfg.window;
     int e;
     m->engine = em_engine_create(link, &cfg, &em_btl_engine_ops, m, &e);
     if (!m->engine) {
@@ -111,7 +94,7 @@ static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, em_
         m->super.btl_put_limit = em_engine_max_msg(m->engine);
     /* ob1 then asks prepare_src for every eager message; em_prepare_src()
      * decides which leave in place and which are copied */
-    if (m->params->inplace_min > 0)
+    if (m->params->s.inplace_min > 0)
         m->super.btl_flags |= MCA_BTL_FLAGS_SEND_INPLACE;
     return 0;
 }
@@ -130,32 +113,13 @@ static void drop_modules(em_btl_module_t *first)
     }
 }
 
-/* The common parameters, checked; the recovery mode into @p rec.
- * @return 0, or -1 after a help message naming the bad value. */
-static int check_params(const char *name, const em_btl_params_t *params, em_recovery_t *rec)
+/* Every setting of the component, checked against the table's ranges
+ * and choices.  @return 0, or -1 after a help message naming the setting. */
+static int check_params(const char *name, const em_btl_params_t *params)
 {
-    if (!params->recovery || 0 == strcmp(params->recovery, "sr"))
-        *rec = EM_RECOVERY_SR;
-    else if (0 == strcmp(params->recovery, "gbn"))
-        *rec = EM_RECOVERY_GBN;
-    else {
-        opal_show_help(HELP_FILE, "bad-param", true, name, opal_process_info.nodename, "recovery",
-                       params->recovery, "sr or gbn");
-        return -1;
-    }
-    if (em_cc_mode_parse(params->cc) < 0) {
-        opal_show_help(HELP_FILE, "bad-param", true, name, opal_process_info.nodename, "cc",
-                       params->cc, "delay, loss or off");
-        return -1;
-    }
-    if ((params->window == 0 && params->window_kb <= 0) || params->window < 0 ||
-        params->window > (int)EM_WINDOW_MAX) {
-        char v[32];
-        snprintf(v, sizeof v, "%d", params->window);
-        char range[32];
-        snprintf(range, sizeof range, "%s to %u", params->window_kb > 0 ? "0" : "1", EM_WINDOW_MAX);
-        opal_show_help(HELP_FILE, "bad-param", true, name, opal_process_info.nodename, "window", v,
-                       range);
+    char err[256];
+    if (em_settings_check(&params->s, params->front, err, sizeof err) != 0) {
+        opal_show_help(HELP_FILE, "bad-setting", true, name, opal_process_info.nodename, err);
         return -1;
     }
     return 0;
@@ -183,7 +147,7 @@ static int draw_secret(em_btl_module_t *m, const char *name)
     }
     memcpy(&m->secret, rnd, 8);
     memcpy(&m->isn, rnd + 8, 4);
-    if (!m->params->random_isn)
+    if (!m->params->s.random_isn)
         m->isn = 0;
     return 0;
 }
@@ -196,8 +160,8 @@ static int setup_order(em_btl_module_t *m, uint32_t jsize, const em_btl_params_t
     if (!m->order)
         return -1;
     for (uint32_t i = 0; i < jsize; i++) {
-        m->order[i].o.max_held = params->order_max_held > 0 ? (uint32_t)params->order_max_held : 0;
-        m->order[i].o.max_bytes = params->order_max_mb > 0 ? (size_t)params->order_max_mb << 20 : 0;
+        m->order[i].o.max_held = params->s.order_max_held > 0 ? (uint32_t)params->s.order_max_held : 0;
+        m->order[i].o.max_bytes = params->s.order_max_mb > 0 ? (size_t)params->s.order_max_mb << 20 : 0;
     }
     for (em_btl_module_t *it = m; it; it = it->next) {
         it->order = m->order;
@@ -233,8 +197,7 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
                         name);
         return NULL;
     }
-    em_recovery_t rec;
-    if (check_params(name, params, &rec) != 0)
+    if (check_params(name, params) != 0)
         return NULL;
 
     /* job size: peer ids are vpids, 16 bits on the wire */
@@ -290,7 +253,7 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
             last->next = mod;
         }
         last = mod;
-        if (module_setup(mod, link, jsize, rec, err, sizeof err) != 0)
+        if (module_setup(mod, link, jsize, err, sizeof err) != 0)
             goto fail_open;
         mx.link[n].frame_max = link->mtu;
         mx.link[n].addr = link->local;

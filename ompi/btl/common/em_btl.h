@@ -35,6 +35,7 @@
 
 #include "engine/engine.h"
 #include "engine/order.h"
+#include "transport/transport.h"
 
 /** What a peer publishes in the modex. */
 /** Most links (modules) one component opens in a process. */
@@ -54,7 +55,7 @@ struct em_btl_modex {
         em_link_addr_t addr;
     } link[EM_BTL_MAX_LINKS];
 };
-/* 4: frames may carry EM_F_PROBED (issue 12), which version 3 refuses;
+/* 4: frames may carry EM_F_PROBED (liveness probes), which version 3 refuses;
  * 5: a link_udp address carries the send port (8 bytes), which version 4
  * refuses */
 #define EM_BTL_MODEX_VERSION 5u
@@ -123,25 +124,12 @@ typedef struct em_btl_rdma {
     struct em_btl_rdma *next_free;
 } em_btl_rdma_t;
 
-/** Parameters common to every ethermpi BTL (registered by em_btl_register_params). */
+/** A component's settings (src/transport/settings.h), published as its
+ *  MCA parameters by em_btl_register_params. */
 typedef struct em_btl_params {
-    int window;     /**< frames in flight per peer; 0 = from window_kb and the MTU */
-    int window_kb;  /**< window = 0: about this many KiB in flight (the component's
-                                  default; 0 = none, then window defaults to 32) */
-    char *recovery; /**< "sr" or "gbn" */
-    char *cc;       /**< congestion control: "loss" (default), "delay" or "off" */
-    int rto_us, rto_min_us, rto_max_us, retries, ack_delay_us;
-    int same_node;      /**< also reach ranks on this node (testing without namespaces) */
-    int print_stats;    /**< print counters at finalize */
-    int rx_mem_mb;      /**< receive buffers (reassembly + out-of-order) per module, MiB */
-    int order_max_held; /**< several links: early messages kept per peer before it is failed */
-    int order_max_mb;   /**< ... and their bytes, MiB */
-    int random_isn;     /**< random initial sequence numbers (0: start at 0, for a
-                                  daemon that does not learn flow starts) */
-    int inplace_min;    /**< contiguous messages of at least this many bytes leave from
-                             the application's buffer (0: every message is copied) */
-    int linger_ms;      /**< finalize waits at most this long for its sends to be
-                             acknowledged (em_engine_drain); 0 = one pass, no wait */
+    em_settings_t s;     /**< the values (defaults from the table) */
+    unsigned front;      /**< EM_FRONT_RUDP or EM_FRONT_DPDK: whose names */
+    em_link_kind_t kind; /**< the link kind the component opens (set before em_btl_init) */
     /** Optional, set by the component: print its link's own counters too
      *  (with print_stats; rudp: GSO/GRO).  NULL = none. */
     void (*print_link_stats)(em_link_t *link);
@@ -213,21 +201,10 @@ typedef struct em_btl_module {
         .btl_progress = name##_progress,                                        \
     }
 
-/** One read-only MCA parameter of a component (btl_<component>_<name>). */
-typedef struct em_btl_var {
-    const char *name;
-    mca_base_var_type_t type;
-    mca_base_var_info_lvl_t level; /**< OPAL_INFO_LVL_n */
-    void *storage;                 /**< holds the default; the value lands here */
-    const char *help;              /**< ompi_info's help text */
-} em_btl_var_t;
-
-/** Register @p n parameters of component @p c, in table order (ompi_info
- *  lists them so); each default must be in its storage already. */
-void em_btl_register_vars(mca_base_component_t *c, const em_btl_var_t *v, size_t n);
-
-/** Register the common MCA parameters of component @p c into @p p. */
-int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p);
+/** Register the settings of front end @p front (EM_FRONT_RUDP or
+ *  EM_FRONT_DPDK) as component @p c's MCA parameters, their values landing
+ *  in @p p->s (em_btl_mca.c). */
+int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p, unsigned front);
 
 /** Defaults for the base BTL parameters (eager limit etc.) before registration. */
 void em_btl_module_defaults(mca_btl_base_module_t *m);
@@ -247,7 +224,7 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
                                     bool enable_mpi_threads);
 
 /**
- * Opt-in (issue 15): true when the `btl` selection of this job names
+ * Opt-in: true when the `btl` selection of this job names
  * @p name explicitly (--mca btl self,vader,rudp).  An exclusion list
  * ("^tcp") or no selection (the default job: every component installed)
  * names nothing.  An installed component that was neither named nor

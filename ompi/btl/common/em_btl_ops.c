@@ -101,7 +101,7 @@ static int em_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
         opal_proc_t *proc = procs[i];
         if (0 == opal_compare_proc(proc->proc_name, me))
             continue;
-        if (!m->params->same_node && OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags))
+        if (!m->params->s.same_node && OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags))
             continue; /* vader's job */
         if (proc->proc_name.jobid != me.jobid || proc->proc_name.vpid >= m->npeers)
             continue; /* other jobs (spawn) are not supported */
@@ -186,7 +186,7 @@ static int em_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_t 
 static bool send_in_place(const em_btl_module_t *m, const struct opal_convertor_t *conv,
                           size_t reserve, size_t size)
 {
-    return m->params->inplace_min > 0 && size >= (size_t)m->params->inplace_min &&
+    return m->params->s.inplace_min > 0 && size >= (size_t)m->params->s.inplace_min &&
            (conv->flags & CONVERTOR_NO_OP) && reserve + EM_ORDER_HDR <= EM_PROTO_HEAD_MAX;
 }
 
@@ -373,7 +373,7 @@ static mca_btl_base_registration_handle_t *em_register_mem(struct mca_btl_base_m
     if (!h)
         return NULL;
     if (!(flags & MCA_BTL_REG_FLAG_REMOTE_WRITE)) {
-        /* access flags honoured (issue 13, L5): puts are the only remote
+        /* access flags honoured (a hostile-input rule): puts are the only remote
          * access we offer, so a region nobody may write gets a handle that
          * names no region: every put into it is refused */
         h->region = (em_region_handle_t){
@@ -442,7 +442,7 @@ static void print_stats(em_btl_module_t *m)
         "(%llu bytes) sent from the application's buffer (btl_%s_inplace_min %d)",
         opal_process_info.nodename, m->name, (unsigned long long)m->packed_bytes,
         (unsigned long long)m->inplace_msgs, (unsigned long long)m->inplace_bytes, m->name,
-        m->params->inplace_min);
+        m->params->s.inplace_min);
     if (m->order && m->index == 0) {
         uint64_t kept = 0, dropped = 0;
         for (uint32_t i = 0; i < m->npeers; i++) {
@@ -467,7 +467,7 @@ static void warn_unacked(em_btl_module_t *m)
                         "[%s] btl_%s: %u message(s) to rank %u were not acknowledged within "
                         "btl_%s_linger_ms=%d ms (the peer exited or is unreachable); they may "
                         "be lost",
-                        opal_process_info.nodename, m->name, n, i, m->name, m->params->linger_ms);
+                        opal_process_info.nodename, m->name, n, i, m->name, m->params->s.linger_ms);
     }
 }
 
@@ -492,12 +492,12 @@ int em_btl_finalize(struct mca_btl_base_module_t *btl)
         /* what we sent must still arrive, and peers resending to us get
          * their ACK (em_engine_drain); bounded by btl_*_linger_ms */
         if (em_engine_drain(m->engine,
-                            (uint64_t)(m->params->linger_ms > 0 ? m->params->linger_ms : 0) *
+                            (uint64_t)(m->params->s.linger_ms > 0 ? m->params->s.linger_ms : 0) *
                                 1000000u) != 0)
             warn_unacked(m);
-        if (m->params->print_stats)
+        if (m->params->s.print_stats)
             print_stats(m);
-        if (m->params->print_stats && m->params->print_link_stats)
+        if (m->params->s.print_stats && m->params->print_link_stats)
             m->params->print_link_stats(m->link);
         em_engine_destroy(m->engine);
         m->engine = NULL;

@@ -178,7 +178,7 @@ static void cb_peer_failed(void *u, uint16_t peer)
     }
     char *msg = opal_show_help_string(HELP_FILE, "peer-failed", true, m->name,
                                       opal_process_info.nodename, OPAL_NAME_PRINT(proc->proc_name),
-                                      m->params->retries);
+                                      m->params->s.retries);
     if (msg) {
         fputs(msg, stderr);
         fflush(stderr);

@@ -43,106 +43,15 @@
 extern mca_btl_base_component_3_0_0_t mca_btl_dpdk_component;
 
 static em_btl_params_t dpdk_params;
-static char *dpdk_vdev;
-static char *dpdk_eal_args;
-static int dpdk_mtu;
-static double dpdk_rx_loss;
-static int dpdk_loss_seed;
-static int dpdk_link_wait_ms;
-static int dpdk_zero_copy;
-static char *dpdk_mode; /* "direct" or "daemon" */
-static char *dpdk_emd_socket;
-static int dpdk_emd_heartbeat_ms;
-static char *dpdk_bulk_queue; /* "auto", "on" or "off" */
-static char *dpdk_framing;    /* "l2" or "udp" */
-static int dpdk_udp_port;
-static char *dpdk_udp_addr;
-static int dpdk_udp_checksum;
 
 static em_btl_module_t dpdk_module;
 
 static int dpdk_register(void)
 {
     mca_base_component_t *c = &mca_btl_dpdk_component.btl_version;
-    em_btl_register_params(c, &dpdk_params);
-    dpdk_vdev = "";
-    dpdk_eal_args = "";
-    dpdk_mtu = 0;
-    dpdk_rx_loss = 0.0;
-    dpdk_loss_seed = 0;
-    dpdk_link_wait_ms = 20000;
-    dpdk_zero_copy = 1;
-    dpdk_mode = "direct";
-    dpdk_emd_socket = "/run/ethermpi/emd/%h.sock";
-    dpdk_emd_heartbeat_ms = 3000;
-    dpdk_bulk_queue = "auto";
-    dpdk_framing = "l2";
-    dpdk_udp_port = 0;
-    dpdk_udp_addr = "";
-    dpdk_udp_checksum = 1;
-    /* read-only parameters, their defaults set above (in ompi_info's order) */
-    const em_btl_var_t params[] = {
-        { "bulk_queue", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &dpdk_bulk_queue,
-          "Daemon mode: rendezvous (put) data on this process's bulk queue, a queue of its own "
-          "on the daemon's port (memif wire, the daemon a hugepage-backed DPDK primary; "
-          "docs/daemon.md, Bulk queues): auto = when the daemon offers one (else through the "
-          "daemon, said at btl_base_verbose 10), on = required (the job fails with the reason), "
-          "off = always through the daemon" },
-        { "mode", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_1, &dpdk_mode,
-          "direct: this process owns the DPDK port (one rank per node); daemon: the node's emd "
-          "daemon owns it and the node's ranks attach to it (docs/daemon.md)" },
-        { "emd_socket", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_2, &dpdk_emd_socket,
-          "Daemon mode: the emd daemon's control socket (%h = host name, @FILE = first line of "
-          "FILE)" },
-        { "emd_heartbeat_ms", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &dpdk_emd_heartbeat_ms,
-          "Daemon mode: the job is aborted when the daemon has not run for this long" },
-        { "vdev", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_1, &dpdk_vdev,
-          "DPDK device: devargs (e.g. net_memif0,role=client,socket=/run/x.sock,socket-abstract=no "
-          "or net_af_xdp0,iface=eth0), or @FILE to read them from FILE; %h is replaced by the "
-          "host name.  Several devices separated by ';' (@/x/%h.memif;@/x/%h.memif1): one "
-          "module per device, ob1 stripes over them.  Empty: the ports EAL finds (e.g. NICs "
-          "given in eal_args with -a); with eal_args empty too (and mode direct) the component "
-          "is not used" },
-        { "eal_args", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &dpdk_eal_args,
-          "Extra DPDK EAL arguments; empty = '--in-memory -m 256' with hugepages, else "
-          "'--no-huge --no-shconf -m 256' (no files left behind either way)" },
-        { "mtu", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &dpdk_mtu,
-          "L2 payload bytes per frame; 0 = as large as the port and mbufs allow (<= 9000)" },
-        { "rx_loss", MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_9, &dpdk_rx_loss,
-          "Testing: drop this fraction of received frames (seeded; for wires no kernel sees, e.g. "
-          "memif)" },
-        { "loss_seed", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_9, &dpdk_loss_seed,
-          "Testing: seed of rx_loss (0 = fixed default)" },
-        { "zero_copy", MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, &dpdk_zero_copy,
-          "Send payloads of 512 bytes or more straight from the user's buffer (DPDK external "
-          "buffers chained behind the header) where the PMD takes chained mbufs and is a "
-          "virtual device (memif): never on a hardware NIC, whose DMA cannot reach user "
-          "memory that is not registered with DPDK; 0 = copy every payload into the frame" },
-        { "link_wait_ms", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &dpdk_link_wait_ms,
-          "How long to wait for the port's link to come up (a memif cable waits for its other "
-          "end)" },
-        { "framing", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_2, &dpdk_framing,
-          "l2: raw Ethernet frames (ethertype 0x88B5), for one L2 segment; udp: every frame in "
-          "UDP/IPv4 to the peer's address and port, through the next hop the kernel names, for "
-          "routed fabrics and cloud networks (docs/design.md \"Framing\").  Every process of the "
-          "job must use the same; in l2 a peer behind a router is refused at wire-up.  Daemon "
-          "mode: the node's emd must run the same (emd --framing; its --udp-port/--udp-addr "
-          "apply, not btl_dpdk_udp_*), else the job stops at start-up" },
-        { "udp_port", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_4, &dpdk_udp_port,
-          "udp framing: this process's UDP port (0 = 29717; the AF_XDP filter object takes "
-          "29717 and 29718)" },
-        { "udp_addr", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_4, &dpdk_udp_addr,
-          "udp framing: this process's IPv4 address (empty: the af_xdp interface's; on a memif "
-          "cable a link-local 169.254.x.y from the port's MAC)" },
-        { "udp_checksum", MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_5, &dpdk_udp_checksum,
-          "udp framing: send UDP checksums (by the NIC where it offloads them, else computed); "
-          "0 = send none (allowed over IPv4; the Ethernet FCS still covers each hop)" },
-    };
-    em_btl_register_vars(c, params, sizeof params / sizeof params[0]);
-    int bq = mca_base_var_find("ompi", "btl", "dpdk", "bulk_queue");
-    if (bq >= 0) /* its old name, deprecated */
-        (void)mca_base_var_register_synonym(bq, "ompi", "btl", "dpdk", "rdv_queue",
-                                            MCA_BASE_VAR_SYN_FLAG_DEPRECATED);
+    /* every setting of the DPDK and daemon links and the protocol, from
+     * the table (src/transport/settings.c), as btl_dpdk_<name> */
+    em_btl_register_params(c, &dpdk_params, EM_FRONT_DPDK);
     em_btl_module_defaults(&dpdk_module.super);
     return mca_btl_base_param_register(c, &dpdk_module.super);
 }
@@ -166,24 +75,6 @@ static void emd_dead(void *ctx, const char *why)
                              "ethermpi: the emd node daemon is gone");
 }
 
-/* daemon mode: this process's bulk queue (a DPDK secondary of the daemon) */
-static em_link_t *bulk_open(void *ctx, const em_emd_bulkq_t *r, char *err, size_t errlen)
-{
-    (void)ctx;
-    em_bulkq_cfg_t c = {
-        .file_prefix = r->file_prefix,
-        .port = r->port,
-        .slots = r->slots,
-        .slot = r->slot,
-        .endpoint = r->endpoint,
-        .mtu = r->mtu,
-        .loss_ppm = r->loss_ppm,
-        .loss_seed = (uint64_t)dpdk_loss_seed + r->endpoint,
-    };
-    memcpy(c.mac, r->mac, 6);
-    return em_link_bulkq_open(&c, err, errlen);
-}
-
 static void bulk_note(void *ctx, const char *msg)
 {
     (void)ctx;
@@ -195,7 +86,7 @@ static void bulk_note(void *ctx, const char *msg)
 static void emd_closing(void *ctx, const em_emd_stats_t *s)
 {
     (void)ctx;
-    if (!dpdk_params.print_stats)
+    if (!dpdk_params.s.print_stats)
         return;
     opal_output(
         0,
@@ -212,91 +103,38 @@ static void emd_closing(void *ctx, const em_emd_stats_t *s)
         (unsigned long long)s->ack_tx_bulk);
 }
 
-static em_link_t *emd_open_link(int udp, char *err, size_t errlen)
+static int daemon_mode(void)
 {
-    char path[1024];
-    if (em_link_dpdk_devargs(dpdk_emd_socket, "", path, sizeof path, err, errlen) != 0)
-        return NULL;
-    int mode;
-    const char *rq = dpdk_bulk_queue ? dpdk_bulk_queue : "auto";
-    if (0 == strcmp(rq, "auto"))
-        mode = EM_EMD_BULKQ_AUTO;
-    else if (0 == strcmp(rq, "on"))
-        mode = EM_EMD_BULKQ_ON;
-    else if (0 == strcmp(rq, "off"))
-        mode = EM_EMD_BULKQ_OFF;
-    else {
-        snprintf(err, errlen, "btl_dpdk_bulk_queue must be 'auto', 'on' or 'off', not '%s'", rq);
-        return NULL;
-    }
-    em_emd_cfg_t c = {
-        .socket_path = path,
-        .rx_loss = dpdk_rx_loss,
-        .loss_seed = (uint64_t)dpdk_loss_seed,
-        .heartbeat_timeout_ms = dpdk_emd_heartbeat_ms > 0 ? (uint32_t)dpdk_emd_heartbeat_ms : 0,
-        .dead_cb = emd_dead,
-        .bulk_mode = mode,
-        .bulk_open = bulk_open,
-        .note_cb = bulk_note,
-        .close_cb = emd_closing,
-        /* the daemon must run the same framing (emd --framing): checked at attach */
-        .framing = udp ? EMD_FRAMING_UDP : EMD_FRAMING_L2,
-    };
-    return em_link_emd_open(&c, err, errlen);
+    return dpdk_params.s.mode && 0 == strcmp(dpdk_params.s.mode, "daemon");
 }
 
+/* link @p index: the index-th device of btl_dpdk_vdev ("A;B": two cables),
+ * or in daemon mode the daemon's (one link) */
 static em_link_t *dpdk_open_link(unsigned index, char *err, size_t errlen)
 {
-    const char *fr = dpdk_framing ? dpdk_framing : "l2";
-    if (0 != strcmp(fr, "l2") && 0 != strcmp(fr, "udp")) {
-        snprintf(err, errlen, "btl_dpdk_framing must be 'l2' or 'udp', not '%s'", fr);
-        return NULL;
-    }
-    int udp = 0 == strcmp(fr, "udp");
-    if (dpdk_mode && 0 == strcmp(dpdk_mode, "daemon")) /* one link: the daemon's */
-        return index == 0 ? emd_open_link(udp, err, errlen) : NULL;
-    if (dpdk_mode && 0 != strcmp(dpdk_mode, "direct")) {
-        snprintf(err, errlen, "btl_dpdk_mode must be 'direct' or 'daemon', not '%s'", dpdk_mode);
-        return NULL;
-    }
-    /* %j = the job id: every job gets its own memif socket, so a job that
-     * starts while the last one's processes are exiting never connects to
-     * their dying end of the cable */
-    char vdev[1024], job[32];
+    char job[32];
     snprintf(job, sizeof job, "%u", (unsigned)OPAL_PROC_MY_NAME.jobid);
-    if (em_link_dpdk_devargs(dpdk_vdev, job, vdev, sizeof vdev, err, errlen) != 0)
-        return NULL;
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, "em%ld", (long)getpid());
-    em_dpdk_cfg_t c = {
-        .vdev = vdev,
-        .eal_args = dpdk_eal_args,
-        .file_prefix = prefix,
-        .mtu = dpdk_mtu > 0 ? (uint32_t)dpdk_mtu : 0,
-        .rx_loss = dpdk_rx_loss,
-        .loss_seed = (uint64_t)dpdk_loss_seed,
-        .link_wait_ms = dpdk_link_wait_ms > 0 ? (uint32_t)dpdk_link_wait_ms : 0,
-        .no_gather = !dpdk_zero_copy,
-        .framing = udp ? EM_DPDK_FRAMING_UDP : EM_DPDK_FRAMING_L2,
-        .udp_port = dpdk_udp_port > 0 && dpdk_udp_port < 65536 ? (uint16_t)dpdk_udp_port : 0,
-        .udp_addr = dpdk_udp_addr,
-        .udp_no_csum = !dpdk_udp_checksum,
+    const em_transport_env_t env = {
+        .front = EM_FRONT_DPDK,
+        .job = job, /* %j: a memif socket of its own for every job */
+        .note = bulk_note,
+        .emd_dead = emd_dead,
+        .emd_closing = emd_closing,
     };
-    /* "A;B" in btl_dpdk_vdev: one port and module per device (two cables) */
-    return em_link_dpdk_open_port(&c, index, err, errlen);
+    return em_transport_open_link(&dpdk_params.s, dpdk_params.kind, &env, index, err, errlen);
 }
 
 /* a device is configured: daemon mode, a vdev, or EAL arguments (-a PCI) */
 static int dpdk_configured(void)
 {
-    return (dpdk_mode && 0 == strcmp(dpdk_mode, "daemon")) || (dpdk_vdev && *dpdk_vdev) ||
-           (dpdk_eal_args && *dpdk_eal_args);
+    const em_settings_t *p = &dpdk_params.s;
+    return daemon_mode() || (p->vdev && *p->vdev) || (p->eal_args && *p->eal_args);
 }
 
 static mca_btl_base_module_t **dpdk_init(int *num_btls, bool progress_threads, bool mpi_threads)
 {
     *num_btls = 0;
-    /* Opt-in (issue 15): with no device configured the component starts no
+    /* Opt-in: with no device configured the component starts no
      * EAL and says nothing, unless the job named it (then one line) */
     if (!dpdk_configured()) {
         if (em_btl_named("dpdk"))
@@ -305,6 +143,7 @@ static mca_btl_base_module_t **dpdk_init(int *num_btls, bool progress_threads, b
                            "ethermpi-info prints the line for this node)");
         return NULL;
     }
+    dpdk_params.kind = daemon_mode() ? EM_LINK_KIND_EMD : EM_LINK_KIND_DPDK;
     return em_btl_init(&dpdk_module, &mca_btl_dpdk_component, "dpdk", &dpdk_params, dpdk_open_link,
                        num_btls, mpi_threads);
 }

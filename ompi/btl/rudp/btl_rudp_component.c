@@ -8,7 +8,7 @@
  *
  * Select with: --mca btl self,vader,rudp
  *
- * Opt-in (issue 15): installed in Open MPI's component directory, the
+ * Opt-in: installed in Open MPI's component directory, the
  * component is used only when the job names it in `btl` or
  * btl_rudp_if_include is set (e.g. in openmpi-mca-params.conf); otherwise
  * it steps aside silently and the job runs as before.  With no interface
@@ -40,11 +40,6 @@
 extern mca_btl_base_component_3_0_0_t mca_btl_rudp_component;
 
 static em_btl_params_t rudp_params;
-static char *rudp_if_include;
-static int rudp_mtu;
-static int rudp_sock_buf;
-static bool rudp_gso;
-static bool rudp_gro;
 
 static em_btl_module_t rudp_module;
 
@@ -76,39 +71,10 @@ static void rudp_link_stats(em_link_t *l)
 
 static int rudp_register(void)
 {
-    /* A window in bytes, not frames (issue 12): 64 frames are 94 KB at MTU
-     * 1500, the bound of rudp's bandwidth there, and 576 KB at 9000; about
-     * 384 KiB in flight = 256 frames at 1500, 64 at 9000 (window 0 = sized
-     * from window_kb at the link's MTU; the congestion window, in bytes,
-     * governs under it).  Measured in docs/design.md "link_udp". */
-    rudp_params.window = 0;
-    rudp_params.window_kb = 384;
-    em_btl_register_params(&mca_btl_rudp_component.btl_version, &rudp_params);
-    rudp_if_include = "";
-    rudp_mtu = 0;
-    rudp_sock_buf = 4 * 1024 * 1024;
-    rudp_gso = true;
-    rudp_gro = true;
-    /* read-only, their defaults set above (in ompi_info's order) */
-    const em_btl_var_t params[] = {
-        { "if_include", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_1, &rudp_if_include,
-          "Interface for the UDP socket: a name (eth0), an IPv4 address, or a subnet "
-          "(10.77.0.0/24); empty = the first IPv4 interface the tcp BTL would use (its "
-          "if_include/if_exclude; never loopback or a container bridge).  A comma list "
-          "(eth0,eth1) opens one socket and module per entry (several links)" },
-        { "mtu", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &rudp_mtu,
-          "Largest datagram in bytes; 0 = interface MTU minus IP/UDP headers" },
-        { "sock_buf", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_5, &rudp_sock_buf,
-          "Socket send and receive buffer size in bytes (without CAP_NET_ADMIN the kernel caps "
-          "it at net.core.rmem_max / wmem_max; the component then says so once per node)" },
-        { "gso", MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, &rudp_gso,
-          "Send runs of equal frames to one peer as one UDP GSO send (UDP_SEGMENT, up to 64 KB); "
-          "falls back by itself where the kernel refuses" },
-        { "gro", MCA_BASE_VAR_TYPE_BOOL, OPAL_INFO_LVL_9, &rudp_gro,
-          "Let the kernel coalesce received datagrams (UDP_GRO); the BTL splits them again" },
-    };
-    em_btl_register_vars(&mca_btl_rudp_component.btl_version, params,
-                         sizeof params / sizeof params[0]);
+    /* every setting of the kernel UDP link and the protocol, from the
+     * table (src/transport/settings.c), as btl_rudp_<name> */
+    em_btl_register_params(&mca_btl_rudp_component.btl_version, &rudp_params, EM_FRONT_RUDP);
+    rudp_params.kind = EM_LINK_KIND_UDP;
     rudp_params.print_link_stats = rudp_link_stats;
     em_btl_module_defaults(&rudp_module.super);
     /* Eager up to 256 KiB (+ ob1's header), not 64: a rendezvous costs
@@ -116,8 +82,8 @@ static int rudp_register(void)
      * for, FIN) around the data, and over kernel UDP (GSO/GRO) the two
      * extra copies of an eager message cost less than those trips up to
      * 256 KiB: docs/design.md "link_udp", rendezvous or eager. */
-    rudp_module.super.btl_eager_limit = 256 * 1024 + 128;
-    rudp_module.super.btl_max_send_size = 256 * 1024 + 128;
+    rudp_module.super.btl_eager_limit = EM_TRANSPORT_EAGER_UDP + 128;
+    rudp_module.super.btl_max_send_size = EM_TRANSPORT_EAGER_UDP + 128;
     return mca_btl_base_param_register(&mca_btl_rudp_component.btl_version, &rudp_module.super);
 }
 
@@ -239,55 +205,37 @@ static int has_net_admin(void)
  * node (local rank 0), naming the sysctl; quiet when the buffers fit. */
 static void warn_clamped_buffers(void)
 {
-    if (rudp_sock_buf <= 0 || has_net_admin() || opal_process_info.my_local_rank != 0)
+    int want = rudp_params.s.sock_buf;
+    if (want <= 0 || has_net_admin() || opal_process_info.my_local_rank != 0)
         return;
     long r = proc_long("/proc/sys/net/core/rmem_max");
     long w = proc_long("/proc/sys/net/core/wmem_max");
     long lim = r >= 0 && w >= 0 ? (r < w ? r : w) : (r >= 0 ? r : w);
-    if (lim < 0 || lim >= rudp_sock_buf)
+    if (lim < 0 || lim >= want)
         return;
     opal_output(0,
                 "btl rudp: socket buffers clamped to %ld bytes by the kernel (asked %d, "
                 "btl_rudp_sock_buf): bursts may overflow them; raise the limit with "
                 "'sysctl -w net.core.rmem_max=%d net.core.wmem_max=%d' (root), or set "
                 "btl_rudp_sock_buf %ld to silence this",
-                lim, rudp_sock_buf, rudp_sock_buf, rudp_sock_buf, lim);
+                lim, want, want, want, lim);
 }
 
 /* link @p index: the index-th entry of btl_rudp_if_include ("eth0,eth1":
  * one socket, one module per interface; ob1 stripes over them) */
 static em_link_t *rudp_open_link(unsigned index, char *err, size_t errlen)
 {
-    char iface[256] = "";
-    const char *p = rudp_if_include ? rudp_if_include : "";
-    for (unsigned i = 0; i < index; i++) {
-        p = strchr(p, ',');
-        if (!p)
-            return NULL; /* no such link */
-        p++;
-    }
-    size_t n = strcspn(p, ",");
-    if (index > 0 && n == 0)
-        return NULL;
-    if (n >= sizeof iface) {
-        snprintf(err, errlen, "btl_rudp_if_include entry too long");
-        return NULL;
-    }
-    memcpy(iface, p, n);
-    iface[n] = 0;
-    if (index == 0 && n == 0 && default_iface(iface, sizeof iface, err, errlen) != 0)
-        return NULL;
-    opal_output_verbose(10, opal_btl_base_framework.framework_output,
-                        "[%s] btl_rudp: link %u on interface %s", opal_process_info.nodename, index,
-                        iface);
-    em_udp_cfg_t c = { .iface = iface,
-                       .mtu = rudp_mtu > 0 ? (uint32_t)rudp_mtu : 0,
-                       .sock_buf = rudp_sock_buf,
-                       .no_gso = !rudp_gso,
-                       .no_gro = !rudp_gro,
-                       .note = rudp_note,
-                       .frame_len = em_wire_frame_len };
-    em_link_t *link = em_link_udp_open(&c, err, errlen);
+    const em_transport_env_t env = {
+        .front = EM_FRONT_RUDP,
+        .default_iface = default_iface, /* the one tcp would take */
+        .note = rudp_note,
+    };
+    em_link_t *link =
+        em_transport_open_link(&rudp_params.s, EM_LINK_KIND_UDP, &env, index, err, errlen);
+    if (link)
+        opal_output_verbose(10, opal_btl_base_framework.framework_output,
+                            "[%s] btl_rudp: link %u open (MTU %u)", opal_process_info.nodename,
+                            index, link->mtu);
     if (link && index == 0)
         warn_clamped_buffers(); /* once per node (local rank 0), naming the sysctl */
     return link;
@@ -296,7 +244,8 @@ static em_link_t *rudp_open_link(unsigned index, char *err, size_t errlen)
 static mca_btl_base_module_t **rudp_init(int *num_btls, bool progress_threads, bool mpi_threads)
 {
     *num_btls = 0;
-    if (!em_btl_named("rudp") && !(rudp_if_include && *rudp_if_include))
+    const char *inc = rudp_params.s.if_include;
+    if (!em_btl_named("rudp") && !(inc && *inc))
         return NULL; /* not asked for: step aside silently */
     return em_btl_init(&rudp_module, &mca_btl_rudp_component, "rudp", &rudp_params, rudp_open_link,
                        num_btls, mpi_threads);
