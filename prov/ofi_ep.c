@@ -22,12 +22,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "link/link_emd.h"
 #include "link/link_udp.h"
 #include "proto/wire.h"
-#ifdef EMO_HAVE_DPDK
-#include "link/link_dpdk.h"
-#endif
 
 int emo_errno(int em_err)
 {
@@ -115,9 +111,9 @@ static int pick_id(uint16_t *id, uint16_t *npeers, char *err, size_t errlen)
 
 /* ---- link ----------------------------------------------------------------- */
 
-static void udp_note(void *ctx, const char *msg)
+static void link_note(void *ctx, const char *msg)
 {
-    FI_WARN(&emo_prov, FI_LOG_EP_CTRL, "udp link: %s\n", msg);
+    FI_WARN(&emo_prov, FI_LOG_EP_CTRL, "link: %s\n", msg);
 }
 
 static void emd_dead(void *ctx, const char *why)
@@ -125,103 +121,21 @@ static void emd_dead(void *ctx, const char *why)
     FI_WARN(&emo_prov, FI_LOG_EP_CTRL, "the emd daemon is gone (%s): peers will fail\n", why);
 }
 
-/* "@FILE" = FILE's first line; then "%h" = this host's name (as the BTL's
- * btl_dpdk_vdev: one setting gives each node its own end of a cable) */
-static int expand_spec(const char *spec, char *out, size_t len, char *err, size_t errlen)
-{
-    char raw[1024], host[256];
-    if (spec[0] == '@') {
-        char path[1024];
-        if (expand_spec(spec + 1, path, sizeof path, err, errlen) != 0)
-            return -1;
-        FILE *f = fopen(path, "r");
-        if (!f || !fgets(raw, sizeof raw, f)) {
-            snprintf(err, errlen, "cannot read the device file '%.200s': %s", path,
-                     f ? "empty" : strerror(errno));
-            if (f)
-                fclose(f);
-            return -1;
-        }
-        fclose(f);
-        raw[strcspn(raw, "\r\n")] = 0;
-    } else {
-        snprintf(raw, sizeof raw, "%s", spec);
-    }
-    if (gethostname(host, sizeof host) != 0)
-        snprintf(host, sizeof host, "localhost");
-    host[sizeof host - 1] = 0;
-    size_t o = 0;
-    for (const char *p = raw; *p; p++) {
-        const char *ins = NULL;
-        char one[2] = { *p, 0 };
-        if (p[0] == '%' && p[1] == 'h') {
-            ins = host;
-            p++;
-        } else if (p[0] == '%' && p[1] == 'j') {
-            ins = "0"; /* no job id in libfabric: one cable socket per node pair */
-            p++;
-        } else {
-            ins = one;
-        }
-        size_t n = strlen(ins);
-        if (o + n >= len) {
-            snprintf(err, errlen, "device string too long: '%.200s'", raw);
-            return -1;
-        }
-        memcpy(out + o, ins, n);
-        o += n;
-    }
-    out[o] = 0;
-    return 0;
-}
-
+/* FI_ETHERMPI_LINK's link, with every option the BTLs have (the front-end
+ * layer opens it: src/transport/transport.h) */
 static em_link_t *open_link(char *err, size_t errlen)
 {
-    const char *l = emo_link_name();
-    if (0 == strcmp(l, "udp")) {
-        em_udp_cfg_t c = { .iface = emo_params.iface,
-                           .mtu = emo_params.mtu > 0 ? (uint32_t)emo_params.mtu : 0,
-                           .sock_buf = emo_params.sock_buf,
-                           .note = udp_note,
-                           .frame_len = em_wire_frame_len };
-        return em_link_udp_open(&c, err, errlen);
+    if (emo_params_error()[0]) {
+        snprintf(err, errlen, "%s", emo_params_error());
+        return NULL;
     }
-    if (0 == strcmp(l, "emd")) {
-        if (!emo_params.emd_socket || !*emo_params.emd_socket) {
-            snprintf(err, errlen,
-                     "FI_ETHERMPI_LINK=emd needs FI_ETHERMPI_EMD_SOCKET (the "
-                     "daemon's control socket)");
-            return NULL;
-        }
-        /* own queues for puts (a DPDK secondary of the daemon) are not
-         * opened here: the mode stays AUTO with no opener, so puts go
-         * through the daemon (and the code builds whatever renov-emd names
-         * that mode) */
-        em_emd_cfg_t c = { .socket_path = emo_params.emd_socket, .dead_cb = emd_dead };
-        return em_link_emd_open(&c, err, errlen);
-    }
-#ifdef EMO_HAVE_DPDK
-    if (0 == strcmp(l, "dpdk")) {
-        char vdev[1024], prefix[64];
-        if (expand_spec(emo_params.vdev ? emo_params.vdev : "", vdev, sizeof vdev, err, errlen) !=
-            0)
-            return NULL;
-        snprintf(prefix, sizeof prefix, "emo%ld", (long)getpid());
-        em_dpdk_cfg_t c = { .vdev = vdev,
-                            .eal_args = emo_params.eal_args,
-                            .file_prefix = prefix,
-                            .mtu = emo_params.mtu > 0 ? (uint32_t)emo_params.mtu : 0 };
-        return em_link_dpdk_open(&c, err, errlen);
-    }
-#endif
-    snprintf(err, errlen, "FI_ETHERMPI_LINK='%s' is not a link of this build (udp, emd%s)", l,
-#ifdef EMO_HAVE_DPDK
-             ", dpdk"
-#else
-             ""
-#endif
-    );
-    return NULL;
+    const em_transport_env_t env = {
+        .front = EM_FRONT_OFI,
+        .job = "0", /* no job id in libfabric: one cable socket per node pair */
+        .note = link_note,
+        .emd_dead = emd_dead,
+    };
+    return em_transport_open_link(&emo_params, emo_link_kind(), &env, 0, err, errlen);
 }
 
 /* ---- engine --------------------------------------------------------------- */
@@ -229,23 +143,11 @@ static em_link_t *open_link(char *err, size_t errlen)
 static int make_engine(struct emo_ep *ep, char *err, size_t errlen)
 {
     em_proto_cfg_t cfg;
-    em_proto_cfg_default(&cfg);
-    int window = emo_window(ep->link->mtu);
-    if (em_cc_mode_parse(emo_params.cc) < 0 || window < 1) {
-        snprintf(err, errlen,
-                 "FI_ETHERMPI_CC must be loss, delay or off, FI_ETHERMPI_WINDOW 0 to %u, and "
-                 "FI_ETHERMPI_WINDOW_KB over 0 where the window is 0",
-                 EM_WINDOW_MAX);
+    /* window, recovery, timers, congestion control, receive budget,
+     * liveness: the settings, applied as every front end applies them */
+    if (em_transport_proto_cfg(&emo_params, emo_link_kind(), ep->link->mtu, &cfg, err, errlen) !=
+        0)
         return -1;
-    }
-    if (emo_params.linger_ms < 0) {
-        snprintf(err, errlen, "FI_ETHERMPI_LINGER_MS must be 0 (close at once) or more");
-        return -1;
-    }
-    if (emo_params.unexp_mb < 0) {
-        snprintf(err, errlen, "FI_ETHERMPI_UNEXP_MB must be 0 (no bound) or more");
-        return -1;
-    }
     ep->unexp_budget = (uint64_t)emo_params.unexp_mb << 20;
     cfg.peers_need_set = 1;
     cfg.bind_source = 1;
@@ -253,26 +155,9 @@ static int make_engine(struct emo_ep *ep, char *err, size_t errlen)
     cfg.isn = ep->self.isn;
     cfg.self = ep->self.id;
     cfg.npeers = ep->npeers;
-    cfg.frame_max = ep->link->mtu;
-    cfg.window = (uint16_t)window;
-    cfg.rto_ns = (uint64_t)emo_params.rto_us * 1000u;
-    cfg.rto_min_ns = (uint64_t)emo_params.rto_min_us * 1000u;
-    cfg.rto_max_ns = (uint64_t)emo_params.rto_max_us * 1000u;
-    cfg.max_retries = (uint32_t)emo_params.retries;
-    cfg.ack_delay_ns = (uint64_t)emo_params.ack_delay_us * 1000u;
-    /* a peer we only wait for fails within a sender's bound (src/proto/live.c) */
-    cfg.live_idle_ns = (uint64_t)(emo_params.live_us < 0 ? emo_params.rto_max_us
-                                                         : emo_params.live_us) *
-                       1000u;
-    cfg.cc = (em_cc_mode_t)em_cc_mode_parse(emo_params.cc);
     /* no message longer than a sender of ours makes: the eager limit plus
      * our header (rendezvous data travels as puts, not messages) */
     cfg.max_msg = (uint32_t)ep->eager_max + EMO_HDR_LEN + EMO_ADDR_LEN; /* + first contact */
-    cfg.rx_mem_max = emo_params.rx_mem_mb > 0 ? (uint64_t)emo_params.rx_mem_mb << 20 : 0;
-    if (cfg.frame_max && 65536 / cfg.frame_max > cfg.cc_pace_burst)
-        cfg.cc_pace_burst = (uint16_t)(65536 / cfg.frame_max);
-    if (cfg.cc_pace_burst > cfg.window)
-        cfg.cc_pace_burst = cfg.window;
     int e = 0;
     ep->eng = em_engine_create(ep->link, &cfg, &emo_engine_ops, ep, &e);
     if (!ep->eng) {

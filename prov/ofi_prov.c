@@ -24,96 +24,23 @@ emo_params_t emo_params;
 
 /* ---- parameters -------------------------------------------------------- */
 
-struct emo_pdef {
-    const char *name;
-    enum fi_param_type type;
-    void *val;
-    const char *help;
-};
+/* The provider's settings: the rows of src/transport/settings.c that name
+ * EM_FRONT_OFI, as FI_ETHERMPI_<NAME> (fi_info -e lists them with their
+ * help and default).  No default is written here. */
+static char params_err[256];
 
-static const struct emo_pdef pdefs[] = {
-    { "link", FI_PARAM_STRING, &emo_params.link,
-      "Which link carries the frames: udp (kernel UDP, default), dpdk (a DPDK PMD: memif, "
-      "af_xdp, a NIC; FI_ETHERMPI_VDEV) or emd (the node daemon; FI_ETHERMPI_EMD_SOCKET)" },
-    { "if_include", FI_PARAM_STRING, &emo_params.iface,
-      "udp: interface name, IPv4 address or subnet to bind (as btl_rudp_if_include); "
-      "default the first non-loopback IPv4 interface" },
-    { "mtu", FI_PARAM_INT, &emo_params.mtu, "Frame size in bytes; 0 = the link's" },
-    { "sock_buf", FI_PARAM_INT, &emo_params.sock_buf,
-      "udp: socket buffer bytes (as btl_rudp_sock_buf); 0 = 4 MiB" },
-    { "vdev", FI_PARAM_STRING, &emo_params.vdev,
-      "dpdk: device as DPDK devargs, or @FILE (first line); %h = host name (as btl_dpdk_vdev)" },
-    { "eal_args", FI_PARAM_STRING, &emo_params.eal_args,
-      "dpdk: extra EAL arguments, e.g. '-a 0000:3b:00.0' (as btl_dpdk_eal_args)" },
-    { "emd_socket", FI_PARAM_STRING, &emo_params.emd_socket,
-      "emd: the daemon's control socket (as btl_dpdk_emd_socket)" },
-    { "window", FI_PARAM_INT, &emo_params.window,
-      "Frames in flight per peer, 1-256; 0 = sized from FI_ETHERMPI_WINDOW_KB at the link's "
-      "frame size (64-256 frames).  Default: 0 on kernel UDP (as btl_rudp_window), 64 on dpdk "
-      "and emd" },
-    { "window_kb", FI_PARAM_INT, &emo_params.window_kb,
-      "With window 0: about this many KiB in flight per peer (as btl_rudp_window_kb); "
-      "default 384" },
-    { "rto_us", FI_PARAM_INT, &emo_params.rto_us, "First retransmit timeout, microseconds" },
-    { "rto_min_us", FI_PARAM_INT, &emo_params.rto_min_us, "Smallest retransmit timeout, us" },
-    { "rto_max_us", FI_PARAM_INT, &emo_params.rto_max_us, "Largest retransmit timeout, us" },
-    { "retries", FI_PARAM_INT, &emo_params.retries,
-      "Consecutive timeouts before a peer is declared failed (its operations then complete "
-      "with FI_EIO in the CQ)" },
-    { "live_us", FI_PARAM_INT, &emo_params.live_us,
-      "Liveness watch: a peer this endpoint waits for (a receive posted for it alone, a "
-      "rendezvous) that sends nothing for this long is probed, and declared failed after "
-      "FI_ETHERMPI_RETRIES unanswered probes, within a sender's bound; default "
-      "FI_ETHERMPI_RTO_MAX_US, 0 = off (a dead peer that is only waited for is then never "
-      "noticed)" },
-    { "linger_ms", FI_PARAM_INT, &emo_params.linger_ms,
-      "fi_close of an endpoint waits at most this long for what it sent to be acknowledged "
-      "(an inject whose frame was lost is resent meanwhile; MPICH closes its endpoint right "
-      "after its last send), and names the peers that did not acknowledge; default 5000, "
-      "0 = one pass: what is queued leaves, nothing is waited for (unacknowledged messages "
-      "may be lost)" },
-    { "unexp_mb", FI_PARAM_INT, &emo_params.unexp_mb,
-      "MiB of unexpected messages (arrived before their receive was posted) an endpoint "
-      "holds; when a message would exceed it, the peer holding the most is failed (its "
-      "operations end with FI_EIO) and its held messages dropped; default 1024, 0 = no bound" },
-    { "cq_spin_ns", FI_PARAM_INT, &emo_params.cq_spin_ns,
-      "A caller that reads an empty CQ again within 20 us while a receive is posted (an MPI "
-      "waiting for a message) is answered only after this many ns of progress without a "
-      "completion (MPICH yields the CPU after every progress test); default 2000; a CQ whose "
-      "spins mostly expire without a completion stops spinning (docs/ofi.md); 0 = answer at "
-      "once" },
-    { "yield_us", FI_PARAM_INT, &emo_params.yield_us,
-      "A caller that reads an empty CQ again within 20 us, when nothing has arrived or "
-      "completed for this many us, yields the core (sched_yield) before -FI_EAGAIN: an "
-      "application waiting in a tight loop for a peer that shares its core (more ranks than "
-      "cores) lets it run (Open MPI's blocking sends spin without yielding); default 50, 0 = "
-      "never" },
-    { "ack_delay_us", FI_PARAM_INT, &emo_params.ack_delay_us, "Longest ACK delay, us" },
-    { "rx_mem_mb", FI_PARAM_INT, &emo_params.rx_mem_mb,
-      "MiB of reassembly and out-of-order buffers per endpoint" },
-    { "cc", FI_PARAM_STRING, &emo_params.cc, "Congestion control: loss (default), delay, off" },
-    { "eager_max", FI_PARAM_INT, &emo_params.eager_max,
-      "Largest message sent eagerly (sends and injects leave from the caller's buffer, an "
-      "inject is then copied; copied once at the receiver); larger ones use rendezvous (a "
-      "put into the receiver's buffer).  Also the inject size.  Default: 262144 on kernel "
-      "UDP (where a rendezvous costs two more kernel crossings each way), 8192 on dpdk and "
-      "emd; 0 = every message by rendezvous" },
-    { "send_copy_max", FI_PARAM_INT, &emo_params.send_copy_max,
-      "A send (fi_send, fi_tsend: not an inject) of up to this many bytes whose caller did "
-      "not ask for FI_TRANSMIT_COMPLETE, FI_DELIVERY_COMPLETE or stronger is copied after it "
-      "leaves and completes at once (inject complete), instead of at the peer's ACK, which "
-      "the peer must then send on its own; default 8192, 0 = every send completes at the "
-      "ACK" },
-    { "id", FI_PARAM_INT, &emo_params.id,
-      "This endpoint's id (0-65534), unique in the job; default the launcher's rank "
-      "(PMIX_RANK, PMI_RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID), else random" },
-    { "npeers", FI_PARAM_INT, &emo_params.npeers,
-      "Ids in the job (every id below it); default 4 x the launcher's size, else 256" },
-    { "first_contact", FI_PARAM_INT, &emo_params.first_contact,
-      "Peers that may reach this endpoint before the application inserted their address "
-      "(their first messages carry it; Open MPI inserts peers lazily); default "
-      "FI_ETHERMPI_NPEERS, 0 = none" },
-};
+const char *emo_params_error(void) { return params_err; }
+
+static enum fi_param_type fi_type(em_set_type_t t)
+{
+    switch (t) {
+    case EM_SET_INT: return FI_PARAM_INT;
+    case EM_SET_BOOL: return FI_PARAM_BOOL;
+    case EM_SET_DOUBLE: /* no double in fi_param: read as text */
+    case EM_SET_STRING: break;
+    }
+    return FI_PARAM_STRING;
+}
 
 void emo_params_load(void)
 {
@@ -121,56 +48,56 @@ void emo_params_load(void)
     if (loaded)
         return;
     loaded = 1;
-    emo_params = (emo_params_t){
-        .link = "udp",
-        .window = -1, /* the link's: emo_window() */
-        .window_kb = 384,
-        .rto_us = 1000,
-        .rto_min_us = 200,
-        .rto_max_us = 1000000,
-        .retries = 70,
-        .live_us = -1,
-        .linger_ms = 5000,
-        .unexp_mb = 1024,
-        .cq_spin_ns = 2000, /* adaptive: stops when spins go unrewarded (docs/ofi.md) */
-        .yield_us = 50,
-        .ack_delay_us = 20,
-        .rx_mem_mb = 256,
-        .cc = "loss",
-        .eager_max = -1, /* the link's: emo_eager_max() */
-        .send_copy_max = 8192,
-        .id = -1,
-        .first_contact = -1,
-    };
-    for (size_t i = 0; i < sizeof pdefs / sizeof pdefs[0]; i++) {
-        fi_param_define(&emo_prov, pdefs[i].name, pdefs[i].type, "%s", pdefs[i].help);
-        (void)fi_param_get(&emo_prov, pdefs[i].name, pdefs[i].val);
+    em_settings_default(&emo_params);
+    size_t n;
+    const em_setting_t *t = em_settings_table(&n);
+    for (size_t i = 0; i < n; i++) {
+        if (!(t[i].fronts & EM_FRONT_OFI))
+            continue;
+        char dflt[96];
+        em_setting_format(&emo_params, &t[i], dflt, sizeof dflt);
+        fi_param_define(&emo_prov, t[i].name, fi_type(t[i].type), "%s (default: %s)", t[i].help,
+                        *dflt ? dflt : "empty");
+        void *v = em_setting_ptr(&emo_params, &t[i]);
+        int iv;
+        char *sv = NULL;
+        switch (t[i].type) {
+        case EM_SET_INT: (void)fi_param_get_int(&emo_prov, t[i].name, (int *)v); break;
+        case EM_SET_BOOL:
+            if (fi_param_get_bool(&emo_prov, t[i].name, &iv) == FI_SUCCESS)
+                *(bool *)v = iv != 0;
+            break;
+        case EM_SET_STRING: (void)fi_param_get_str(&emo_prov, t[i].name, (char **)v); break;
+        case EM_SET_DOUBLE:
+            if (fi_param_get_str(&emo_prov, t[i].name, &sv) == FI_SUCCESS && sv && !params_err[0]) {
+                char name[64];
+                em_setting_fullname(&t[i], EM_FRONT_OFI, name, sizeof name);
+                (void)em_setting_parse(&emo_params, &t[i], sv, name, params_err,
+                                       sizeof params_err);
+            }
+            break;
+        }
     }
+    if (!params_err[0])
+        (void)em_settings_check(&emo_params, EM_FRONT_OFI, params_err, sizeof params_err);
+    if (params_err[0])
+        FI_WARN(&emo_prov, FI_LOG_CORE, "%s: no endpoint can be opened\n", params_err);
 }
 
-/* Eager limits when FI_ETHERMPI_EAGER_MAX is unset (docs/ofi.md, "Eager
- * limit").  Over kernel UDP every rendezvous leg (RTS, CTS) is a trip
- * through both kernels, about 5 us on the emulated cluster: with an 8 KiB
- * limit 16 KiB took 1.7-2.1x each MPI's tcp path, with 16 KiB 32 KiB took
- * 1.2-1.3x; eagerly 0.45-0.9x.  256 KiB, the rudp BTL's limit, beat 32 KiB
- * at 64-256 KiB on both MTUs (docs/ofi-measurements.md "Eager limit").
- * On the bypass links a leg costs well under a microsecond and the
- * rendezvous' zero-copy put pays from 8 KiB on. */
-#define EMO_EAGER_UDP     262144
-#define EMO_EAGER_DEFAULT 8192
+const char *emo_link_name(void) { return emo_params.link ? emo_params.link : "udp"; }
+
+em_link_kind_t emo_link_kind(void)
+{
+    int k = em_link_kind_parse(emo_link_name());
+    return k < 0 ? EM_LINK_KIND_UDP : (em_link_kind_t)k;
+}
 
 /* The inject size (fi_getinfo's inject_size): an inject is copied before
  * the call returns, and the copies are kept for reuse (emo_op_new), so it
- * stays at most 256 KiB however far the eager limit goes.  A cap at 32 KiB
- * (larger sends leaving from the caller's buffer, completing at the
- * peer's ACK) made one-way streams of 128-256 KiB blocking sends twice
- * as fast, and collectives with two ranks per node on this 2-core host
- * 1.5 times slower at 128-256 KiB (a send then waits for a peer that may
- * be off its core): not kept (docs/ofi.md "Inject size and the send
- * budget").  The send budget (EMO_TX_BYTES) bounds what injects hold. */
+ * stays at most 256 KiB however far the eager limit goes; the send budget
+ * (EMO_TX_BYTES) bounds what injects hold (docs/ofi.md "Inject size and
+ * the send budget"). */
 #define EMO_INJECT_MAX 262144
-
-const char *emo_link_name(void) { return emo_params.link ? emo_params.link : "udp"; }
 
 size_t emo_inject_max(void)
 {
@@ -178,28 +105,13 @@ size_t emo_inject_max(void)
     return e < EMO_INJECT_MAX ? e : EMO_INJECT_MAX;
 }
 
-size_t emo_eager_max(void)
-{
-    if (emo_params.eager_max >= 0)
-        return (size_t)emo_params.eager_max;
-    return 0 == strcmp(emo_link_name(), "udp") ? EMO_EAGER_UDP : EMO_EAGER_DEFAULT;
-}
-
-/* Windows when FI_ETHERMPI_WINDOW is unset: as the BTLs of the same links.
- * Over kernel UDP a window in bytes (rudp's 384 KiB): 64 frames are 94 KB
- * at MTU 1500, and bounded the provider's rendezvous there (docs/ofi.md
- * "Window at MTU 1500").  The bypass links keep the 64 frames they were
- * measured with (the dpdk BTL's default is 32). */
-#define EMO_WINDOW_DEFAULT 64
+/* the link's eager limit unless FI_ETHERMPI_EAGER_MAX is set (transport.h) */
+size_t emo_eager_max(void) { return em_transport_eager_max(&emo_params, emo_link_kind()); }
 
 int emo_window(uint32_t frame_max)
 {
-    int w = emo_params.window;
-    if (w < 0)
-        w = 0 == strcmp(emo_link_name(), "udp") ? 0 : EMO_WINDOW_DEFAULT;
-    if (w > (int)EM_WINDOW_MAX || (w == 0 && emo_params.window_kb <= 0))
-        return -1;
-    return w ? w : em_proto_window_for((uint32_t)emo_params.window_kb, frame_max);
+    unsigned w = em_transport_window(&emo_params, emo_link_kind(), frame_max);
+    return w ? (int)w : -1;
 }
 
 /* ---- shared no-op methods -------------------------------------------- */

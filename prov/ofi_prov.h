@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file ofi_prov.h
- * The libfabric provider `ethermpi` (issue 16): an FI_EP_RDM endpoint with
+ * The libfabric provider `ethermpi`: an FI_EP_RDM endpoint with
  * FI_MSG, FI_TAGGED and FI_RMA over the ethermpi engine (src/engine), one
  * engine and one link per endpoint.  Internal declarations shared by the
  * provider's files; only fi_prov_ini() is exported.
@@ -38,6 +38,7 @@
 #include <rdma/providers/fi_prov.h>
 
 #include "engine/engine.h"
+#include "transport/transport.h"
 #include "ofi_match.h"
 #include "ofi_wire.h"
 
@@ -62,40 +63,21 @@
 
 extern struct fi_provider emo_prov;
 
-/** Settings read once from FI_ETHERMPI_* (ofi_prov.c, emo_params_load). */
-typedef struct emo_params {
-    char *link;       /**< "udp" (default), "dpdk" or "emd" */
-    char *iface;      /**< udp: interface, address or subnet (btl_rudp_if_include) */
-    int mtu;          /**< frame size; 0 = the link's */
-    int sock_buf;     /**< udp socket buffers, bytes (btl_rudp_sock_buf) */
-    char *vdev;       /**< dpdk: devargs, "@FILE", %h (btl_dpdk_vdev) */
-    char *eal_args;   /**< dpdk: extra EAL arguments (btl_dpdk_eal_args) */
-    char *emd_socket; /**< emd: the daemon's control socket (btl_dpdk_emd_socket) */
-    int window; /**< frames in flight per peer; -1 = the link's, 0 = from window_kb (emo_window) */
-    int window_kb; /**< window 0: about this many KiB in flight per peer */
-    int rto_us, rto_min_us, rto_max_us, retries, ack_delay_us, rx_mem_mb;
-    int live_us;       /**< liveness watch idle time, us; -1 = rto_max_us, 0 = off */
-    int linger_ms;     /**< fi_close waits this long at most for its sends to arrive
-                            (em_engine_drain); 0 = one pass, no wait */
-    int unexp_mb;      /**< unexpected messages held per endpoint, MiB; 0 = no bound */
-    int yield_us;      /**< a caller polling an empty CQ in a loop, nothing having come
-                            for this long: sched_yield() before -FI_EAGAIN; 0 = never */
-    int cq_spin_ns;    /**< a caller polling an empty CQ in a loop: keep progressing this
-                            long before -FI_EAGAIN (ofi_cq.c, cq_spin); 0 = never */
-    char *cc;          /**< "loss" (default), "delay", "off" */
-    int eager_max;     /**< largest message sent eagerly, bytes; -1 = the link's
-                            default (emo_eager_max) */
-    int send_copy_max; /**< a send up to this many bytes that asked for no completion
-                            level is copied and completes at once (ofi_data.c do_send) */
-    int id;            /**< endpoint id; -1 = from the launcher / random */
-    int npeers;        /**< ids in the job; 0 = from the launcher / 256 */
-    int first_contact; /**< peers made from their first message (ofi_contact.c); -1 = npeers */
-} emo_params_t;
+/** Settings read once from FI_ETHERMPI_* (ofi_prov.c, emo_params_load):
+ *  the rows of the one settings table (src/transport/settings.h) that the
+ *  provider offers, FI_ETHERMPI_<NAME> each. */
+typedef em_settings_t emo_params_t;
 
 extern emo_params_t emo_params;
 void emo_params_load(void);
+/** "" when the settings are valid, else the sentence naming the bad one
+ *  (an endpoint then cannot be opened). */
+const char *emo_params_error(void);
 /** FI_ETHERMPI_LINK: "udp" (the default), "dpdk" or "emd". */
 const char *emo_link_name(void);
+/** ... as a link kind (EM_LINK_KIND_UDP when the name is unknown: refused
+ *  by emo_params_error) */
+em_link_kind_t emo_link_kind(void);
 /** The eager limit in force: FI_ETHERMPI_EAGER_MAX, else the link's default. */
 size_t emo_eager_max(void);
 /** The inject size in force: the eager limit, at most 256 KiB (injects are copied). */
