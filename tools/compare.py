@@ -481,6 +481,14 @@ def main(argv):
         return 2
 
     ctx = {"build": build, "iface": args.iface, "prefix": args.prefix}
+    # our BTLs load next to Open MPI's components: its directory, asked of
+    # ompi_info now, so a missing ompi_info stops the run before any phase
+    if any(runner.SYSTEM_MCA_DIR in v for t in transports for _, v in t.mca):
+        try:
+            ctx["ompi_pkglibdir"] = runner.ompi_pkglibdir()
+        except RuntimeError as e:
+            print("compare.py: %s" % e, file=sys.stderr)
+            return 2
     mode = "local" if args.local else ("cluster-external" if args.no_cluster else "cluster")
     base_env = dict(os.environ)
     base_env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})

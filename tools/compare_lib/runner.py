@@ -16,12 +16,40 @@ from .results import RunOutcome
 from .btlstats import STATS_MCA, parse_counters
 from .mpis import MPIS
 
-SYSTEM_MCA_DIR = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
+# Open MPI's component directory in `mca` templates: filled in by
+# Transport._subst with ompi_pkglibdir() unless the ctx names it
+SYSTEM_MCA_DIR = "{ompi_pkglibdir}"
+_OMPI_PKGLIBDIR = None
+
+
+def ompi_pkglibdir():
+    """Open MPI's component directory (pkglibdir), asked of
+    `ompi_info --path pkglibdir --parsable` once (as ompi/meson.build does
+    and tests/lib/ompi.sh for the shell scripts); EM_OMPI_PKGLIBDIR, when
+    set, is used as is.  Raises RuntimeError naming the cause."""
+    global _OMPI_PKGLIBDIR
+    if _OMPI_PKGLIBDIR is None:
+        d = os.environ.get("EM_OMPI_PKGLIBDIR")
+        if not d:
+            try:
+                out = subprocess.run(["ompi_info", "--path", "pkglibdir", "--parsable"],
+                                     capture_output=True, text=True, check=False).stdout.strip()
+            except FileNotFoundError:
+                raise RuntimeError("ompi_info not found in PATH: cannot ask Open MPI for its "
+                                   "component directory (install openmpi-bin, or set "
+                                   "EM_OMPI_PKGLIBDIR)") from None
+            if not out.startswith("path:pkglibdir:") or out == "path:pkglibdir:":
+                raise RuntimeError("'ompi_info --path pkglibdir --parsable' said %r, not "
+                                   "'path:pkglibdir:<dir>'" % out[:200])
+            d = out[len("path:pkglibdir:"):]
+        _OMPI_PKGLIBDIR = d
+    return _OMPI_PKGLIBDIR
 
 
 class Transport:
     """One way of running MPI.  `mca` and `env` values may use {build}
-    (absolute meson build dir) and {iface} (the cluster's interface name).
+    (absolute meson build dir), {iface} (the cluster's interface name) and
+    {ompi_pkglibdir} (Open MPI's component directory, SYSTEM_MCA_DIR).
     `requires` lists files (templates too) that must exist, else the
     transport is recorded as skipped."""
 
@@ -123,6 +151,8 @@ class Transport:
         return fields
 
     def _subst(self, s, ctx):
+        if "{ompi_pkglibdir}" in s and "ompi_pkglibdir" not in ctx:
+            ctx = dict(ctx, ompi_pkglibdir=ompi_pkglibdir())
         return s.format(**ctx)
 
     def mca_args(self, ctx):
