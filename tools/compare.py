@@ -64,7 +64,7 @@ def parse_args(argv):
     p.add_argument("--mtus", default=None, metavar="LIST",
                    help="the MTU rows to run, e.g. 1500 (default: 1500,9000)")
     p.add_argument("--mpi-rows", action="store_true",
-                   help="only the mpi rows (issue 16: latency, bw, bibw of the libfabric "
+                   help="only the mpi rows (latency, bw, bibw of the libfabric "
                         "transports and each MPI's tcp path under Debian's Open MPI 4.1 and the "
                         "Open MPI 5 / MPICH 5 wheels; field mpi; needs 'make venv')")
     p.add_argument("--venv", default=os.environ.get("EM_VENV") or os.path.join(REPO, ".venv-mpi"),

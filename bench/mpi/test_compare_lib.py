@@ -268,8 +268,8 @@ class RunnerTests(unittest.TestCase):
     def test_select(self):
         names = [b.label for b in runner.select(runner.BENCHMARKS, "burst@2:1,latency",
                                                 lambda b: [b.name, b.label], "benchmark")]
-        # (a name selects its variants too: latency's rdv rows, issue 5, its
-        # MTU rows, issue 12, its framing rows, issue 17, and its mpi rows, issue 16)
+        # (a name selects its variants too: latency's rdv rows, its
+        # MTU rows, its framing rows, and its mpi rows)
         self.assertEqual(names, ["latency", "burst@2:1", "latency,rdv=own-queue", "latency,rdv=daemon",
                                  "latency,mtu=1500", "latency,mtu=9000", "latency,framing=l2",
                                  "latency,framing=udp", "latency,mpi=ompi4", "latency,mpi=ompi5",
@@ -847,7 +847,7 @@ class SweepTests(unittest.TestCase):
         self.assertNotIn("spurious_retx", by[("tcp", None, None, None)])
         self.assertEqual(by[("tcp", 1500, None, None)]["status"], "skipped")
         self.assertIn("emulated cluster", by[("rudp", 9000, None, None)]["reason"])
-        # the framing rows are the dpdk BTL's only (issue 17)
+        # the framing rows are the dpdk BTL's only
         self.assertEqual(by[("rudp", None, None, "udp")]["status"], "skipped")
         self.assertIn("framings", by[("rudp", None, None, "udp")]["reason"])
         self.assertEqual(by[("rudp", 9000, None, None)]["mtu_requested"], 9000)
