@@ -4,13 +4,11 @@
  * trip of one cache line between two threads pinned to them (each waits
  * for the other's store, then stores), median of 5 rounds of 20,000.
  *
- * Why: on this project's 2-vCPU VM the latency of everything that crosses
- * shared memory (the memif cable, a DPDK ring, emd's queues) is bimodal
- * from run to run, and the mode follows this round trip: ~55 ns when the
- * host runs the two vCPUs on cores that share a cache, ~340 ns when it
- * does not (measured 2026-11-25: MPICH over the memif cable 1.37-1.67 us
- * against 1.99-2.33 us one-way in the same minutes; docs/benchmarks.md
- * "Host placement").  tools/compare.py runs this before every benchmark
+ * Why: on a VM with two vCPUs the latency of everything that crosses
+ * shared memory (the memif cable, a DPDK ring, emd's queues) can be
+ * bimodal from run to run, and the mode follows this round trip: short
+ * when the host runs the two vCPUs on cores that share a cache, several
+ * times longer when it does not (docs/benchmarks.md "Host placement").  tools/compare.py runs this before every benchmark
  * run and keeps the value beside the run's numbers (host_cl_rt_ns).
  *
  * Output: "cl_rt_ns N" (N an integer), or "cl_rt_ns unknown (reason)"

@@ -10,7 +10,7 @@
  *   - retransmissions per delivered frame;
  *   - CPU cost: wall-clock nanoseconds of protocol + simulator work per
  *     delivered frame (a guide only: the machine is shared and noisy).
- * and then the incast of issue 12 (src/sim/incast.h): 8 senders stream to one
+ * and then the incast scenario (src/sim/incast.h): 8 senders stream to one
  * receiver through a shared 10 Gbit/s bottleneck with a 64-frame buffer, for
  * each congestion-control mode (off, loss, delay): goodput as a fraction of
  * the bottleneck, retransmissions per data frame, per-sender fairness.

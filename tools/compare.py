@@ -64,7 +64,7 @@ def parse_args(argv):
     p.add_argument("--mtus", default=None, metavar="LIST",
                    help="the MTU rows to run, e.g. 1500 (default: 1500,9000)")
     p.add_argument("--mpi-rows", action="store_true",
-                   help="only the mpi rows (issue 16: latency, bw, bibw of the libfabric "
+                   help="only the mpi rows (latency, bw, bibw of the libfabric "
                         "transports and each MPI's tcp path under Debian's Open MPI 4.1 and the "
                         "Open MPI 5 / MPICH 5 wheels; field mpi; needs 'make venv')")
     p.add_argument("--venv", default=os.environ.get("EM_VENV") or os.path.join(REPO, ".venv-mpi"),
@@ -481,6 +481,14 @@ def main(argv):
         return 2
 
     ctx = {"build": build, "iface": args.iface, "prefix": args.prefix}
+    # our BTLs load next to Open MPI's components: its directory, asked of
+    # ompi_info now, so a missing ompi_info stops the run before any phase
+    if any(runner.SYSTEM_MCA_DIR in v for t in transports for _, v in t.mca):
+        try:
+            ctx["ompi_pkglibdir"] = runner.ompi_pkglibdir()
+        except RuntimeError as e:
+            print("compare.py: %s" % e, file=sys.stderr)
+            return 2
     mode = "local" if args.local else ("cluster-external" if args.no_cluster else "cluster")
     base_env = dict(os.environ)
     base_env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})

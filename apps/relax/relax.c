@@ -77,7 +77,7 @@ struct opts {
     const char *iface, *vdev, *eal_args;
     uint16_t port;
     int check_direct, max_restarts, quiet;
-    int framing; /* dpdk-bcast: 1 = udp framing (issue 17) */
+    int framing; /* dpdk-bcast: 1 = udp framing */
 };
 
 static int rank, size;

@@ -6,11 +6,11 @@
  * Iterations as osu_latency's (10000 up to 8 KiB, 1000 above; it warms up
  * with 100 and 10), but a large size's count is cut so that it moves about
  * -B bytes each way (default 256 MiB: all 1000 round trips up to 256 KiB,
- * 64 at 4 MiB, where a round trip takes milliseconds anyway): a default
- * run over the tcp BTL between two emulated nodes took 3.8 s against 3.7 s
- * with 100 (2026-11-28; make demo runs every transport three times, and
- * 1000 uncut would have made 4 MiB alone take 5 s).  At 100 iterations one
- * descheduling of a rank for a millisecond moved a 16 KiB mean by 40 %.
+ * 64 at 4 MiB, where a round trip takes milliseconds anyway), so a default
+ * run costs about what one with 100 iterations did (make demo runs every
+ * transport three times; 1000 uncut would make 4 MiB alone take seconds).
+ * At 100 iterations one descheduling of a rank for a millisecond can move
+ * a 16 KiB mean by tens of percent.
  */
 #include "em_common.h"
 

@@ -71,7 +71,7 @@ one_table() { # label table rows name args...: exactly ROWS rows of TABLE
 	fi
 }
 
-# em_compute_burst (issue 5): one size, table compute-burst, counters -1 over tcp
+# em_compute_burst (daemon mode): one size, table compute-burst, counters -1 over tcp
 one_table "em_compute_burst -q" compute-burst 1 em_compute_burst -q -n 200
 must_fail em_compute_burst 2 -q -n 50 -C
 # em_halo (the boundary-exchange benchmark, [bds]): one table per pattern, named halo-<pattern>

@@ -268,8 +268,8 @@ class RunnerTests(unittest.TestCase):
     def test_select(self):
         names = [b.label for b in runner.select(runner.BENCHMARKS, "burst@2:1,latency",
                                                 lambda b: [b.name, b.label], "benchmark")]
-        # (a name selects its variants too: latency's rdv rows, issue 5, its
-        # MTU rows, issue 12, its framing rows, issue 17, and its mpi rows, issue 16)
+        # (a name selects its variants too: latency's rdv rows, its
+        # MTU rows, its framing rows, and its mpi rows)
         self.assertEqual(names, ["latency", "burst@2:1", "latency,rdv=own-queue", "latency,rdv=daemon",
                                  "latency,mtu=1500", "latency,mtu=9000", "latency,framing=l2",
                                  "latency,framing=udp", "latency,mpi=ompi4", "latency,mpi=ompi5",
@@ -284,11 +284,38 @@ class RunnerTests(unittest.TestCase):
         rudp = [t for t in runner.TRANSPORTS if t.name == "rudp"][0]
         ctx = {"build": "/nonexistent/build", "iface": "eth0"}
         self.assertIn("not found", rudp.skip_reason(ctx))
-        args = rudp.mca_args(ctx)
-        self.assertIn(runner.SYSTEM_MCA_DIR + ":/nonexistent/build/ompi/btl/rudp", args)
+        args = rudp.mca_args(dict(ctx, ompi_pkglibdir="/ompi/components"))
+        self.assertIn("/ompi/components:/nonexistent/build/ompi/btl/rudp", args)
         rxd = [t for t in runner.TRANSPORTS if t.name == "ofi-rxd"][0]
         self.assertEqual(rxd.env_vars(ctx)["FI_UDP_IFACE"], "eth0")
         self.assertIn("udp;ofi_rxd", rxd.mca_args(ctx))
+
+    def test_ompi_pkglibdir_asked_of_ompi_info(self):
+        """Open MPI's component dir comes from ompi_info (a stand-in here),
+        once; without ompi_info the error names the cause."""
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "ompi_info")
+            with open(fake, "w") as f:
+                f.write("#!/bin/sh\necho path:pkglibdir:/some/openmpi/lib\n")
+            os.chmod(fake, 0o755)
+            saved = (os.environ.get("PATH"), os.environ.pop("EM_OMPI_PKGLIBDIR", None),
+                     runner._OMPI_PKGLIBDIR)
+            try:
+                os.environ["PATH"] = d
+                runner._OMPI_PKGLIBDIR = None
+                self.assertEqual(runner.ompi_pkglibdir(), "/some/openmpi/lib")
+                rudp = [t for t in runner.TRANSPORTS if t.name == "rudp"][0]
+                self.assertIn("/some/openmpi/lib:/b/ompi/btl/rudp",
+                              rudp.mca_args({"build": "/b", "iface": "eth0"}))
+                os.remove(fake)
+                runner._OMPI_PKGLIBDIR = None
+                with self.assertRaisesRegex(RuntimeError, "ompi_info not found"):
+                    runner.ompi_pkglibdir()
+            finally:
+                os.environ["PATH"] = saved[0]
+                if saved[1] is not None:
+                    os.environ["EM_OMPI_PKGLIBDIR"] = saved[1]
+                runner._OMPI_PKGLIBDIR = saved[2]
 
     def test_timeout_kills_the_whole_tree(self):
         with tempfile.TemporaryDirectory() as d:
@@ -820,7 +847,7 @@ class SweepTests(unittest.TestCase):
         self.assertNotIn("spurious_retx", by[("tcp", None, None, None)])
         self.assertEqual(by[("tcp", 1500, None, None)]["status"], "skipped")
         self.assertIn("emulated cluster", by[("rudp", 9000, None, None)]["reason"])
-        # the framing rows are the dpdk BTL's only (issue 17)
+        # the framing rows are the dpdk BTL's only
         self.assertEqual(by[("rudp", None, None, "udp")]["status"], "skipped")
         self.assertIn("framings", by[("rudp", None, None, "udp")]["reason"])
         self.assertEqual(by[("rudp", 9000, None, None)]["mtu_requested"], 9000)

@@ -9,7 +9,7 @@
  * segment.  Built only when DPDK is found; otherwise opening fails with a
  * message.
  *
- * udp framing (issue 17, cfg->framing): the frames are UDP/IPv4 to port
+ * udp framing (cfg->framing): the frames are UDP/IPv4 to port
  * 29718, peer 0 the limited broadcast 255.255.255.255 (MAC ff:..:ff),
  * which stays on the subnet.  em_bcast_set_members gives the members'
  * addresses: when one is behind a router (or the network delivers no

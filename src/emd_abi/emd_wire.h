@@ -134,7 +134,7 @@ int emd_hello_decode(const uint8_t *p, size_t len, uint8_t *kind, uint16_t *slot
                      uint16_t *queues);
 
 /*
- * Node ids (issue 17, `emd --framing`): 6 bytes that name a node's daemon.
+ * Node ids (udp framing, `emd --framing`): 6 bytes that name a node's daemon.
  * L2 framing: its port's MAC.  udp framing: its IPv4 address and UDP port,
  * big-endian (a.b.c.d, port high, port low), which is what the node table
  * keys peers by and what a daemon's udp link sends to (the next hop's MAC

@@ -22,7 +22,7 @@ struct em_region_slot {
 };
 
 /* A region key from the kernel's generator, or 0 when it failed: no
- * guessable fallback (issue 13, L5): the registration fails instead. */
+ * guessable fallback (security review L5): the registration fails instead. */
 static uint64_t random_key(void)
 {
     uint64_t k = 0;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file ipudp.h
- * UDP/IPv4 framing of the kernel-bypass path (issue 17): the headers a
+ * UDP/IPv4 framing of the kernel-bypass path: the headers a
  * frame carries in front of the ethermpi protocol when a link runs in
  * `udp` framing, so that routers and cloud virtual networks (which forward
  * unicast IPv4 only) carry it.  Pure code: no I/O, no DPDK; the link fills

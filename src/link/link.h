@@ -99,7 +99,7 @@ typedef struct em_link_ops {
      * from: the peer whose address (set_peer) is the frame's source address
      * (UDP source IP:port, Ethernet source MAC, the daemon's source (MAC,
      * endpoint), the simulated node), or EM_LINK_PEER_UNKNOWN.  Judges the
-     * address only, never the protocol header (issue 14's rule).  Optional
+     * address only, never the protocol header (a rule of the link layer).  Optional
      * (NULL: the link cannot tell; frames are not bound to addresses).
      */
     uint16_t (*rx_peer)(em_link_t *l, const em_pkt_t *pkt);

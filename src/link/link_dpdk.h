@@ -8,7 +8,7 @@
  * the same code runs on net_memif (shared-memory "cable"), net_af_xdp (a
  * kernel interface) and a real NIC's PMD.
  *
- * Framing (issue 17, em_dpdk_cfg_t::framing): L2 (default) sends raw
+ * Framing (em_dpdk_cfg_t::framing): L2 (default) sends raw
  * Ethernet frames of our ethertype; udp puts Ethernet + IPv4 + UDP
  * (link/ipudp.h) in front of the protocol frame, addressed to the peer's
  * IPv4 address and UDP port, through the next hop the kernel's tables name

@@ -35,7 +35,7 @@ typedef struct em_udp_cfg {
     uint16_t port; /**< 0 = any free port */
     uint32_t mtu;  /**< max frame (UDP payload); 0 = interface MTU - 28 */
     int sock_buf;  /**< SO_SNDBUF/SO_RCVBUF bytes; 0 = 4 MiB */
-    /* --- added for issue 12; zero keeps the defaults --- */
+    /* --- real-network tuning; zero keeps the defaults --- */
     int no_gso; /**< 1 = never use UDP_SEGMENT (one datagram per frame) */
     int no_gro; /**< 1 = do not ask for UDP_GRO on receive */
     /** Optional: told once, in one sentence, about a degraded mode chosen at
@@ -59,7 +59,7 @@ typedef struct em_udp_cfg {
 
 typedef struct em_udp_stats {
     uint64_t tx_dgrams, rx_dgrams, tx_errors, rx_truncated, tx_unknown_peer;
-    /* --- added for issue 12 --- */
+    /* --- real-network counters --- */
     uint64_t tx_frames;       /**< frames the kernel took (GSO sends count each frame) */
     uint64_t tx_gso_sends;    /**< sends that carried 2+ frames with UDP_SEGMENT */
     uint64_t tx_gso_fallback; /**< times the kernel refused GSO (then it is off) */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file neigh.h
- * The next hop of a UDP path (issue 17), from the kernel of the interface
+ * The next hop of a UDP path (udp framing), from the kernel of the interface
  * a kernel-bypass port rides on (af_xdp; a NIC that also has a kernel
  * interface): the route toward the peer (RTM_GETROUTE: on-link, or via a
  * gateway; the route's MTU), then the next hop's MAC from the interface's

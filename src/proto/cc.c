@@ -300,7 +300,7 @@ void em_cc_on_loss(em_cc_t *c, const em_proto_cfg_t *cfg, em_proto_stats_t *st, 
     if (congestive(c, cfg, now))
         c->ep_cong = 1;
     /* A timeout alone never cuts: on a user-space transport it is most
-     * often a peer that did not poll in time (issue 12: 1,000+ spurious
+     * often a peer that did not poll in time (1,000+ spurious
      * timeouts in a zero-loss bandwidth run), and a real tail drop is
      * seen by SACK first (the incast is the same without timeout cuts).
      * The retransmit timer's back-off already slows a sender that hears

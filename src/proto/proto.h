@@ -42,7 +42,7 @@
 
 /** Largest window (packets in flight per peer).  The SACK bitmap on the
  *  wire reports the EM_SACK_BITS frames after the cumulative ACK; a window
- *  may reach further (issue 12: 64 frames are only 94 KB at MTU 1500):
+ *  may reach further (64 frames are only 94 KB at MTU 1500):
  *  frames beyond the bitmap are held by the receiver all the same and
  *  become visible to the sender as the cumulative ACK moves up
  *  (docs/design.md "Sequence numbers and the window"). */
@@ -73,7 +73,7 @@ typedef enum em_recovery {
 
 /** Congestion control modes (src/proto/cc.h; docs/design.md "Congestion control"). */
 typedef enum em_cc_mode {
-    EM_CC_OFF = 0,   /**< fixed window of cfg.window frames, no pacing (before issue 12) */
+    EM_CC_OFF = 0,   /**< fixed window of cfg.window frames, no pacing (as before cc) */
     EM_CC_LOSS = 1,  /**< AIMD on loss only: halve once per window of loss, +1 frame per RTT */
     EM_CC_DELAY = 2, /**< loss (proportional, once per window) + RTT target, paced (default) */
 } em_cc_mode_t;
@@ -321,7 +321,7 @@ typedef struct em_proto_stats {
                                     multi-frame messages (into the owner's buffer too),
                                     out-of-order frames kept */
     uint64_t peer_failures;    /**< peers declared failed */
-    /* refusals of hostile or stray input (issue 13; docs/design.md "Threat model") */
+    /* refusals of hostile or stray input (docs/design.md "Threat model") */
     uint64_t drop_source; /**< source address is not the claimed peer's, or the peer is unknown */
     uint64_t drop_budget; /**< over max_msg or rx_mem_max: dropped unacknowledged */
     uint64_t puts_failed; /**< put operations completed with -EM_EACCES (peer refused) */

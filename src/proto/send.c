@@ -165,7 +165,7 @@ void em_pump(struct em_proto *p, uint16_t peer, uint64_t now)
  * last EM_RTT_PEAK_WINDOW_NS.  A peer process that is descheduled or busy
  * (shared cores) acknowledges late now and then; srtt + 4 rttvar forgets
  * such a stall within a few dozen ACKs, and the next stall timed out again
- * although nothing was lost (issue 12: 164-182 spurious timeouts per
+ * although nothing was lost (spurious timeouts by the hundred in a
  * bandwidth run).  Losses are still repaired at once by SACK; only a lost
  * tail waits for the higher RTO, and only while stalls are recent.
  */
@@ -399,7 +399,8 @@ void em_on_nack(struct em_proto *p, uint16_t peer, uint64_t now)
 /**
  * The oldest unacked frame timed out: back off, resend, or give up.
  *
- * RTO policy (issue 12 part 2): on a healthy link a timeout means, far more
+ * RTO policy (docs/design.md "Retransmit timeouts: probe first"): on a
+ * healthy link a timeout means, far more
  * often than loss, that the receiver acknowledged late (descheduled, or busy
  * on a shared core).  Selective repeat therefore resends only the oldest
  * frame on the first timeout of a streak, 2 on the second, 4 on the third

@@ -42,11 +42,11 @@
  *
  * Flags: EM_F_ACKNOW on a standalone ACK is a probe ("answer now"); the
  * answer carries EM_F_PROBED (docs/design.md "Retransmit timeouts: probe
- * first").  Added within version 2 (issue 12): a build without the flag
+ * first").  Added within version 2 (real networks): a build without the flag
  * refuses such frames as malformed, and the BTL's modex version keeps
  * such builds out of one job.
  *
- * Version 2 (issue 13): the 32-bit key derived from the job id became a
+ * Version 2 (hostile input): the 32-bit key derived from the job id became a
  * 64-bit key per pair of endpoints, mixed from two random secrets (never
  * from the job id), at offset 8; the ISNs are random too (docs/design.md,
  * "Threat model").
@@ -93,7 +93,7 @@ enum em_pkt_flags {
                              destination arrived (a standalone ACK with EM_F_ACKNOW, sent
                              on a retransmit timeout): a frame the destination sent before
                              its probe that this ACK does not cover was lost, if the network
-                             kept the order (issue 12: a late ACK is no loss) */
+                             kept the order (a late ACK is no loss) */
 };
 #define EM_F_ALL (EM_F_RETX | EM_F_SACK | EM_F_ACKNOW | EM_F_REMERR | EM_F_PROBED)
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file incast.h
- * The incast scenario of issue 12: N senders stream to one receiver (node 0)
+ * The incast scenario: N senders stream to one receiver (node 0)
  * through a link_sim shared bottleneck with a finite buffer, for a fixed
  * simulated time.  Shared by the unit test (tests/unit/test_incast.c) and
  * bench/proto_sim, so both measure the same thing.

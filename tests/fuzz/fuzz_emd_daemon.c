@@ -327,7 +327,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (emd_core_init(&C, &F.port.link, MAC, MTU, NCL, 16, NODES, 1) != 0)
         return 0;
     C.framing = size % 2 ? EMD_FRAMING_UDP
-                         : EMD_FRAMING_L2; /* issue 17: node ids are IPv4 + port */
+                         : EMD_FRAMING_L2; /* udp framing: node ids are IPv4 + port */
     for (unsigned k = 0; k < NCL; k++)
         attach(k);
     struct in in = { data, size };

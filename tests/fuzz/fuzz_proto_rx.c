@@ -70,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     c.rto_max_ns = 4000;
     c.max_retries = 3;
     c.isn = 0xFFFFFFF0u;
-    /* hostile-input paths (issue 13): source binding, small receive budgets */
+    /* hostile-input paths: source binding, small receive budgets */
     c.bind_source = (data[0] & 0x80) != 0;
     c.rx_mem_max = 16384;
     c.max_msg = 2000;

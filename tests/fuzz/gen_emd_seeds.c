@@ -73,7 +73,7 @@ int main(int argc, char **argv)
     /* 4: a 12-byte address (endpoint 3, slot 2 of 4) */
     buf[0] = 4;
     put(argv[1], "emd_addr.bin", buf, 1u + emd_addr_encode(buf + 1, mac, 3, 4, 2));
-    /* 4: a udp address (10.77.1.2:29717, endpoint 3; issue 17) */
+    /* 4: a udp address (10.77.1.2:29717, endpoint 3; udp framing) */
     static const uint8_t node[6] = { 10, 77, 1, 2, 0x74, 0x15 };
     put(argv[1], "emd_addr_udp.bin", buf, 1u + emd_addr_encode_udp(buf + 1, node, 3));
     /* 1: a region header of a udp daemon */

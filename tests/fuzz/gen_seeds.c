@@ -49,7 +49,7 @@ int main(int argc, char **argv)
     rc |= em_seed_write(d, "decode_put.bin", b, frame(b, EM_PT_PUT, 7, 30, 0, 1, 30));
     rc |= em_seed_write(d, "decode_ack.bin", b, frame(b, EM_PT_ACK, 0, 0, 0, 0, 0));
     rc |= em_seed_write(d, "decode_nack.bin", b, frame(b, EM_PT_NACK, 0, 0, 0, 0, 0));
-    /* a probe and its answer (issue 12): flags at byte 3 */
+    /* a probe and its answer (real networks): flags at byte 3 */
     size_t pn = frame(b, EM_PT_ACK, 0, 0, 0, 0, 0);
     b[3] = EM_F_ACKNOW | EM_F_PROBED;
     rc |= em_seed_write(d, "decode_probe.bin", b, pn);

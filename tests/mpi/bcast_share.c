@@ -2,7 +2,7 @@
 /**
  * @file bcast_share.c
  * The dpdk BTL and an em_bcast channel in one process, on one DPDK port
- * (issue 7: "it shares the process's DPDK port with the dpdk BTL when both
+ * (the solver's requirement: "it shares the process's DPDK port with the dpdk BTL when both
  * are loaded").  Two ranks, one per node, run with
  *   --mca btl self,vader,dpdk --mca btl_dpdk_vdev <device>
  * and open a dpdk broadcast channel on the same device: link_dpdk finds the

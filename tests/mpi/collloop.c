@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * collloop.c - collectives in tight loops, every result checked (issue 12:
- * a live peer was declared dead when 2 ranks per node looped over small
+ * collloop.c - collectives in tight loops, every result checked
+ * (a live peer was declared dead when 2 ranks per node looped over small
  * allreduces or bcasts on rudp).  Meant for 4 ranks, 2 per node (by-slot
  * mapping), and for 2 ranks, 1 per node, where a transport holds only one
  * rank per node.  In a bcast tree the leaves only receive from their

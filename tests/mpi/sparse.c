@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sparse.c - sparse, bursty and idle traffic between 2 ranks on 2 nodes,
- * every message checked (issue 12: over rudp a one-way stream of 64-byte
+ * every message checked (over rudp a one-way stream of 64-byte
  * messages every 50 ms stopped after about one window, and the sender
  * declared the live receiver failed).  Idle gaps are real sleeps, longer
  * than the retransmit timeout cap (rudp: 1 s) and the delayed-ACK time, in

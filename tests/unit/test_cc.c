@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Congestion control (issue 12, part 4):
+ * Congestion control (real networks: docs/design.md):
  *   - the incast the issue asks for: 8 senders -> 1 receiver through a
  *     link_sim bottleneck with a 64-frame buffer; goodput >= 80 % of the
  *     bottleneck and retransmissions <= 5 % of data frames with the default

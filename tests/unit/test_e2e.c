@@ -323,7 +323,7 @@ static void test_large_messages_4mib(void **st)
     run_case(EM_RECOVERY_GBN, 0.05, 2, 2, BIG, 4, 8);
 }
 
-/* Windows wider than the 64 frames one SACK bitmap describes (issue 12):
+/* Windows wider than the 64 frames one SACK bitmap describes (real networks):
  * frames beyond it are held and reported only as the cumulative ACK moves
  * up; a window that is not a power of two (200) uses a ring of 256 slots.
  * 1 MiB messages keep the whole window busy under loss, reorder and
@@ -450,7 +450,7 @@ static void test_puts_placed_exactly_under_loss(void **st)
     em_proto_put(em_simnet_proto(net, 1), &op[0], 0, &good, src, sizeof src, NULL, 0);
     assert_true(em_simnet_run(net, p_done1, x, 10000000000ull));
     /* refused puts complete with a remote access error at the initiator
-     * (issue 13, M3); the pair's put direction then stays in error, as an
+     * (security review M3); the pair's put direction then stays in error, as an
      * IB QP does: a later put fails too even though its bytes are placed */
     em_proto_put(em_simnet_proto(net, 1), &op[1], 0, &badkey, src, 100, x, 0);
     em_proto_put(em_simnet_proto(net, 1), &op[2], 0, &oob, src, 100, x, 0);

@@ -397,7 +397,7 @@ static void test_addr(void **st)
     assert_int_equal(emd_addr_decode(a, 8, mac, &ep, &slots, &slot), -1);
 }
 
-/* udp framing (issue 17): node id = IPv4 + port, packed big-endian */
+/* udp framing: node id = IPv4 + port, packed big-endian */
 static void test_addr_udp(void **st)
 {
     (void)st;

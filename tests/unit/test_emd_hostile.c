@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * A real emd against a hostile client (issue 13, review C1/H1/L3/L4/M5,
+ * A real emd against a hostile client (security review C1/H1/L3/L4/M5,
  * experiment E3): emd runs on a net_null port; a well-behaved job (two
  * engines over link_emd, same-node traffic through the daemon) exchanges
  * checked messages while a hostile process, attached to the same daemon:

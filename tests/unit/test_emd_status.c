@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * STATUS on a real emd (issue 15): emd runs on a net_null port with two
+ * STATUS on a real emd (docs/deploy.md): emd runs on a net_null port with two
  * client slots.  Checks:
  *   - STATUS answers with the counters, and they move: attaches, clients,
  *     a frame a client sends to itself (local_frames, tx ring -> rx ring);

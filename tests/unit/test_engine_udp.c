@@ -4,7 +4,7 @@
  * process: messages of every size class, puts into registered regions, and
  * forged frames (wrong job key, bad region key, unknown region, out of
  * bounds) that must be dropped and counted without touching memory,
- * frames from an address that is not the peer's (issue 13), and the drain
+ * frames from an address that is not the peer's (hostile input), and the drain
  * before a close (em_engine_drain: a lost last frame still arrives, a
  * peer's late resend is still answered).
  */
@@ -517,7 +517,7 @@ static void test_forged_frames_dropped_and_counted(void **st)
 }
 
 /* The right key, in window, claiming to be a, from another address:
- * dropped (drop_source) whatever it is (issue 13, C2). */
+ * dropped (drop_source) whatever it is (security review C2). */
 static void test_stranger_frames_dropped(void **st)
 {
     struct side a, b;
@@ -561,7 +561,7 @@ static void test_stranger_frames_dropped(void **st)
 }
 
 /* A put into a region deregistered meanwhile: the initiator's put fails
- * with a remote access error (issue 13, M3), it does not "succeed". */
+ * with a remote access error (security review M3), it does not "succeed". */
 static void test_put_into_deregistered_region_fails(void **st)
 {
     struct side a, b;
@@ -582,7 +582,7 @@ static void test_put_into_deregistered_region_fails(void **st)
 
 /* b never learns a's address up front (Open MPI adds a peer only when it
  * first sends to it): its ACKs for a's one-way stream need resolve_peer.
- * Without it they were dropped, and a stalled after one window (issue 12). */
+ * Without it they were dropped, and a stalled after one window (real networks). */
 static unsigned one_way_to_unnamed_peer(struct side *a, struct side *b, bool resolver,
                                         unsigned nmsg)
 {

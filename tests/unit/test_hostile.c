@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Hostile input at the protocol (issue 13): frames whose source address is
+ * Hostile input at the protocol: frames whose source address is
  * not the peer they claim, peers not set yet (lazy add), pair keys and
  * ISNs per peer, receive budgets against forged size claims, and the
  * error a refused put carries back.  One endpoint, frames crafted by hand,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * link_dpdk in udp framing (issue 17) on net_ring0, which loops every
+ * link_dpdk in udp framing on net_ring0, which loops every
  * frame sent back to the receive queue, so a link that sends to its own
  * address sees its own frames: the 14-byte address blob (MAC, queue,
  * 169.254.x.y from the MAC: no kernel interface, port 29717), the MTU

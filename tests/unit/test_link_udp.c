@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * link_udp's offloads on loopback (issue 12 part 3): runs of equal frames
+ * link_udp's offloads on loopback (real networks: docs/design.md): runs of equal frames
  * leave as one UDP GSO send, coalesced (GRO) buffers are split back into
  * the same frames over as many rx_burst calls as it takes, sizes from the
  * kernel are checked, and a kernel that refuses GSO costs one fallback and

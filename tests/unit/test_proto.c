@@ -471,7 +471,7 @@ static void test_timeout_backoff_then_peer_failure(void **st)
 /* A receiver that acknowledges late (descheduled) makes the RTO fire
  * although nothing was lost: a probe goes, no data, and the late answer
  * still gives an RTT sample, the probe's, so the RTO grows to the lateness
- * seen after the probe (issue 12: before, the whole window was resent,
+ * seen after the probe (before, the whole window was resent,
  * Karn left no sample, and the RTO never learned). */
 static void test_late_ack_teaches_rto_without_resending_window(void **st)
 {
@@ -528,7 +528,7 @@ static void test_rtt_samples_exclude_timeouts(void **st)
 
 /* The answer to a probe tells loss from lateness: frames sent before the
  * probe that it does not cover were lost and go again at once, the others
- * not at all (issue 12 part 2). */
+ * not at all (docs/design.md "Retransmit timeouts: probe first"). */
 static void test_probe_answer_resends_only_what_was_lost(void **st)
 {
     struct fx x;
@@ -652,7 +652,7 @@ static void test_probe_is_answered_once(void **st)
     em_proto_destroy(x.p);
 }
 
-/* A window wider than the SACK bitmap (issue 12): the bitmap reports the 64
+/* A window wider than the SACK bitmap (real networks): the bitmap reports the 64
  * frames after the cumulative ACK, across the 64-bit words of the receiver's
  * map; frames further out are held, not reported, and delivered in order
  * once the gap fills. */

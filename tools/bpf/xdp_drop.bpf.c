@@ -16,7 +16,7 @@
  * kernel stack.  Ethermpi's frames are:
  *  - L2 framing: ethertype 0x88B5 (the reliable protocol) or 0x88B6 (the
  *    lossy broadcast channel);
- *  - udp framing (issue 17): IPv4 (no VLAN tag), protocol UDP, not a
+ *  - udp framing: IPv4 (no VLAN tag), protocol UDP, not a
  *    fragment, destination port EMC_UDP_PORT (the protocol, default 29717)
  *    or EMC_UDP_PORT + 1 (the broadcast channel); -DEMC_UDP_PORT=0 turns
  *    this off.  The port is the whole test: the interface's other UDP

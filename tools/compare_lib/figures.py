@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The figures of the comparison: one PNG per question a reader asks of
-compare.json (issue 12), next to compare.md in the output directory.
+compare.json, next to compare.md in the output directory.
 
     latency-ratio.png    latency / tcp per wire and MTU, size on a log axis
     bandwidth-ratio.png  bw and bibw / tcp per wire and MTU
@@ -28,7 +28,7 @@ from .results import provenance
 
 # the MTU tables' panel titles; the rows without mtu are the default cluster
 DEFAULT_PANEL = "default cluster: every transport"
-# issue 12's goals for rudp / tcp, drawn on the ratio panels
+# the real-network goals for rudp / tcp, drawn on the ratio panels
 LATENCY_GOAL = [(0, 8192, 0.85), (8192, 1 << 22, 1.1)]   # (from, to, at most)
 BW_GOAL_FROM = 64 << 10                                   # >= 1.0 from 64 KiB
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""The MPIs of the libfabric rows (issue 16, docs/ofi.md): Debian's Open MPI
+"""The MPIs of the libfabric rows (docs/ofi.md): Debian's Open MPI
 4.1 (the build dir's programs), and the Open MPI 5 and MPICH 5 wheels from
 the venvs 'make venv' makes, whose programs this module compiles with the
 wheel's mpicc into <build>/bench/mpi-<mpi>/.  Rows with field mpi run under

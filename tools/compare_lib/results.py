@@ -26,8 +26,8 @@ import tempfile
 # by (halo: links; compute-burst: mode; relax: elements_per_packet, n,
 # ranks; loss_pct for loss-injected runs; rdv: dpdk-memif-daemon's rendezvous
 # path, "own-queue" or "daemon"; mtu: the MTU of the cluster's interfaces for
-# the MTU rows of issue 12; framing: the dpdk BTL's btl_dpdk_framing, "l2" or
-# "udp", issue 17; mpi: the MPI of issue 16's libfabric rows, ompi4, ompi5 or
+# the MTU rows (real networks); framing: the dpdk BTL's btl_dpdk_framing, "l2" or
+# "udp"; mpi: the MPI of the libfabric rows, ompi4, ompi5 or
 # mpich5 (rows without it ran under Debian's Open MPI 4.1)); a row without
 # one has None there.
 VARIANT_FIELDS = ("links", "mode", "elements_per_packet", "n", "ranks", "loss_pct", "rdv", "mtu",
@@ -39,7 +39,7 @@ VARIANT_FIELDS = ("links", "mode", "elements_per_packet", "n", "ranks", "loss_pc
 # or stay without them ("not recorded").
 PROVENANCE_FIELDS = ("commit", "date")
 # secondary columns whose median also becomes a plain row field (compute-burst's
-# drops and retransmits, issue 5)
+# drops and retransmits)
 PROMOTED_COLUMNS = ("drops", "retransmits")
 KEY_FIELDS = ("transport", "benchmark", "pattern") + VARIANT_FIELDS + ("size_bytes",)
 COMBO_FIELDS = ("transport", "benchmark", "pattern") + VARIANT_FIELDS

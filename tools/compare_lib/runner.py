@@ -16,12 +16,40 @@ from .results import RunOutcome
 from .btlstats import STATS_MCA, parse_counters
 from .mpis import MPIS
 
-SYSTEM_MCA_DIR = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
+# Open MPI's component directory in `mca` templates: filled in by
+# Transport._subst with ompi_pkglibdir() unless the ctx names it
+SYSTEM_MCA_DIR = "{ompi_pkglibdir}"
+_OMPI_PKGLIBDIR = None
+
+
+def ompi_pkglibdir():
+    """Open MPI's component directory (pkglibdir), asked of
+    `ompi_info --path pkglibdir --parsable` once (as ompi/meson.build does
+    and tests/lib/ompi.sh for the shell scripts); EM_OMPI_PKGLIBDIR, when
+    set, is used as is.  Raises RuntimeError naming the cause."""
+    global _OMPI_PKGLIBDIR
+    if _OMPI_PKGLIBDIR is None:
+        d = os.environ.get("EM_OMPI_PKGLIBDIR")
+        if not d:
+            try:
+                out = subprocess.run(["ompi_info", "--path", "pkglibdir", "--parsable"],
+                                     capture_output=True, text=True, check=False).stdout.strip()
+            except FileNotFoundError:
+                raise RuntimeError("ompi_info not found in PATH: cannot ask Open MPI for its "
+                                   "component directory (install openmpi-bin, or set "
+                                   "EM_OMPI_PKGLIBDIR)") from None
+            if not out.startswith("path:pkglibdir:") or out == "path:pkglibdir:":
+                raise RuntimeError("'ompi_info --path pkglibdir --parsable' said %r, not "
+                                   "'path:pkglibdir:<dir>'" % out[:200])
+            d = out[len("path:pkglibdir:"):]
+        _OMPI_PKGLIBDIR = d
+    return _OMPI_PKGLIBDIR
 
 
 class Transport:
     """One way of running MPI.  `mca` and `env` values may use {build}
-    (absolute meson build dir) and {iface} (the cluster's interface name).
+    (absolute meson build dir), {iface} (the cluster's interface name) and
+    {ompi_pkglibdir} (Open MPI's component directory, SYSTEM_MCA_DIR).
     `requires` lists files (templates too) that must exist, else the
     transport is recorded as skipped."""
 
@@ -41,16 +69,16 @@ class Transport:
         self.up_args = list(up_args)  # the cluster this transport needs (e.g. --mtu)
         self.mode = mode            # dpdk BTL mode ("direct"/"daemon"): benchmarks with a mode field
         self.rdv_variants = rdv_variants  # benchmarks with an rdv field (own queue vs daemon) apply
-        # benchmarks with an mtu field (issue 12: MTU 1500 and 9000) apply;
+        # benchmarks with an mtu field (MTU 1500 and 9000) apply;
         # max_mtu: the largest MTU the transport can open (its rows for a
         # larger one run at this, and say so with max_mtu_note)
         self.mtu_variants = mtu_variants
         self.max_mtu = max_mtu
         self.max_mtu_note = max_mtu_note
-        # benchmarks with a framing field (issue 17: btl_dpdk_framing l2 / udp) apply
+        # benchmarks with a framing field (btl_dpdk_framing l2 / udp) apply
         self.framing_variants = framing_variants
         # the MPIs (mpis.MPIS) whose rows with field mpi this transport has
-        # (issue 16: the libfabric transports, each MPI's own tcp path, and
+        # (the libfabric transports, each MPI's own tcp path, and
         # dpdk-memif under ompi4 as the goal's yardstick); mpi_rows_only: a
         # libfabric transport measured only in those rows (--mpi-rows)
         self.mpis = tuple(mpis)
@@ -123,6 +151,8 @@ class Transport:
         return fields
 
     def _subst(self, s, ctx):
+        if "{ompi_pkglibdir}" in s and "ompi_pkglibdir" not in ctx:
+            ctx = dict(ctx, ompi_pkglibdir=ompi_pkglibdir())
         return s.format(**ctx)
 
     def mca_args(self, ctx):
@@ -162,7 +192,7 @@ DAEMON_MCA = [("btl_dpdk_mode", "daemon"),
 # emcluster's default MTU: the rows without an mtu field ran at this
 # (AF_XDP transports at AFXDP_MAX_MTU)
 DEFAULT_MTU = 9000
-# the MTUs of the MTU rows (issue 12): Ethernet's default and jumbo frames
+# the MTUs of the MTU rows: Ethernet's default and jumbo frames
 MTUS = (1500, 9000)
 # The largest MTU AF_XDP opens on a veth today: a frame plus the kernel's
 # XDP headroom must fit one page-sized UMEM chunk (src/link/dpdk/port.c).  Raise it
@@ -173,7 +203,7 @@ AFXDP_MTU_NOTE = ("AF_XDP on a veth opens at most MTU %d (a frame and the kernel
                   % (AFXDP_MAX_MTU, AFXDP_MAX_MTU))
 
 
-# issue 16: the MPIs the mpi rows cannot run under in this invocation
+# the libfabric provider: the MPIs the mpi rows cannot run under in this invocation
 # ({mpi: reason}, e.g. a wheel not installed); filled by compare.py
 MPI_UNAVAILABLE = {}
 
@@ -253,7 +283,7 @@ TRANSPORTS = [
               # udp provider off loopback inside the cluster namespaces.
               env={"FI_PROVIDER": "udp,ofi_rxd", "FI_UDP_IFACE": "{iface}"},
               note="libfabric RxD (reliable datagram) over the udp provider"),
-    # issue 16: libfabric's tcp;ofi_rxm, MPICH's own tcp path (ch4:ofi) and
+    # the libfabric provider: libfabric's tcp;ofi_rxm, MPICH's own tcp path (ch4:ofi) and
     # the reference for the ethermpi provider under every MPI
     Transport("ofi-tcp", OFI_MCA, env={"FI_PROVIDER": "tcp;ofi_rxm", "FI_TCP_IFACE": "{iface}"},
               mpis=MPIS, mpi_rows_only=True, mtu_variants=True,
@@ -328,7 +358,7 @@ class Benchmark:
         self.top_fields = list(top_fields)
         # BTL counters (btlstats) to read from the ranks' print_stats lines
         # on the transports that print them (btlstats.STATS_MCA), as row
-        # fields: e.g. rudp bw's spurious_retx (issue 12)
+        # fields: e.g. rudp bw's spurious_retx
         self.counters = list(counters)
         # the table name the program prints (variants reuse a program)
         self.table = name.split("-")[0] if name.startswith("latency-") else name
@@ -361,7 +391,7 @@ class Benchmark:
 
 
 # bw rows count the receiver's spurious retransmissions (frames it already
-# had) where the BTL prints them: the goal at zero loss is 0 (issue 12)
+# had) where the BTL prints them: the goal at zero loss is 0
 BW_COUNTERS = ("spurious_retx",)
 
 # the collectives' rows (name, program) and their pattern: 4 ranks, 2 per node
@@ -403,7 +433,7 @@ BENCHMARKS = [
               mpirun_args=["--mca", "mpi_yield_when_idle", "1"])
     for name, prog in COLL_BENCHMARKS
 ] + [
-    # issue 5: dpdk-memif-daemon's rendezvous data on the rank's own queue
+    # daemon mode: dpdk-memif-daemon's rendezvous data on the rank's own queue
     # (required: btl_dpdk_rdv_queue on) against the old path through both
     # daemons (off); field rdv = own-queue / daemon
     Benchmark(name, prog, 2, unit, fields={"rdv": rdv},
@@ -433,7 +463,7 @@ BENCHMARKS = [
               args=["-x", "256", "-y", "256", "-z", "18"], fields={"links": 1},
               top_fields=["compute_s"]),
 ] + [
-    # issue 12: the wires of a real network at Ethernet's default MTU and
+    # the wires of a real network at Ethernet's default MTU and
     # with jumbo frames, each on a cluster brought up at that MTU (the
     # transport's max_mtu applied: Transport.up_args_for / row_fields).
     # The rows without mtu keep their meaning: DEFAULT_MTU, AF_XDP at its max.
@@ -443,7 +473,7 @@ BENCHMARKS = [
                              ("bibw", "em_bibw", "MB/s"))
     for mtu in MTUS
 ] + [
-    # issue 17: the dpdk BTL's framings on the flat cluster, l2 (raw
+    # the dpdk BTL's framings (l2 and UDP/IPv4) on the flat cluster, l2 (raw
     # Ethernet, the rows without a framing field) against udp (UDP/IPv4
     # headers and checksums on every frame: what a routed or cloud network
     # needs); the target is <= 0.1 us of small-message latency on memif
@@ -453,7 +483,7 @@ BENCHMARKS = [
     for name, prog, unit in (("latency", "em_latency", "us"), ("bw", "em_bw", "MB/s"))
     for f in ("l2", "udp")
 ] + [
-    # issue 16: the libfabric provider beside each MPI's own tcp path, under
+    # the libfabric provider beside each MPI's own tcp path, under
     # Debian's Open MPI 4.1, the Open MPI 5 and the MPICH 5 wheels (field
     # mpi; mpis.py compiles the wheels' programs).  Only with --mpi-rows.
     Benchmark(name, prog, 2, unit, fields={"mpi": mpi})
@@ -506,7 +536,7 @@ def combos(transports, benches):
 
 
 def select_mpi_rows(benches, only):
-    """The mpi rows (field mpi, issue 16) run only when asked (@p only:
+    """The mpi rows (field mpi, the libfabric provider's rows) run only when asked (@p only:
     --mpi-rows, and then nothing else): they need the wheels' venvs."""
     out = [b for b in benches if ("mpi" in b.fields) == bool(only)]
     if not out:

@@ -9,7 +9,7 @@
  *   share.c    one port, several users of one process, told apart by ethertype
  *   port.c     port set-up in steps (pick, size, configure, start) and close
  *   link.c     the burst link ops over an open port, counters
- *   udp.c      udp framing (issue 17): addresses, next hop, headers, and
+ *   udp.c      udp framing: addresses, next hop, headers, and
  *              the L2 framing's check that a peer is on our segment
  *   xdp_guard.c  one live owner per AF_XDP interface queue (xdp_guard.h)
  *

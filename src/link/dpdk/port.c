@@ -220,7 +220,8 @@ static void negotiate_mtu(struct port_setup *ps, struct dpdk_link *d)
      * bsize=9216 a 9000-byte frame travels in one descriptor.  (Frames
      * larger than bsize would be chained over descriptors, a path that
      * crashed DPDK 22.11's memif rx here, so the limit is bsize.)  Fewer,
-     * larger frames: 2.5x the bandwidth of 1500-byte ones on this machine. */
+     * larger frames: several times the bandwidth of 1500-byte ones
+     * (docs/design.md, memif and bsize). */
     d->memif = ps->info.driver_name && strstr(ps->info.driver_name, "memif") != NULL;
     ps->memif_bsize = 0;
     char bsize[16];

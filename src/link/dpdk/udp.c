@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file udp.c
- * The DPDK link's framing (issue 17; link_dpdk.h "Framing"):
+ * The DPDK link's framing (link_dpdk.h "Framing"):
  *  - udp framing: our IPv4 address and UDP port (the address blob), the
  *    next hop of every peer (link/neigh.h on a port with a kernel
  *    interface; on a memif cable the peer's own MAC: a cable has no
