@@ -468,7 +468,7 @@ def mtu_rows(bench, unit, values, prov=THIS_RUN, counters=None):
 
 
 class MtuTests(unittest.TestCase):
-    """Issue 12: latency, bw, bibw at MTU 1500 and 9000 for the wires of a
+    """The MTU rows: latency, bw, bibw at MTU 1500 and 9000 for the wires of a
     real network; AF_XDP at the largest MTU it opens."""
 
     def test_benchmarks(self):
@@ -576,7 +576,7 @@ BW_OUT = "# em-bench bw transport-neutral v1\n# size_bytes bw MB/s\n65536 1500.0
 
 
 class MpiRowsTests(unittest.TestCase):
-    """Issue 16: latency/bw/bibw with field mpi (ompi4, ompi5, mpich5)."""
+    """The provider rows: latency/bw/bibw with field mpi (ompi4, ompi5, mpich5)."""
 
     def test_which_transports_run_under_which_mpi(self):
         pairs = runner.combos(runner.TRANSPORTS, [b for b in runner.BENCHMARKS
