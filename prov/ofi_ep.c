@@ -475,6 +475,7 @@ static int ep_close(struct fid *fid)
     free(ep->fail_pending);
     free(ep->ops);
     free(ep->op_gen);
+    free(ep->op_next);
     ep->dom->neps--;
     free(ep);
     return 0;

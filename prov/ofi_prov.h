@@ -243,6 +243,8 @@ typedef struct emo_op {
         uint64_t key;
     } sv;
     struct emo_op *cache_next; /**< kept in an op pool (emo_op_free): the next one */
+    uint8_t small;             /**< from small pool small - 1 (in a chunk), 0: malloc'd */
+    size_t held;               /**< bytes it counts in emo_ep::op_live (the send budget) */
     size_t msg_len;            /**< bytes of msg[] in use */
     size_t msg_cap;            /**< bytes of msg[] allocated (EMO_OP_LARGE: from the cache) */
     uint8_t msg[];             /**< what the engine sends: header (+ eager payload) */
@@ -261,7 +263,16 @@ typedef struct emo_op {
  *  trim and refault them on every send; 64 kept per size were too few for
  *  IMB's Uniband, 256 injects in flight (docs/ofi.md "Send buffers are
  *  reused"). */
-#define EMO_OP_LARGE       1024u
+#define EMO_OP_LARGE 1024u
+/** Ops with less than EMO_OP_LARGE bytes of msg[] (headers, control
+ *  messages, rendezvous receives, small inject copies: every small send)
+ *  come from two per-endpoint free lists, rooms EMO_OP_SMALL_ROOM and
+ *  EMO_OP_LARGE - 1 bytes, which grow EMO_OP_CHUNK ops at a time and are
+ *  freed at close (emo_op_cache_drain): no malloc per send.  They keep
+ *  their high-water mark, as the large pools do. */
+#define EMO_OP_SMALL_ROOM  (EMO_HDR_LEN + EMO_ADDR_LEN)
+#define EMO_OP_SMALL_POOLS 2u
+#define EMO_OP_CHUNK       64u
 #define EMO_OP_CACHE_MSG   32768u /* the smallest room (message bytes) */
 #define EMO_OP_POOLS       4u     /* rooms: 32, 64, 128, 256 KiB of message */
 #define EMO_OP_CACHE_BYTES (64u << 20)
@@ -370,9 +381,11 @@ struct emo_ep {
     uint8_t *fail_pending; /**< npeers: 1 = to be failed after this progress call (a
                                 callback decided it: emo_apply_failures) */
     uint32_t nfail_pending;
-    emo_op_t **ops; /**< cookie table: index = (cookie & 0xFFFFF) - 1 */
-    uint16_t *op_gen;
-    uint32_t ops_cap, ops_free;
+    emo_op_t **ops;    /**< cookie table: index = (cookie & 0xFFFFF) - 1 */
+    uint16_t *op_gen;  /**< ops_cap: each slot's generation (12 bits of the cookie) */
+    uint32_t *op_next; /**< ops_cap: free slots' chain (index + 1 of the next, 0 = end) */
+    uint32_t ops_cap;  /**< slots in ops, op_gen and op_next */
+    uint32_t ops_free; /**< the first free slot (index + 1), 0 = none: the table grows */
     size_t eager_max;
     size_t inject_max;     /**< fi_inject*: at most this (emo_inject_max) */
     size_t send_copy_max;  /**< sends up to this complete when copied (do_send) */
@@ -387,6 +400,10 @@ struct emo_ep {
                              0 = no such pool (emo_op_pools_init) */
         emo_op_t *head; /**< kept ops, linked by emo_op::cache_next */
     } op_pool[EMO_OP_POOLS];
+    /* free lists of small ops (EMO_OP_SMALL_POOLS rooms), carved from
+     * chunks of EMO_OP_CHUNK ops linked from op_chunks (freed at close) */
+    struct emo_op_pool op_small[EMO_OP_SMALL_POOLS];
+    void *op_chunks;
     size_t op_cached;      /**< bytes of msg[] room the pools keep (<= EMO_OP_CACHE_BYTES) */
     size_t op_live;        /**< bytes of msg[] room of the live ops (emo_op_new to
                                 emo_op_free): the send budget, EMO_TX_BYTES */
