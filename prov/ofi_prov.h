@@ -165,13 +165,44 @@ struct emo_cq_err {
     char msg[160]; /**< err_data: which peer, and why */
 };
 
-#define EMO_CQ_MAX_EPS 8
-/** The endpoints bound to a CQ or a counter: reading either drives their
- *  progress (manual progress), and neither closes while one is bound. */
+/** How a CQ or counter drives one bound endpoint (emo_ep_progress, given
+ *  at bind time).  @return frames taken and operations completed. */
+typedef int (*emo_progress_fn)(struct emo_ep *ep);
+
+/** One endpoint bound to a CQ or a counter. */
+typedef struct emo_ep_ref {
+    struct emo_ep *ep;
+    emo_progress_fn progress;
+    int fd; /**< its link's wait descriptor in the set's epoll set, or -1 */
+} emo_ep_ref_t;
+
+/**
+ * The endpoints bound to a CQ or a counter, and its wait object
+ * (ofi_wait.c): reading either drives their progress (manual progress),
+ * and neither closes while one is bound.  No limit on their number.
+ *
+ * The wait object (FI_WAIT_FD / FI_WAIT_UNSPEC, or made when a
+ * FI_WAIT_NONE CQ is first read with fi_cq_sread) is an epoll set holding
+ * each bound endpoint's link descriptor (em_link_wait_fd: the UDP socket),
+ * an eventfd written when a completion arrives while a waiter may sleep
+ * (armed) or on fi_cq_signal, and a timerfd set to the engines' next
+ * timer (retransmissions still happen while the caller sleeps), or to
+ * EMO_WAIT_POLL_NS when an endpoint's link has no descriptor (DPDK, emd).
+ * FI_GETWAIT hands out the epoll descriptor.
+ */
 typedef struct emo_ep_set {
-    struct emo_ep *eps[EMO_CQ_MAX_EPS];
-    unsigned n;
+    emo_ep_ref_t *v;
+    unsigned n, cap;
+    int epfd, evfd, tfd; /**< the wait object's descriptors; epfd -1: none */
+    atomic_bool armed;   /**< a waiter may sleep on epfd: completions write evfd */
 } emo_ep_set_t;
+
+/** A waiter whose endpoints' links have no descriptor sleeps this long at
+ *  most between progress calls (or less: the engines' next timer). */
+#define EMO_WAIT_POLL_NS 50000u
+/** ... and at least this long when an engine's timer is due already (the
+ *  progress call before the sleep ran it). */
+#define EMO_WAIT_MIN_NS 10000u
 
 struct emo_cq {
     struct fid_cq cq;
@@ -182,6 +213,8 @@ struct emo_cq {
     struct emo_cq_err *err_head, *err_tail;
     struct emo_cq_err *err_last; /**< the entry handed out last (its err_data stays valid) */
     emo_ep_set_t eps;
+    enum fi_wait_obj wait_obj; /**< FI_WAIT_FD (its wait object made at open) or _NONE */
+    int last_work;    /**< the work of the last read's progress: fi_cq_sread sleeps after 0 */
     uint64_t read_at; /**< when fi_cq_read last returned (cq_spin) */
     uint16_t
         spin_score;     /**< recent spins that ended with a completion, 0..EMO_SPIN_ONE (cq_spin) */
@@ -197,7 +230,8 @@ struct emo_cq {
 struct emo_cntr {
     struct fid_cntr cntr;
     uint64_t val, err;
-    emo_ep_set_t eps; /**< driven by fi_cntr_read / fi_cntr_wait */
+    emo_ep_set_t eps;          /**< driven by fi_cntr_read / fi_cntr_wait */
+    enum fi_wait_obj wait_obj; /**< FI_WAIT_FD (its wait object made at open) or _NONE */
 };
 
 /** Kinds of operation (emo_op_t::kind). */
@@ -474,14 +508,44 @@ int emo_ep_set_peer(struct emo_ep *ep, uint16_t id);
 /** Drive the engine once (re-entry safe).  @return frames taken and
  *  operations completed (0: nothing happened). */
 int emo_ep_progress(struct emo_ep *ep);
-/** Add @p ep to @p s (no-op when in it).  @return 0, or -FI_ENOSPC (EMO_CQ_MAX_EPS bound). */
-int emo_ep_set_add(emo_ep_set_t *s, struct emo_ep *ep);
-/** Remove @p ep from @p s (no-op when not in it; the order is not kept). */
-void emo_ep_set_remove(emo_ep_set_t *s, struct emo_ep *ep);
-/** emo_ep_progress() each endpoint of @p s once.  @return the sum of their work. */
-int emo_ep_set_progress(const emo_ep_set_t *s);
 /** Map an engine error (-EM_*) to a negative fi_errno. */
 int emo_errno(int em_err);
+
+/* ofi_wait.c */
+/** An empty set, no wait object yet. */
+void emo_ep_set_init(emo_ep_set_t *s);
+/** Free the set and close its wait object (the owner's close). */
+void emo_ep_set_fini(emo_ep_set_t *s);
+/** Add @p ep, driven by @p progress, to @p s (no-op when in it); its link's
+ *  descriptor joins the wait object.  @return 0 or -FI_ENOMEM. */
+int emo_ep_set_add(emo_ep_set_t *s, struct emo_ep *ep, emo_progress_fn progress);
+/** Remove @p ep from @p s (no-op when not in it; the order is not kept). */
+void emo_ep_set_remove(emo_ep_set_t *s, struct emo_ep *ep);
+/** Drive each endpoint of @p s once.  @return the sum of their work. */
+int emo_ep_set_progress(const emo_ep_set_t *s);
+/** Make @p s's wait object (no-op when it has one).  @return 0 or -FI_*. */
+int emo_wait_open(emo_ep_set_t *s);
+/** Before sleeping on the wait object: clear its eventfd, set its timer to
+ *  the earliest of @p until_ns (em_now_ns clock; UINT64_MAX: none), the
+ *  engines' next timer and, with a link without descriptor, now +
+ *  EMO_WAIT_POLL_NS; then completions wake it (armed).  @return 0 or -FI_*. */
+int emo_wait_arm(emo_ep_set_t *s, uint64_t until_ns);
+/** Sleep until the wait object is readable (armed first).  @return 0 or -FI_*. */
+int emo_wait_sleep(emo_ep_set_t *s);
+/** Write the eventfd (fi_cq_signal; emo_wait_signal). */
+void emo_wait_kick(emo_ep_set_t *s);
+/** A completion was written: wake a sleeper, if one may sleep (armed). */
+static inline void emo_wait_signal(emo_ep_set_t *s)
+{
+    if (atomic_load_explicit(&s->armed, memory_order_relaxed) && atomic_exchange(&s->armed, false))
+        emo_wait_kick(s);
+}
+/** fi_control of a CQ or counter with wait object @p wait_obj: FI_GETWAIT
+ *  (the epoll descriptor, FI_WAIT_FD only) and FI_GETWAITOBJ. */
+int emo_wait_control(emo_ep_set_t *s, enum fi_wait_obj wait_obj, int command, void *arg);
+/** fi_trywait (the fabric's): -FI_EAGAIN when one of @p fids has
+ *  completions or progress made some, 0 when all are armed to sleep. */
+int emo_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
 
 /* ofi_cntr.c */
 int emo_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,
