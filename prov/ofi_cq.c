@@ -126,9 +126,8 @@ static bool cq_waits(const struct emo_cq *cq)
  * progress test, one that completed the request too (docs/ofi.md "The
  * floor MPICH sets"), so a read that found nothing costs one more yield;
  * on a loaded host a yield hands the core to another process, and a
- * message that arrives meanwhile waits for the core to come back
- * (measured on memif: 1.5-2.1 us one-way under MPICH against 0.62 us under
- * Open MPI, which spins; 0.62-0.65 us with sched_yield made a no-op:
+ * message that arrives meanwhile waits for the core to come back (MPICH's
+ * one-way latency is then several times Open MPI's, which spins:
  * docs/ofi.md "Latency under MPICH").  Bounded, and only in a polling
  * loop: an application that reads the CQ now and then between computations
  * (gaps over EMO_SPIN_GAP_NS) is answered at once.
@@ -187,10 +186,10 @@ static int cq_spin(struct emo_cq *cq)
  * waits for a blocking send's completion by calling fi_cq_read in a loop
  * that never yields (mpi_yield_when_idle only reaches opal_progress), so
  * with more ranks than cores a rank whose rendezvous send waits for the
- * CTS of a receiver on its own core kept that core until the scheduler's
- * tick took it away: a linear gather of 512 KiB at 4 ranks on 2 cores took
- * 8 ms per call against 0.5 ms over the tcp BTL (measured 2026-11-28,
- * docs/ofi.md "Ranks sharing cores").  A rank with a core of its own loses
+ * CTS of a receiver on its own core would keep that core until the
+ * scheduler's tick took it away (docs/ofi.md "Ranks sharing cores"; the
+ * invariant: a polling loop that finds nothing for FI_ETHERMPI_YIELD_US
+ * lets the other task run).  A rank with a core of its own loses
  * nothing but the call (no other task to run), and only after
  * FI_ETHERMPI_YIELD_US of waiting; a reader between computations (gaps
  * over EMO_SPIN_GAP_NS) never yields here.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file ofi_prov.h
- * The libfabric provider `ethermpi` (issue 16): an FI_EP_RDM endpoint with
+ * The libfabric provider `ethermpi` (docs/ofi.md): an FI_EP_RDM endpoint with
  * FI_MSG, FI_TAGGED and FI_RMA over the ethermpi engine (src/engine), one
  * engine and one link per endpoint.  Internal declarations shared by the
  * provider's files; only fi_prov_ini() is exported.
@@ -11,8 +11,11 @@
  * region in the domain's table, which its endpoints' engines share);
  * otherwise they are accepted and do nothing (mr_mode 0).
  * Progress is manual: fi_cq_read()/fi_cq_sread() drive the engine of every
- * endpoint bound to the CQ.  Threading: FI_THREAD_DOMAIN, i.e. the caller
- * serialises every call on a domain and its children (no locks here).
+ * endpoint bound to the CQ; fi_cq_sread/fi_cntr_wait sleep on the CQ's or
+ * counter's wait object between progress calls (ofi_wait.c, FI_WAIT_FD).
+ * Threading: FI_THREAD_DOMAIN, i.e. the caller serialises every call on a
+ * domain and its children (no locks here; fi_cq_signal may come from
+ * another thread: an eventfd write).
  *
  * Endpoint ids: the engine's wire header names source and destination by a
  * 16-bit id that every process of a job must agree on (ofi_ep.c,
