@@ -11,18 +11,19 @@
  * or not it writes a CQ entry); a failed one counts in the error count.
  * For FI_READ / FI_WRITE it counts the endpoint's completed RMA reads /
  * writes (ofi_rma.c); FI_REMOTE_* are accepted and never move (no
- * FI_RMA_EVENT).  No wait objects (FI_WAIT_NONE / UNSPEC):
- * fi_cntr_wait polls, driving the bound endpoints (manual progress), as
- * fi_cntr_read does.
+ * FI_RMA_EVENT).  Wait objects FI_WAIT_NONE, _UNSPEC and _FD (ofi_wait.c):
+ * fi_cntr_wait drives the bound endpoints (manual progress), as
+ * fi_cntr_read does, and sleeps between progress calls that found nothing.
  *
  * Threading: FI_THREAD_DOMAIN, as everything else.
  */
 #include "ofi_prov.h"
 #include "util/clock.h"
 
+#include <sched.h>
 #include <stdlib.h>
 
-static void cntr_progress(struct emo_cntr *c) { emo_ep_set_progress(&c->eps); }
+static int cntr_progress(struct emo_cntr *c) { return emo_ep_set_progress(&c->eps); }
 
 void emo_cntr_inc(struct emo_cntr *c, int status)
 {
@@ -32,6 +33,7 @@ void emo_cntr_inc(struct emo_cntr *c, int status)
         c->err++;
     else
         c->val++;
+    emo_wait_signal(&c->eps);
 }
 
 static uint64_t cntr_read(struct fid_cntr *fc)
@@ -50,45 +52,67 @@ static uint64_t cntr_readerr(struct fid_cntr *fc)
 
 static int cntr_add(struct fid_cntr *fc, uint64_t v)
 {
-    container_of_emo(fc, struct emo_cntr, cntr)->val += v;
+    struct emo_cntr *c = container_of_emo(fc, struct emo_cntr, cntr);
+    c->val += v;
+    emo_wait_signal(&c->eps);
     return 0;
 }
 
 static int cntr_set(struct fid_cntr *fc, uint64_t v)
 {
-    container_of_emo(fc, struct emo_cntr, cntr)->val = v;
+    struct emo_cntr *c = container_of_emo(fc, struct emo_cntr, cntr);
+    c->val = v;
+    emo_wait_signal(&c->eps);
     return 0;
 }
 
 static int cntr_adderr(struct fid_cntr *fc, uint64_t v)
 {
-    container_of_emo(fc, struct emo_cntr, cntr)->err += v;
+    struct emo_cntr *c = container_of_emo(fc, struct emo_cntr, cntr);
+    c->err += v;
+    emo_wait_signal(&c->eps);
     return 0;
 }
 
 static int cntr_seterr(struct fid_cntr *fc, uint64_t v)
 {
-    container_of_emo(fc, struct emo_cntr, cntr)->err = v;
+    struct emo_cntr *c = container_of_emo(fc, struct emo_cntr, cntr);
+    c->err = v;
+    emo_wait_signal(&c->eps);
     return 0;
 }
 
-static uint64_t ms_now(void) { return em_clock_ns() / 1000000u; }
-
-/* poll until the count reaches @p threshold; a new error ends the wait
- * (-FI_EAVAIL), as does @p timeout ms (-FI_ETIMEDOUT; -1 = none) */
+/* Drive the bound endpoints until the count reaches @p threshold; a new
+ * error ends the wait (-FI_EAVAIL), as does @p timeout ms (-FI_ETIMEDOUT;
+ * -1 = none).  Between progress calls that did nothing it sleeps on the
+ * wait object (ofi_wait.c; made here for a FI_WAIT_NONE counter), which
+ * the engines' timers bound. */
 static int cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
 {
     struct emo_cntr *c = container_of_emo(fc, struct emo_cntr, cntr);
-    uint64_t err0 = c->err, end = timeout >= 0 ? ms_now() + (uint64_t)timeout : UINT64_MAX;
+    uint64_t err0 = c->err;
+    uint64_t end = timeout >= 0 ? em_clock_ns() + (uint64_t)timeout * 1000000u : UINT64_MAX;
     for (;;) {
-        cntr_progress(c);
+        int work = cntr_progress(c);
         if (c->val >= threshold)
             return 0;
         if (c->err != err0)
             return -FI_EAVAIL;
-        if (ms_now() >= end)
+        if (em_clock_ns() >= end)
             return -FI_ETIMEDOUT;
+        if (work > 0)
+            continue; /* the link may hold more than its descriptor shows */
+        if (emo_wait_open(&c->eps) != 0 || emo_wait_arm(&c->eps, end) != 0)
+            (void)sched_yield(); /* no wait object: poll, giving the core away */
+        else
+            (void)emo_wait_sleep(&c->eps);
     }
+}
+
+static int cntr_control(struct fid *fid, int command, void *arg)
+{
+    struct emo_cntr *c = container_of_emo(fid, struct emo_cntr, cntr.fid);
+    return emo_wait_control(&c->eps, c->wait_obj, command, arg);
 }
 
 static int cntr_close(struct fid *fid)
@@ -96,11 +120,12 @@ static int cntr_close(struct fid *fid)
     struct emo_cntr *c = container_of_emo(fid, struct emo_cntr, cntr.fid);
     if (c->eps.n)
         return -FI_EBUSY; /* close the endpoints first */
+    emo_ep_set_fini(&c->eps);
     free(c);
     return 0;
 }
 
-static struct fi_ops cntr_fi_ops = EMO_FI_OPS(cntr_close, emo_no_bind, emo_no_control);
+static struct fi_ops cntr_fi_ops = EMO_FI_OPS(cntr_close, emo_no_bind, cntr_control);
 static struct fi_ops_cntr cntr_ops = { .size = sizeof(struct fi_ops_cntr),
                                        .read = cntr_read,
                                        .readerr = cntr_readerr,
@@ -113,12 +138,20 @@ static struct fi_ops_cntr cntr_ops = { .size = sizeof(struct fi_ops_cntr),
 int emo_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **out,
                   void *context)
 {
+    enum fi_wait_obj wait = attr ? attr->wait_obj : FI_WAIT_NONE;
     if (attr && ((attr->events != FI_CNTR_EVENTS_COMP) || attr->flags ||
-                 (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)))
-        return -FI_ENOSYS; /* completion events only, no wait objects */
+                 (wait != FI_WAIT_NONE && wait != FI_WAIT_UNSPEC && wait != FI_WAIT_FD)))
+        return -FI_ENOSYS; /* completion events only; wait objects NONE, UNSPEC, FD */
     struct emo_cntr *c = calloc(1, sizeof *c);
     if (!c)
         return -FI_ENOMEM;
+    emo_ep_set_init(&c->eps);
+    c->wait_obj = wait == FI_WAIT_NONE ? FI_WAIT_NONE : FI_WAIT_FD;
+    int rc = wait == FI_WAIT_NONE ? 0 : emo_wait_open(&c->eps);
+    if (rc) {
+        free(c);
+        return rc;
+    }
     emo_fid_init(&c->cntr.fid, FI_CLASS_CNTR, context, &cntr_fi_ops);
     c->cntr.ops = &cntr_ops;
     *out = &c->cntr;

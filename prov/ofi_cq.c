@@ -3,7 +3,9 @@
  * @file ofi_cq.c
  * Completion queue: completions in a growing ring (never dropped: the
  * provider has no other place for them), errors in a FIFO list.  Reading
- * drives every endpoint bound to the queue (manual progress).
+ * drives every endpoint bound to the queue (manual progress).  Wait
+ * objects FI_WAIT_FD (FI_WAIT_UNSPEC is the same): fi_cq_sread sleeps,
+ * FI_GETWAIT gives an epoll descriptor, fi_trywait arms it (ofi_wait.c).
  */
 #include "ofi_prov.h"
 
@@ -39,6 +41,7 @@ int emo_cq_write(struct emo_cq *cq, void *ctx, uint64_t flags, size_t len, void 
         .op_context = ctx, .flags = flags, .len = len, .buf = buf, .data = data, .tag = tag
     };
     e->src = src;
+    emo_wait_signal(&cq->eps);
     return 0;
 }
 
@@ -67,6 +70,7 @@ int emo_cq_write_err(struct emo_cq *cq, void *ctx, uint64_t flags, int err, size
     else
         cq->err_head = x;
     cq->err_tail = x;
+    emo_wait_signal(&cq->eps);
     FI_INFO(&emo_prov, FI_LOG_CQ, "error completion: %s (%s)\n", fi_strerror(x->e.err), x->msg);
     return 0;
 }
@@ -106,7 +110,7 @@ static size_t put_entry(const struct emo_cq *cq, const struct emo_cqe *e, void *
 static bool cq_waits(const struct emo_cq *cq)
 {
     for (unsigned i = 0; i < cq->eps.n; i++)
-        if (cq->eps.eps[i]->posted_tag.len || cq->eps.eps[i]->posted_msg.len)
+        if (cq->eps.v[i].ep->posted_tag.len || cq->eps.v[i].ep->posted_msg.len)
             return true;
     return false;
 }
@@ -122,9 +126,8 @@ static bool cq_waits(const struct emo_cq *cq)
  * progress test, one that completed the request too (docs/ofi.md "The
  * floor MPICH sets"), so a read that found nothing costs one more yield;
  * on a loaded host a yield hands the core to another process, and a
- * message that arrives meanwhile waits for the core to come back
- * (measured on memif: 1.5-2.1 us one-way under MPICH against 0.62 us under
- * Open MPI, which spins; 0.62-0.65 us with sched_yield made a no-op:
+ * message that arrives meanwhile waits for the core to come back (MPICH's
+ * one-way latency is then several times Open MPI's, which spins:
  * docs/ofi.md "Latency under MPICH").  Bounded, and only in a polling
  * loop: an application that reads the CQ now and then between computations
  * (gaps over EMO_SPIN_GAP_NS) is answered at once.
@@ -147,7 +150,7 @@ static bool cq_waits(const struct emo_cq *cq)
  * is read. */
 static uint64_t cq_clock(const struct emo_cq *cq, uint64_t after)
 {
-    uint64_t t = cq->eps.n && cq->eps.eps[0]->eng ? em_engine_now(cq->eps.eps[0]->eng) : 0;
+    uint64_t t = cq->eps.n && cq->eps.v[0].ep->eng ? em_engine_now(cq->eps.v[0].ep->eng) : 0;
     return t > after ? t : em_now_ns();
 }
 
@@ -183,10 +186,10 @@ static int cq_spin(struct emo_cq *cq)
  * waits for a blocking send's completion by calling fi_cq_read in a loop
  * that never yields (mpi_yield_when_idle only reaches opal_progress), so
  * with more ranks than cores a rank whose rendezvous send waits for the
- * CTS of a receiver on its own core kept that core until the scheduler's
- * tick took it away: a linear gather of 512 KiB at 4 ranks on 2 cores took
- * 8 ms per call against 0.5 ms over the tcp BTL (measured 2026-11-28,
- * docs/ofi.md "Ranks sharing cores").  A rank with a core of its own loses
+ * CTS of a receiver on its own core would keep that core until the
+ * scheduler's tick took it away (docs/ofi.md "Ranks sharing cores"; the
+ * invariant: a polling loop that finds nothing for FI_ETHERMPI_YIELD_US
+ * lets the other task run).  A rank with a core of its own loses
  * nothing but the call (no other task to run), and only after
  * FI_ETHERMPI_YIELD_US of waiting; a reader between computations (gaps
  * over EMO_SPIN_GAP_NS) never yields here.
@@ -212,7 +215,8 @@ static ssize_t cq_take(struct emo_cq *cq, void *buf, size_t count, fi_addr_t *sr
     }
     /* the clock of the progress call just made (no clock read of our own) */
     uint64_t last = cq->read_at;
-    cq->read_at = cq->eps.n && cq->eps.eps[0]->eng ? em_engine_now(cq->eps.eps[0]->eng) : 0;
+    cq->read_at = cq->eps.n && cq->eps.v[0].ep->eng ? em_engine_now(cq->eps.v[0].ep->eng) : 0;
+    cq->last_work = work;
     if (work > 0 || cq->count || cq->err_head)
         cq->busy_at = cq->read_at; /* activity: an entry, or frames taken */
     else
@@ -285,18 +289,37 @@ static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint6
     return 1;
 }
 
+/*
+ * Read, and sleep on the wait object (ofi_wait.c) between reads that find
+ * nothing, until an entry comes, fi_cq_signal, or @p timeout ms (-1: none)
+ * pass (-FI_EAGAIN).  The sleep ends at the bound engines' next timer too:
+ * their retransmissions and ACKs go out on time.  It is skipped after a
+ * read whose progress took frames (the link may hold more than its
+ * descriptor shows).  A FI_WAIT_NONE CQ gets its wait object here, at its
+ * first sread.  @p cond is ignored: one entry ends the wait.
+ */
 static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src,
                             const void *cond, int timeout)
 {
+    (void)cond;
+    struct emo_cq *cq = container_of_emo(fcq, struct emo_cq, cq);
     uint64_t end = timeout >= 0 ? em_now_ns() + (uint64_t)timeout * 1000000u : UINT64_MAX;
     for (;;) {
-        ssize_t n = cq_readfrom(fcq, buf, count, src);
-        if (n != -FI_EAGAIN || em_now_ns() >= end)
+        ssize_t n = cq_take(cq, buf, count, src);
+        if (n != -FI_EAGAIN)
             return n;
         /* woken by fi_cq_signal (before it did, the signal was ignored:
          * fabtests' fi_cq_test cq_signal) */
-        if (atomic_exchange(&container_of_emo(fcq, struct emo_cq, cq)->signaled, false))
+        if (atomic_exchange(&cq->signaled, false) || em_now_ns() >= end)
             return -FI_EAGAIN;
+        if (cq->last_work > 0)
+            continue;
+        if (emo_wait_open(&cq->eps) != 0 || emo_wait_arm(&cq->eps, end) != 0) {
+            (void)sched_yield(); /* no wait object: poll, giving the core away */
+            continue;
+        }
+        if (!atomic_load(&cq->signaled)) /* a signal since the check: its kick was drained */
+            (void)emo_wait_sleep(&cq->eps);
     }
 }
 
@@ -307,7 +330,9 @@ static ssize_t cq_sread(struct fid_cq *fcq, void *buf, size_t count, const void 
 
 static int cq_signal(struct fid_cq *cq)
 {
-    atomic_store(&container_of_emo(cq, struct emo_cq, cq)->signaled, true);
+    struct emo_cq *q = container_of_emo(cq, struct emo_cq, cq);
+    atomic_store(&q->signaled, true);
+    emo_wait_kick(&q->eps); /* a sleeping fi_cq_sread wakes */
     return 0;
 }
 
@@ -334,13 +359,15 @@ static int cq_close(struct fid *fid)
     }
     free(cq->err_last);
     free(cq->ring);
+    emo_ep_set_fini(&cq->eps);
     free(cq);
     return 0;
 }
 
 static int cq_control(struct fid *fid, int command, void *arg)
 {
-    return -FI_ENOSYS; /* no wait object: FI_GETWAIT has nothing to give */
+    struct emo_cq *cq = container_of_emo(fid, struct emo_cq, cq.fid);
+    return emo_wait_control(&cq->eps, cq->wait_obj, command, arg);
 }
 
 static struct fi_ops cq_fi_ops = EMO_FI_OPS(cq_close, emo_no_bind, cq_control);
@@ -362,14 +389,26 @@ int emo_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_c
     if (fmt != FI_CQ_FORMAT_CONTEXT && fmt != FI_CQ_FORMAT_MSG && fmt != FI_CQ_FORMAT_DATA &&
         fmt != FI_CQ_FORMAT_TAGGED)
         return -FI_ENOSYS;
-    if (attr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
-        return -FI_ENOSYS; /* manual progress: the caller polls */
+    enum fi_wait_obj wait = attr ? attr->wait_obj : FI_WAIT_NONE;
+    if (wait != FI_WAIT_NONE && wait != FI_WAIT_UNSPEC && wait != FI_WAIT_FD) {
+        FI_INFO(&emo_prov, FI_LOG_CQ, "wait object %d: only FI_WAIT_NONE, _UNSPEC and _FD\n",
+                (int)wait);
+        return -FI_ENOSYS;
+    }
     struct emo_cq *cq = calloc(1, sizeof *cq);
     if (!cq)
         return -FI_ENOMEM;
+    emo_ep_set_init(&cq->eps);
+    cq->wait_obj = wait == FI_WAIT_NONE ? FI_WAIT_NONE : FI_WAIT_FD;
+    int rc = wait == FI_WAIT_NONE ? 0 : emo_wait_open(&cq->eps);
+    if (rc) {
+        free(cq);
+        return rc;
+    }
     cq->cap = attr && attr->size ? attr->size : EMO_CQ_DEFAULT;
     cq->ring = malloc(cq->cap * sizeof *cq->ring);
     if (!cq->ring) {
+        emo_ep_set_fini(&cq->eps);
         free(cq);
         return -FI_ENOMEM;
     }

@@ -207,35 +207,6 @@ int emo_ep_progress(struct emo_ep *ep)
     return work;
 }
 
-int emo_ep_set_add(emo_ep_set_t *s, struct emo_ep *ep)
-{
-    for (unsigned i = 0; i < s->n; i++)
-        if (s->eps[i] == ep)
-            return 0;
-    if (s->n == EMO_CQ_MAX_EPS)
-        return -FI_ENOSPC;
-    s->eps[s->n++] = ep;
-    return 0;
-}
-
-void emo_ep_set_remove(emo_ep_set_t *s, struct emo_ep *ep)
-{
-    for (unsigned i = 0; i < s->n; i++) {
-        if (s->eps[i] == ep) {
-            s->eps[i] = s->eps[--s->n];
-            return;
-        }
-    }
-}
-
-int emo_ep_set_progress(const emo_ep_set_t *s)
-{
-    int work = 0;
-    for (unsigned i = 0; i < s->n; i++)
-        work += emo_ep_progress(s->eps[i]);
-    return work;
-}
-
 /* ---- fid methods ---------------------------------------------------------- */
 
 static void print_stats(struct emo_ep *ep)
@@ -337,7 +308,8 @@ static int ep_close(struct fid *fid)
         em_engine_destroy(ep->eng);
     }
     emo_data_fini(ep);
-    em_link_close(ep->link);
+    /* out of the CQs' and counters' sets before the link goes: their wait
+     * objects watch its descriptor */
     if (ep->tx_cq)
         emo_ep_set_remove(&ep->tx_cq->eps, ep);
     if (ep->rx_cq)
@@ -349,6 +321,7 @@ static int ep_close(struct fid *fid)
     for (unsigned i = 0; i < 4; i++)
         if (ep->other_cntr[i])
             emo_ep_set_remove(&ep->other_cntr[i]->eps, ep);
+    em_link_close(ep->link);
     if (ep->av && ep->av->ep == ep)
         ep->av->ep = NULL;
     fi_freeinfo(ep->info);
@@ -360,6 +333,7 @@ static int ep_close(struct fid *fid)
     free(ep->fail_pending);
     free(ep->ops);
     free(ep->op_gen);
+    free(ep->op_next);
     ep->dom->neps--;
     free(ep);
     return 0;
@@ -381,7 +355,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
         struct emo_cq *cq = container_of_emo(bfid, struct emo_cq, cq.fid);
         if (!(flags & (FI_TRANSMIT | FI_RECV)))
             return -FI_EBADFLAGS;
-        int rc = emo_ep_set_add(&cq->eps, ep);
+        int rc = emo_ep_set_add(&cq->eps, ep, emo_ep_progress);
         if (rc)
             return rc;
         if (flags & FI_TRANSMIT) {
@@ -403,7 +377,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
         static const uint64_t other[4] = { FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE };
         if (!(flags & (FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
             return -FI_EBADFLAGS;
-        int rc = emo_ep_set_add(&c->eps, ep);
+        int rc = emo_ep_set_add(&c->eps, ep, emo_ep_progress);
         if (rc)
             return rc;
         if (flags & FI_SEND)

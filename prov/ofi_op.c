@@ -13,6 +13,7 @@
  */
 #include "ofi_rdv.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,12 +37,57 @@ void emo_op_pools_init(struct emo_ep *ep)
     }
 }
 
+/* The small pools' rooms (msg[] bytes), smaller first. */
+static const size_t small_room[EMO_OP_SMALL_POOLS] = { EMO_OP_SMALL_ROOM, EMO_OP_LARGE - 1 };
+
+/* One chunk: its link, then EMO_OP_CHUNK ops of one small room. */
+struct op_chunk {
+    struct op_chunk *next;
+    _Alignas(max_align_t) unsigned char ops[];
+};
+
+/* bytes of one op of @p room in a chunk (the next op aligned as malloc's) */
+static size_t slot_bytes(size_t room)
+{
+    size_t b = sizeof(emo_op_t) + room, a = _Alignof(max_align_t);
+    return (b + a - 1) / a * a;
+}
+
+/* a free op of small pool @p k: from its list, else from a new chunk */
+static emo_op_t *small_take(struct emo_ep *ep, unsigned k)
+{
+    struct emo_op_pool *p = &ep->op_small[k];
+    if (!p->head) {
+        size_t sb = slot_bytes(small_room[k]);
+        struct op_chunk *c = malloc(sizeof *c + EMO_OP_CHUNK * sb);
+        if (!c)
+            return NULL;
+        c->next = ep->op_chunks;
+        ep->op_chunks = c;
+        for (unsigned i = EMO_OP_CHUNK; i-- > 0;) {
+            emo_op_t *op = (emo_op_t *)(void *)(c->ops + i * sb);
+            op->cache_next = p->head;
+            p->head = op;
+        }
+    }
+    emo_op_t *op = p->head;
+    p->head = op->cache_next;
+    return op;
+}
+
 /* msg[] is left unset: every caller writes all msg_len bytes of it
  * (header, address, payload). */
 emo_op_t *emo_op_new(struct emo_ep *ep, int kind, size_t msg_len)
 {
     size_t cap = msg_len;
     emo_op_t *op = NULL;
+    unsigned small = 0;
+    if (msg_len < EMO_OP_LARGE) {
+        small = msg_len <= small_room[0] ? 1 : 2;
+        cap = small_room[small - 1];
+        if (!(op = small_take(ep, small - 1)))
+            return NULL;
+    }
     for (unsigned i = 0; msg_len >= EMO_OP_LARGE && i < EMO_OP_POOLS; i++) {
         struct emo_op_pool *p = &ep->op_pool[i];
         if (msg_len <= p->cap) { /* the smallest room that holds it */
@@ -56,9 +102,13 @@ emo_op_t *emo_op_new(struct emo_ep *ep, int kind, size_t msg_len)
     if (!op && !(op = malloc(sizeof *op + cap)))
         return NULL;
     memset(op, 0, sizeof *op);
-    ep->op_live += cap;
+    /* the send budget counts a small op's message, a large one's room
+     * (what it holds of the pools' memory), as before the small pools */
+    op->held = small ? msg_len : cap;
+    ep->op_live += op->held;
     op->ep = ep;
     op->kind = kind;
+    op->small = (uint8_t)small;
     op->msg_len = msg_len;
     op->msg_cap = cap;
     return op;
@@ -70,7 +120,13 @@ void emo_op_free(emo_op_t *op)
         return;
     free(op->puts);
     struct emo_ep *ep = op->ep;
-    ep->op_live -= op->msg_cap;
+    ep->op_live -= op->held;
+    if (op->small) { /* back on its list: its chunk goes at close */
+        struct emo_op_pool *p = &ep->op_small[op->small - 1];
+        op->cache_next = p->head;
+        p->head = op;
+        return;
+    }
     for (unsigned i = 0; i < EMO_OP_POOLS; i++) {
         struct emo_op_pool *p = &ep->op_pool[i];
         if (p->cap && op->msg_cap == p->cap && ep->op_cached + p->cap <= EMO_OP_CACHE_BYTES) {
@@ -106,4 +162,12 @@ void emo_op_cache_drain(struct emo_ep *ep)
             free(op);
         }
     ep->op_cached = 0;
+    /* the small ops: every one is free by now (close), their chunks go */
+    while (ep->op_chunks) {
+        struct op_chunk *c = ep->op_chunks;
+        ep->op_chunks = c->next;
+        free(c);
+    }
+    for (unsigned k = 0; k < EMO_OP_SMALL_POOLS; k++)
+        ep->op_small[k].head = NULL;
 }

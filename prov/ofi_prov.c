@@ -425,18 +425,13 @@ static int no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
     return -FI_ENOSYS;
 }
 
-static int no_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
-{
-    return 0; /* nothing to wait on: manual progress, callers poll */
-}
-
 static struct fi_ops fabric_fi_ops = EMO_FI_OPS(fabric_close, emo_no_bind, emo_no_control);
 static struct fi_ops_fabric fabric_ops = { .size = sizeof(struct fi_ops_fabric),
                                            .domain = emo_domain_open,
                                            .passive_ep = no_passive_ep,
                                            .eq_open = eq_open,
                                            .wait_open = no_wait_open,
-                                           .trywait = no_trywait };
+                                           .trywait = emo_trywait };
 
 int emo_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)
 {

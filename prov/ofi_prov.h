@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file ofi_prov.h
- * The libfabric provider `ethermpi`: an FI_EP_RDM endpoint with
+ * The libfabric provider `ethermpi` (docs/ofi.md): an FI_EP_RDM endpoint with
  * FI_MSG, FI_TAGGED and FI_RMA over the ethermpi engine (src/engine), one
  * engine and one link per endpoint.  Internal declarations shared by the
  * provider's files; only fi_prov_ini() is exported.
@@ -11,8 +11,11 @@
  * region in the domain's table, which its endpoints' engines share);
  * otherwise they are accepted and do nothing (mr_mode 0).
  * Progress is manual: fi_cq_read()/fi_cq_sread() drive the engine of every
- * endpoint bound to the CQ.  Threading: FI_THREAD_DOMAIN, i.e. the caller
- * serialises every call on a domain and its children (no locks here).
+ * endpoint bound to the CQ; fi_cq_sread/fi_cntr_wait sleep on the CQ's or
+ * counter's wait object between progress calls (ofi_wait.c, FI_WAIT_FD).
+ * Threading: FI_THREAD_DOMAIN, i.e. the caller serialises every call on a
+ * domain and its children (no locks here; fi_cq_signal may come from
+ * another thread: an eventfd write).
  *
  * Endpoint ids: the engine's wire header names source and destination by a
  * 16-bit id that every process of a job must agree on (ofi_ep.c,
@@ -147,13 +150,44 @@ struct emo_cq_err {
     char msg[160]; /**< err_data: which peer, and why */
 };
 
-#define EMO_CQ_MAX_EPS 8
-/** The endpoints bound to a CQ or a counter: reading either drives their
- *  progress (manual progress), and neither closes while one is bound. */
+/** How a CQ or counter drives one bound endpoint (emo_ep_progress, given
+ *  at bind time).  @return frames taken and operations completed. */
+typedef int (*emo_progress_fn)(struct emo_ep *ep);
+
+/** One endpoint bound to a CQ or a counter. */
+typedef struct emo_ep_ref {
+    struct emo_ep *ep;
+    emo_progress_fn progress;
+    int fd; /**< its link's wait descriptor in the set's epoll set, or -1 */
+} emo_ep_ref_t;
+
+/**
+ * The endpoints bound to a CQ or a counter, and its wait object
+ * (ofi_wait.c): reading either drives their progress (manual progress),
+ * and neither closes while one is bound.  No limit on their number.
+ *
+ * The wait object (FI_WAIT_FD / FI_WAIT_UNSPEC, or made when a
+ * FI_WAIT_NONE CQ is first read with fi_cq_sread) is an epoll set holding
+ * each bound endpoint's link descriptor (em_link_wait_fd: the UDP socket),
+ * an eventfd written when a completion arrives while a waiter may sleep
+ * (armed) or on fi_cq_signal, and a timerfd set to the engines' next
+ * timer (retransmissions still happen while the caller sleeps), or to
+ * EMO_WAIT_POLL_NS when an endpoint's link has no descriptor (DPDK, emd).
+ * FI_GETWAIT hands out the epoll descriptor.
+ */
 typedef struct emo_ep_set {
-    struct emo_ep *eps[EMO_CQ_MAX_EPS];
-    unsigned n;
+    emo_ep_ref_t *v;
+    unsigned n, cap;
+    int epfd, evfd, tfd; /**< the wait object's descriptors; epfd -1: none */
+    atomic_bool armed;   /**< a waiter may sleep on epfd: completions write evfd */
 } emo_ep_set_t;
+
+/** A waiter whose endpoints' links have no descriptor sleeps this long at
+ *  most between progress calls (or less: the engines' next timer). */
+#define EMO_WAIT_POLL_NS 50000u
+/** ... and at least this long when an engine's timer is due already (the
+ *  progress call before the sleep ran it). */
+#define EMO_WAIT_MIN_NS 10000u
 
 struct emo_cq {
     struct fid_cq cq;
@@ -164,6 +198,8 @@ struct emo_cq {
     struct emo_cq_err *err_head, *err_tail;
     struct emo_cq_err *err_last; /**< the entry handed out last (its err_data stays valid) */
     emo_ep_set_t eps;
+    enum fi_wait_obj wait_obj; /**< FI_WAIT_FD (its wait object made at open) or _NONE */
+    int last_work;    /**< the work of the last read's progress: fi_cq_sread sleeps after 0 */
     uint64_t read_at; /**< when fi_cq_read last returned (cq_spin) */
     uint16_t
         spin_score;     /**< recent spins that ended with a completion, 0..EMO_SPIN_ONE (cq_spin) */
@@ -179,7 +215,8 @@ struct emo_cq {
 struct emo_cntr {
     struct fid_cntr cntr;
     uint64_t val, err;
-    emo_ep_set_t eps; /**< driven by fi_cntr_read / fi_cntr_wait */
+    emo_ep_set_t eps;          /**< driven by fi_cntr_read / fi_cntr_wait */
+    enum fi_wait_obj wait_obj; /**< FI_WAIT_FD (its wait object made at open) or _NONE */
 };
 
 /** Kinds of operation (emo_op_t::kind). */
@@ -225,6 +262,8 @@ typedef struct emo_op {
         uint64_t key;
     } sv;
     struct emo_op *cache_next; /**< kept in an op pool (emo_op_free): the next one */
+    uint8_t small;             /**< from small pool small - 1 (in a chunk), 0: malloc'd */
+    size_t held;               /**< bytes it counts in emo_ep::op_live (the send budget) */
     size_t msg_len;            /**< bytes of msg[] in use */
     size_t msg_cap;            /**< bytes of msg[] allocated (EMO_OP_LARGE: from the cache) */
     uint8_t msg[];             /**< what the engine sends: header (+ eager payload) */
@@ -243,7 +282,16 @@ typedef struct emo_op {
  *  trim and refault them on every send; 64 kept per size were too few for
  *  IMB's Uniband, 256 injects in flight (docs/ofi.md "Send buffers are
  *  reused"). */
-#define EMO_OP_LARGE       1024u
+#define EMO_OP_LARGE 1024u
+/** Ops with less than EMO_OP_LARGE bytes of msg[] (headers, control
+ *  messages, rendezvous receives, small inject copies: every small send)
+ *  come from two per-endpoint free lists, rooms EMO_OP_SMALL_ROOM and
+ *  EMO_OP_LARGE - 1 bytes, which grow EMO_OP_CHUNK ops at a time and are
+ *  freed at close (emo_op_cache_drain): no malloc per send.  They keep
+ *  their high-water mark, as the large pools do. */
+#define EMO_OP_SMALL_ROOM  (EMO_HDR_LEN + EMO_ADDR_LEN)
+#define EMO_OP_SMALL_POOLS 2u
+#define EMO_OP_CHUNK       64u
 #define EMO_OP_CACHE_MSG   32768u /* the smallest room (message bytes) */
 #define EMO_OP_POOLS       4u     /* rooms: 32, 64, 128, 256 KiB of message */
 #define EMO_OP_CACHE_BYTES (64u << 20)
@@ -352,9 +400,11 @@ struct emo_ep {
     uint8_t *fail_pending; /**< npeers: 1 = to be failed after this progress call (a
                                 callback decided it: emo_apply_failures) */
     uint32_t nfail_pending;
-    emo_op_t **ops; /**< cookie table: index = (cookie & 0xFFFFF) - 1 */
-    uint16_t *op_gen;
-    uint32_t ops_cap, ops_free;
+    emo_op_t **ops;    /**< cookie table: index = (cookie & 0xFFFFF) - 1 */
+    uint16_t *op_gen;  /**< ops_cap: each slot's generation (12 bits of the cookie) */
+    uint32_t *op_next; /**< ops_cap: free slots' chain (index + 1 of the next, 0 = end) */
+    uint32_t ops_cap;  /**< slots in ops, op_gen and op_next */
+    uint32_t ops_free; /**< the first free slot (index + 1), 0 = none: the table grows */
     size_t eager_max;
     size_t inject_max;     /**< fi_inject*: at most this (emo_inject_max) */
     size_t send_copy_max;  /**< sends up to this complete when copied (do_send) */
@@ -369,6 +419,10 @@ struct emo_ep {
                              0 = no such pool (emo_op_pools_init) */
         emo_op_t *head; /**< kept ops, linked by emo_op::cache_next */
     } op_pool[EMO_OP_POOLS];
+    /* free lists of small ops (EMO_OP_SMALL_POOLS rooms), carved from
+     * chunks of EMO_OP_CHUNK ops linked from op_chunks (freed at close) */
+    struct emo_op_pool op_small[EMO_OP_SMALL_POOLS];
+    void *op_chunks;
     size_t op_cached;      /**< bytes of msg[] room the pools keep (<= EMO_OP_CACHE_BYTES) */
     size_t op_live;        /**< bytes of msg[] room of the live ops (emo_op_new to
                                 emo_op_free): the send budget, EMO_TX_BYTES */
@@ -439,14 +493,44 @@ int emo_ep_set_peer(struct emo_ep *ep, uint16_t id);
 /** Drive the engine once (re-entry safe).  @return frames taken and
  *  operations completed (0: nothing happened). */
 int emo_ep_progress(struct emo_ep *ep);
-/** Add @p ep to @p s (no-op when in it).  @return 0, or -FI_ENOSPC (EMO_CQ_MAX_EPS bound). */
-int emo_ep_set_add(emo_ep_set_t *s, struct emo_ep *ep);
-/** Remove @p ep from @p s (no-op when not in it; the order is not kept). */
-void emo_ep_set_remove(emo_ep_set_t *s, struct emo_ep *ep);
-/** emo_ep_progress() each endpoint of @p s once.  @return the sum of their work. */
-int emo_ep_set_progress(const emo_ep_set_t *s);
 /** Map an engine error (-EM_*) to a negative fi_errno. */
 int emo_errno(int em_err);
+
+/* ofi_wait.c */
+/** An empty set, no wait object yet. */
+void emo_ep_set_init(emo_ep_set_t *s);
+/** Free the set and close its wait object (the owner's close). */
+void emo_ep_set_fini(emo_ep_set_t *s);
+/** Add @p ep, driven by @p progress, to @p s (no-op when in it); its link's
+ *  descriptor joins the wait object.  @return 0 or -FI_ENOMEM. */
+int emo_ep_set_add(emo_ep_set_t *s, struct emo_ep *ep, emo_progress_fn progress);
+/** Remove @p ep from @p s (no-op when not in it; the order is not kept). */
+void emo_ep_set_remove(emo_ep_set_t *s, struct emo_ep *ep);
+/** Drive each endpoint of @p s once.  @return the sum of their work. */
+int emo_ep_set_progress(const emo_ep_set_t *s);
+/** Make @p s's wait object (no-op when it has one).  @return 0 or -FI_*. */
+int emo_wait_open(emo_ep_set_t *s);
+/** Before sleeping on the wait object: clear its eventfd, set its timer to
+ *  the earliest of @p until_ns (em_now_ns clock; UINT64_MAX: none), the
+ *  engines' next timer and, with a link without descriptor, now +
+ *  EMO_WAIT_POLL_NS; then completions wake it (armed).  @return 0 or -FI_*. */
+int emo_wait_arm(emo_ep_set_t *s, uint64_t until_ns);
+/** Sleep until the wait object is readable (armed first).  @return 0 or -FI_*. */
+int emo_wait_sleep(emo_ep_set_t *s);
+/** Write the eventfd (fi_cq_signal; emo_wait_signal). */
+void emo_wait_kick(emo_ep_set_t *s);
+/** A completion was written: wake a sleeper, if one may sleep (armed). */
+static inline void emo_wait_signal(emo_ep_set_t *s)
+{
+    if (atomic_load_explicit(&s->armed, memory_order_relaxed) && atomic_exchange(&s->armed, false))
+        emo_wait_kick(s);
+}
+/** fi_control of a CQ or counter with wait object @p wait_obj: FI_GETWAIT
+ *  (the epoll descriptor, FI_WAIT_FD only) and FI_GETWAITOBJ. */
+int emo_wait_control(emo_ep_set_t *s, enum fi_wait_obj wait_obj, int command, void *arg);
+/** fi_trywait (the fabric's): -FI_EAGAIN when one of @p fids has
+ *  completions or progress made some, 0 when all are armed to sleep. */
+int emo_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
 
 /* ofi_cntr.c */
 int emo_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,

@@ -24,29 +24,47 @@
 #define COOKIE_IDX_BITS 20u
 #define COOKIE_IDX_MASK ((1u << COOKIE_IDX_BITS) - 1u)
 
+/* Free slots are chained through op_next (index + 1 of the next free
+ * slot, 0 = none) from ep->ops_free: a cookie is taken and given back in
+ * O(1).  A slot's generation moves on each time it is taken, so a CTS or
+ * FIN naming an earlier holder of the slot is refused (emo_cookie_get). */
+static int cookie_grow(struct emo_ep *ep)
+{
+    uint32_t cap = ep->ops_cap ? ep->ops_cap * 2 : 64;
+    if (cap > COOKIE_IDX_MASK)
+        return -FI_EAGAIN;
+    emo_op_t **o = realloc(ep->ops, cap * sizeof *o);
+    if (!o)
+        return -FI_ENOMEM;
+    ep->ops = o;
+    uint16_t *g = realloc(ep->op_gen, cap * sizeof *g);
+    if (!g)
+        return -FI_ENOMEM;
+    ep->op_gen = g;
+    uint32_t *n = realloc(ep->op_next, cap * sizeof *n);
+    if (!n)
+        return -FI_ENOMEM;
+    ep->op_next = n;
+    /* the new slots go on the free list lowest index first */
+    for (uint32_t k = cap; k-- > ep->ops_cap;) {
+        ep->ops[k] = NULL;
+        ep->op_gen[k] = 0;
+        ep->op_next[k] = ep->ops_free;
+        ep->ops_free = k + 1;
+    }
+    ep->ops_cap = cap;
+    return 0;
+}
+
 int emo_cookie_add(struct emo_ep *ep, emo_op_t *op)
 {
-    uint32_t i = 0;
-    for (; i < ep->ops_cap && ep->ops[i]; i++)
-        ;
-    if (i == ep->ops_cap) {
-        uint32_t cap = ep->ops_cap ? ep->ops_cap * 2 : 64;
-        if (cap > COOKIE_IDX_MASK)
-            return -FI_EAGAIN;
-        emo_op_t **o = realloc(ep->ops, cap * sizeof *o);
-        if (!o)
-            return -FI_ENOMEM;
-        ep->ops = o;
-        uint16_t *g = realloc(ep->op_gen, cap * sizeof *g);
-        if (!g)
-            return -FI_ENOMEM;
-        ep->op_gen = g;
-        for (uint32_t k = ep->ops_cap; k < cap; k++) {
-            ep->ops[k] = NULL;
-            ep->op_gen[k] = 0;
-        }
-        ep->ops_cap = cap;
+    if (!ep->ops_free) {
+        int rc = cookie_grow(ep);
+        if (rc)
+            return rc;
     }
+    uint32_t i = ep->ops_free - 1;
+    ep->ops_free = ep->op_next[i];
     ep->op_gen[i] = (uint16_t)((ep->op_gen[i] + 1) & 0xFFFu);
     ep->ops[i] = op;
     op->cookie = ((uint32_t)ep->op_gen[i] << COOKIE_IDX_BITS) | (i + 1);
@@ -67,8 +85,11 @@ emo_op_t *emo_cookie_get(struct emo_ep *ep, uint32_t cookie, uint16_t peer, int 
 void emo_cookie_del(struct emo_ep *ep, emo_op_t *op)
 {
     uint32_t i = op->cookie & COOKIE_IDX_MASK;
-    if (i && i <= ep->ops_cap && ep->ops[i - 1] == op)
+    if (i && i <= ep->ops_cap && ep->ops[i - 1] == op) {
         ep->ops[i - 1] = NULL;
+        ep->op_next[i - 1] = ep->ops_free;
+        ep->ops_free = i;
+    }
     op->cookie = 0;
 }
 

@@ -129,11 +129,14 @@ static void test_refused(void **state)
     again->peer = 3;
     assert_int_equal(emo_cookie_add(&ep, again), 0);
     assert_int_not_equal(again->cookie, old);
+    /* the free slot is taken again (a free list, no scan), generation moved on */
+    assert_int_equal(again->cookie & 0xFFFFFu, old & 0xFFFFFu);
     assert_null(emo_cookie_get(&ep, old, 3, EMO_OP_RTS));
+    emo_op_free(rts);   /* before the pools go (emo_data_fini drains them) */
     emo_data_fini(&ep); /* frees the table's operations */
-    emo_op_free(rts);
     free(ep.ops);
     free(ep.op_gen);
+    free(ep.op_next);
 }
 
 /* an eager tagged message of @p n bytes from @p peer, as the engine hands it up */
@@ -189,6 +192,7 @@ static void test_close_deregisters(void **state)
     em_regions_fini(&dom.regions);
     free(ep.ops);
     free(ep.op_gen);
+    free(ep.op_next);
 }
 
 static void test_unexpected_budget(void **state)
@@ -236,6 +240,7 @@ static void test_unexpected_budget(void **state)
     free(ep.fail_pending);
     free(ep.ops);
     free(ep.op_gen);
+    free(ep.op_next);
 }
 
 int main(void)

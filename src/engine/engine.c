@@ -459,6 +459,11 @@ int em_engine_unwatch(em_engine_t *e, uint16_t peer) { return em_proto_unwatch(e
 
 bool em_engine_idle(const em_engine_t *e) { return e->nbatch == 0 && em_proto_idle(e->proto); }
 
+uint64_t em_engine_next_deadline(const em_engine_t *e)
+{
+    return e->nbatch ? 0 : em_proto_next_deadline(e->proto);
+}
+
 uint32_t em_engine_pending(const em_engine_t *e, uint16_t peer)
 {
     return em_proto_pending(e->proto, peer);

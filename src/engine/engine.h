@@ -196,6 +196,14 @@ int em_engine_region_at(em_engine_t *e, uint32_t id, uint64_t key, uint64_t offs
 
 /** True when nothing is queued, in flight or owed. */
 bool em_engine_idle(const em_engine_t *e);
+/**
+ * When em_engine_progress() next has timer work (em_proto_next_deadline():
+ * retransmissions, delayed ACKs, pacing, liveness), on em_now_ns()'s clock;
+ * 0 when frames wait in the engine for the link (progress is due now);
+ * UINT64_MAX when nothing is timed.  For an owner that sleeps between
+ * progress calls: it must call progress again by then.
+ */
+uint64_t em_engine_next_deadline(const em_engine_t *e);
 
 /**
  * Before em_engine_destroy(): let what was sent arrive, and answer what

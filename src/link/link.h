@@ -110,6 +110,17 @@ typedef struct em_link_ops {
      * peer is reset.  @return 0 or a negative errno (no ACKs for that peer).
      */
     int (*set_flow)(em_link_t *l, uint16_t peer, const em_link_flow_t *f);
+    /**
+     * Optional: a file descriptor that polls readable (POLLIN) when rx_burst
+     * may have frames, for a caller that wants to sleep until traffic comes
+     * (the libfabric provider's wait objects, prov/ofi_wait.c).  The link
+     * keeps it; the caller only polls it, and must not read it.  Frames the
+     * link holds in its own memory from an earlier rx_burst are not shown by
+     * it: a caller sleeps only after an rx_burst that returned nothing.
+     * NULL, or -1 returned: no such descriptor (polled links: DPDK, emd),
+     * so a waiter falls back to short sleeps.
+     */
+    int (*wait_fd)(em_link_t *l);
 } em_link_ops_t;
 
 /** Common part of every link (the first member of each implementation). */
@@ -138,6 +149,11 @@ static inline int em_link_flush(em_link_t *l) { return l->ops->flush(l); }
 static inline int em_link_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     return l->ops->set_peer(l, peer, a);
+}
+/** The link's wait descriptor (em_link_ops_t::wait_fd), or -1 when it has none. */
+static inline int em_link_wait_fd(em_link_t *l)
+{
+    return l && l->ops->wait_fd ? l->ops->wait_fd(l) : -1;
 }
 static inline void em_link_close(em_link_t *l)
 {

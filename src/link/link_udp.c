@@ -623,6 +623,9 @@ static void udp_close(em_link_t *l)
     free(u);
 }
 
+/* the receive socket: readable when a datagram waits (em_link_ops_t::wait_fd) */
+static int udp_wait_fd(em_link_t *l) { return ((struct udp_link *)l)->fd; }
+
 static const em_link_ops_t udp_ops = {
     .name = "udp",
     .tx_alloc = udp_tx_alloc,
@@ -634,6 +637,7 @@ static const em_link_ops_t udp_ops = {
     .set_peer = udp_set_peer,
     .close = udp_close,
     .rx_peer = udp_rx_peer,
+    .wait_fd = udp_wait_fd,
 };
 
 em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
