@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file test_settings.c
+ * The settings table and the factory's rules (src/transport/): every row
+ * is well formed and its default valid; checks name the setting as each
+ * front end publishes it; the link-dependent defaults (window, eager
+ * limit) and the protocol configuration follow the settings.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "transport/transport.h"
+
+static void test_rows_are_well_formed(void **st)
+{
+    (void)st;
+    size_t n;
+    const em_setting_t *t = em_settings_table(&n);
+    assert_true(n >= 40);
+    em_settings_t s;
+    em_settings_default(&s);
+    for (size_t i = 0; i < n; i++) {
+        assert_non_null(t[i].name);
+        assert_true(strlen(t[i].name) < 32);
+        for (const char *p = t[i].name; *p; p++) /* lower case: FI_ names are its upper case */
+            assert_true((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_');
+        assert_true(t[i].fronts != 0 && (t[i].fronts & ~(unsigned)EM_FRONT_ALL) == 0);
+        assert_true(t[i].level >= 1 && t[i].level <= 9);
+        assert_true(t[i].help && strlen(t[i].help) > 20);
+        assert_true(t[i].offset < sizeof(em_settings_t));
+        for (size_t j = 0; j < i; j++) /* one row per name */
+            assert_string_not_equal(t[i].name, t[j].name);
+        assert_ptr_equal(em_setting_find(t[i].name), &t[i]);
+        if (t[i].type == EM_SET_INT) {
+            int v = *(const int *)em_setting_cptr(&s, &t[i]);
+            assert_true(t[i].min <= v && v <= t[i].max);
+        }
+    }
+    assert_null(em_setting_find("no_such_setting"));
+    /* the defaults pass every front end's check */
+    char err[256] = "";
+    assert_int_equal(em_settings_check(&s, EM_FRONT_RUDP, err, sizeof err), 0);
+    assert_int_equal(em_settings_check(&s, EM_FRONT_DPDK, err, sizeof err), 0);
+    assert_int_equal(em_settings_check(&s, EM_FRONT_OFI, err, sizeof err), 0);
+}
+
+static void test_protocol_defaults_are_the_cores(void **st)
+{
+    (void)st;
+    em_settings_t s;
+    em_proto_cfg_t p;
+    em_settings_default(&s);
+    em_proto_cfg_default(&p);
+    assert_int_equal((uint64_t)s.rto_us * 1000u, p.rto_ns);
+    assert_int_equal((uint64_t)s.rto_max_us * 1000u, p.rto_max_ns);
+    assert_int_equal(s.retries, p.max_retries);
+    assert_int_equal((uint64_t)s.rx_mem_mb << 20, p.rx_mem_max);
+    assert_string_equal(s.cc, "loss");
+    assert_int_equal(em_cc_mode_parse(s.cc), (int)p.cc);
+    assert_string_equal(s.recovery, "sr");
+}
+
+static void test_check_names_the_front_ends_setting(void **st)
+{
+    (void)st;
+    em_settings_t s;
+    char err[256];
+    em_settings_default(&s);
+    s.window = 300;
+    assert_int_equal(em_settings_check(&s, EM_FRONT_RUDP, err, sizeof err), -1);
+    assert_non_null(strstr(err, "btl_rudp_window"));
+    assert_int_equal(em_settings_check(&s, EM_FRONT_OFI, err, sizeof err), -1);
+    assert_non_null(strstr(err, "FI_ETHERMPI_WINDOW"));
+    em_settings_default(&s);
+    s.cc = "fast";
+    assert_int_equal(em_settings_check(&s, EM_FRONT_DPDK, err, sizeof err), -1);
+    assert_non_null(strstr(err, "btl_dpdk_cc"));
+    assert_non_null(strstr(err, "loss|delay|off"));
+    em_settings_default(&s);
+    s.framing = "ip";
+    assert_int_equal(em_settings_check(&s, EM_FRONT_OFI, err, sizeof err), -1);
+    assert_non_null(strstr(err, "FI_ETHERMPI_FRAMING"));
+    /* ... but not a front end that does not offer it */
+    assert_int_equal(em_settings_check(&s, EM_FRONT_RUDP, err, sizeof err), 0);
+    em_settings_default(&s);
+    s.window = 0;
+    s.window_kb = 0;
+    assert_int_equal(em_settings_check(&s, EM_FRONT_OFI, err, sizeof err), -1);
+    assert_non_null(strstr(err, "FI_ETHERMPI_WINDOW_KB"));
+}
+
+static void test_parse_and_format(void **st)
+{
+    (void)st;
+    em_settings_t s;
+    char err[128], buf[64];
+    em_settings_default(&s);
+    const em_setting_t *gso = em_setting_find("gso"), *loss = em_setting_find("rx_loss"),
+                       *w = em_setting_find("window");
+    assert_int_equal(em_setting_parse(&s, gso, "off", "gso", err, sizeof err), 0);
+    assert_false(s.gso);
+    assert_int_equal(em_setting_parse(&s, gso, "maybe", "gso", err, sizeof err), -1);
+    assert_int_equal(em_setting_parse(&s, loss, "0.05", "rx_loss", err, sizeof err), 0);
+    assert_true(s.rx_loss > 0.049 && s.rx_loss < 0.051);
+    assert_int_equal(em_setting_parse(&s, w, "12x", "FI_ETHERMPI_WINDOW", err, sizeof err), -1);
+    assert_non_null(strstr(err, "FI_ETHERMPI_WINDOW"));
+    assert_int_equal(em_setting_parse(&s, w, "12", "w", err, sizeof err), 0);
+    em_setting_format(&s, w, buf, sizeof buf);
+    assert_string_equal(buf, "12");
+    em_setting_fullname(em_setting_find("emd_heartbeat_ms"), EM_FRONT_OFI, buf, sizeof buf);
+    assert_string_equal(buf, "FI_ETHERMPI_EMD_HEARTBEAT_MS");
+    em_setting_fullname(em_setting_find("emd_heartbeat_ms"), EM_FRONT_DPDK, buf, sizeof buf);
+    assert_string_equal(buf, "btl_dpdk_emd_heartbeat_ms");
+}
+
+static void test_link_dependent_defaults(void **st)
+{
+    (void)st;
+    em_settings_t s;
+    em_settings_default(&s);
+    /* kernel UDP: sized from window_kb (384 KiB): all 256 at MTU 1500, 64 at 9000 */
+    assert_int_equal(em_transport_window(&s, EM_LINK_KIND_UDP, 1472), EM_WINDOW_MAX);
+    assert_int_equal(em_transport_window(&s, EM_LINK_KIND_UDP, 8972), 64);
+    /* the bypass links: 64 frames */
+    assert_int_equal(em_transport_window(&s, EM_LINK_KIND_DPDK, 1500), 64);
+    assert_int_equal(em_transport_window(&s, EM_LINK_KIND_EMD, 9000), 64);
+    s.window = 16;
+    assert_int_equal(em_transport_window(&s, EM_LINK_KIND_UDP, 1472), 16);
+    s.window = 0;
+    s.window_kb = 0;
+    assert_int_equal(em_transport_window(&s, EM_LINK_KIND_DPDK, 1500), 0);
+    em_settings_default(&s);
+    assert_int_equal(em_transport_eager_max(&s, EM_LINK_KIND_UDP), EM_TRANSPORT_EAGER_UDP);
+    assert_int_equal(em_transport_eager_max(&s, EM_LINK_KIND_DPDK), EM_TRANSPORT_EAGER_BYPASS);
+    s.eager_max = 0;
+    assert_int_equal(em_transport_eager_max(&s, EM_LINK_KIND_UDP), 0);
+}
+
+static void test_proto_cfg_follows_the_settings(void **st)
+{
+    (void)st;
+    em_settings_t s;
+    em_proto_cfg_t c;
+    char err[256];
+    em_settings_default(&s);
+    s.rto_us = 250;
+    s.retries = 9;
+    s.recovery = "gbn";
+    s.cc = "off";
+    s.rx_mem_mb = 0;
+    assert_int_equal(em_transport_proto_cfg(&s, EM_LINK_KIND_DPDK, 1500, &c, err, sizeof err), 0);
+    assert_int_equal(c.rto_ns, 250000);
+    assert_int_equal(c.max_retries, 9);
+    assert_int_equal(c.recovery, EM_RECOVERY_GBN);
+    assert_int_equal(c.cc, EM_CC_OFF);
+    assert_int_equal(c.rx_mem_max, 0);
+    assert_int_equal(c.window, 64);
+    assert_int_equal(c.frame_max, 1500);
+    assert_true(c.cc_pace_burst >= 1 && c.cc_pace_burst <= c.window);
+    /* live_us -1: a watched peer fails within a sender's bound */
+    assert_int_equal(c.live_idle_ns, (uint64_t)s.rto_max_us * 1000u);
+    s.cc = "fast";
+    assert_int_equal(em_transport_proto_cfg(&s, EM_LINK_KIND_UDP, 1472, &c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "fast"));
+}
+
+static void test_links_the_build_lacks_are_refused(void **st)
+{
+    (void)st;
+    em_settings_t s;
+    char err[256];
+    em_settings_default(&s);
+    const em_transport_env_t env = { .front = EM_FRONT_OFI };
+    /* the daemon link with no socket: the cause and the setting's name */
+    s.emd_socket = "";
+    assert_null(em_transport_open_link(&s, EM_LINK_KIND_EMD, &env, 0, err, sizeof err));
+    assert_non_null(strstr(err, "FI_ETHERMPI_EMD_SOCKET"));
+    /* the daemon link has one link: index 1 is "no such link", not an error */
+    assert_null(em_transport_open_link(&s, EM_LINK_KIND_EMD, &env, 1, err, sizeof err));
+    assert_string_equal(err, "");
+    s.framing = "ip";
+    s.emd_socket = "/nonexistent/emd.sock";
+    assert_null(em_transport_open_link(&s, EM_LINK_KIND_EMD, &env, 0, err, sizeof err));
+    assert_non_null(strstr(err, "FI_ETHERMPI_FRAMING"));
+    assert_int_equal(em_link_kind_parse("dpdk"), EM_LINK_KIND_DPDK);
+    assert_int_equal(em_link_kind_parse("tcp"), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rows_are_well_formed),
+        cmocka_unit_test(test_protocol_defaults_are_the_cores),
+        cmocka_unit_test(test_check_names_the_front_ends_setting),
+        cmocka_unit_test(test_parse_and_format),
+        cmocka_unit_test(test_link_dependent_defaults),
+        cmocka_unit_test(test_proto_cfg_follows_the_settings),
+        cmocka_unit_test(test_links_the_build_lacks_are_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
