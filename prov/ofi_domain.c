@@ -284,12 +284,13 @@ int emo_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
                     void *context)
 {
     emo_params_load();
-    if (info && info->domain_attr && info->domain_attr->name &&
-        strcmp(info->domain_attr->name, emo_params.link))
+    int index = emo_domain_index(info && info->domain_attr ? info->domain_attr->name : NULL);
+    if (index < 0)
         return -FI_EINVAL;
     struct emo_domain *d = calloc(1, sizeof *d);
     if (!d)
         return -FI_ENOMEM;
+    d->index = (unsigned)index;
     d->fab = container_of_emo(fabric, struct emo_fabric, fab);
     emo_fid_init(&d->dom.fid, FI_CLASS_DOMAIN, context, &domain_fi_ops);
     d->dom.ops = &domain_ops;

@@ -123,7 +123,7 @@ static void emd_dead(void *ctx, const char *why)
 
 /* FI_ETHERMPI_LINK's link, with every option the BTLs have (the front-end
  * layer opens it: src/transport/transport.h) */
-static em_link_t *open_link(char *err, size_t errlen)
+static em_link_t *open_link(unsigned index, char *err, size_t errlen)
 {
     if (emo_params_error()[0]) {
         snprintf(err, errlen, "%s", emo_params_error());
@@ -135,7 +135,10 @@ static em_link_t *open_link(char *err, size_t errlen)
         .note = link_note,
         .emd_dead = emd_dead,
     };
-    return em_transport_open_link(&emo_params, emo_link_kind(), &env, 0, err, errlen);
+    em_link_t *l = em_transport_open_link(&emo_params, emo_link_kind(), &env, index, err, errlen);
+    if (!l && !err[0])
+        snprintf(err, errlen, "no device %u in the settings", index);
+    return l;
 }
 
 /* ---- engine --------------------------------------------------------------- */
@@ -525,7 +528,7 @@ static int ep_setup(struct emo_ep *ep, char *err, size_t errlen)
     memcpy(&ep->self.isn, rnd + 8, 4);
     if (pick_id(&ep->self.id, &ep->npeers, err, errlen) != 0)
         return -1;
-    ep->link = open_link(err, errlen);
+    ep->link = open_link(ep->dom->index, err, errlen);
     if (!ep->link)
         return -1;
     ep->self.frame_max = ep->link->mtu;

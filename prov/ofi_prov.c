@@ -16,6 +16,7 @@
 #include "ofi_prov.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -85,6 +86,35 @@ void emo_params_load(void)
 }
 
 const char *emo_link_name(void) { return emo_params.link ? emo_params.link : "udp"; }
+
+/* Domains: one per device the settings name (FI_ETHERMPI_IF_INCLUDE's
+ * interfaces, FI_ETHERMPI_VDEV's ';' devices), as libfabric lists one
+ * domain per NIC; the first is named after the link ("udp", "dpdk",
+ * "emd", as before), the k-th "<link><k>". */
+unsigned emo_domain_count(void)
+{
+    return em_transport_link_count(&emo_params, emo_link_kind(), "0");
+}
+
+void emo_domain_name(unsigned index, char *buf, size_t len)
+{
+    if (index == 0)
+        snprintf(buf, len, "%s", emo_link_name());
+    else
+        snprintf(buf, len, "%s%u", emo_link_name(), index);
+}
+
+int emo_domain_index(const char *name)
+{
+    unsigned n = emo_domain_count();
+    char d[64];
+    for (unsigned i = 0; name && i < n; i++) {
+        emo_domain_name(i, d, sizeof d);
+        if (0 == strcmp(d, name))
+            return (int)i;
+    }
+    return name ? -1 : 0;
+}
 
 em_link_kind_t emo_link_kind(void)
 {
@@ -176,11 +206,11 @@ static int check_domain_hints(const struct fi_domain_attr *d)
 {
     if (!d)
         return 0;
-    if (d->name && strcmp(d->name, emo_params.link)) {
+    if (d->name && emo_domain_index(d->name) < 0) {
         FI_INFO(&emo_prov, FI_LOG_CORE,
-                "domain '%s' asked; this process's is '%s' "
-                "(FI_ETHERMPI_LINK)\n",
-                d->name, emo_params.link);
+                "domain '%s' asked; this process's are '%s' and its numbered devices "
+                "(FI_ETHERMPI_LINK, _IF_INCLUDE, _VDEV)\n",
+                d->name, emo_link_name());
         return -FI_ENODATA;
     }
     if (d->threading != FI_THREAD_UNSPEC && d->threading != FI_THREAD_DOMAIN) {
@@ -284,7 +314,7 @@ static void fill_info(struct fi_info *fi, uint32_t version, const struct fi_info
     fi->ep_attr->rx_ctx_cnt = 1;
 
     struct fi_domain_attr *d = fi->domain_attr;
-    d->name = strdup(emo_params.link);
+    d->name = strdup(emo_link_name()); /* the first device's; emo_getinfo names the others */
     d->threading = FI_THREAD_DOMAIN;
     d->control_progress = FI_PROGRESS_MANUAL;
     d->data_progress = FI_PROGRESS_MANUAL;
@@ -322,15 +352,31 @@ int emo_getinfo(uint32_t version, const char *node, const char *service, uint64_
     int rc = check_hints(version, hints);
     if (rc)
         return rc;
-    struct fi_info *fi = fi_allocinfo();
-    if (!fi)
-        return -FI_ENOMEM;
-    fill_info(fi, version, hints);
-    if (!fi->domain_attr->name || !fi->fabric_attr->name) {
-        fi_freeinfo(fi);
-        return -FI_ENOMEM;
+    /* one answer per device (domain), or the one the hints name */
+    const char *want = hints && hints->domain_attr ? hints->domain_attr->name : NULL;
+    unsigned first = want ? (unsigned)emo_domain_index(want) : 0;
+    unsigned last = want ? first + 1 : emo_domain_count();
+    struct fi_info **tail = info;
+    for (unsigned i = first; i < last; i++) {
+        struct fi_info *fi = fi_allocinfo();
+        if (!fi) {
+            fi_freeinfo(*info);
+            *info = NULL;
+            return -FI_ENOMEM;
+        }
+        *tail = fi;
+        tail = &fi->next;
+        fill_info(fi, version, hints);
+        char name[64];
+        emo_domain_name(i, name, sizeof name);
+        free(fi->domain_attr->name);
+        fi->domain_attr->name = strdup(name);
+        if (!fi->domain_attr->name || !fi->fabric_attr->name) {
+            fi_freeinfo(*info);
+            *info = NULL;
+            return -FI_ENOMEM;
+        }
     }
-    *info = fi;
     return 0;
 }
 

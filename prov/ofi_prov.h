@@ -78,6 +78,12 @@ void emo_params_load(void);
 const char *emo_params_error(void);
 /** FI_ETHERMPI_LINK: "udp" (the default), "dpdk" or "emd". */
 const char *emo_link_name(void);
+/** Domains the settings name: one per device (interface, DPDK device). */
+unsigned emo_domain_count(void);
+/** Domain @p index's name: the link's for 0 ("udp"), "<link><index>" after. */
+void emo_domain_name(unsigned index, char *buf, size_t len);
+/** The index of the domain named @p name (NULL: 0), or -1. */
+int emo_domain_index(const char *name);
 /** ... as a link kind (EM_LINK_KIND_UDP when the name is unknown: refused
  *  by emo_params_error) */
 em_link_kind_t emo_link_kind(void);
@@ -96,6 +102,7 @@ struct emo_fabric {
 struct emo_domain {
     struct fid_domain dom;
     struct emo_fabric *fab;
+    unsigned index;  /**< which device of the settings (emo_domain_index): its endpoints' link */
     uint64_t mr_key; /**< the last key of a registration without FI_RMA */
     bool rma;        /**< opened from an FI_RMA info: registrations are regions */
     /** The regions of every endpoint of the domain (their engines share

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "emd_abi/emd_wire.h"
+#include "link/dpdk/devargs.h"
 #include "link/link_dpdk.h"
 #include "link/link_emd.h"
 #include "link/link_udp.h"
@@ -288,6 +289,27 @@ em_link_t *em_transport_open_link(const em_settings_t *s, em_link_kind_t kind,
     snprintf(err, errlen, "the %s link is not part of this build of ethermpi (built: udp, emd)",
              em_link_kind_name(kind));
     return NULL;
+}
+
+unsigned em_transport_link_count(const em_settings_t *s, em_link_kind_t kind, const char *job)
+{
+    unsigned n = 1;
+    if (kind == EM_LINK_KIND_UDP) {
+        for (const char *p = s->if_include ? s->if_include : ""; (p = strchr(p, ',')); p++)
+            if (p[1] && p[1] != ',')
+                n++;
+    } else if (kind == EM_LINK_KIND_DPDK) {
+        char vdev[1024], item[1024], err[64];
+        if (em_link_dpdk_devargs(s->vdev ? s->vdev : "", job ? job : "0", vdev, sizeof vdev, err,
+                                 sizeof err) != 0)
+            return 1; /* the open says why */
+        n = 0;
+        while (n < EM_DPDK_MAX_PORTS && em_dpdk_vdev_item(vdev, n, item, sizeof item) == 0)
+            n++;
+        if (n == 0)
+            n = 1;
+    }
+    return n;
 }
 
 /* ---- protocol -------------------------------------------------------------- */

@@ -70,6 +70,11 @@ em_link_t *em_transport_open_link(const em_settings_t *s, em_link_kind_t kind,
                                   const em_transport_env_t *env, unsigned index, char *err,
                                   size_t errlen);
 
+/** How many links of @p kind @p s names: the entries of if_include (udp),
+ *  the devices of vdev after expansion (dpdk; %j is @p job), 1 (emd).
+ *  At least 1 (an empty list is one link with the default choice). */
+unsigned em_transport_link_count(const em_settings_t *s, em_link_kind_t kind, const char *job);
+
 /** The window in frames for a link of @p kind with frames of @p frame_max
  *  bytes (window, window_kb, the link's default); 0 when out of range. */
 unsigned em_transport_window(const em_settings_t *s, em_link_kind_t kind, uint32_t frame_max);
