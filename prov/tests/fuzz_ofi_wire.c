@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Fuzz target: the provider's decoders (prov/ofi_wire.c), which read every
+ * Fuzz target: the provider's decoders (prov/emo_wire.c), which read every
  * message a peer sends and every address an application inserts.  Input
  * byte 0 chooses the engine tag (the claimed type) or, when 0xAD, the
  * address decoder; the rest is the message.  Properties beyond "no crash":
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ofi_wire.h"
+#include "emo_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ofi_wire.h"
+#include "emo_wire.h"
 
 static int put(const char *dir, const char *name, const void *b, size_t n)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * First contact (prov/ofi_contact.c) through libfabric's API: two processes
+ * First contact (prov/emo_contact.c) through libfabric's API: two processes
  * over kernel UDP on loopback; the child inserts the parent's address, the
  * parent does NOT insert the child's (as Open MPI's mtl ofi, which inserts
  * a peer only when it first sends to it).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * First contact against hand-made frames (prov/ofi_contact.c's rules): one
+ * First contact against hand-made frames (prov/emo_contact.c's rules): one
  * process opens an ethermpi endpoint (id 0, FI_ETHERMPI_FIRST_CONTACT=1)
  * over loopback UDP and, from a plain UDP socket, sends it single-frame
  * EAGER messages with a first-contact blob, as endpoints that the receiver
@@ -28,7 +28,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#include "ofi_wire.h"
+#include "emo_wire.h"
 #include "proto/wire.h"
 
 #include "ofi_check.h"

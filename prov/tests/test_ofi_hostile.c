@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "ofi_rdv.h"
+#include "emo_rdv.h"
 
 static struct emo_ep ep;
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit tests of the provider's pure parts: tag matching and the queues
- * (ofi_match.c), the message header and address blob (ofi_wire.c).
+ * (emo_match.c), the message header and address blob (emo_wire.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "ofi_match.h"
-#include "ofi_wire.h"
+#include "emo_match.h"
+#include "emo_wire.h"
 
 static emo_qent_t ent(uint32_t peer, uint64_t tag, uint64_t ignore)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The op pools (prov/ofi_op.c emo_op_new / emo_op_free): the copies of
+ * The op pools (prov/emo_op.c emo_op_new / emo_op_free): the copies of
  * injects are kept for the next send, in rooms of 32, 64, 128 and 256 KiB
  * of message (never over the inject size), up to EMO_OP_CACHE_BYTES per
  * endpoint.  IMB's Uniband has 256 injects of up to 256 KiB in flight: a
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "ofi_rdv.h"
+#include "emo_rdv.h"
 
 static struct emo_ep ep;
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * FI_RMA through libfabric's API (prov/ofi_rma.c), two processes over
+ * FI_RMA through libfabric's API (prov/emo_rma.c), two processes over
  * kernel UDP on loopback.  The child registers a read-write window of
  * 5 MiB and a read-only page and sends their keys over a pipe; the parent
  * then checks: fi_getinfo offers FI_RMA only with FI_MR_PROV_KEY, and to

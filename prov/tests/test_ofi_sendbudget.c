@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The send budget end to end (EMO_TX_BYTES, prov/ofi_prov.h), two
+ * The send budget end to end (EMO_TX_BYTES, prov/emo_prov.h), two
  * processes over loopback UDP (as test_ofi_budget): an inject completes
  * at once, so a sender that injects faster than its peer acknowledges
  * must be stopped by -FI_EAGAIN, not grow without bound (Open MPI's
@@ -32,7 +32,7 @@ static int me;
 #include "ofi_check.h"
 #include "ofi_pair.h"
 
-/* The provider's EMO_TX_BYTES (prov/ofi_prov.h; this test loads the
+/* The provider's EMO_TX_BYTES (prov/emo_prov.h; this test loads the
  * provider through libfabric and links none of it) */
 #define TX_BYTES (8u << 20)
 /* messages sent in all: three budgets' worth */

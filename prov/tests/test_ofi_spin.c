@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file test_ofi_spin.c
- * The CQ spin (FI_ETHERMPI_CQ_SPIN_NS, prov/ofi_cq.c cq_spin) spends core
+ * The CQ spin (FI_ETHERMPI_CQ_SPIN_NS, prov/emo_cq.c cq_spin) spends core
  * time only while it pays.  One process, one endpoint on loopback UDP, a
  * receive posted that nothing will match, FI_ETHERMPI_CQ_SPIN_NS = 1 ms:
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file test_ofi_wait.c
- * Wait objects (prov/ofi_wait.c) and CQs with many endpoints.  Two
+ * Wait objects (prov/emo_wait.c) and CQs with many endpoints.  Two
  * processes over loopback UDP (ids 0 and 1), CQ and counter opened with
  * FI_WAIT_UNSPEC:
  *

@@ -3,7 +3,7 @@
  * @file test_ofi_yield.c
  * A caller that polls an empty CQ in a loop gives the core to a process
  * that shares it once nothing has come for FI_ETHERMPI_YIELD_US
- * (prov/ofi_cq.c cq_yield): Open MPI's mtl ofi waits for a blocking send
+ * (prov/emo_cq.c cq_yield): Open MPI's mtl ofi waits for a blocking send
  * that way, never yielding, and with more ranks than cores the receiver
  * that send waits for could not run (docs/ofi.md "Ranks sharing cores").
  *

@@ -19,7 +19,7 @@
  * First contact: while the protocol judges a received frame, the frame is
  * lent to the resolve callback (em_engine_rx_frame, em_engine_rx_source),
  * so that an owner without a modex may build an unknown peer from an
- * address the frame carries (prov/ofi_contact.c).  The engine adds no rule
+ * address the frame carries (prov/emo_contact.c).  The engine adds no rule
  * of its own: the protocol's key and source checks still judge the frame.
  *
  * Peer addresses: a frame to a peer whose address was never set (a process

@@ -178,7 +178,7 @@ int em_engine_deregister(em_engine_t *e, const em_region_handle_t *h);
  * Use the owner's region table @p r instead of the engine's own, from now
  * on (before any registration): engines that share one table accept puts
  * into each other's regions, as a libfabric domain's registrations serve
- * all its endpoints (prov/ofi_rma.c).  @p r outlives the engine, and the
+ * all its endpoints (prov/emo_rma.c).  @p r outlives the engine, and the
  * engines sharing it are driven from one thread.
  * @return 0, or -EM_EINVAL when the engine has registrations already.
  */

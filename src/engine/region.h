@@ -40,7 +40,7 @@ enum em_region_flags {
     EM_REGION_READ = 2u,  /**< peers may read it (the owner copies it out for them) */
     /** the key has 48 random bits (bits 48..63 zero), so that id and key
      *  fit one 64-bit word: the libfabric provider's FI_MR_PROV_KEY keys,
-     *  (id << 48) | key (prov/ofi_rma.c) */
+     *  (id << 48) | key (prov/emo_rma.c) */
     EM_REGION_KEY48 = 4u,
 };
 #define EM_REGION_KEY48_MASK ((UINT64_C(1) << 48) - 1)

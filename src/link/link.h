@@ -113,7 +113,7 @@ typedef struct em_link_ops {
     /**
      * Optional: a file descriptor that polls readable (POLLIN) when rx_burst
      * may have frames, for a caller that wants to sleep until traffic comes
-     * (the libfabric provider's wait objects, prov/ofi_wait.c).  The link
+     * (the libfabric provider's wait objects, prov/emo_wait.c).  The link
      * keeps it; the caller only polls it, and must not read it.  Frames the
      * link holds in its own memory from an earlier rx_burst are not shown by
      * it: a caller sleeps only after an rx_burst that returned nothing.

@@ -88,9 +88,9 @@ typedef struct em_settings {
 
 /** One row of the table. */
 typedef struct em_setting {
-    const char *name;   /**< lower case: btl_<component>_<name>, FI_ETHERMPI_<NAME> */
+    const char *name; /**< lower case: btl_<component>_<name>, FI_ETHERMPI_<NAME> */
     em_set_type_t type;
-    unsigned fronts;    /**< enum em_front bits */
+    unsigned fronts;     /**< enum em_front bits */
     unsigned char level; /**< ompi_info level, 1 (user, basic) .. 9 (developer, all) */
     size_t offset;       /**< of its value in em_settings_t */
     /** The default as text ("loss", "5000", "0.0", "1"), or NULL for a

@@ -7,7 +7,7 @@
  * that the pair keys seen on the wire tell nothing about other pairs.
  *
  * The BTLs (ompi/btl/common/em_btl_peer.c) and the libfabric provider
- * (prov/ofi_wire.c) use the same mixer with their own constants.  The keys
+ * (prov/emo_wire.c) use the same mixer with their own constants.  The keys
  * are on the wire (every frame's job_key): the constant sets below must
  * never change, or ranks of two builds stop understanding each other;
  * tests/unit/test_pair_mix.c pins values of both.

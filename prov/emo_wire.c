@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
- * @file ofi_wire.c
+ * @file emo_wire.c
  * Encoding and checked decoding of the provider's message header and
- * address blob (layouts in ofi_wire.h).  Wire structs are only touched
+ * address blob (layouts in emo_wire.h).  Wire structs are only touched
  * through memcpy, so unaligned buffers are safe.
  */
-#include "ofi_wire.h"
+#include "emo_wire.h"
 #include "util/pair_mix.h"
 
 #include <endian.h>

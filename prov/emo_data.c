@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
- * @file ofi_data.c
+ * @file emo_data.c
  * The data-path calls: fi_send/fi_tsend (and their inject, data, msg and
  * iov forms), fi_recv/fi_trecv with FI_PEEK, FI_CLAIM and FI_DISCARD,
  * fi_cancel.  A message up to the eager limit travels whole (copied once
  * into the engine's message, once out of it); a longer one goes by
- * rendezvous (ofi_rdv.c).  Messages to the endpoint itself are delivered
+ * rendezvous (emo_rdv.c).  Messages to the endpoint itself are delivered
  * locally, whatever their size.
  */
-#include "ofi_rdv.h"
+#include "emo_rdv.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +77,7 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
         return rc;
     bool self = peer == ep->self.id, eager = self || s->len <= ep->eager_max;
     /* first contact: our address rides along until the peer has shown it
-     * knows us (ofi_contact.c); never to ourselves */
+     * knows us (emo_contact.c); never to ourselves */
     bool hello = !self && !ep->peer_heard[peer];
     size_t off = EMO_HDR_LEN + (hello ? EMO_ADDR_LEN : 0);
     /* An eager send that is not an inject keeps the caller's buffer until
@@ -249,7 +249,7 @@ static void fail_recv_now(struct emo_ep *ep, const struct emo_recv_args *r, uint
     emo_cntr_inc(ep->rx_cntr, -FI_EIO);
 }
 
-/* FI_MULTI_RECV (untagged): a buffer for many messages (ofi_rdv.c,
+/* FI_MULTI_RECV (untagged): a buffer for many messages (emo_rdv.c,
  * "multi-receive buffers"); what waits in the unexpected queue goes in
  * first, then it is posted until full */
 static ssize_t do_multi_recv(struct emo_ep *ep, const struct emo_recv_args *r, uint32_t filt)
@@ -349,7 +349,7 @@ static ssize_t do_recv(struct emo_ep *ep, const struct emo_recv_args *r)
  * its peer failed): @return FI_MULTI_RECV for a multi-receive buffer that
  * no rendezvous holds (the caller frees it after the completion); one that
  * is held is marked released, and the last rendezvous into it says
- * FI_MULTI_RECV (ofi_rdv.c). */
+ * FI_MULTI_RECV (emo_rdv.c). */
 static uint64_t unpost(emo_rx_t *rx)
 {
     if (!rx->multi)

@@ -1,28 +1,32 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
- * @file ofi_prov.h
+ * @file emo_prov.h
  * The libfabric provider `ethermpi` (docs/ofi.md): an FI_EP_RDM endpoint with
  * FI_MSG, FI_TAGGED and FI_RMA over the ethermpi engine (src/engine), one
  * engine and one link per endpoint.  Internal declarations shared by the
  * provider's files; only fi_prov_ini() is exported.
  *
+ * Names: the provider is `ethermpi` (fi_info -p ethermpi, FI_ETHERMPI_*);
+ * its files and symbols are emo_* ("ethermpi OFI"), never ofi_*, which is
+ * libfabric's own internal namespace (include/ofi_*.h, ofi_cq_init, ...).
+ *
  * Objects: fabric -> domain -> {av, cq, eq (empty), mr} -> ep.  Memory
- * registrations matter only for FI_RMA (ofi_rma.c: a registration is a
+ * registrations matter only for FI_RMA (emo_rma.c: a registration is a
  * region in the domain's table, which its endpoints' engines share);
  * otherwise they are accepted and do nothing (mr_mode 0).
  * Progress is manual: fi_cq_read()/fi_cq_sread() drive the engine of every
  * endpoint bound to the CQ; fi_cq_sread/fi_cntr_wait sleep on the CQ's or
- * counter's wait object between progress calls (ofi_wait.c, FI_WAIT_FD).
+ * counter's wait object between progress calls (emo_wait.c, FI_WAIT_FD).
  * Threading: FI_THREAD_DOMAIN, i.e. the caller serialises every call on a
  * domain and its children (no locks here; fi_cq_signal may come from
  * another thread: an eventfd write).
  *
  * Endpoint ids: the engine's wire header names source and destination by a
- * 16-bit id that every process of a job must agree on (ofi_ep.c,
+ * 16-bit id that every process of a job must agree on (emo_ep.c,
  * emo_pick_id: FI_ETHERMPI_ID, else the launcher's rank, else random).
  */
-#ifndef EMO_OFI_PROV_H
-#define EMO_OFI_PROV_H
+#ifndef EMO_PROV_H
+#define EMO_PROV_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -42,8 +46,8 @@
 
 #include "engine/engine.h"
 #include "transport/transport.h"
-#include "ofi_match.h"
-#include "ofi_wire.h"
+#include "emo_match.h"
+#include "emo_wire.h"
 
 #define EMO_PROV_NAME   "ethermpi"
 #define EMO_FABRIC_NAME "ethermpi"
@@ -66,7 +70,7 @@
 
 extern struct fi_provider emo_prov;
 
-/** Settings read once from FI_ETHERMPI_* (ofi_prov.c, emo_params_load):
+/** Settings read once from FI_ETHERMPI_* (emo_prov.c, emo_params_load):
  *  the rows of the one settings table (src/transport/settings.h) that the
  *  provider offers, FI_ETHERMPI_<NAME> each. */
 typedef em_settings_t emo_params_t;
@@ -113,11 +117,11 @@ struct emo_domain {
     /** Peers' reads its endpoints answer (EMO_OP_RSERVE), linked by
      *  emo_op::sv: their puts read a registration's memory until they are
      *  acknowledged, so closing that registration waits for them
-     *  (ofi_rma.c, mr_close) */
+     *  (emo_rma.c, mr_close) */
     struct emo_op *serving;
 };
 
-/** A memory registration (ofi_rma.c). */
+/** A memory registration (emo_rma.c). */
 struct emo_mr {
     struct fid_mr mr;
     struct emo_domain *dom;
@@ -170,7 +174,7 @@ typedef struct emo_ep_ref {
 
 /**
  * The endpoints bound to a CQ or a counter, and its wait object
- * (ofi_wait.c): reading either drives their progress (manual progress),
+ * (emo_wait.c): reading either drives their progress (manual progress),
  * and neither closes while one is bound.  No limit on their number.
  *
  * The wait object (FI_WAIT_FD / FI_WAIT_UNSPEC, or made when a
@@ -218,7 +222,7 @@ struct emo_cq {
     atomic_bool signaled;
 };
 
-/** A completion counter (ofi_cntr.c). */
+/** A completion counter (emo_cntr.c). */
 struct emo_cntr {
     struct fid_cntr cntr;
     uint64_t val, err;
@@ -232,7 +236,7 @@ enum emo_op_kind {
     EMO_OP_RTS,       /**< a rendezvous send waiting for CTS, then its puts */
     EMO_OP_RRECV,     /**< a rendezvous receive waiting for FIN */
     EMO_OP_CTRL,      /**< a CTS or FIN message: no completion of its own */
-    EMO_OP_WRITE,     /**< an RMA write: its puts (ofi_rma.c) */
+    EMO_OP_WRITE,     /**< an RMA write: its puts (emo_rma.c) */
     EMO_OP_READ,      /**< an RMA read waiting for RDONE */
     EMO_OP_RSERVE,    /**< a peer's read we answer: its puts, no completion */
 };
@@ -283,7 +287,7 @@ typedef struct emo_op {
  *  kept per endpoint for the next copy, up to EMO_OP_CACHE_BYTES in all.
  *  The copies are injects (Open MPI's blocking sends, every MPICH send up
  *  to the inject size), first-contact messages and sends to ourselves;
- *  other eager sends copy nothing (ofi_data.c).  What the caches keep is
+ *  other eager sends copy nothing (emo_data.c).  What the caches keep is
  *  the high-water mark of copies in flight, as Open MPI's free lists keep
  *  theirs.  Freed one by one to malloc, 64-256 KiB copies made glibc map or
  *  trim and refault them on every send; 64 kept per size were too few for
@@ -323,7 +327,7 @@ typedef struct emo_rx {
     uint64_t flags; /**< FI_COMPLETION etc. */
     bool tagged;
     bool watched; /**< posted for one peer: a liveness watch of it is held (emo_watch) */
-    /* FI_MULTI_RECV (untagged only; ofi_rdv.c "multi-receive buffers"):
+    /* FI_MULTI_RECV (untagged only; emo_rdv.c "multi-receive buffers"):
      * messages are placed one after another from the start of buf */
     bool multi;        /**< a multi-receive buffer */
     bool released;     /**< no longer posted (full, canceled, peer failed): freed when
@@ -331,7 +335,7 @@ typedef struct emo_rx {
     size_t off;        /**< bytes of buf handed out */
     uint32_t inflight; /**< rendezvous receives into it not yet completed */
     emo_hdr_t ph;      /**< the eager message being placed into buf as its frames arrive
-                            (ofi_rdv.c, "eager messages placed as they arrive"), once
+                            (emo_rdv.c, "eager messages placed as they arrive"), once
                             it is off the posted queue */
 } emo_rx_t;
 
@@ -352,7 +356,7 @@ typedef struct emo_ep_stats {
     uint64_t bad_cookie;     /**< CTS/FIN naming no operation of that peer */
     uint64_t bad_len;        /**< CTS/FIN lengths beyond what was asked */
     uint64_t unknown_peer;   /**< frames from ids in no AV, without a first-contact blob */
-    uint64_t fc_peers;       /**< peers made from their first message (ofi_contact.c) */
+    uint64_t fc_peers;       /**< peers made from their first message (emo_contact.c) */
     uint64_t fc_bad_blob;    /**< first-contact blobs refused: malformed, wrong id or MTU */
     uint64_t fc_bad_key;     /**< ... frames whose pair key is not the blob's and ours */
     uint64_t fc_bad_source;  /**< ... frames not from the blob's link address */
@@ -397,7 +401,7 @@ struct emo_ep {
                                      keys given to the engine (from the AV / a first message) */
     uint8_t *peer_heard; /**< npeers: 1 = the peer has our address (it acknowledged or
                                      sent us a message): no first-contact blob to it */
-    emo_addr_t *fc;      /**< peers made by first contact (ofi_contact.c) */
+    emo_addr_t *fc;      /**< peers made by first contact (emo_contact.c) */
     size_t fc_n, fc_cap;
     uint8_t *peer_failed; /**< npeers */
     emo_queue_t posted_tag, unexp_tag, posted_msg, unexp_msg;
@@ -438,7 +442,7 @@ struct emo_ep {
     emo_ep_stats_t st;
 };
 
-/* ofi_op.c */
+/* emo_op.c */
 /** The op pools' room sizes for @p ep's inject size (endpoint open). */
 void emo_op_pools_init(struct emo_ep *ep);
 /** May a send whose op holds @p msg_len bytes of msg[] start now?  Over the
@@ -449,12 +453,12 @@ bool emo_tx_room(struct emo_ep *ep, size_t msg_len);
  *  progress, nothing counted: for a choice, not a wait.) */
 bool emo_tx_fits(const struct emo_ep *ep, size_t msg_len);
 
-/* ofi_rdv.c */
+/* emo_rdv.c */
 /** Fail the peers a callback marked (ep->fail_pending: over the unexpected
  *  budget); called after each engine progress call. */
 void emo_apply_failures(struct emo_ep *ep);
 
-/* ofi_prov.c */
+/* emo_prov.c */
 int emo_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int emo_no_control(struct fid *fid, int command, void *arg);
 int emo_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
@@ -478,7 +482,7 @@ int emo_getinfo(uint32_t version, const char *node, const char *service, uint64_
                 const struct fi_info *hints, struct fi_info **info);
 int emo_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
 
-/* ofi_domain.c */
+/* emo_domain.c */
 int emo_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
                     void *context);
 /** Queue a completion on @p cq (grows the ring; -FI_ENOMEM when it cannot). */
@@ -493,7 +497,7 @@ fi_addr_t emo_av_lookup_id(const struct emo_av *av, uint16_t id);
 /** The AV entry of @p fa, or NULL. */
 const emo_addr_t *emo_av_get(const struct emo_av *av, fi_addr_t fa);
 
-/* ofi_ep.c */
+/* emo_ep.c */
 int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
 /** Give the engine @p id's address and keys from the AV (once).  @return 0 or -FI_*. */
 int emo_ep_set_peer(struct emo_ep *ep, uint16_t id);
@@ -503,7 +507,7 @@ int emo_ep_progress(struct emo_ep *ep);
 /** Map an engine error (-EM_*) to a negative fi_errno. */
 int emo_errno(int em_err);
 
-/* ofi_wait.c */
+/* emo_wait.c */
 /** An empty set, no wait object yet. */
 void emo_ep_set_init(emo_ep_set_t *s);
 /** Free the set and close its wait object (the owner's close). */
@@ -539,17 +543,17 @@ int emo_wait_control(emo_ep_set_t *s, enum fi_wait_obj wait_obj, int command, vo
  *  completions or progress made some, 0 when all are armed to sleep. */
 int emo_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
 
-/* ofi_cntr.c */
+/* emo_cntr.c */
 int emo_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,
                   void *context);
 /** One completion: @p status 0 counts in the value, else in the error count (NULL: none). */
 void emo_cntr_inc(struct emo_cntr *c, int status);
 
-/* ofi_rma.c */
+/* emo_rma.c */
 extern struct fi_ops_rma emo_rma_ops;
 extern struct fi_ops_mr emo_mr_ops;
 
-/* ofi_contact.c */
+/* emo_contact.c */
 enum { EMO_PEER_AV = 1, EMO_PEER_CONTACT = 2 };
 /** Inside the engine's resolve callback: make @p peer (in no AV) from the
  *  first-contact blob of the frame being judged.  @return 0, or -1 (counted). */
@@ -557,7 +561,7 @@ int emo_contact(struct emo_ep *ep, uint16_t peer);
 /** The address a first contact gave for @p id, or NULL. */
 const emo_addr_t *emo_contact_get(const struct emo_ep *ep, uint16_t id);
 
-/* ofi_data.c */
+/* emo_data.c */
 extern const em_engine_ops_t emo_engine_ops;
 extern struct fi_ops_msg emo_msg_ops;
 extern struct fi_ops_tagged emo_tagged_ops;

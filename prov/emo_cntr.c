@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
- * @file ofi_cntr.c
+ * @file emo_cntr.c
  * Completion counters (fi_cntr_open, FI_CNTR_EVENTS_COMP).  MPICH's ch4:ofi
  * opens one in MPI_Init whatever the provider offers, and binds it for
  * FI_READ | FI_WRITE (its RMA completion count); without fi_cntr_open its
@@ -10,14 +10,14 @@
  * completed sends, for FI_RECV its completed receives (every one, whether
  * or not it writes a CQ entry); a failed one counts in the error count.
  * For FI_READ / FI_WRITE it counts the endpoint's completed RMA reads /
- * writes (ofi_rma.c); FI_REMOTE_* are accepted and never move (no
- * FI_RMA_EVENT).  Wait objects FI_WAIT_NONE, _UNSPEC and _FD (ofi_wait.c):
+ * writes (emo_rma.c); FI_REMOTE_* are accepted and never move (no
+ * FI_RMA_EVENT).  Wait objects FI_WAIT_NONE, _UNSPEC and _FD (emo_wait.c):
  * fi_cntr_wait drives the bound endpoints (manual progress), as
  * fi_cntr_read does, and sleeps between progress calls that found nothing.
  *
  * Threading: FI_THREAD_DOMAIN, as everything else.
  */
-#include "ofi_prov.h"
+#include "emo_prov.h"
 #include "util/clock.h"
 
 #include <sched.h>
@@ -85,7 +85,7 @@ static int cntr_seterr(struct fid_cntr *fc, uint64_t v)
 /* Drive the bound endpoints until the count reaches @p threshold; a new
  * error ends the wait (-FI_EAVAIL), as does @p timeout ms (-FI_ETIMEDOUT;
  * -1 = none).  Between progress calls that did nothing it sleeps on the
- * wait object (ofi_wait.c; made here for a FI_WAIT_NONE counter), which
+ * wait object (emo_wait.c; made here for a FI_WAIT_NONE counter), which
  * the engines' timers bound. */
 static int cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
 {

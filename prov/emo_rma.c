@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
- * @file ofi_rma.c
+ * @file emo_rma.c
  * FI_RMA: fi_write and fi_read (and their v, msg, inject and data forms)
  * over the engine's puts, and the memory registrations they name.
  *
  * Registration (mr_mode FI_MR_PROV_KEY; FI_RMA is offered only to
- * applications that accept it: ofi_prov.c).  A registration with remote
+ * applications that accept it: emo_prov.c).  A registration with remote
  * access is a region in its domain's table, which the engines of all the
  * domain's endpoints share (em_engine_use_regions), usable from fi_mr_reg
  * on, with what the access flags allow (FI_REMOTE_WRITE: puts land in it;
@@ -47,7 +47,7 @@
  *
  * Threading: FI_THREAD_DOMAIN, as the rest of the provider.
  */
-#include "ofi_rdv.h"
+#include "emo_rdv.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -393,7 +393,7 @@ static ssize_t do_write(struct emo_ep *ep, const struct emo_rma_args *a)
     uint64_t key;
     rkey_split(a->key, &id, &key);
     em_region_handle_t rh = { .id = id, .key = key, .len = a->len };
-    /* from the caller's buffer, as an inject send (prov/ofi_data.c): the
+    /* from the caller's buffer, as an inject send (prov/emo_data.c): the
      * frames the window allows leave before our copy is made; the puts
      * queued are then moved to the copy, for later frames and resends */
     rc = emo_put_chunks(ep, op, peer, &rh, a->addr, a->buf, a->len);

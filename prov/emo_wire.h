@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
- * @file ofi_wire.h
+ * @file emo_wire.h
  * The provider's own wire formats, carried inside engine messages (the
  * engine's header, keys, sequence numbers and fragmentation come first;
  * src/proto/wire.h).  The engine message's 8-bit tag is the type below.
@@ -42,7 +42,7 @@
  * placed.  A cookie names an operation in its owner's table (index +
  * generation) and is checked against the peer before it is used.
  *
- * RMA (prov/ofi_rma.c; FI_RMA with FI_MR_PROV_KEY): a write is puts
+ * RMA (prov/emo_rma.c; FI_RMA with FI_MR_PROV_KEY): a write is puts
  * alone, into the target's registered region named by the application's
  * key, (region id << 48) | 48-bit region key; fi_writedata adds WDATA
  * after them (length = bytes written, data = the remote CQ data, flag
@@ -63,7 +63,7 @@
  * it on every message to a peer until that peer has acknowledged one of
  * its messages or sent it one, so that a receiver that never inserted the
  * sender (Open MPI inserts peers lazily) can build the peer from the frame
- * (ofi_contact.c; like libfabric rxd's RTS, which carries the source
+ * (emo_contact.c; like libfabric rxd's RTS, which carries the source
  * address).  CTS and FIN answer a message, and never carry it.
  *
  * Address blob (fi_getname; EMO_ADDR_LEN = 56 bytes, big-endian):
@@ -71,8 +71,8 @@
  *   8..15 secret, 16..19 initial sequence number, 20..23 reserved,
  *   24 link address length, 25..55 link address bytes.
  */
-#ifndef EMO_OFI_WIRE_H
-#define EMO_OFI_WIRE_H
+#ifndef EMO_WIRE_H
+#define EMO_WIRE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -89,7 +89,7 @@ enum emo_type {
     EMO_T_RTS = 2,   /**< rendezvous request: length, sender's cookie */
     EMO_T_CTS = 3,   /**< clear to send: region + key, granted length */
     EMO_T_FIN = 4,   /**< the put is done: receiver's cookie, bytes written */
-    EMO_T_READ = 5,  /**< RMA read request (ofi_rma.c) */
+    EMO_T_READ = 5,  /**< RMA read request (emo_rma.c) */
     EMO_T_RDONE = 6, /**< RMA read answered: the initiator's cookie, bytes, status */
     EMO_T_WDATA = 7, /**< RMA write's remote CQ data, after its puts */
 };
@@ -147,7 +147,7 @@ void emo_hdr_encode(const emo_hdr_t *h, void *out);
  * delivered with tag @p etag.  On EMO_DEC_OK, *@p h is filled and an
  * EAGER message's payload is exactly h->len bytes at offset h->off (after
  * the header, and after the address blob of a first-contact message; the
- * blob itself is judged by ofi_contact.c, not here).
+ * blob itself is judged by emo_contact.c, not here).
  */
 emo_dec_err_t emo_hdr_decode(uint8_t etag, const void *msg, size_t len, emo_hdr_t *h);
 /** A short name of @p e for counters and logs. */

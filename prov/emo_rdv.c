@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
- * @file ofi_rdv.c
+ * @file emo_rdv.c
  * What arrives from the engine, and the operations behind it: eager
  * delivery and the unexpected queue, the rendezvous (RTS -> CTS -> puts ->
- * FIN; ofi_wire.h), the cookie table, completions and peer failure
- * (allocating the operations, their pools and the send budget: ofi_op.c).
+ * FIN; emo_wire.h), the cookie table, completions and peer failure
+ * (allocating the operations, their pools and the send budget: emo_op.c).
  *
  * Every message is decoded by emo_hdr_decode() (bounded, each field
  * checked for its type); a CTS or FIN must name an operation of the same
@@ -14,12 +14,12 @@
  * Threading: everything here runs on the domain's thread, inside
  * em_engine_progress() (callbacks) or an fi_* call.
  */
-#include "ofi_rdv.h"
+#include "emo_rdv.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- cookies (the operations themselves: ofi_op.c) -------------------------- */
+/* ---- cookies (the operations themselves: emo_op.c) -------------------------- */
 
 #define COOKIE_IDX_BITS 20u
 #define COOKIE_IDX_MASK ((1u << COOKIE_IDX_BITS) - 1u)
@@ -733,7 +733,7 @@ static void cb_resolve(void *u, uint16_t peer)
         return; /* known: the protocol judges the source address */
     int rc = emo_ep_set_peer(ep, peer);
     if (rc == -FI_EADDRNOTAVAIL && emo_contact(ep, peer) == 0)
-        return; /* first contact (ofi_contact.c) */
+        return; /* first contact (emo_contact.c) */
     if (rc)
         ep->st.unknown_peer++;
 }

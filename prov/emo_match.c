@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
- * @file ofi_match.c
- * Posted and unexpected queues (see ofi_match.h).  Linear searches: MPI
+ * @file emo_match.c
+ * Posted and unexpected queues (see emo_match.h).  Linear searches: MPI
  * queues are short in the common case, and the order rules need the
  * oldest match, which a hash by tag cannot give when ignore bits differ.
  */
-#include "ofi_match.h"
+#include "emo_match.h"
 
 void emo_queue_init(emo_queue_t *q)
 {

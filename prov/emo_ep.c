@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
- * @file ofi_ep.c
+ * @file emo_ep.c
  * The endpoint: its link and engine (opened by fi_endpoint, so that
  * fi_getname works before fi_enable), binding to the AV and CQs, the
  * address, the endpoint id, and manual progress.
@@ -13,7 +13,7 @@
  * draw the same id are refused by fi_av_insert (-FI_EADDRINUSE, with a
  * message naming FI_ETHERMPI_ID), never mixed up.
  */
-#include "ofi_prov.h"
+#include "emo_prov.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -148,8 +148,7 @@ static int make_engine(struct emo_ep *ep, char *err, size_t errlen)
     em_proto_cfg_t cfg;
     /* window, recovery, timers, congestion control, receive budget,
      * liveness: the settings, applied as every front end applies them */
-    if (em_transport_proto_cfg(&emo_params, emo_link_kind(), ep->link->mtu, &cfg, err, errlen) !=
-        0)
+    if (em_transport_proto_cfg(&emo_params, emo_link_kind(), ep->link->mtu, &cfg, err, errlen) != 0)
         return -1;
     ep->unexp_budget = (uint64_t)emo_params.unexp_mb << 20;
     cfg.peers_need_set = 1;
@@ -167,7 +166,7 @@ static int make_engine(struct emo_ep *ep, char *err, size_t errlen)
         snprintf(err, errlen, "engine: %s (check FI_ETHERMPI_RTO_* and WINDOW)", em_strerror(e));
         return -1;
     }
-    /* the domain's registrations serve every endpoint of it (ofi_rma.c) */
+    /* the domain's registrations serve every endpoint of it (emo_rma.c) */
     (void)em_engine_use_regions(ep->eng, &ep->dom->regions); /* new: no registration yet */
     return 0;
 }
@@ -456,7 +455,7 @@ static ssize_t ep_cancel(fid_t fid, void *context)
     return emo_cancel(container_of_emo(fid, struct emo_ep, ep.fid), context);
 }
 
-/* FI_OPT_MIN_MULTI_RECV is the one option (multi-receive buffers, ofi_rdv.c) */
+/* FI_OPT_MIN_MULTI_RECV is the one option (multi-receive buffers, emo_rdv.c) */
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
 {
     struct emo_ep *ep = container_of_emo(fid, struct emo_ep, ep.fid);

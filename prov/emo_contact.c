@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
- * @file ofi_contact.c
+ * @file emo_contact.c
  * First contact: a message from a peer that is not in this endpoint's AV.
  *
  * The engine accepts frames only from peers whose link address and pair
@@ -9,7 +9,7 @@
  * AV only when it first sends to it, so a rank may receive from a peer it
  * never inserted.  Therefore a sender puts its own address blob after the
  * header of every message (EAGER or RTS) to a peer that has not yet shown
- * that it knows us (ofi_wire.h, EMO_F_HELLO), and the receiver, asked by
+ * that it knows us (emo_wire.h, EMO_F_HELLO), and the receiver, asked by
  * the engine to resolve an unknown sender, builds the peer from the frame.
  *
  * Rules (each refusal counted in emo_ep_stats_t, the frame then dropped
@@ -32,7 +32,7 @@
  *
  * Threading: inside em_engine_progress() (the resolve callback).
  */
-#include "ofi_prov.h"
+#include "emo_prov.h"
 
 #include <stdlib.h>
 #include <string.h>

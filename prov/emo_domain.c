@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
- * @file ofi_domain.c
+ * @file emo_domain.c
  * Domain, address vector and completion queue (memory registration:
- * ofi_rma.c).
+ * emo_rma.c).
  *
  * The AV keeps each peer's decoded address; fi_addr_t is the insertion
  * index for FI_AV_TABLE and FI_AV_MAP alike (FI_AV_MAP lets the provider
@@ -12,7 +12,7 @@
  * The CQ keeps completions in a ring that grows (never drops one) and
  * errors in a list; reading it drives every endpoint bound to it.
  */
-#include "ofi_prov.h"
+#include "emo_prov.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -296,7 +296,7 @@ int emo_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
     d->dom.ops = &domain_ops;
     d->dom.mr = &emo_mr_ops;
     em_regions_init(&d->regions);
-    /* FI_RMA was asked and granted (ofi_prov.c offers it with
+    /* FI_RMA was asked and granted (emo_prov.c offers it with
      * FI_MR_PROV_KEY): registrations become regions */
     d->rma = info && (info->caps & FI_RMA);
     *dom = &d->dom;

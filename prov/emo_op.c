@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
- * @file ofi_op.c
+ * @file emo_op.c
  * The provider's operations (emo_op_t): allocated with room for what the
  * engine sends (header, address, and an eager copy), kept in per-size
  * pools for the next send (EMO_OP_CACHE_BYTES), and counted against the
  * endpoint's send budget (EMO_TX_BYTES) while they live.  Split from
- * ofi_rdv.c, which drives them.
+ * emo_rdv.c, which drives them.
  *
  * Threading: the domain's thread, inside an fi_* call or a callback of
  * em_engine_progress(); emo_tx_room() drives progress itself, which is a
  * no-op from inside it.
  */
-#include "ofi_rdv.h"
+#include "emo_rdv.h"
 
 #include <stddef.h>
 #include <stdlib.h>

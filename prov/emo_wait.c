@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
- * @file ofi_wait.c
+ * @file emo_wait.c
  * The endpoints bound to a CQ or a counter (emo_ep_set_t), and the wait
  * object that lets a caller sleep until they may have work: fi_cq_sread,
  * fi_cntr_wait, FI_GETWAIT and fi_trywait.
@@ -24,7 +24,7 @@
  * Threading: FI_THREAD_DOMAIN; fi_cq_signal (emo_wait_kick) may come from
  * another thread (an eventfd write).
  */
-#include "ofi_prov.h"
+#include "emo_prov.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
- * @file ofi_match.h
+ * @file emo_match.h
  * Tag matching for the libfabric provider: a queue of posted receives and
  * a queue of unexpected messages, both FIFO, with libfabric's rules:
  *
@@ -19,8 +19,8 @@
  *
  * Threading: one thread at a time (the domain's).
  */
-#ifndef EMO_OFI_MATCH_H
-#define EMO_OFI_MATCH_H
+#ifndef EMO_MATCH_H
+#define EMO_MATCH_H
 
 #include <stdbool.h>
 #include <stddef.h>

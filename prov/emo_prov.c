@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
- * @file ofi_prov.c
+ * @file emo_prov.c
  * The provider's entry point (fi_prov_ini), its FI_ETHERMPI_* parameters,
  * fi_getinfo, the fabric and the (empty) event queue.
  *
@@ -13,7 +13,7 @@
  * fi_info it returns comes from the core's fi_allocinfo(), so structures
  * of a newer core are sized by that core (fields we do not know stay 0).
  */
-#include "ofi_prov.h"
+#include "emo_prov.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -73,8 +73,7 @@ void emo_params_load(void)
             if (fi_param_get_str(&emo_prov, t[i].name, &sv) == FI_SUCCESS && sv && !params_err[0]) {
                 char name[64];
                 em_setting_fullname(&t[i], EM_FRONT_OFI, name, sizeof name);
-                (void)em_setting_parse(&emo_params, &t[i], sv, name, params_err,
-                                       sizeof params_err);
+                (void)em_setting_parse(&emo_params, &t[i], sv, name, params_err, sizeof params_err);
             }
             break;
         }
@@ -160,7 +159,7 @@ int emo_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **op
     (FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_CQ_DATA |        \
      FI_REMOTE_COMM | FI_MULTI_RECV)
 #define EMO_CAPS (EMO_PRIMARY | EMO_SECONDARY)
-/* FI_RMA (ofi_rma.c), offered to an application whose mr_mode accepts
+/* FI_RMA (emo_rma.c), offered to an application whose mr_mode accepts
  * FI_MR_PROV_KEY (the key is ours: never one a peer could guess) */
 #define EMO_RMA_CAPS    (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 #define EMO_RMA_MR_MODE FI_MR_PROV_KEY
@@ -172,7 +171,7 @@ int emo_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **op
  * the answer).  Without FI_RMA they hold because there is nothing to
  * order (no RMA or atomic operation).  With it they hold because the
  * engine keeps each peer's frames in order and the target acts on them in
- * that order (ofi_rma.c), except FI_ORDER_WAR: a read's answer is put
+ * that order (emo_rma.c), except FI_ORDER_WAR: a read's answer is put
  * from memory when it goes out, after a later write may have landed.
  * No FI_ATOMIC: its orders are vacuous either way. */
 #define EMO_ORDER_MORE                                                                             \

@@ -1,21 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
- * @file ofi_rdv.h
- * Receive side, rendezvous and operation bookkeeping shared by ofi_rdv.c,
- * ofi_op.c and ofi_data.c (see ofi_rdv.c).
+ * @file emo_rdv.h
+ * Receive side, rendezvous and operation bookkeeping shared by emo_rdv.c,
+ * emo_op.c and emo_data.c (see emo_rdv.c).
  */
-#ifndef EMO_OFI_RDV_H
-#define EMO_OFI_RDV_H
+#ifndef EMO_RDV_H
+#define EMO_RDV_H
 
-#include "ofi_prov.h"
+#include "emo_prov.h"
 
-/* ofi_op.c */
+/* emo_op.c */
 emo_op_t *emo_op_new(struct emo_ep *ep, int kind, size_t msg_len);
 void emo_op_free(emo_op_t *op);
 /** Free the ops kept for reuse (endpoint close). */
 void emo_op_cache_drain(struct emo_ep *ep);
 
-/* ofi_rdv.c */
+/* emo_rdv.c */
 /** Give @p op a cookie (index + generation).  @return 0 or a negative fi_errno. */
 int emo_cookie_add(struct emo_ep *ep, emo_op_t *op);
 /** The operation @p cookie names, if it belongs to @p peer and is of @p kind;
@@ -48,7 +48,7 @@ void emo_put_chunks_rebase(emo_op_t *op, const void *buf);
 int emo_send_ctrl(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h, emo_op_t *parent);
 /** The peer id of @p fa, its engine state set up.  @return 0 or -FI_*. */
 int emo_dest_peer(struct emo_ep *ep, fi_addr_t fa, uint16_t *peer);
-/** RMA messages from @p peer (ofi_rma.c). */
+/** RMA messages from @p peer (emo_rma.c). */
 void emo_on_read(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h);
 void emo_on_rdone(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h);
 void emo_on_wdata(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h);
@@ -57,7 +57,7 @@ void emo_serve_end(emo_op_t *op);
 /** Hand message (@p type EAGER or RTS) to receive @p rx. */
 void emo_deliver(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uint8_t type, uint8_t wflags,
                  uint64_t tag, uint64_t data, uint64_t len, uint32_t s_cookie, const void *payload);
-/** Place a message in multi-receive buffer @p m (ofi_rdv.c, "multi-receive
+/** Place a message in multi-receive buffer @p m (emo_rdv.c, "multi-receive
  *  buffers").  @return true when that released and freed @p m. */
 bool emo_multi_deliver(struct emo_ep *ep, emo_rx_t *m, uint16_t peer, uint8_t type, uint8_t wflags,
                        uint64_t tag, uint64_t data, uint64_t len, uint32_t s_cookie,
@@ -75,7 +75,7 @@ void emo_unexp_release(struct emo_ep *ep, emo_unexp_t *u);
 bool emo_watch(struct emo_ep *ep, uint16_t peer);
 /** Drop the watch *@p watched says is held (and clear it). */
 void emo_unwatch(struct emo_ep *ep, uint16_t peer, bool *watched);
-/** Posted receives for @p peer alone end with FI_EIO (ofi_data.c). */
+/** Posted receives for @p peer alone end with FI_EIO (emo_data.c). */
 void emo_fail_posted_from(struct emo_ep *ep, uint16_t peer);
 
 #endif

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
- * @file ofi_cq.c
+ * @file emo_cq.c
  * Completion queue: completions in a growing ring (never dropped: the
  * provider has no other place for them), errors in a FIFO list.  Reading
  * drives every endpoint bound to the queue (manual progress).  Wait
  * objects FI_WAIT_FD (FI_WAIT_UNSPEC is the same): fi_cq_sread sleeps,
- * FI_GETWAIT gives an epoll descriptor, fi_trywait arms it (ofi_wait.c).
+ * FI_GETWAIT gives an epoll descriptor, fi_trywait arms it (emo_wait.c).
  */
-#include "ofi_prov.h"
+#include "emo_prov.h"
 
 #include <sched.h>
 
@@ -290,7 +290,7 @@ static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint6
 }
 
 /*
- * Read, and sleep on the wait object (ofi_wait.c) between reads that find
+ * Read, and sleep on the wait object (emo_wait.c) between reads that find
  * nothing, until an entry comes, fi_cq_signal, or @p timeout ms (-1: none)
  * pass (-FI_EAGAIN).  The sleep ends at the bound engines' next timer too:
  * their retransmissions and ACKs go out on time.  It is skipped after a
