@@ -51,8 +51,8 @@ void em_btl_add_help_dir(const void *symbol_in_component)
 }
 
 /* One link's module: engine, endpoints, fragment sizes. */
-static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize,
-                        char *err, size_t errlen)
+static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, char *err,
+                        size_t errlen)
 {
     em_btl_params_t *params = m->params;
     m->link = link;
@@ -160,8 +160,10 @@ static int setup_order(em_btl_module_t *m, uint32_t jsize, const em_btl_params_t
     if (!m->order)
         return -1;
     for (uint32_t i = 0; i < jsize; i++) {
-        m->order[i].o.max_held = params->s.order_max_held > 0 ? (uint32_t)params->s.order_max_held : 0;
-        m->order[i].o.max_bytes = params->s.order_max_mb > 0 ? (size_t)params->s.order_max_mb << 20 : 0;
+        m->order[i].o.max_held = params->s.order_max_held > 0 ? (uint32_t)params->s.order_max_held
+                                                              : 0;
+        m->order[i].o.max_bytes = params->s.order_max_mb > 0 ? (size_t)params->s.order_max_mb << 20
+                                                             : 0;
     }
     for (em_btl_module_t *it = m; it; it = it->next) {
         it->order = m->order;

@@ -230,8 +230,8 @@ static em_link_t *rudp_open_link(unsigned index, char *err, size_t errlen)
         .default_iface = default_iface, /* the one tcp would take */
         .note = rudp_note,
     };
-    em_link_t *link =
-        em_transport_open_link(&rudp_params.s, EM_LINK_KIND_UDP, &env, index, err, errlen);
+    em_link_t *link = em_transport_open_link(&rudp_params.s, EM_LINK_KIND_UDP, &env, index, err,
+                                             errlen);
     if (link)
         opal_output_verbose(10, opal_btl_base_framework.framework_output,
                             "[%s] btl_rudp: link %u open (MTU %u)", opal_process_info.nodename,
