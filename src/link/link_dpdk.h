@@ -27,8 +27,8 @@
  * calling thread's current CPU affinity (EAL would otherwise pin the MPI
  * rank to core 0), and cleaned up when the last port closes.  A port the
  * process already runs under another ethertype is shared (a second user,
- * e.g. an em_bcast channel beside the dpdk BTL, even from another copy of
- * this code in the process): sharers must close before the port's owner.
+ * e.g. an em_bcast channel beside the dpdk BTL; both reach this code in
+ * libethermpi.so): sharers must close before the port's owner.
  * A port can also carry extra queue pairs for another user (cfg.extra).
  *
  * Threading: EAL and port-sharing state is process-global and unlocked; open

@@ -17,8 +17,8 @@
  *
  * Threading: everything here runs in the thread that opened the port; the
  * EAL and sharing state is process-global and unlocked (link_dpdk.h).
- * Nothing here is exported from a shared object that links the DPDK link
- * statically (hidden visibility): each copy keeps its own state.
+ * Nothing here is exported (hidden visibility): the one copy of this code
+ * in a process is libethermpi.so's, and its state is the process's.
  */
 #ifndef EM_DPDK_INTERNAL_H
 #define EM_DPDK_INTERNAL_H
@@ -56,7 +56,6 @@ struct dpdk_link {
     uint8_t *scratch;                   /* EM_DPDK_BURST linear copies of multi-segment frames */
     em_xdp_guard_t guard;               /* af_xdp: this process owns the interface queue */
     struct port_share *share;           /* the port's sharing table (NULL: not published) */
-    const struct rte_memzone *share_mz; /* owner: the memzone holding it */
     struct rte_ring *ring;              /* sharer: frames of our ethertype the others passed on */
     int sharer;                         /* 1: not the port's owner */
     int memif;                          /* a memif port: never stopped or closed (port.c) */
@@ -75,10 +74,9 @@ struct dpdk_link {
  * Port sharing (one DPDK port, several users in one process, told apart
  * by ethertype: the dpdk BTL's protocol 0x88B5 and an application's
  * em_bcast channel 0x88B6).  The user that opened the port (the owner)
- * publishes it in a memzone; a later open of the same device finds it
- * there, even from another copy of this code (the BTL's .so and the
- * application each link their own; DPDK's state is one per process), and
- * becomes a sharer: own mempool for sending, the owner's tx queue, and a
+ * publishes it in the process's table (share.c: this code exists once per
+ * process, in libethermpi.so); a later open of the same device finds it
+ * there and becomes a sharer: own mempool for sending, the owner's tx queue, and a
  * ring for the frames of its ethertype.  Whoever polls the port hands
  * each frame of another user's ethertype to that user's ring.  All users
  * must run in one thread (MPI's single-threaded progress), and sharers
@@ -104,8 +102,8 @@ struct port_share {
 int em_dpdk_eal_start(const em_dpdk_cfg_t *cfg, char *err, size_t errlen);
 /** One more port holds EAL (after a successful em_dpdk_eal_start). */
 void em_dpdk_eal_hold(void);
-/** A port let go of EAL: the last one cleans it up (unless another copy
- *  of this code started it, or memif ports are left running). */
+/** A port let go of EAL: the last one cleans it up (unless another DPDK
+ *  user of the process started it, or memif ports are left running). */
 void em_dpdk_eal_release(void);
 /** 1 when the caller holds the only port left. */
 int em_dpdk_eal_last_port(void);
@@ -113,11 +111,10 @@ int em_dpdk_eal_last_port(void);
 void em_dpdk_eal_keep_memif(void);
 
 /* ---- share.c ---- */
-/** The published sharing table of @p port (NULL: nobody publishes it);
- *  @p mzname receives its memzone name. */
-struct port_share *em_dpdk_share_find(uint16_t port, char *mzname, size_t len);
-/** The owner publishes its port under @p mzname (best effort). */
-void em_dpdk_share_publish(struct dpdk_link *d, const char *mzname);
+/** The published sharing table of @p port (NULL: nobody publishes it). */
+struct port_share *em_dpdk_share_find(uint16_t port);
+/** The owner publishes its port (best effort). */
+void em_dpdk_share_publish(struct dpdk_link *d);
 /** The owner closes: nobody may find the port any more. */
 void em_dpdk_share_unpublish(struct dpdk_link *d);
 /** Become a sharer of a published port.  NULL with a sentence in @p err. */

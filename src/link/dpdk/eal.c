@@ -27,7 +27,7 @@
 #define MAX_ARGS 48
 
 static int eal_started;      /* EAL runs once per process */
-static int eal_foreign;      /* EAL was started by another copy of this code (a sharer's) */
+static int eal_foreign;      /* EAL was started by another DPDK user of the process */
 static int eal_ports;        /* ports open; EAL is cleaned up with the last */
 static int eal_gone;         /* cleaned up: EAL cannot start again */
 static char eal_vdevs[2048]; /* the device list EAL was started with */
@@ -201,8 +201,9 @@ int em_dpdk_eal_start(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
     if (mem_lock >= 0)
         close(mem_lock); /* our pages are mapped (or none were taken) */
     if (init_rc < 0 && rte_errno == EALREADY) {
-        /* started by another copy of this code in the process (the dpdk
-         * BTL's): its ports can be shared, and it cleans up, not us */
+        /* started by another DPDK user of the process (an application's
+         * own DPDK: this code exists once per process, in libethermpi.so):
+         * it owns EAL and cleans it up, not us */
         eal_started = 1;
         eal_foreign = 1;
         snprintf(eal_vdevs, sizeof eal_vdevs, "%s", cfg->vdev ? cfg->vdev : "");

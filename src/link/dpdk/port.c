@@ -429,7 +429,7 @@ static int wait_link_up(struct port_setup *ps)
 }
 
 /* An owner's open after its port was picked: every step, or undo them all. */
-static em_link_t *open_owner(struct port_setup *ps, const char *mzname)
+static em_link_t *open_owner(struct port_setup *ps)
 {
     struct dpdk_link *d = calloc(1, sizeof *d);
     if (!d) {
@@ -468,7 +468,7 @@ static em_link_t *open_owner(struct port_setup *ps, const char *mzname)
         rte_eth_dev_stop(ps->port);
         goto fail;
     }
-    em_dpdk_share_publish(d, mzname);
+    em_dpdk_share_publish(d);
     return &d->link;
 
 fail:
@@ -512,15 +512,14 @@ em_link_t *em_link_dpdk_open_port(const em_dpdk_cfg_t *cfg, unsigned index, char
         return NULL; /* rc 1: no more ports, not an error */
     }
     /* a port another user of this process already runs: share it */
-    char mzname[RTE_MEMZONE_NAMESIZE];
-    struct port_share *sh = em_dpdk_share_find(ps.port, mzname, sizeof mzname);
+    struct port_share *sh = em_dpdk_share_find(ps.port);
     if (sh) {
         em_link_t *l = em_dpdk_share_open(cfg, ps.port, sh, err, errlen);
         if (!l)
             em_dpdk_eal_release();
         return l;
     }
-    return open_owner(&ps, mzname);
+    return open_owner(&ps);
 }
 
 struct rte_mempool *em_link_dpdk_queue_pool(const em_dpdk_queue_info_t *qi, const char *name,

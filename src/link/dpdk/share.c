@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file share.c
- * Port sharing (dpdk_internal.h): the owner publishes its port in a
- * memzone, a later user of the same port (another ethertype) finds it there
- * and becomes a sharer; whoever polls the port passes each frame of another
+ * Port sharing (dpdk_internal.h): the owner publishes its port in the
+ * process's table, a later user of the same port (another ethertype)
+ * finds it there and becomes a sharer; whoever polls the port passes each frame of another
  * user's ethertype on to that user's ring.
  */
 #include "link/dpdk/dpdk_internal.h"
@@ -30,32 +30,31 @@ int em_dpdk_pass_on(struct port_share *sh, struct dpdk_link *d, struct rte_mbuf 
     return 0;
 }
 
-struct port_share *em_dpdk_share_find(uint16_t port, char *mzname, size_t len)
+/* The ports this process runs, by port id: one table, since the DPDK link
+ * exists once per process (libethermpi.so).  Same thread rule as EAL. */
+static struct port_share *shares[RTE_MAX_ETHPORTS];
+
+struct port_share *em_dpdk_share_find(uint16_t port)
 {
-    snprintf(mzname, len, "em_share_p%u", port);
-    const struct rte_memzone *mz = rte_memzone_lookup(mzname);
-    if (mz && ((const struct port_share *)mz->addr)->magic == SHARE_MAGIC)
-        return mz->addr;
-    return NULL;
+    struct port_share *sh = port < RTE_MAX_ETHPORTS ? shares[port] : NULL;
+    return sh && sh->magic == SHARE_MAGIC ? sh : NULL;
 }
 
-/* The owner publishes its port (best effort: without the memzone or the
- * ring the port simply cannot be shared). */
-void em_dpdk_share_publish(struct dpdk_link *d, const char *mzname)
+/* The owner publishes its port (best effort: without the table entry or
+ * the ring the port simply cannot be shared). */
+void em_dpdk_share_publish(struct dpdk_link *d)
 {
     char rname[RTE_RING_NAMESIZE];
+    if (d->port >= RTE_MAX_ETHPORTS)
+        return;
     snprintf(rname, sizeof rname, "em_rx_p%u_%04x", d->port, rte_be_to_cpu_16(d->ethertype_be));
     d->ring = rte_ring_create(rname, 1024, (int)rte_socket_id(), 0);
-    const struct rte_memzone *mz = d->ring ? rte_memzone_reserve(mzname, sizeof(struct port_share),
-                                                                 (int)rte_socket_id(), 0)
-                                           : NULL;
-    if (!mz) {
+    struct port_share *sh = d->ring ? calloc(1, sizeof *sh) : NULL;
+    if (!sh) {
         rte_ring_free(d->ring);
         d->ring = NULL;
         return;
     }
-    struct port_share *sh = mz->addr;
-    memset(sh, 0, sizeof *sh);
     sh->port = d->port;
     sh->mtu = d->link.mtu;
     memcpy(sh->mac, d->mac.addr_bytes, 6);
@@ -63,7 +62,7 @@ void em_dpdk_share_publish(struct dpdk_link *d, const char *mzname)
     sh->user[0].ring = d->ring;
     sh->magic = SHARE_MAGIC;
     d->share = sh;
-    d->share_mz = mz;
+    shares[d->port] = sh;
 }
 
 void em_dpdk_share_unpublish(struct dpdk_link *d)
@@ -72,7 +71,9 @@ void em_dpdk_share_unpublish(struct dpdk_link *d)
         return;
     rte_ring_free(d->ring);
     d->share->magic = 0;
-    rte_memzone_free(d->share_mz);
+    if (d->port < RTE_MAX_ETHPORTS && shares[d->port] == d->share)
+        shares[d->port] = NULL;
+    free(d->share);
     d->share = NULL;
 }
 
