@@ -264,8 +264,7 @@ static void usage(FILE *f)
             "  --bulk-slots N     bulk queues: up to N processes get queues of their own for\n"
             "                     rendezvous (put) data (1 + N*N queue pairs; memif wire and\n"
             "                     hugepages only; both daemons of a cable must agree);\n"
-            "                     0 = none, puts go through the daemon (default 4);\n"
-            "                     --rdv-slots N is the old name (deprecated)\n"
+            "                     0 = none, puts go through the daemon (default 4)\n"
             "  --file-prefix P    EAL file prefix (default emd-%%h); the ranks attach to it as\n"
             "                     DPDK secondaries\n"
             "  -v, --verbose      log attaches and detaches (a client detached for bad rings or\n"
@@ -370,8 +369,6 @@ static int parse_args(struct emd *e, int argc, char **argv, struct args *a)
                                           { "help", no_argument, NULL, 'h' },
                                           { "bulk-slots", required_argument, NULL, 'Q' },
                                           { "file-prefix", required_argument, NULL, 'P' },
-                                          { "rdv-slots", required_argument, NULL,
-                                            'Q' }, /* the old name of --bulk-slots */
                                           { "max-per-uid", required_argument, NULL, 'U' },
                                           { "max-flows", required_argument, NULL, 'F' },
                                           { "max-nodes", required_argument, NULL, 'N' },

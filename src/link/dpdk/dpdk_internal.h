@@ -50,23 +50,23 @@ struct dpdk_link {
     struct rte_ether_addr mac;
     struct rte_ether_addr *peers;
     uint32_t npeers;
-    em_addr_map_t bysrc;                /* source MAC -> peer (rx_peer) */
-    em_loss_t loss;                     /* injected receive loss (cfg rx_loss, loss_seed) */
-    uint16_t ethertype_be;              /* our ethertype, network order */
-    uint8_t *scratch;                   /* EM_DPDK_BURST linear copies of multi-segment frames */
-    em_xdp_guard_t guard;               /* af_xdp: this process owns the interface queue */
-    struct port_share *share;           /* the port's sharing table (NULL: not published) */
-    struct rte_ring *ring;              /* sharer: frames of our ethertype the others passed on */
-    int sharer;                         /* 1: not the port's owner */
-    int memif;                          /* a memif port: never stopped or closed (port.c) */
-    int share_slot;                     /* sharer: our entry in share->user[] */
-    uint16_t hdr_len;                   /* bytes in front of the protocol frame: 14, or 42 (udp) */
-    uint16_t demux_be;                  /* what tells our frames from a port sharer's: the
+    em_addr_map_t bysrc;      /* source MAC -> peer (rx_peer) */
+    em_loss_t loss;           /* injected receive loss (cfg rx_loss, loss_seed) */
+    uint16_t ethertype_be;    /* our ethertype, network order */
+    uint8_t *scratch;         /* EM_DPDK_BURST linear copies of multi-segment frames */
+    em_xdp_guard_t guard;     /* af_xdp: this process owns the interface queue */
+    struct port_share *share; /* the port's sharing table (NULL: not published) */
+    struct rte_ring *ring;    /* sharer: frames of our ethertype the others passed on */
+    int sharer;               /* 1: not the port's owner */
+    int memif;                /* a memif port: never stopped or closed (port.c) */
+    int share_slot;           /* sharer: our entry in share->user[] */
+    uint16_t hdr_len;         /* bytes in front of the protocol frame: 14, or 42 (udp) */
+    uint16_t demux_be;        /* what tells our frames from a port sharer's: the
                                        ethertype (L2) or the UDP port (udp), network order */
-    struct dpdk_udp *udp;               /* udp framing state (udp.c); NULL: L2 framing */
-    char ifname[16];                    /* the port's kernel interface ("": none, e.g. memif) */
-    uint32_t if_ip;                     /* its IPv4 address (host order; 0: none) */
-    char peer_err[320];                 /* why the last set_peer failed */
+    struct dpdk_udp *udp;     /* udp framing state (udp.c); NULL: L2 framing */
+    char ifname[16];          /* the port's kernel interface ("": none, e.g. memif) */
+    uint32_t if_ip;           /* its IPv4 address (host order; 0: none) */
+    char peer_err[320];       /* why the last set_peer failed */
     em_dpdk_stats_t st;
 };
 
