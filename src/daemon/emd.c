@@ -30,6 +30,7 @@
  */
 #include "daemon/emd.h"
 #include "link/link_dpdk.h"
+#include "transport/transport.h"
 #include "link/link_util.h"
 
 #include <errno.h>
@@ -223,6 +224,8 @@ static const char *bulkq_possible(struct emd *e, const char *vdev, const char *e
 
 static void usage(FILE *f)
 {
+    em_settings_t dflt; /* the table's defaults (src/transport/settings.c) */
+    em_settings_default(&dflt);
     fprintf(f,
             "usage: emd --socket PATH --vdev SPEC [options]\n"
             "       emd --status PATH   print the counters of the emd serving PATH as\n"
@@ -260,7 +263,7 @@ static void usage(FILE *f)
             "  --no-ack           do not acknowledge eager frames for the processes\n"
             "  --no-yield         never sched_yield() while spinning (a core of its own)\n"
             "  --loss-seed N      seed of --rx-loss\n"
-            "  --link-wait-ms N   wait this long for the port's link (default 30000)\n"
+            "  --link-wait-ms N   wait this long for the port's link (default %d)\n"
             "  --bulk-slots N     bulk queues: up to N processes get queues of their own for\n"
             "                     rendezvous (put) data (1 + N*N queue pairs; memif wire and\n"
             "                     hugepages only; both daemons of a cable must agree);\n"
@@ -269,7 +272,10 @@ static void usage(FILE *f)
             "                     DPDK secondaries\n"
             "  -v, --verbose      log attaches and detaches (a client detached for bad rings or\n"
             "                     messages is always logged, with its pid and uid)\n"
-            "  SIGUSR1 logs the counters; SIGTERM/SIGINT stop (clients see the stop).\n");
+            "  SIGUSR1 logs the counters; SIGTERM/SIGINT stop (clients see the stop).\n"
+            "  The port's options are the settings the BTLs and the provider share\n"
+            "  (btl_dpdk_<name>, FI_ETHERMPI_<NAME>), with their defaults and ranges.\n",
+            dflt.link_wait_ms);
 }
 
 /**
@@ -338,14 +344,28 @@ static int parse_u32(const char *s, uint32_t *out)
 }
 
 struct args {
-    const char *sock_spec, *vdev_spec, *eal_args, *prefix_spec, *status_spec;
-    const char *framing, *udp_addr;
-    uint32_t bulk_slots, mtu, spin_us, max_sleep_us, loss_seed, link_wait, udp_port;
-    int udp_no_csum;
+    const char *sock_spec, *prefix_spec, *status_spec;
+    /** the port's settings: the rows of the one settings table
+     *  (src/transport/settings.c) that name emd, as --<name>; the same
+     *  names, defaults and ranges as the BTLs' and the provider's */
+    em_settings_t port;
+    uint32_t bulk_slots, spin_us, max_sleep_us;
     uint32_t rx_kib, max_clients, max_flows, max_nodes;
-    double rx_loss;
     int verbose, no_ack;
 };
+
+/* --<option> @p val into the table row @p name of @p a->port; 0 or -1 */
+static int set_port(struct args *a, const char *name, const char *val)
+{
+    char opt[64], err[160];
+    const em_setting_t *d = em_setting_find(name);
+    em_setting_fullname(d, EM_FRONT_EMD, opt, sizeof opt);
+    if (em_setting_parse(&a->port, d, val, opt, err, sizeof err) != 0) {
+        fprintf(stderr, "emd: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
 
 /** The command line into @p a (and @p e's access rule and limits).
  *  @return -1 to go on, or the exit code (0 after --help, 2 on bad arguments). */
@@ -380,27 +400,24 @@ static int parse_args(struct emd *e, int argc, char **argv, struct args *a)
                                           { "udp-addr", required_argument, NULL, 'a' },
                                           { "udp-no-csum", no_argument, NULL, 'n' },
                                           { 0, 0, 0, 0 } };
-    *a = (struct args){ .vdev_spec = "",
-                        .eal_args = "",
-                        .prefix_spec = "emd-%h",
+    *a = (struct args){ .prefix_spec = "emd-%h",
                         .bulk_slots = 4,
-                        .framing = "l2",
                         .spin_us = 50,
                         .max_sleep_us = 200,
-                        .link_wait = 30000,
                         .rx_kib = 16384,
                         .max_clients = 64,
                         .max_flows = EMD_FLOWS_DEFAULT,
                         .max_nodes = EMD_NODES_DEFAULT };
+    em_settings_default(&a->port);
     const char *group = NULL, *user = NULL;
     e->ctl.tx_slots = 1024;
     int o, bad = 0;
     while ((o = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
         switch (o) {
         case 's': a->sock_spec = optarg; break;
-        case 'd': a->vdev_spec = optarg; break;
-        case 'e': a->eal_args = optarg; break;
-        case 'm': bad |= parse_u32(optarg, &a->mtu); break;
+        case 'd': bad |= set_port(a, "vdev", optarg); break;
+        case 'e': bad |= set_port(a, "eal_args", optarg); break;
+        case 'm': bad |= set_port(a, "mtu", optarg); break;
         case 'R': bad |= parse_u32(optarg, &a->rx_kib); break;
         case 'T': bad |= parse_u32(optarg, &e->ctl.tx_slots); break;
         case 'C': bad |= parse_u32(optarg, &a->max_clients); break;
@@ -412,20 +429,15 @@ static int parse_args(struct emd *e, int argc, char **argv, struct args *a)
         case 'q': a->status_spec = optarg; break;
         case 'S': bad |= parse_u32(optarg, &a->spin_us); break;
         case 'Z': bad |= parse_u32(optarg, &a->max_sleep_us); break;
-        case 'L': bad |= parse_u32(optarg, &a->loss_seed); break;
-        case 'w': bad |= parse_u32(optarg, &a->link_wait); break;
+        case 'L': bad |= set_port(a, "loss_seed", optarg); break;
+        case 'w': bad |= set_port(a, "link_wait_ms", optarg); break;
         case 'Q': bad |= parse_u32(optarg, &a->bulk_slots); break;
         case 'P': a->prefix_spec = optarg; break;
-        case 'x': a->framing = optarg; break;
-        case 'u': bad |= parse_u32(optarg, &a->udp_port); break;
-        case 'a': a->udp_addr = optarg; break;
-        case 'n': a->udp_no_csum = 1; break;
-        case 'l': {
-            char *end;
-            a->rx_loss = strtod(optarg, &end);
-            bad |= (*end || a->rx_loss < 0 || a->rx_loss >= 1) ? -1 : 0;
-            break;
-        }
+        case 'x': bad |= set_port(a, "framing", optarg); break;
+        case 'u': bad |= set_port(a, "udp_port", optarg); break;
+        case 'a': bad |= set_port(a, "udp_addr", optarg); break;
+        case 'n': a->port.udp_checksum = false; break;
+        case 'l': bad |= set_port(a, "rx_loss", optarg); break;
         case 'v': a->verbose = 1; break;
         case 'A': a->no_ack = 1; break;
         case 'Y': e->yield = -1; break;
@@ -440,17 +452,18 @@ static int parse_args(struct emd *e, int argc, char **argv, struct args *a)
                 user && e->ctl.allow_uid < 0 ? user : group);
         return 2;
     }
-    if (strcmp(a->framing, "l2") != 0 && strcmp(a->framing, "udp") != 0) {
-        fprintf(stderr, "emd: --framing must be 'l2' or 'udp', not '%s'\n", a->framing);
+    char err[256];
+    if (!bad && em_settings_check(&a->port, EM_FRONT_EMD, err, sizeof err) != 0) {
+        fprintf(stderr, "emd: %s\n", err);
         return 2;
     }
-    e->core.framing = strcmp(a->framing, "udp") == 0 ? EMD_FRAMING_UDP : EMD_FRAMING_L2;
+    e->core.framing = 0 == strcmp(a->port.framing, "udp") ? EMD_FRAMING_UDP : EMD_FRAMING_L2;
     if (a->status_spec && !bad && optind == argc)
         return -1;
     if (bad || !a->sock_spec || optind != argc || a->max_clients == 0 ||
         a->max_clients > MAX_CLIENTS_LIMIT || a->max_sleep_us == 0 ||
         a->bulk_slots > EMD_BULKQ_SLOTS_MAX || a->max_flows > EMD_FLOWS_MAX ||
-        a->max_nodes > 65535 || a->udp_port > 65535) {
+        a->max_nodes > 65535) {
         fprintf(stderr, "emd: bad or missing arguments\n");
         usage(stderr);
         return 2;
@@ -530,11 +543,10 @@ static void catch_signals(struct emd *e)
 }
 
 /** Expand the %h specs of the socket, device and prefix.  @return 0, or -1 after saying why. */
-static int expand_specs(const struct args *A, char *sock, char *vdev, size_t vdevlen, char *prefix)
+static int expand_specs(const struct args *A, char *sock, char *prefix)
 {
     char err[512];
     if (em_link_dpdk_devargs(A->sock_spec, "emd", sock, 256, err, sizeof err) != 0 ||
-        em_link_dpdk_devargs(A->vdev_spec, "emd", vdev, vdevlen, err, sizeof err) != 0 ||
         em_link_dpdk_devargs(A->prefix_spec, "emd", prefix, EMD_BULKQ_NAME_LEN, err, sizeof err) !=
             0) {
         fprintf(stderr, "emd: %s\n", err);
@@ -555,10 +567,20 @@ int main(int argc, char **argv)
     if (A.status_spec)
         return status_main(A.status_spec);
     char err[512], sock[256], vdev[1024], prefix[EMD_BULKQ_NAME_LEN];
-    if (expand_specs(&A, sock, vdev, sizeof vdev, prefix) != 0)
+    if (expand_specs(&A, sock, prefix) != 0)
         return 1;
+    /* the port, as every front end configures a DPDK link (src/transport) */
+    em_dpdk_cfg_t pcfg;
+    const em_transport_env_t env = { .front = EM_FRONT_EMD, .job = "emd" };
+    if (em_transport_dpdk_cfg(&A.port, &env, &pcfg, vdev, sizeof vdev, err, sizeof err) != 0) {
+        fprintf(stderr, "emd: %s\n", err);
+        return 1;
+    }
+    pcfg.file_prefix = prefix;
+    /* the loss is the daemon's, before its eager ACKs (emd_core.h), not the link's */
+    pcfg.rx_loss = 0;
     e->yield = e->yield == -1 ? 0 : 1;
-    em_loss_init(&e->core.loss, A.rx_loss, A.loss_seed);
+    em_loss_init(&e->core.loss, A.port.rx_loss, (uint64_t)A.port.loss_seed);
     e->log = e->core.log = e->ctl.log = emd_log;
     e->ctl.verbose = A.verbose;
     e->ctl.core = &e->core;
@@ -573,14 +595,6 @@ int main(int argc, char **argv)
     }
     catch_signals(e);
     e->ctl.bulk_slots = (uint16_t)A.bulk_slots;
-    em_dpdk_cfg_t pcfg = { .vdev = vdev,
-                           .eal_args = A.eal_args,
-                           .file_prefix = prefix,
-                           .mtu = A.mtu,
-                           .link_wait_ms = A.link_wait,
-                           .udp_port = (uint16_t)A.udp_port,
-                           .udp_addr = A.udp_addr,
-                           .udp_no_csum = A.udp_no_csum };
     em_link_t *link = open_port(e, &port, pcfg, &rc);
     if (!link)
         return rc;
@@ -594,7 +608,7 @@ int main(int argc, char **argv)
      * by index); ask the other end before serving anyone (udp framing has
      * no bulk queues: nothing to pair) */
     if (strncmp(vdev, "net_memif", 9) == 0 && e->core.framing != EMD_FRAMING_UDP &&
-        emd_wait_hello(e, A.link_wait) != 0) {
+        emd_wait_hello(e, (uint32_t)A.port.link_wait_ms) != 0) {
         em_link_close(link);
         return e->core.peer_seen ? 2 : 1;
     }

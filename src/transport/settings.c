@@ -22,6 +22,7 @@
 #define OFI    EM_FRONT_OFI
 #define UDPL   (EM_FRONT_RUDP | EM_FRONT_OFI) /* who can open the kernel UDP link */
 #define BYPL   (EM_FRONT_DPDK | EM_FRONT_OFI) /* ... the DPDK and daemon links */
+#define PORT   (BYPL | EM_FRONT_EMD)          /* ... and the daemon's own DPDK port */
 
 /* Ranges: the widest that makes sense; INT_MAX-sized values stay in int. */
 #define BIG 2147483647L
@@ -68,7 +69,7 @@ static const em_setting_t table[] = {
       "for what this process sent to be acknowledged (a lost last frame is resent meanwhile), "
       "and name the peers that did not acknowledge.  0 = one pass: what is queued leaves, "
       "nothing is waited for (unacknowledged messages may be lost)" },
-    { "mtu", EM_SET_INT, ALL, 5, OFF(mtu), "0", 0, 65535, NULL,
+    { "mtu", EM_SET_INT, ALL | EM_FRONT_EMD, 5, OFF(mtu), "0", 0, 65535, NULL,
       "Frame size in bytes (kernel UDP: the largest datagram; DPDK: the L2 payload); 0 = as "
       "large as the link allows (interface MTU minus IP/UDP headers; DPDK: port and mbufs, "
       "at most 9000)" },
@@ -118,37 +119,37 @@ static const em_setting_t table[] = {
       "Let the kernel coalesce received datagrams (UDP_GRO); they are split again" },
 
     /* ---- DPDK link -------------------------------------------------------- */
-    { "vdev", EM_SET_STRING, BYPL, 1, OFF(vdev), "", 0, 0, NULL,
+    { "vdev", EM_SET_STRING, PORT, 1, OFF(vdev), "", 0, 0, NULL,
       "DPDK device: devargs (e.g. net_memif0,role=client,socket=/run/x.sock,socket-abstract=no "
       "or net_af_xdp0,iface=eth0), or @FILE to read them from FILE; %h is replaced by the host "
       "name, %j by the job id (MPI) or 0 (provider).  Several devices separated by ';' "
       "(@/x/%h.memif;@/x/%h.memif1): BTL: one module per device, ob1 stripes over them; "
       "provider: one domain per device.  Empty: the ports EAL finds (e.g. NICs given in "
       "eal_args with -a)" },
-    { "eal_args", EM_SET_STRING, BYPL, 4, OFF(eal_args), "", 0, 0, NULL,
+    { "eal_args", EM_SET_STRING, PORT, 4, OFF(eal_args), "", 0, 0, NULL,
       "Extra DPDK EAL arguments, e.g. '-a 0000:3b:00.0'; empty = '--in-memory -m 256' with "
       "hugepages, else '--no-huge --no-shconf -m 256' (no files left behind either way)" },
-    { "rx_loss", EM_SET_DOUBLE, BYPL, 9, OFF(rx_loss), "0", 0, 1, NULL,
+    { "rx_loss", EM_SET_DOUBLE, PORT, 9, OFF(rx_loss), "0", 0, 1, NULL,
       "Testing: drop this fraction of received frames (seeded; for wires no kernel sees, e.g. "
       "memif)" },
-    { "loss_seed", EM_SET_INT, BYPL, 9, OFF(loss_seed), "0", 0, BIG, NULL,
+    { "loss_seed", EM_SET_INT, PORT, 9, OFF(loss_seed), "0", 0, BIG, NULL,
       "Testing: seed of rx_loss (0 = fixed default)" },
     /* a memif cable waits for its other end, which a loaded node starts late */
-    { "link_wait_ms", EM_SET_INT, BYPL, 5, OFF(link_wait_ms), "20000", 0, BIG, NULL,
+    { "link_wait_ms", EM_SET_INT, PORT, 5, OFF(link_wait_ms), "20000", 0, BIG, NULL,
       "How long to wait for the port's link to come up (a memif cable waits for its other end)" },
     { "zero_copy", EM_SET_BOOL, BYPL, 5, OFF(zero_copy), "1", 0, 1, NULL,
       "Send payloads of 512 bytes or more straight from the user's buffer (DPDK external "
       "buffers chained behind the header) where the PMD takes chained mbufs and is a virtual "
       "device (memif): never on a hardware NIC; 0 = copy every payload into the frame" },
-    { "framing", EM_SET_STRING, BYPL, 2, OFF(framing), "l2", 0, 0, "l2|udp",
+    { "framing", EM_SET_STRING, PORT, 2, OFF(framing), "l2", 0, 0, "l2|udp",
       "l2: raw Ethernet frames (ethertype 0x88B5), for one L2 segment; udp: every frame in "
       "UDP/IPv4 to the peer's address and port, through the next hop the kernel names, for "
       "routed fabrics and cloud networks (docs/design.md \"Framing\").  Every process of the "
       "job must use the same.  Daemon: the node's emd must run the same (emd --framing)" },
-    { "udp_port", EM_SET_INT, BYPL, 4, OFF(udp_port), "0", 0, 65535, NULL,
+    { "udp_port", EM_SET_INT, PORT, 4, OFF(udp_port), "0", 0, 65535, NULL,
       "udp framing: this process's UDP port (0 = 29717; the AF_XDP filter object takes 29717 "
       "and 29718)" },
-    { "udp_addr", EM_SET_STRING, BYPL, 4, OFF(udp_addr), "", 0, 0, NULL,
+    { "udp_addr", EM_SET_STRING, PORT, 4, OFF(udp_addr), "", 0, 0, NULL,
       "udp framing: this process's IPv4 address (empty: the af_xdp interface's; on a memif "
       "cable a link-local 169.254.x.y from the port's MAC)" },
     { "udp_checksum", EM_SET_BOOL, BYPL, 5, OFF(udp_checksum), "1", 0, 1, NULL,
@@ -272,6 +273,14 @@ void em_setting_fullname(const em_setting_t *d, unsigned front, char *buf, size_
         size_t o = (size_t)snprintf(buf, len, "FI_ETHERMPI_");
         for (const char *p = d->name; *p && o + 1 < len; p++)
             buf[o++] = (char)(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
+        if (o < len)
+            buf[o] = 0;
+        return;
+    }
+    if (front == EM_FRONT_EMD) {
+        size_t o = (size_t)snprintf(buf, len, "--");
+        for (const char *p = d->name; *p && o + 1 < len; p++)
+            buf[o++] = *p == '_' ? '-' : *p;
         if (o < len)
             buf[o] = 0;
         return;

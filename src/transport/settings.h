@@ -35,9 +35,10 @@ enum em_front {
     EM_FRONT_RUDP = 1u << 0, /**< the rudp BTL: btl_rudp_<name> */
     EM_FRONT_DPDK = 1u << 1, /**< the dpdk BTL: btl_dpdk_<name> */
     EM_FRONT_OFI = 1u << 2,  /**< the libfabric provider: FI_ETHERMPI_<NAME> */
+    EM_FRONT_EMD = 1u << 3,  /**< the node daemon's port: emd --<name-with-dashes> */
 };
 #define EM_FRONT_BTLS (EM_FRONT_RUDP | EM_FRONT_DPDK)
-#define EM_FRONT_ALL  (EM_FRONT_BTLS | EM_FRONT_OFI)
+#define EM_FRONT_ALL  (EM_FRONT_BTLS | EM_FRONT_OFI) /**< the MPI-facing front ends */
 
 /** A setting's type; the storage in em_settings_t is int, bool, char * or double. */
 typedef enum em_set_type {
@@ -113,7 +114,8 @@ void *em_setting_ptr(em_settings_t *s, const em_setting_t *d);
 const void *em_setting_cptr(const em_settings_t *s, const em_setting_t *d);
 
 /** The name under which front end @p front publishes @p d:
- *  "btl_rudp_window", "btl_dpdk_window", "FI_ETHERMPI_WINDOW". */
+ *  "btl_rudp_window", "btl_dpdk_window", "FI_ETHERMPI_WINDOW", emd's
+ *  "--link-wait-ms". */
 void em_setting_fullname(const em_setting_t *d, unsigned front, char *buf, size_t len);
 
 /** Render the value of @p d in @p s as text (as the default is written). */

@@ -112,26 +112,22 @@ static int parse_framing(const em_settings_t *s, const em_transport_env_t *env, 
     return -1;
 }
 
-#ifdef EM_HAVE_DPDK
-static em_link_t *open_dpdk(const em_settings_t *s, const em_transport_env_t *env, unsigned index,
-                            char *err, size_t errlen)
+int em_transport_dpdk_cfg(const em_settings_t *s, const em_transport_env_t *env,
+                          struct em_dpdk_cfg *c, char *vdev, size_t vdevlen, char *err,
+                          size_t errlen)
 {
     int udp = parse_framing(s, env, err, errlen);
     if (udp < 0)
-        return NULL;
+        return -1;
     /* %j = the job id: every job gets its own memif socket, so a job that
      * starts while the last one's processes are exiting never connects to
      * their dying end of the cable */
-    char vdev[1024], prefix[64];
-    if (em_link_dpdk_devargs(s->vdev ? s->vdev : "", env->job ? env->job : "0", vdev, sizeof vdev,
+    if (em_link_dpdk_devargs(s->vdev ? s->vdev : "", env->job ? env->job : "0", vdev, vdevlen,
                              err, errlen) != 0)
-        return NULL;
-    /* one EAL per process (this library holds the only copy of its state) */
-    snprintf(prefix, sizeof prefix, "em%ld", (long)getpid());
-    em_dpdk_cfg_t c = {
+        return -1;
+    *c = (em_dpdk_cfg_t){
         .vdev = vdev,
         .eal_args = s->eal_args,
-        .file_prefix = prefix,
         .mtu = s->mtu > 0 ? (uint32_t)s->mtu : 0,
         .rx_loss = s->rx_loss,
         .loss_seed = (uint64_t)s->loss_seed,
@@ -142,6 +138,20 @@ static em_link_t *open_dpdk(const em_settings_t *s, const em_transport_env_t *en
         .udp_addr = s->udp_addr,
         .udp_no_csum = !s->udp_checksum,
     };
+    return 0;
+}
+
+#ifdef EM_HAVE_DPDK
+static em_link_t *open_dpdk(const em_settings_t *s, const em_transport_env_t *env, unsigned index,
+                            char *err, size_t errlen)
+{
+    char vdev[1024], prefix[64];
+    em_dpdk_cfg_t c;
+    if (em_transport_dpdk_cfg(s, env, &c, vdev, sizeof vdev, err, errlen) != 0)
+        return NULL;
+    /* one EAL per process (this library holds the only copy of its state) */
+    snprintf(prefix, sizeof prefix, "em%ld", (long)getpid());
+    c.file_prefix = prefix;
     /* "A;B": one port and link per device (two cables) */
     return em_link_dpdk_open_port(&c, index, err, errlen);
 }

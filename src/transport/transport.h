@@ -70,6 +70,17 @@ em_link_t *em_transport_open_link(const em_settings_t *s, em_link_kind_t kind,
                                   const em_transport_env_t *env, unsigned index, char *err,
                                   size_t errlen);
 
+struct em_dpdk_cfg;
+/**
+ * The DPDK link configuration @p s names (device list expanded into
+ * @p vdev with %j = env->job, framing, UDP options, loss injection, zero
+ * copy, link wait); the caller adds what is its own (file prefix, extra
+ * queues: emd).  @return 0, or -1 with a sentence in @p err.
+ */
+int em_transport_dpdk_cfg(const em_settings_t *s, const em_transport_env_t *env,
+                          struct em_dpdk_cfg *c, char *vdev, size_t vdevlen, char *err,
+                          size_t errlen);
+
 /** How many links of @p kind @p s names: the entries of if_include (udp),
  *  the devices of vdev after expansion (dpdk; %j is @p job), 1 (emd).
  *  At least 1 (an empty list is one link with the default choice). */

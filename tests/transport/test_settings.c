@@ -29,7 +29,11 @@ static void test_rows_are_well_formed(void **st)
         assert_true(strlen(t[i].name) < 32);
         for (const char *p = t[i].name; *p; p++) /* lower case: FI_ names are its upper case */
             assert_true((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_');
-        assert_true(t[i].fronts != 0 && (t[i].fronts & ~(unsigned)EM_FRONT_ALL) == 0);
+        assert_true(t[i].fronts != 0 &&
+                    (t[i].fronts & ~(unsigned)(EM_FRONT_ALL | EM_FRONT_EMD)) == 0);
+        /* emd publishes only what its DPDK port shares with the front ends */
+        if (t[i].fronts & EM_FRONT_EMD)
+            assert_true(t[i].fronts & EM_FRONT_DPDK);
         assert_true(t[i].level >= 1 && t[i].level <= 9);
         assert_true(t[i].help && strlen(t[i].help) > 20);
         assert_true(t[i].offset < sizeof(em_settings_t));
@@ -47,6 +51,7 @@ static void test_rows_are_well_formed(void **st)
     assert_int_equal(em_settings_check(&s, EM_FRONT_RUDP, err, sizeof err), 0);
     assert_int_equal(em_settings_check(&s, EM_FRONT_DPDK, err, sizeof err), 0);
     assert_int_equal(em_settings_check(&s, EM_FRONT_OFI, err, sizeof err), 0);
+    assert_int_equal(em_settings_check(&s, EM_FRONT_EMD, err, sizeof err), 0);
 }
 
 static void test_protocol_defaults_are_the_cores(void **st)
@@ -85,6 +90,8 @@ static void test_check_names_the_front_ends_setting(void **st)
     s.framing = "ip";
     assert_int_equal(em_settings_check(&s, EM_FRONT_OFI, err, sizeof err), -1);
     assert_non_null(strstr(err, "FI_ETHERMPI_FRAMING"));
+    assert_int_equal(em_settings_check(&s, EM_FRONT_EMD, err, sizeof err), -1);
+    assert_non_null(strstr(err, "--framing"));
     /* ... but not a front end that does not offer it */
     assert_int_equal(em_settings_check(&s, EM_FRONT_RUDP, err, sizeof err), 0);
     em_settings_default(&s);
