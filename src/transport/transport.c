@@ -122,8 +122,8 @@ int em_transport_dpdk_cfg(const em_settings_t *s, const em_transport_env_t *env,
     /* %j = the job id: every job gets its own memif socket, so a job that
      * starts while the last one's processes are exiting never connects to
      * their dying end of the cable */
-    if (em_link_dpdk_devargs(s->vdev ? s->vdev : "", env->job ? env->job : "0", vdev, vdevlen,
-                             err, errlen) != 0)
+    if (em_link_dpdk_devargs(s->vdev ? s->vdev : "", env->job ? env->job : "0", vdev, vdevlen, err,
+                             errlen) != 0)
         return -1;
     *c = (em_dpdk_cfg_t){
         .vdev = vdev,
