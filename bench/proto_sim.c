@@ -18,7 +18,7 @@
  * format in docs/benchmarks.md).
  * Usage: proto_sim [-q] [-o FILE] [-m MTU] [-s SEED] [-c off|loss|delay]
  *   -c: congestion control of the stream/latency table (default: the
- *       protocol's default, delay); the incast always runs all three.
+ *       protocol's default, loss); the incast always runs all three.
  */
 #include <inttypes.h>
 #include <stdio.h>

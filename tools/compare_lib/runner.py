@@ -243,7 +243,7 @@ TRANSPORTS = [
     # daemons.  The ranks yield when idle: on 2 shared cores a spinning rank
     # starves its node's daemon (ms latencies; measured in docs/daemon.md).
     # Rendezvous (put) frames go on each rank's own queue of the port (the
-    # rank a DPDK secondary of its daemon; btl_dpdk_rdv_queue auto): the
+    # rank a DPDK secondary of its daemon; btl_dpdk_bulk_queue auto): the
     # paper's design.  The rows with field rdv compare the two paths.
     _dpdk("dpdk-memif-daemon", DAEMON_MCA, requires=["{build}/src/emd"],
               max_nodes=2, up_args=["--emd", "memif"], mode="daemon", rdv_variants=True,
@@ -434,7 +434,7 @@ BENCHMARKS = [
     for name, prog in COLL_BENCHMARKS
 ] + [
     # daemon mode: dpdk-memif-daemon's rendezvous data on the rank's own queue
-    # (required: btl_dpdk_rdv_queue on) against the old path through both
+    # (required: btl_dpdk_bulk_queue on) against the old path through both
     # daemons (off); field rdv = own-queue / daemon
     Benchmark(name, prog, 2, unit, fields={"rdv": rdv},
               transport_mca={"dpdk-memif-daemon": [("btl_dpdk_bulk_queue", val)]})
