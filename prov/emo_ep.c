@@ -199,11 +199,11 @@ int emo_ep_set_peer(struct emo_ep *ep, uint16_t id)
 
 int emo_ep_progress(struct emo_ep *ep)
 {
-    if (!ep->eng || ep->in_progress)
+    if (!ep->eng || ep->phase != EMO_EP_IDLE)
         return 0;
-    ep->in_progress = 1;
+    ep->phase = EMO_EP_PROGRESS;
     int work = em_engine_progress(ep->eng);
-    ep->in_progress = 0;
+    ep->phase = EMO_EP_IDLE;
     if (ep->nfail_pending)
         emo_apply_failures(ep);
     return work;
@@ -284,9 +284,9 @@ static void linger(struct emo_ep *ep)
 {
     /* FI_ETHERMPI_LINGER_MS=0: one pass, so that what is queued and our
      * ACK state still leave (with none, fabtests' fi_msg_inject hangs) */
-    ep->in_progress = 1; /* callbacks run as in emo_ep_progress */
+    ep->phase = EMO_EP_PROGRESS; /* callbacks run as in emo_ep_progress */
     size_t left = em_engine_drain(ep->eng, (uint64_t)emo_params.linger_ms * 1000000u);
-    ep->in_progress = 0;
+    ep->phase = EMO_EP_IDLE;
     if (!left)
         return;
     for (uint32_t i = 0; i < ep->npeers; i++) {
@@ -306,7 +306,7 @@ static int ep_close(struct fid *fid)
     if (ep->eng) {
         linger(ep);
         print_stats(ep);
-        ep->in_progress = 2; /* destroying: callbacks write no completions */
+        ep->phase = EMO_EP_CLOSING; /* destroying: callbacks write no completions */
         em_engine_destroy(ep->eng);
     }
     emo_data_fini(ep);

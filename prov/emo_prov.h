@@ -381,6 +381,14 @@ typedef struct emo_ep_stats {
  *  FI_EAGAIN, which fails that read at its initiator. */
 #define EMO_READS_MAX 4096u
 
+/** What an endpoint's engine is doing: progress must not re-enter, and
+ *  callbacks during close write no completions. */
+enum emo_ep_phase {
+    EMO_EP_IDLE = 0, /**< no engine call on the stack */
+    EMO_EP_PROGRESS, /**< inside em_engine_progress (or a drain): callbacks run */
+    EMO_EP_CLOSING,  /**< the engine is being destroyed: callbacks only clean up */
+};
+
 struct emo_ep {
     struct fid_ep ep;
     struct emo_domain *dom;
@@ -434,11 +442,11 @@ struct emo_ep {
      * chunks of EMO_OP_CHUNK ops linked from op_chunks (freed at close) */
     struct emo_op_pool op_small[EMO_OP_SMALL_POOLS];
     void *op_chunks;
-    size_t op_cached;      /**< bytes of msg[] room the pools keep (<= EMO_OP_CACHE_BYTES) */
-    size_t op_live;        /**< bytes of msg[] room of the live ops (emo_op_new to
+    size_t op_cached;        /**< bytes of msg[] room the pools keep (<= EMO_OP_CACHE_BYTES) */
+    size_t op_live;          /**< bytes of msg[] room of the live ops (emo_op_new to
                                 emo_op_free): the send budget, EMO_TX_BYTES */
-    uint32_t reads_active; /**< EMO_OP_RSERVE in flight */
-    int in_progress;
+    uint32_t reads_active;   /**< EMO_OP_RSERVE in flight */
+    enum emo_ep_phase phase; /**< idle, progressing (no re-entry) or closing */
     emo_ep_stats_t st;
 };
 

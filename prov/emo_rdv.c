@@ -105,7 +105,7 @@ bool emo_watch(struct emo_ep *ep, uint16_t peer)
 void emo_unwatch(struct emo_ep *ep, uint16_t peer, bool *watched)
 {
     /* while the engine is destroyed (close) its watches go with it */
-    if (*watched && ep->in_progress < 2)
+    if (*watched && ep->phase != EMO_EP_CLOSING)
         (void)em_engine_unwatch(ep->eng, peer);
     *watched = false;
 }
@@ -124,7 +124,7 @@ void emo_complete_early(emo_op_t *op)
 void emo_complete_tx(emo_op_t *op, int status)
 {
     struct emo_ep *ep = op->ep;
-    if (ep->in_progress > 1)
+    if (ep->phase == EMO_EP_CLOSING)
         return;
     if (op->done_early) {
         /* its caller had its completion when the copy was made; the peer's
@@ -164,7 +164,7 @@ static void complete_rx(struct emo_ep *ep, void *ctx, uint64_t flags, bool want,
                         size_t n, size_t total, uint64_t data, uint64_t tag, uint16_t peer,
                         int status)
 {
-    if (ep->in_progress > 1)
+    if (ep->phase == EMO_EP_CLOSING)
         return;
     fi_addr_t src = emo_src(ep, peer);
     if (!status && total > n)
@@ -705,7 +705,7 @@ static void cb_peer_failed(void *u, uint16_t peer)
         ep->peer_failed[peer] = 1;
     FI_WARN(&emo_prov, FI_LOG_EP_DATA, "endpoint %u failed: %s\n", peer,
             em_engine_fail_reason(ep->eng, peer) ? em_engine_fail_reason(ep->eng, peer) : "");
-    if (ep->in_progress > 1)
+    if (ep->phase == EMO_EP_CLOSING)
         return; /* destroying: nobody reads the CQ any more */
     for (uint32_t i = 0; i < ep->ops_cap; i++) {
         emo_op_t *op = ep->ops[i];

@@ -285,7 +285,7 @@ void emo_on_rdone(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
 /* a remote write's data for our CQ (from a peer, or from ourselves) */
 static void remote_write_data(struct emo_ep *ep, uint16_t peer, uint64_t len, uint64_t data)
 {
-    if (ep->rx_cq && ep->in_progress < 2)
+    if (ep->rx_cq && ep->phase != EMO_EP_CLOSING)
         emo_cq_write(ep->rx_cq, NULL, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, (size_t)len,
                      NULL, data, 0, emo_src(ep, peer));
 }
