@@ -362,6 +362,26 @@ static void test_shared_ring_full(void **st)
     em_link_close(B);
 }
 
+/* A second user whose device list is spelled otherwise (its own devargs,
+ * as a channel's spec expands %j differently from the BTL's) still shares
+ * the port EAL already probed; a device EAL never probed is refused with
+ * the devices it has and the fix. */
+static void test_shared_port_other_list(void **st)
+{
+    char err[512] = "";
+    em_dpdk_cfg_t c = second_user;
+    c.vdev = "net_ring0,nodeaction=r0:0:ATTACH";
+    em_link_t *B = em_link_dpdk_open(&c, err, sizeof err);
+    if (!B)
+        fail_msg("a differently spelled list of the same device was refused: %s", err);
+    assert_memory_equal(B->local.bytes, L->local.bytes, 6);
+    em_link_close(B);
+    c.vdev = "net_null7";
+    assert_null(em_link_dpdk_open(&c, err, sizeof err));
+    assert_non_null(strstr(err, "net_null7"));
+    assert_non_null(strstr(err, "net_ring0"));
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--bad-device") == 0)
@@ -377,7 +397,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loopback_frames),  cmocka_unit_test(test_foreign_ethertype_dropped),
         cmocka_unit_test(test_gather_payload),   cmocka_unit_test(test_shared_port),
-        cmocka_unit_test(test_shared_ring_full),
+        cmocka_unit_test(test_shared_ring_full), cmocka_unit_test(test_shared_port_other_list),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     em_link_close(L);

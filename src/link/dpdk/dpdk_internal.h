@@ -60,6 +60,7 @@ struct dpdk_link {
     int sharer;               /* 1: not the port's owner */
     int memif;                /* a memif port: never stopped or closed (port.c) */
     int share_slot;           /* sharer: our entry in share->user[] */
+    uint32_t share_gen;       /* share->gen when we joined (owner: published) */
     uint16_t hdr_len;         /* bytes in front of the protocol frame: 14, or 42 (udp) */
     uint16_t demux_be;        /* what tells our frames from a port sharer's: the
                                        ethertype (L2) or the UDP port (udp), network order */
@@ -84,7 +85,8 @@ struct dpdk_link {
  */
 #define SHARE_USERS 4
 struct port_share {
-    uint32_t magic; /* SHARE_MAGIC once filled in */
+    uint32_t magic; /* SHARE_MAGIC while published */
+    uint32_t gen;   /* bumped at each publish: a sharer of an earlier owner is stale */
     uint16_t port;
     uint16_t users; /* registered users besides the owner */
     uint32_t mtu;
@@ -115,6 +117,8 @@ void em_dpdk_eal_keep_memif(void);
 struct port_share *em_dpdk_share_find(uint16_t port);
 /** The owner publishes its port (best effort). */
 void em_dpdk_share_publish(struct dpdk_link *d);
+/** 1 when @p d's port has other users now (its table is current). */
+int em_dpdk_share_active(const struct dpdk_link *d);
 /** The owner closes: nobody may find the port any more. */
 void em_dpdk_share_unpublish(struct dpdk_link *d);
 /** Become a sharer of a published port.  NULL with a sentence in @p err. */

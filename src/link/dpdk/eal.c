@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <rte_eal.h>
+#include <rte_ethdev.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
 
@@ -141,6 +142,22 @@ static void explain_failure(const em_dpdk_cfg_t *cfg, const char *extra, char *e
              hint, extra, cfg->vdev && *cfg->vdev ? " --vdev=" : "", cfg->vdev ? cfg->vdev : "");
 }
 
+/* every device of the ';' list @p vdev is a port EAL already probed (by
+ * its name, the devargs up to the first ','); an empty list is not */
+static int all_probed(const char *vdev)
+{
+    char item[1024], name[RTE_ETH_NAME_MAX_LEN];
+    unsigned n = 0;
+    uint16_t port;
+    for (; vdev && em_dpdk_vdev_item(vdev, n, item, sizeof item) == 0; n++) {
+        size_t k = strcspn(item, ",");
+        snprintf(name, sizeof name, "%.*s", (int)(k < sizeof name ? k : sizeof name - 1), item);
+        if (rte_eth_dev_get_port_by_name(name, &port) != 0)
+            return 0;
+    }
+    return n > 0;
+}
+
 int em_dpdk_eal_start(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
 {
     static char store[2048];
@@ -149,12 +166,18 @@ int em_dpdk_eal_start(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
     int argc = 0;
 
     if (eal_started) {
-        /* a further port of the device list EAL was started with */
-        if (!eal_gone && 0 == strcmp(eal_vdevs, cfg->vdev ? cfg->vdev : ""))
+        /* a further port of the device list EAL was started with, or a
+         * port another user of the process opened (an em_bcast channel on
+         * one of the dpdk BTL's devices, whose list may name more, or
+         * expand %j otherwise): every device named must already be up */
+        if (!eal_gone &&
+            (0 == strcmp(eal_vdevs, cfg->vdev ? cfg->vdev : "") || all_probed(cfg->vdev)))
             return 0;
         snprintf(err, errlen,
-                 "DPDK is already initialised in this process with other devices "
-                 "(one ethermpi device list per process)");
+                 "DPDK is already initialised in this process with the devices '%.300s', and "
+                 "'%.300s' is not among them (EAL probes devices once per process: name every "
+                 "device in the first device list opened)",
+                 eal_gone ? "(none: EAL was shut down)" : eal_vdevs, cfg->vdev ? cfg->vdev : "");
         return -1;
     }
     argv[argc++] = "ethermpi";

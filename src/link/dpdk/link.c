@@ -133,7 +133,7 @@ static unsigned dpdk_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
         em_dpdk_udp_poll(d); /* next-hop MAC changes, now and then */
     uint16_t n = 0;
     struct port_share *sh = d->share;
-    int shared = sh && sh->users > 0;
+    int shared = em_dpdk_share_active(d);
     if (shared && d->ring) /* what the other users passed on to us */
         n = (uint16_t)rte_ring_dequeue_burst(d->ring, (void **)m, max, NULL);
     if (n < max)

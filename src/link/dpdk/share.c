@@ -31,17 +31,31 @@ int em_dpdk_pass_on(struct port_share *sh, struct dpdk_link *d, struct rte_mbuf 
 }
 
 /* The ports this process runs, by port id: one table, since the DPDK link
- * exists once per process (libethermpi.so).  Same thread rule as EAL. */
-static struct port_share *shares[RTE_MAX_ETHPORTS];
+ * exists once per process (libethermpi.so).  Static and never freed, so a
+ * sharer that outlives its owner (against the rule: sharers close first)
+ * reads stale but valid memory, and the generation tells it the table is
+ * no longer its.  Same thread rule as EAL. */
+static struct port_share shares[RTE_MAX_ETHPORTS];
+
+/* is @p d's view of its port's table current? */
+static int share_current(const struct dpdk_link *d)
+{
+    return d->share && d->share->magic == SHARE_MAGIC && d->share->gen == d->share_gen;
+}
+
+int em_dpdk_share_active(const struct dpdk_link *d)
+{
+    return share_current(d) && d->share->users > 0;
+}
 
 struct port_share *em_dpdk_share_find(uint16_t port)
 {
-    struct port_share *sh = port < RTE_MAX_ETHPORTS ? shares[port] : NULL;
+    struct port_share *sh = port < RTE_MAX_ETHPORTS ? &shares[port] : NULL;
     return sh && sh->magic == SHARE_MAGIC ? sh : NULL;
 }
 
-/* The owner publishes its port (best effort: without the table entry or
- * the ring the port simply cannot be shared). */
+/* The owner publishes its port (best effort: without the ring the port
+ * simply cannot be shared). */
 void em_dpdk_share_publish(struct dpdk_link *d)
 {
     char rname[RTE_RING_NAMESIZE];
@@ -49,12 +63,12 @@ void em_dpdk_share_publish(struct dpdk_link *d)
         return;
     snprintf(rname, sizeof rname, "em_rx_p%u_%04x", d->port, rte_be_to_cpu_16(d->ethertype_be));
     d->ring = rte_ring_create(rname, 1024, (int)rte_socket_id(), 0);
-    struct port_share *sh = d->ring ? calloc(1, sizeof *sh) : NULL;
-    if (!sh) {
-        rte_ring_free(d->ring);
-        d->ring = NULL;
+    if (!d->ring)
         return;
-    }
+    struct port_share *sh = &shares[d->port];
+    uint32_t gen = sh->gen + 1;
+    memset(sh, 0, sizeof *sh);
+    sh->gen = gen;
     sh->port = d->port;
     sh->mtu = d->link.mtu;
     memcpy(sh->mac, d->mac.addr_bytes, 6);
@@ -62,7 +76,7 @@ void em_dpdk_share_publish(struct dpdk_link *d)
     sh->user[0].ring = d->ring;
     sh->magic = SHARE_MAGIC;
     d->share = sh;
-    shares[d->port] = sh;
+    d->share_gen = gen;
 }
 
 void em_dpdk_share_unpublish(struct dpdk_link *d)
@@ -70,10 +84,10 @@ void em_dpdk_share_unpublish(struct dpdk_link *d)
     if (!d->share)
         return;
     rte_ring_free(d->ring);
-    d->share->magic = 0;
-    if (d->port < RTE_MAX_ETHPORTS && shares[d->port] == d->share)
-        shares[d->port] = NULL;
-    free(d->share);
+    if (share_current(d)) {
+        d->share->magic = 0;
+        d->share->users = 0;
+    }
     d->share = NULL;
 }
 
@@ -134,6 +148,7 @@ em_link_t *em_dpdk_share_open(const em_dpdk_cfg_t *cfg, uint16_t port, struct po
     d->guard.lock_fd = -1;
     d->sharer = 1;
     d->share = sh;
+    d->share_gen = sh->gen;
     d->share_slot = slot;
     memcpy(d->mac.addr_bytes, sh->mac, 6);
     em_dpdk_link_init(d, cfg, cfg->mtu && cfg->mtu < sh->mtu ? cfg->mtu : sh->mtu, 0);
@@ -151,7 +166,7 @@ em_link_t *em_dpdk_share_open(const em_dpdk_cfg_t *cfg, uint16_t port, struct po
 void em_dpdk_share_close(struct dpdk_link *d)
 {
     struct port_share *sh = d->share;
-    if (sh->magic == SHARE_MAGIC) {
+    if (share_current(d)) { /* not a later owner's table */
         sh->user[d->share_slot].ethertype_be = 0;
         sh->user[d->share_slot].ring = NULL;
         sh->users--;
