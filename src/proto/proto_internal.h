@@ -179,6 +179,10 @@ static inline void em_arm(struct em_proto *p, uint64_t t)
         p->next_deadline = t;
 }
 
+/* The functions below are the protocol's own: hidden, so libethermpi.so
+ * (whose version script exports em_*) does not offer them as API. */
+#pragma GCC visibility push(hidden)
+
 /* send.c */
 int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags, uint64_t now);
 void em_pump(struct em_proto *p, uint16_t peer, uint64_t now);
@@ -217,5 +221,7 @@ void em_live_timeout(struct em_proto *p, uint16_t peer, uint64_t now);
 void em_fail_peer(struct em_proto *p, uint16_t peer);
 /** link_acks: an in-order frame the link acknowledged cannot be consumed. */
 void em_fail_acked(struct em_proto *p, uint16_t peer, const char *why);
+
+#pragma GCC visibility pop
 
 #endif

@@ -10,6 +10,7 @@
 #include "em_btl.h"
 
 #include "opal/mca/base/mca_base_var.h"
+#include "opal/util/output.h"
 
 static mca_base_var_type_t mca_type(em_set_type_t t)
 {
@@ -25,6 +26,12 @@ static mca_base_var_type_t mca_type(em_set_type_t t)
 int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p, unsigned front)
 {
     size_t n;
+    if (!EM_SETTINGS_ABI_OK()) {
+        /* a component of another release than the installed libethermpi */
+        opal_output(0, "btl ethermpi: this component and libethermpi.so.0 come from different "
+                       "ethermpi builds (their settings differ); reinstall them together");
+        return OPAL_ERROR;
+    }
     const em_setting_t *t = em_settings_table(&n);
     em_settings_default(&p->s);
     p->front = front;

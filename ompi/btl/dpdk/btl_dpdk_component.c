@@ -51,7 +51,8 @@ static int dpdk_register(void)
     mca_base_component_t *c = &mca_btl_dpdk_component.btl_version;
     /* every setting of the DPDK and daemon links and the protocol, from
      * the table (src/transport/settings.c), as btl_dpdk_<name> */
-    em_btl_register_params(c, &dpdk_params, EM_FRONT_DPDK);
+    if (OPAL_SUCCESS != em_btl_register_params(c, &dpdk_params, EM_FRONT_DPDK))
+        return OPAL_ERROR; /* said why */
     em_btl_module_defaults(&dpdk_module.super);
     return mca_btl_base_param_register(c, &dpdk_module.super);
 }

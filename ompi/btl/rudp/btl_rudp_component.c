@@ -73,7 +73,9 @@ static int rudp_register(void)
 {
     /* every setting of the kernel UDP link and the protocol, from the
      * table (src/transport/settings.c), as btl_rudp_<name> */
-    em_btl_register_params(&mca_btl_rudp_component.btl_version, &rudp_params, EM_FRONT_RUDP);
+    if (OPAL_SUCCESS !=
+        em_btl_register_params(&mca_btl_rudp_component.btl_version, &rudp_params, EM_FRONT_RUDP))
+        return OPAL_ERROR; /* said why */
     rudp_params.kind = EM_LINK_KIND_UDP;
     rudp_params.print_link_stats = rudp_link_stats;
     em_btl_module_defaults(&rudp_module.super);
