@@ -49,6 +49,13 @@ void emo_params_load(void)
     if (loaded)
         return;
     loaded = 1;
+    if (!EM_SETTINGS_ABI_OK()) { /* a provider of another release than libethermpi */
+        snprintf(params_err, sizeof params_err,
+                 "this provider and libethermpi.so.0 come from different ethermpi builds "
+                 "(their settings differ): reinstall them together");
+        FI_WARN(&emo_prov, FI_LOG_CORE, "%s\n", params_err);
+        return;
+    }
     em_settings_default(&emo_params);
     size_t n;
     const em_setting_t *t = em_settings_table(&n);
@@ -78,10 +85,11 @@ void emo_params_load(void)
             break;
         }
     }
+    em_settings_normalize(&emo_params); /* FI_ETHERMPI_CC= (empty): the default */
     if (!params_err[0])
         (void)em_settings_check(&emo_params, EM_FRONT_OFI, params_err, sizeof params_err);
     if (params_err[0])
-        FI_WARN(&emo_prov, FI_LOG_CORE, "%s: no endpoint can be opened\n", params_err);
+        FI_WARN(&emo_prov, FI_LOG_CORE, "%s: the provider is not offered\n", params_err);
 }
 
 const char *emo_link_name(void) { return emo_params.link ? emo_params.link : "udp"; }
@@ -348,6 +356,18 @@ int emo_getinfo(uint32_t version, const char *node, const char *service, uint64_
     (void)flags;
     emo_params_load();
     *info = NULL;
+    /* nothing to offer when no endpoint could open: an MPI then takes
+     * another provider instead of failing on ours (the reason is logged) */
+    if (emo_params_error()[0]) {
+        FI_INFO(&emo_prov, FI_LOG_CORE, "not offered: %s\n", emo_params_error());
+        return -FI_ENODATA;
+    }
+    if (!em_link_kind_built(emo_link_kind())) {
+        FI_WARN(&emo_prov, FI_LOG_CORE,
+                "not offered: FI_ETHERMPI_LINK=%s is not part of this build (no DPDK)\n",
+                emo_link_name());
+        return -FI_ENODATA;
+    }
     int rc = check_hints(version, hints);
     if (rc)
         return rc;

@@ -209,6 +209,8 @@ static const em_setting_t table[] = {
 };
 /* clang-format on */
 
+size_t em_settings_size(void) { return sizeof(em_settings_t); }
+
 const em_setting_t *em_settings_table(size_t *n)
 {
     *n = sizeof table / sizeof table[0];
@@ -354,6 +356,21 @@ int em_setting_parse(em_settings_t *s, const em_setting_t *d, const char *text, 
     case EM_SET_STRING: *(const char **)v = text; return 0;
     }
     return -1;
+}
+
+void em_settings_normalize(em_settings_t *s)
+{
+    em_settings_t d;
+    em_settings_default(&d);
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (table[i].type != EM_SET_STRING)
+            continue;
+        char **v = em_setting_ptr(s, &table[i]);
+        if (table[i].choices && (!*v || !**v))
+            *v = *(char **)em_setting_ptr(&d, &table[i]); /* static text */
+        else if (!*v)
+            *v = "";
+    }
 }
 
 /* is @p val one of "a|b|c"? */

@@ -102,6 +102,13 @@ typedef struct em_setting {
     const char *help;
 } em_setting_t;
 
+/** sizeof(em_settings_t) as this library was built: a front end built
+ *  against another layout (a component from another release) must not
+ *  hand the library its struct (em_settings_default would overrun it). */
+size_t em_settings_size(void);
+/** 1 when the caller's em_settings_t is this library's (call with sizeof). */
+#define EM_SETTINGS_ABI_OK() (em_settings_size() == sizeof(em_settings_t))
+
 /** The table, in the order ompi_info and fi_info -e list it. */
 const em_setting_t *em_settings_table(size_t *n);
 /** The row named @p name, or NULL. */
@@ -130,6 +137,13 @@ void em_setting_format(const em_settings_t *s, const em_setting_t *d, char *buf,
  */
 int em_setting_parse(em_settings_t *s, const em_setting_t *d, const char *text, const char *name,
                      char *err, size_t errlen);
+
+/**
+ * Strings as the front ends hand them over: Open MPI stores an empty value
+ * as NULL.  A NULL string becomes "", and an empty one of a row with
+ * choices (cc, framing, ...) becomes its default: empty means default.
+ */
+void em_settings_normalize(em_settings_t *s);
 
 /**
  * Check every setting of front end @p front against its range or choices.

@@ -59,27 +59,44 @@ static const char *sname(const em_transport_env_t *env, const char *name, char *
 
 /* ---- kernel UDP ------------------------------------------------------- */
 
-static em_link_t *open_udp(const em_settings_t *s, const em_transport_env_t *env, unsigned index,
-                           char *err, size_t errlen)
+/* Entry @p index of the comma list @p list into @p out: 1 found, 0 no
+ * such entry (past the end, or empty after the first: "eth0,,eth1" is one
+ * entry), -1 too long.  One walk for counting and for opening. */
+static int list_entry(const char *list, unsigned index, char *out, size_t len)
 {
-    char iface[256] = "", nm[64];
-    const char *p = s->if_include ? s->if_include : "";
+    const char *p = list ? list : "";
     for (unsigned i = 0; i < index; i++) {
-        p = strchr(p, ',');
-        if (!p)
-            return NULL; /* no such link */
+        size_t k = strcspn(p, ",");
+        if (k == 0 && i > 0)
+            return 0;
+        p += k;
+        if (*p != ',')
+            return 0;
         p++;
     }
     size_t n = strcspn(p, ",");
     if (index > 0 && n == 0)
-        return NULL;
-    if (n >= sizeof iface) {
+        return 0;
+    if (n >= len)
+        return -1;
+    memcpy(out, p, n);
+    out[n] = 0;
+    return 1;
+}
+
+static em_link_t *open_udp(const em_settings_t *s, const em_transport_env_t *env, unsigned index,
+                           char *err, size_t errlen)
+{
+    char iface[256] = "", nm[64];
+    int r = list_entry(s->if_include, index, iface, sizeof iface);
+    if (r == 0)
+        return NULL; /* no such link */
+    if (r < 0) {
         snprintf(err, errlen, "%s: entry %u is too long", sname(env, "if_include", nm, sizeof nm),
                  index);
         return NULL;
     }
-    memcpy(iface, p, n);
-    iface[n] = 0;
+    size_t n = strlen(iface);
     if (index == 0 && n == 0 && env->default_iface &&
         env->default_iface(iface, sizeof iface, err, errlen) != 0)
         return NULL;
@@ -157,9 +174,8 @@ static em_link_t *open_dpdk(const em_settings_t *s, const em_transport_env_t *en
 }
 
 /* the daemon lends this process a bulk queue: a DPDK secondary of it */
-static em_link_t *bulk_open(void *ctx, const em_emd_bulkq_t *r, char *err, size_t errlen)
+static em_link_t *bulk_open(uint64_t loss_seed, const em_emd_bulkq_t *r, char *err, size_t errlen)
 {
-    const em_settings_t *s = ctx;
     em_bulkq_cfg_t c = {
         .file_prefix = r->file_prefix,
         .port = r->port,
@@ -168,7 +184,7 @@ static em_link_t *bulk_open(void *ctx, const em_emd_bulkq_t *r, char *err, size_
         .endpoint = r->endpoint,
         .mtu = r->mtu,
         .loss_ppm = r->loss_ppm,
-        .loss_seed = (uint64_t)s->loss_seed + r->endpoint,
+        .loss_seed = loss_seed + r->endpoint,
     };
     memcpy(c.mac, r->mac, 6);
     return em_link_bulkq_open(&c, err, errlen);
@@ -177,10 +193,12 @@ static em_link_t *bulk_open(void *ctx, const em_emd_bulkq_t *r, char *err, size_
 
 /* ---- the node daemon ----------------------------------------------------- */
 
-/* the emd link's callbacks are (ctx, ...): relay them to the front end's */
+/* the emd link's callbacks are (ctx, ...): relay them to the front end's.
+ * It keeps copies, not the caller's settings: it lives as long as the
+ * link (freed by the close callback, the link's last call). */
 struct emd_relay {
-    const em_settings_t *s;
-    em_transport_env_t env;
+    em_transport_env_t env; /* callbacks and their ctx; job is not kept */
+    uint64_t loss_seed;     /* the bulk queue's loss stream */
 };
 
 static void relay_dead(void *ctx, const char *why)
@@ -211,7 +229,7 @@ static void relay_closing(void *ctx, const struct em_emd_stats *st)
 static em_link_t *relay_bulk(void *ctx, const em_emd_bulkq_t *info, char *err, size_t errlen)
 {
     struct emd_relay *r = ctx;
-    return bulk_open((void *)r->s, info, err, errlen);
+    return bulk_open(r->loss_seed, info, err, errlen);
 }
 #endif
 
@@ -255,8 +273,9 @@ static em_link_t *open_emd(const em_settings_t *s, const em_transport_env_t *env
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    r->s = s;
     r->env = *env;
+    r->env.job = NULL; /* the caller's buffer: read only during the open */
+    r->loss_seed = (uint64_t)s->loss_seed;
     em_emd_cfg_t c = {
         .socket_path = path,
         .rx_loss = s->rx_loss,
@@ -305,9 +324,9 @@ unsigned em_transport_link_count(const em_settings_t *s, em_link_kind_t kind, co
 {
     unsigned n = 1;
     if (kind == EM_LINK_KIND_UDP) {
-        for (const char *p = s->if_include ? s->if_include : ""; (p = strchr(p, ',')); p++)
-            if (p[1] && p[1] != ',')
-                n++;
+        char item[256];
+        while (n < 64 && list_entry(s->if_include, n, item, sizeof item) > 0)
+            n++;
     } else if (kind == EM_LINK_KIND_DPDK) {
         char vdev[1024], item[1024], err[64];
         if (em_link_dpdk_devargs(s->vdev ? s->vdev : "", job ? job : "0", vdev, sizeof vdev, err,

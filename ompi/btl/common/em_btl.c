@@ -115,9 +115,10 @@ static void drop_modules(em_btl_module_t *first)
 
 /* Every setting of the component, checked against the table's ranges
  * and choices.  @return 0, or -1 after a help message naming the setting. */
-static int check_params(const char *name, const em_btl_params_t *params)
+static int check_params(const char *name, em_btl_params_t *params)
 {
     char err[256];
+    em_settings_normalize(&params->s); /* Open MPI's empty value is NULL: the default */
     if (em_settings_check(&params->s, params->front, err, sizeof err) != 0) {
         opal_show_help(HELP_FILE, "bad-setting", true, name, opal_process_info.nodename, err);
         return -1;
