@@ -681,6 +681,7 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
      * sockets get theirs in open_send_socket) */
     u->sock_buf = cfg->sock_buf ? cfg->sock_buf : 4 << 20;
     u->info.sndbuf_req = u->info.rcvbuf_req = u->sock_buf;
+    snprintf(u->info.ifname, sizeof u->info.ifname, "%s", ifname);
     u->info.rcvbuf = ask_buf(u->fd, SO_RCVBUFFORCE, SO_RCVBUF, u->sock_buf);
     u->gso = !cfg->no_gso;
     if (!cfg->no_gro) {

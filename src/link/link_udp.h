@@ -75,6 +75,7 @@ typedef struct em_udp_info {
     int sndbuf, rcvbuf;         /**< bytes the kernel granted (as asked, not doubled) */
     int gso;                    /**< UDP_SEGMENT in use now (0 after a fallback) */
     int gro;                    /**< UDP_GRO enabled on the socket */
+    char ifname[64];            /**< the interface the socket is bound on */
 } em_udp_info_t;
 
 /**

@@ -234,10 +234,13 @@ static em_link_t *rudp_open_link(unsigned index, char *err, size_t errlen)
     };
     em_link_t *link = em_transport_open_link(&rudp_params.s, EM_LINK_KIND_UDP, &env, index, err,
                                              errlen);
-    if (link)
+    if (link) {
+        em_udp_info_t i;
+        em_link_udp_info(link, &i);
         opal_output_verbose(10, opal_btl_base_framework.framework_output,
-                            "[%s] btl_rudp: link %u open (MTU %u)", opal_process_info.nodename,
-                            index, link->mtu);
+                            "[%s] btl_rudp: link %u on interface %s", opal_process_info.nodename,
+                            index, i.ifname);
+    }
     if (link && index == 0)
         warn_clamped_buffers(); /* once per node (local rank 0), naming the sysctl */
     return link;
