@@ -45,6 +45,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef EM_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
+
 #define MAX_CLIENTS_LIMIT 1024
 
 /* the one daemon of this process, for the signal handlers only */
@@ -529,6 +533,70 @@ static void log_ready(const struct emd *e, const char *vdev, const char *sock)
         e->log("bulk queues: none: %s; rendezvous data goes through the daemon", e->ctl.bulk_why);
 }
 
+/* ------------------------------------------------- the service manager -- */
+
+/*
+ * systemd's Type=notify (sd_notify(3); data/ethermpi-emd.service.in):
+ * READY=1 once the port is open (for memif, the other end's hello seen)
+ * and the control socket listens, so units ordered after the daemon find
+ * its socket; STATUS= says what it serves; STOPPING=1 when SIGTERM stops
+ * it; WATCHDOG=1 from the main loop when the unit sets WatchdogSec=.
+ * Without NOTIFY_SOCKET (a manual run, a test, a Slurm prolog) each call
+ * does nothing; built without libsystemd, neither does it.
+ */
+#ifdef EM_HAVE_SYSTEMD
+#define emd_notify(...) (void)sd_notifyf(0, __VA_ARGS__)
+#else
+static void emd_notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void emd_notify(const char *fmt, ...) { (void)fmt; }
+#endif
+
+static struct {
+    uint64_t watchdog_ns; /* ping interval: half of WatchdogSec= (0: none) */
+    uint64_t last_ping;
+    unsigned clients; /* the number STATUS= last said (~0u: not said yet) */
+    char what[200];   /* what it serves: port, framing, socket */
+} notify = { .clients = ~0u };
+
+/** Read WatchdogSec= (WATCHDOG_USEC) once, before the loop. */
+static void notify_watchdog_init(void)
+{
+#ifdef EM_HAVE_SYSTEMD
+    uint64_t usec = 0;
+    if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0)
+        notify.watchdog_ns = usec * 1000u / 2u;
+#endif
+}
+
+/** emd::tick: the watchdog ping, and STATUS= when the number of clients changed. */
+static void notify_tick(struct emd *e, uint64_t now)
+{
+    if (notify.watchdog_ns && now - notify.last_ping >= notify.watchdog_ns) {
+        emd_notify("WATCHDOG=1");
+        notify.last_ping = now;
+    }
+    unsigned n = 0;
+    for (unsigned i = 0; i < e->core.max_clients; i++)
+        n += e->core.cl[i].fd >= 0;
+    if (n != notify.clients) {
+        notify.clients = n;
+        emd_notify("STATUS=serving %u client%s: %s", n, n == 1 ? "" : "s", notify.what);
+    }
+}
+
+/** READY=1 with the first STATUS=: the port is up and the socket listens. */
+static void notify_ready(struct emd *e, const char *vdev, const char *sock)
+{
+    snprintf(notify.what, sizeof notify.what, "port %.80s, %s framing, socket %.80s",
+             vdev[0] ? vdev : "(first port)", e->core.framing == EMD_FRAMING_UDP ? "udp" : "l2",
+             sock);
+    notify.clients = 0;
+    notify_watchdog_init();
+    notify.last_ping = em_clock_ns();
+    emd_notify("READY=1\nSTATUS=serving 0 clients: %s", notify.what);
+    e->tick = notify_tick;
+}
+
 static void catch_signals(struct emd *e)
 {
     sig_emd = e;
@@ -594,6 +662,7 @@ int main(int argc, char **argv)
         return 1;
     }
     catch_signals(e);
+    emd_notify("STATUS=opening the port %s", vdev[0] ? vdev : "(first port)");
     e->ctl.bulk_slots = (uint16_t)A.bulk_slots;
     em_link_t *link = open_port(e, &port, pcfg, &rc);
     if (!link)
@@ -607,8 +676,10 @@ int main(int argc, char **argv)
     /* memif: both ends must have the same queue pairs (bulk queues pair up
      * by index); ask the other end before serving anyone (udp framing has
      * no bulk queues: nothing to pair) */
-    if (strncmp(vdev, "net_memif", 9) == 0 && e->core.framing != EMD_FRAMING_UDP &&
-        emd_wait_hello(e, (uint32_t)A.port.link_wait_ms) != 0) {
+    int memif_pair = strncmp(vdev, "net_memif", 9) == 0 && e->core.framing != EMD_FRAMING_UDP;
+    if (memif_pair)
+        emd_notify("STATUS=waiting for the other end of the memif cable");
+    if (memif_pair && emd_wait_hello(e, (uint32_t)A.port.link_wait_ms) != 0) {
         em_link_close(link);
         return e->core.peer_seen ? 2 : 1;
     }
@@ -618,7 +689,10 @@ int main(int argc, char **argv)
         return 1;
     }
     log_ready(e, vdev, sock);
+    notify_ready(e, vdev, sock);
     emd_run(e);
+    /* (not from the signal handler: sd_notify is not async-signal-safe) */
+    emd_notify("STOPPING=1\nSTATUS=stopping: clients see the stop");
     e->log("stopping");
     emd_dump_stats(e);
     emd_shutdown(e, sock);

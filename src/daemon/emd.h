@@ -33,6 +33,9 @@ struct emd {
     char loss_path[300];                   /**< re-read on hup (testing) */
     volatile sig_atomic_t stop, dump, hup; /**< set by signal handlers */
     void (*log)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+    /** called by emd_run about every 100 ms (NULL: none): emd.c tells the
+     *  service manager it is alive and whom it serves (sd_notify) */
+    void (*tick)(struct emd *e, uint64_t now);
 };
 
 /** Serve until e->stop (the loop: port, tx rings, control socket, idle policy). */

@@ -117,13 +117,15 @@ int emd_ctl_listen(emd_ctl_t *t, const char *path, char *err, size_t errlen)
     memcpy(sa.sun_path, path, strlen(path) + 1);
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     /* the file is born 0660 (umask), gets its owner and group, and only then
-     * does listen() make it connectable: no window with other rights */
+     * does listen() make it connectable: no window with other rights.  The
+     * mode is set while the daemon still owns the file: after a chown to
+     * --uid, a chmod would need CAP_FOWNER, which the service does not have */
     mode_t old = umask(0117);
     int b = fd >= 0 ? bind(fd, (struct sockaddr *)&sa, sizeof sa) : -1;
     umask(old);
     uid_t uid = t->allow_uid >= 0 ? (uid_t)t->allow_uid : (uid_t)-1;
     gid_t gid = t->allow_gid >= 0 ? (gid_t)t->allow_gid : (gid_t)-1;
-    if (b != 0 || chown(path, uid, gid) != 0 || chmod(path, 0660) != 0 || listen(fd, 64) != 0) {
+    if (b != 0 || chmod(path, 0660) != 0 || chown(path, uid, gid) != 0 || listen(fd, 64) != 0) {
         snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
         if (b == 0)
             unlink(path);

@@ -140,7 +140,7 @@ unsigned emd_work_round(struct emd *e, uint64_t now)
 
 void emd_run(struct emd *e)
 {
-    uint64_t last_work = em_clock_ns(), last_hb = 0, sleep_ns = 0, last_ctl = 0;
+    uint64_t last_work = em_clock_ns(), last_hb = 0, sleep_ns = 0, last_ctl = 0, last_tick = 0;
     while (!e->stop) {
         unsigned work = emd_work_round(e, em_clock_ns());
         uint64_t now = em_clock_ns();
@@ -151,6 +151,10 @@ void emd_run(struct emd *e)
         if (now - last_hb >= 1000000ull) { /* 1 ms */
             heartbeat(e, now);
             last_hb = now;
+        }
+        if (e->tick && now - last_tick >= 100000000ull) { /* 100 ms */
+            e->tick(e, now);
+            last_tick = now;
         }
         if (e->dump) {
             e->dump = 0;

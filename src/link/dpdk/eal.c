@@ -104,16 +104,33 @@ static void lcores_arg(char *buf, size_t len)
  * then fails for memory.  The look and the mapping (rte_eal_init with -m)
  * are therefore done under one machine-wide lock, so the next process sees
  * what the first took.  Best effort: a lock we cannot open or get within
- * 20 s is skipped (the lock file is opened read-only with O_NOFOLLOW:
- * any user may share it, none can redirect it).
+ * 20 s is skipped.
+ *
+ * The lock file is <lock dir>/eal-memory.lock, next to the AF_XDP guard's
+ * (em_dpdk_lock_dir(): /run/ethermpi/locks), not in /tmp: a service with
+ * PrivateTmp= has a /tmp of its own, where a lock shared with the ranks
+ * would lock nothing.  It is opened read-only with O_NOFOLLOW (never
+ * written: any user may share it, none can redirect it).  The directory
+ * is root's: tmpfiles.d/ethermpi.conf makes it and the file at boot, so
+ * every user can open it; a root process makes them when missing.  A
+ * user who can neither open nor create it goes on without the lock, as
+ * the AF_XDP guard does without its directory (the race it closes then
+ * shows as an EAL memory error, which says what to do).
  */
-#define EAL_MEM_LOCK "/tmp/ethermpi-eal-memory.lock"
+#define EAL_MEM_LOCK_NAME "eal-memory.lock"
 
 static int eal_mem_lock(void)
 {
-    int fd = open(EAL_MEM_LOCK, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0)
+    char path[300];
+    if (snprintf(path, sizeof path, "%s/" EAL_MEM_LOCK_NAME, em_dpdk_lock_dir()) >=
+        (int)sizeof path)
         return -1;
+    /* an existing file needs no write access to the directory */
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && em_dpdk_lock_dir_make() == 0)
+        fd = open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1; /* no lock: best effort, as above */
     for (int i = 0; i < 2000; i++) {
         if (flock(fd, LOCK_EX | LOCK_NB) == 0)
             return fd;

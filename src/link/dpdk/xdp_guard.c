@@ -31,7 +31,7 @@
 /* Overridable for tests (EM_LOCK_DIR); the default is shared by every
  * network namespace of the host, which is what makes the netns part of
  * the file name necessary. */
-static const char *lock_dir(void)
+const char *em_dpdk_lock_dir(void)
 {
     const char *d = getenv("EM_LOCK_DIR");
     return d && *d ? d : "/run/ethermpi/locks";
@@ -52,6 +52,8 @@ static int mkdir_p(const char *path)
     }
     return mkdir(buf, 0755) == 0 || errno == EEXIST ? 0 : -1;
 }
+
+int em_dpdk_lock_dir_make(void) { return mkdir_p(em_dpdk_lock_dir()); }
 
 int em_xdp_devargs_iface(const char *devargs, char *ifname, size_t len, unsigned *queue)
 {
@@ -225,12 +227,12 @@ int em_xdp_guard_acquire(const char *ifname, unsigned queue, em_xdp_guard_t *g, 
         snprintf(err, errlen, "no network interface '%s' in this network namespace", ifname);
         return -1;
     }
-    if (mkdir_p(lock_dir()) != 0)
+    if (em_dpdk_lock_dir_make() != 0)
         return 0; /* no permission: no guard; DPDK itself will say what it cannot do */
     struct stat st;
     unsigned long long ns = stat("/proc/self/ns/net", &st) == 0 ? (unsigned long long)st.st_ino : 0;
     char path[512];
-    snprintf(path, sizeof path, "%s/afxdp-%llu-%s-q%u.lock", lock_dir(), ns, ifname, queue);
+    snprintf(path, sizeof path, "%s/afxdp-%llu-%s-q%u.lock", em_dpdk_lock_dir(), ns, ifname, queue);
     int fd = open_lock_file(path);
     if (fd < 0) {
         if (errno != ELOOP && errno != EINVAL)
@@ -257,7 +259,7 @@ int em_xdp_guard_acquire(const char *ifname, unsigned queue, em_xdp_guard_t *g, 
     }
     write_pid(fd);
     g->lock_fd = fd;
-    snprintf(path, sizeof path, "%s/afxdp-%llu-%s.lock", lock_dir(), ns, ifname);
+    snprintf(path, sizeof path, "%s/afxdp-%llu-%s.lock", em_dpdk_lock_dir(), ns, ifname);
     if (lock_interface(path, ifname, g, err, errlen) != 0) {
         em_xdp_guard_release(g);
         return -1;

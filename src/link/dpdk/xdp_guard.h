@@ -60,6 +60,20 @@ int em_xdp_guard_acquire(const char *ifname, unsigned queue, em_xdp_guard_t *g, 
 void em_xdp_guard_release(em_xdp_guard_t *g);
 
 /**
+ * The directory of ethermpi's machine-wide lock files: /run/ethermpi/locks
+ * (EM_LOCK_DIR overrides it, for tests), shared by every network namespace
+ * of the host.  The AF_XDP guard's locks and EAL's hugepage lock live
+ * there.
+ */
+const char *em_dpdk_lock_dir(void);
+/**
+ * Create em_dpdk_lock_dir() (and its parents, mode 0755) if missing.
+ * @return 0, or -1 with errno (typically EACCES: a user other than root
+ * where /run/ethermpi is root's; the caller then goes on without its lock).
+ */
+int em_dpdk_lock_dir_make(void);
+
+/**
  * After the PMD failed to set up a queue on @p ifname (DPDK says only
  * "Invalid argument"): if the interface MTU is beyond what AF_XDP can
  * carry here (@p frame_max bytes of MTU: one page-sized UMEM chunk), write
