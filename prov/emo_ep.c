@@ -116,14 +116,34 @@ static void link_note(void *ctx, const char *msg)
     FI_WARN(&emo_prov, FI_LOG_EP_CTRL, "link: %s\n", msg);
 }
 
+/* The node daemon is gone: this endpoint's link carries nothing any more.
+ * Every peer fails now (its operations end with FI_EIO, an MPI job ends
+ * with the error), as the dpdk BTL aborts the job, instead of after
+ * FI_ETHERMPI_RETRIES retransmit timeouts (about a minute by default).
+ * Called from inside the link's poll, so within the engine's progress: the
+ * failures are applied when it returns (emo_ep_progress). */
 static void emd_dead(void *ctx, const char *why)
 {
-    FI_WARN(&emo_prov, FI_LOG_EP_CTRL, "the emd daemon is gone (%s): peers will fail\n", why);
+    struct emo_ep *ep = ctx;
+    FI_WARN(&emo_prov, FI_LOG_EP_CTRL, "the emd daemon is gone (%s): every peer fails\n", why);
+    if (!ep || ep->link_dead)
+        return;
+    snprintf(ep->link_dead_why, sizeof ep->link_dead_why,
+             "this process's emd node daemon is gone (%s)", why);
+    ep->link_dead = 1;
+}
+
+static void fail_all_peers(struct emo_ep *ep)
+{
+    ep->link_dead = 2;
+    for (uint32_t i = 0; i < ep->npeers; i++)
+        if (i != ep->self.id && ep->peer_set[i] && !ep->peer_failed[i])
+            (void)em_engine_fail_peer(ep->eng, (uint16_t)i, ep->link_dead_why);
 }
 
 /* FI_ETHERMPI_LINK's link, with every option the BTLs have (the front-end
  * layer opens it: src/transport/transport.h) */
-static em_link_t *open_link(unsigned index, char *err, size_t errlen)
+static em_link_t *open_link(struct emo_ep *ep, unsigned index, char *err, size_t errlen)
 {
     if (emo_params_error()[0]) {
         snprintf(err, errlen, "%s", emo_params_error());
@@ -134,6 +154,7 @@ static em_link_t *open_link(unsigned index, char *err, size_t errlen)
         .job = "0", /* no job id in libfabric: one cable socket per node pair */
         .note = link_note,
         .emd_dead = emd_dead,
+        .ctx = ep,
     };
     em_link_t *l = em_transport_open_link(&emo_params, emo_link_kind(), &env, index, err, errlen);
     if (!l && !err[0])
@@ -206,6 +227,8 @@ int emo_ep_progress(struct emo_ep *ep)
     ep->phase = EMO_EP_IDLE;
     if (ep->nfail_pending)
         emo_apply_failures(ep);
+    if (ep->link_dead == 1)
+        fail_all_peers(ep);
     return work;
 }
 
@@ -527,7 +550,7 @@ static int ep_setup(struct emo_ep *ep, char *err, size_t errlen)
     memcpy(&ep->self.isn, rnd + 8, 4);
     if (pick_id(&ep->self.id, &ep->npeers, err, errlen) != 0)
         return -1;
-    ep->link = open_link(ep->dom->index, err, errlen);
+    ep->link = open_link(ep, ep->dom->index, err, errlen);
     if (!ep->link)
         return -1;
     ep->self.frame_max = ep->link->mtu;

@@ -419,6 +419,12 @@ struct emo_ep {
     uint8_t *fail_pending; /**< npeers: 1 = to be failed after this progress call (a
                                 callback decided it: emo_apply_failures) */
     uint32_t nfail_pending;
+    /** the emd daemon is gone (FI_ETHERMPI_LINK=emd): 1 = every peer is to
+     *  fail at the end of this progress call, 2 = they have been; why names
+     *  the daemon's reason (the engine keeps the pointer as the peers'
+     *  failure reason: it lives as long as the endpoint) */
+    int link_dead;
+    char link_dead_why[224];
     emo_op_t **ops;    /**< cookie table: index = (cookie & 0xFFFFF) - 1 */
     uint16_t *op_gen;  /**< ops_cap: each slot's generation (12 bits of the cookie) */
     uint32_t *op_next; /**< ops_cap: free slots' chain (index + 1 of the next, 0 = end) */
