@@ -109,8 +109,10 @@ em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops
         return NULL;
     }
     p->cfg = *cfg;
-    if (cfg->link_acks)
-        p->cfg.live_idle_ns = 0; /* the link answers for the peer: no probes (live.c) */
+    /* link_acks (the daemon acknowledges data for its ranks) keeps the
+     * liveness watch: a probe still reaches the peer's process, or dies
+     * with it at its daemon (a detached endpoint), so a peer that is only
+     * waited for is failed within the bound in daemon mode too (live.c) */
     p->ops = *ops;
     p->uctx = uctx;
     p->data_payload = cfg->frame_max - EM_HDR_LEN;

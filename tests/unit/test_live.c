@@ -346,12 +346,21 @@ static void test_watch_arguments(void **st)
     assert_int_equal(em_proto_set_peer(x.pa, 1, KEY, 0, 0), 0);
     assert_int_equal(em_proto_watch(x.pa, 1, 0), 0);
     rm(&x);
-    /* a link that acknowledges for us: watches count, nothing is probed */
+    /* a link that acknowledges data for us (the node daemon's): the watch
+     * still probes, since a probe reaches the peer's process or dies with
+     * it, so a dead peer that is only waited for fails at the same bound */
     mk(&x);
     x.cfg.link_acks = true;
     remk_a(&x);
     assert_int_equal(em_proto_watch(x.pa, 1, 0), 0);
-    poll_silent(&x, 10u * BOUND, 333);
+    uint64_t t = 0;
+    while (!em_proto_peer_failed(x.pa, 1)) {
+        t = em_proto_next_deadline(x.pa);
+        assert_true(t <= BOUND);
+        em_proto_poll(x.pa, t);
+    }
+    assert_int_equal(t, BOUND);
+    assert_int_equal(em_proto_stats(x.pa)->live_probes, 3);
     rm(&x);
 }
 
