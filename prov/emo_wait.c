@@ -43,11 +43,9 @@ void emo_ep_set_init(emo_ep_set_t *s)
     atomic_init(&s->armed, false);
 }
 
-void emo_ep_set_fini(emo_ep_set_t *s)
+/* the wait object's descriptors, closed (those it has) */
+static void close_fds(emo_ep_set_t *s)
 {
-    free(s->v);
-    s->v = NULL;
-    s->n = s->cap = 0;
     if (s->epfd >= 0)
         close(s->epfd);
     if (s->evfd >= 0)
@@ -55,6 +53,14 @@ void emo_ep_set_fini(emo_ep_set_t *s)
     if (s->tfd >= 0)
         close(s->tfd);
     s->epfd = s->evfd = s->tfd = -1;
+}
+
+void emo_ep_set_fini(emo_ep_set_t *s)
+{
+    free(s->v);
+    s->v = NULL;
+    s->n = s->cap = 0;
+    close_fds(s);
 }
 
 static int watch_fd(emo_ep_set_t *s, int fd)
@@ -131,13 +137,7 @@ int emo_wait_open(emo_ep_set_t *s)
         FI_WARN(&emo_prov, FI_LOG_CQ, "cannot make a wait object (epoll, eventfd, timerfd): %s\n",
                 strerror(errno));
         int e = errno == EMFILE || errno == ENFILE ? -FI_EMFILE : -FI_ENOMEM;
-        if (s->epfd >= 0)
-            close(s->epfd);
-        if (s->evfd >= 0)
-            close(s->evfd);
-        if (s->tfd >= 0)
-            close(s->tfd);
-        s->epfd = s->evfd = s->tfd = -1;
+        close_fds(s);
         return e;
     }
     /* the endpoints bound already */
