@@ -373,19 +373,42 @@ void em_settings_normalize(em_settings_t *s)
     }
 }
 
-/* is @p val one of "a|b|c"? */
-static int in_choices(const char *choices, const char *val)
+/* the index of @p val in "a|b|c", or -1 */
+static int choice_index(const char *choices, const char *val)
 {
     size_t n = strlen(val);
-    for (const char *p = choices; *p;) {
+    int i = 0;
+    for (const char *p = choices; *p; i++) {
         size_t k = strcspn(p, "|");
         if (k == n && 0 == strncmp(p, val, n))
-            return 1;
+            return i;
         p += k;
         if (*p == '|')
             p++;
     }
-    return 0;
+    return -1;
+}
+
+int em_setting_choice_of(const em_setting_t *d, const char *val)
+{
+    if (!d || d->type != EM_SET_STRING || !d->choices)
+        return -1;
+    if (!val || !*val) { /* empty is the default (em_settings_normalize) */
+        if (d->dflt) {
+            val = d->dflt;
+        } else { /* a protocol setting: the core's default */
+            em_settings_t x;
+            em_settings_default(&x);
+            val = *(char *const *)em_setting_cptr(&x, d);
+        }
+    }
+    return choice_index(d->choices, val);
+}
+
+int em_setting_choice(const em_settings_t *s, const char *name)
+{
+    const em_setting_t *d = em_setting_find(name);
+    return d ? em_setting_choice_of(d, *(char *const *)em_setting_cptr(s, d)) : -1;
 }
 
 int em_settings_check(const em_settings_t *s, unsigned front, char *err, size_t errlen)
@@ -411,7 +434,7 @@ int em_settings_check(const em_settings_t *s, unsigned front, char *err, size_t 
             }
         } else if (d->type == EM_SET_STRING && d->choices) {
             const char *x = *(char *const *)v;
-            if (!x || !in_choices(d->choices, x)) {
+            if (!x || choice_index(d->choices, x) < 0) {
                 snprintf(err, errlen, "%s is '%.64s': it must be one of %s", name, x ? x : "",
                          d->choices);
                 return -1;

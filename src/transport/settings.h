@@ -139,6 +139,17 @@ int em_setting_parse(em_settings_t *s, const em_setting_t *d, const char *text, 
                      char *err, size_t errlen);
 
 /**
+ * The index of @p val among row @p d's choices ("l2|udp": "udp" is 1), or
+ * -1 when it is none of them or the row has no choices; NULL or "" is the
+ * row's default.  The front-end layer maps indexes to its enums (framing,
+ * bulk_queue, recovery, link), whose order the choices follow (checked by
+ * tests/transport/test_settings.c).
+ */
+int em_setting_choice_of(const em_setting_t *d, const char *val);
+/** em_setting_choice_of() of setting @p name's value in @p s. */
+int em_setting_choice(const em_settings_t *s, const char *name);
+
+/**
  * Strings as the front ends hand them over: Open MPI stores an empty value
  * as NULL.  A NULL string becomes "", and an empty one of a row with
  * choices (cc, framing, ...) becomes its default: empty means default.

@@ -31,10 +31,8 @@ const char *em_link_kind_name(em_link_kind_t k)
 
 int em_link_kind_parse(const char *name)
 {
-    for (int i = 0; i < (int)(sizeof kind_names / sizeof kind_names[0]); i++)
-        if (name && 0 == strcmp(name, kind_names[i]))
-            return i;
-    return -1;
+    /* the provider's `link` row lists the kinds in enum order */
+    return name ? em_setting_choice_of(em_setting_find("link"), name) : -1;
 }
 
 int em_link_kind_built(em_link_kind_t k)
@@ -115,18 +113,27 @@ static em_link_t *open_udp(const em_settings_t *s, const em_transport_env_t *env
 
 /* ---- DPDK -------------------------------------------------------------- */
 
+/* setting @p name's value as the index of its choice (the table's order,
+ * which the enums the caller maps it to follow), or -1 with a sentence */
+static int choice(const em_settings_t *s, const em_transport_env_t *env, const char *name,
+                  char *err, size_t errlen)
+{
+    int i = em_setting_choice(s, name);
+    if (i < 0) {
+        char nm[64];
+        const em_setting_t *d = em_setting_find(name);
+        const char *v = *(char *const *)em_setting_cptr(s, d);
+        snprintf(err, errlen, "%s must be one of %s, not '%.32s'", sname(env, name, nm, sizeof nm),
+                 d->choices, v ? v : "");
+    }
+    return i;
+}
+
+/* 1: UDP/IPv4 framing, 0: L2, -1 with a sentence */
 static int parse_framing(const em_settings_t *s, const em_transport_env_t *env, char *err,
                          size_t errlen)
 {
-    const char *fr = s->framing && *s->framing ? s->framing : "l2";
-    if (0 == strcmp(fr, "l2"))
-        return 0;
-    if (0 == strcmp(fr, "udp"))
-        return 1;
-    char nm[64];
-    snprintf(err, errlen, "%s must be 'l2' or 'udp', not '%.32s'",
-             sname(env, "framing", nm, sizeof nm), fr);
-    return -1;
+    return choice(s, env, "framing", err, errlen); /* l2|udp */
 }
 
 int em_transport_dpdk_cfg(const em_settings_t *s, const em_transport_env_t *env,
@@ -248,19 +255,9 @@ static em_link_t *open_emd(const em_settings_t *s, const em_transport_env_t *env
     if (em_link_dpdk_devargs(s->emd_socket, env->job ? env->job : "0", path, sizeof path, err,
                              errlen) != 0)
         return NULL;
-    const char *bq = s->bulk_queue && *s->bulk_queue ? s->bulk_queue : "auto";
-    int mode;
-    if (0 == strcmp(bq, "auto"))
-        mode = EM_EMD_BULKQ_AUTO;
-    else if (0 == strcmp(bq, "on"))
-        mode = EM_EMD_BULKQ_ON;
-    else if (0 == strcmp(bq, "off"))
-        mode = EM_EMD_BULKQ_OFF;
-    else {
-        snprintf(err, errlen, "%s must be 'auto', 'on' or 'off', not '%.32s'",
-                 sname(env, "bulk_queue", nm, sizeof nm), bq);
+    int mode = choice(s, env, "bulk_queue", err, errlen); /* auto|on|off: EM_EMD_BULKQ_* */
+    if (mode < 0)
         return NULL;
-    }
 #ifndef EM_HAVE_DPDK
     if (mode == EM_EMD_BULKQ_ON) {
         snprintf(err, errlen, "%s is 'on' but this build has no DPDK (bulk queues need it)",
@@ -377,14 +374,12 @@ int em_transport_proto_cfg(const em_settings_t *s, em_link_kind_t kind, uint32_t
                  s->window, s->window_kb, EM_WINDOW_MAX, s->cc ? s->cc : "");
         return -1;
     }
-    if (s->recovery && 0 == strcmp(s->recovery, "gbn"))
-        cfg->recovery = EM_RECOVERY_GBN;
-    else if (!s->recovery || 0 == strcmp(s->recovery, "sr"))
-        cfg->recovery = EM_RECOVERY_SR;
-    else {
+    int rec = em_setting_choice(s, "recovery"); /* sr|gbn: EM_RECOVERY_SR, _GBN */
+    if (rec < 0) {
         snprintf(err, errlen, "recovery must be sr or gbn, not '%.16s'", s->recovery);
         return -1;
     }
+    cfg->recovery = (em_recovery_t)rec;
     cfg->frame_max = frame_max;
     cfg->window = (uint16_t)w;
     cfg->rto_ns = (uint64_t)s->rto_us * 1000u;

@@ -14,6 +14,9 @@
 
 #include <cmocka.h>
 
+#include "emd_abi/emd_wire.h"
+#include "link/link_dpdk.h"
+#include "link/link_emd.h"
 #include "transport/transport.h"
 
 static void test_rows_are_well_formed(void **st)
@@ -293,6 +296,30 @@ static void test_link_errors_name_the_setting(void **st)
     assert_int_equal(em_transport_link_count(&s, EM_LINK_KIND_UDP, NULL), 1);
 }
 
+/* The factory maps a choice's index to an enum: the table's order must be
+ * the enums' (a reordered choices string would silently swap modes). */
+static void test_choices_follow_the_enums(void **st)
+{
+    (void)st;
+    const em_setting_t *fr = em_setting_find("framing"), *bq = em_setting_find("bulk_queue"),
+                       *rec = em_setting_find("recovery"), *link = em_setting_find("link");
+    assert_int_equal(em_setting_choice_of(fr, "l2"), EM_DPDK_FRAMING_L2);
+    assert_int_equal(em_setting_choice_of(fr, "udp"), EM_DPDK_FRAMING_UDP);
+    assert_int_equal(em_setting_choice_of(fr, "udp"), EMD_FRAMING_UDP);
+    assert_int_equal(em_setting_choice_of(bq, "auto"), EM_EMD_BULKQ_AUTO);
+    assert_int_equal(em_setting_choice_of(bq, "on"), EM_EMD_BULKQ_ON);
+    assert_int_equal(em_setting_choice_of(bq, "off"), EM_EMD_BULKQ_OFF);
+    assert_int_equal(em_setting_choice_of(rec, "sr"), EM_RECOVERY_SR);
+    assert_int_equal(em_setting_choice_of(rec, "gbn"), EM_RECOVERY_GBN);
+    for (int k = EM_LINK_KIND_UDP; k <= EM_LINK_KIND_EMD; k++)
+        assert_int_equal(em_setting_choice_of(link, em_link_kind_name((em_link_kind_t)k)), k);
+    /* empty is the default; an unknown value and a row without choices are -1 */
+    assert_int_equal(em_setting_choice_of(fr, ""), EM_DPDK_FRAMING_L2);
+    assert_int_equal(em_setting_choice_of(rec, NULL), EM_RECOVERY_SR);
+    assert_int_equal(em_setting_choice_of(fr, "ip"), -1);
+    assert_int_equal(em_setting_choice_of(em_setting_find("vdev"), "x"), -1);
+}
+
 static void test_empty_strings_are_defaults(void **st)
 {
     (void)st;
@@ -321,6 +348,7 @@ int main(void)
         cmocka_unit_test(test_link_errors_name_the_setting),
         cmocka_unit_test(test_published_defaults),
         cmocka_unit_test(test_empty_strings_are_defaults),
+        cmocka_unit_test(test_choices_follow_the_enums),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
