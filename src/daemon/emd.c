@@ -252,7 +252,9 @@ static void usage(FILE *f)
             "                     e.g. 50,000 frames of 256 B or 1,800 of 9000 B)\n"
             "  --tx-slots N       per-process tx ring slots, power of 2 (default 1024)\n"
             "  --max-clients N    processes at once (default 64)\n"
-            "  --max-per-uid N    processes of one uid at once (default 0: no limit)\n"
+            "  --max-per-uid N    processes of one uid at once (default 3/4 of --max-clients;\n"
+            "                     a uid also holds at most 3/4 of the node table); 0: no\n"
+            "                     per-uid limits (a node with one user)\n"
             "  --max-flows N      peers per process the daemon acknowledges for (default 4096)\n"
             "  --max-nodes N      nodes the daemon sends to at once (default 1024; unused ones age "
             "out)\n"
@@ -415,6 +417,7 @@ static int parse_args(struct emd *e, int argc, char **argv, struct args *a)
     em_settings_default(&a->port);
     const char *group = NULL, *user = NULL;
     e->ctl.tx_slots = 1024;
+    e->ctl.max_per_uid = EMD_PER_UID_AUTO;
     int o, bad = 0;
     while ((o = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
         switch (o) {
@@ -502,6 +505,11 @@ static int setup(struct emd *e, const struct args *A, em_link_t *link)
         fprintf(stderr, "emd: out of memory\n");
         return 1;
     }
+    /* per-uid limits (emd_core.h "Shares"): on unless --max-per-uid 0 */
+    if (e->ctl.max_per_uid == EMD_PER_UID_AUTO)
+        e->ctl.max_per_uid = emd_uid_share(A->max_clients);
+    else if (e->ctl.max_per_uid == 0)
+        e->core.max_nodes_per_uid = e->core.max_nodes;
     return 0;
 }
 

@@ -69,21 +69,28 @@ int emd_core_add_flow(emd_core_t *c, unsigned i, const struct emd_ctl_flow *m, c
                             .frame_max = m->frame_max,
                             .self = m->self,
                             .peer = m->peer,
+                            .src_ep = m->peer_ep,
                             .used = 1 };
+    memcpy(f->src_mac, m->peer_node, 6);
     return 0;
 }
 
 /**
  * The stateless checks the client's protocol runs on a sequenced frame
- * (em_proto_rx): its key, its endpoints, the frame size, the message length.
- * A frame that fails one would be refused by the client, so it must not be
- * acknowledged for it.
+ * (em_proto_rx): its source address (the link's binding: the shim's node id
+ * and endpoint, link_emd.c), its key, its endpoints, the frame size, the
+ * message length.  A frame that fails one would be refused by the client,
+ * so it must not be acknowledged for it.  @return 1 acceptable, 0 not, -1
+ * right key and ids from another address (a forger that read the key on the
+ * wire, or a peer that moved without registering again).
  */
-static int frame_acceptable(const struct emd_flow *f, const em_hdr_t *h)
+static int frame_acceptable(const struct emd_flow *f, const em_hdr_t *h, const emd_shim_t *from)
 {
     size_t hl = em_hdr_len(h->type);
     if ((uint64_t)h->job_key != f->rx_key || h->src != f->peer || h->dst != f->self)
         return 0;
+    if (from->src != f->src_ep || memcmp(from->src_mac, f->src_mac, 6) != 0)
+        return -1;
     if (hl + h->len > f->frame_max)
         return 0;
     return (uint64_t)h->msg_len <= (uint64_t)h->frag_cnt * (f->frame_max - hl);
@@ -96,17 +103,16 @@ void emd_deliver_acked(emd_core_t *c, struct emd_client *cl, const uint8_t *data
     struct emd_flow *f = NULL;
     if (em_hdr_decode(data, len, &h) == EM_DEC_OK && (h.type == EM_PT_DATA || h.type == EM_PT_PUT))
         f = flow_find(cl, h.dst, h.src);
-    if (!f || !frame_acceptable(f, &h)) {
+    int ok = f ? frame_acceptable(f, &h, from) : 0;
+    if (ok != 1) {
         if (f)
             c->ack_refused++; /* the client refuses and counts it; no ACK from us */
+        if (ok < 0)
+            c->ack_wrong_source++;
         (void)emd_deliver(c, cl, data, len, from);
         return;
     }
     int32_t d = em_seq_diff(h.seq, f->rcv_nxt);
-    /* where the ACKs go: only a frame that passed the key check moves it */
-    f->src_ep = from->src;
-    memcpy(f->src_mac, from->src_mac, 6);
-    f->where_known = 1;
     if (d < 0 && d >= -EMD_DUP_REACH) {
         /* acknowledged before, so it is in the ring already (or was
          * consumed): the sender missed our ACK, say it again */
@@ -147,9 +153,9 @@ void emd_send_acks(emd_core_t *c)
             continue;
         for (unsigned k = 0; k < cl->flow_cap; k++) {
             struct emd_flow *f = &cl->flows[k];
-            if (!f->used || !f->ack_owed || !f->where_known)
+            if (!f->used || !f->ack_owed)
                 continue;
-            int ni = emd_core_node(c, f->src_mac);
+            int ni = emd_core_node(c, f->src_mac, cl->uid);
             em_pkt_t *p = ni >= 0 ? em_link_tx_alloc(c->link) : NULL;
             if (!p)
                 continue; /* try again after the next burst */

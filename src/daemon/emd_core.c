@@ -34,6 +34,7 @@ int emd_core_init(emd_core_t *c, em_link_t *link, const uint8_t mac[6], uint32_t
     c->max_nodes = max_nodes ? max_nodes : EMD_NODES_DEFAULT;
     if (c->max_nodes > 65535u)
         c->max_nodes = 65535u;
+    c->max_nodes_per_uid = emd_uid_share(c->max_nodes); /* emd --max-per-uid 0 lifts it */
     if (!c->loss.rng)
         c->loss.rng = EM_LOSS_SEED_DEFAULT;
     if (!c->log)

@@ -75,9 +75,9 @@ struct emd_flow {
     uint32_t snd_hint;   /* the client's next sequence number toward the peer */
     uint32_t frame_max;  /* the client's largest frame, headers included */
     uint16_t self, peer; /* protocol endpoint ids */
-    uint16_t src_ep;     /* where the ACK goes (learned from a frame that passed the checks) */
-    uint8_t src_mac[6];
-    uint8_t used, ack_owed, where_known;
+    uint16_t src_ep;     /* the peer's address as the client registered it (FLOW): */
+    uint8_t src_mac[6];  /* frames are acknowledged only from it, and ACKs go to it */
+    uint8_t used, ack_owed;
 };
 
 /** The port's counters emd reports beyond the link's (emd_port_ops_t::stats). */
@@ -121,8 +121,28 @@ struct emd_client {
 struct emd_node {
     uint8_t mac[6];
     uint8_t used;
+    uint32_t uid;     /* whose send made the entry (EMD_UID_DAEMON: the daemon's own) */
     uint64_t last_ns; /* last use (LRU) */
 };
+
+/** The node table owner of entries the daemon makes for itself (hellos). */
+#define EMD_UID_DAEMON UINT32_MAX
+
+/**
+ * Shares of a node (docs/daemon.md "Limits"): with per-uid limits on (the
+ * default), one uid may hold at most this fraction of the client slots and
+ * of the node table, so a quarter stays for everyone else.  3/4 and not 1/2:
+ * one user's job that uses the whole node (a rank per core, ranks <
+ * --max-clients) must still fit.
+ */
+#define EMD_UID_SHARE_NUM 3u
+#define EMD_UID_SHARE_DEN 4u
+/** @p total's per-uid share (at least 1). */
+static inline uint32_t emd_uid_share(uint32_t total)
+{
+    uint32_t s = (uint32_t)((uint64_t)total * EMD_UID_SHARE_NUM / EMD_UID_SHARE_DEN);
+    return s ? s : 1;
+}
 
 typedef struct emd_core {
     em_link_t *link;
@@ -135,9 +155,10 @@ typedef struct emd_core {
     uint16_t *ep2cl;        /* endpoint -> client index + 1 (65536 entries) */
     struct emd_node *nodes; /* the link's peer table: index = link peer id */
     unsigned nnodes, max_nodes;
-    uint64_t now_ns; /* the loop's clock, em_clock_ns() (set by the caller each round) */
-    int tx_blocked;  /* this round, the port refused frames (or no mbuf) */
-    em_loss_t loss;  /* testing: drop this fraction (loss.p) of port frames */
+    unsigned max_nodes_per_uid; /* a uid's share of the node table (max_nodes: no limit) */
+    uint64_t now_ns;            /* the loop's clock, em_clock_ns() (set by the caller each round) */
+    int tx_blocked;             /* this round, the port refused frames (or no mbuf) */
+    em_loss_t loss;             /* testing: drop this fraction (loss.p) of port frames */
     /* memif: the other end's queue layout (hello) */
     uint16_t bulk_slots; /* ours (emd --bulk-slots) */
     int peer_seen;       /* a consistent hello or reply arrived */
@@ -149,9 +170,11 @@ typedef struct emd_core {
     /* node totals */
     uint64_t rx_frames, rx_bad, rx_no_ep, tx_frames, local, loss_drops, acks;
     uint64_t put_frames, put_bytes, ack_resyncs, notes;
-    uint64_t ack_refused;   /* in-order frames delivered without an ACK: a check refused them */
-    uint64_t flows_refused; /* flow registrations refused (bad or table full) */
+    uint64_t ack_refused;      /* in-order frames delivered without an ACK: a check refused them */
+    uint64_t ack_wrong_source; /* of which: right key and ids, another address than the flow's */
+    uint64_t flows_refused;    /* flow registrations refused (bad or table full) */
     uint64_t nodes_full, nodes_evicted, tx_bad_mac;
+    uint64_t nodes_uid_full; /* sends refused: the sender's uid holds its share of the table */
     /* the last node the port refused (udp: no route, no ARP answer; link_dpdk
      * says why on stderr): not asked again for EMD_NODE_AGE_NS, so a
      * retransmitting client does not stall the loop in next-hop lookups */
@@ -210,6 +233,6 @@ uint16_t emd_core_queues(const emd_core_t *c);
  *  port): the DPDK link takes the next hop's MAC from the kernel, and on a
  *  cable, which no kernel sees, any MAC reaches the one other end, which
  *  checks the IPv4 address and port. */
-int emd_core_node(emd_core_t *c, const uint8_t mac[6]);
+int emd_core_node(emd_core_t *c, const uint8_t mac[6], uint32_t uid);
 
 #endif

@@ -362,13 +362,14 @@ static void attach(emd_ctl_t *t, int fd, pid_t pid, uid_t uid)
     for (i = 0; i < core->max_clients && core->cl[i].fd >= 0; i++)
         ;
     uint16_t ep = 0;
-    const char *busy = i == core->max_clients ? "too many clients"
-                       : t->max_per_uid && clients_of_uid(t, uid) >= t->max_per_uid
-                           ? "too many of this uid"
+    int over_share = t->max_per_uid && clients_of_uid(t, uid) >= t->max_per_uid;
+    const char *busy = i == core->max_clients     ? "too many clients"
+                       : over_share               ? "uid share full"
                        : !(ep = next_endpoint(t)) ? "no free endpoint"
                                                   : NULL;
     if (busy) {
         t->refused_busy++;
+        t->refused_uid_share += over_share && i < core->max_clients;
         t->log("refused pid %d uid %u: %s (emd --max-clients %u, --max-per-uid %u)", (int)pid,
                (unsigned)uid, busy, core->max_clients, t->max_per_uid);
         send_err(fd, EBUSY, busy);

@@ -40,7 +40,8 @@
 #define EMD_PENDING         16u /* connections waiting for their ATTACH_REQ */
 #define EMD_PENDING_PER_UID 4u
 #define EMD_PENDING_NS      1000000000ull
-#define EMD_CTL_BUDGET      64u /* control messages per client per round */
+#define EMD_CTL_BUDGET      64u        /* control messages per client per round */
+#define EMD_PER_UID_AUTO    UINT32_MAX /* --max-per-uid not given */
 
 typedef struct emd_ctl {
     emd_core_t *core;
@@ -52,7 +53,7 @@ typedef struct emd_ctl {
     int verbose;
     /* who may attach: -1 = not given */
     long allow_uid, allow_gid;
-    uint32_t max_per_uid; /* 0: no limit */
+    uint32_t max_per_uid; /* 0: no limit; EMD_PER_UID_AUTO: emd.c resolves it to the share */
     struct {
         int fd;
         uint64_t since;
@@ -76,6 +77,7 @@ typedef struct emd_ctl {
     /* totals */
     uint64_t attaches, detaches, refused_cred, refused_busy, bad_ctl, flows_added, slots_held;
     uint64_t refused_req, status_reqs;
+    uint64_t refused_uid_share; /* of refused_busy: the uid holds --max-per-uid clients */
 } emd_ctl_t;
 
 /** Set up (after emd_core_init; the caller fills the fields above first). @return 0 or -1. */

@@ -136,7 +136,7 @@ static int drain_slot(emd_core_t *c, struct emd_client *cl, const uint8_t *s, em
     }
     /* a destination a client may name: unicast (no broadcast or multicast amplification) */
     int uni = emd_node_unicast(c->framing, sh.mac);
-    int ni = uni ? emd_core_node(c, sh.mac) : -1;
+    int ni = uni ? emd_core_node(c, sh.mac, cl->uid) : -1;
     if (ni < 0) {
         if (!uni)
             c->tx_bad_mac++;

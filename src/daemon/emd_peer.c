@@ -9,9 +9,10 @@
 
 #include <string.h>
 
-int emd_core_node(emd_core_t *c, const uint8_t mac[6])
+int emd_core_node(emd_core_t *c, const uint8_t mac[6], uint32_t uid)
 {
-    int lru = -1;
+    int lru = -1, own_lru = -1;
+    unsigned owned = 0; /* entries @p uid's sends made */
     if (c->unreach_ns && memcmp(mac, c->unreach_id, 6) == 0 &&
         c->now_ns - c->unreach_ns < EMD_NODE_AGE_NS) {
         c->nodes_unreachable++;
@@ -25,9 +26,25 @@ int emd_core_node(emd_core_t *c, const uint8_t mac[6])
         }
         if (lru < 0 || n->last_ns < c->nodes[lru].last_ns)
             lru = (int)i;
+        if (n->uid == uid) {
+            owned++;
+            if (own_lru < 0 || n->last_ns < c->nodes[own_lru].last_ns)
+                own_lru = (int)i;
+        }
     }
     unsigned slot;
-    if (c->nnodes < c->max_nodes) {
+    if (uid != EMD_UID_DAEMON && c->max_nodes_per_uid < c->max_nodes &&
+        owned >= c->max_nodes_per_uid) {
+        /* one user naming ever new nodes keeps at most its share, the rest
+         * of the table stays for the others: it may only reuse its own
+         * entries once they aged */
+        if (own_lru < 0 || c->now_ns - c->nodes[own_lru].last_ns < EMD_NODE_AGE_NS) {
+            c->nodes_uid_full++;
+            return -1;
+        }
+        slot = (unsigned)own_lru;
+        c->nodes_evicted++;
+    } else if (c->nnodes < c->max_nodes) {
         slot = c->nnodes;
     } else if (lru >= 0 && c->now_ns - c->nodes[lru].last_ns >= EMD_NODE_AGE_NS) {
         /* not used for a while (a frame of this round may still name a
@@ -55,6 +72,7 @@ int emd_core_node(emd_core_t *c, const uint8_t mac[6])
     memcpy(c->nodes[slot].mac, mac, 6);
     c->nodes[slot].last_ns = c->now_ns;
     c->nodes[slot].used = 1;
+    c->nodes[slot].uid = uid;
     if (slot == c->nnodes)
         c->nnodes++;
     return (int)slot;
@@ -67,7 +85,7 @@ void emd_core_send_hello(emd_core_t *c, uint8_t kind)
     static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
     if (c->framing == EMD_FRAMING_UDP)
         return; /* no bulk queues to pair up */
-    int ni = emd_core_node(c, bcast);
+    int ni = emd_core_node(c, bcast, EMD_UID_DAEMON);
     em_pkt_t *p = ni >= 0 ? em_link_tx_alloc(c->link) : NULL;
     if (!p)
         return;

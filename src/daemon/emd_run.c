@@ -73,21 +73,23 @@ void emd_dump_stats(const struct emd *e)
         (unsigned long long)c->rx_no_ep, (unsigned long long)c->loss_drops,
         (unsigned long long)c->tx_frames, (unsigned long long)ps.tx_full,
         (unsigned long long)c->local, (unsigned long long)c->acks, (unsigned long long)full);
-    e->log(
-        "refusals: attaches refused %llu (credentials) %llu (limits); clients detached for bad "
-        "rings or messages %llu (bad control messages %llu); flows registered %llu, refused %llu; "
-        "in-order frames not acknowledged (checks failed) %llu; node table full %llu, aged out "
-        "%llu; "
-        "tx to broadcast/multicast refused %llu; hellos bad %llu, conflicting %llu, replies "
-        "skipped "
-        "%llu; bulk-queue slots kept for live holders %llu",
-        (unsigned long long)e->ctl.refused_cred, (unsigned long long)e->ctl.refused_busy,
-        (unsigned long long)c->doomed_clients, (unsigned long long)e->ctl.bad_ctl,
-        (unsigned long long)e->ctl.flows_added, (unsigned long long)c->flows_refused,
-        (unsigned long long)c->ack_refused, (unsigned long long)c->nodes_full,
-        (unsigned long long)c->nodes_evicted, (unsigned long long)c->tx_bad_mac,
-        (unsigned long long)c->hello_bad, (unsigned long long)c->hello_conflict,
-        (unsigned long long)c->hello_replies_skipped, (unsigned long long)e->ctl.slots_held);
+    e->log("refusals: attaches refused %llu (credentials) %llu (limits; %llu the uid's share); "
+           "clients detached for bad rings or messages %llu (bad control messages %llu); flows "
+           "registered %llu, refused %llu; in-order frames not acknowledged (checks failed) %llu "
+           "(%llu from another source); node table full %llu (%llu the uid's share), aged out "
+           "%llu; "
+           "tx to broadcast/multicast refused %llu; hellos bad %llu, conflicting %llu, replies "
+           "skipped "
+           "%llu; bulk-queue slots kept for live holders %llu",
+           (unsigned long long)e->ctl.refused_cred, (unsigned long long)e->ctl.refused_busy,
+           (unsigned long long)e->ctl.refused_uid_share, (unsigned long long)c->doomed_clients,
+           (unsigned long long)e->ctl.bad_ctl, (unsigned long long)e->ctl.flows_added,
+           (unsigned long long)c->flows_refused, (unsigned long long)c->ack_refused,
+           (unsigned long long)c->ack_wrong_source, (unsigned long long)c->nodes_full,
+           (unsigned long long)c->nodes_uid_full, (unsigned long long)c->nodes_evicted,
+           (unsigned long long)c->tx_bad_mac, (unsigned long long)c->hello_bad,
+           (unsigned long long)c->hello_conflict, (unsigned long long)c->hello_replies_skipped,
+           (unsigned long long)e->ctl.slots_held);
     if (!e->ctl.bulk_slots) {
         e->log("bulk queues: none (%s); puts carried by the daemon: %llu frames, %llu bytes",
                e->ctl.bulk_why, (unsigned long long)c->put_frames,

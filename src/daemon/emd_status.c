@@ -75,6 +75,9 @@ void emd_ctl_status_fill(const emd_ctl_t *t, struct emd_ctl_status *s)
     v[EMD_ST_notes] = c->notes;
     v[EMD_ST_status_requests] = t->status_reqs;
     v[EMD_ST_nodes_unreachable] = c->nodes_unreachable;
+    v[EMD_ST_ack_wrong_source] = c->ack_wrong_source;
+    v[EMD_ST_refused_uid_share] = t->refused_uid_share;
+    v[EMD_ST_nodes_uid_full] = c->nodes_uid_full;
     if (t->port && t->port->stats) { /* tx_port_full (the port's counters) */
         emd_port_stats_t ps = { 0 };
         t->port->stats(t->port_ctx, &ps);

@@ -35,8 +35,10 @@
  *    receive-loss fraction, and put counters; rx_off moved to 768
  * 3: FLOW control messages; the daemon acknowledges only registered flows
  * 4: the frame class: in the shim (16 bytes), in every ring record
+ * 5: FLOW names the peer's address; the daemon acknowledges only frames
+ *    from it
  */
-#define EMD_VERSION 4u
+#define EMD_VERSION 5u
 
 /*
  * Bulk queues (docs/daemon.md "Bulk queues"; [dpdk-btl]'s rendezvous data

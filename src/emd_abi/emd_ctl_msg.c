@@ -50,8 +50,15 @@ int emd_ctl_check(const void *buf, size_t len, struct emd_ctl_msg *out, const ch
         int rsvd = 0;
         for (size_t i = 0; i < sizeof f->rsvd; i++)
             rsvd |= f->rsvd[i];
+        int node = 0;
+        for (size_t i = 0; i < sizeof f->peer_node; i++)
+            node |= f->peer_node[i];
         if (f->self == f->peer || f->frame_max < 64 || f->frame_max > EMD_MTU_MAX || rsvd) {
             *why = "FLOW with equal endpoints, a bad frame size or reserved bytes set";
+            return -1;
+        }
+        if (!node || f->peer_ep == 0) {
+            *why = "FLOW without the peer's address (node id and endpoint)";
             return -1;
         }
         return 0;

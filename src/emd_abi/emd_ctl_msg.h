@@ -54,17 +54,27 @@ enum emd_ctl_type {
  * initial sequence number and no key format (keys up to 64 bits).  A second
  * FLOW for the same (self, peer) replaces the first.  What a client says
  * here only concerns frames sent to its own endpoint.
+ *
+ * @c peer_node / @c peer_ep: where @c peer's frames come from (the node id
+ * and endpoint of its shim, as the client registered them for its own
+ * source check).  The daemon acknowledges only frames whose shim names
+ * exactly these: a frame with the right key and ids from anywhere else is
+ * one the client refuses (drop_source), so acknowledging it would discard
+ * the true frame as a duplicate.  Never all zero.
  */
 struct emd_ctl_flow {
-    uint64_t rx_key;     /**< key of the frames peer -> self */
-    uint64_t tx_key;     /**< key of the frames self -> peer */
-    uint32_t rx_next;    /**< next sequence number self expects from peer */
-    uint32_t tx_next;    /**< self's next sequence number toward peer */
-    uint32_t frame_max;  /**< self's largest frame, headers included */
-    uint16_t self, peer; /**< protocol endpoint ids (self != peer) */
-    uint8_t rsvd[24];    /**< 0 */
+    uint64_t rx_key;      /**< key of the frames peer -> self */
+    uint64_t tx_key;      /**< key of the frames self -> peer */
+    uint32_t rx_next;     /**< next sequence number self expects from peer */
+    uint32_t tx_next;     /**< self's next sequence number toward peer */
+    uint32_t frame_max;   /**< self's largest frame, headers included */
+    uint16_t self, peer;  /**< protocol endpoint ids (self != peer) */
+    uint8_t peer_node[6]; /**< the peer's node id (emd_wire.h "Node ids") */
+    uint16_t peer_ep;     /**< the peer's daemon endpoint (1..65535) */
+    uint8_t rsvd[16];     /**< 0 */
 };
 _Static_assert(sizeof(struct emd_ctl_flow) == 56, "emd_ctl_flow is 56 bytes");
+_Static_assert(offsetof(struct emd_ctl_flow, peer_node) == 32, "peer_node follows the ids");
 
 /** One control message (fixed size; SOCK_SEQPACKET keeps the boundaries). */
 struct emd_ctl_msg {
@@ -140,7 +150,10 @@ _Static_assert(sizeof(struct emd_ctl_msg) == 64, "emd_ctl_msg is 64 bytes");
     X(notes, "notes of bulk-queue ACKs")                                                           \
     X(status_requests, "STATUS requests answered (this one included)")                             \
     X(nodes_unreachable,                                                                           \
-      "sends refused: the port could not reach the node (udp: no route or ARP answer)")
+      "sends refused: the port could not reach the node (udp: no route or ARP answer)")            \
+    X(ack_wrong_source, "in-order frames not acknowledged: key and ids right, another source")     \
+    X(refused_uid_share, "attaches refused: the uid holds its share (--max-per-uid)")              \
+    X(nodes_uid_full, "sends refused: the sender's uid holds its share of the node table")
 
 #define EMD_STATUS_ENUM_(name, text) EMD_ST_##name,
 enum emd_status_index { EMD_STATUS_FIELDS(EMD_STATUS_ENUM_) EMD_ST_COUNT };
@@ -169,7 +182,8 @@ _Static_assert(sizeof(struct emd_ctl_status) == 536, "emd_ctl_status is 536 byte
 void emd_ctl_init(struct emd_ctl_msg *m, uint16_t type);
 /**
  * Validate a received control message of @p len bytes (FLOW: self != peer,
- * frame_max from 64 to EMD_MTU_MAX, reserved bytes 0).
+ * frame_max from 64 to EMD_MTU_MAX, a peer address (node id not all zero,
+ * endpoint not 0), reserved bytes 0).
  * @return 0, or -1 with the reason in @p why (a static string).
  */
 int emd_ctl_check(const void *buf, size_t len, struct emd_ctl_msg *out, const char **why);

@@ -472,11 +472,16 @@ static uint16_t emd_rx_peer(em_link_t *l, const em_pkt_t *p)
 static int emd_set_flow(em_link_t *l, uint16_t peer, const em_link_flow_t *f)
 {
     struct emd_link *d = (struct emd_link *)l;
-    (void)peer;
     if (d->fd < 0 || d->dead)
         return -ENOTCONN;
+    /* the daemon acknowledges only what comes from the address our own
+     * source check binds to this peer (emd_ctl_msg.h FLOW) */
+    if (peer >= d->npeers || !d->peers[peer].set)
+        return -EINVAL;
     struct emd_ctl_msg m;
     emd_ctl_init(&m, EMD_CTL_FLOW);
+    memcpy(m.flow.peer_node, d->peers[peer].mac, 6);
+    m.flow.peer_ep = d->peers[peer].ep;
     m.flow.rx_key = f->rx_key;
     m.flow.tx_key = f->tx_key;
     m.flow.rx_next = f->rx_next;
@@ -590,8 +595,12 @@ em_link_t *em_link_emd_open(const em_emd_cfg_t *cfg, char *err, size_t errlen)
     }
     if (m.type == EMD_CTL_ATTACH_ERR || m.type != EMD_CTL_ATTACH_OK || memfd < 0) {
         if (m.type == EMD_CTL_ATTACH_ERR)
-            snprintf(err, errlen, "the emd daemon refused to attach this process: %s (%s)", m.text,
-                     strerror((int)m.status));
+            snprintf(err, errlen, "the emd daemon refused to attach this process: %s (%s)%s",
+                     m.text, strerror((int)m.status),
+                     m.status == EBUSY ? "; the node's daemon is full for this user or for all "
+                                         "(its admin raises emd --max-clients, or --max-per-uid: "
+                                         "each uid may hold 3/4 of the slots by default)"
+                                       : "");
         else
             snprintf(err, errlen, "the emd daemon answered without a shared region");
         if (memfd >= 0)

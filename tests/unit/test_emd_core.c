@@ -117,8 +117,9 @@ static void tx(unsigned k, const uint8_t mac[6], uint16_t ep, const uint8_t *f, 
     emd_slots_sp_enqueue(&T[k]);
 }
 
-/** A frame from node 2 (endpoint 77) for endpoint @p dst arrives on the port. */
-static void port_frame(uint16_t dst, const em_hdr_t *h, const char *payload)
+/** A frame from node @p node, endpoint @p src, for endpoint @p dst arrives on the port. */
+static void port_frame_from(const uint8_t node[6], uint16_t src, uint16_t dst, const em_hdr_t *h,
+                            const char *payload)
 {
     em_pkt_t *p = fake_port_take(&P.port);
     assert_non_null(p);
@@ -127,12 +128,18 @@ static void port_frame(uint16_t dst, const em_hdr_t *h, const char *payload)
     emd_shim_t sh = { .cls = h->type == EM_PT_PUT ? EMD_CLS_BULK : EMD_CLS_DATA,
                       .len = (uint16_t)(n + h->len),
                       .dst = dst,
-                      .src = 77 };
-    memcpy(sh.src_mac, NODE2, 6);
+                      .src = src };
+    memcpy(sh.src_mac, node, 6);
     emd_wire_encode(p->data, &sh);
     p->len = (uint32_t)(EMD_WIRE_HDR_LEN + n + h->len);
     fake_port_arrive(&P.port, p);
     (void)emd_core_poll_port(&C);
+}
+
+/** A frame from node 2 (endpoint 77) for endpoint @p dst arrives on the port. */
+static void port_frame(uint16_t dst, const em_hdr_t *h, const char *payload)
+{
+    port_frame_from(NODE2, 77, dst, h, payload);
 }
 
 static em_hdr_t dat(uint64_t key, uint32_t seq, const char *s)
@@ -208,9 +215,24 @@ static void test_eager_acks_only_registered_and_checked(void **st)
                               .tx_next = 0x1234,
                               .frame_max = MTU,
                               .self = 1,
-                              .peer = 2 };
+                              .peer = 2,
+                              .peer_ep = 77 };
+    memcpy(f.peer_node, NODE2, 6);
     const char *why;
     assert_int_equal(emd_core_add_flow(&C, 0, &f, &why), 0);
+    /* the next in order with the right key and ids, from another endpoint of
+     * node 2 and from another node: the rank's source check drops them
+     * (drop_source), so no ACK, or the true frame would be a "duplicate" */
+    em_hdr_t forged = dat(RXK, 0xfffffffeu, "z");
+    port_frame_from(NODE2, 78, 10, &forged, "z");
+    uint8_t other[6];
+    memcpy(other, NODE2, 6);
+    other[5] ^= 0x40;
+    port_frame_from(other, 77, 10, &forged, "z");
+    assert_int_equal(P.nsent, 0);
+    assert_int_equal(C.ack_wrong_source, 2);
+    assert_int_equal(C.ack_refused, 2);
+    C.ack_refused = 0;
     /* in order, right key: delivered and acknowledged with the registered key */
     port_data(RXK, 0xfffffffeu, "b");
     assert_int_equal(P.nsent, 1);
@@ -297,6 +319,7 @@ static void test_node_table_ages_and_refuses_broadcast(void **st)
 {
     (void)st;
     setup(2);
+    C.max_nodes_per_uid = C.max_nodes; /* as emd --max-per-uid 0: the table's own limits */
     uint8_t m[6];
     memcpy(m, NODE2, 6);
     for (uint8_t i = 0; i < 3; i++) {
@@ -317,6 +340,38 @@ static void test_node_table_ages_and_refuses_broadcast(void **st)
     emd_core_drain(&C, 0);
     assert_int_equal(P.nsent, 3);
     assert_int_equal(C.tx_bad_mac, 1);
+    teardown();
+}
+
+/* one uid naming ever new nodes holds at most 3/4 of the table; another
+ * uid still gets the rest */
+static void test_node_table_share_per_uid(void **st)
+{
+    (void)st;
+    setup(4);
+    assert_int_equal(C.max_nodes_per_uid, 3);
+    C.cl[1].uid = 1000; /* client 0 is uid 0 */
+    uint8_t m[6];
+    memcpy(m, NODE2, 6);
+    for (uint8_t i = 0; i < 5; i++) {
+        m[5] = (uint8_t)(10 + i);
+        tx(0, m, 5, (const uint8_t *)"x", 1);
+    }
+    emd_core_drain(&C, 0);
+    assert_int_equal(P.nsent, 3);
+    assert_int_equal(C.nodes_uid_full, 2);
+    assert_int_equal(C.nodes_full, 0);
+    m[5] = 99;
+    tx(1, m, 5, (const uint8_t *)"y", 1);
+    emd_core_drain(&C, 1);
+    assert_int_equal(P.nsent, 4);
+    assert_memory_equal(P.peer_mac[P.sent_peer[3]], m, 6);
+    /* uid 0's entries age out: it may name new nodes again (up to its share) */
+    C.now_ns += 2000000000ull;
+    m[5] = 50;
+    tx(0, m, 5, (const uint8_t *)"x", 1);
+    emd_core_drain(&C, 0);
+    assert_int_equal(P.nsent, 5);
     teardown();
 }
 
@@ -362,6 +417,7 @@ int main(void)
         cmocka_unit_test(test_eager_acks_only_registered_and_checked),
         cmocka_unit_test(test_rx_loss_is_the_seeded_stream),
         cmocka_unit_test(test_node_table_ages_and_refuses_broadcast),
+        cmocka_unit_test(test_node_table_share_per_uid),
         cmocka_unit_test(test_forged_hello_does_not_decide),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -123,12 +123,12 @@ static struct port PORT[2];
 static emd_core_t D[2];
 static struct client CL[3]; /* 0, 1 on node 0; 2 on node 1 */
 
-/* set_flow as the control socket would carry it (link_emd's EMD_CTL_FLOW) */
+/* set_flow as the control socket would carry it (link_emd's EMD_CTL_FLOW):
+ * the peer's address is the one its link published (engine peer = client) */
 static int to_daemon(em_link_t *l, uint16_t peer, const em_link_flow_t *f)
 {
-    (void)peer;
     for (unsigned k = 0; k < 3; k++)
-        if (CL[k].link == l) {
+        if (CL[k].link == l && peer < 3) {
             struct emd_ctl_flow m = { .rx_key = f->rx_key,
                                       .tx_key = f->tx_key,
                                       .rx_next = f->rx_next,
@@ -136,6 +136,12 @@ static int to_daemon(em_link_t *l, uint16_t peer, const em_link_flow_t *f)
                                       .frame_max = f->frame_max,
                                       .self = f->self,
                                       .peer = f->peer };
+            const em_link_addr_t *a = &CL[peer].link->local;
+            uint16_t slots, slot;
+            int fr = emd_addr_framing(a->bytes, a->len, m.peer_node, &m.peer_ep);
+            if (fr < 0 || (fr == EMD_FRAMING_L2 && emd_addr_decode(a->bytes, a->len, m.peer_node,
+                                                                   &m.peer_ep, &slots, &slot) != 0))
+                return -1;
             const char *why;
             return emd_core_add_flow(&D[CL[k].node], CL[k].idx, &m, &why);
         }

@@ -231,7 +231,8 @@ int main(int argc, char **argv)
     if (rc)
         return rc;
     uint64_t t0 = now_ms();
-    pid_t emd = start_emd(argv[1], "emd-status", "2", NULL);
+    static const char *const one_uid[] = { "--max-per-uid", "0", NULL }; /* root takes both */
+    pid_t emd = start_emd(argv[1], "emd-status", "2", one_uid);
     if (emd < 0)
         return 1;
     struct emd_ctl_status s0 = status();
