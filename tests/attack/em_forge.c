@@ -45,6 +45,9 @@
  *            the forger's address: an ob1 MATCH header for the job's own
  *            communicator/tag and junk data, sequence numbers sprayed
  *            around the real ones.  Proof: the source-address drop counter.
+ *            Also in --mode emd: the claimed endpoint in the shim, the
+ *            forger's MAC as the shim's node; the daemon must not
+ *            acknowledge them (else the true frame is a duplicate).
  *   tag255   as spoof with wire tag 255 (past Open MPI's active-message
  *            table).  Proof: source (or tag) drop counter.
  *   ack      forged standalone ACK, SACK (bitmap all ones) and NACK frames
@@ -230,8 +233,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
         fprintf(stderr, "em_forge: --mode, --class, --sniff-if and --inject-ns are required\n");
         return -1;
     }
-    if ((o->cls == C_EMDFLOOD) != o->shim) {
-        fprintf(stderr, "em_forge: class emdflood goes with --mode emd, and only it\n");
+    if ((o->cls == C_EMDFLOOD && !o->shim) ||
+        (o->shim && o->cls != C_EMDFLOOD && o->cls != C_SPOOF)) {
+        fprintf(stderr, "em_forge: --mode emd takes the classes emdflood and spoof; emdflood "
+                        "only goes with --mode emd\n");
         return -1;
     }
     return 0;
