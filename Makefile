@@ -15,7 +15,7 @@ DEB_PKGS = build-essential meson ninja-build pkg-config libcmocka-dev \
            libopenmpi-dev openmpi-bin libfabric-dev libfabric-bin \
            iproute2 iputils-ping procps util-linux python3 python3-matplotlib \
            debhelper git systemd file slurm-wlm munge python3-venv \
-           autoconf automake libtool libsystemd-dev
+           autoconf automake libtool libsystemd-dev libsodium-dev
 
 # Open MPI 5 and MPICH 5 as PyPI wheels, one venv each (their bin/ and
 # include/ would collide in one): the libfabric provider's MPI suite and

@@ -126,8 +126,7 @@ int main(int argc, char **argv)
     if (emd < 0)
         return 1;
     g = start_greedy(&got, &why);
-    CHECK(got == 4 && why == EBUSY, "with --max-per-uid 0 nobody attached %d times (want 4)",
-          got);
+    CHECK(got == 4 && why == EBUSY, "with --max-per-uid 0 nobody attached %d times (want 4)", got);
     end_greedy(g);
     stop_emd(emd);
     return emd_harness_finish(t0, "refused|attached", 0);
