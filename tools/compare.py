@@ -5,14 +5,18 @@
 Runs the bench/mpi programs (em_latency, em_bw, em_bibw, em_burst,
 em_pingpong, ...) for several transports, repeats each, takes medians and
 writes <out>/compare.json (merged with what is there; every row names the
-commit and date of the run that measured it), compare.md, one figure per
-question (latency-ratio.png, bandwidth-ratio.png, ...: figures.py) and
-compare-meta.json.  See docs/benchmarks.md.
+commit, date and run id of the run that measured it), compare.md, one
+figure per question (latency.png, latency-ratio.png, ...: figures.py) and
+compare-meta.json.  Ratios are only taken between rows of one run
+(report.py).  Progress goes to stderr as "[step k/N] ... about M min left",
+estimated from the step times compare-meta.json kept of the last run
+(compare_lib/timing.py).  See docs/benchmarks.md.
 
     tools/compare.py --quick --repeat 1
     tools/compare.py --only-transports tcp,ofi-rxd --only-benchmarks latency,burst@2:1
     tools/compare.py --mtu-rows --quick        # latency/bw/bibw at MTU 1500 and 9000
     tools/compare.py --mpi-rows                # libfabric rows under ompi4, ompi5, mpich5
+    tools/compare.py --report-only             # compare.md and figures from compare.json
     tools/compare.py --selftest
 """
 
@@ -22,12 +26,13 @@ import os
 import re
 import signal
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from compare_lib import figures, mpis, report, results, runner  # noqa: E402
+from compare_lib import figures, mpis, report, results, runner, timing  # noqa: E402
 from compare_lib.runner import BENCHMARKS, TRANSPORTS  # noqa: E402
 
 SELFTEST = os.path.join(REPO, "bench", "mpi", "test_compare_lib.py")
@@ -94,8 +99,24 @@ def parse_args(argv):
                    help="exit 1 if any combination failed")
     p.add_argument("--dry-run", action="store_true", help="print the commands only")
     p.add_argument("--list", action="store_true", help="list transports and benchmarks")
-    p.add_argument("--render", action="store_true",
-                   help="only rewrite compare.md and the figures from <out>/compare.json")
+    p.add_argument("--render", "--report-only", action="store_true", dest="render",
+                   help="only rewrite compare.md and the figures from <out>/compare.json "
+                        "(nothing is measured; \"this run\" is the last one compare-meta.json "
+                        "names)")
+    p.add_argument("--run-id", default=None, metavar="ID",
+                   help="the run id stamped on the rows (default <commit>@<start date>); "
+                        "tools/demo hands its compare.py calls one id, so the rows of one "
+                        "'make bench' are one run and divide each other")
+    p.add_argument("--record-wall", default=None, metavar="KIND",
+                   help="(tools/demo) record the wall time since --since of a whole "
+                        "tools/demo call as KIND (demo, bench, bench-ofi) in "
+                        "<out>/compare-meta.json, then exit")
+    p.add_argument("--since", type=float, default=None, metavar="EPOCH",
+                   help="with --record-wall: when the call started (make's start, the "
+                        "'make' steps included)")
+    p.add_argument("--demo-start", type=float, default=None, metavar="EPOCH",
+                   help="with --record-wall: when tools/demo itself started (the time "
+                        "before it is recorded as make_seconds)")
     p.add_argument("--selftest", action="store_true",
                    help="run the unit tests of the parsing/median/merge logic")
     return p.parse_args(argv)
@@ -138,7 +159,8 @@ def load_meta(out_dir):
 
 def write_reports(out_dir, rows, baseline, this_run, env_line, run_name="This run"):
     """compare.md and the figures from @p rows (merged compare.json);
-    @p this_run = (commit, date) of the run whose rows count as fresh."""
+    @p this_run = the run id (results.run_of) whose rows count as fresh:
+    the only rows ratios are taken between."""
     tnames = [t.name for t in TRANSPORTS]
     figs = figures.write_all(rows, out_dir, tnames, baseline=baseline, this_run=this_run,
                              run_name="the last run" if run_name != "This run" else "this run")
@@ -165,13 +187,34 @@ def render_only(out_dir, baseline):
     meta = load_meta(out_dir)
     results.backfill_provenance(rows, meta)
     env = meta.get("environment") if isinstance(meta.get("environment"), dict) else {}
-    this_run = (runner.run_commit(env), env.get("date"))
+    this_run = env.get("run") or results.run_id(runner.run_commit(env), env.get("date"))
     line = None
     if env:
         line = "Environment of the last run: %s, kernel %s, %s CPU(s), %s. Details: compare-meta.json." % (
             env.get("date"), env.get("kernel"), env.get("cpu_count"), env.get("openmpi"))
     write_reports(out_dir, rows, baseline, this_run, line,
-                  run_name="The last run (compare-meta.json, `compare.py --render`)")
+                  run_name="The last run (compare-meta.json, `compare.py --report-only`)")
+    return 0
+
+
+def record_wall(args):
+    """--record-wall KIND: the wall time of a whole tools/demo call into
+    compare-meta.json "wall_time" (timing.wall_record)."""
+    if args.since is None:
+        raise SystemExit("--record-wall needs --since EPOCH (when the call started)")
+    out_dir = os.path.abspath(args.out)
+    now = time.time()
+    meta = load_meta(out_dir)
+    env = runner.environment(REPO)
+    make_s = None if args.demo_start is None else max(0.0, args.demo_start - args.since)
+    key = timing.wall_record(meta, args.record_wall, now - args.since, make_s, env["date"],
+                             runner.run_commit(env), args.run_id, args.quick, args.repeat)
+    results.write_json_atomic(os.path.join(out_dir, "compare-meta.json"), meta)
+    rec = meta["wall_time"][key]
+    print("%s took %s (%s in make's build/deps/venv steps); recorded as wall_time.%s in "
+          "%s" % (args.record_wall, timing.fmt_duration(rec["seconds"]),
+                  timing.fmt_duration(rec["make_seconds"] or 0), key,
+                  os.path.join(out_dir, "compare-meta.json")))
     return 0
 
 
@@ -299,6 +342,21 @@ class Sweep:
         self.cluster_mtus = {}    # combo name -> the MTU of the cluster it ran on
         self.layout = {}          # benchmark label -> where its ranks ran
         self.cluster_up = False
+        self.progress = None      # timing.Progress, set by start_progress()
+
+    def start_progress(self, phases, estimates, out=None):
+        """Progress lines for @p phases (plan_phases) from @p estimates
+        (timing.Estimates): the steps planned now, before a phase's
+        cluster tells which apply."""
+        plan = []
+        for (nodes, _), phase_combos in phases:
+            plan.append([(combo_name(t, b), b.name) for _ in range(self.args.repeat)
+                         for t, b in phase_combos if t.name not in self.skipped
+                         and not t.not_applicable(b, nodes)])
+        self.progress = timing.Progress(plan, estimates, out=out)
+        print("compare.py: %d step(s) planned, %s (estimated from %s)"
+              % (self.progress.total(), timing.fmt_left(self.progress.left_seconds()),
+                 estimates.source), file=sys.stderr)
 
     def check_transports(self, transports):
         for t in transports:
@@ -320,16 +378,22 @@ class Sweep:
             up += ["--mtu", str(args.mtu)]
         print("compare.py: %s" % runner.shell_line(up, {"EMC_PREFIX": args.prefix}), file=sys.stderr)
         self.cluster_up = True  # bring it down even if 'up' half-worked
+        t0 = time.monotonic()
         res = self.run.run(up, self.base_env, 180, os.path.join(self.logs, "emcluster-up"), cwd=REPO)
+        if self.progress:
+            self.progress.cluster_up.append(time.monotonic() - t0)
         if res["rc"] != 0 or res["timed_out"]:
             print("compare.py: emcluster up failed: %s (log %s.err)"
                   % (runner.failure_reason(res, 180), res["log"]), file=sys.stderr)
             return False
         return True
 
-    def run_phase(self, nodes, up_args, phase_combos):
-        """Measures one phase; False on a fatal cluster problem."""
+    def run_phase(self, nodes, up_args, phase_combos, index=0):
+        """Measures one phase (@p index in the plan); False on a fatal
+        cluster problem."""
         if all(t.name in self.skipped for t, _ in phase_combos):
+            if self.progress:
+                self.progress.plan_phase(index, [])
             return True
         if self.mode == "cluster" and not self.bring_up(nodes, up_args):
             return False
@@ -347,23 +411,33 @@ class Sweep:
                                         if b.np <= len(have) else
                                         "%d ranks on %d nodes (%s, map-by node)"
                                         % (b.np, len(have), topo))
+        todo = []
+        for t, b in phase_combos:
+            if t.name in self.skipped:
+                continue
+            why = t.not_applicable(b, len(have) if have is not None else None)
+            if not why and "mtu" in b.fields:
+                why = ("the MTU rows need the emulated cluster (emcluster up --mtu M)"
+                       if self.mode == "local" else runner.mtu_mismatch(t, b, phase_mtu))
+            if why:
+                self.not_applicable[combo_name(t, b)] = why
+                continue
+            self.cluster_mtus[combo_name(t, b)] = phase_mtu
+            todo.append((t, b))
+        if self.progress:
+            self.progress.plan_phase(index, [(combo_name(t, b), b.name)
+                                             for _ in range(self.args.repeat) for t, b in todo])
         for rep in range(self.args.repeat):
-            for t, b in phase_combos:
-                if t.name in self.skipped:
-                    continue
-                why = t.not_applicable(b, len(have) if have is not None else None)
-                if not why and "mtu" in b.fields:
-                    why = ("the MTU rows need the emulated cluster (emcluster up --mtu M)"
-                           if self.mode == "local" else runner.mtu_mismatch(t, b, phase_mtu))
-                if why:
-                    self.not_applicable[combo_name(t, b)] = why
-                    continue
-                self.cluster_mtus[combo_name(t, b)] = phase_mtu
-                self.run_one(t, b, rep)
+            for t, b in todo:
+                self.run_one(t, b, rep, index)
         return True
 
-    def run_one(self, t, b, rep):
+    def run_one(self, t, b, rep, index=0):
         name = combo_name(t, b)
+        if self.progress:
+            self.progress.begin(index, name, b.name, "%s over %s (repeat %d/%d)"
+                                % (b.label, t.name, rep + 1, self.args.repeat))
+        t0 = time.monotonic()
         cmd, tenv = self.command(t, b)
         env = dict(self.base_env)
         env.update(tenv)
@@ -389,6 +463,8 @@ class Sweep:
         print("[%d/%d] %-8s %-14s %s (%.1f s)%s" % (
             rep + 1, self.args.repeat, t.name, b.label, rec["status"],
             res["seconds"], "" if oc.ok else ": " + oc.reason), file=sys.stderr)
+        if self.progress:
+            self.progress.end(index, name, b.name, time.monotonic() - t0)
 
     def finish(self):
         """Ends the running job and brings the cluster down."""
@@ -446,6 +522,8 @@ def main(argv):
         return selftest()
     if args.render:
         return render_only(os.path.abspath(args.out), args.baseline)
+    if args.record_wall:
+        return record_wall(args)
     if args.list:
         for t in TRANSPORTS:
             print("transport %-10s %s" % (t.name, t.note))
@@ -498,6 +576,7 @@ def main(argv):
         # the BTL: the contract is versioned, a mix is refused
         base_env.setdefault("EMC_EMD", os.path.join(build, "src", "emd"))
     env_info = runner.environment(REPO)
+    env_info["run"] = args.run_id or results.run_id(runner.run_commit(env_info), env_info["date"])
     env_info.update({"runner_argv": [sys.argv[0]] + list(argv), "mode": mode,
                      "prefix": args.prefix if mode != "local" else None,
                      "quick": args.quick, "repeat": args.repeat, "timeout_s": timeout,
@@ -519,8 +598,9 @@ def main(argv):
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         sweep.check_transports(transports)
-        for (nodes, up_args), phase_combos in phases:
-            if not sweep.run_phase(nodes, up_args, phase_combos):
+        sweep.start_progress(phases, timing.Estimates(load_meta(out_dir), args.quick))
+        for i, ((nodes, up_args), phase_combos) in enumerate(phases):
+            if not sweep.run_phase(nodes, up_args, phase_combos, i):
                 return 2
     except Interrupted as e:
         interrupted = True
@@ -534,9 +614,10 @@ def main(argv):
             signal.signal(s, h)
 
     # ---- aggregate, merge, write ----
-    this_run = (runner.run_commit(env_info), env_info["date"])
+    prov = (runner.run_commit(env_info), env_info["date"])
+    this_run = env_info["run"]
     new_rows = results.stamp(aggregate_rows(pairs, sweep.skipped, sweep.outcomes,
-                                            sweep.not_applicable), *this_run)
+                                            sweep.not_applicable), *prov, run=this_run)
     json_path = os.path.join(out_dir, "compare.json")
     tnames = [t.name for t in TRANSPORTS]
     meta = load_meta(out_dir)
@@ -546,6 +627,8 @@ def main(argv):
     results.backfill_provenance(old_rows, meta)
     merged = results.sort_rows(results.merge(old_rows, new_rows), tnames, report.BENCH_ORDER)
     results.write_json_atomic(json_path, merged)
+    if sweep.progress:
+        sweep.progress.record(meta, env_info["date"], prov[0])
     write_meta(os.path.join(out_dir, "compare-meta.json"), meta, env_info, interrupted, pairs,
                sweep, mode, args.quick)
     write_reports(out_dir, merged, args.baseline, this_run,

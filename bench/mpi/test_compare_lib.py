@@ -762,8 +762,11 @@ class ProvenanceTests(unittest.TestCase):
     def test_markdown_marks_old_columns_only(self):
         fresh, old, skipped = self.rows()
         md = report.markdown(fresh + old + skipped, ["tcp", "rudp", "ofi-rxd"], this_run=THIS_RUN)
-        self.assertIn("| size | tcp | rudp\u2020 | rudp/tcp |", md)
-        self.assertIn("\u2020 not measured in this run: rudp (2026-11-22 03:05:18 UTC, commit dea1e94)", md)
+        # this run's tcp alone; rudp of the earlier run in a table of its own, in no ratio
+        self.assertIn("| size | tcp |\n", md)
+        self.assertIn("\u2020 Earlier run, 2026-11-22 03:05:18 UTC, commit dea1e94 (not this run: "
+                      "no ratios):\n\n| size | rudp\u2020 |\n", md)
+        self.assertNotIn("rudp/tcp", md)
         self.assertIn("ofi-rxd: **failed** - timeout \u2020(earlier run: 2026-11-22 03:05:18 UTC, "
                       "commit dea1e94)", md)
         self.assertIn("This run: 2026-11-24 00:10:00 UTC, commit abc1234", md)
@@ -771,14 +774,19 @@ class ProvenanceTests(unittest.TestCase):
         other = results.stamp(results.aggregate("tcp", "latency", None, "us",
                                                 [ok("latency", "us", [(8, [10.0])])]), "fff0000", THIS_RUN[1])
         self.assertFalse(report.is_fresh(other[0], THIS_RUN))
-        # without a run to compare with (plain markdown()), nothing is marked
-        self.assertNotIn("\u2020", report.markdown(fresh + old, ["tcp", "rudp"]))
+        # without a run named, the newest run is this run
+        self.assertIn("| size | rudp\u2020 |", report.markdown(fresh + old, ["tcp", "rudp"]))
+        # rows without any provenance are one table, with ratios (tests build those)
+        plain = [dict(r) for r in fresh + old]
+        for r in plain:
+            del r["commit"], r["date"], r["run"]
+        self.assertIn("| size | tcp | rudp | rudp/tcp |", report.markdown(plain, ["tcp", "rudp"]))
 
     def test_unrecorded_rows_are_marked(self):
         plain = results.aggregate("tcp", "bw", None, "MB/s", [ok("bw", "MB/s", [(8, [10.0])])])
         md = report.markdown(plain, ["tcp"], this_run=THIS_RUN)
         self.assertIn("| size | tcp\u2020 |", md)
-        self.assertIn("tcp (date and commit not recorded)", md)
+        self.assertIn("Earlier run, date and commit not recorded", md)
 
     def test_backfill_from_meta(self):
         rows = [{"transport": "tcp", "benchmark": "halo-app", "pattern": "128x128x66", "links": 1,
@@ -892,8 +900,8 @@ class FigureTests(unittest.TestCase):
 
     def test_latency_ratio_per_mtu(self):
         panels = self.built()["latency-ratio.png"]
-        self.assertEqual([p["title"] for p in panels],
-                         ["latency, MTU 1500", "latency, MTU 9000", "latency, default cluster: every transport"])
+        # the default-cluster rows are an earlier run's: no ratio panel of theirs
+        self.assertEqual([p["title"] for p in panels], ["latency, MTU 1500", "latency, MTU 9000"])
         s1500 = {s["label"]: (s["x"], s["y"]) for s in panels[0]["series"]}
         # ratio to tcp at the same size and MTU; 0 B left out of the log axis
         self.assertEqual(s1500["rudp"][0], [8, 65536])
@@ -901,7 +909,10 @@ class FigureTests(unittest.TestCase):
         self.assertIn("dpdk-afxdp (at MTU 3402)", {s["label"] for s in panels[1]["series"]})
         self.assertIn("dpdk-afxdp", s1500)
         self.assertEqual(panels[0]["refs"], [(1.0, "= tcp")])
-        self.assertEqual(sorted(s["label"] for s in panels[2]["series"]), ["dpdk-memif", "raw-memif"])
+        # with the earlier run named as this run, only its panel is left
+        (old,) = {f: ps for f, _, ps in figures.build_all(synthetic_rows(), self.ORDER,
+                                                           this_run=OLD_RUN)}["latency-ratio.png"]
+        self.assertEqual(sorted(s["label"] for s in old["series"]), ["dpdk-memif", "raw-memif"])
 
     def test_bandwidth_ratio_and_bars(self):
         b = self.built()
@@ -946,6 +957,7 @@ class FigureTests(unittest.TestCase):
             out = figures.write_all(synthetic_rows(), d, self.ORDER, this_run=THIS_RUN)
             names = sorted(os.path.basename(p) for p, _ in out)
             self.assertEqual(names, sorted(["latency-ratio.png", "bandwidth-ratio.png", "sockets.png",
+                                            "latency.png", "bandwidth.png",
                                             "halo-app.png", "compute-burst.png", "spurious-retx.png"]))
             for p, _ in out:
                 with open(p, "rb") as f:

@@ -2,6 +2,9 @@
 """The figures of the comparison: one PNG per question a reader asks of
 compare.json, next to compare.md in the output directory.
 
+    latency.png          latency in us per transport, wire and MTU: medians with
+                         the min-max of the repeats as error bars
+    bandwidth.png        bw and bibw in GB/s, the same way
     latency-ratio.png    latency / tcp per wire and MTU, size on a log axis
     bandwidth-ratio.png  bw and bibw / tcp per wire and MTU
     halo-ratio.png       [bds]'s halo exchange / tcp, 1 and 2 links
@@ -15,16 +18,20 @@ dicts: no matplotlib, so the tests check what a figure shows), then
 draw() renders them.  A panel without data is left out, a figure without
 panels is not written (and a stale one of that name is removed).  Series
 and bars of rows not measured in this run are drawn faded and marked with
-report.OLD_MARK, as compare.md marks their columns.
+report.OLD_MARK, as compare.md marks their columns.  The ratio figures
+divide columns of this run only (report.current_run(): a ratio is never
+taken between runs), so a transport this run did not measure, or a panel
+whose tcp this run did not measure, is not on them; the absolute figures
+show every run, earlier ones faded.
 """
 
 import math
 import os
 import textwrap
 
-from .report import (OLD_MARK, fmt_size, group_variant, is_fresh, provenance_text,
-                     variant_of)
-from .results import provenance
+from .report import (OLD_MARK, as_run, current_run, fmt_size, group_variant, is_fresh,
+                     run_date, run_text, variant_of)
+from .results import run_of, spread
 
 # the MTU tables' panel titles; the rows without mtu are the default cluster
 DEFAULT_PANEL = "default cluster: every transport"
@@ -46,12 +53,15 @@ def _series_label(t, rows, table_mtu):
     return label
 
 
-def ratio_series(rows, bench, variant, baseline, transport_order, extra_key=None):
-    """[{label, transport, x, y, stale_rows}]: @p bench's median / the
-    baseline's at the same size, for the rows whose group_variant() is
-    @p variant (the baseline from the same variant).  Sizes 0 B and
+def ratio_series(rows, bench, variant, baseline, transport_order, run=None):
+    """[{label, transport, x, y, rows}]: @p bench's median / the
+    baseline's at the same size, for the rows of the run @p run (None:
+    current_run() of @p rows) whose group_variant() is @p variant (the
+    baseline from the same variant and the same run).  Sizes 0 B and
     sizes the baseline lacks are left out."""
-    g = [r for r in _ok(rows) if r.get("benchmark") == bench and group_variant(r) == variant]
+    run = run or current_run(rows)
+    g = [r for r in _ok(rows) if r.get("benchmark") == bench and group_variant(r) == variant
+         and run_of(r) == run]
     base = {r["size_bytes"]: r["median"] for r in g if r["transport"] == baseline}
     out = []
     for t in transport_order:
@@ -76,13 +86,13 @@ def _mtu_variants(rows, bench):
                   key=lambda v: v[0][1])
 
 
-def _ratio_panels(rows, benches, baseline, order, what, goal):
+def _ratio_panels(rows, benches, baseline, order, what, goal, run):
     panels = []
     for bench in benches:
         variants = [(v, "MTU %s" % v[0][1]) for v in _mtu_variants(rows, bench)]
         variants.append(((), DEFAULT_PANEL))
         for v, vtitle in variants:
-            series = ratio_series(rows, bench, v, baseline, order)
+            series = ratio_series(rows, bench, v, baseline, order, run)
             if not series:
                 continue
             panels.append({"kind": "lines", "title": "%s, %s" % (bench, vtitle), "row": bench,
@@ -94,25 +104,87 @@ def _ratio_panels(rows, benches, baseline, order, what, goal):
     return panels
 
 
-def latency_ratio(rows, baseline, order):
+def latency_ratio(rows, baseline, order, run=None):
     return _ratio_panels(rows, ["latency"], baseline, order, "below 1: faster",
                          lambda b: {"label": "rudp goal: at most", "steps": LATENCY_GOAL,
-                                    "worse": "above"})
+                                    "worse": "above"}, run)
 
 
-def bandwidth_ratio(rows, baseline, order):
+def bandwidth_ratio(rows, baseline, order, run=None):
     return _ratio_panels(rows, ["bw", "bibw"], baseline, order, "above 1: faster",
                          lambda b: {"label": "rudp goal: at least, from 64 KiB",
                                     "steps": [(BW_GOAL_FROM, 1 << 22, 1.0)], "worse": "below"}
-                         if b == "bw" else None)
+                         if b == "bw" else None, run)
 
 
-def halo_ratio(rows, baseline, order):
+# the absolute figures' units: a row unit -> (shown unit, factor)
+ABS_UNITS = {"us": ("us", 1.0), "MB/s": ("GB/s", 1e-3)}
+
+
+def absolute_series(rows, bench, variant, order, run):
+    """[{label, transport, x, y, lo, hi, rows}]: @p bench's medians per
+    transport and run for the rows whose group_variant() is @p variant,
+    with the smallest and largest repeat (results.spread) as lo and hi;
+    this run's series first, then earlier runs newest first.  0 B is left
+    out (log axis)."""
+    g = [r for r in _ok(rows) if r.get("benchmark") == bench and group_variant(r) == variant
+         and r["size_bytes"] > 0]
+    out = []
+    have = {run_of(r) for r in g}
+    runs = ([run] if run in have else []) + \
+        sorted((k for k in have if k != run and k), key=run_date, reverse=True) + \
+        ([None] if None in have and run is not None else [])
+    for k in runs:
+        for t in order:
+            tr = sorted((r for r in g if r["transport"] == t and run_of(r) == k),
+                        key=lambda r: r["size_bytes"])
+            if not tr:
+                continue
+            unit, f = ABS_UNITS.get(tr[0].get("unit"), (tr[0].get("unit"), 1.0))
+            sp = [spread(r) or (r["median"], r["median"]) for r in tr]
+            label = _series_label(t, tr, dict(variant).get("mtu"))
+            if k != run:
+                # one transport may have several earlier runs in a panel
+                label += " (%s)" % (run_date(k)[:16].replace("T", " ") or "not recorded")
+            out.append({"label": label, "transport": t,
+                        "x": [r["size_bytes"] for r in tr], "y": [r["median"] * f for r in tr],
+                        "lo": [a * f for a, _ in sp], "hi": [b * f for _, b in sp],
+                        "unit": unit, "rows": tr})
+    return out
+
+
+def _absolute_panels(rows, benches, order, run, what):
+    panels = []
+    for bench in benches:
+        variants = [(v, "MTU %s" % v[0][1]) for v in _mtu_variants(rows, bench)]
+        variants.append(((), DEFAULT_PANEL))
+        for v, vtitle in variants:
+            series = absolute_series(rows, bench, v, order, run)
+            if not series:
+                continue
+            panels.append({"kind": "lines", "title": "%s, %s" % (bench, vtitle), "row": bench,
+                           "share_y": bool(v),
+                           "ylabel": "%s, %s (%s; bars: min-max of the repeats)"
+                           % (bench, series[0]["unit"], what),
+                           "xlabel": "message size (log; 0 B not shown)", "logx": True,
+                           "logy": True, "series": series, "refs": []})
+    return panels
+
+
+def latency_abs(rows, baseline, order, run=None):
+    return _absolute_panels(rows, ["latency"], order, run, "median, lower is faster")
+
+
+def bandwidth_abs(rows, baseline, order, run=None):
+    return _absolute_panels(rows, ["bw", "bibw"], order, run, "median, higher is faster")
+
+
+def halo_ratio(rows, baseline, order, run=None):
     panels = []
     for bench in ("halo-oneway", "halo-twoway", "halo-alternating"):
         series = []
         for links in (1, 2):
-            for s in ratio_series(rows, bench, (("links", links),), baseline, order):
+            for s in ratio_series(rows, bench, (("links", links),), baseline, order, run):
                 s["label"] += ", %d link%s" % (links, "" if links == 1 else "s")
                 s["dashed"] = links == 2
                 series.append(s)
@@ -147,7 +219,7 @@ def _per_pattern(rows, bench, order):
         yield pat, ts, [g[t] for t in ts]
 
 
-def halo_app(rows, baseline, order):
+def halo_app(rows, baseline, order, run=None):
     panels = []
     for grid, ts, rs in _per_pattern(rows, "halo-app", order):
         p = _bar_panel("halo-app %s: seconds per run (medians, mean over ranks)" % grid, "s", ts,
@@ -159,7 +231,7 @@ def halo_app(rows, baseline, order):
     return panels
 
 
-def compute_burst(rows, baseline, order):
+def compute_burst(rows, baseline, order, run=None):
     ok = [r for r in _ok(rows) if r.get("benchmark") == "compute-burst"]
     keys = [(t, m) for t in order for m in ("direct", "daemon")
             if any(r["transport"] == t and r.get("mode") == m for r in ok)]
@@ -177,7 +249,7 @@ def compute_burst(rows, baseline, order):
     return [p for p in panels if p]
 
 
-def sockets(rows, baseline, order):
+def sockets(rows, baseline, order, run=None):
     panels = []
     for pat, ts, rs in _per_pattern(rows, "sockets", order):
         p = _bar_panel("socket descriptors per process, %s" % pat, "count", ts,
@@ -187,7 +259,7 @@ def sockets(rows, baseline, order):
     return panels
 
 
-def spurious_retx(rows, baseline, order):
+def spurious_retx(rows, baseline, order, run=None):
     """rudp bw's spurious retransmissions (goal: 0 at zero loss) per MTU;
     a null count (a build that does not print it) is shown as "n/a"."""
     cands = [r for r in _ok(rows) if r.get("benchmark") == "bw" and "spurious_retx" in r]
@@ -216,6 +288,10 @@ def spurious_retx(rows, baseline, order):
 
 
 FIGURES = [
+    ("latency.png", "latency per transport, wire and MTU (median, min-max of the repeats)",
+     latency_abs),
+    ("bandwidth.png", "bandwidth per transport, wire and MTU (median, min-max of the repeats)",
+     bandwidth_abs),
     ("latency-ratio.png", "latency / tcp per wire and MTU", latency_ratio),
     ("bandwidth-ratio.png", "bandwidth / tcp per wire and MTU", bandwidth_ratio),
     ("halo-ratio.png", "halo exchange / tcp", halo_ratio),
@@ -226,12 +302,14 @@ FIGURES = [
 ]
 
 
-def build_all(rows, transport_order, baseline="tcp"):
-    """[(file, what, panels)] for every figure with data."""
+def build_all(rows, transport_order, baseline="tcp", this_run=None):
+    """[(file, what, panels)] for every figure with data; @p this_run: the
+    run the ratio figures take their columns from (report.current_run)."""
     order = list(transport_order) + sorted({r["transport"] for r in rows} - set(transport_order))
+    run = current_run(rows, this_run)
     out = []
     for fname, what, builder in FIGURES:
-        panels = builder(rows, baseline, order)
+        panels = builder(rows, baseline, order, run)
         if panels:
             out.append((fname, what, panels))
     return out
@@ -262,10 +340,19 @@ def _draw_lines(ax, p, color, this_run, stale_notes):
         label = s["label"]
         if stale:
             label += " " + OLD_MARK
-            stale_notes.update(provenance_text(provenance(r)) for r in stale)
-        ax.plot(s["x"], s["y"], marker="o", markersize=3, color=color(s["transport"]),
-                linestyle="--" if s.get("dashed") else "-", alpha=0.45 if stale else 1.0,
-                label=label)
+            stale_notes.update(run_text(run_of(r)) for r in stale)
+        if "lo" in s:
+            # the repeats' min-max around the median
+            yerr = [[max(0.0, y - lo) for y, lo in zip(s["y"], s["lo"])],
+                    [max(0.0, hi - y) for y, hi in zip(s["y"], s["hi"])]]
+            ax.errorbar(s["x"], s["y"], yerr=yerr, marker="o", markersize=3, capsize=2,
+                        elinewidth=0.8, color=color(s["transport"]),
+                        linestyle=":" if stale else "-", alpha=0.45 if stale else 1.0,
+                        label=label)
+        else:
+            ax.plot(s["x"], s["y"], marker="o", markersize=3, color=color(s["transport"]),
+                    linestyle="--" if s.get("dashed") else "-", alpha=0.45 if stale else 1.0,
+                    label=label)
         xs += s["x"]
     for y, text in p.get("refs", []):
         ax.axhline(y, color="black", linewidth=0.9, label=text)
@@ -321,7 +408,7 @@ def _draw_bars(ax, p, color, this_run, stale_notes):
             stale = not is_fresh(r, this_run)
             if stale:
                 stale_groups.add(i)
-                stale_notes.add(provenance_text(provenance(r)))
+                stale_notes.add(run_text(run_of(r)))
             if v is None:
                 ax.text(x, top * 0.02, s.get("na", "n/a"), ha="center", va="bottom",
                         fontsize=7, rotation=90)
@@ -424,8 +511,8 @@ def draw(fname, what, panels, path, transport_order, this_run=None, run_name="th
             axes[i][len(r) - 1].legend([seen[k] for k in labels], labels, fontsize=7,
                                        loc="upper left", bbox_to_anchor=(1.02, 1.0))
     title = "ethermpi: %s" % what
-    if this_run and this_run[1]:
-        title += "\n%s: %s" % (run_name, provenance_text(this_run))
+    if this_run:
+        title += "\n%s: %s" % (run_name, run_text(as_run(this_run)))
     fig.suptitle(title, fontsize=10)
     if stale_notes:
         note = "%s faded: not measured in %s (%s); see compare.md" % (
@@ -444,7 +531,8 @@ def write_all(rows, out_dir, transport_order, baseline="tcp", this_run=None, run
         import matplotlib  # noqa: F401
     except ImportError:
         return None
-    built = build_all(rows, transport_order, baseline)
+    this_run = current_run(rows, this_run)
+    built = build_all(rows, transport_order, baseline, this_run)
     have = {f for f, _, _ in built}
     for fname, _, _ in FIGURES:
         path = os.path.join(out_dir, fname)

@@ -4,7 +4,7 @@ figures.py's."""
 
 import statistics
 
-from .results import VARIANT_FIELDS, provenance
+from .results import VARIANT_FIELDS, run_id, run_of, spread
 
 HIGHER_IS_BETTER_UNITS = {"MB/s", "GB/s", "Gb/s", "Mb/s", "msg/s", "rt/s"}
 
@@ -71,12 +71,44 @@ def provenance_text(prov):
     return "%s, commit %s" % (d, commit or "not recorded")
 
 
+def as_run(this_run):
+    """A run id from @p this_run: a run id already, or the (commit, date)
+    pair older callers pass."""
+    if isinstance(this_run, (tuple, list)):
+        return run_id(*this_run)
+    return this_run
+
+
+def current_run(rows, this_run=None):
+    """The run compare.md calls "this run": @p this_run, or without one
+    the run of the newest dated row (None when no row has a date)."""
+    if this_run:
+        return as_run(this_run)
+    dated = [r for r in rows if r.get("date")]
+    if not dated:
+        return None
+    return run_of(max(dated, key=lambda r: str(r["date"])))
+
+
 def is_fresh(row, this_run):
-    """Measured by @p this_run ((commit, date))?  Without a run to compare
-    with, every row counts as fresh."""
-    if not this_run or not this_run[1]:
-        return True
-    return provenance(row)[1] == this_run[1] and provenance(row)[0] == this_run[0]
+    """Measured by the run @p this_run (a run id or (commit, date))?  Rows
+    of one run have equal results.run_of(); a row without provenance is
+    fresh only when there is no run to compare with either (a table of
+    unstamped rows, as tests build)."""
+    return run_of(row) == as_run(this_run)
+
+
+def run_text(run):
+    """"2026-11-22 03:05 UTC, commit dea1e94" for a run id."""
+    if not run or "@" not in run:
+        return provenance_text((None, None))
+    commit, date = run.split("@", 1)
+    return provenance_text((None if commit == "?" else commit, date))
+
+
+def run_date(run):
+    """The start date of a run id, for ordering ("" when unknown)."""
+    return run.split("@", 1)[1] if run and "@" in run else ""
 
 
 def variant_label(variant):
@@ -142,8 +174,11 @@ def groups(rows, transport_order=(), bench_order=BENCH_ORDER):
 
 
 def _value_table(values, sizes, cols, baseline, names=None):
-    """Lines of one markdown table: sizes down, cols across, ratio columns;
-    @p names: {col: header text} (a column's marks)."""
+    """Lines of one markdown table: sizes down, cols across, a ratio column
+    per column against @p baseline when that is one of @p cols (None: no
+    ratios).  The caller passes the columns of one run only: a ratio is
+    never taken between runs.  @p names: {col: header text} (a column's
+    marks)."""
     lines = []
     names = names or {}
     ratio_cols = [t for t in cols if t != baseline] if baseline in cols else []
@@ -151,6 +186,8 @@ def _value_table(values, sizes, cols, baseline, names=None):
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---:|" * len(header))
     for s in sizes:
+        if all(values.get((t, s)) is None for t in cols):
+            continue
         cells = [fmt_size(s)] + [fmt_value(values.get((t, s))) for t in cols]
         base = values.get((baseline, s))
         for t in ratio_cols:
@@ -164,11 +201,27 @@ def _value_table(values, sizes, cols, baseline, names=None):
     return lines
 
 
-def _column_names(g, cols, this_run, mtu):
-    """{transport: header} with OLD_MARK on columns not measured in this run
-    and "@ MTU m" on a column run at another MTU than the table's; and the
-    footnote lines that explain them."""
-    names, old, notes = {}, [], []
+def runs_of_group(ok, transports, current):
+    """[(run, [transport, ...])] of a table's ok rows: the columns each run
+    measured, this run (@p current) first, then the earlier runs newest
+    first, unrecorded last."""
+    by = {}
+    for t in transports:
+        for r in ok:
+            if r["transport"] == t:
+                cols = by.setdefault(run_of(r), [])
+                if t not in cols:
+                    cols.append(t)
+    older = sorted((k for k in by if k != current and k is not None), key=run_date, reverse=True)
+    older += [None] if None in by and current is not None else []
+    return ([(current, by[current])] if current in by else []) + [(k, by[k]) for k in older]
+
+
+def _column_names(g, cols, fresh, mtu):
+    """{transport: header} with OLD_MARK on the columns of an earlier run
+    (@p fresh False) and "@ MTU m" on a column run at another MTU than the
+    table's; and the footnote lines that explain the MTU marks."""
+    names, notes = {}, []
     for t in cols:
         rows = [r for r in g if r["transport"] == t]
         name = t
@@ -178,19 +231,60 @@ def _column_names(g, cols, this_run, mtu):
             note = next((r.get("mtu_note") for r in rows if r.get("mtu_note")), None)
             if note:
                 notes.append("- %s: %s." % (t, note.rstrip(".")))
-        stale = [r for r in rows if not is_fresh(r, this_run)]
-        if stale:
-            name += OLD_MARK
-            old.append((t, "; ".join(sorted({provenance_text(provenance(r)) for r in stale}))))
-        names[t] = name
-    if old:
-        # transports of one earlier run together: "tcp, rudp (date, commit); ..."
-        by = {}
-        for t, prov in old:
-            by.setdefault(prov, []).append(t)
-        notes.insert(0, "- %s not measured in this run: %s." % (OLD_MARK, "; ".join(
-            "%s (%s)" % (", ".join(ts), prov) for prov, ts in sorted(by.items()))))
+        names[t] = name if fresh else name + OLD_MARK
     return names, notes
+
+
+def spread_note(rows):
+    """One line on how far the repeats of @p rows lie apart: (max - min) /
+    median per size and column, the median and the largest of them."""
+    rel = []
+    for r in rows:
+        sp = spread(r)
+        if sp and len(r.get("runs") or []) > 1 and r.get("median"):
+            rel.append(((sp[1] - sp[0]) / abs(r["median"]), r))
+    if not rel:
+        return "- spread: one repeat per size, none to show."
+    worst = max(rel, key=lambda x: x[0])
+    reps = sorted({len(r.get("runs") or []) for _, r in rel})
+    return ("- spread of the repeats, (max - min) / median per size: median %.0f %%, largest "
+            "%.0f %% (%s, %s); %s repeat(s) per size." % (
+                100 * statistics.median(x for x, _ in rel), 100 * worst[0],
+                worst[1]["transport"], fmt_size(worst[1]["size_bytes"]),
+                "/".join(str(n) for n in reps)))
+
+
+def run_tables(ok, g, transports, current, baseline, mtu, value_of):
+    """The tables of one group: this run's columns with their ratios to
+    @p baseline (only when this run measured the baseline too), then one
+    table per earlier run with its date and commit and no ratios.
+    @p value_of(row): the cell value (None: no cell)."""
+    lines, mtu_notes = [], []
+    per_run = runs_of_group(ok, transports, current)
+    if per_run and per_run[0][0] != current:
+        lines += ["No column of this table was measured in this run, so it has no ratio "
+                  "columns (a ratio is only taken between columns of one run).", ""]
+    for run, cols in per_run:
+        fresh = run == current
+        rows = [r for r in ok if run_of(r) == run and r["transport"] in cols]
+        values = {}
+        for r in rows:
+            v = value_of(r)
+            if v is not None:
+                values[(r["transport"], r["size_bytes"])] = v
+        if not values:
+            continue
+        names, notes = _column_names(g, cols, fresh, mtu)
+        mtu_notes += [n for n in notes if n not in mtu_notes]
+        if fresh and baseline not in cols and len(cols) > 1:
+            lines += ["No ratio columns: %s was not measured in this run." % baseline, ""]
+        if not fresh:
+            lines += ["%s Earlier run, %s (not this run: no ratios):"
+                      % (OLD_MARK, run_text(run)), ""]
+        lines += _value_table(values, sorted({r["size_bytes"] for r in rows}), cols,
+                              baseline if fresh else None, names)
+        lines += [spread_note(rows), ""]
+    return lines, mtu_notes
 
 
 def _counter_notes(ok, cols):
@@ -232,7 +326,7 @@ def _framing_notes(rows, bench, gv, cols):
                 by.setdefault(r["framing"], {})[r["size_bytes"]] = r
         l2, udp = by.get("l2", {}), by.get("udp", {})
         same = [s for s in sorted(udp) if s in l2
-                and provenance(udp[s]) == provenance(l2[s])]
+                and run_of(udp[s]) == run_of(l2[s])]
         if bench.startswith("latency"):
             d = [udp[s]["median"] - l2[s]["median"] for s in same if s <= FRAMING_SMALL_MAX]
             if d:
@@ -252,11 +346,14 @@ def _header_lines(title, this_run, figures, default_mtu, afxdp_mtu, run_name):
     lines = []
     if title:
         lines += ["# " + title, ""]
-    if this_run and this_run[1]:
-        lines += ["%s: %s. Columns marked %s were measured in an earlier run "
-                  "(their date and commit are under the table); every row of "
-                  "compare.json carries its own `commit` and `date`."
-                  % (run_name, provenance_text(this_run), OLD_MARK), ""]
+    if this_run:
+        lines += ["%s: %s. Ratio columns (`x/tcp`) divide columns of this run only. A "
+                  "column of an earlier run (marked %s) stands in a table of its own under "
+                  "the current one, headed by that run's date and commit, and is never in a "
+                  "ratio; every row of compare.json carries its own `commit`, `date` and "
+                  "`run`.  Cells are medians over the repeats; the spread line under each "
+                  "table says how far the repeats lie apart (docs/benchmarks.md)."
+                  % (run_name, run_text(this_run), OLD_MARK), ""]
     if default_mtu:
         lines += ["Tables without an MTU in their heading ran on the emulated cluster's "
                   "default MTU, %d (the AF_XDP transports at %s, the largest MTU they "
@@ -268,14 +365,41 @@ def _header_lines(title, this_run, figures, default_mtu, afxdp_mtu, run_name):
     return lines
 
 
+def _secondary_lines(ok, g, cols, current, baseline, mtu, bench):
+    lines = []
+    for metric in SHOW_SECONDARY.get(bench, []):
+        found = [r for r in ok if (r.get("secondary") or {}).get(metric) is not None]
+        if not found:
+            continue
+        sunit = found[0]["secondary"][metric].get("unit")
+        lines += ["%s, %s:" % (metric, sunit or ""), ""]
+        lines += run_tables(found, g, cols, current, baseline, mtu,
+                            lambda r: r["secondary"][metric]["median"])[0]
+    return lines
+
+
+def _status_notes(notes, current):
+    lines = []
+    for r in notes:
+        mark = ""
+        if not is_fresh(r, current):
+            mark = " %s(earlier run: %s)" % (OLD_MARK, run_text(run_of(r)))
+        lines.append("- %s: **%s** - %s%s" % (r["transport"], r.get("status", "failed"),
+                                              r.get("reason", "no reason recorded"), mark))
+    return lines
+
+
 def markdown(rows, transport_order=(), baseline="tcp", title=None, this_run=None, figures=(),
              default_mtu=None, afxdp_mtu=None, run_name="This run"):
-    """Markdown text: one table per (benchmark, pattern, variant); sizes
-    down, transports across, plus a ratio column per transport vs the
-    baseline.  @p this_run = (commit, date): columns of rows with another
-    provenance are marked OLD_MARK and their date and commit noted;
-    @p figures = [(file, what)] are listed at the top."""
-    lines = _header_lines(title, this_run, figures, default_mtu, afxdp_mtu, run_name)
+    """Markdown text: per (benchmark, pattern, variant) one table of the
+    columns this run measured (sizes down, transports across, a ratio
+    column per transport against the baseline when this run measured the
+    baseline too), then one table per earlier run, without ratios.
+    @p this_run: the run id (or (commit, date)) whose rows are "this run";
+    default current_run(); @p figures = [(file, what)] are listed at the
+    top."""
+    current = current_run(rows, this_run)
+    lines = _header_lines(title, current, figures, default_mtu, afxdp_mtu, run_name)
     for bench, pattern, transports, g in groups(rows, transport_order):
         ok = [r for r in g if r.get("size_bytes") is not None and r.get("median") is not None]
         notes = [r for r in g if r.get("size_bytes") is None or r.get("median") is None]
@@ -289,31 +413,15 @@ def markdown(rows, transport_order=(), baseline="tcp", title=None, this_run=None
         if vlabel:
             head += " (%s)" % vlabel
         desc = BENCH_TITLES.get(bench, bench)
-        lines.append(head)
-        lines.append("")
-        lines.append("%s, %s (%s is better)." % (desc, unit, "higher" if hib else "lower"))
-        lines.append("")
+        lines += [head, "", "%s, %s (%s is better)." % (desc, unit, "higher" if hib else "lower"), ""]
         cols = [t for t in transports if any(r["transport"] == t for r in ok)]
-        names, col_notes = _column_names(g, cols, this_run, dict(gv).get("mtu"))
+        mtu = dict(gv).get("mtu")
         if cols:
-            values = {}
-            for r in ok:
-                values[(r["transport"], r["size_bytes"])] = r["median"]
-            sizes = sorted({r["size_bytes"] for r in ok})
-            lines += _value_table(values, sizes, cols, baseline, names)
-            for metric in SHOW_SECONDARY.get(bench, []):
-                sec = {}
-                sunit = None
-                for r in ok:
-                    m = (r.get("secondary") or {}).get(metric)
-                    if m is not None:
-                        sec[(r["transport"], r["size_bytes"])] = m["median"]
-                        sunit = m.get("unit")
-                if sec:
-                    lines.append("%s, %s:" % (metric, sunit or ""))
-                    lines.append("")
-                    lines += _value_table(sec, sizes, cols, baseline, names)
-            lines += col_notes
+            tables, mtu_notes = run_tables(ok, g, cols, current, baseline, mtu,
+                                           lambda r: r["median"])
+            lines += tables
+            lines += _secondary_lines(ok, g, cols, current, baseline, mtu, bench)
+            lines += mtu_notes
             lines += _counter_notes(ok, cols)
             lines += _framing_notes(rows, bench, gv, cols)
             partial = [r for r in ok if r.get("failed_runs")]
@@ -323,12 +431,7 @@ def markdown(rows, transport_order=(), baseline="tcp", title=None, this_run=None
                     n = max(len(r.get("runs", [])) for r in ok if r["transport"] == t)
                     lines.append("- %s: %d run(s) failed; medians over %d successful run(s)."
                                  % (t, fr, n))
-        for r in notes:
-            mark = ""
-            if not is_fresh(r, this_run):
-                mark = " %s(earlier run: %s)" % (OLD_MARK, provenance_text(provenance(r)))
-            lines.append("- %s: **%s** - %s%s" % (r["transport"], r.get("status", "failed"),
-                                                  r.get("reason", "no reason recorded"), mark))
+        lines += _status_notes(notes, current)
         if lines[-1] != "":
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"

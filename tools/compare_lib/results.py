@@ -9,7 +9,8 @@ Row schema (a contract, see docs/benchmarks.md):
      "pattern": "1:1",                       # burst / pingpong only
      "secondary": {"rtt_mean": {"median": 6.4, "unit": "us/rt"}},  # optional
      "host_cl_rt_ns": [55, 56, 340],  # optional: bench/host_probe before each run
-     "commit": "bfd88c0", "date": "2026-11-23T23:50:00+00:00"}    # provenance
+     "commit": "bfd88c0", "date": "2026-11-23T23:50:00+00:00",   # provenance
+     "run": "bfd88c0@2026-11-23T23:50:00+00:00"}   # the run (run_of)
 
 A failed or skipped combination is one row with "size_bytes": null,
 "median": null, "runs": [], "status": "failed"|"skipped" and "reason".
@@ -37,7 +38,7 @@ VARIANT_FIELDS = ("links", "mode", "elements_per_packet", "n", "ranks", "loss_pc
 # modified, and the run's start date, ISO 8601 UTC).  Rows written before
 # these fields existed get them from compare-meta.json (backfill_provenance)
 # or stay without them ("not recorded").
-PROVENANCE_FIELDS = ("commit", "date")
+PROVENANCE_FIELDS = ("commit", "date", "run")
 # secondary columns whose median also becomes a plain row field (compute-burst's
 # drops and retransmits)
 PROMOTED_COLUMNS = ("drops", "retransmits")
@@ -162,12 +163,44 @@ def _counter_fields(good):
     return out
 
 
-def stamp(rows, commit, date):
-    """Marks @p rows as measured by the run (@p commit, @p date)."""
+def run_id(commit, date):
+    """The id of a run: "<commit>@<date>" (the commit and start date of the
+    run; "?" for an unrecorded commit); None without a date."""
+    if not date:
+        return None
+    return "%s@%s" % (commit or "?", date)
+
+
+def run_of(row):
+    """The run that measured @p row.  "Same run" means: rows with equal
+    run_of().  A run is one measuring session: one compare.py invocation,
+    or the invocations of one tools/demo call, which hands them one id
+    (compare.py --run-id), on one build of one commit.  Rows written before
+    rows carried "run" count by (commit, date): one compare.py invocation
+    stamped those.  None: nothing recorded (never the same run as another
+    row)."""
+    if row.get("run"):
+        return row["run"]
+    return run_id(row.get("commit"), row.get("date"))
+
+
+def stamp(rows, commit, date, run=None):
+    """Marks @p rows as measured by the run (@p commit, @p date); @p run:
+    its id when it is not run_id(commit, date) (a tools/demo call that
+    spans several compare.py invocations)."""
     for r in rows:
         r["commit"] = commit
         r["date"] = date
+        r["run"] = run or run_id(commit, date)
     return rows
+
+
+def spread(row):
+    """(min, max) of the row's repeats ("runs"); None without repeats."""
+    runs = [v for v in (row.get("runs") or []) if isinstance(v, (int, float))]
+    if not runs:
+        return None
+    return min(runs), max(runs)
 
 
 def row_label(row):
@@ -199,6 +232,8 @@ def backfill_provenance(rows, meta):
         env = c.get("environment") if isinstance(c.get("environment"), dict) else {}
         r["date"] = c["date"]
         r["commit"] = env.get("git_commit")
+        if env.get("run"):
+            r["run"] = env["run"]
         n += 1
     return n
 
