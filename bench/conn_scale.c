@@ -232,8 +232,7 @@ int main(int argc, char **argv)
     struct wireup w = first_contact(n);
     printf("wire v3 first contact: %u peers established both ways in %.3f s (%.2f frames per "
            "peer); the endpoint's table: %zu bytes, %.1f bytes per peer (heap: %zu)\n",
-           n, w.seconds, w.frames_per_peer, w.table_bytes, w.bytes_per_peer,
-           w.heap_bytes_per_peer);
+           n, w.seconds, w.frames_per_peer, w.table_bytes, w.bytes_per_peer, w.heap_bytes_per_peer);
     uint32_t sizes[] = { 256, 4096, 65535 };
     struct v2mem v[3];
     for (int i = 0; i < 3; i++) {

@@ -20,6 +20,11 @@
  *    its frame size is not below ours (fc_bad_blob);
  *  - the frame's pair key is the one both secrets give: the sender had our
  *    address (from the launcher), an off-path forger does not (fc_bad_key);
+ *  - the blob's link address is no peer's we have (an AV entry, an earlier
+ *    first contact, ourselves) (fc_addr_in_use): the link learns a new
+ *    peer's address before it can judge the frame's source, and one
+ *    address is one peer to it, so a forged blob naming a live peer's
+ *    address would take that peer's frames away from it;
  *  - the frame's link source address is the blob's link address (the
  *    link's rx_peer binding, as for every peer) (fc_bad_source);
  *  - at most FI_ETHERMPI_FIRST_CONTACT peers are made this way (default
@@ -61,6 +66,26 @@ static int hello_in_frame(const void *f, size_t flen, uint16_t peer, emo_addr_t 
     return 0;
 }
 
+static int same_link(const em_link_addr_t *a, const em_link_addr_t *b)
+{
+    return a->len == b->len && memcmp(a->bytes, b->bytes, a->len) == 0;
+}
+
+/* Is @p l the link address of a peer of @p ep (or its own)?  A scan: first
+ * contact is rare and bounded by its budget, the AV by the application. */
+static int address_in_use(const struct emo_ep *ep, const em_link_addr_t *l)
+{
+    if (same_link(l, &ep->self.link))
+        return 1;
+    for (size_t i = 0; ep->av && i < ep->av->n; i++)
+        if (ep->av->tab[i].used && same_link(l, &ep->av->tab[i].a.link))
+            return 1;
+    for (size_t i = 0; i < ep->fc_n; i++)
+        if (same_link(l, &ep->fc[i].link))
+            return 1;
+    return 0;
+}
+
 const emo_addr_t *emo_contact_get(const struct emo_ep *ep, uint16_t id)
 {
     if (id >= ep->npeers || ep->peer_set[id] != EMO_PEER_CONTACT)
@@ -86,6 +111,10 @@ int emo_contact(struct emo_ep *ep, uint16_t peer)
     }
     if (key != emo_pair_key(ep->self.secret, ep->self.id, a.secret, a.id)) {
         ep->st.fc_bad_key++;
+        return -1;
+    }
+    if (address_in_use(ep, &a.link)) {
+        ep->st.fc_addr_in_use++;
         return -1;
     }
     size_t budget = emo_params.first_contact >= 0 ? (size_t)emo_params.first_contact : ep->npeers;

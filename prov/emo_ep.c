@@ -245,7 +245,8 @@ static void print_stats(struct emo_ep *ep)
             "unexpected %llu (peak %llu bytes; over FI_ETHERMPI_UNEXP_MB: %llu dropped, %llu "
             "peers failed); refused: short %llu magic %llu type %llu "
             "malformed %llu cookie %llu len %llu unknown-peer %llu; first contact: %llu peers, "
-            "refused blob %llu key %llu source %llu budget %llu; RMA: writes %llu reads %llu, "
+            "refused blob %llu key %llu source %llu address-in-use %llu budget %llu; RMA: writes "
+            "%llu reads %llu, "
             "peers' reads served %llu refused %llu busy %llu, write data refused %llu; %s, "
             "peer failures %llu\n",
             ep->self.id, (unsigned long long)ep->st.eager_sent, (unsigned long long)ep->st.rdv_sent,
@@ -260,11 +261,11 @@ static void print_stats(struct emo_ep *ep)
             (unsigned long long)ep->st.bad_cookie, (unsigned long long)ep->st.bad_len,
             (unsigned long long)ep->st.unknown_peer, (unsigned long long)ep->st.fc_peers,
             (unsigned long long)ep->st.fc_bad_blob, (unsigned long long)ep->st.fc_bad_key,
-            (unsigned long long)ep->st.fc_bad_source, (unsigned long long)ep->st.fc_over_budget,
-            (unsigned long long)ep->st.rma_writes, (unsigned long long)ep->st.rma_reads,
-            (unsigned long long)ep->st.reads_served, (unsigned long long)ep->st.reads_refused,
-            (unsigned long long)ep->st.reads_busy, (unsigned long long)ep->st.wdata_refused, frames,
-            (unsigned long long)p->peer_failures);
+            (unsigned long long)ep->st.fc_bad_source, (unsigned long long)ep->st.fc_addr_in_use,
+            (unsigned long long)ep->st.fc_over_budget, (unsigned long long)ep->st.rma_writes,
+            (unsigned long long)ep->st.rma_reads, (unsigned long long)ep->st.reads_served,
+            (unsigned long long)ep->st.reads_refused, (unsigned long long)ep->st.reads_busy,
+            (unsigned long long)ep->st.wdata_refused, frames, (unsigned long long)p->peer_failures);
     /* the engine's refusals of hostile or stray frames, named as the
      * BTLs' stats lines name them (docs/design.md "Threat model";
      * tests/attack reads them) */

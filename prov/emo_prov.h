@@ -360,6 +360,7 @@ typedef struct emo_ep_stats {
     uint64_t fc_bad_blob;    /**< first-contact blobs refused: malformed, wrong id or MTU */
     uint64_t fc_bad_key;     /**< ... frames whose pair key is not the blob's and ours */
     uint64_t fc_bad_source;  /**< ... frames not from the blob's link address */
+    uint64_t fc_addr_in_use; /**< ... blobs naming the link address of a peer we have (or ours) */
     uint64_t fc_over_budget; /**< ... refused: FI_ETHERMPI_FIRST_CONTACT peers made already */
     uint64_t unexp_msgs, unexp_bytes_max;
     uint64_t unexp_refused;  /**< unexpected messages dropped: over FI_ETHERMPI_UNEXP_MB */

@@ -10,6 +10,12 @@
  *   id 1: everything right                                      -> delivered
  *         (the control: the refusals above are not the test's own mistakes)
  *   id 4: everything right, but the budget (1 peer) is spent    -> refused
+ * and first of all a live peer, id 5 on a socket of its own and in the AV,
+ * whose address a forger's first contact (id 6, from the forger's socket,
+ * the right pair key for its own secret) names: refused without touching
+ * the live peer's binding (fc_addr_in_use), so id 5's next message still
+ * arrives.  Before that check the link learnt the forged address first and
+ * the live peer's frames no longer matched it.
  *
  * Usage: test_ofi_contact_forge [provider dir]
  */
@@ -39,9 +45,17 @@ static struct fid_domain *dom;
 static struct fid_ep *ep;
 static struct fid_cq *cq;
 static struct fid_av *av;
-static emo_addr_t me; /* the receiver's address (from fi_getname) */
-static int sock;
-static struct sockaddr_in sock_addr;
+static emo_addr_t me;       /* the receiver's address (from fi_getname) */
+static int sock, live_sock; /* the forger's socket; the live peer's */
+static struct sockaddr_in sock_addr, live_addr;
+
+/* what one forged frame says beyond the defaults */
+struct forgery {
+    int from;                       /* socket it leaves from (default: the forger's) */
+    const struct sockaddr_in *blob; /* the address its blob names (default: that socket's) */
+    uint32_t seq_off;               /* nth message of that endpoint */
+};
+static struct forgery F;
 
 static void open_ep(void)
 {
@@ -70,8 +84,9 @@ static void forge(uint16_t id, uint64_t tag, uint64_t key_xor, int port_delta)
     /* link_udp's address: IPv4, receive port, send port; the plain socket
      * receives and sends on one port, so both are its port */
     a.link.len = 8;
-    memcpy(a.link.bytes, &sock_addr.sin_addr.s_addr, 4);
-    uint16_t port = htons((uint16_t)(ntohs(sock_addr.sin_port) + port_delta));
+    const struct sockaddr_in *ba = F.blob ? F.blob : &sock_addr;
+    memcpy(a.link.bytes, &ba->sin_addr.s_addr, 4);
+    uint16_t port = htons((uint16_t)(ntohs(ba->sin_port) + port_delta));
     memcpy(a.link.bytes + 4, &port, 2);
     memcpy(a.link.bytes + 6, &port, 2);
     uint8_t frame[EM_HDR_LEN + EMO_HDR_LEN + EMO_ADDR_LEN + 8];
@@ -88,9 +103,9 @@ static void forge(uint16_t id, uint64_t tag, uint64_t key_xor, int port_delta)
                    .dst = me.id,
                    .job_key = emo_pair_key(me.secret, me.id, secret, id) ^ key_xor,
                    .len = (uint16_t)plen,
-                   .seq = isn,
+                   .seq = isn + F.seq_off,
                    .ack = me.isn,
-                   .msg_id = 0,
+                   .msg_id = F.seq_off,
                    .msg_len = (uint32_t)plen,
                    .frag_no = 0,
                    .frag_cnt = 1 };
@@ -98,8 +113,8 @@ static void forge(uint16_t id, uint64_t tag, uint64_t key_xor, int port_delta)
     struct sockaddr_in to = { .sin_family = AF_INET };
     memcpy(&to.sin_addr.s_addr, me.link.bytes, 4);
     memcpy(&to.sin_port, me.link.bytes + 4, 2);
-    CHECK(sendto(sock, frame, sizeof frame, 0, (struct sockaddr *)&to, sizeof to) ==
-              (ssize_t)sizeof frame,
+    CHECK(sendto(F.from ? F.from : sock, frame, sizeof frame, 0, (struct sockaddr *)&to,
+                 sizeof to) == (ssize_t)sizeof frame,
           "sendto");
 }
 
@@ -152,13 +167,43 @@ int main(int argc, char **argv)
     CHECK(sock >= 0 && bind(sock, (struct sockaddr *)&sock_addr, sizeof sock_addr) == 0 &&
               getsockname(sock, (struct sockaddr *)&sock_addr, &sl) == 0,
           "socket");
+    live_sock = socket(AF_INET, SOCK_DGRAM, 0);
+    live_addr = (struct sockaddr_in){ .sin_family = AF_INET };
+    live_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sl = sizeof live_addr;
+    CHECK(live_sock >= 0 && bind(live_sock, (struct sockaddr *)&live_addr, sizeof live_addr) == 0 &&
+              getsockname(live_sock, (struct sockaddr *)&live_addr, &sl) == 0,
+          "socket");
+    /* the live peer, in the AV (the blob forge() would send for id 5) */
+    emo_addr_t live = {
+        .id = 5, .frame_max = me.frame_max, .secret = 0x1234567800000000ull | 5, .isn = 5000
+    };
+    live.link.len = 8;
+    memcpy(live.link.bytes, &live_addr.sin_addr.s_addr, 4);
+    memcpy(live.link.bytes + 4, &live_addr.sin_port, 2);
+    memcpy(live.link.bytes + 6, &live_addr.sin_port, 2);
+    uint8_t blob[EMO_ADDR_LEN];
+    emo_addr_encode(&live, blob);
+    fi_addr_t fa;
+    CHECK(fi_av_insert(av, blob, 1, &fa, 0, NULL) == 1, "fi_av_insert of the live peer");
+    F = (struct forgery){ .from = live_sock, .blob = &live_addr };
+    CHECK(delivered(5, 0x5, 0, 0, 5.0), "the live peer's first message was not delivered");
+    F = (struct forgery){ .blob = &live_addr }; /* the forger names the live peer's address */
+    CHECK(!delivered(6, 0x6, 0, 0, 1.0),
+          "a first contact naming a live peer's address made a peer");
+    F = (struct forgery){ .from = live_sock, .blob = &live_addr, .seq_off = 1 };
+    CHECK(delivered(5, 0x8, 0, 0, 5.0), "the live peer lost its binding to a forged first contact");
+    F = (struct forgery){ 0 };
     CHECK(!delivered(2, 0x2, 0x5A5A, 0, 1.0), "a frame with a wrong pair key made a peer");
     CHECK(!delivered(3, 0x3, 0, 1, 1.0), "a blob naming another link address made a peer");
     CHECK(delivered(1, 0x1, 0, 0, 5.0), "a well-formed first contact was not delivered (the "
                                         "refusals above prove nothing)");
     CHECK(!delivered(4, 0x4, 0, 0, 1.0), "a peer beyond FI_ETHERMPI_FIRST_CONTACT=1 was made");
     ofi_close_ep(ep, av, cq, dom, fab);
-    printf("test_ofi_contact_forge: wrong key, wrong source, over budget refused; "
+    close(live_sock);
+    close(sock);
+    printf("test_ofi_contact_forge: a live peer's address, wrong key, wrong source, over "
+           "budget refused; "
            "a well-formed one delivered\n");
     return 0;
 }

@@ -362,8 +362,8 @@ int em_conn_connect(em_conn_t *c, uint32_t index, uint64_t now)
 }
 
 /* The cookie of an initiator at @p a with INIT/CONFIRM fields @p h, at @p ms. */
-static uint64_t cookie_of(const struct em_conn *c, const uint8_t *a, uint8_t alen,
-                          const em_hs_t *h, uint32_t ms)
+static uint64_t cookie_of(const struct em_conn *c, const uint8_t *a, uint8_t alen, const em_hs_t *h,
+                          uint32_t ms)
 {
     uint8_t in[1 + EM_CONN_ADDR_MAX + 44];
     size_t n = 0;
@@ -560,8 +560,9 @@ uint64_t em_conn_poll(em_conn_t *c, uint64_t now)
         }
         if (x->tries >= c->cfg.hs_tries) {
             c->st.hs_gave_up++;
-            fail(c, slot, "no answer to first contact (check the peer's address and that it "
-                          "runs)");
+            fail(c, slot,
+                 "no answer to first contact (check the peer's address and that it "
+                 "runs)");
             continue; /* fail() moved another slot to position i */
         }
         uint64_t rto = c->cfg.hs_rto_ns << (x->tries < 20 ? x->tries : 20);
@@ -582,11 +583,11 @@ em_conn_chk_t em_conn_check(em_conn_t *c, uint32_t index, const uint8_t *addr, u
                             uint64_t token)
 {
     const struct entry *x = entry_of(c, index);
-    em_conn_chk_t r = !x                                   ? EM_CONN_CHK_INDEX
-                      : x->state != EM_CONN_ESTABLISHED    ? EM_CONN_CHK_STATE
-                      : !addr_eq(x, addr, addr_len)        ? EM_CONN_CHK_SOURCE
-                      : x->rx_token != token               ? EM_CONN_CHK_TOKEN
-                                                           : EM_CONN_CHK_OK;
+    em_conn_chk_t r = !x                                ? EM_CONN_CHK_INDEX
+                      : x->state != EM_CONN_ESTABLISHED ? EM_CONN_CHK_STATE
+                      : !addr_eq(x, addr, addr_len)     ? EM_CONN_CHK_SOURCE
+                      : x->rx_token != token            ? EM_CONN_CHK_TOKEN
+                                                        : EM_CONN_CHK_OK;
     c->st.chk[r]++;
     return r;
 }

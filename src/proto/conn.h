@@ -51,10 +51,10 @@
 
 /** A peer's name: what an address vector entry or a modex blob holds. */
 typedef struct em_conn_name {
-    uint8_t addr_len;                /**< 1..EM_CONN_ADDR_MAX */
-    uint8_t addr[EM_CONN_ADDR_MAX];  /**< its link address, as our link reports its frames' source */
-    uint32_t ep;                     /**< its endpoint index behind that address */
-    uint64_t nonce;                  /**< its incarnation; 0: not known yet (the first proven binds) */
+    uint8_t addr_len;               /**< 1..EM_CONN_ADDR_MAX */
+    uint8_t addr[EM_CONN_ADDR_MAX]; /**< its link address, as our link reports its frames' source */
+    uint32_t ep;                    /**< its endpoint index behind that address */
+    uint64_t nonce; /**< its incarnation; 0: not known yet (the first proven binds) */
 } em_conn_name_t;
 
 /** States of an entry (em_conn_state()). */
@@ -70,23 +70,23 @@ typedef enum em_conn_st {
 /** Why a data frame's (index, source, token) was refused (em_conn_check). */
 typedef enum em_conn_chk {
     EM_CONN_CHK_OK = 0,
-    EM_CONN_CHK_INDEX,   /**< no such slot, or another generation (a removed peer) */
-    EM_CONN_CHK_STATE,   /**< the slot's peer is not established (or failed) */
-    EM_CONN_CHK_SOURCE,  /**< the frame came from another address than the peer's */
-    EM_CONN_CHK_TOKEN,   /**< the frame's key is not the token we gave that peer */
+    EM_CONN_CHK_INDEX,  /**< no such slot, or another generation (a removed peer) */
+    EM_CONN_CHK_STATE,  /**< the slot's peer is not established (or failed) */
+    EM_CONN_CHK_SOURCE, /**< the frame came from another address than the peer's */
+    EM_CONN_CHK_TOKEN,  /**< the frame's key is not the token we gave that peer */
     EM_CONN_CHK_COUNT
 } em_conn_chk_t;
 
 typedef struct em_conn_cfg {
-    uint32_t ep;                              /**< our endpoint index */
-    uint64_t nonce;                           /**< our incarnation (random, not 0) */
-    uint8_t secret[EM_CONN_SECRET_LEN];       /**< cookie key (random per table) */
-    uint32_t max_peers;                       /**< table size limit (<= EM_CONN_SLOTS_MAX) */
-    bool accept_strangers;                    /**< peers not inserted may bind by handshake */
-    uint64_t hs_rto_ns;                       /**< first handshake retransmission */
-    uint64_t hs_rto_max_ns;                   /**< back-off cap */
-    uint32_t hs_tries;                        /**< INIT/CONFIRM sends before giving up */
-    uint32_t cookie_life_ms;                  /**< how long a CHALLENGE's cookie is good */
+    uint32_t ep;                        /**< our endpoint index */
+    uint64_t nonce;                     /**< our incarnation (random, not 0) */
+    uint8_t secret[EM_CONN_SECRET_LEN]; /**< cookie key (random per table) */
+    uint32_t max_peers;                 /**< table size limit (<= EM_CONN_SLOTS_MAX) */
+    bool accept_strangers;              /**< peers not inserted may bind by handshake */
+    uint64_t hs_rto_ns;                 /**< first handshake retransmission */
+    uint64_t hs_rto_max_ns;             /**< back-off cap */
+    uint32_t hs_tries;                  /**< INIT/CONFIRM sends before giving up */
+    uint32_t cookie_life_ms;            /**< how long a CHALLENGE's cookie is good */
 } em_conn_cfg_t;
 
 /** Defaults: 5 ms doubling to 500 ms, 12 tries (about 3.5 s), cookies 2 s. */
@@ -106,21 +106,21 @@ typedef struct em_conn_ops {
 
 /** Counters: every refused frame is counted once, by reason. */
 typedef struct em_conn_stats {
-    uint64_t hs_rx[4];                  /**< handshake frames accepted, by type - EM_HS_INIT */
-    uint64_t hs_tx[4];                  /**< handshake frames sent, by type - EM_HS_INIT */
-    uint64_t hs_dec[EM_HS_DEC_COUNT];   /**< decoder refusals, by em_hs_dec_t */
-    uint64_t hs_not_us;                 /**< for another endpoint index or incarnation of ours */
-    uint64_t hs_cookie_bad;             /**< CONFIRM whose cookie does not match (forged or
+    uint64_t hs_rx[4];                /**< handshake frames accepted, by type - EM_HS_INIT */
+    uint64_t hs_tx[4];                /**< handshake frames sent, by type - EM_HS_INIT */
+    uint64_t hs_dec[EM_HS_DEC_COUNT]; /**< decoder refusals, by em_hs_dec_t */
+    uint64_t hs_not_us;               /**< for another endpoint index or incarnation of ours */
+    uint64_t hs_cookie_bad;           /**< CONFIRM whose cookie does not match (forged or
                                              from another address) */
-    uint64_t hs_cookie_old;             /**< CONFIRM whose cookie is past cookie_life_ms */
-    uint64_t hs_stranger;               /**< CONFIRM from a peer not inserted, strangers off */
-    uint64_t hs_full;                   /**< CONFIRM refused: max_peers reached */
-    uint64_t hs_unexpected;             /**< CHALLENGE/ACCEPT for no handshake of ours (index,
+    uint64_t hs_cookie_old;           /**< CONFIRM whose cookie is past cookie_life_ms */
+    uint64_t hs_stranger;             /**< CONFIRM from a peer not inserted, strangers off */
+    uint64_t hs_full;                 /**< CONFIRM refused: max_peers reached */
+    uint64_t hs_unexpected;           /**< CHALLENGE/ACCEPT for no handshake of ours (index,
                                              state, address or nonces do not match) */
-    uint64_t hs_restarts;               /**< peers failed because a new incarnation proved itself */
-    uint64_t hs_rebinds;                /**< established peers that bound us anew */
-    uint64_t hs_gave_up;                /**< handshakes that got no answer */
-    uint64_t chk[EM_CONN_CHK_COUNT];    /**< data-path checks, by em_conn_chk_t (OK included) */
+    uint64_t hs_restarts;             /**< peers failed because a new incarnation proved itself */
+    uint64_t hs_rebinds;              /**< established peers that bound us anew */
+    uint64_t hs_gave_up;              /**< handshakes that got no answer */
+    uint64_t chk[EM_CONN_CHK_COUNT];  /**< data-path checks, by em_conn_chk_t (OK included) */
 } em_conn_stats_t;
 
 typedef struct em_conn em_conn_t;

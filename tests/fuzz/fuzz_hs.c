@@ -22,9 +22,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define REC      (2 + EM_HS_LEN)
-#define ROOM     6u
-#define FUZZ_EP  7u
+#define REC        (2 + EM_HS_LEN)
+#define ROOM       6u
+#define FUZZ_EP    7u
 #define FUZZ_NONCE 0x5eed5eed5eed5eedull
 
 static struct {

@@ -27,9 +27,15 @@ int main(int argc, char **argv)
         return 2;
     static uint8_t b[16 * REC];
     const uint64_t table_nonce = 0x5eed5eed5eed5eedull;
-    em_hs_t init = { .type = EM_HS_INIT, .src_ep = 7, .dst_ep = 7, .src_nonce = 0x77,
-                     .dst_nonce = table_nonce, .src_index = 4, .dst_index = EM_HS_NO_INDEX,
-                     .isn = 9, .token = 0xabc };
+    em_hs_t init = { .type = EM_HS_INIT,
+                     .src_ep = 7,
+                     .dst_ep = 7,
+                     .src_nonce = 0x77,
+                     .dst_nonce = table_nonce,
+                     .src_index = 4,
+                     .dst_index = EM_HS_NO_INDEX,
+                     .isn = 9,
+                     .token = 0xabc };
     size_t n = rec(b, 0, 0, 9, &init);
     n = rec(b, n, 1, 9, &init); /* its CONFIRM */
     int bad = em_seed_write(argv[1], "hs_stranger.bin", b, n);
@@ -38,11 +44,23 @@ int main(int argc, char **argv)
     n = rec(b, n, 7, 9, &init); /* ... and 2 s, with polls */
     bad |= em_seed_write(argv[1], "hs_aged.bin", b, n);
     /* peer 1 (nonce 0x1111) answers the table's INIT to index 0 */
-    em_hs_t ch = { .type = EM_HS_CHALLENGE, .src_ep = 7, .dst_ep = 7, .src_nonce = 0x1111,
-                   .dst_nonce = table_nonce, .src_index = EM_HS_NO_INDEX, .dst_index = 0,
-                   .cookie_ms = 1000, .cookie = 0x5555 };
-    em_hs_t acc = { .type = EM_HS_ACCEPT, .src_ep = 7, .dst_ep = 7, .src_nonce = 0x1111,
-                    .dst_nonce = table_nonce, .src_index = 3, .dst_index = 0, .isn = 5,
+    em_hs_t ch = { .type = EM_HS_CHALLENGE,
+                   .src_ep = 7,
+                   .dst_ep = 7,
+                   .src_nonce = 0x1111,
+                   .dst_nonce = table_nonce,
+                   .src_index = EM_HS_NO_INDEX,
+                   .dst_index = 0,
+                   .cookie_ms = 1000,
+                   .cookie = 0x5555 };
+    em_hs_t acc = { .type = EM_HS_ACCEPT,
+                    .src_ep = 7,
+                    .dst_ep = 7,
+                    .src_nonce = 0x1111,
+                    .dst_nonce = table_nonce,
+                    .src_index = 3,
+                    .dst_index = 0,
+                    .isn = 5,
                     .token = 0x999 };
     n = rec(b, 0, 0, 1, &ch);
     n = rec(b, n, 4, 1, &acc);

@@ -19,9 +19,9 @@
 
 #include "proto/conn.h"
 
-#define NODES  8
-#define QMAX   20000
-#define MS     1000000ull
+#define NODES 8
+#define QMAX  20000
+#define MS    1000000ull
 
 struct frame {
     uint8_t from, to; /* node addresses (1 byte) */
@@ -97,7 +97,10 @@ static const em_conn_ops_t OPS = {
     .emit = emit, .established = on_est, .failed = on_fail, .rand64 = r64
 };
 
-static uint64_t nonce_of(unsigned n, unsigned incarnation) { return 0x1000u + n * 16u + incarnation; }
+static uint64_t nonce_of(unsigned n, unsigned incarnation)
+{
+    return 0x1000u + n * 16u + incarnation;
+}
 
 static void make(unsigned n, unsigned incarnation, bool strangers, uint32_t max_peers)
 {
@@ -357,8 +360,14 @@ static void test_strangers_and_forgers_change_nothing(void **st)
     em_conn_peer(W.t[1], i10, &before);
     const em_conn_stats_t *s1 = em_conn_stats(W.t[1]);
     /* INIT from a stranger: a CHALLENGE, no state */
-    em_hs_t init = { .type = EM_HS_INIT, .src_ep = 7, .dst_ep = 7, .src_nonce = 99,
-                     .src_index = 3, .dst_index = EM_HS_NO_INDEX, .isn = 1, .token = 5 };
+    em_hs_t init = { .type = EM_HS_INIT,
+                     .src_ep = 7,
+                     .dst_ep = 7,
+                     .src_nonce = 99,
+                     .src_index = 3,
+                     .dst_index = EM_HS_NO_INDEX,
+                     .isn = 1,
+                     .token = 5 };
     uint32_t n1 = em_conn_count(W.t[1]);
     assert_int_equal(forge(1, &init), 0);
     assert_int_equal(em_conn_count(W.t[1]), n1);
@@ -404,9 +413,15 @@ static void test_strangers_and_forgers_change_nothing(void **st)
     assert_int_equal(s1->hs_cookie_old, 1);
     /* an ACCEPT for node 1's index for node 0 from the forger: wrong
      * address; with a wrong nonce: not for us */
-    em_hs_t acc = { .type = EM_HS_ACCEPT, .src_ep = 7, .dst_ep = 7,
-                    .src_nonce = nonce_of(0, 0), .dst_nonce = nonce_of(1, 0),
-                    .src_index = 9, .dst_index = i10, .isn = 77, .token = 66 };
+    em_hs_t acc = { .type = EM_HS_ACCEPT,
+                    .src_ep = 7,
+                    .dst_ep = 7,
+                    .src_nonce = nonce_of(0, 0),
+                    .dst_nonce = nonce_of(1, 0),
+                    .src_index = 9,
+                    .dst_index = i10,
+                    .isn = 77,
+                    .token = 66 };
     assert_int_not_equal(forge(1, &acc), 0);
     assert_int_equal(s1->hs_unexpected, 1);
     acc.dst_nonce = 12345;
@@ -420,9 +435,7 @@ static void test_strangers_and_forgers_change_nothing(void **st)
     assert_int_equal(em_conn_count(W.t[1]), n1);
     /* the data path: another source, another token */
     uint8_t a2 = 2;
-    assert_int_equal(em_conn_check(W.t[1], i10, &a2, 1,
-                                   before.rx_token),
-                     EM_CONN_CHK_SOURCE);
+    assert_int_equal(em_conn_check(W.t[1], i10, &a2, 1, before.rx_token), EM_CONN_CHK_SOURCE);
     assert_int_equal(em_conn_check(W.t[1], i10, &a0, 1, before.rx_token ^ 1), EM_CONN_CHK_TOKEN);
     assert_int_equal(em_conn_check(W.t[1], 0x00FFFFF0u, &a0, 1, before.rx_token),
                      EM_CONN_CHK_INDEX);
@@ -456,8 +469,13 @@ static void test_decoder_refusals_counted(void **st)
     world(9, 0, 0, 0);
     make(0, 0, false, 0);
     uint8_t f[EM_HS_LEN], a = 1;
-    em_hs_t h = { .type = EM_HS_INIT, .src_ep = 7, .dst_ep = 7, .src_nonce = 1, .src_index = 0,
-                  .dst_index = EM_HS_NO_INDEX, .token = 1 };
+    em_hs_t h = { .type = EM_HS_INIT,
+                  .src_ep = 7,
+                  .dst_ep = 7,
+                  .src_nonce = 1,
+                  .src_index = 0,
+                  .dst_index = EM_HS_NO_INDEX,
+                  .token = 1 };
     em_hs_encode(&h, f);
     assert_int_equal(em_conn_rx(W.t[0], &a, 1, f, 10, W.now), EM_HS_DEC_SHORT);
     f[1] = 2;
