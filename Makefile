@@ -15,7 +15,7 @@ DEB_PKGS = build-essential meson ninja-build pkg-config libcmocka-dev \
            libopenmpi-dev openmpi-bin libfabric-dev libfabric-bin \
            iproute2 iputils-ping procps util-linux python3 python3-matplotlib \
            debhelper git systemd file slurm-wlm munge python3-venv \
-           autoconf automake libtool libsystemd-dev libsodium-dev
+           autoconf automake libtool libsystemd-dev libsodium-dev lintian
 
 # Open MPI 5 and MPICH 5 as PyPI wheels, one venv each (their bin/ and
 # include/ would collide in one): the libfabric provider's MPI suite and
@@ -69,8 +69,8 @@ test: build venv
 fuzz: deps
 	@BUILD=$(BUILD) SAN_BUILD=$(SAN_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tools/run-tests --only fuzz
 
-# the Debian package, built from a copy of the committed tree (the .deb
-# lands in $(DEB_OUT); docs/deploy.md)
+# the Debian packages, built from a copy of the committed tree (the .debs
+# land in $(DEB_OUT); docs/deploy.md)
 DEB_OUT ?= deb-out
 deb: deps
 	@tools/build-deb $(DEB_OUT)
