@@ -42,11 +42,11 @@
 
 #include "check_pattern.h"
 
-#define MAX_SIZES 32
+#define MAX_SIZES   32
 #define MAX_REPEATS 64
-#define MAX_WINDOW 64
+#define MAX_WINDOW  64
 #define MAX_REPORTS 5
-#define TIMEOUT_S 30
+#define TIMEOUT_S   30
 
 #define DIE(...)                                                                                   \
     do {                                                                                           \
@@ -119,8 +119,7 @@ static void xfer(int send, void *buf, size_t len)
 
 static void oob_connect(const char *host, const char *port)
 {
-    struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = host ? 0 : AI_PASSIVE },
-                    *ai;
+    struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = host ? 0 : AI_PASSIVE }, *ai;
     int rc = getaddrinfo(host, port, &hints, &ai);
     if (rc)
         DIE("%s port %s: %s", host ? host : "listening", port, gai_strerror(rc));
@@ -132,7 +131,8 @@ static void oob_connect(const char *host, const char *port)
         while (connect(s, ai->ai_addr, ai->ai_addrlen)) {
             if (now_s() > end)
                 DIE("cannot reach the server at %s port %s: %s (is 'em-check-fi -p %s' "
-                    "running there, and the port open?)", host, port, strerror(errno), port);
+                    "running there, and the port open?)",
+                    host, port, strerror(errno), port);
             close(s);
             usleep(200000);
             s = socket(ai->ai_family, SOCK_STREAM, 0);
@@ -176,13 +176,13 @@ static void wait_for(int want, const char *what)
         progress();
         if (now_s() > end)
             DIE("%s: %d of %d completions within %d s (the data path between the nodes does "
-                "not carry: firewall, interface, provider settings)", what, g_done, want,
-                TIMEOUT_S);
+                "not carry: firewall, interface, provider settings)",
+                what, g_done, want, TIMEOUT_S);
     }
     g_done -= want;
 }
 
-#define POST(c)                                                                              \
+#define POST(c)                                                                                    \
     do {                                                                                           \
         ssize_t r_;                                                                                \
         while ((r_ = (c)) == -FI_EAGAIN)                                                           \
@@ -197,9 +197,10 @@ static void verify(const unsigned char *b, size_t size, uint64_t iter, const cha
     long at = chk_verify(b, size, iter, 1 - g_rank, &want, &got);
     g_checked += size;
     if (at >= 0 && g_errors++ < MAX_REPORTS)
-        fprintf(stderr, "em-check-fi: %s: WRONG DATA in %s: size %zu iteration %llu byte %ld: "
-                        "got 0x%02x, want 0x%02x\n", g_rank ? "client" : "server", what, size,
-                (unsigned long long)iter, at, got, want);
+        fprintf(stderr,
+                "em-check-fi: %s: WRONG DATA in %s: size %zu iteration %llu byte %ld: "
+                "got 0x%02x, want 0x%02x\n",
+                g_rank ? "client" : "server", what, size, (unsigned long long)iter, at, got, want);
 }
 
 static void fill(unsigned char *b, size_t size, uint64_t iter)
@@ -207,8 +208,10 @@ static void fill(unsigned char *b, size_t size, uint64_t iter)
     chk_fill(b, size, iter, g_rank);
     if (g_flip == size && g_rank == 1 && iter == 0) {
         b[size / 2] ^= 0x10;
-        fprintf(stderr, "em-check-fi: client: EM_CHECK_FLIP=%zu: byte %zu of the first message "
-                        "corrupted on purpose\n", size, size / 2);
+        fprintf(stderr,
+                "em-check-fi: client: EM_CHECK_FLIP=%zu: byte %zu of the first message "
+                "corrupted on purpose\n",
+                size, size / 2);
     }
 }
 
@@ -306,7 +309,8 @@ static struct fi_info *open_ep(const char *prov, struct fid_fabric **fab, struct
     if (rc)
         DIE("provider '%s' offers no FI_EP_RDM endpoint with FI_MSG|FI_TAGGED: %s (fi_info -p "
             "'%s' lists what it offers; for ethermpi: is libethermpi-fi.so installed where "
-            "libfabric looks, or FI_PROVIDER_PATH set?)", prov, fi_strerror(-rc), prov);
+            "libfabric looks, or FI_PROVIDER_PATH set?)",
+            prov, fi_strerror(-rc), prov);
     fi_freeinfo(hints);
     FI(fi_fabric(info->fabric_attr, fab, NULL));
     FI(fi_domain(*fab, info, dom, NULL));
@@ -350,9 +354,11 @@ static void exchange(struct fid_av *av, struct settings *st)
 
 static void usage(const char *why)
 {
-    fprintf(stderr, "em-check-fi: %s\nusage: em-check-fi [-P PROV] [-p PORT] [--json]    "
-                    "(server)\n       em-check-fi [-P PROV] [-p PORT] [--sizes LIST] [--iters N] "
-                    "[--repeats R] [--window W] [--json] SERVER_HOST\n", why);
+    fprintf(stderr,
+            "em-check-fi: %s\nusage: em-check-fi [-P PROV] [-p PORT] [--json]    "
+            "(server)\n       em-check-fi [-P PROV] [-p PORT] [--sizes LIST] [--iters N] "
+            "[--repeats R] [--window W] [--json] SERVER_HOST\n",
+            why);
     exit(2);
 }
 
@@ -381,8 +387,8 @@ static const char *parse(int argc, char **argv, struct settings *st, const char 
             *prov = v;
         else if (!strcmp(a, "-p"))
             *port = v;
-        else if (!strcmp(a, "--sizes") && !(st->nsizes = (uint32_t)chk_parse_sizes(v, sz,
-                                                                                  MAX_SIZES)))
+        else if (!strcmp(a, "--sizes") &&
+                 !(st->nsizes = (uint32_t)chk_parse_sizes(v, sz, MAX_SIZES)))
             usage("--sizes wants a list like 8,64,4k,1M");
         else if (!strcmp(a, "--iters"))
             st->iters = (uint32_t)atoi(v);
@@ -406,8 +412,8 @@ static void report(int json, const char *prov, const struct settings *st, struct
     const char *me = g_rank ? "client" : "server";
     if (json) {
         printf("{\"program\": \"em-check-fi\", \"role\": \"%s\", \"provider\": \"%s\", "
-               "\"peer\": \"%s\", \"repeats\": %u, \"rows\": [", me, prov, peer_host,
-               st->repeats);
+               "\"peer\": \"%s\", \"repeats\": %u, \"rows\": [",
+               me, prov, peer_host, st->repeats);
         for (uint32_t i = 0; i < st->nsizes; i++)
             printf("%s\n  {\"size\": %zu, \"lat_us\": %.3f, \"bw_MBps\": %.2f, \"errors\": %llu}",
                    i ? "," : "", rows[i].size, rows[i].lat_us, rows[i].bw_mbps, rows[i].errors);

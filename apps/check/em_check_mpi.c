@@ -28,7 +28,7 @@
 
 #include "check_pattern.h"
 
-#define MAX_SIZES 32
+#define MAX_SIZES   32
 #define MAX_REPEATS 64
 #define MAX_REPORTS 5 /* wrong bytes printed per rank */
 
@@ -111,8 +111,10 @@ static void fill(unsigned char *b, size_t size, uint64_t iter)
     chk_fill(b, size, iter, g_rank);
     if (g_flip == size && g_rank == 1 && iter == 0) {
         b[size / 2] ^= 0x10;
-        fprintf(stderr, "em-check-mpi: rank 1: EM_CHECK_FLIP=%zu: byte %zu of the first message "
-                        "corrupted on purpose\n", size, size / 2);
+        fprintf(stderr,
+                "em-check-mpi: rank 1: EM_CHECK_FLIP=%zu: byte %zu of the first message "
+                "corrupted on purpose\n",
+                size, size / 2);
     }
 }
 
@@ -260,7 +262,8 @@ static void print_table(const struct opts *o, struct row *rows, const char *h0, 
     printf("em-check-mpi: rank 0 on %s, rank 1 on %s\n", h0, h1);
     if (same)
         printf("em-check-mpi: WARNING: both ranks run on host %s: this measured one host, not "
-               "two nodes talking (mpirun --map-by node with two hosts, srun -N2)\n", h0);
+               "two nodes talking (mpirun --map-by node with two hosts, srun -N2)\n",
+               h0);
     printf("em-check-mpi: carried by: %s (btl %s, pml %s)\n", carrier, btl, pml);
     printf("%10s %12s %14s %14s  %s\n", "size_B", "latency_us", "bandwidth_MBps", "bytes_checked",
            "data");
@@ -283,8 +286,8 @@ static void print_json(const struct opts *o, struct row *rows, const char *h0, c
     for (int i = 0; i < o->nsizes; i++)
         printf("%s\n  {\"size\": %zu, \"lat_us\": %.3f, \"bw_MBps\": %.2f, \"bytes_checked\": "
                "%llu, \"errors\": %llu, \"lat_min_us\": %.3f}",
-               i ? "," : "", rows[i].size, rows[i].lat_us, rows[i].bw_mbps,
-               rows[i].bytes_checked, rows[i].errors, rows[i].lat_min_us);
+               i ? "," : "", rows[i].size, rows[i].lat_us, rows[i].bw_mbps, rows[i].bytes_checked,
+               rows[i].errors, rows[i].lat_min_us);
     printf("]}\n");
 }
 
@@ -318,13 +321,16 @@ int main(int argc, char **argv)
         char carrier[600], btl[512], pml[128];
         path_of(carrier, sizeof carrier, btl, pml, same);
         if (same)
-            fprintf(stderr, "em-check-mpi: WARNING: both ranks run on host %s: not a two-node "
-                            "check\n", hosts[0]);
-        (o.json ? print_json : print_table)(&o, rows, hosts[0], hosts[1], carrier, btl, pml,
-                                            same);
+            fprintf(stderr,
+                    "em-check-mpi: WARNING: both ranks run on host %s: not a two-node "
+                    "check\n",
+                    hosts[0]);
+        (o.json ? print_json : print_table)(&o, rows, hosts[0], hosts[1], carrier, btl, pml, same);
         if (bad)
-            fprintf(stderr, "em-check-mpi: FAILED: %llu message(s) arrived with wrong bytes "
-                            "(first ones above)\n", bad);
+            fprintf(stderr,
+                    "em-check-mpi: FAILED: %llu message(s) arrived with wrong bytes "
+                    "(first ones above)\n",
+                    bad);
         fflush(stdout);
     }
     MPI_T_finalize();
