@@ -381,7 +381,8 @@ static const char *parse(int argc, char **argv, struct settings *st, const char 
             continue;
         }
         if (!v)
-            usage(!strcmp(a, "-h") || !strcmp(a, "--help") ? "help" : "option without value");
+            usage(!strcmp(a, "-h") || !strcmp(a, "--help") ? "two-node check (ethermpi-check(1))"
+                                                           : "option without value");
         i++;
         if (!strcmp(a, "-P"))
             *prov = v;
@@ -444,11 +445,13 @@ int main(int argc, char **argv)
      * no launcher, so it names them: server 0, client 1 (kept when the
      * caller set one).  To go once endpoint ids leave the wire. */
     setenv("FI_ETHERMPI_ID", g_rank ? "1" : "0", 0);
-    oob_connect(server, port);
     struct fid_fabric *fab;
     struct fid_domain *dom;
     struct fid_av *av;
+    /* the endpoint first: a provider that cannot open says so at once,
+     * not after the other side has come */
     struct fi_info *info = open_ep(prov, &fab, &dom, &av);
+    oob_connect(server, port);
     exchange(av, &st);
     if (info->ep_attr->max_msg_size)
         for (uint32_t i = 0; i < st.nsizes; i++)

@@ -72,7 +72,9 @@ static void parse(int argc, char **argv, struct opts *o)
             continue;
         }
         if (!v)
-            usage_exit(!strcmp(a, "-h") || !strcmp(a, "--help") ? "help" : "option without value");
+            usage_exit(!strcmp(a, "-h") || !strcmp(a, "--help")
+                           ? "two-node check (ethermpi-check(1))"
+                           : "option without value");
         if (!strcmp(a, "--sizes")) {
             if (!(o->nsizes = chk_parse_sizes(v, o->sizes, MAX_SIZES)))
                 usage_exit("--sizes wants a list like 8,64,4k,1M (1 B .. 1 GiB)");
