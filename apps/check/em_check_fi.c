@@ -218,8 +218,9 @@ static void fill(unsigned char *b, size_t size, uint64_t iter)
 static double pingpong(size_t size, int iters, int rep, unsigned char *sb, unsigned char *rb)
 {
     double t = 0;
-    for (int i = -1; i < iters; i++) {
-        uint64_t it = (uint64_t)rep * 1000003u + (uint64_t)(i + 1);
+    int warm = iters / 10 + 1; /* i < 0: warm-up rounds, not timed */
+    for (int i = -warm; i < iters; i++) {
+        uint64_t it = (uint64_t)rep * 1000003u + (uint64_t)(i + warm);
         fill(sb, size, it);
         if (g_rank == 1) {
             double t0 = now_s();

@@ -125,8 +125,9 @@ static double pingpong(size_t size, int iters, int rep, unsigned char *sb, unsig
 {
     int peer = 1 - g_rank;
     double t = 0;
-    for (int i = -1; i < iters; i++) { /* i = -1: warm-up, not timed */
-        uint64_t it = (uint64_t)rep * 1000003u + (uint64_t)(i + 1);
+    int warm = iters / 10 + 1; /* i < 0: warm-up rounds, not timed */
+    for (int i = -warm; i < iters; i++) {
+        uint64_t it = (uint64_t)rep * 1000003u + (uint64_t)(i + warm);
         fill(sb, size, it);
         if (g_rank == 0) {
             double t0 = MPI_Wtime();
