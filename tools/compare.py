@@ -17,6 +17,7 @@ estimated from the step times compare-meta.json kept of the last run
     tools/compare.py --mtu-rows --quick        # latency/bw/bibw at MTU 1500 and 9000
     tools/compare.py --mpi-rows                # libfabric rows under ompi4, ompi5, mpich5
     tools/compare.py --report-only             # compare.md and figures from compare.json
+    tools/compare.py --hostfile hosts --only-transports tcp,rudp   # real hosts
     tools/compare.py --selftest
 """
 
@@ -32,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from compare_lib import figures, mpis, report, results, runner, timing  # noqa: E402
+from compare_lib import figures, hostfile, mpis, report, results, runner, timing  # noqa: E402
 from compare_lib.runner import BENCHMARKS, TRANSPORTS  # noqa: E402
 
 SELFTEST = os.path.join(REPO, "bench", "mpi", "test_compare_lib.py")
@@ -55,6 +56,13 @@ def parse_args(argv):
     p.add_argument("--local", action="store_true",
                    help="no cluster at all: plain mpirun on this host (plumbing tests only; "
                         "ranks share one node)")
+    p.add_argument("--hostfile", metavar="FILE", default=None,
+                   help="run across the real hosts FILE lists (Open MPI hostfile), with "
+                        "mpirun --hostfile FILE --map-by node from this host, instead of the "
+                        "emulated cluster (compare_lib/hostfile.py says what it cannot run)")
+    p.add_argument("--mpirun-args", default="", metavar="ARGS",
+                   help="with --hostfile: more mpirun arguments, one string "
+                        "(e.g. \"--mca btl_tcp_if_include eth1\")")
     p.add_argument("--nodes", type=int, default=None,
                    help="bring up one cluster of N nodes for everything (default: 2 nodes "
                         "for the 2-rank benchmarks, then 3 nodes for the 2:1 patterns)")
@@ -233,12 +241,13 @@ def plan_phases(args, mode, pairs):
     return [((args.nodes if mode == "cluster" else None, ()), list(pairs))]
 
 
-def aggregate_rows(pairs, skipped, outcomes, not_applicable):
-    """The new rows of a run from its outcomes."""
+def aggregate_rows(pairs, skipped, outcomes, not_applicable, extra_fields=None):
+    """The new rows of a run from its outcomes; @p extra_fields go into
+    every row (the hostfile backend's cluster and hosts)."""
     new_rows = []
     for t, b in pairs:
         name = combo_name(t, b)
-        fields = t.row_fields(b)
+        fields = dict(t.row_fields(b), **(extra_fields or {}))
         if t.name in skipped:
             new_rows.append(results.status_row(t.name, b.name, b.pattern, b.unit,
                                                "skipped", skipped[t.name], fields))
@@ -294,8 +303,12 @@ def build_command(args, mode, ctx, bindir, extra, t, b):
         cmd.append(os.path.join(mpis.bindir_of(ctx["build"], mpi), b.program))
         cmd += b.args + (["-q"] if args.quick else []) + extra.get(b.name, [])
         return cmd, dict(tenv, **lenv)
-    launch = ["mpirun", "--oversubscribe"] if mode == "local" else \
-             [args.emcluster, "mpirun", "--map-by", "node"]
+    if mode == "hostfile":
+        launch = hostfile.launch(args.hostfile, args.mpirun_args)
+    elif mode == "local":
+        launch = ["mpirun", "--oversubscribe"]
+    else:
+        launch = [args.emcluster, "mpirun", "--map-by", "node"]
     # Every node namespace believes it owns all cores, so Open MPI's
     # default bind-to-core pins rank 0 (node 0) and rank 1 (node 1) to
     # the same core 0; two busy-polling ranks then share one core and
@@ -343,6 +356,7 @@ class Sweep:
         self.layout = {}          # benchmark label -> where its ranks ran
         self.cluster_up = False
         self.progress = None      # timing.Progress, set by start_progress()
+        self.hosts = hostfile.read_hosts(args.hostfile) if mode == "hostfile" else None
 
     def start_progress(self, phases, estimates, out=None):
         """Progress lines for @p phases (plan_phases) from @p estimates
@@ -352,7 +366,8 @@ class Sweep:
         for (nodes, _), phase_combos in phases:
             plan.append([(combo_name(t, b), b.name) for _ in range(self.args.repeat)
                          for t, b in phase_combos if t.name not in self.skipped
-                         and not t.not_applicable(b, nodes)])
+                         and not t.not_applicable(b, nodes)
+                         and not (self.mode == "hostfile" and hostfile.not_applicable(t, b))])
         self.progress = timing.Progress(plan, estimates, out=out)
         print("compare.py: %d step(s) planned, %s (estimated from %s)"
               % (self.progress.total(), timing.fmt_left(self.progress.left_seconds()),
@@ -398,7 +413,12 @@ class Sweep:
         if self.mode == "cluster" and not self.bring_up(nodes, up_args):
             return False
         have, phase_mtu = None, None
-        if self.mode != "local":
+        if self.mode == "hostfile":
+            have = self.hosts
+            for _, b in phase_combos:
+                self.layout[b.label] = "%d real hosts (%s), map-by node" % (
+                    len(have), ",".join(have))
+        elif self.mode != "local":
             have = runner.cluster_nodes(self.args.prefix)
             if len(have) < 2:
                 print("compare.py: cluster %r has %d node(s); need 2 (start it, or drop "
@@ -416,6 +436,8 @@ class Sweep:
             if t.name in self.skipped:
                 continue
             why = t.not_applicable(b, len(have) if have is not None else None)
+            if not why and self.mode == "hostfile":
+                why = hostfile.not_applicable(t, b)
             if not why and "mtu" in b.fields:
                 why = ("the MTU rows need the emulated cluster (emcluster up --mtu M)"
                        if self.mode == "local" else runner.mtu_mismatch(t, b, phase_mtu))
@@ -450,7 +472,7 @@ class Sweep:
         oc.host_cl_rt_ns = probe
         self.outcomes.setdefault(name, []).append(oc)
         shown = dict(tenv)
-        if self.mode != "local":
+        if self.mode not in ("local", "hostfile"):
             shown["EMC_PREFIX"] = self.args.prefix
         rec = {"repeat": rep + 1, "cmd": runner.shell_line(cmd, shown),
                "rc": res["rc"], "seconds": round(res["seconds"], 2),
@@ -503,9 +525,10 @@ def dry_run(args, mode, ctx, phases, command):
                 (["--links", str(args.links)] if args.links else []) +
                 (["--mtu", str(args.mtu)] if args.mtu else []), {"EMC_PREFIX": args.prefix}))
         for t, b in phase_pairs:
-            reason = t.skip_reason(ctx)
+            reason = t.skip_reason(ctx) or (hostfile.not_applicable(t, b)
+                                            if mode == "hostfile" else None)
             cmd, tenv = command(t, b)
-            if mode != "local":
+            if mode not in ("local", "hostfile"):
                 tenv = dict(tenv, EMC_PREFIX=args.prefix)
             print(("# skipped (%s): " % reason if reason else "") + runner.shell_line(cmd, tenv))
     return 0
@@ -568,9 +591,16 @@ def main(argv):
             print("compare.py: %s" % e, file=sys.stderr)
             return 2
     mode = "local" if args.local else ("cluster-external" if args.no_cluster else "cluster")
+    if args.hostfile:
+        mode = "hostfile"
+        try:
+            hostfile.read_hosts(args.hostfile)
+        except (OSError, ValueError) as e:
+            print("compare.py: --hostfile: %s" % e, file=sys.stderr)
+            return 2
     base_env = dict(os.environ)
     base_env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
-    if mode != "local":
+    if mode not in ("local", "hostfile"):
         base_env["EMC_PREFIX"] = args.prefix
         # the node daemons (daemon-mode transports) from the same build as
         # the BTL: the contract is versioned, a mix is refused
@@ -578,7 +608,8 @@ def main(argv):
     env_info = runner.environment(REPO)
     env_info["run"] = args.run_id or results.run_id(runner.run_commit(env_info), env_info["date"])
     env_info.update({"runner_argv": [sys.argv[0]] + list(argv), "mode": mode,
-                     "prefix": args.prefix if mode != "local" else None,
+                     "prefix": args.prefix if mode not in ("local", "hostfile") else None,
+                     "hostfile": os.path.abspath(args.hostfile) if args.hostfile else None,
                      "quick": args.quick, "repeat": args.repeat, "timeout_s": timeout,
                      "build": build})
 
@@ -616,8 +647,9 @@ def main(argv):
     # ---- aggregate, merge, write ----
     prov = (runner.run_commit(env_info), env_info["date"])
     this_run = env_info["run"]
-    new_rows = results.stamp(aggregate_rows(pairs, sweep.skipped, sweep.outcomes,
-                                            sweep.not_applicable), *prov, run=this_run)
+    new_rows = results.stamp(aggregate_rows(
+        pairs, sweep.skipped, sweep.outcomes, sweep.not_applicable,
+        hostfile.row_fields(sweep.hosts) if mode == "hostfile" else None), *prov, run=this_run)
     json_path = os.path.join(out_dir, "compare.json")
     tnames = [t.name for t in TRANSPORTS]
     meta = load_meta(out_dir)

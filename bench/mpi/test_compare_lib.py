@@ -18,7 +18,7 @@ import unittest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "tools"))
 
-from compare_lib import btlstats, figures, report, results, runner  # noqa: E402
+from compare_lib import btlstats, figures, hostfile, report, results, runner  # noqa: E402
 from compare_lib.table import ParseError, parse_bench_output  # noqa: E402
 from compare_lib.results import RunOutcome  # noqa: E402
 
@@ -991,6 +991,95 @@ class FigureTests(unittest.TestCase):
             self.assertIn("tcp\u2020", md)           # the committed rows are an earlier run's
             self.assertTrue(os.path.exists(os.path.join(d, "bandwidth-ratio.png")))
             self.assertFalse(os.path.exists(os.path.join(d, "compare.png")))
+
+
+class HostfileTests(unittest.TestCase):
+    """compare.py --hostfile: the command lines it builds, what it refuses
+    on real hosts, and that its rows never replace the emulated ones."""
+
+    def setUp(self):
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("compare_main",
+                                                      os.path.join(REPO, "tools", "compare.py"))
+        self.compare = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self.compare)
+        self.tmp = tempfile.TemporaryDirectory()
+        self.hf = os.path.join(self.tmp.name, "hosts")
+        with open(self.hf, "w") as f:
+            f.write("# two nodes\nnodeA slots=2\n\nnodeB slots=2  # second\nnodeA\n")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def T(self, name):
+        return [t for t in runner.TRANSPORTS if t.name == name][0]
+
+    def B(self, name):
+        return [b for b in runner.BENCHMARKS if b.label == name][0]
+
+    def test_read_hosts(self):
+        self.assertEqual(hostfile.read_hosts(self.hf), ["nodeA", "nodeB"])
+        empty = os.path.join(self.tmp.name, "empty")
+        with open(empty, "w") as f:
+            f.write("# nothing\n\n")
+        with self.assertRaisesRegex(ValueError, "names no host"):
+            hostfile.read_hosts(empty)
+
+    def test_command_line(self):
+        args = self.compare.parse_args(["--hostfile", self.hf, "--mpirun-args",
+                                        "--mca btl_rudp_if_include 'eth1'", "--quick"])
+        ctx = {"build": "/b", "iface": "eth0", "prefix": "emc", "ompi_pkglibdir": "/ompi"}
+        cmd, env = self.compare.build_command(args, "hostfile", ctx, "/b/bench/mpi", {},
+                                              self.T("rudp"), self.B("latency"))
+        self.assertEqual(cmd[:7], ["mpirun", "--hostfile", os.path.abspath(self.hf), "--map-by",
+                                   "node", "--mca", "btl_rudp_if_include"])
+        self.assertEqual(cmd[7], "eth1")
+        self.assertNotIn(args.emcluster, cmd)
+        self.assertIn("self,vader,rudp", cmd)
+        self.assertIn("/ompi:/b/ompi/btl/rudp", cmd)
+        self.assertEqual(cmd[-2:], ["/b/bench/mpi/em_latency", "-q"])
+        # the emulated cluster's launcher otherwise
+        cmd, _ = self.compare.build_command(args, "cluster", ctx, "/b/bench/mpi", {},
+                                            self.T("rudp"), self.B("latency"))
+        self.assertEqual(cmd[:2], [args.emcluster, "mpirun"])
+
+    def test_not_on_real_hosts(self):
+        self.assertIsNone(hostfile.not_applicable(self.T("tcp"), self.B("latency")))
+        self.assertIsNone(hostfile.not_applicable(self.T("rudp"), self.B("bw")))
+        for t in ("dpdk-memif", "dpdk-memif-daemon", "raw-memif", "dpdk-afxdp"):
+            self.assertIn("emulated cluster", hostfile.not_applicable(self.T(t), self.B("latency")))
+        mtu = [b for b in runner.BENCHMARKS if "mtu" in b.fields][0]
+        self.assertIn("not on real hosts", hostfile.not_applicable(self.T("tcp"), mtu))
+
+    def test_rows_are_their_own_combination(self):
+        t, b = self.T("tcp"), self.B("latency")
+        oc = {self.compare.combo_name(t, b): [ok("latency", "us", [(8, [5.0])])]}
+        real = self.compare.aggregate_rows([(t, b)], {}, oc, {},
+                                           hostfile.row_fields(["nodeA", "nodeB"]))
+        emu = self.compare.aggregate_rows([(t, b)], {}, oc, {})
+        self.assertEqual((real[0]["cluster"], real[0]["hosts"]), ("hostfile", "nodeA,nodeB"))
+        self.assertNotIn("cluster", emu[0])
+        merged = results.merge(emu, real)
+        self.assertEqual(len(merged), 2)
+        self.assertNotEqual(results.combo_key(real[0]), results.combo_key(emu[0]))
+
+    def test_dry_run(self):
+        import contextlib
+        import io
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = self.compare.main(["--hostfile", self.hf, "--dry-run", "--only-transports",
+                                    "tcp,dpdk-memif", "--only-benchmarks", "latency"])
+        self.assertEqual(rc, 0)
+        lines = out.getvalue().splitlines()
+        self.assertTrue(any(ln.startswith("mpirun --hostfile ") and "self,vader,tcp" in ln
+                            for ln in lines), lines)
+        self.assertFalse(any("emcluster" in ln and not ln.startswith("# skipped") for ln in lines))
+        self.assertTrue(any(ln.startswith("# skipped (dpdk-memif needs the emulated cluster")
+                            for ln in lines), lines)
+        with contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(self.compare.main(["--hostfile", self.hf + ".missing", "--dry-run"]),
+                             2)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ _VARIANT_FMT = {
     "loss_pct": lambda v: "%s %% loss" % v,
     "rdv": lambda v: "rendezvous %s" % ("on own queue" if v == "own-queue" else "through the daemon"),
     "mtu": lambda v: "MTU %s" % v,
+    "cluster": lambda v: "real hosts (%s)" % v,
 }
 # the marker of a column (or a failed/skipped note) not measured in this run
 OLD_MARK = "\u2020"

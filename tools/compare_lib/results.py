@@ -29,10 +29,12 @@ import tempfile
 # path, "own-queue" or "daemon"; mtu: the MTU of the cluster's interfaces for
 # the MTU rows (real networks); framing: the dpdk BTL's btl_dpdk_framing, "l2" or
 # "udp"; mpi: the MPI of the libfabric rows, ompi4, ompi5 or
-# mpich5 (rows without it ran under Debian's Open MPI 4.1)); a row without
-# one has None there.
+# mpich5 (rows without it ran under Debian's Open MPI 4.1); cluster:
+# "hostfile" for rows measured across real hosts (compare.py --hostfile;
+# rows without it ran on the emulated cluster or the local host)); a row
+# without one has None there.
 VARIANT_FIELDS = ("links", "mode", "elements_per_packet", "n", "ranks", "loss_pct", "rdv", "mtu",
-                  "framing", "mpi")
+                  "framing", "mpi", "cluster")
 # Provenance: every row written from now on names the run that measured it
 # (the runner's git commit, "-dirty" if tracked files outside results/ were
 # modified, and the run's start date, ISO 8601 UTC).  Rows written before
