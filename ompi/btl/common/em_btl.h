@@ -206,6 +206,11 @@ typedef struct em_btl_module {
  *  in @p p->s (em_btl_mca.c). */
 int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p, unsigned front);
 
+/** Register the counters of @p head and its sibling modules as component
+ *  @p c's MPI_T performance variables btl_<component>_<counter>
+ *  (em_btl_pvar.c). */
+int em_btl_register_pvars(mca_base_component_t *c, em_btl_module_t *head);
+
 /** Defaults for the base BTL parameters (eager limit etc.) before registration. */
 void em_btl_module_defaults(mca_btl_base_module_t *m);
 

@@ -53,6 +53,7 @@ static int dpdk_register(void)
      * the table (src/transport/settings.c), as btl_dpdk_<name> */
     if (OPAL_SUCCESS != em_btl_register_params(c, &dpdk_params, EM_FRONT_DPDK))
         return OPAL_ERROR; /* said why */
+    (void)em_btl_register_pvars(c, &dpdk_module);
     em_btl_module_defaults(&dpdk_module.super);
     return mca_btl_base_param_register(c, &dpdk_module.super);
 }

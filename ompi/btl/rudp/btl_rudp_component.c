@@ -78,6 +78,7 @@ static int rudp_register(void)
         return OPAL_ERROR; /* said why */
     rudp_params.kind = EM_LINK_KIND_UDP;
     rudp_params.print_link_stats = rudp_link_stats;
+    (void)em_btl_register_pvars(&mca_btl_rudp_component.btl_version, &rudp_module);
     em_btl_module_defaults(&rudp_module.super);
     /* Eager up to 256 KiB (+ ob1's header), not 64: a rendezvous costs
      * four one-way trips (RNDV, ob1's PUT request, the ACK the put waits
