@@ -57,8 +57,8 @@ int main(int argc, char **argv)
         snprintf(name, sizeof name, "btl_%s_%s", comp, counters[i]);
         checks++;
         if (MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &idx) != MPI_SUCCESS) {
-            fprintf(stderr, "pvars: rank %d: no MPI_T counter %s (is btl %s in use?)\n", rank,
-                    name, comp);
+            fprintf(stderr, "pvars: rank %d: no MPI_T counter %s (is btl %s in use?)\n", rank, name,
+                    comp);
             errors++;
             found = 0;
             continue;
@@ -90,8 +90,10 @@ int main(int argc, char **argv)
             printf(" %s %llu->%llu", counters[i], before[i], after[i]);
             checks++;
             if (after[i] <= before[i]) {
-                fprintf(stderr, "pvars: rank %d: btl_%s_%s did not move (%llu) over 200 round "
-                                "trips\n", rank, comp, counters[i], after[i]);
+                fprintf(stderr,
+                        "pvars: rank %d: btl_%s_%s did not move (%llu) over 200 round "
+                        "trips\n",
+                        rank, comp, counters[i], after[i]);
                 errors++;
             }
         }

@@ -37,7 +37,10 @@
 #include "engine/order.h"
 #include "transport/transport.h"
 
-/** What a peer publishes in the modex. */
+/** The components' help file (opal_show_help topics), installed in Open
+ *  MPI's help directory and next to the components. */
+#define EM_BTL_HELP_FILE "help-mpi-btl-ethermpi.txt"
+
 /** Most links (modules) one component opens in a process. */
 #define EM_BTL_MAX_LINKS 4
 

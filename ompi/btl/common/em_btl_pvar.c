@@ -28,13 +28,23 @@ typedef struct em_pvar_def {
     size_t off;        /* offset of its uint64_t there */
 } em_pvar_def_t;
 
-#define P(n, f, h) { n, h, SRC_PROTO, offsetof(em_proto_stats_t, f) }
-#define E(n, f, h) { n, h, SRC_ENGINE, offsetof(em_engine_stats_t, f) }
-#define M(n, f, h) { n, h, SRC_MODULE, offsetof(em_btl_module_t, f) }
+#define P(n, f, h)                                                                                 \
+    {                                                                                              \
+        n, h, SRC_PROTO, offsetof(em_proto_stats_t, f)                                             \
+    }
+#define E(n, f, h)                                                                                 \
+    {                                                                                              \
+        n, h, SRC_ENGINE, offsetof(em_engine_stats_t, f)                                           \
+    }
+#define M(n, f, h)                                                                                 \
+    {                                                                                              \
+        n, h, SRC_MODULE, offsetof(em_btl_module_t, f)                                             \
+    }
 
 static const em_pvar_def_t defs[] = {
-    P("frames_sent", tx_frames, "Frames the protocol emitted, of any type (data, ACK, NACK, "
-                                "retransmissions)"),
+    P("frames_sent", tx_frames,
+      "Frames the protocol emitted, of any type (data, ACK, NACK, "
+      "retransmissions)"),
     P("frames_received", rx_frames, "Frames accepted by the decoder and the protocol's checks"),
     P("data_frames_sent", tx_data_frames, "Data and put frames, first transmissions only"),
     P("bytes_sent", tx_payload_bytes, "Payload bytes of first transmissions"),
@@ -57,15 +67,17 @@ static const em_pvar_def_t defs[] = {
     P("drops_version", drop_version, "Frames dropped: another protocol version"),
     P("drops_malformed", drop_malformed, "Frames dropped: inconsistent fields"),
     P("drops_job_key", drop_job_key, "Frames dropped: another job's (wrong pair key)"),
-    P("drops_endpoint", drop_endpoint, "Frames dropped: source out of range or not addressed "
-                                       "to this process"),
+    P("drops_endpoint", drop_endpoint,
+      "Frames dropped: source out of range or not addressed "
+      "to this process"),
     P("drops_source", drop_source, "Frames dropped: source address is not the claimed peer's"),
     P("drops_window", drop_window, "Frames dropped: sequence or ACK outside the window"),
     P("drops_gbn_ooo", drop_gbn_ooo, "Frames dropped: out of order under Go-Back-N"),
     P("drops_peer_failed", drop_peer_failed, "Frames dropped: from a peer already declared failed"),
     P("drops_nomem", drop_nomem, "Frames dropped for lack of memory (retransmitted by the peer)"),
-    P("drops_budget", drop_budget, "Frames dropped: over the message size or receive-memory "
-                                   "budget"),
+    P("drops_budget", drop_budget,
+      "Frames dropped: over the message size or receive-memory "
+      "budget"),
     P("puts_rejected", puts_rejected, "Put frames the receiver refused"),
     E("puts_placed", puts_placed, "Put frames written into a registered region"),
     E("tx_backpressure", tx_backpressure, "Times the link had no room for a frame (retried)"),

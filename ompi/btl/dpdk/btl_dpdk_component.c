@@ -39,6 +39,7 @@
 #include "link/link_bulkq.h"
 #include "emd_abi/emd_wire.h"
 #include "opal/mca/btl/base/base.h"
+#include "opal/util/show_help.h"
 
 extern mca_btl_base_component_3_0_0_t mca_btl_dpdk_component;
 
@@ -140,9 +141,7 @@ static mca_btl_base_module_t **dpdk_init(int *num_btls, bool progress_threads, b
      * EAL and says nothing, unless the job named it (then one line) */
     if (!dpdk_configured()) {
         if (em_btl_named("dpdk"))
-            opal_output(0, "btl dpdk: not used: no device configured (set btl_dpdk_vdev, "
-                           "btl_dpdk_eal_args '-a <PCI address>', or btl_dpdk_mode daemon; "
-                           "ethermpi-info prints the line for this node)");
+            opal_show_help(EM_BTL_HELP_FILE, "no-device", true, "dpdk", opal_process_info.nodename);
         return NULL;
     }
     dpdk_params.kind = daemon_mode() ? EM_LINK_KIND_EMD : EM_LINK_KIND_DPDK;
