@@ -210,7 +210,8 @@ int em_dpdk_eal_start(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
     argv[argc++] = prefix;
     lcores_arg(lcores, sizeof lcores);
     argv[argc++] = lcores;
-    argv[argc++] = "--no-telemetry";
+    if (!cfg->telemetry)
+        argv[argc++] = "--no-telemetry";
     argv[argc++] = "--log-level=*:error";
     const char *extra = cfg->eal_args;
     int mem_lock = -1;
