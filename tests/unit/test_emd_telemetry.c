@@ -108,8 +108,8 @@ int main(int argc, char **argv)
         CHECK(ask(fd, "/ethdev/stats,0", buf, sizeof buf) > 0, "no second answer");
         long long rx2 = num_after(buf, "\"ipackets\":");
         fprintf(stderr, "telemetry %s: ipackets %lld, 0.2 s later %lld\n", tpath, rx1, rx2);
-        CHECK(rx1 >= 0 && rx2 > rx1, "ipackets of the net_null port did not grow (%lld, %lld)",
-              rx1, rx2);
+        CHECK(rx1 >= 0 && rx2 > rx1, "ipackets of the net_null port did not grow (%lld, %lld)", rx1,
+              rx2);
     }
     if (fd >= 0)
         close(fd);
