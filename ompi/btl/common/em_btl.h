@@ -224,7 +224,7 @@ void em_btl_module_defaults(mca_btl_base_module_t *m);
  * @return the module array or NULL (component disqualified; a help message
  *         has been printed, except for MPI_THREAD_MULTIPLE in a job that did
  *         not name the component (em_btl_named): that steps aside silently,
- *         and with one line when it was named).
+ *         and with a help message when it was named).
  */
 mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t *comp,
                                     const char *name, em_btl_params_t *params,

@@ -11,7 +11,7 @@
  * Select with: --mca btl self,vader,dpdk --mca btl_dpdk_vdev <devargs>
  * (opt-in: with no device configured, i.e. mode direct and vdev and
  * eal_args empty, the component starts no EAL and steps aside silently;
- * with one line when the job named it in `btl`)
+ * with a help message when the job named it in `btl`)
  *
  * btl_dpdk_vdev is a DPDK devargs string, or "@FILE" to read it from FILE
  * (first line); "%h" in either is replaced by the host name, so one mpirun
@@ -138,7 +138,7 @@ static mca_btl_base_module_t **dpdk_init(int *num_btls, bool progress_threads, b
 {
     *num_btls = 0;
     /* Opt-in: with no device configured the component starts no
-     * EAL and says nothing, unless the job named it (then one line) */
+     * EAL and says nothing, unless the job named it (then the help topic no-device) */
     if (!dpdk_configured()) {
         if (em_btl_named("dpdk"))
             opal_show_help(EM_BTL_HELP_FILE, "no-device", true, "dpdk", opal_process_info.nodename);
