@@ -279,6 +279,19 @@ static void print_stats(struct emo_ep *ep)
             (unsigned long long)p->drop_malformed, (unsigned long long)p->drop_window, refused,
             (unsigned long long)p->cc_loss_decreases, (unsigned long long)p->cc_delay_decreases,
             (unsigned long long)p->cc_cwnd_blocked, (unsigned long long)p->cc_paced);
+    /* the rest of the counters the BTLs export as MPI_T variables, under
+     * the same names (docs/ofi.md "Counters") */
+    const em_engine_stats_t *e = em_engine_stats(ep->eng);
+    FI_INFO(&emo_prov, FI_LOG_EP_DATA,
+            "endpoint %u counters: bytes_sent %llu bytes_received %llu messages_sent %llu "
+            "messages_received %llu nacks_sent %llu peer_failures %llu drops_gbn_ooo %llu "
+            "drops_nomem %llu drops_no_address %llu tx_backpressure %llu\n",
+            ep->self.id, (unsigned long long)p->tx_payload_bytes,
+            (unsigned long long)p->rx_payload_bytes, (unsigned long long)p->msgs_sent,
+            (unsigned long long)p->msgs_recv, (unsigned long long)p->tx_nacks,
+            (unsigned long long)p->peer_failures, (unsigned long long)p->drop_gbn_ooo,
+            (unsigned long long)p->drop_nomem, (unsigned long long)e->tx_no_addr,
+            (unsigned long long)e->tx_backpressure);
     /* what the kernel made of our bursts: whether UDP GSO and GRO carried
      * several frames a system call (docs/design.md "link_udp") */
     if (ep->link && 0 == strcmp(emo_link_name(), "udp")) {

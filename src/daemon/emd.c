@@ -653,6 +653,10 @@ int main(int argc, char **argv)
         return 1;
     }
     pcfg.file_prefix = prefix;
+    /* DPDK telemetry on (ranks keep it off, em_dpdk_cfg_t::telemetry): an
+     * admin reads the port's counters from the socket in DPDK's runtime
+     * dir, dpdk-telemetry.py -f <prefix> (docs/daemon.md "Telemetry") */
+    pcfg.telemetry = 1;
     /* the loss is the daemon's, before its eager ACKs (emd_core.h), not the link's */
     pcfg.rx_loss = 0;
     e->yield = e->yield == -1 ? 0 : 1;

@@ -281,6 +281,8 @@ em_link_t *em_link_bulkq_open(const em_bulkq_cfg_t *cfg, char *err, size_t errle
             }
     snprintf(lcores + o, sizeof lcores - o, "%s)", first ? "0" : "");
     argv[argc++] = lcores;
+    /* a rank (secondary of emd's EAL): emd's telemetry socket answers for
+     * the port; one more per rank would only litter its runtime dir */
     argv[argc++] = "--no-telemetry";
     argv[argc++] = "--log-level=*:error";
     argv[argc++] = "--no-pci";

@@ -100,6 +100,12 @@ typedef struct em_dpdk_cfg {
     const char *eal_args;
     /** --file-prefix; NULL = "em<pid>" (must be unique per process). */
     const char *file_prefix;
+    /** 1: leave DPDK's telemetry socket on (<runtime dir>/dpdk_telemetry.v2,
+     *  the runtime dir being /run/dpdk/<file_prefix> for root); 0 (every
+     *  rank): --no-telemetry.  Only the node daemon turns it on: a socket
+     *  and a thread in every rank process would fill the runtime dirs with
+     *  one socket per rank, of processes that live for one job. */
+    int telemetry;
     uint32_t mtu; /**< wanted L2 payload bytes; 0 = as large as port and mbufs allow (<= 9000) */
     uint32_t nb_mbufs; /**< mempool size; 0 = 8191 (af_xdp pre-fills >= 2048 per queue) */
     uint16_t nb_desc;  /**< ring descriptors per queue; 0 = 1024 */

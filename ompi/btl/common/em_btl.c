@@ -192,12 +192,10 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
     m->order = NULL;
     if (enable_mpi_threads) {
         /* mpi4py and many apps ask for THREAD_MULTIPLE by default: a job
-         * that did not name us hears nothing, one that did gets one line */
+         * that did not name us hears nothing, one that did gets a help
+         * message (mpirun shows it once) */
         if (em_btl_named(name))
-            opal_output(0,
-                        "btl %s: not used: MPI_THREAD_MULTIPLE is not supported (the "
-                        "engine is single-threaded; ask for MPI_THREAD_SERIALIZED or less)",
-                        name);
+            opal_show_help(HELP_FILE, "thread-multiple", true, name, opal_process_info.nodename);
         return NULL;
     }
     if (check_params(name, params) != 0)

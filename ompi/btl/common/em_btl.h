@@ -37,7 +37,10 @@
 #include "engine/order.h"
 #include "transport/transport.h"
 
-/** What a peer publishes in the modex. */
+/** The components' help file (opal_show_help topics), installed in Open
+ *  MPI's help directory and next to the components. */
+#define EM_BTL_HELP_FILE "help-mpi-btl-ethermpi.txt"
+
 /** Most links (modules) one component opens in a process. */
 #define EM_BTL_MAX_LINKS 4
 
@@ -206,6 +209,11 @@ typedef struct em_btl_module {
  *  in @p p->s (em_btl_mca.c). */
 int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p, unsigned front);
 
+/** Register the counters of @p head and its sibling modules as component
+ *  @p c's MPI_T performance variables btl_<component>_<counter>
+ *  (em_btl_pvar.c). */
+int em_btl_register_pvars(mca_base_component_t *c, em_btl_module_t *head);
+
 /** Defaults for the base BTL parameters (eager limit etc.) before registration. */
 void em_btl_module_defaults(mca_btl_base_module_t *m);
 
@@ -216,7 +224,7 @@ void em_btl_module_defaults(mca_btl_base_module_t *m);
  * @return the module array or NULL (component disqualified; a help message
  *         has been printed, except for MPI_THREAD_MULTIPLE in a job that did
  *         not name the component (em_btl_named): that steps aside silently,
- *         and with one line when it was named).
+ *         and with a help message when it was named).
  */
 mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t *comp,
                                     const char *name, em_btl_params_t *params,

@@ -18,7 +18,7 @@
 
 #include "em_btl.h"
 
-#define HELP_FILE "help-mpi-btl-ethermpi.txt"
+#define HELP_FILE EM_BTL_HELP_FILE
 
 /** The struct of type @p type whose member @p member is at @p ptr. */
 #define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))

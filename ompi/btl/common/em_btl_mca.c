@@ -10,7 +10,7 @@
 #include "em_btl.h"
 
 #include "opal/mca/base/mca_base_var.h"
-#include "opal/util/output.h"
+#include "opal/util/show_help.h"
 
 static mca_base_var_type_t mca_type(em_set_type_t t)
 {
@@ -28,8 +28,8 @@ int em_btl_register_params(mca_base_component_t *c, em_btl_params_t *p, unsigned
     size_t n;
     if (!EM_SETTINGS_ABI_OK()) {
         /* a component of another release than the installed libethermpi */
-        opal_output(0, "btl ethermpi: this component and libethermpi.so.0 come from different "
-                       "ethermpi builds (their settings differ); reinstall them together");
+        opal_show_help(EM_BTL_HELP_FILE, "build-mismatch", true, c->mca_component_name,
+                       opal_process_info.nodename ? opal_process_info.nodename : "?");
         return OPAL_ERROR;
     }
     const em_setting_t *t = em_settings_table(&n);

@@ -404,6 +404,10 @@ static int em_register_error(struct mca_btl_base_module_t *btl,
     return OPAL_SUCCESS;
 }
 
+/* btl_*_print_stats: a report the user asked for, one per rank and link,
+ * whose numbers differ between ranks, so plain output and not a help topic
+ * (mpirun would show the first rank's and count the others).  The same
+ * counters are MPI_T performance variables (em_btl_pvar.c). */
 static void print_stats(em_btl_module_t *m)
 {
     const em_proto_stats_t *p = em_engine_proto_stats(m->engine);
@@ -460,15 +464,18 @@ static void print_stats(em_btl_module_t *m)
 /* the drain at finalize ended with messages unacknowledged: say to whom */
 static void warn_unacked(em_btl_module_t *m)
 {
+    /* one notice per process (mpirun aggregates them over the ranks), not
+     * one line per peer */
+    uint32_t msgs = 0, peers = 0, first = 0;
     for (uint32_t i = 0; i < m->npeers; i++) {
         uint32_t n = em_engine_pending(m->engine, (uint16_t)i);
-        if (n)
-            opal_output(0,
-                        "[%s] btl_%s: %u message(s) to rank %u were not acknowledged within "
-                        "btl_%s_linger_ms=%d ms (the peer exited or is unreachable); they may "
-                        "be lost",
-                        opal_process_info.nodename, m->name, n, i, m->name, m->params->s.linger_ms);
+        if (n && peers++ == 0)
+            first = i;
+        msgs += n;
     }
+    if (msgs)
+        opal_show_help(HELP_FILE, "unacked", true, m->name, opal_process_info.nodename, msgs, peers,
+                       first, m->name, m->params->s.linger_ms);
 }
 
 int em_btl_finalize(struct mca_btl_base_module_t *btl)

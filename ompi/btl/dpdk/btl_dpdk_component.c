@@ -11,7 +11,7 @@
  * Select with: --mca btl self,vader,dpdk --mca btl_dpdk_vdev <devargs>
  * (opt-in: with no device configured, i.e. mode direct and vdev and
  * eal_args empty, the component starts no EAL and steps aside silently;
- * with one line when the job named it in `btl`)
+ * with a help message when the job named it in `btl`)
  *
  * btl_dpdk_vdev is a DPDK devargs string, or "@FILE" to read it from FILE
  * (first line); "%h" in either is replaced by the host name, so one mpirun
@@ -39,6 +39,7 @@
 #include "link/link_bulkq.h"
 #include "emd_abi/emd_wire.h"
 #include "opal/mca/btl/base/base.h"
+#include "opal/util/show_help.h"
 
 extern mca_btl_base_component_3_0_0_t mca_btl_dpdk_component;
 
@@ -53,6 +54,7 @@ static int dpdk_register(void)
      * the table (src/transport/settings.c), as btl_dpdk_<name> */
     if (OPAL_SUCCESS != em_btl_register_params(c, &dpdk_params, EM_FRONT_DPDK))
         return OPAL_ERROR; /* said why */
+    (void)em_btl_register_pvars(c, &dpdk_module);
     em_btl_module_defaults(&dpdk_module.super);
     return mca_btl_base_param_register(c, &dpdk_module.super);
 }
@@ -136,12 +138,10 @@ static mca_btl_base_module_t **dpdk_init(int *num_btls, bool progress_threads, b
 {
     *num_btls = 0;
     /* Opt-in: with no device configured the component starts no
-     * EAL and says nothing, unless the job named it (then one line) */
+     * EAL and says nothing, unless the job named it (then the help topic no-device) */
     if (!dpdk_configured()) {
         if (em_btl_named("dpdk"))
-            opal_output(0, "btl dpdk: not used: no device configured (set btl_dpdk_vdev, "
-                           "btl_dpdk_eal_args '-a <PCI address>', or btl_dpdk_mode daemon; "
-                           "ethermpi-info prints the line for this node)");
+            opal_show_help(EM_BTL_HELP_FILE, "no-device", true, "dpdk", opal_process_info.nodename);
         return NULL;
     }
     dpdk_params.kind = daemon_mode() ? EM_LINK_KIND_EMD : EM_LINK_KIND_DPDK;

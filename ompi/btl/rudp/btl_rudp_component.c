@@ -78,6 +78,7 @@ static int rudp_register(void)
         return OPAL_ERROR; /* said why */
     rudp_params.kind = EM_LINK_KIND_UDP;
     rudp_params.print_link_stats = rudp_link_stats;
+    (void)em_btl_register_pvars(&mca_btl_rudp_component.btl_version, &rudp_module);
     em_btl_module_defaults(&rudp_module.super);
     /* Eager up to 256 KiB (+ ob1's header), not 64: a rendezvous costs
      * four one-way trips (RNDV, ob1's PUT request, the ACK the put waits
@@ -215,12 +216,8 @@ static void warn_clamped_buffers(void)
     long lim = r >= 0 && w >= 0 ? (r < w ? r : w) : (r >= 0 ? r : w);
     if (lim < 0 || lim >= want)
         return;
-    opal_output(0,
-                "btl rudp: socket buffers clamped to %ld bytes by the kernel (asked %d, "
-                "btl_rudp_sock_buf): bursts may overflow them; raise the limit with "
-                "'sysctl -w net.core.rmem_max=%d net.core.wmem_max=%d' (root), or set "
-                "btl_rudp_sock_buf %ld to silence this",
-                lim, want, want, want, lim);
+    opal_show_help(EM_BTL_HELP_FILE, "sock-buf-clamped", true, "rudp", opal_process_info.nodename,
+                   want, "rudp", lim, want, want, "rudp", lim);
 }
 
 /* link @p index: the index-th entry of btl_rudp_if_include ("eth0,eth1":

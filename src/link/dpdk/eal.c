@@ -148,7 +148,12 @@ static void explain_failure(const em_dpdk_cfg_t *cfg, const char *extra, char *e
     int e = rte_errno;
     const char *hint = "";
     if (e == EACCES || e == EPERM)
-        hint = " (DPDK needs root, or CAP_NET_ADMIN, CAP_NET_RAW, CAP_IPC_LOCK and CAP_SYS_ADMIN)";
+        /* what each route needs without root: docs/deploy.md "Direct
+         * mode and its privileges" (CAP_SYS_ADMIN is not among them) */
+        hint = " (not root: on AF_XDP a rank needs CAP_NET_RAW, CAP_NET_ADMIN, CAP_BPF and "
+               "CAP_IPC_LOCK and the EAL arguments --no-huge --no-shconf -m 256; a vfio-pci NIC "
+               "needs read/write on /dev/vfio/<group>, CAP_IPC_LOCK and --iova-mode=va; or use "
+               "daemon mode (emd), where ranks need no privilege: docs/deploy.md)";
     else if (e == ENOMEM)
         hint =
             " (not enough memory: with hugepages reserve more, e.g. "
@@ -205,7 +210,8 @@ int em_dpdk_eal_start(const em_dpdk_cfg_t *cfg, char *err, size_t errlen)
     argv[argc++] = prefix;
     lcores_arg(lcores, sizeof lcores);
     argv[argc++] = lcores;
-    argv[argc++] = "--no-telemetry";
+    if (!cfg->telemetry)
+        argv[argc++] = "--no-telemetry";
     argv[argc++] = "--log-level=*:error";
     const char *extra = cfg->eal_args;
     int mem_lock = -1;
