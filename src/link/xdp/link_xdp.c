@@ -1,0 +1,599 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file link_xdp.c
+ * The native AF_XDP link (link_xdp.h).
+ *
+ * UMEM: `frames` chunks of one page.  The first half feeds the fill ring
+ * (rx); the second half is cut into tx slots of `span` consecutive chunks,
+ * enough for one frame of the link's MTU, so a tx frame is contiguous
+ * memory the caller writes once and the ring gets `span` descriptors of it
+ * (XDP_PKT_CONTD on all but the last).  A tx slot is free again when all of
+ * its descriptors came back on the completion ring.  An rx frame of one
+ * chunk is lent to the caller where it lies; one of several chunks (their
+ * order in the UMEM is the kernel's) is gathered into a bounce buffer.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "link/xdp/link_xdp.h"
+
+#include <errno.h>
+#include <net/if.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+#include <linux/if_xdp.h>
+#include <xdp/xsk.h>
+
+#include "link/link_util.h"
+
+/* newer than the Debian 12 headers (Linux 6.1); the kernel decides */
+#ifndef XDP_USE_SG
+#define XDP_USE_SG (1 << 4)
+#endif
+#ifndef XDP_PKT_CONTD
+#define XDP_PKT_CONTD (1 << 0)
+#endif
+#ifndef SO_PREFER_BUSY_POLL
+#define SO_PREFER_BUSY_POLL 69
+#endif
+#ifndef SO_BUSY_POLL_BUDGET
+#define SO_BUSY_POLL_BUDGET 70
+#endif
+
+#define CHUNK    4096u
+#define ETH_HLEN 14u
+#define BURST    64u
+#define NO_SLOT  UINT32_MAX
+
+struct tx_slot {
+    em_pkt_t pkt;
+    uint16_t done;  /* descriptors completed */
+    uint16_t nseg;  /* descriptors posted */
+    uint32_t next_free;
+};
+
+struct xdp_link {
+    em_link_t link; /* must be first */
+    struct xsk_umem *umem;
+    struct xsk_socket *xsk;
+    struct xsk_ring_prod fq, tx;
+    struct xsk_ring_cons cq, rx;
+    uint8_t *area;
+    uint64_t area_len;
+    uint32_t frames, rx_frames; /* chunks; of which the fill ring's */
+    uint32_t span;              /* chunks per tx slot */
+    struct tx_slot *slots;
+    uint32_t nslots, free_head;
+    uint64_t tx_base; /* UMEM offset of the first tx slot */
+    /* rx: frames lent to the caller (their chunks go back on release) */
+    em_pkt_t rx_pkts[BURST];
+    uint64_t rx_addr[BURST][8]; /* the chunks of each lent frame */
+    uint8_t rx_nchunks[BURST];
+    uint8_t *bounce; /* BURST x (link MTU + header) */
+    /* peers: MAC per link peer id */
+    uint8_t (*peer_mac)[6];
+    uint32_t npeers;
+    uint8_t mac[6];
+    int ifindex;
+    struct bpf_object *obj;
+    uint32_t prog_id; /* ours, attached by us (0: none) */
+    uint32_t xdp_flags;
+    em_xdp_info_t info;
+    em_xdp_stats_t st;
+};
+
+static struct xdp_link *X(em_link_t *l) { return (struct xdp_link *)l; }
+
+/* --------------------------------------------------------------- tx -- */
+
+static em_pkt_t *xdp_tx_alloc(em_link_t *l)
+{
+    struct xdp_link *d = X(l);
+    if (d->free_head == NO_SLOT) {
+        /* reap completions first */
+        uint32_t idx, n = xsk_ring_cons__peek(&d->cq, BURST, &idx);
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t a = *xsk_ring_cons__comp_addr(&d->cq, idx + i);
+            uint32_t s = (uint32_t)((a - d->tx_base) / ((uint64_t)d->span * CHUNK));
+            if (a < d->tx_base || s >= d->nslots)
+                continue; /* never ours: the kernel returns what we gave */
+            struct tx_slot *t = &d->slots[s];
+            if (++t->done == t->nseg) {
+                t->next_free = d->free_head;
+                d->free_head = s;
+            }
+        }
+        if (n)
+            xsk_ring_cons__release(&d->cq, n);
+        if (d->free_head == NO_SLOT)
+            return NULL;
+    }
+    uint32_t s = d->free_head;
+    struct tx_slot *t = &d->slots[s];
+    d->free_head = t->next_free;
+    t->done = t->nseg = 0;
+    t->pkt.len = 0;
+    t->pkt.ext = NULL;
+    t->pkt.ext_len = 0;
+    return &t->pkt;
+}
+
+static void xdp_tx_free(em_link_t *l, em_pkt_t *p)
+{
+    struct xdp_link *d = X(l);
+    uint32_t s = (uint32_t)(uintptr_t)p->priv;
+    d->slots[s].next_free = d->free_head;
+    d->free_head = s;
+}
+
+static void kick_tx(struct xdp_link *d)
+{
+    if (!xsk_ring_prod__needs_wakeup(&d->tx))
+        return;
+    d->st.wakeups++;
+    (void)sendto(xsk_socket__fd(d->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
+}
+
+static unsigned xdp_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
+{
+    struct xdp_link *d = X(l);
+    unsigned done = 0;
+    for (; done < n; done++) {
+        em_pkt_t *p = pkts[done];
+        if (p->ext_len)
+            em_link_pkt_flatten(p);
+        uint32_t s = (uint32_t)(uintptr_t)p->priv;
+        uint32_t total = ETH_HLEN + p->len;
+        uint32_t nseg = (total + CHUNK - 1) / CHUNK;
+        uint32_t idx;
+        if (p->peer >= d->npeers || xsk_ring_prod__reserve(&d->tx, nseg, &idx) != nseg) {
+            if (p->peer < d->npeers)
+                d->st.tx_full++;
+            break;
+        }
+        uint8_t *eh = p->data - ETH_HLEN;
+        memcpy(eh, d->peer_mac[p->peer], 6);
+        memcpy(eh + 6, d->mac, 6);
+        eh[12] = EM_XDP_ETHERTYPE >> 8;
+        eh[13] = EM_XDP_ETHERTYPE & 0xff;
+        uint64_t base = d->tx_base + (uint64_t)s * d->span * CHUNK;
+        for (uint32_t k = 0; k < nseg; k++) {
+            struct xdp_desc *x = xsk_ring_prod__tx_desc(&d->tx, idx + k);
+            x->addr = base + (uint64_t)k * CHUNK;
+            x->len = k + 1 < nseg ? CHUNK : total - k * CHUNK;
+            x->options = k + 1 < nseg ? XDP_PKT_CONTD : 0;
+        }
+        d->slots[s].nseg = (uint16_t)nseg;
+        d->slots[s].done = 0;
+        xsk_ring_prod__submit(&d->tx, nseg);
+        d->st.tx_frames++;
+    }
+    if (done)
+        kick_tx(d);
+    return done;
+}
+
+static int xdp_flush(em_link_t *l)
+{
+    kick_tx(X(l));
+    return 0;
+}
+
+/* --------------------------------------------------------------- rx -- */
+
+static void refill(struct xdp_link *d, const uint64_t *addrs, uint32_t n)
+{
+    uint32_t idx;
+    while (xsk_ring_prod__reserve(&d->fq, n, &idx) != n)
+        ; /* cannot fail: the fill ring holds every rx chunk */
+    for (uint32_t i = 0; i < n; i++)
+        *xsk_ring_prod__fill_addr(&d->fq, idx + i) = addrs[i];
+    xsk_ring_prod__submit(&d->fq, n);
+}
+
+static unsigned xdp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
+{
+    struct xdp_link *d = X(l);
+    if (max > BURST)
+        max = BURST;
+    uint32_t idx;
+    uint32_t n = xsk_ring_cons__peek(&d->rx, BURST, &idx);
+    if (!n) {
+        if (xsk_ring_prod__needs_wakeup(&d->fq)) {
+            d->st.wakeups++;
+            (void)recvfrom(xsk_socket__fd(d->xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
+        }
+        return 0;
+    }
+    unsigned got = 0;
+    uint32_t used = 0;
+    uint64_t bad[BURST * 8];
+    uint32_t nbad = 0;
+    while (used < n && got < max) {
+        /* one frame: descriptors up to the one without XDP_PKT_CONTD */
+        uint32_t k = 0, flen = 0;
+        uint64_t addr[8];
+        int too_long = 0;
+        for (;;) {
+            const struct xdp_desc *x = xsk_ring_cons__rx_desc(&d->rx, idx + used + k);
+            if (k < 8)
+                addr[k] = x->addr;
+            else
+                too_long = 1;
+            flen += x->len;
+            k++;
+            if (!(x->options & XDP_PKT_CONTD) || used + k == n)
+                break;
+        }
+        const struct xdp_desc *first = xsk_ring_cons__rx_desc(&d->rx, idx + used);
+        uint8_t *f = xsk_umem__get_data(d->area, first->addr);
+        if (too_long || k > 8 || flen < ETH_HLEN + 1 || flen - ETH_HLEN > d->link.mtu ||
+            f[12] != (EM_XDP_ETHERTYPE >> 8) || f[13] != (EM_XDP_ETHERTYPE & 0xff)) {
+            d->st.rx_bad++;
+            for (uint32_t j = 0; j < k && j < 8; j++)
+                bad[nbad++] = xsk_umem__extract_addr(addr[j]);
+            used += k;
+            continue;
+        }
+        em_pkt_t *p = &d->rx_pkts[got];
+        if (k == 1) {
+            p->data = f + ETH_HLEN;
+        } else { /* gather the chunks, in ring order */
+            uint8_t *b = d->bounce + (size_t)got * (d->link.mtu + ETH_HLEN), *w = b;
+            for (uint32_t j = 0; j < k; j++) {
+                const struct xdp_desc *x = xsk_ring_cons__rx_desc(&d->rx, idx + used + j);
+                memcpy(w, xsk_umem__get_data(d->area, x->addr), x->len);
+                w += x->len;
+            }
+            p->data = b + ETH_HLEN;
+            d->st.rx_gathered++;
+        }
+        p->len = flen - ETH_HLEN;
+        p->cls = EM_PKT_DATA;
+        p->priv = (void *)(uintptr_t)got;
+        for (uint32_t j = 0; j < k; j++)
+            d->rx_addr[got][j] = xsk_umem__extract_addr(addr[j]);
+        d->rx_nchunks[got] = (uint8_t)k;
+        pkts[got++] = p;
+        used += k;
+    }
+    xsk_ring_cons__release(&d->rx, used);
+    if (nbad)
+        refill(d, bad, nbad);
+    d->st.rx_frames += got;
+    return got;
+}
+
+static void xdp_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
+{
+    struct xdp_link *d = X(l);
+    for (unsigned i = 0; i < n; i++) {
+        uint32_t k = (uint32_t)(uintptr_t)pkts[i]->priv;
+        refill(d, d->rx_addr[k], d->rx_nchunks[k]);
+    }
+}
+
+static uint16_t xdp_rx_peer(em_link_t *l, const em_pkt_t *p)
+{
+    struct xdp_link *d = X(l);
+    const uint8_t *src = p->data - ETH_HLEN + 6;
+    for (uint32_t i = 0; i < d->npeers; i++)
+        if (memcmp(d->peer_mac[i], src, 6) == 0)
+            return (uint16_t)i;
+    return EM_LINK_PEER_UNKNOWN;
+}
+
+static int xdp_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+{
+    struct xdp_link *d = X(l);
+    if (a->len != EM_XDP_ADDR_LEN)
+        return -EINVAL;
+    if (em_peer_table_reserve((void **)&d->peer_mac, &d->npeers, sizeof *d->peer_mac, peer) != 0)
+        return -ENOMEM;
+    memcpy(d->peer_mac[peer], a->bytes, 6);
+    return 0;
+}
+
+static int xdp_wait_fd(em_link_t *l) { return xsk_socket__fd(X(l)->xsk); }
+
+/* ------------------------------------------------------------ setup -- */
+
+static void detach_ours(struct xdp_link *d)
+{
+    if (!d->prog_id)
+        return;
+    /* only if it is still ours: an admin may have replaced it */
+    uint32_t now = 0;
+    if (bpf_xdp_query_id(d->ifindex, (int)d->xdp_flags, &now) == 0 && now == d->prog_id)
+        (void)bpf_xdp_detach(d->ifindex, (int)d->xdp_flags, NULL);
+    d->prog_id = 0;
+}
+
+static void xdp_close(em_link_t *l)
+{
+    struct xdp_link *d = X(l);
+    if (d->xsk)
+        xsk_socket__delete(d->xsk);
+    if (d->umem)
+        (void)xsk_umem__delete(d->umem);
+    detach_ours(d);
+    if (d->obj)
+        bpf_object__close(d->obj);
+    if (d->area)
+        munmap(d->area, d->area_len);
+    free(d->slots);
+    free(d->bounce);
+    free(d->peer_mac);
+    free(d);
+}
+
+static const em_link_ops_t XDP_OPS = {
+    .name = "xdp",
+    .tx_alloc = xdp_tx_alloc,
+    .tx_burst = xdp_tx_burst,
+    .tx_free = xdp_tx_free,
+    .rx_burst = xdp_rx_burst,
+    .rx_release = xdp_rx_release,
+    .flush = xdp_flush,
+    .set_peer = xdp_set_peer,
+    .close = xdp_close,
+    .rx_peer = xdp_rx_peer,
+    .wait_fd = xdp_wait_fd,
+};
+
+static int if_facts(struct xdp_link *d, const char *ifname, uint32_t *mtu, char *err, size_t len)
+{
+    d->ifindex = (int)if_nametoindex(ifname);
+    if (!d->ifindex) {
+        snprintf(err, len, "no interface '%s' (name the one of the cluster network)", ifname);
+        return -1;
+    }
+    int s = socket(AF_INET, SOCK_DGRAM, 0);
+    struct ifreq r = { 0 };
+    snprintf(r.ifr_name, sizeof r.ifr_name, "%s", ifname);
+    int ok = s >= 0 && ioctl(s, SIOCGIFHWADDR, &r) == 0;
+    if (ok)
+        memcpy(d->mac, r.ifr_hwaddr.sa_data, 6);
+    ok = ok && ioctl(s, SIOCGIFMTU, &r) == 0;
+    if (ok)
+        *mtu = (uint32_t)r.ifr_mtu;
+    if (s >= 0)
+        close(s);
+    if (!ok)
+        snprintf(err, len, "cannot read %s's MAC and MTU: %s", ifname, strerror(errno));
+    return ok ? 0 : -1;
+}
+
+static const char *prog_path(const em_xdp_cfg_t *cfg)
+{
+    const char *e = getenv("EM_XDP_PROG");
+    if (cfg->prog && *cfg->prog)
+        return cfg->prog;
+    return e && *e ? e : EM_XDP_PROG_DEFAULT;
+}
+
+/* Load our filter and attach it (native, else generic), never over
+ * someone else's program. */
+static int attach_filter(struct xdp_link *d, const em_xdp_cfg_t *cfg, int frags, int *map_fd,
+                         char *err, size_t len)
+{
+    const char *path = prog_path(cfg);
+    d->obj = bpf_object__open_file(path, NULL);
+    if (!d->obj || libbpf_get_error(d->obj)) {
+        d->obj = NULL;
+        snprintf(err, len, "cannot open the XDP filter %s (install ethermpi-emd, or name it "
+                           "with EM_XDP_PROG)", path);
+        return -1;
+    }
+    struct bpf_program *want = bpf_object__find_program_by_name(
+        d->obj, frags ? "emc_xdp_drop_mb" : "emc_xdp_drop_sb");
+    struct bpf_program *p;
+    bpf_object__for_each_program(p, d->obj) bpf_program__set_autoload(p, p == want);
+    if (!want || bpf_object__load(d->obj) != 0) {
+        snprintf(err, len, "cannot load the XDP filter %s: %s (it needs CAP_BPF and "
+                 "CAP_NET_ADMIN, or root: docs/deploy.md)", path, strerror(errno));
+        return -1;
+    }
+    int fd = bpf_program__fd(want);
+    uint32_t other = 0;
+    if (bpf_xdp_query_id(d->ifindex, 0, &other) == 0 && other) {
+        snprintf(err, len, "another XDP program (id %u) is attached to %s: ethermpi never "
+                 "replaces or removes it; if it is a leftover, 'ip link set dev %s xdp off' "
+                 "removes it", other, cfg->ifname, cfg->ifname);
+        return -1;
+    }
+    d->xdp_flags = XDP_FLAGS_UPDATE_IF_NOEXIST | XDP_FLAGS_DRV_MODE;
+    if (bpf_xdp_attach(d->ifindex, fd, d->xdp_flags, NULL) != 0) {
+        d->xdp_flags = XDP_FLAGS_UPDATE_IF_NOEXIST | XDP_FLAGS_SKB_MODE;
+        if (bpf_xdp_attach(d->ifindex, fd, d->xdp_flags, NULL) != 0) {
+            int e = errno;
+            snprintf(err, len, "cannot attach the XDP filter to %s: %s%s", cfg->ifname,
+                     strerror(e), e == EPERM ? " (CAP_NET_ADMIN and CAP_BPF needed)" : "");
+            return -1;
+        }
+    }
+    d->info.native = !!(d->xdp_flags & XDP_FLAGS_DRV_MODE);
+    (void)bpf_xdp_query_id(d->ifindex, (int)d->xdp_flags, &d->prog_id);
+    *map_fd = bpf_object__find_map_fd_by_name(d->obj, "xsks_map");
+    if (*map_fd < 0) {
+        snprintf(err, len, "the XDP filter %s has no xsks_map", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* The socket: zero copy first (unless copy is asked), multi-buffer when the
+ * MTU needs it; each fallback's reason kept. */
+static int make_socket(struct xdp_link *d, const em_xdp_cfg_t *cfg, int sg, char *err, size_t len)
+{
+    struct xsk_socket_config sc = { .rx_size = d->rx_frames,
+                                    .tx_size = d->rx_frames,
+                                    .libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
+                                    .xdp_flags = d->xdp_flags & ~XDP_FLAGS_UPDATE_IF_NOEXIST };
+    uint16_t base = XDP_USE_NEED_WAKEUP | (sg ? XDP_USE_SG : 0);
+    int rc = -EOPNOTSUPP;
+    if (cfg->zero_copy != 0) {
+        sc.bind_flags = base | XDP_ZEROCOPY;
+        rc = xsk_socket__create(&d->xsk, cfg->ifname, cfg->queue, d->umem, &d->rx, &d->tx, &sc);
+        if (rc == 0)
+            d->info.zero_copy = 1;
+        else if (cfg->zero_copy == 1) {
+            snprintf(err, len, "zero copy on %s queue %u refused: %s (the driver has no AF_XDP "
+                     "zero copy: let the link fall back to copy mode)", cfg->ifname, cfg->queue,
+                     strerror(-rc));
+            return -1;
+        } else
+            snprintf(d->info.why_copy, sizeof d->info.why_copy,
+                     "the driver refused zero copy (%s)", strerror(-rc));
+    } else {
+        snprintf(d->info.why_copy, sizeof d->info.why_copy, "copy mode asked for");
+    }
+    if (rc != 0) {
+        sc.bind_flags = base | XDP_COPY;
+        rc = xsk_socket__create(&d->xsk, cfg->ifname, cfg->queue, d->umem, &d->rx, &d->tx, &sc);
+    }
+    if (rc != 0) {
+        snprintf(err, len, "cannot open an AF_XDP socket on %s queue %u: %s%s", cfg->ifname,
+                 cfg->queue, strerror(-rc),
+                 rc == -EPERM ? " (CAP_NET_RAW needed)"
+                 : sg && rc == -EOPNOTSUPP
+                     ? " (multi-buffer frames need Linux 6.6 or later and driver support: "
+                       "lower the MTU to one page)"
+                     : "");
+        return -1;
+    }
+    d->info.multi_buffer = sg;
+    return 0;
+}
+
+static void busy_poll(struct xdp_link *d, const em_xdp_cfg_t *cfg)
+{
+    if (!cfg->busy_poll_us)
+        return;
+    int fd = xsk_socket__fd(d->xsk), one = 1, us = (int)cfg->busy_poll_us,
+        budget = (int)(cfg->busy_budget ? cfg->busy_budget : BURST);
+    if (setsockopt(fd, SOL_SOCKET, SO_PREFER_BUSY_POLL, &one, sizeof one) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &us, sizeof us) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL_BUDGET, &budget, sizeof budget) != 0)
+        snprintf(d->info.why_no_busy, sizeof d->info.why_no_busy,
+                 "busy-poll socket options refused: %s (SO_BUSY_POLL_BUDGET above the default "
+                 "needs CAP_NET_ADMIN)", strerror(errno));
+    else
+        d->info.busy_poll = 1;
+}
+
+static int layout(struct xdp_link *d, const em_xdp_cfg_t *cfg, uint32_t mtu, char *err,
+                  size_t len)
+{
+    d->frames = cfg->frames ? cfg->frames : 4096;
+    d->rx_frames = d->frames / 2;
+    d->span = (mtu + ETH_HLEN + CHUNK - 1) / CHUNK;
+    d->nslots = (d->frames - d->rx_frames) / d->span;
+    if ((d->frames & (d->frames - 1)) || d->frames < 64 || d->nslots < 8) {
+        snprintf(err, len, "UMEM of %u chunks: not a power of 2 of at least 64, or too small "
+                 "for frames of %u bytes", d->frames, mtu);
+        return -1;
+    }
+    d->area_len = (uint64_t)d->frames * CHUNK;
+    d->area = mmap(NULL, d->area_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    d->slots = calloc(d->nslots, sizeof *d->slots);
+    d->bounce = malloc((size_t)BURST * (mtu + ETH_HLEN));
+    if (d->area == MAP_FAILED || !d->slots || !d->bounce) {
+        if (d->area == MAP_FAILED)
+            d->area = NULL;
+        snprintf(err, len, "no memory for the UMEM (%llu bytes)", (unsigned long long)d->area_len);
+        return -1;
+    }
+    d->tx_base = (uint64_t)d->rx_frames * CHUNK;
+    d->free_head = NO_SLOT;
+    for (uint32_t s = d->nslots; s-- > 0;) {
+        struct tx_slot *t = &d->slots[s];
+        t->pkt.data = d->area + d->tx_base + (uint64_t)s * d->span * CHUNK + ETH_HLEN;
+        t->pkt.priv = (void *)(uintptr_t)s;
+        t->next_free = d->free_head;
+        d->free_head = s;
+    }
+    struct xsk_umem_config uc = { .fill_size = d->rx_frames,
+                                  .comp_size = d->frames - d->rx_frames,
+                                  .frame_size = CHUNK,
+                                  .frame_headroom = 0,
+                                  .flags = 0 };
+    int rc = xsk_umem__create(&d->umem, d->area, d->area_len, &d->fq, &d->cq, &uc);
+    if (rc != 0) {
+        snprintf(err, len, "cannot register the UMEM: %s%s", strerror(-rc),
+                 rc == -ENOMEM || rc == -EPERM
+                     ? " (locked memory: raise RLIMIT_MEMLOCK, or CAP_IPC_LOCK)"
+                     : "");
+        return -1;
+    }
+    return 0;
+}
+
+em_link_t *em_xdp_link_open(const em_xdp_cfg_t *cfg, char *err, size_t errlen)
+{
+    struct xdp_link *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    uint32_t if_mtu = 0;
+    if (!cfg->ifname || if_facts(d, cfg->ifname, &if_mtu, err, errlen) != 0)
+        goto fail;
+    uint32_t mtu = cfg->mtu ? cfg->mtu : if_mtu;
+    if (mtu > if_mtu || mtu < 256) {
+        snprintf(err, errlen, "MTU %u for %s: it must lie between 256 and the interface's %u",
+                 mtu, cfg->ifname, if_mtu);
+        goto fail;
+    }
+    int sg = mtu + ETH_HLEN > CHUNK, map_fd = -1;
+    if (layout(d, cfg, mtu, err, errlen) != 0 || attach_filter(d, cfg, sg, &map_fd, err, errlen) != 0)
+        goto fail;
+    d->rx_frames = d->frames / 2;
+    if (make_socket(d, cfg, sg, err, errlen) != 0)
+        goto fail;
+    int rc = xsk_socket__update_xskmap(d->xsk, map_fd);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot register the socket in the filter's map: %s", strerror(-rc));
+        goto fail;
+    }
+    busy_poll(d, cfg);
+    /* every rx chunk on the fill ring */
+    uint64_t a[BURST];
+    for (uint32_t i = 0; i < d->rx_frames;) {
+        uint32_t k = d->rx_frames - i < BURST ? d->rx_frames - i : BURST;
+        for (uint32_t j = 0; j < k; j++)
+            a[j] = (uint64_t)(i + j) * CHUNK;
+        refill(d, a, k);
+        i += k;
+    }
+    d->info.chunk = CHUNK;
+    d->link.ops = &XDP_OPS;
+    d->link.mtu = mtu;
+    d->link.local.len = EM_XDP_ADDR_LEN;
+    memcpy(d->link.local.bytes, d->mac, 6);
+    d->link.local.bytes[6] = (uint8_t)(cfg->queue >> 8);
+    d->link.local.bytes[7] = (uint8_t)cfg->queue;
+    return &d->link;
+fail:
+    xdp_close(&d->link);
+    return NULL;
+}
+
+const em_xdp_info_t *em_xdp_link_info(const em_link_t *l)
+{
+    return &((const struct xdp_link *)l)->info;
+}
+const em_xdp_stats_t *em_xdp_link_stats(const em_link_t *l)
+{
+    return &((const struct xdp_link *)l)->st;
+}

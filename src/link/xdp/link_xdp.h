@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file link_xdp.h
+ * The native AF_XDP link: the kernel-bypass path clouds and ordinary
+ * Ethernet clusters offer (ENA, gVNIC, virtio-net, mlx5, ice, i40e all run
+ * XDP) without handing a NIC to a user-space driver, and without DPDK.
+ *
+ * One AF_XDP socket on one interface queue, on libxdp's xsk API (UMEM,
+ * fill / completion / rx / tx rings), with:
+ *  - multi-buffer frames (XDP_USE_SG, Linux 6.6 and later) up to the
+ *    interface's MTU: a tx frame is a run of consecutive UMEM chunks (no
+ *    copy), an rx frame of several chunks is gathered into a bounce buffer;
+ *  - XDP_USE_NEED_WAKEUP: no syscall while the kernel is busy anyway;
+ *  - busy polling (SO_PREFER_BUSY_POLL, SO_BUSY_POLL, SO_BUSY_POLL_BUDGET)
+ *    when asked and the kernel allows it;
+ *  - zero copy tried first, copy mode otherwise, the reason kept
+ *    (em_xdp_link_info) and said in the log;
+ *  - our XDP filter (xdp_drop.o, "xdp" or "xdp.frags"): only ethermpi's
+ *    frames leave the kernel; a program someone else attached is never
+ *    replaced or removed (an error names it).
+ * L2 framing: Ethernet header (peer MAC, our MAC, ethertype 0x88B5), then
+ * the protocol frame.  A peer's address is its MAC and queue (8 bytes, the
+ * same as the DPDK link's L2 address, so either end may be either link).
+ *
+ * Threading: one thread at a time, like every link.
+ */
+#ifndef EM_LINK_XDP_LINK_XDP_H
+#define EM_LINK_XDP_LINK_XDP_H
+
+#include <stdint.h>
+
+#include "link/link.h"
+
+/** The ethertype of ethermpi's reliable protocol (as the DPDK link's L2 framing). */
+#define EM_XDP_ETHERTYPE 0x88B5u
+/** A peer's address: MAC (6 bytes), queue (2, big-endian). */
+#define EM_XDP_ADDR_LEN 8u
+
+typedef struct em_xdp_cfg {
+    const char *ifname;   /**< interface */
+    uint32_t queue;       /**< its receive/transmit queue */
+    uint32_t mtu;         /**< L2 payload bytes; 0: the interface's MTU */
+    uint32_t frames;      /**< UMEM chunks (power of 2; 0: 4096) */
+    int zero_copy;        /**< 1 only zero copy, 0 only copy, -1 zero copy if the driver can */
+    uint32_t busy_poll_us;/**< SO_BUSY_POLL (0: no busy polling) */
+    uint32_t busy_budget; /**< SO_BUSY_POLL_BUDGET (0: the kernel's default) */
+    const char *prog;     /**< the filter object (xdp_drop.o); NULL: EM_XDP_PROG, then the
+                               installed one */
+} em_xdp_cfg_t;
+
+/** What the link ended up with, for logs, stats and ethermpi-info. */
+typedef struct em_xdp_info {
+    int zero_copy;         /**< 1 zero copy, 0 copy mode */
+    int native;            /**< 1 the filter runs in the driver, 0 generic (skb) XDP */
+    int multi_buffer;      /**< 1 frames may span UMEM chunks (XDP_USE_SG) */
+    int busy_poll;         /**< 1 busy-poll options set */
+    uint32_t chunk;        /**< UMEM chunk bytes */
+    char why_copy[160];    /**< why not zero copy (empty when zero copy) */
+    char why_no_busy[120]; /**< why not busy polling (empty when set or not asked) */
+} em_xdp_info_t;
+
+typedef struct em_xdp_stats {
+    uint64_t rx_frames, tx_frames;
+    uint64_t rx_gathered;  /**< rx frames of several chunks (copied into a bounce buffer) */
+    uint64_t rx_bad;       /**< refused: not our ethertype, shorter than a header, too long */
+    uint64_t tx_full;      /**< tx ring full: frames left to the caller */
+    uint64_t wakeups;      /**< syscalls the kernel asked for (need-wakeup) */
+} em_xdp_stats_t;
+
+/**
+ * Open the link.  @return it, or NULL with the reason (and its fix) in
+ * @p err: no such interface, no XDP in its driver, an MTU the driver cannot
+ * take with multi-buffer frames, a missing capability, another program on
+ * the interface.
+ */
+em_link_t *em_xdp_link_open(const em_xdp_cfg_t *cfg, char *err, size_t errlen);
+const em_xdp_info_t *em_xdp_link_info(const em_link_t *l);
+const em_xdp_stats_t *em_xdp_link_stats(const em_link_t *l);
+
+#endif
