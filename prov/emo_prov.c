@@ -364,7 +364,8 @@ int emo_getinfo(uint32_t version, const char *node, const char *service, uint64_
     }
     if (!em_link_kind_built(emo_link_kind())) {
         FI_WARN(&emo_prov, FI_LOG_CORE,
-                "not offered: FI_ETHERMPI_LINK=%s is not part of this build (no DPDK)\n",
+                "not offered: FI_ETHERMPI_LINK=%s is not part of this build (DPDK, or libxdp and "
+                "libbpf, were missing when it was built)\n",
                 emo_link_name());
         return -FI_ENODATA;
     }

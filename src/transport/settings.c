@@ -94,9 +94,10 @@ static const em_setting_t table[] = {
       "every message" },
 
     /* ---- which link ----------------------------------------------------- */
-    { "link", EM_SET_STRING, OFI, 1, OFF(link), "udp", 0, 0, "udp|dpdk|emd",
+    { "link", EM_SET_STRING, OFI, 1, OFF(link), "udp", 0, 0, "udp|dpdk|emd|xdp",
       "Which link carries the frames: udp (kernel UDP), dpdk (a DPDK PMD: memif, af_xdp, a "
-      "NIC; see vdev) or emd (the node daemon; see emd_socket)" },
+      "NIC; see vdev), emd (the node daemon; see emd_socket) or xdp (a native AF_XDP socket on "
+      "the interface if_include names, no DPDK)" },
     { "mode", EM_SET_STRING, DPDK, 1, OFF(mode), "direct", 0, 0, "direct|daemon",
       "direct: this process owns the DPDK port (one rank per node); daemon: the node's emd "
       "daemon owns it and the node's ranks attach to it (docs/daemon.md)" },
@@ -117,6 +118,16 @@ static const em_setting_t table[] = {
       "falls back by itself where the kernel refuses" },
     { "gro", EM_SET_BOOL, UDPL, 9, OFF(gro), "1", 0, 1, NULL,
       "Let the kernel coalesce received datagrams (UDP_GRO); they are split again" },
+
+    /* ---- native AF_XDP link ----------------------------------------------- */
+    { "xdp_mode", EM_SET_STRING, OFI, 4, OFF(xdp_mode), "auto", 0, 0, "auto|zerocopy|copy",
+      "AF_XDP link: auto tries zero copy and falls back to copy mode (the reason is logged); "
+      "zerocopy refuses to open without it; copy never tries it" },
+    { "xdp_queue", EM_SET_INT, OFI, 4, OFF(xdp_queue), "0", 0, 65535, NULL,
+      "AF_XDP link: the interface queue its socket binds to" },
+    { "xdp_busy_poll_us", EM_SET_INT, OFI, 5, OFF(xdp_busy_poll_us), "0", 0, 1000000, NULL,
+      "AF_XDP link: busy-poll the queue for this many microseconds per poll "
+      "(SO_PREFER_BUSY_POLL, SO_BUSY_POLL); 0 = off" },
 
     /* ---- DPDK link -------------------------------------------------------- */
     { "vdev", EM_SET_STRING, PORT, 1, OFF(vdev), "", 0, 0, NULL,

@@ -17,12 +17,15 @@
 #include "link/link_dpdk.h"
 #include "link/link_emd.h"
 #include "link/link_udp.h"
+#ifdef EM_HAVE_XDP
+#include "link/xdp/link_xdp.h"
+#endif
 #include "proto/wire.h"
 #ifdef EM_HAVE_DPDK
 #include "link/link_bulkq.h"
 #endif
 
-static const char *const kind_names[] = { "udp", "dpdk", "emd" };
+static const char *const kind_names[] = { "udp", "dpdk", "emd", "xdp" };
 
 const char *em_link_kind_name(em_link_kind_t k)
 {
@@ -37,6 +40,10 @@ int em_link_kind_parse(const char *name)
 
 int em_link_kind_built(em_link_kind_t k)
 {
+#ifdef EM_HAVE_XDP
+    if (k == EM_LINK_KIND_XDP)
+        return 1;
+#endif
 #ifdef EM_HAVE_DPDK
     return k <= EM_LINK_KIND_EMD;
 #else
@@ -109,6 +116,54 @@ static em_link_t *open_udp(const em_settings_t *s, const em_transport_env_t *env
         .frame_len = em_wire_frame_len,
     };
     return em_link_udp_open(&c, err, errlen);
+}
+
+/* ---- native AF_XDP ------------------------------------------------------ */
+
+static em_link_t *open_xdp(const em_settings_t *s, const em_transport_env_t *env, unsigned index,
+                           char *err, size_t errlen)
+{
+#ifdef EM_HAVE_XDP
+    char iface[64] = "", nm[64];
+    int r = list_entry(s->if_include, index, iface, sizeof iface);
+    if (r == 0)
+        return NULL; /* no such link */
+    if (r < 0 || !iface[0]) {
+        snprintf(err, errlen,
+                 "the AF_XDP link needs its interface: name it with %s (one link "
+                 "per entry of a comma list)",
+                 sname(env, "if_include", nm, sizeof nm));
+        return NULL;
+    }
+    int m = em_setting_choice(s, "xdp_mode"); /* auto|zerocopy|copy */
+    em_xdp_cfg_t c = { .ifname = iface,
+                       .queue = (uint32_t)s->xdp_queue,
+                       .mtu = s->mtu > 0 ? (uint32_t)s->mtu : 0,
+                       .zero_copy = m == 1   ? 1
+                                    : m == 2 ? 0
+                                             : -1,
+                       .busy_poll_us = (uint32_t)s->xdp_busy_poll_us,
+                       .rx_loss = s->rx_loss,
+                       .loss_seed = (uint64_t)s->loss_seed };
+    em_link_t *l = em_xdp_link_open(&c, err, errlen);
+    if (l && env->note) {
+        const em_xdp_info_t *in = em_xdp_link_info(l);
+        char msg[512];
+        snprintf(msg, sizeof msg, "AF_XDP on %s queue %u: %s%s%s, %s XDP%s%s%s", iface, c.queue,
+                 in->zero_copy ? "zero copy" : "copy mode (", in->zero_copy ? "" : in->why_copy,
+                 in->zero_copy ? "" : ")", in->native ? "native" : "generic",
+                 in->multi_buffer ? ", multi-buffer frames" : "", in->why_no_busy[0] ? "; " : "",
+                 in->why_no_busy);
+        env->note(env->ctx, msg);
+    }
+    return l;
+#else
+    (void)s, (void)env, (void)index;
+    snprintf(err, errlen,
+             "this build has no native AF_XDP link (it needs libxdp-dev and "
+             "libbpf-dev at build time)");
+    return NULL;
+#endif
 }
 
 /* ---- DPDK -------------------------------------------------------------- */
@@ -304,6 +359,7 @@ em_link_t *em_transport_open_link(const em_settings_t *s, em_link_kind_t kind,
         err[0] = 0;
     switch (kind) {
     case EM_LINK_KIND_UDP: return open_udp(s, env, index, err, errlen);
+    case EM_LINK_KIND_XDP: return open_xdp(s, env, index, err, errlen);
     case EM_LINK_KIND_EMD: return index == 0 ? open_emd(s, env, err, errlen) : NULL;
     case EM_LINK_KIND_DPDK:
 #ifdef EM_HAVE_DPDK
@@ -320,7 +376,7 @@ em_link_t *em_transport_open_link(const em_settings_t *s, em_link_kind_t kind,
 unsigned em_transport_link_count(const em_settings_t *s, em_link_kind_t kind, const char *job)
 {
     unsigned n = 1;
-    if (kind == EM_LINK_KIND_UDP) {
+    if (kind == EM_LINK_KIND_UDP || kind == EM_LINK_KIND_XDP) {
         char item[256];
         while (n < 64 && list_entry(s->if_include, n, item, sizeof item) > 0)
             n++;

@@ -30,13 +30,14 @@ typedef enum em_link_kind {
     EM_LINK_KIND_UDP = 0, /**< kernel UDP socket (link_udp) */
     EM_LINK_KIND_DPDK,    /**< a DPDK port this process owns (link_dpdk) */
     EM_LINK_KIND_EMD,     /**< the node daemon's port (link_emd, bulk queues) */
+    EM_LINK_KIND_XDP,     /**< a native AF_XDP socket, no DPDK (link/xdp/link_xdp.h) */
 } em_link_kind_t;
 
-/** "udp", "dpdk", "emd". */
+/** "udp", "dpdk", "emd", "xdp". */
 const char *em_link_kind_name(em_link_kind_t k);
 /** The kind named by the provider's `link` setting; -1 when unknown. */
 int em_link_kind_parse(const char *name);
-/** 1 when this build has links of kind @p k (DPDK and bulk queues are optional). */
+/** 1 when this build has links of kind @p k (DPDK, bulk queues and AF_XDP are optional). */
 int em_link_kind_built(em_link_kind_t k);
 
 struct em_emd_stats;

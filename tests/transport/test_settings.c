@@ -93,6 +93,9 @@ static const char *const published[][2] = {
     { "sock_buf", "4194304" },
     { "gso", "1" },
     { "gro", "1" },
+    { "xdp_mode", "auto" },
+    { "xdp_queue", "0" },
+    { "xdp_busy_poll_us", "0" },
     { "vdev", "" },
     { "eal_args", "" },
     { "rx_loss", "0" },
@@ -294,6 +297,13 @@ static void test_link_errors_name_the_setting(void **st)
     assert_int_equal(em_transport_link_count(&s, EM_LINK_KIND_UDP, NULL), 2);
     s.if_include = "";
     assert_int_equal(em_transport_link_count(&s, EM_LINK_KIND_UDP, NULL), 1);
+    /* the AF_XDP link: its interfaces from the same list; none named, an error that names
+     * the setting (or, in a build without it, says so) */
+    s.if_include = "lo,lo";
+    assert_int_equal(em_transport_link_count(&s, EM_LINK_KIND_XDP, NULL), 2);
+    s.if_include = "";
+    assert_null(em_transport_open_link(&s, EM_LINK_KIND_XDP, &env, 0, err, sizeof err));
+    assert_true(strstr(err, "FI_ETHERMPI_IF_INCLUDE") || strstr(err, "no native AF_XDP"));
 }
 
 /* The factory maps a choice's index to an enum: the table's order must be
@@ -311,7 +321,7 @@ static void test_choices_follow_the_enums(void **st)
     assert_int_equal(em_setting_choice_of(bq, "off"), EM_EMD_BULKQ_OFF);
     assert_int_equal(em_setting_choice_of(rec, "sr"), EM_RECOVERY_SR);
     assert_int_equal(em_setting_choice_of(rec, "gbn"), EM_RECOVERY_GBN);
-    for (int k = EM_LINK_KIND_UDP; k <= EM_LINK_KIND_EMD; k++)
+    for (int k = EM_LINK_KIND_UDP; k <= EM_LINK_KIND_XDP; k++)
         assert_int_equal(em_setting_choice_of(link, em_link_kind_name((em_link_kind_t)k)), k);
     /* empty is the default; an unknown value and a row without choices are -1 */
     assert_int_equal(em_setting_choice_of(fr, ""), EM_DPDK_FRAMING_L2);

@@ -35,6 +35,7 @@
 #include <xdp/xsk.h>
 
 #include "link/link_util.h"
+#include "util/loss.h"
 
 /* newer than the Debian 12 headers (Linux 6.1); the kernel decides */
 #ifndef XDP_USE_SG
@@ -57,8 +58,8 @@
 
 struct tx_slot {
     em_pkt_t pkt;
-    uint16_t done;  /* descriptors completed */
-    uint16_t nseg;  /* descriptors posted */
+    uint16_t done; /* descriptors completed */
+    uint16_t nseg; /* descriptors posted */
     uint32_t next_free;
 };
 
@@ -88,6 +89,7 @@ struct xdp_link {
     struct bpf_object *obj;
     uint32_t prog_id; /* ours, attached by us (0: none) */
     uint32_t xdp_flags;
+    em_loss_t loss; /* testing: seeded receive drop */
     em_xdp_info_t info;
     em_xdp_stats_t st;
 };
@@ -237,9 +239,13 @@ static unsigned xdp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
         }
         const struct xdp_desc *first = xsk_ring_cons__rx_desc(&d->rx, idx + used);
         uint8_t *f = xsk_umem__get_data(d->area, first->addr);
-        if (too_long || k > 8 || flen < ETH_HLEN + 1 || flen - ETH_HLEN > d->link.mtu ||
+        int lost = d->loss.p > 0 && em_loss_drop(&d->loss);
+        if (lost || too_long || k > 8 || flen < ETH_HLEN + 1 || flen - ETH_HLEN > d->link.mtu ||
             f[12] != (EM_XDP_ETHERTYPE >> 8) || f[13] != (EM_XDP_ETHERTYPE & 0xff)) {
-            d->st.rx_bad++;
+            if (lost)
+                d->st.rx_loss_drops++;
+            else
+                d->st.rx_bad++;
             for (uint32_t j = 0; j < k && j < 8; j++)
                 bad[nbad++] = xsk_umem__extract_addr(addr[j]);
             used += k;
@@ -391,25 +397,31 @@ static int attach_filter(struct xdp_link *d, const em_xdp_cfg_t *cfg, int frags,
     d->obj = bpf_object__open_file(path, NULL);
     if (!d->obj || libbpf_get_error(d->obj)) {
         d->obj = NULL;
-        snprintf(err, len, "cannot open the XDP filter %s (install ethermpi-emd, or name it "
-                           "with EM_XDP_PROG)", path);
+        snprintf(err, len,
+                 "cannot open the XDP filter %s (install ethermpi-emd, or name it "
+                 "with EM_XDP_PROG)",
+                 path);
         return -1;
     }
-    struct bpf_program *want = bpf_object__find_program_by_name(
-        d->obj, frags ? "emc_xdp_drop_mb" : "emc_xdp_drop_sb");
+    struct bpf_program *want = bpf_object__find_program_by_name(d->obj, frags ? "emc_xdp_drop_mb"
+                                                                              : "emc_xdp_drop_sb");
     struct bpf_program *p;
     bpf_object__for_each_program(p, d->obj) bpf_program__set_autoload(p, p == want);
     if (!want || bpf_object__load(d->obj) != 0) {
-        snprintf(err, len, "cannot load the XDP filter %s: %s (it needs CAP_BPF and "
-                 "CAP_NET_ADMIN, or root: docs/deploy.md)", path, strerror(errno));
+        snprintf(err, len,
+                 "cannot load the XDP filter %s: %s (it needs CAP_BPF and "
+                 "CAP_NET_ADMIN, or root: docs/deploy.md)",
+                 path, strerror(errno));
         return -1;
     }
     int fd = bpf_program__fd(want);
     uint32_t other = 0;
     if (bpf_xdp_query_id(d->ifindex, 0, &other) == 0 && other) {
-        snprintf(err, len, "another XDP program (id %u) is attached to %s: ethermpi never "
+        snprintf(err, len,
+                 "another XDP program (id %u) is attached to %s: ethermpi never "
                  "replaces or removes it; if it is a leftover, 'ip link set dev %s xdp off' "
-                 "removes it", other, cfg->ifname, cfg->ifname);
+                 "removes it",
+                 other, cfg->ifname, cfg->ifname);
         return -1;
     }
     d->xdp_flags = XDP_FLAGS_UPDATE_IF_NOEXIST | XDP_FLAGS_DRV_MODE;
@@ -417,8 +429,8 @@ static int attach_filter(struct xdp_link *d, const em_xdp_cfg_t *cfg, int frags,
         d->xdp_flags = XDP_FLAGS_UPDATE_IF_NOEXIST | XDP_FLAGS_SKB_MODE;
         if (bpf_xdp_attach(d->ifindex, fd, d->xdp_flags, NULL) != 0) {
             int e = errno;
-            snprintf(err, len, "cannot attach the XDP filter to %s: %s%s", cfg->ifname,
-                     strerror(e), e == EPERM ? " (CAP_NET_ADMIN and CAP_BPF needed)" : "");
+            snprintf(err, len, "cannot attach the XDP filter to %s: %s%s", cfg->ifname, strerror(e),
+                     e == EPERM ? " (CAP_NET_ADMIN and CAP_BPF needed)" : "");
             return -1;
         }
     }
@@ -448,13 +460,14 @@ static int make_socket(struct xdp_link *d, const em_xdp_cfg_t *cfg, int sg, char
         if (rc == 0)
             d->info.zero_copy = 1;
         else if (cfg->zero_copy == 1) {
-            snprintf(err, len, "zero copy on %s queue %u refused: %s (the driver has no AF_XDP "
-                     "zero copy: let the link fall back to copy mode)", cfg->ifname, cfg->queue,
-                     strerror(-rc));
+            snprintf(err, len,
+                     "zero copy on %s queue %u refused: %s (the driver has no AF_XDP "
+                     "zero copy: let the link fall back to copy mode)",
+                     cfg->ifname, cfg->queue, strerror(-rc));
             return -1;
         } else
-            snprintf(d->info.why_copy, sizeof d->info.why_copy,
-                     "the driver refused zero copy (%s)", strerror(-rc));
+            snprintf(d->info.why_copy, sizeof d->info.why_copy, "the driver refused zero copy (%s)",
+                     strerror(-rc));
     } else {
         snprintf(d->info.why_copy, sizeof d->info.why_copy, "copy mode asked for");
     }
@@ -487,21 +500,23 @@ static void busy_poll(struct xdp_link *d, const em_xdp_cfg_t *cfg)
         setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL_BUDGET, &budget, sizeof budget) != 0)
         snprintf(d->info.why_no_busy, sizeof d->info.why_no_busy,
                  "busy-poll socket options refused: %s (SO_BUSY_POLL_BUDGET above the default "
-                 "needs CAP_NET_ADMIN)", strerror(errno));
+                 "needs CAP_NET_ADMIN)",
+                 strerror(errno));
     else
         d->info.busy_poll = 1;
 }
 
-static int layout(struct xdp_link *d, const em_xdp_cfg_t *cfg, uint32_t mtu, char *err,
-                  size_t len)
+static int layout(struct xdp_link *d, const em_xdp_cfg_t *cfg, uint32_t mtu, char *err, size_t len)
 {
     d->frames = cfg->frames ? cfg->frames : 4096;
     d->rx_frames = d->frames / 2;
     d->span = (mtu + ETH_HLEN + CHUNK - 1) / CHUNK;
     d->nslots = (d->frames - d->rx_frames) / d->span;
     if ((d->frames & (d->frames - 1)) || d->frames < 64 || d->nslots < 8) {
-        snprintf(err, len, "UMEM of %u chunks: not a power of 2 of at least 64, or too small "
-                 "for frames of %u bytes", d->frames, mtu);
+        snprintf(err, len,
+                 "UMEM of %u chunks: not a power of 2 of at least 64, or too small "
+                 "for frames of %u bytes",
+                 d->frames, mtu);
         return -1;
     }
     d->area_len = (uint64_t)d->frames * CHUNK;
@@ -551,12 +566,13 @@ em_link_t *em_xdp_link_open(const em_xdp_cfg_t *cfg, char *err, size_t errlen)
         goto fail;
     uint32_t mtu = cfg->mtu ? cfg->mtu : if_mtu;
     if (mtu > if_mtu || mtu < 256) {
-        snprintf(err, errlen, "MTU %u for %s: it must lie between 256 and the interface's %u",
-                 mtu, cfg->ifname, if_mtu);
+        snprintf(err, errlen, "MTU %u for %s: it must lie between 256 and the interface's %u", mtu,
+                 cfg->ifname, if_mtu);
         goto fail;
     }
     int sg = mtu + ETH_HLEN > CHUNK, map_fd = -1;
-    if (layout(d, cfg, mtu, err, errlen) != 0 || attach_filter(d, cfg, sg, &map_fd, err, errlen) != 0)
+    if (layout(d, cfg, mtu, err, errlen) != 0 ||
+        attach_filter(d, cfg, sg, &map_fd, err, errlen) != 0)
         goto fail;
     d->rx_frames = d->frames / 2;
     if (make_socket(d, cfg, sg, err, errlen) != 0)
@@ -577,6 +593,7 @@ em_link_t *em_xdp_link_open(const em_xdp_cfg_t *cfg, char *err, size_t errlen)
         i += k;
     }
     d->info.chunk = CHUNK;
+    em_loss_init(&d->loss, cfg->rx_loss, cfg->loss_seed ? cfg->loss_seed : EM_LOSS_SEED_DEFAULT);
     d->link.ops = &XDP_OPS;
     d->link.mtu = mtu;
     d->link.local.len = EM_XDP_ADDR_LEN;

@@ -37,15 +37,17 @@
 #define EM_XDP_ADDR_LEN 8u
 
 typedef struct em_xdp_cfg {
-    const char *ifname;   /**< interface */
-    uint32_t queue;       /**< its receive/transmit queue */
-    uint32_t mtu;         /**< L2 payload bytes; 0: the interface's MTU */
-    uint32_t frames;      /**< UMEM chunks (power of 2; 0: 4096) */
-    int zero_copy;        /**< 1 only zero copy, 0 only copy, -1 zero copy if the driver can */
-    uint32_t busy_poll_us;/**< SO_BUSY_POLL (0: no busy polling) */
-    uint32_t busy_budget; /**< SO_BUSY_POLL_BUDGET (0: the kernel's default) */
-    const char *prog;     /**< the filter object (xdp_drop.o); NULL: EM_XDP_PROG, then the
+    const char *ifname;    /**< interface */
+    uint32_t queue;        /**< its receive/transmit queue */
+    uint32_t mtu;          /**< L2 payload bytes; 0: the interface's MTU */
+    uint32_t frames;       /**< UMEM chunks (power of 2; 0: 4096) */
+    int zero_copy;         /**< 1 only zero copy, 0 only copy, -1 zero copy if the driver can */
+    uint32_t busy_poll_us; /**< SO_BUSY_POLL (0: no busy polling) */
+    uint32_t busy_budget;  /**< SO_BUSY_POLL_BUDGET (0: the kernel's default) */
+    const char *prog;      /**< the filter object (xdp_drop.o); NULL: EM_XDP_PROG, then the
                                installed one */
+    double rx_loss;        /**< testing: drop this fraction of received frames (seeded) */
+    uint64_t loss_seed;    /**< its stream (0: the fixed default) */
 } em_xdp_cfg_t;
 
 /** What the link ended up with, for logs, stats and ethermpi-info. */
@@ -61,10 +63,11 @@ typedef struct em_xdp_info {
 
 typedef struct em_xdp_stats {
     uint64_t rx_frames, tx_frames;
-    uint64_t rx_gathered;  /**< rx frames of several chunks (copied into a bounce buffer) */
-    uint64_t rx_bad;       /**< refused: not our ethertype, shorter than a header, too long */
-    uint64_t tx_full;      /**< tx ring full: frames left to the caller */
-    uint64_t wakeups;      /**< syscalls the kernel asked for (need-wakeup) */
+    uint64_t rx_gathered;   /**< rx frames of several chunks (copied into a bounce buffer) */
+    uint64_t rx_bad;        /**< refused: not our ethertype, shorter than a header, too long */
+    uint64_t rx_loss_drops; /**< dropped by rx_loss (testing) */
+    uint64_t tx_full;       /**< tx ring full: frames left to the caller */
+    uint64_t wakeups;       /**< syscalls the kernel asked for (need-wakeup) */
 } em_xdp_stats_t;
 
 /**
