@@ -594,7 +594,8 @@ class MpiRowsTests(unittest.TestCase):
     def test_mpi_rows_at_mtu_1500_are_for_the_real_wires(self):
         b = BY_LABEL["latency,mpi=mpich5,mtu=1500"]
         names = {t.name for t, _ in runner.combos(runner.TRANSPORTS, [b])}
-        self.assertEqual(names, {"ofi-tcp", "ofi-ethermpi-udp", "ofi-ethermpi-afxdp"})
+        self.assertEqual(names, {"ofi-tcp", "ofi-ethermpi-udp", "ofi-ethermpi-afxdp",
+                                 "ofi-ethermpi-xdp"})
         b4 = BY_LABEL["bw,mpi=ompi4,mtu=1500"]
         self.assertIn("tcp", {t.name for t, _ in runner.combos(runner.TRANSPORTS, [b4])})
         # the memif cable has no MTU to choose; the row's cluster is at 1500

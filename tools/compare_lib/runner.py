@@ -309,6 +309,14 @@ TRANSPORTS = [
               per_node=1, up_args=["--mtu", str(AFXDP_MAX_MTU)],
               mtu_variants=True, max_mtu=AFXDP_MAX_MTU, max_mtu_note=AFXDP_MTU_NOTE,
               note="ethermpi libfabric provider over AF_XDP on the veth"),
+    # the native AF_XDP link (no DPDK): multi-buffer frames, so the cluster's
+    # own MTU (9000) and not AF_XDP-through-DPDK's one page
+    Transport("ofi-ethermpi-xdp", ETHERMPI_MCA,
+              env=dict(ETHERMPI_ENV, FI_ETHERMPI_LINK="xdp", FI_ETHERMPI_IF_INCLUDE="{iface}",
+                       EM_XDP_PROG="{build}/data/xdp_drop.o"),
+              requires=["{build}/prov/libethermpi-fi.so", "{build}/data/xdp_drop.o"],
+              mpis=MPIS, mpi_rows_only=True, per_node=1, mtu_variants=True,
+              note="ethermpi libfabric provider on the native AF_XDP link (no DPDK)"),
 ]
 
 
