@@ -4,8 +4,9 @@
  * The native AF_XDP link (link/xdp/link_xdp.h) on a veth pair in a network
  * namespace of its own, at MTU 9000: frames of every size from 64 bytes to
  * the MTU (multi-buffer beyond one page) both ways, byte for byte, each
- * bound to its sender (rx_peer); a second open of a busy interface fails naming the program there and
- * leaves the first link working.  What the link ended up with (zero copy or
+ * bound to its sender (rx_peer); a second open of a busy queue fails
+ * naming its owner and leaves the first link working; the filter a dead
+ * owner left is removed by the next open.  What the link ended up with (zero copy or
  * copy and why, native or generic XDP) is printed.
  *
  *   test_link_xdp XDP_DROP_OBJECT
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "link/xdp/link_xdp.h"
@@ -124,13 +126,30 @@ int main(int argc, char **argv)
     const em_xdp_stats_t *sb = em_xdp_link_stats(b);
     CHECK(sb->rx_gathered > 0, "no frame spanned several chunks");
     CHECK(sb->rx_bad == 0, "%llu frames refused", (unsigned long long)sb->rx_bad);
-    /* a second user of xa: refused, naming the program there; xa goes on */
+    /* a second user of xa's queue: refused, naming the owner; xa goes on */
     em_link_t *c = em_xdp_link_open(&ca, err, sizeof err);
-    CHECK(!c && strstr(err, "another XDP program"), "a second open of xa: %s",
+    CHECK(!c && strstr(err, "in use by another ethermpi process"), "a second open of xa: %s",
           c ? "succeeded" : err);
     if (c)
         em_link_close(c);
     one_frame(a, b, 5000, 0);
+    /* a user of xc that dies without closing (SIGKILL, an MPI abort) leaves
+     * its filter attached; the next open takes the queue over */
+    CHECK(system("ip link add xc type veth peer name xd && ip link set xc up && "
+                 "ip link set xd up") == 0,
+          "second veth pair");
+    em_xdp_cfg_t cc = { .ifname = "xc", .zero_copy = 0, .prog = argv[1] };
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(em_xdp_link_open(&cc, err, sizeof err) ? 0 : 1); /* no close */
+    int ws = -1;
+    waitpid(pid, &ws, 0);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && system("ip link show xc | grep -q xdp") == 0,
+          "the dying owner did not leave its filter on xc");
+    c = em_xdp_link_open(&cc, err, sizeof err);
+    CHECK(c, "after a dead owner, xc: %s", err);
+    if (c)
+        em_link_close(c);
     em_link_close(a);
     em_link_close(b);
     int left = system("ip link show xb | grep -q 'xdp'");

@@ -34,6 +34,7 @@
 #include <linux/if_xdp.h>
 #include <xdp/xsk.h>
 
+#include "link/dpdk/xdp_guard.h"
 #include "link/link_util.h"
 #include "util/loss.h"
 
@@ -89,7 +90,8 @@ struct xdp_link {
     struct bpf_object *obj;
     uint32_t prog_id; /* ours, attached by us (0: none) */
     uint32_t xdp_flags;
-    em_loss_t loss; /* testing: seeded receive drop */
+    em_loss_t loss;       /* testing: seeded receive drop */
+    em_xdp_guard_t guard; /* this process owns the interface queue */
     em_xdp_info_t info;
     em_xdp_stats_t st;
 };
@@ -335,6 +337,7 @@ static void xdp_close(em_link_t *l)
     detach_ours(d);
     if (d->obj)
         bpf_object__close(d->obj);
+    em_xdp_guard_release(&d->guard);
     if (d->area)
         munmap(d->area, d->area_len);
     free(d->slots);
@@ -561,6 +564,7 @@ em_link_t *em_xdp_link_open(const em_xdp_cfg_t *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    d->guard.lock_fd = d->guard.if_lock_fd = -1;
     uint32_t if_mtu = 0;
     if (!cfg->ifname || if_facts(d, cfg->ifname, &if_mtu, err, errlen) != 0)
         goto fail;
@@ -571,6 +575,10 @@ em_link_t *em_xdp_link_open(const em_xdp_cfg_t *cfg, char *err, size_t errlen)
         goto fail;
     }
     int sg = mtu + ETH_HLEN > CHUNK, map_fd = -1;
+    /* the queue's one live owner; a crashed owner's filter removed first
+     * (a rank killed by an MPI abort leaves it attached) */
+    if (em_xdp_guard_acquire(cfg->ifname, cfg->queue, &d->guard, err, errlen) != 0)
+        goto fail;
     if (layout(d, cfg, mtu, err, errlen) != 0 ||
         attach_filter(d, cfg, sg, &map_fd, err, errlen) != 0)
         goto fail;
