@@ -24,11 +24,11 @@
 #include "engine/lock.h"
 #include "link/link_udp.h"
 
-#define NTHREADS 4
+#define NTHREADS   4
 #define PER_THREAD 300
-#define INFLIGHT 8         /* ops a thread has in flight at most */
-#define MSG_MAX (6 * 1024) /* several frames of 1472 bytes */
-#define NREPLY (NTHREADS * INFLIGHT * 2)
+#define INFLIGHT   8          /* ops a thread has in flight at most */
+#define MSG_MAX    (6 * 1024) /* several frames of 1472 bytes */
+#define NREPLY     (NTHREADS * INFLIGHT * 2)
 
 struct side {
     em_engine_t *e;
@@ -83,8 +83,7 @@ static void b_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_t
     } else {
         B.reply_busy[k] = 1;
         B.reply_body[k] = t << 24 | seq;
-        if (em_engine_send(B.e, &B.reply_op[k], 0, 2, &B.reply_body[k], 4, &B.reply_busy[k]) !=
-            0) {
+        if (em_engine_send(B.e, &B.reply_op[k], 0, 2, &B.reply_body[k], 4, &B.reply_busy[k]) != 0) {
             B.reply_busy[k] = 0;
             B.bad++;
         }

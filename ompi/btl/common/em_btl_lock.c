@@ -20,9 +20,8 @@ static mca_btl_base_module_t plain;
 
 #define LK(btl) (em_btl_mod(btl)->lk)
 
-static int l_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
-                       struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
-                       opal_bitmap_t *reachable)
+static int l_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs, struct opal_proc_t **procs,
+                       struct mca_btl_base_endpoint_t **peers, opal_bitmap_t *reachable)
 {
     em_lock_take(LK(btl));
     int rc = plain.btl_add_procs(btl, nprocs, procs, peers, reachable);
@@ -30,8 +29,8 @@ static int l_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
     return rc;
 }
 
-static int l_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
-                       struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers)
+static int l_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs, struct opal_proc_t **procs,
+                       struct mca_btl_base_endpoint_t **peers)
 {
     em_lock_take(LK(btl));
     int rc = plain.btl_del_procs(btl, nprocs, procs, peers);
