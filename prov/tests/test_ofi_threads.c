@@ -45,7 +45,10 @@ struct op {
     size_t len; /* received */
 };
 
-static size_t msg_len(int t, int seq) { return 1 + ((size_t)seq * 2477u + (size_t)t * 613u) % MSG_MAX; }
+static size_t msg_len(int t, int seq)
+{
+    return 1 + ((size_t)seq * 2477u + (size_t)t * 613u) % MSG_MAX;
+}
 static uint8_t msg_byte(int from, int t, int seq, size_t i)
 {
     return (uint8_t)(i * 13u + (unsigned)seq * 5u + (unsigned)t * 3u + (unsigned)from * 101u);
