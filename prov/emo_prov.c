@@ -322,6 +322,8 @@ static void fill_info(struct fi_info *fi, uint32_t version, const struct fi_info
     d->threading = hints && hints->domain_attr && hints->domain_attr->threading != FI_THREAD_UNSPEC
                        ? hints->domain_attr->threading
                        : FI_THREAD_DOMAIN;
+    FI_INFO(&emo_prov, FI_LOG_CORE, "threading: %s%s\n", fi_tostr(&d->threading, FI_TYPE_THREADING),
+            d->threading == FI_THREAD_DOMAIN ? " (no lock)" : " (a lock per domain)");
     d->control_progress = FI_PROGRESS_MANUAL;
     d->data_progress = FI_PROGRESS_MANUAL;
     d->resource_mgmt = FI_RM_ENABLED;
