@@ -106,7 +106,10 @@ static int cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
 static int cntr_control(struct fid *fid, int command, void *arg)
 {
     struct emo_cntr *c = container_of_emo(fid, struct emo_cntr, cntr.fid);
-    return emo_wait_control(&c->eps, c->wait_obj, command, arg);
+    emo_lock(c->dom); /* an fi_cntr_wait may be making the wait object */
+    int rc = emo_wait_control(&c->eps, c->wait_obj, command, arg);
+    emo_unlock(c->dom);
+    return rc;
 }
 
 static int cntr_close(struct fid *fid)

@@ -394,7 +394,10 @@ static int cq_close(struct fid *fid)
 static int cq_control(struct fid *fid, int command, void *arg)
 {
     struct emo_cq *cq = container_of_emo(fid, struct emo_cq, cq.fid);
-    return emo_wait_control(&cq->eps, cq->wait_obj, command, arg);
+    emo_lock(cq->dom); /* an fi_cq_sread may be making the wait object */
+    int rc = emo_wait_control(&cq->eps, cq->wait_obj, command, arg);
+    emo_unlock(cq->dom);
+    return rc;
 }
 
 static struct fi_ops cq_fi_ops = EMO_FI_OPS(cq_close, emo_no_bind, cq_control);
