@@ -15,7 +15,8 @@
  * fi_cntr_wait drives the bound endpoints (manual progress), as
  * fi_cntr_read does, and sleeps between progress calls that found nothing.
  *
- * Threading: FI_THREAD_DOMAIN, as everything else.
+ * Threading: as everything else: the domain's lock (FI_THREAD_SAFE) is
+ * held by every entry point here.
  */
 #include "emo_prov.h"
 #include "util/clock.h"
@@ -36,51 +37,36 @@ void emo_cntr_inc(struct emo_cntr *c, int status)
     emo_wait_signal(&c->eps);
 }
 
-static uint64_t cntr_read(struct fid_cntr *fc)
+/* progress, then one of the values, under the domain's lock */
+static uint64_t cntr_get(struct fid_cntr *fc, bool err)
 {
     struct emo_cntr *c = container_of_emo(fc, struct emo_cntr, cntr);
+    emo_lock(c->dom);
     cntr_progress(c);
-    return c->val;
+    uint64_t v = err ? c->err : c->val;
+    emo_unlock(c->dom);
+    return v;
 }
 
-static uint64_t cntr_readerr(struct fid_cntr *fc)
-{
-    struct emo_cntr *c = container_of_emo(fc, struct emo_cntr, cntr);
-    cntr_progress(c);
-    return c->err;
-}
+static uint64_t cntr_read(struct fid_cntr *fc) { return cntr_get(fc, false); }
+static uint64_t cntr_readerr(struct fid_cntr *fc) { return cntr_get(fc, true); }
 
-static int cntr_add(struct fid_cntr *fc, uint64_t v)
+/* one of the values changed: set (@p add false) or added to */
+static int cntr_change(struct fid_cntr *fc, bool err, bool add, uint64_t v)
 {
     struct emo_cntr *c = container_of_emo(fc, struct emo_cntr, cntr);
-    c->val += v;
+    emo_lock(c->dom);
+    uint64_t *at = err ? &c->err : &c->val;
+    *at = add ? *at + v : v;
     emo_wait_signal(&c->eps);
+    emo_unlock(c->dom);
     return 0;
 }
 
-static int cntr_set(struct fid_cntr *fc, uint64_t v)
-{
-    struct emo_cntr *c = container_of_emo(fc, struct emo_cntr, cntr);
-    c->val = v;
-    emo_wait_signal(&c->eps);
-    return 0;
-}
-
-static int cntr_adderr(struct fid_cntr *fc, uint64_t v)
-{
-    struct emo_cntr *c = container_of_emo(fc, struct emo_cntr, cntr);
-    c->err += v;
-    emo_wait_signal(&c->eps);
-    return 0;
-}
-
-static int cntr_seterr(struct fid_cntr *fc, uint64_t v)
-{
-    struct emo_cntr *c = container_of_emo(fc, struct emo_cntr, cntr);
-    c->err = v;
-    emo_wait_signal(&c->eps);
-    return 0;
-}
+static int cntr_add(struct fid_cntr *fc, uint64_t v) { return cntr_change(fc, false, true, v); }
+static int cntr_set(struct fid_cntr *fc, uint64_t v) { return cntr_change(fc, false, false, v); }
+static int cntr_adderr(struct fid_cntr *fc, uint64_t v) { return cntr_change(fc, true, true, v); }
+static int cntr_seterr(struct fid_cntr *fc, uint64_t v) { return cntr_change(fc, true, false, v); }
 
 /* Drive the bound endpoints until the count reaches @p threshold; a new
  * error ends the wait (-FI_EAVAIL), as does @p timeout ms (-FI_ETIMEDOUT;
@@ -90,19 +76,27 @@ static int cntr_seterr(struct fid_cntr *fc, uint64_t v)
 static int cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
 {
     struct emo_cntr *c = container_of_emo(fc, struct emo_cntr, cntr);
+    emo_lock(c->dom);
     uint64_t err0 = c->err;
+    emo_unlock(c->dom);
     uint64_t end = timeout >= 0 ? em_clock_ns() + (uint64_t)timeout * 1000000u : UINT64_MAX;
     for (;;) {
+        /* the lock is held for progress, the checks and the arming, never
+         * the sleep */
+        emo_lock(c->dom);
         int work = cntr_progress(c);
-        if (c->val >= threshold)
-            return 0;
-        if (c->err != err0)
-            return -FI_EAVAIL;
-        if (em_clock_ns() >= end)
-            return -FI_ETIMEDOUT;
+        int rc = c->val >= threshold    ? 0
+                 : c->err != err0       ? -FI_EAVAIL
+                 : em_clock_ns() >= end ? -FI_ETIMEDOUT
+                                        : 1;
+        bool armed = rc == 1 && work <= 0 && emo_wait_open(&c->eps) == 0 &&
+                     emo_wait_arm(&c->eps, end) == 0;
+        emo_unlock(c->dom);
+        if (rc != 1)
+            return rc;
         if (work > 0)
             continue; /* the link may hold more than its descriptor shows */
-        if (emo_wait_open(&c->eps) != 0 || emo_wait_arm(&c->eps, end) != 0)
+        if (!armed)
             (void)sched_yield(); /* no wait object: poll, giving the core away */
         else
             (void)emo_wait_sleep(&c->eps);
@@ -112,7 +106,10 @@ static int cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
 static int cntr_control(struct fid *fid, int command, void *arg)
 {
     struct emo_cntr *c = container_of_emo(fid, struct emo_cntr, cntr.fid);
-    return emo_wait_control(&c->eps, c->wait_obj, command, arg);
+    emo_lock(c->dom); /* an fi_cntr_wait may be making the wait object */
+    int rc = emo_wait_control(&c->eps, c->wait_obj, command, arg);
+    emo_unlock(c->dom);
+    return rc;
 }
 
 static int cntr_close(struct fid *fid)
@@ -152,6 +149,7 @@ int emo_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct f
         free(c);
         return rc;
     }
+    c->dom = container_of_emo(domain, struct emo_domain, dom);
     emo_fid_init(&c->cntr.fid, FI_CLASS_CNTR, context, &cntr_fi_ops);
     c->cntr.ops = &cntr_ops;
     *out = &c->cntr;

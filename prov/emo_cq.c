@@ -238,19 +238,39 @@ static ssize_t cq_take(struct emo_cq *cq, void *buf, size_t count, fi_addr_t *sr
     return (ssize_t)n;
 }
 
+/* cq_take under the domain's lock (FI_THREAD_SAFE; nothing otherwise) */
+static ssize_t cq_take_locked(struct emo_cq *cq, void *buf, size_t count, fi_addr_t *src)
+{
+    emo_lock(cq->dom);
+    ssize_t n = cq_take(cq, buf, count, src);
+    emo_unlock(cq->dom);
+    return n;
+}
+
 static ssize_t cq_read(struct fid_cq *fcq, void *buf, size_t count)
 {
-    return cq_take(container_of_emo(fcq, struct emo_cq, cq), buf, count, NULL);
+    return cq_take_locked(container_of_emo(fcq, struct emo_cq, cq), buf, count, NULL);
 }
 
 static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
 {
-    return cq_take(container_of_emo(fcq, struct emo_cq, cq), buf, count, src);
+    return cq_take_locked(container_of_emo(fcq, struct emo_cq, cq), buf, count, src);
 }
+
+static ssize_t cq_readerr_(struct emo_cq *cq, struct fi_cq_err_entry *buf);
 
 static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint64_t flags)
 {
+    (void)flags;
     struct emo_cq *cq = container_of_emo(fcq, struct emo_cq, cq);
+    emo_lock(cq->dom);
+    ssize_t n = cq_readerr_(cq, buf);
+    emo_unlock(cq->dom);
+    return n;
+}
+
+static ssize_t cq_readerr_(struct emo_cq *cq, struct fi_cq_err_entry *buf)
+{
     struct emo_cq_err *x = cq->err_head;
     if (!x)
         return -FI_EAGAIN;
@@ -305,16 +325,23 @@ static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr
     struct emo_cq *cq = container_of_emo(fcq, struct emo_cq, cq);
     uint64_t end = timeout >= 0 ? em_now_ns() + (uint64_t)timeout * 1000000u : UINT64_MAX;
     for (;;) {
+        /* the lock is held for the read and the arming, never the sleep */
+        emo_lock(cq->dom);
         ssize_t n = cq_take(cq, buf, count, src);
+        int work = cq->last_work;
+        emo_unlock(cq->dom);
         if (n != -FI_EAGAIN)
             return n;
         /* woken by fi_cq_signal (before it did, the signal was ignored:
          * fabtests' fi_cq_test cq_signal) */
         if (atomic_exchange(&cq->signaled, false) || em_now_ns() >= end)
             return -FI_EAGAIN;
-        if (cq->last_work > 0)
+        if (work > 0)
             continue;
-        if (emo_wait_open(&cq->eps) != 0 || emo_wait_arm(&cq->eps, end) != 0) {
+        emo_lock(cq->dom);
+        int armed = emo_wait_open(&cq->eps) == 0 && emo_wait_arm(&cq->eps, end) == 0;
+        emo_unlock(cq->dom);
+        if (!armed) {
             (void)sched_yield(); /* no wait object: poll, giving the core away */
             continue;
         }
@@ -367,7 +394,10 @@ static int cq_close(struct fid *fid)
 static int cq_control(struct fid *fid, int command, void *arg)
 {
     struct emo_cq *cq = container_of_emo(fid, struct emo_cq, cq.fid);
-    return emo_wait_control(&cq->eps, cq->wait_obj, command, arg);
+    emo_lock(cq->dom); /* an fi_cq_sread may be making the wait object */
+    int rc = emo_wait_control(&cq->eps, cq->wait_obj, command, arg);
+    emo_unlock(cq->dom);
+    return rc;
 }
 
 static struct fi_ops cq_fi_ops = EMO_FI_OPS(cq_close, emo_no_bind, cq_control);

@@ -456,7 +456,11 @@ static ssize_t send_(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t 
                                .data = data,
                                .flags = flags,
                                .tagged = tagged };
-    return do_send(EP(fep), &s);
+    struct emo_ep *ep = EP(fep);
+    emo_lock(ep->dom);
+    ssize_t rc = do_send(ep, &s);
+    emo_unlock(ep->dom);
+    return rc;
 }
 
 /* fi_inject, fi_injectdata, fi_tinject, fi_tinjectdata: no completion */
@@ -471,7 +475,11 @@ static ssize_t inject_(struct fid_ep *fep, const void *buf, size_t len, fi_addr_
                                .flags = FI_INJECT | flags,
                                .tagged = tagged,
                                .no_cqe = true };
-    return do_send(EP(fep), &s);
+    struct emo_ep *ep = EP(fep);
+    emo_lock(ep->dom);
+    ssize_t rc = do_send(ep, &s);
+    emo_unlock(ep->dom);
+    return rc;
 }
 
 static ssize_t recv_(struct fid_ep *fep, void *buf, size_t len, fi_addr_t src, void *ctx,
@@ -485,7 +493,11 @@ static ssize_t recv_(struct fid_ep *fep, void *buf, size_t len, fi_addr_t src, v
                                .ignore = ignore,
                                .flags = flags,
                                .tagged = tagged };
-    return do_recv(EP(fep), &r);
+    struct emo_ep *ep = EP(fep);
+    emo_lock(ep->dom);
+    ssize_t rc = do_recv(ep, &r);
+    emo_unlock(ep->dom);
+    return rc;
 }
 
 /* the iov forms: one entry at most (iov_limit 1), then as send_ / recv_ */

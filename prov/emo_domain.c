@@ -103,6 +103,7 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr
     int done = 0;
     if (flags)
         return -FI_EBADFLAGS;
+    emo_lock(av->dom);
     for (size_t i = 0; i < count; i++) {
         fi_addr_t fa = FI_ADDR_NOTAVAIL;
         int rc = av_insert_one(av, (const uint8_t *)addr + i * EMO_ADDR_LEN, &fa);
@@ -111,12 +112,12 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr
         if (rc == 0)
             done++;
     }
+    emo_unlock(av->dom);
     return done;
 }
 
-static int av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint64_t flags)
+static int av_remove_(struct emo_av *av, fi_addr_t *fi_addr, size_t count)
 {
-    struct emo_av *av = container_of_emo(fav, struct emo_av, av);
     for (size_t i = 0; i < count; i++) {
         fi_addr_t fa = fi_addr[i];
         if (fa >= av->n || !av->tab[fa].used)
@@ -127,14 +128,27 @@ static int av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint6
     return 0;
 }
 
+static int av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint64_t flags)
+{
+    (void)flags;
+    struct emo_av *av = container_of_emo(fav, struct emo_av, av);
+    emo_lock(av->dom);
+    int rc = av_remove_(av, fi_addr, count);
+    emo_unlock(av->dom);
+    return rc;
+}
+
 static int av_lookup(struct fid_av *fav, fi_addr_t fa, void *addr, size_t *addrlen)
 {
     struct emo_av *av = container_of_emo(fav, struct emo_av, av);
+    emo_lock(av->dom);
     const emo_addr_t *a = emo_av_get(av, fa);
+    uint8_t blob[EMO_ADDR_LEN];
+    if (a)
+        emo_addr_encode(a, blob);
+    emo_unlock(av->dom);
     if (!a)
         return -FI_EINVAL;
-    uint8_t blob[EMO_ADDR_LEN];
-    emo_addr_encode(a, blob);
     memcpy(addr, blob, *addrlen < EMO_ADDR_LEN ? *addrlen : EMO_ADDR_LEN);
     *addrlen = EMO_ADDR_LEN;
     return 0;
@@ -224,6 +238,7 @@ static int domain_close(struct fid *fid)
         return -FI_EBUSY;
     }
     em_regions_fini(&d->regions);
+    em_lock_fini(&d->lock);
     free(d);
     return 0;
 }
@@ -260,17 +275,29 @@ static int no_query_collective(struct fid_domain *d, enum fi_collective_op coll,
     return -FI_ENOSYS;
 }
 
+/* an endpoint opens under its domain's lock: it joins the domain's count
+ * and region table */
+static int ep_open_locked(struct fid_domain *fd, struct fi_info *info, struct fid_ep **ep,
+                          void *context)
+{
+    struct emo_domain *d = container_of_emo(fd, struct emo_domain, dom);
+    emo_lock(d);
+    int rc = emo_ep_open(fd, info, ep, context);
+    emo_unlock(d);
+    return rc;
+}
+
 static int endpoint2(struct fid_domain *d, struct fi_info *info, struct fid_ep **ep, uint64_t flags,
                      void *context)
 {
-    return flags ? -FI_EBADFLAGS : emo_ep_open(d, info, ep, context);
+    return flags ? -FI_EBADFLAGS : ep_open_locked(d, info, ep, context);
 }
 
 static struct fi_ops domain_fi_ops = EMO_FI_OPS(domain_close, emo_no_bind, emo_no_control);
 static struct fi_ops_domain domain_ops = { .size = sizeof(struct fi_ops_domain),
                                            .av_open = av_open,
                                            .cq_open = emo_cq_open,
-                                           .endpoint = emo_ep_open,
+                                           .endpoint = ep_open_locked,
                                            .scalable_ep = no_scalable_ep,
                                            .cntr_open = emo_cntr_open,
                                            .poll_open = no_poll_open,
@@ -299,6 +326,17 @@ int emo_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
     /* FI_RMA was asked and granted (emo_prov.c offers it with
      * FI_MR_PROV_KEY): registrations become regions */
     d->rma = info && (info->caps & FI_RMA);
+    /* the level the domain was opened with: FI_THREAD_DOMAIN (and UNSPEC)
+     * takes no lock; every other (SAFE, FID, ENDPOINT, COMPLETION: the
+     * caller serialises less) takes the domain's lock at every entry
+     * point (docs/design.md, "Threads") */
+    enum fi_threading th = info && info->domain_attr ? info->domain_attr->threading
+                                                     : FI_THREAD_DOMAIN;
+    if (em_lock_init(&d->lock, th != FI_THREAD_DOMAIN && th != FI_THREAD_UNSPEC) != 0) {
+        em_regions_fini(&d->regions);
+        free(d);
+        return -FI_ENOMEM;
+    }
     *dom = &d->dom;
     return 0;
 }

@@ -489,7 +489,11 @@ static int ep_setname(fid_t fid, void *addr, size_t addrlen)
 
 static ssize_t ep_cancel(fid_t fid, void *context)
 {
-    return emo_cancel(container_of_emo(fid, struct emo_ep, ep.fid), context);
+    struct emo_ep *ep = container_of_emo(fid, struct emo_ep, ep.fid);
+    emo_lock(ep->dom);
+    ssize_t rc = emo_cancel(ep, context);
+    emo_unlock(ep->dom);
+    return rc;
 }
 
 /* FI_OPT_MIN_MULTI_RECV is the one option (multi-receive buffers, emo_rdv.c) */
@@ -512,8 +516,38 @@ static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size
         return -FI_ENOPROTOOPT;
     if (!optval || optlen != sizeof(size_t))
         return -FI_EINVAL;
+    emo_lock(ep->dom);
     ep->min_multi_recv = *(const size_t *)optval;
+    emo_unlock(ep->dom);
     return 0;
+}
+
+/* close, bind and control under the domain's lock (FI_THREAD_SAFE) */
+static int ep_close_locked(struct fid *fid)
+{
+    struct emo_domain *d = container_of_emo(fid, struct emo_ep, ep.fid)->dom;
+    emo_lock(d);
+    int rc = ep_close(fid);
+    emo_unlock(d);
+    return rc;
+}
+
+static int ep_bind_locked(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+    struct emo_domain *d = container_of_emo(fid, struct emo_ep, ep.fid)->dom;
+    emo_lock(d);
+    int rc = ep_bind(fid, bfid, flags);
+    emo_unlock(d);
+    return rc;
+}
+
+static int ep_control_locked(struct fid *fid, int command, void *arg)
+{
+    struct emo_domain *d = container_of_emo(fid, struct emo_ep, ep.fid)->dom;
+    emo_lock(d);
+    int rc = ep_control(fid, command, arg);
+    emo_unlock(d);
+    return rc;
 }
 
 static ssize_t ep_size_left(struct fid_ep *ep) { return EMO_TX_SIZE; }
@@ -533,7 +567,7 @@ static int cm_join(struct fid_ep *e, const void *a, uint64_t f, struct fid_mc **
     return -FI_ENOSYS;
 }
 
-static struct fi_ops ep_fi_ops = EMO_FI_OPS(ep_close, ep_bind, ep_control);
+static struct fi_ops ep_fi_ops = EMO_FI_OPS(ep_close_locked, ep_bind_locked, ep_control_locked);
 static struct fi_ops_ep ep_ops = { .size = sizeof(struct fi_ops_ep),
                                    .cancel = ep_cancel,
                                    .getopt = ep_getopt,

@@ -220,11 +220,6 @@ static int check_domain_hints(const struct fi_domain_attr *d)
                 d->name, emo_link_name());
         return -FI_ENODATA;
     }
-    if (d->threading != FI_THREAD_UNSPEC && d->threading != FI_THREAD_DOMAIN) {
-        FI_INFO(&emo_prov, FI_LOG_CORE, "threading %d asked: only FI_THREAD_DOMAIN\n",
-                (int)d->threading);
-        return -FI_ENODATA;
-    }
     if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO) {
         FI_INFO(&emo_prov, FI_LOG_CORE, "FI_PROGRESS_AUTO asked: progress is manual\n");
         return -FI_ENODATA;
@@ -322,7 +317,13 @@ static void fill_info(struct fi_info *fi, uint32_t version, const struct fi_info
 
     struct fi_domain_attr *d = fi->domain_attr;
     d->name = strdup(emo_link_name()); /* the first device's; emo_getinfo names the others */
-    d->threading = FI_THREAD_DOMAIN;
+    /* the level asked for, served (emo_domain_open: a lock per domain
+     * above FI_THREAD_DOMAIN); none asked: FI_THREAD_DOMAIN, no lock */
+    d->threading = hints && hints->domain_attr && hints->domain_attr->threading != FI_THREAD_UNSPEC
+                       ? hints->domain_attr->threading
+                       : FI_THREAD_DOMAIN;
+    FI_INFO(&emo_prov, FI_LOG_CORE, "threading: %s%s\n", fi_tostr(&d->threading, FI_TYPE_THREADING),
+            d->threading == FI_THREAD_DOMAIN ? " (no lock)" : " (a lock per domain)");
     d->control_progress = FI_PROGRESS_MANUAL;
     d->data_progress = FI_PROGRESS_MANUAL;
     d->resource_mgmt = FI_RM_ENABLED;

@@ -17,9 +17,12 @@
  * Progress is manual: fi_cq_read()/fi_cq_sread() drive the engine of every
  * endpoint bound to the CQ; fi_cq_sread/fi_cntr_wait sleep on the CQ's or
  * counter's wait object between progress calls (emo_wait.c, FI_WAIT_FD).
- * Threading: FI_THREAD_DOMAIN, i.e. the caller serialises every call on a
- * domain and its children (no locks here; fi_cq_signal may come from
- * another thread: an eventfd write).
+ * Threading: FI_THREAD_DOMAIN (the caller serialises every call on a
+ * domain and its children: no lock is taken), FI_THREAD_COMPLETION and
+ * FI_THREAD_SAFE (any thread, any time: every entry point takes the
+ * domain's lock, emo_lock()); the level is the one the domain was opened
+ * with (docs/design.md "Threads", docs/ofi.md).  fi_cq_signal may come
+ * from another thread at every level (an eventfd write).
  *
  * Endpoint ids: the engine's wire header names source and destination by a
  * 16-bit id that every process of a job must agree on (emo_ep.c,
@@ -45,6 +48,7 @@
 #include <rdma/providers/fi_prov.h>
 
 #include "engine/engine.h"
+#include "engine/lock.h"
 #include "transport/transport.h"
 #include "emo_match.h"
 #include "emo_wire.h"
@@ -119,7 +123,15 @@ struct emo_domain {
      *  acknowledged, so closing that registration waits for them
      *  (emo_rma.c, mr_close) */
     struct emo_op *serving;
+    /** FI_THREAD_SAFE / FI_THREAD_COMPLETION: held by every entry point of
+     *  the domain and its children (recursive); off (no mutex, no atomic)
+     *  for FI_THREAD_DOMAIN */
+    em_lock_t lock;
 };
+
+/** The domain's lock around an entry point (a branch when it is off). */
+static inline void emo_lock(struct emo_domain *d) { em_lock_take(&d->lock); }
+static inline void emo_unlock(struct emo_domain *d) { em_lock_drop(&d->lock); }
 
 /** A memory registration (emo_rma.c). */
 struct emo_mr {
@@ -226,6 +238,7 @@ struct emo_cq {
 struct emo_cntr {
     struct fid_cntr cntr;
     uint64_t val, err;
+    struct emo_domain *dom;
     emo_ep_set_t eps;          /**< driven by fi_cntr_read / fi_cntr_wait */
     enum fi_wait_obj wait_obj; /**< FI_WAIT_FD (its wait object made at open) or _NONE */
 };

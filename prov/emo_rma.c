@@ -135,11 +135,14 @@ static void mr_quiesce(struct emo_mr *m)
 static int mr_close(struct fid *fid)
 {
     struct emo_mr *m = container_of_emo(fid, struct emo_mr, mr.fid);
+    struct emo_domain *d = m->dom;
+    emo_lock(d);
     if (m->reg.id) {
-        em_regions_remove(&m->dom->regions, m->reg.id, m->reg.key);
+        em_regions_remove(&d->regions, m->reg.id, m->reg.key);
         mr_quiesce(m);
     }
-    m->dom->nmrs--;
+    d->nmrs--;
+    emo_unlock(d);
     free(m);
     return 0;
 }
@@ -162,8 +165,8 @@ static int mr_control(struct fid *fid, int command, void *arg)
 
 static struct fi_ops mr_fi_ops = EMO_FI_OPS(mr_close, mr_bind, mr_control);
 
-static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
-                  uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context)
+static int mr_reg_(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
+                   uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context)
 {
     (void)offset;
     (void)requested_key; /* FI_MR_PROV_KEY: the key is ours */
@@ -201,6 +204,16 @@ static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
     d->nmrs++;
     *mr = &m->mr;
     return 0;
+}
+
+static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
+                  uint64_t requested_key, uint64_t flags, struct fid_mr **mr, void *context)
+{
+    struct emo_domain *d = container_of_emo(fid, struct emo_domain, dom.fid);
+    emo_lock(d);
+    int rc = mr_reg_(fid, buf, len, access, offset, requested_key, flags, mr, context);
+    emo_unlock(d);
+    return rc;
 }
 
 static int mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint64_t access,
@@ -476,7 +489,11 @@ static ssize_t rma_iov(struct fid_ep *ep, const struct iovec *iov, size_t count,
                               .context = ctx,
                               .data = data,
                               .flags = flags };
-    return read ? do_read(EP(ep), &a) : do_write(EP(ep), &a);
+    struct emo_ep *e = EP(ep);
+    emo_lock(e->dom);
+    ssize_t rc = read ? do_read(e, &a) : do_write(e, &a);
+    emo_unlock(e->dom);
+    return rc;
 }
 
 static ssize_t rma_msg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags, bool read)
@@ -544,7 +561,11 @@ static ssize_t inject_write(struct fid_ep *ep, const void *buf, size_t len, uint
                               .data = data,
                               .flags = flags | FI_INJECT,
                               .no_cqe = true };
-    return do_write(EP(ep), &a);
+    struct emo_ep *e = EP(ep);
+    emo_lock(e->dom);
+    ssize_t rc = do_write(e, &a);
+    emo_unlock(e->dom);
+    return rc;
 }
 
 static ssize_t r_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest,

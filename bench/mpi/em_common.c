@@ -169,7 +169,9 @@ static void usage(const struct em_prog *p, FILE *f)
     fprintf(f, "); explicit options still win\n"
                "  -C          self-test: corrupt one received byte in the "
                "content check (the run must fail)\n"
-               "  -h          this help\n");
+               "  -h          this help\n"
+               "Environment: EM_BENCH_THREAD=multiple asks for MPI_THREAD_MULTIPLE "
+               "(single-threaded run; default: MPI_Init)\n");
 }
 
 size_t em_recv_area(const struct em_opts *o)
@@ -200,7 +202,25 @@ struct em_opts em_setup(int *argc, char ***argv, const struct em_prog *p, int *r
     int c;
 
     em_progname = p->prog;
-    EM_CHECK(MPI_Init(argc, argv));
+    /* EM_BENCH_THREAD=multiple: ask for MPI_THREAD_MULTIPLE (the benchmark
+     * stays single-threaded: what the transport's locks cost such a job,
+     * docs/measurements/2026-11-29-thread-safety-cost.md) */
+    const char *lvl = getenv("EM_BENCH_THREAD");
+    if (lvl && 0 == strcmp(lvl, "multiple")) {
+        int provided = MPI_THREAD_SINGLE;
+        EM_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+        if (provided != MPI_THREAD_MULTIPLE) {
+            fprintf(stderr, "%s: EM_BENCH_THREAD=multiple: the MPI provided level %d only\n",
+                    p->prog, provided);
+            setup_exit(1);
+        }
+    } else {
+        if (lvl && *lvl && 0 != strcmp(lvl, "single")) {
+            fprintf(stderr, "%s: EM_BENCH_THREAD=%s: 'single' or 'multiple'\n", p->prog, lvl);
+            exit(2);
+        }
+        EM_CHECK(MPI_Init(argc, argv));
+    }
     EM_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     EM_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, rank));
     EM_CHECK(MPI_Comm_size(MPI_COMM_WORLD, nranks));

@@ -6,8 +6,11 @@
  * registration and put placement.  Both BTL components are thin glue over
  * this API.
  *
- * Threading: an engine is single-threaded; every call, and every callback,
- * happens on the thread that calls em_engine_progress().  Callbacks may call
+ * Threading: an engine is single-threaded and takes no lock: one thread at
+ * a time calls it, and every callback happens on the thread inside the
+ * call (progress, send, put, drain).  A front end whose callers have
+ * several threads holds its own lock (engine/lock.h) around every call,
+ * callbacks included (docs/design.md "Threads").  Callbacks may call
  * em_engine_send() and em_engine_put(); em_engine_progress() called from a
  * callback returns 0 at once (no recursion).
  */
@@ -179,7 +182,8 @@ int em_engine_deregister(em_engine_t *e, const em_region_handle_t *h);
  * on (before any registration): engines that share one table accept puts
  * into each other's regions, as a libfabric domain's registrations serve
  * all its endpoints (prov/emo_rma.c).  @p r outlives the engine, and the
- * engines sharing it are driven from one thread.
+ * engines sharing it are driven by one thread at a time (the domain's
+ * lock, or the caller's FI_THREAD_DOMAIN promise).
  * @return 0, or -EM_EINVAL when the engine has registrations already.
  */
 int em_engine_use_regions(em_engine_t *e, em_regions_t *r);

@@ -190,16 +190,18 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
     m->index = 0;
     m->next = NULL;
     m->order = NULL;
-    if (enable_mpi_threads) {
-        /* mpi4py and many apps ask for THREAD_MULTIPLE by default: a job
-         * that did not name us hears nothing, one that did gets a help
-         * message (mpirun shows it once) */
-        if (em_btl_named(name))
-            opal_show_help(HELP_FILE, "thread-multiple", true, name, opal_process_info.nodename);
-        return NULL;
-    }
+    m->lk = NULL;
     if (check_params(name, params) != 0)
         return NULL;
+    /* MPI_THREAD_MULTIPLE: the locked module functions, installed before
+     * the sibling modules copy m->super (docs/design.md, "Threads") */
+    if (enable_mpi_threads && em_btl_use_lock(m) != 0) {
+        opal_show_help(HELP_FILE, "link-open-failed", true, name, opal_process_info.nodename,
+                       "pthread_mutex_init failed for the MPI_THREAD_MULTIPLE lock "
+                       "(out of memory?)",
+                       name);
+        return NULL;
+    }
 
     /* job size: peer ids are vpids, 16 bits on the wire */
     opal_process_name_t wild = { .jobid = OPAL_PROC_MY_NAME.jobid, .vpid = OPAL_VPID_WILDCARD };
@@ -251,6 +253,7 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
             mod->index = n;
             mod->secret = m->secret;
             mod->isn = m->isn;
+            mod->lk = m->lk;
             last->next = mod;
         }
         last = mod;
@@ -287,9 +290,16 @@ fail:
 
 int em_btl_progress(em_btl_module_t *m)
 {
+    /* several threads in opal_progress: one drives the engines, the others
+     * return at once instead of queueing behind it */
+    em_lock_t *lk = m->lk;
+    if (lk && !em_lock_try(lk))
+        return 0;
     int n = 0;
     for (; m; m = m->next)
         if (m->engine)
             n += em_engine_progress(m->engine);
+    if (lk)
+        em_lock_drop(lk);
     return n;
 }

@@ -20,8 +20,10 @@
  * frames are bound to the address it published (docs/design.md, "Threat
  * model").
  *
- * Threading: MPI_THREAD_SINGLE/FUNNELED/SERIALIZED use (no locks); the
- * component refuses to initialise when MPI_THREAD_MULTIPLE is requested.
+ * Threading: every level up to MPI_THREAD_MULTIPLE.  Below it no lock is
+ * taken; with it (Open MPI's enable_mpi_threads) the module functions are
+ * the locked ones of em_btl_lock.c and progress takes the lock with a
+ * try (docs/design.md, "Threads").
  */
 #ifndef EM_BTL_H
 #define EM_BTL_H
@@ -34,6 +36,7 @@
 #include "opal/util/proc.h"
 
 #include "engine/engine.h"
+#include "engine/lock.h"
 #include "engine/order.h"
 #include "transport/transport.h"
 
@@ -168,6 +171,8 @@ typedef struct em_btl_module {
     uint64_t packed_bytes;      /**< payload bytes packed (copied) into our send buffers */
     uint64_t inplace_msgs;      /**< messages sent from the application's buffer ... */
     uint64_t inplace_bytes;     /**< ... and their payload bytes (no copy by the glue) */
+    em_lock_t lock;             /**< the component's lock: the first module's is the one used */
+    em_lock_t *lk;              /**< the first module's lock under MPI_THREAD_MULTIPLE, else NULL */
 } em_btl_module_t;
 
 /**
@@ -221,10 +226,10 @@ void em_btl_module_defaults(mca_btl_base_module_t *m);
  * Component init: open the links (open_link(0), open_link(1), ... until it
  * reports no more), one module with its own engine per link (@p m is the
  * first; ob1 stripes over them), and publish every link's address.
+ * @p enable_mpi_threads: the job asked for MPI_THREAD_MULTIPLE; the
+ * modules then take the component's lock (em_btl_lock.c).
  * @return the module array or NULL (component disqualified; a help message
- *         has been printed, except for MPI_THREAD_MULTIPLE in a job that did
- *         not name the component (em_btl_named): that steps aside silently,
- *         and with a help message when it was named).
+ *         has been printed).
  */
 mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t *comp,
                                     const char *name, em_btl_params_t *params,
@@ -241,7 +246,9 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
  */
 bool em_btl_named(const char *name);
 
-/** Component progress: drives the engines of @p m and its sibling modules. */
+/** Component progress: drives the engines of @p m and its sibling modules;
+ *  under MPI_THREAD_MULTIPLE only if no other thread is progressing them
+ *  (it returns 0 then). */
 int em_btl_progress(em_btl_module_t *m);
 
 /** Add the help-file directory (next to the component .so) to Open MPI's search path. */

@@ -9,7 +9,10 @@
  *                  sendi, put, registration, finalize) and descriptor pools
  *   em_btl_peer.c  engine callbacks (delivery, completion, peer failure),
  *                  modex entries, pair keys, the order over several links
- * Threading: as em_btl.h (one thread at a time, no locks).
+ *   em_btl_lock.c  the module functions with the component's lock around
+ *                  them (MPI_THREAD_MULTIPLE)
+ * Threading: as em_btl.h; below MPI_THREAD_MULTIPLE one thread at a time,
+ * with it every function here runs with the component's lock held.
  */
 #ifndef EM_BTL_INTERNAL_H
 #define EM_BTL_INTERNAL_H
@@ -36,6 +39,11 @@ void em_btl_frag_put(em_btl_module_t *m, em_btl_frag_t *f);
 void em_btl_rdma_put(em_btl_module_t *m, em_btl_rdma_t *r);
 /** btl_finalize: drain, print stats, destroy the engine, free everything. */
 int em_btl_finalize(struct mca_btl_base_module_t *btl);
+
+/* em_btl_lock.c */
+/** MPI_THREAD_MULTIPLE: give @p m (the first module, before its siblings
+ *  copy it) a lock and the locked module functions.  @return 0 or -1. */
+int em_btl_use_lock(em_btl_module_t *m);
 
 /* em_btl_peer.c */
 /** Callbacks the engine of every module calls. */
