@@ -82,9 +82,13 @@ struct xdp_link {
     uint64_t rx_addr[BURST][8]; /* the chunks of each lent frame */
     uint8_t rx_nchunks[BURST];
     uint8_t *bounce; /* BURST x (link MTU + header) */
-    /* peers: MAC per link peer id */
-    uint8_t (*peer_mac)[6];
+    /* peers: MAC per link peer id, and source MAC -> peer (rx_peer) */
+    struct xdp_peer {
+        uint8_t mac[6];
+        uint8_t set;
+    } * peers;
     uint32_t npeers;
+    em_addr_map_t bysrc;
     uint8_t mac[6];
     int ifindex;
     struct bpf_object *obj;
@@ -160,13 +164,14 @@ static unsigned xdp_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
         uint32_t total = ETH_HLEN + p->len;
         uint32_t nseg = (total + CHUNK - 1) / CHUNK;
         uint32_t idx;
-        if (p->peer >= d->npeers || xsk_ring_prod__reserve(&d->tx, nseg, &idx) != nseg) {
-            if (p->peer < d->npeers)
+        int known = p->peer < d->npeers && d->peers[p->peer].set;
+        if (!known || xsk_ring_prod__reserve(&d->tx, nseg, &idx) != nseg) {
+            if (known)
                 d->st.tx_full++;
             break;
         }
         uint8_t *eh = p->data - ETH_HLEN;
-        memcpy(eh, d->peer_mac[p->peer], 6);
+        memcpy(eh, d->peers[p->peer].mac, 6);
         memcpy(eh + 6, d->mac, 6);
         eh[12] = EM_XDP_ETHERTYPE >> 8;
         eh[13] = EM_XDP_ETHERTYPE & 0xff;
@@ -293,12 +298,8 @@ static void xdp_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
 
 static uint16_t xdp_rx_peer(em_link_t *l, const em_pkt_t *p)
 {
-    struct xdp_link *d = X(l);
-    const uint8_t *src = p->data - ETH_HLEN + 6;
-    for (uint32_t i = 0; i < d->npeers; i++)
-        if (memcmp(d->peer_mac[i], src, 6) == 0)
-            return (uint16_t)i;
-    return EM_LINK_PEER_UNKNOWN;
+    const struct xdp_link *d = X(l);
+    return em_addr_map_get(&d->bysrc, em_addr_key6(p->data - ETH_HLEN + 6, 0));
 }
 
 static int xdp_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
@@ -306,9 +307,15 @@ static int xdp_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     struct xdp_link *d = X(l);
     if (a->len != EM_XDP_ADDR_LEN)
         return -EINVAL;
-    if (em_peer_table_reserve((void **)&d->peer_mac, &d->npeers, sizeof *d->peer_mac, peer) != 0)
+    if (em_peer_table_reserve((void **)&d->peers, &d->npeers, sizeof *d->peers, peer) != 0)
         return -ENOMEM;
-    memcpy(d->peer_mac[peer], a->bytes, 6);
+    struct xdp_peer *pa = &d->peers[peer];
+    if (pa->set)
+        em_addr_map_del(&d->bysrc, em_addr_key6(pa->mac, 0), peer);
+    if (em_addr_map_put(&d->bysrc, em_addr_key6(a->bytes, 0), peer) != 0)
+        return -ENOMEM;
+    memcpy(pa->mac, a->bytes, 6);
+    pa->set = 1;
     return 0;
 }
 
@@ -342,7 +349,8 @@ static void xdp_close(em_link_t *l)
         munmap(d->area, d->area_len);
     free(d->slots);
     free(d->bounce);
-    free(d->peer_mac);
+    free(d->peers);
+    em_addr_map_free(&d->bysrc);
     free(d);
 }
 
@@ -582,7 +590,6 @@ em_link_t *em_xdp_link_open(const em_xdp_cfg_t *cfg, char *err, size_t errlen)
     if (layout(d, cfg, mtu, err, errlen) != 0 ||
         attach_filter(d, cfg, sg, &map_fd, err, errlen) != 0)
         goto fail;
-    d->rx_frames = d->frames / 2;
     if (make_socket(d, cfg, sg, err, errlen) != 0)
         goto fail;
     int rc = xsk_socket__update_xskmap(d->xsk, map_fd);
