@@ -312,12 +312,13 @@ int em_conn_remove(em_conn_t *c, uint32_t index)
 
 /* ---------------------------------------------------------- handshake -- */
 
-static void send_hs(struct em_conn *c, const struct entry *x, const em_hs_t *h)
+/* Handshake frame @p h to link address @p a (a peer's, or a stranger's). */
+static void send_hs(struct em_conn *c, const uint8_t *a, uint8_t alen, const em_hs_t *h)
 {
     uint8_t f[EM_HS_LEN];
     em_hs_encode(h, f);
     c->st.hs_tx[h->type - EM_HS_INIT]++;
-    c->ops.emit(c->uctx, x->name.addr, x->name.addr_len, f, sizeof f);
+    c->ops.emit(c->uctx, a, alen, f, sizeof f);
 }
 
 /* INIT or CONFIRM from entry @p slot, by its state. */
@@ -337,7 +338,7 @@ static void send_ours(struct em_conn *c, uint32_t slot)
         h.cookie_ms = x->cookie_ms;
         h.cookie = x->cookie;
     }
-    send_hs(c, x, &h);
+    send_hs(c, x->name.addr, x->name.addr_len, &h);
 }
 
 static void arm(struct em_conn *c, uint32_t slot, uint64_t now)
@@ -396,9 +397,7 @@ static void challenge(struct em_conn *c, const uint8_t *a, uint8_t alen, const e
                   .dst_index = in->src_index,
                   .cookie_ms = ms,
                   .cookie = cookie_of(c, a, alen, in, ms) };
-    struct entry to = { .name = { .addr_len = alen } };
-    memcpy(to.name.addr, a, alen);
-    send_hs(c, &to, &h);
+    send_hs(c, a, alen, &h);
 }
 
 static void accept_to(struct em_conn *c, uint32_t slot)
@@ -413,7 +412,7 @@ static void accept_to(struct em_conn *c, uint32_t slot)
                   .dst_index = x->remote_index,
                   .isn = x->tx_isn,
                   .token = x->rx_token };
-    send_hs(c, x, &h);
+    send_hs(c, x->name.addr, x->name.addr_len, &h);
 }
 
 /* Bind the peer's parameters (proven) into @p slot; tell the layer above. */
