@@ -21,7 +21,7 @@ check() { # name np args...
 		fail=1
 		return
 	fi
-	bench=${name#em_}
+	bench=$(printf '%s' "${name#em_}" | tr _ -) # em_mt_rate prints mt-rate
 	if ! grep -q "^# em-bench $bench transport-neutral v1\$" "$tmp/out" ||
 		! grep -q '^# size_bytes ' "$tmp/out" ||
 		[ "$(grep -c '^[0-9]' "$tmp/out")" -lt 3 ]; then
@@ -51,6 +51,10 @@ for b in em_latency em_bw em_bibw em_burst em_pingpong; do
 	check "$b" 2 -q -m 0:64K
 	must_fail "$b" 2 -q -m 1:16 -C
 done
+for t in 1 2; do
+	check em_mt_rate 2 -q -T "$t"
+done
+must_fail em_mt_rate 2 -q -T 2 -m 8:64 -C
 check em_burst 3 -q -m 0:1K
 check em_pingpong 3 -q -m 0:1K
 for b in em_allreduce em_alltoall; do
