@@ -83,4 +83,13 @@ for p in oneway twoway alternating; do
 	one_table "em_halo -p $p -q" "halo-$p" 5 em_halo -p "$p" -q -n 200
 	must_fail em_halo 2 -p "$p" -q -n 10 -s 64 -C
 done
+# em_osc (one-sided latency): put and get over sizes, fop and cas on one int64
+for op in put get; do
+	check em_osc 2 -q "$op"
+	must_fail em_osc 2 -q -m 8:64 -C "$op"
+done
+for op in fop cas; do
+	one_table "em_osc -q -m 8:8 $op" osc 1 em_osc -q -m 8:8 "$op"
+	must_fail em_osc 2 -q -m 8:8 -C "$op"
+done
 exit $fail

@@ -23,11 +23,15 @@ BENCH_TITLES = {
                   "(compare with latency: what the transport's locks cost)",
     "mt-rate": "message rate of threads on their own communicators (MPI_THREAD_MULTIPLE, "
                "window 64, all threads summed)",
+    "osc-put": "one-sided MPI_Put + MPI_Win_flush, passive target (tcp: osc pt2pt)",
+    "osc-get": "one-sided MPI_Get + MPI_Win_flush, passive target (tcp: osc pt2pt)",
+    "osc-fop": "one-sided MPI_Fetch_and_op (int64, MPI_SUM) + MPI_Win_flush (tcp: osc pt2pt)",
+    "osc-cas": "one-sided MPI_Compare_and_swap (int64) + MPI_Win_flush (tcp: osc pt2pt)",
     "compute-burst": "[dpdk-btl] §4: completion time of a 256 B burst while the receiver computes "
                      "100 ms (row fields drops, retransmits)",
 }
-BENCH_ORDER = ["latency", "latency-eager", "latency-rndv", "latency-mt", "bw", "bibw", "mt-rate", "burst",
-               "pingpong", "sockets",
+BENCH_ORDER = ["latency", "latency-eager", "latency-rndv", "latency-mt", "bw", "bibw", "mt-rate",
+               "osc-put", "osc-get", "osc-fop", "osc-cas", "burst", "pingpong", "sockets",
                "halo-oneway", "halo-twoway", "halo-alternating", "halo-app", "compute-burst"]
 # secondary columns shown as a table of their own under the primary one
 SHOW_SECONDARY = {"halo-app": ["compute_s"]}

@@ -458,6 +458,16 @@ BENCHMARKS = [
               mpirun_args=["-x", "EM_BENCH_THREAD=multiple"],
               fields={"thread_level": "multiple"}),
 ] + [
+    # one-sided MPI (docs/design.md "One-sided MPI"): the latency of one
+    # operation and its MPI_Win_flush on a window of rank 1's, passive
+    # target, each MPI's default one-sided component; tcp with osc pt2pt,
+    # the best it can do (Debian's Open MPI turns pt2pt off, and osc rdma
+    # cannot span nodes over tcp: no atomics)
+    Benchmark("osc-" + op, "em_osc", 2, "us", args=sizes + [op],
+              transport_mca={"tcp": [("osc", "pt2pt")]})
+    for op, sizes in (("put", ["-m", "8:65536"]), ("get", ["-m", "8:65536"]),
+                      ("fop", ["-m", "8:8"]), ("cas", ["-m", "8:8"]))
+] + [
     # daemon mode: dpdk-memif-daemon's rendezvous data on the rank's own queue
     # (required: btl_dpdk_bulk_queue on) against the old path through both
     # daemons (off); field rdv = own-queue / daemon
