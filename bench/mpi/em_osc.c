@@ -2,7 +2,7 @@
 /*
  * em_osc -- one-sided operation latency, passive target: rank 0 issues one
  * operation on rank 1's window (MPI_Win_allocate, MPI_Win_lock_all) and
- * completes it with MPI_Win_flush, again and again.  -o names the
+ * completes it with MPI_Win_flush, again and again.  An argument names the
  * operation:
  *
  *   put  MPI_Put of the size                      (8 B - 64 KiB)
@@ -29,11 +29,11 @@
 
 enum osc_op { OSC_PUT, OSC_GET, OSC_FOP, OSC_CAS };
 
-static const struct em_prog prog = {
+static struct em_prog prog = {
     .prog = "em_osc",
-    .bench = "osc",
+    .bench = "osc", /* osc-<operation>, set in main */
     .summary = "one-sided latency (operation + MPI_Win_flush, us), rank 0 on rank 1's window; "
-               "-o put|get|fop|cas (first argument after the options)",
+               "name the operation as an argument: put, get, fop or cas",
     .optmask = EM_OPT_SIZES | EM_OPT_ITERS | EM_OPT_WARMUP,
     .normal = { .min_size = 8,
                 .max_size = 64u << 10,
@@ -65,9 +65,7 @@ static void op_round(struct em_bench *b, size_t size, void *ctx)
     case OSC_GET:
         EM_CHECK(MPI_Get(b->rbuf, (int)size, MPI_BYTE, 1, 0, (int)size, MPI_BYTE, win));
         break;
-    case OSC_FOP:
-        EM_CHECK(MPI_Fetch_and_op(&one, &got, MPI_INT64_T, 1, 0, MPI_SUM, win));
-        break;
+    case OSC_FOP: EM_CHECK(MPI_Fetch_and_op(&one, &got, MPI_INT64_T, 1, 0, MPI_SUM, win)); break;
     case OSC_CAS:
         /* swaps 0 <-> 1: the compare value is what the last swap left, so
          * every swap must find it (checked below and at the end) */
@@ -79,8 +77,8 @@ static void op_round(struct em_bench *b, size_t size, void *ctx)
     EM_CHECK(MPI_Win_flush(1, win));
     if (op == OSC_CAS) {
         if (got != cas_state)
-            em_fail("content mismatch: compare-and-swap found %lld, expected %lld",
-                    (long long)got, (long long)cas_state);
+            em_fail("content mismatch: compare-and-swap found %lld, expected %lld", (long long)got,
+                    (long long)cas_state);
         cas_state = 1 - cas_state;
     }
 }
@@ -137,31 +135,38 @@ static void check_atomics(struct em_bench *b, enum osc_op op, long n)
     EM_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
-static enum osc_op parse_op(int argc, char **argv)
+/* The operation: the one argument that names it (anywhere: compare.py
+ * appends -q after it), taken out of argv so that em_setup parses the
+ * options alone. */
+static enum osc_op take_op(int *argc, char **argv)
 {
     static const char *const names[] = { "put", "get", "fop", "cas" };
-    const char *want = argc > 1 ? argv[argc - 1] : NULL;
-    for (int i = 0; i < 4; i++)
-        if (want && 0 == strcmp(want, names[i]))
-            return (enum osc_op)i;
-    em_fail("name the operation last: put, get, fop or cas (got %s)", want ? want : "nothing");
+    for (int a = 1; a < *argc; a++)
+        for (int i = 0; i < 4; i++)
+            if (0 == strcmp(argv[a], names[i])) {
+                memmove(&argv[a], &argv[a + 1], (size_t)(*argc - a) * sizeof *argv);
+                (*argc)--;
+                return (enum osc_op)i;
+            }
+    fprintf(stderr, "em_osc: name the operation: put, get, fop or cas (em_osc -h for options)\n");
+    exit(2);
 }
 
 int main(int argc, char **argv)
 {
     static const char *const unit[] = { "us" };
     struct em_bench b;
-    /* the operation is the last argument; em_setup parses the options before it */
-    enum osc_op op = parse_op(argc, argv);
-    int nargs = argc - 1;
-    em_bench_begin(&b, &nargs, &argv, &prog, NULL);
+    int want_help = argc > 1 && (0 == strcmp(argv[1], "-h") || 0 == strcmp(argv[1], "--help"));
+    enum osc_op op = want_help ? OSC_PUT : take_op(&argc, argv);
+    static const char *const tables[] = { "osc-put", "osc-get", "osc-fop", "osc-cas" };
+    prog.bench = tables[op]; /* one compare.py benchmark per operation */
+    em_bench_begin(&b, &argc, &argv, &prog, NULL);
     const struct em_opts *o = &b.o;
     static const char *const metric[] = { "put", "get", "fop", "cas" };
     const char *const mine[] = { metric[op] };
     /* at least the two counters (fop's word 0, cas's word 1) */
     size_t wbytes = o->max_size < 16 ? 16 : o->max_size;
-    EM_CHECK(
-        MPI_Win_allocate((MPI_Aint)wbytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    EM_CHECK(MPI_Win_allocate((MPI_Aint)wbytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
     memset(base, 0, wbytes);
     EM_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     EM_CHECK(MPI_Win_lock_all(0, win));

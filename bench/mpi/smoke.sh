@@ -84,12 +84,13 @@ for p in oneway twoway alternating; do
 	must_fail em_halo 2 -p "$p" -q -n 10 -s 64 -C
 done
 # em_osc (one-sided latency): put and get over sizes, fop and cas on one int64
+# (table osc-<operation>; quick sizes 8 B - 4 KiB)
 for op in put get; do
-	check em_osc 2 -q "$op"
+	one_table "em_osc -q $op" "osc-$op" 10 em_osc -q "$op"
 	must_fail em_osc 2 -q -m 8:64 -C "$op"
 done
 for op in fop cas; do
-	one_table "em_osc -q -m 8:8 $op" osc 1 em_osc -q -m 8:8 "$op"
+	one_table "em_osc -q -m 8:8 $op" "osc-$op" 1 em_osc -q -m 8:8 "$op"
 	must_fail em_osc 2 -q -m 8:8 -C "$op"
 done
 exit $fail
