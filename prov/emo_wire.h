@@ -155,7 +155,8 @@ const char *emo_dec_err_name(emo_dec_err_t e);
 
 /** A provider address (what fi_getname gives and fi_av_insert takes). */
 typedef struct emo_addr {
-    uint16_t id;         /**< engine endpoint id (the wire's source/destination) */
+    uint16_t id;         /**< engine endpoint id (every table's index of it: what the
+                              frames it is sent name it by, wire.h) */
     uint32_t frame_max;  /**< the owner's link MTU */
     uint64_t secret;     /**< random per endpoint: the pair key is mixed from two */
     uint32_t isn;        /**< random first sequence number of the owner's frames */
