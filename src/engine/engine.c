@@ -327,9 +327,13 @@ int em_engine_set_peer_keys(em_engine_t *e, uint16_t peer, uint64_t key, uint32_
 
 int em_engine_set_peer_index(em_engine_t *e, uint16_t peer, uint32_t remote_index)
 {
+    uint32_t was = em_proto_peer_index(e->proto, peer);
     int rc = em_proto_set_peer_index(e->proto, peer, remote_index);
-    if (rc == 0)
-        (void)em_engine_sync_flow(e, peer); /* the link's ACKs for us carry it too */
+    /* the link's ACKs for us carry it too; unchanged (the default, our own
+     * number, is what numbered-alike front ends set), it heard of it
+     * already: no second FLOW per peer */
+    if (rc == 0 && was != remote_index)
+        (void)em_engine_sync_flow(e, peer);
     return rc;
 }
 

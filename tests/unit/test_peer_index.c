@@ -17,7 +17,7 @@
 
 #include "proto_cap.h"
 
-#define KEY_AB 0x5A5A0123456789A5ull
+#define KEY_AB  0x5A5A0123456789A5ull
 #define A_FOR_B 5u /* A's number of B */
 #define B_FOR_A 1u /* B's number of A */
 
