@@ -28,9 +28,14 @@ static unsigned flow_hash(uint32_t peer, unsigned cap)
 
 static unsigned dst_hash(const uint8_t mac[6], uint16_t ep, unsigned cap)
 {
-    uint32_t x = ((uint32_t)mac[2] << 24 | (uint32_t)mac[3] << 16 | (uint32_t)mac[4] << 8 | mac[5]);
-    x = (x ^ ((uint32_t)mac[0] << 8 | mac[1]) ^ ((uint32_t)ep << 16)) * 0x9E3779B1u;
-    return (x >> 7) & (cap - 1);
+    uint64_t v = (uint64_t)ep << 48;
+    for (int i = 0; i < 6; i++)
+        v |= (uint64_t)mac[i] << (8 * i);
+    /* splitmix64's finaliser: every bit of v reaches the low bits (a bare
+     * product carries only upwards, and the endpoint would be lost) */
+    v = (v ^ (v >> 30)) * 0xBF58476D1CE4E5B9ull;
+    v = (v ^ (v >> 27)) * 0x94D049BB133111EBull;
+    return (unsigned)(v ^ (v >> 31)) & (cap - 1);
 }
 
 static struct emd_flow *flow_find(struct emd_client *cl, uint32_t peer)

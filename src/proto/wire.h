@@ -56,9 +56,10 @@
  * Version 3 (peers known by the wire, docs/design.md "Wire v3"): the two
  * 16-bit endpoint numbers at offset 4 (source and destination, a job rank
  * inside Open MPI) became one 32-bit index: what the receiver calls the
- * sender in its own peer table, which the receiver gave the sender
- * (em_proto_set_peer_index(); later wire v3's handshake, conn.h).  The
- * receiver finds the sending peer with one bounds-checked array access and
+ * sender in its own peer table.  The sender's owner sets it per peer
+ * (em_proto_set_peer_index(): today from numbering both sides share,
+ * later from what wire v3's handshake, conn.h, tells it).  The receiver
+ * finds the sending peer with one bounds-checked array access and
  * then checks that peer's pair key and source address as before.  No rank
  * travels and nothing names the receiver: the link address already
  * delivered the frame to it, and a frame that reached the wrong endpoint
@@ -225,7 +226,9 @@ em_decode_err_t em_hdr_decode(const void *frame, size_t frame_len, em_hdr_t *h);
  * frames without being told the segment size (link_udp's recvfrom poll);
  * each frame split out still goes through em_hdr_decode.
  * @return the length, or 0 if @p frame is not of this wire version or
- *         states more than @p avail bytes.
+ *         states more than @p avail bytes.  (Handshake frames, hs_wire.h,
+ *         share the version but not this layout: a link that carries them
+ *         must tell them apart, em_hs_is(), before it asks this.)
  */
 uint32_t em_wire_frame_len(const void *frame, size_t avail);
 

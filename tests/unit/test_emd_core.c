@@ -293,6 +293,25 @@ static void test_eager_acks_only_registered_and_checked(void **st)
     assert_int_equal(a.type, EM_PT_ACK);
     assert_int_equal(a.ack, 6);
     assert_int_equal(a.seq, 0x2000);
+    /* the peer moved (FLOW again, another endpoint): the client's frames are
+     * matched to the flow by the new address only */
+    f.peer_ep = 78;
+    f.rx_next = 6;
+    assert_int_equal(emd_core_add_flow(&C, 0, &f, &why), 0);
+    out.ack = 20;
+    em_hdr_encode(&out, b);
+    tx(0, NODE2, 77, b, EM_HDR_LEN); /* the old address: moves nothing */
+    emd_core_drain(&C, 0);
+    out.ack = 8;
+    em_hdr_encode(&out, b);
+    tx(0, NODE2, 78, b, EM_HDR_LEN);
+    emd_core_drain(&C, 0);
+    em_hdr_t moved = dat(RXK, 8, "g");
+    port_frame_from(NODE2, 78, 10, &moved, "g");
+    assert_int_equal(em_hdr_decode(P.sent[P.nsent - 1] + EMD_WIRE_HDR_LEN,
+                                   P.sent_len[P.nsent - 1] - EMD_WIRE_HDR_LEN, &a),
+                     EM_DEC_OK);
+    assert_int_equal(a.ack, 9);
     /* bad registrations are refused */
     f.frame_max = MTU + 1;
     assert_int_equal(emd_core_add_flow(&C, 0, &f, &why), -1);
