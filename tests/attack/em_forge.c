@@ -36,6 +36,9 @@
  *                     injecting socket is opened there, so every forged
  *                     frame comes from that node's address
  *   --src S --dst D   the rank whose identity is claimed, and the victim
+ *                     (wire v3 frames name only their sender, by the
+ *                     receiver's index, the rank in the BTLs: the
+ *                     sniffer keeps frames of index S; D is for the log)
  *
  * Classes (each says what it tests; run-attack-tests maps each to the drop
  * counter that must prove it was refused):
