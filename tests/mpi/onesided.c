@@ -23,13 +23,13 @@
  *
  * Then a second window from MPI_Win_allocate, every rank at every rank
  * (itself included) inside one MPI_Win_lock_all epoch per sub-check:
- *   all-fetch-op   NFOP2 x MPI_Fetch_and_op(SUM, 1), each followed by
+ *   all-fetch-op   NFOP2 (64 / size) x MPI_Fetch_and_op(SUM, 1), each followed by
  *                  MPI_Win_flush: per target the fetched values increase,
  *                  and over all ranks they are 0 .. size * NFOP2 - 1 once
- *   all-cas        NCAS increments of a counter by a compare-and-swap loop
+ *   all-cas        NCAS (32 / size) increments of a counter by a compare-and-swap loop
  *                  (MPI_Compare_and_swap): the counter ends at size * NCAS
  *                  and the values swapped out are each taken once
- *   all-get-acc    NGA x MPI_Get_accumulate(SUM) of (1, 2, 3, 4), int64:
+ *   all-get-acc    NGA (32 / size) x MPI_Get_accumulate(SUM) of (1, 2, 3, 4), int64:
  *                  element j ends at size * NGA * (j + 1), and the fetched
  *                  values of element j are each multiple of (j + 1) once;
  *                  then MPI_Get_accumulate(MPI_NO_OP) reads the totals
@@ -49,9 +49,11 @@
 #define NACC   8
 #define NACC_N 1024
 #define NFOP   64
-#define NFOP2  32
-#define NCAS   16
-#define NGA    16
+/* per rank and target: fewer with more ranks (each needs its target's
+ * progress, and 4 ranks share the machine's cores) */
+#define NFOP2  (64 / emt.size)
+#define NCAS   (32 / emt.size)
+#define NGA    (32 / emt.size)
 #define PUTLEN 4096
 
 static const size_t sizes[] = { 8, 1000, 65536, MAXLEN };

@@ -92,8 +92,8 @@ static uint8_t *self_at(em_btl_module_t *m, const mca_btl_base_registration_hand
 {
     uint8_t *at;
     if (remote_address < h->region.base ||
-        em_engine_region_at(m->engine, h->region.id, h->region.key,
-                            remote_address - h->region.base, len, access, &at) != 0)
+        em_engine_region_at(m->engine, h->region.id, h->region.key, remote_address - h->region.base,
+                            len, access, &at) != 0)
         return NULL;
     return at;
 }
@@ -113,9 +113,8 @@ int em_btl_put_self(em_btl_module_t *m, struct mca_btl_base_endpoint_t *ep, void
 
 static int atomic_self(em_btl_module_t *m, struct mca_btl_base_endpoint_t *ep, void *result,
                        uint64_t remote_address, mca_btl_base_registration_handle_t *local_handle,
-                       mca_btl_base_registration_handle_t *remote_handle,
-                       const em_atomic_desc_t *d, mca_btl_base_rdma_completion_fn_t cbfunc,
-                       void *cbcontext, void *cbdata)
+                       mca_btl_base_registration_handle_t *remote_handle, const em_atomic_desc_t *d,
+                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     size_t es = em_atomic_type_size(d->type);
     unsigned access = EM_REGION_WRITE | (result ? EM_REGION_READ : 0);
