@@ -16,8 +16,12 @@
  * counted), the region checked with em_engine_region_at() for the access
  * the op needs, plus natural alignment; then applied (atomic.c) or copied,
  * and answered.  The answer owns a copy of its bytes (the region may go
- * while the answer is resent).  An answer that cannot be built for lack of
- * memory still goes, as a status alone (-EM_ENOMEM at the initiator).
+ * while the answer is resent).  An answer whose bytes find no memory still
+ * goes, as a status alone (-EM_ENOMEM at the initiator).  Only when the
+ * table of answers in flight cannot grow (out of memory, or RMA_RSP_MAX
+ * answers unacknowledged at once) does a request go unanswered, counted in
+ * rma_no_mem; its initiator's request then completes when this peer fails
+ * or its engine ends.
  *
  * Our own operations are told from the owner's by their completion
  * context: a pointer into `marks`, an address range that is never read
@@ -30,8 +34,7 @@
 #include <string.h>
 
 #define RMA_REQ_MAX (EM_RMA_REQ_LEN + 2u * EM_ATOMIC_COUNT_MAX * 8u)
-/** Answers outstanding at a target at a time (unacknowledged ones); one more
- *  request is answered -EM_EAGAIN-free only after one of them completes. */
+/** Answers in flight (not yet acknowledged) at a target at a time. */
 #define RMA_RSP_MAX 65536u
 
 enum { S_FREE = 0, S_BUSY = 1, S_SENT = 2, S_ANSWERED = 4 };
@@ -355,6 +358,8 @@ bool em_rma_complete(em_engine_t *e, void *ctx, int status)
         return true;
     }
     struct rma_slot *s = &r->slot[i];
+    if (!(s->state & S_BUSY))
+        return true; /* cannot happen: a slot completes after its send */
     s->state |= S_SENT;
     if (s->state & S_ANSWERED)
         slot_done(e, s, s->status); /* the answer is what happened */
