@@ -400,6 +400,17 @@ static mca_btl_base_registration_handle_t *em_register_mem(struct mca_btl_base_m
         access |= EM_REGION_READ;
     if (flags & MCA_BTL_REG_FLAG_REMOTE_ATOMIC)
         access |= EM_REGION_READ | EM_REGION_WRITE;
+    if (access == EM_REGION_READ) {
+        /* Read-only exposure is what ob1's get protocol (RGET) asks for, and
+         * only it: Open MPI 4.1 runs with mpi_leave_pinned -1, which ob1
+         * reads as "on", so with btl_get it would send every large
+         * contiguous message by get, where the target copies the bytes
+         * into answers and the receiver reassembles and copies them again.
+         * Refused, ob1 keeps the put rendezvous (the engine places each
+         * byte once).  osc/rdma registers its windows with every access. */
+        free(h);
+        return NULL;
+    }
     if (!access) {
         /* local access only: a handle that names no region, so every
          * peer's operation on it is refused */
