@@ -30,6 +30,7 @@
  * (docs/design.md "Peers known only by their frames").
  */
 #include "engine/engine.h"
+#include "engine/engine_internal.h"
 #include "util/clock.h"
 
 #include <stdlib.h>
@@ -38,32 +39,6 @@
 
 #include "proto/wire.h" /* em_wire_type: the class of what the protocol emits */
 
-#define EM_BURST    32
-#define EM_TX_BATCH 64
-/* Below this a copy into the frame is cheaper than a second iovec. */
-#define EM_GATHER_MIN 512
-
-enum { ADDR_UNKNOWN = 0, ADDR_SET = 1, ADDR_NONE = 2 };
-
-struct em_engine {
-    em_link_t *link;
-    em_proto_t *proto;
-    em_engine_ops_t ops;
-    void *uctx;
-    em_regions_t own_regions; /**< the table, unless the owner shares one (em_engine_use_regions) */
-    em_regions_t *regions;    /**< the table in use */
-    uint8_t *addr;            /* per peer: ADDR_UNKNOWN, ADDR_SET or ADDR_NONE */
-    uint16_t npeers;
-    em_pkt_t *batch[EM_TX_BATCH];
-    unsigned nbatch;
-    unsigned events;        /* completions during the current call */
-    const em_pkt_t *rx_cur; /* the frame the protocol is judging (progress only) */
-    uint16_t self;          /* our protocol endpoint id (cfg.self) */
-    int in_progress;
-    uint64_t now; /* the clock as the last progress call read it (0: none yet) */
-    em_engine_stats_t st;
-};
-
 uint64_t em_now_ns(void) { return em_clock_ns(); }
 
 /**
@@ -71,7 +46,7 @@ uint64_t em_now_ns(void) { return em_clock_ns(); }
  * frame that stays gets its external payload copied in first: the payload
  * belongs to an op that may complete (and be reused) before the retry.
  */
-static void flush_tx(em_engine_t *e)
+void em_engine_flush_tx(em_engine_t *e)
 {
     if (e->nbatch) {
         unsigned k = em_link_tx_burst(e->link, e->batch, e->nbatch);
@@ -122,13 +97,13 @@ static int e_emit(void *u, uint16_t peer, const void *hdr, size_t hlen, const vo
         return 0; /* lost, as on a wire; the protocol recovers or fails the peer */
     }
     if (e->nbatch == EM_TX_BATCH) {
-        flush_tx(e);
+        em_engine_flush_tx(e);
         if (e->nbatch == EM_TX_BATCH)
             return -EM_EAGAIN;
     }
     em_pkt_t *pkt = em_link_tx_alloc(e->link);
     if (!pkt) {
-        flush_tx(e);
+        em_engine_flush_tx(e);
         pkt = em_link_tx_alloc(e->link);
         if (!pkt) {
             e->st.tx_backpressure++;
@@ -157,6 +132,10 @@ static int e_emit(void *u, uint16_t peer, const void *hdr, size_t hlen, const vo
 static void e_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t len)
 {
     em_engine_t *e = u;
+    if (tag == EM_ENGINE_TAG_RMA) {
+        em_rma_recv(e, peer, d, len); /* the engine's own: never the owner's */
+        return;
+    }
     e->st.recv_bytes += len;
     e->ops.recv(e->uctx, peer, tag, d, len);
 }
@@ -165,6 +144,8 @@ static void *e_place(void *u, uint16_t peer, uint8_t tag, const void *head, size
                      size_t msg_len, size_t *skip, void **ctx)
 {
     em_engine_t *e = u;
+    if (tag == EM_ENGINE_TAG_RMA)
+        return NULL; /* reassembled and handed to em_rma_recv */
     void *dst = e->ops.place ? e->ops.place(e->uctx, peer, tag, head, head_len, msg_len, skip, ctx)
                              : NULL;
     if (dst)
@@ -202,6 +183,8 @@ static int e_put(void *u, uint16_t peer, const em_put_target_t *t, const void *d
 static void e_complete(void *u, void *ctx, int status)
 {
     em_engine_t *e = u;
+    if (e->rma && em_rma_complete(e, ctx, status))
+        return; /* a request or an answer of rma.c (it counts its own events) */
     e->events++;
     e->ops.complete(e->uctx, ctx, status);
 }
@@ -209,6 +192,8 @@ static void e_complete(void *u, void *ctx, int status)
 static void e_failed(void *u, uint16_t peer)
 {
     em_engine_t *e = u;
+    if (e->rma)
+        em_rma_peer_failed(e, peer);
     if (e->ops.peer_failed)
         e->ops.peer_failed(e->uctx, peer);
 }
@@ -271,6 +256,8 @@ em_engine_t *em_engine_create(em_link_t *link, const em_proto_cfg_t *cfg,
         free(e);
         return NULL;
     }
+    size_t pm = em_proto_max_msg(e->proto);
+    e->rx_msg_max = (uint32_t)(c.max_msg && c.max_msg < pm ? c.max_msg : pm);
     return e;
 }
 
@@ -280,6 +267,7 @@ void em_engine_destroy(em_engine_t *e)
         return;
     e->in_progress = 1; /* no progress from cancellation callbacks */
     em_proto_destroy(e->proto);
+    em_rma_destroy(e); /* after the protocol: its cancellations came first */
     for (unsigned i = 0; i < e->nbatch; i++)
         em_link_tx_free(e->link, e->batch[i]);
     em_regions_fini(&e->own_regions);
@@ -369,7 +357,7 @@ int em_engine_progress(em_engine_t *e)
     e->st.rx_frames += n;
     em_proto_poll(e->proto, now);
     if (e->nbatch || n)
-        flush_tx(e);
+        em_engine_flush_tx(e);
     e->in_progress = 0;
     return (int)(n + e->events);
 }
@@ -377,19 +365,23 @@ int em_engine_progress(em_engine_t *e)
 int em_engine_send(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *buf,
                    size_t len, void *ctx)
 {
+    if (tag == EM_ENGINE_TAG_RMA)
+        return -EM_EINVAL; /* the engine's own: the peer's engine would take it */
     int rc = em_proto_send(e->proto, op, peer, tag, buf, len, ctx, em_now_ns());
     if (rc == 0)
-        flush_tx(e);
+        em_engine_flush_tx(e);
     return rc;
 }
 
 int em_engine_sendv(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *head,
                     size_t head_len, const void *buf, size_t len, unsigned flags, void *ctx)
 {
+    if (tag == EM_ENGINE_TAG_RMA)
+        return -EM_EINVAL;
     int rc = em_proto_sendv(e->proto, op, peer, tag, head, head_len, buf, len, flags, ctx,
                             em_now_ns());
     if (rc == 0)
-        flush_tx(e);
+        em_engine_flush_tx(e);
     return rc;
 }
 
@@ -406,7 +398,7 @@ int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint16_t peer, const em_reg
     em_put_target_t t = { .region = h->id, .key = h->key, .offset = offset };
     int rc = em_proto_put(e->proto, op, peer, &t, buf, len, ctx, em_now_ns());
     if (rc == 0)
-        flush_tx(e);
+        em_engine_flush_tx(e);
     return rc;
 }
 
@@ -508,7 +500,7 @@ size_t em_engine_drain(em_engine_t *e, uint64_t bound_ns)
      * gone still learns that its data arrived */
     for (int k = 0; k < 2; k++) {
         em_proto_ack_heard(e->proto);
-        flush_tx(e);
+        em_engine_flush_tx(e);
     }
     size_t n = 0;
     for (uint32_t i = 0; i < e->npeers; i++)

@@ -11,8 +11,13 @@
  * call (progress, send, put, drain).  A front end whose callers have
  * several threads holds its own lock (engine/lock.h) around every call,
  * callbacks included (docs/design.md "Threads").  Callbacks may call
- * em_engine_send() and em_engine_put(); em_engine_progress() called from a
- * callback returns 0 at once (no recursion).
+ * em_engine_send(), em_engine_put(), em_engine_get() and
+ * em_engine_atomic(); em_engine_progress() called from a callback returns 0
+ * at once (no recursion).
+ *
+ * RMA reads and remote atomics (em_engine_get, em_engine_atomic) are
+ * request/answer messages on the engine's own tag EM_ENGINE_TAG_RMA, which
+ * front ends must not use (docs/design.md "One-sided MPI").
  */
 #ifndef EM_ENGINE_ENGINE_H
 #define EM_ENGINE_ENGINE_H
@@ -21,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/atomic.h"
 #include "engine/region.h"
 #include "link/link.h"
 #include "proto/proto.h"
@@ -91,6 +97,13 @@ typedef struct em_engine_stats {
     uint64_t
         put_bytes; /**< put payload copied from the frame into its region (the one placement copy) */
     uint64_t recv_bytes; /**< message bytes handed to the receiver in place (the consumer copies) */
+    /* RMA reads and atomics (em_engine_get, em_engine_atomic) */
+    uint64_t rma_gets_served;     /**< get requests answered with data (target) */
+    uint64_t rma_atomics_applied; /**< atomic requests applied (target) */
+    uint64_t rma_refused;         /**< requests refused: region, key, bounds, access, alignment */
+    uint64_t rma_bad_msg;         /**< messages on the RMA tag the decoder refused */
+    uint64_t rma_stale_rsp;       /**< answers naming no outstanding request of that peer */
+    uint64_t rma_no_mem;          /**< requests answered -EM_ENOMEM (no buffer for the answer) */
 } em_engine_stats_t;
 
 typedef struct em_engine em_engine_t;
@@ -143,7 +156,8 @@ int em_engine_peer_params(const em_engine_t *e, uint16_t peer, uint64_t *key, ui
  *  @return frames received + operations completed (0: nothing happened). */
 int em_engine_progress(em_engine_t *e);
 
-/** Send a message (see em_proto_send()); @p op and @p buf stay valid until completion. */
+/** Send a message (see em_proto_send()); @p op and @p buf stay valid until completion.
+ *  @p tag 0 .. 254 (EM_ENGINE_TAG_RMA is the engine's own: -EM_EINVAL). */
 int em_engine_send(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *buf,
                    size_t len, void *ctx);
 /** Send @p head, then @p buf, as one message; @p flags 0 or EM_SEND_ACK_LAST
@@ -153,6 +167,61 @@ int em_engine_sendv(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t ta
 /** Write @p len bytes at @p offset of the peer's region @p h. */
 int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint16_t peer, const em_region_handle_t *h,
                   uint64_t offset, const void *buf, size_t len, void *ctx);
+
+/**
+ * The engine's own message tag: RMA read and atomic requests and their
+ * answers (rma.c) travel as messages with this tag, and the engine never
+ * hands them to ops.recv or ops.place.  Front ends cannot send with it
+ * (em_engine_send() and em_engine_sendv() refuse it with -EM_EINVAL, so a
+ * misuse is an error at the sender, never a message lost at the receiver):
+ * owners have the tags 0 .. 254.  Open MPI's BTL tags stay below MCA_BTL_TAG_MAX (255), the libfabric
+ * provider's are its emo_type values (1 .. 7, prov/emo_wire.h).
+ */
+#define EM_ENGINE_TAG_RMA 0xFFu
+/** Requests (gets and atomics) one engine has outstanding at a time. */
+#define EM_ENGINE_RMA_BUDGET 256u
+/** Longest em_engine_get(): the target copies the bytes into its answer
+ *  (a region may be deregistered while the answer is resent). */
+#define EM_ENGINE_GET_MAX (4u << 20)
+
+/**
+ * RMA read: copy @p len bytes at @p offset of @p peer's region @p remote
+ * into @p buf.  The target checks the region as a put is checked, with
+ * read access (EM_REGION_READ).  ops.complete(@p ctx, status) follows,
+ * with @p buf written before it when status is 0: 0, -EM_EACCES (refused:
+ * id, key, bounds or access), -EM_EPEERFAIL, -EM_ECANCELED (engine
+ * destroyed), -EM_EINVAL (the target did not understand it).  @p op, like
+ * a send's, and @p buf stay the caller's until then.  Exactly once: the
+ * request is a message of the protocol.
+ * @return 0; -EM_EINVAL (len above em_engine_get_max()); -EM_EAGAIN
+ * (EM_ENGINE_RMA_BUDGET requests outstanding: complete some, retry);
+ * -EM_EPEERFAIL; -EM_ENOMEM.  No completion follows an error return.
+ */
+int em_engine_get(em_engine_t *e, em_proto_op_t *op, uint16_t peer,
+                  const em_region_handle_t *remote, uint64_t offset, void *buf, size_t len,
+                  void *ctx);
+/** Longest get: EM_ENGINE_GET_MAX, or less when the engine accepts shorter
+ *  messages (cfg.max_msg, minus the answer's 8-byte header). */
+size_t em_engine_get_max(const em_engine_t *e);
+/**
+ * Remote atomic: apply @p d (atomic.h: op, type, count elements, operands
+ * and compare values, which are read during this call only) at @p offset
+ * of @p peer's region @p remote, each element with a CPU atomic at the
+ * target.  @p result (count elements, or NULL) receives the values before
+ * the operation: a fetching atomic.  The target checks region, key and
+ * bounds as for a put, natural alignment of the target address, and
+ * access: EM_REGION_WRITE for every op but READ, EM_REGION_READ for READ
+ * and for any fetching op (a refusal answers -EM_EACCES and applies
+ * nothing).  ops.complete(@p ctx, status) follows when the target has
+ * applied it (remote completion, fetching or not), @p result written
+ * before; statuses as em_engine_get().  Applied exactly once however the
+ * link loses, duplicates or reorders frames.
+ * @return 0, -EM_EINVAL (op/type/count invalid), -EM_EAGAIN (budget
+ * full), -EM_EPEERFAIL or -EM_ENOMEM; no completion follows an error.
+ */
+int em_engine_atomic(em_engine_t *e, em_proto_op_t *op, uint16_t peer,
+                     const em_region_handle_t *remote, uint64_t offset, const em_atomic_desc_t *d,
+                     void *result, void *ctx);
 
 /**
  * Would em_engine_send() of @p len bytes to @p peer leave at once, with no

@@ -460,11 +460,11 @@ BENCHMARKS = [
 ] + [
     # one-sided MPI (docs/design.md "One-sided MPI"): the latency of one
     # operation and its MPI_Win_flush on a window of rank 1's, passive
-    # target, each MPI's default one-sided component; tcp with osc pt2pt,
-    # the best it can do (Debian's Open MPI turns pt2pt off, and osc rdma
-    # cannot span nodes over tcp: no atomics)
+    # target, each MPI's default one-sided component; tcp and ofi-rxd (the
+    # cm PML) with osc pt2pt, the best they can do (Debian's Open MPI turns
+    # pt2pt off, and osc rdma cannot span nodes without a BTL with atomics)
     Benchmark("osc-" + op, "em_osc", 2, "us", args=sizes + [op],
-              transport_mca={"tcp": [("osc", "pt2pt")]})
+              transport_mca={t: [("osc", "pt2pt")] for t in ("tcp", "ofi-rxd")})
     for op, sizes in (("put", ["-m", "8:65536"]), ("get", ["-m", "8:65536"]),
                       ("fop", ["-m", "8:8"]), ("cas", ["-m", "8:8"]))
 ] + [

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file engine_internal.h
+ * The engine's state, shared by engine.c and rma.c (RMA reads and atomics
+ * on the engine's reserved tag); not for front ends.
+ */
+#ifndef EM_ENGINE_ENGINE_INTERNAL_H
+#define EM_ENGINE_ENGINE_INTERNAL_H
+
+#include "engine/engine.h"
+
+#define EM_BURST    32
+#define EM_TX_BATCH 64
+/* Below this a copy into the frame is cheaper than a second iovec. */
+#define EM_GATHER_MIN 512
+
+enum { ADDR_UNKNOWN = 0, ADDR_SET = 1, ADDR_NONE = 2 };
+
+struct em_rma; /* rma.c */
+
+struct em_engine {
+    em_link_t *link;
+    em_proto_t *proto;
+    em_engine_ops_t ops;
+    void *uctx;
+    em_regions_t own_regions; /**< the table, unless the owner shares one (em_engine_use_regions) */
+    em_regions_t *regions;    /**< the table in use */
+    uint8_t *addr;            /* per peer: ADDR_UNKNOWN, ADDR_SET or ADDR_NONE */
+    uint16_t npeers;
+    em_pkt_t *batch[EM_TX_BATCH];
+    unsigned nbatch;
+    unsigned events;        /* completions during the current call */
+    const em_pkt_t *rx_cur; /* the frame the protocol is judging (progress only) */
+    uint16_t self;          /* our protocol endpoint id (cfg.self) */
+    int in_progress;
+    uint64_t now; /* the clock as the last progress call read it (0: none yet) */
+    em_engine_stats_t st;
+    uint32_t rx_msg_max; /**< longest message the protocol accepts from a peer (cfg.max_msg) */
+    struct em_rma *rma;  /**< RMA reads and atomics (rma.c), NULL until the first use */
+};
+
+/** Hand the batch of frames to the link (engine.c). */
+void em_engine_flush_tx(em_engine_t *e);
+
+/* rma.c, called by engine.c */
+/** A message on EM_ENGINE_TAG_RMA from @p peer (inside receive processing). */
+void em_rma_recv(em_engine_t *e, uint16_t peer, const void *data, size_t len);
+/** Is @p ctx one of rma.c's own operations?  Then it is completed here. */
+bool em_rma_complete(em_engine_t *e, void *ctx, int status);
+/** @p peer failed: its outstanding requests complete with -EM_EPEERFAIL. */
+void em_rma_peer_failed(em_engine_t *e, uint16_t peer);
+/** After the protocol is gone: the rest complete with -EM_ECANCELED; free. */
+void em_rma_destroy(em_engine_t *e);
+
+#endif
