@@ -135,13 +135,17 @@ void emo_complete_tx(emo_op_t *op, int status)
                     fi_strerror(-status));
         return;
     }
-    bool rma = (op->cq_flags & FI_RMA) != 0, read = rma && (op->cq_flags & FI_READ);
-    /* an RMA operation counts on the FI_READ / FI_WRITE counter (MPICH waits
-     * on it for its one-sided operations), a send on the FI_SEND one */
+    bool atomic = (op->cq_flags & FI_ATOMIC) != 0;
+    bool rma = atomic || (op->cq_flags & FI_RMA), read = rma && (op->cq_flags & FI_READ);
+    /* an RMA or atomic operation counts on the FI_READ / FI_WRITE counter
+     * (MPICH waits on it for its one-sided operations), a send on the
+     * FI_SEND one */
     emo_cntr_inc(rma ? ep->other_cntr[read ? 0 : 1] : ep->tx_cntr, status);
     if (!ep->tx_cq)
         return;
-    const char *what = rma ? (read ? "RMA read from" : "RMA write to") : "send to";
+    const char *what = atomic ? (read ? "fetching atomic on" : "atomic on")
+                       : rma  ? (read ? "RMA read from" : "RMA write to")
+                              : "send to";
     if (status && !op->context) {
         /* an inject has no completion, and an error entry without a
          * context crashes MPIs that map every entry to a request: log it;
@@ -688,6 +692,7 @@ static void cb_complete(void *u, void *ctx, int status)
     case EMO_OP_RTS: /* one of its puts */
     case EMO_OP_WRITE:
     case EMO_OP_RSERVE: emo_put_done(op, st); break;
+    case EMO_OP_ATOMIC: emo_atomic_done(op, st); break; /* applied (or refused) at the target */
     case EMO_OP_CTRL: /* a CTS, FIN or RTS message; failures reach the
                                  operations through peer_failed */
         emo_op_free(op);

@@ -52,17 +52,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EMO_RKEY_ID_SHIFT 48
-
 static uint64_t rkey_make(const em_region_handle_t *h)
 {
     return ((uint64_t)h->id << EMO_RKEY_ID_SHIFT) | h->key;
-}
-
-static void rkey_split(uint64_t rkey, uint32_t *id, uint64_t *key)
-{
-    *id = (uint32_t)(rkey >> EMO_RKEY_ID_SHIFT);
-    *key = rkey & EM_REGION_KEY48_MASK;
 }
 
 /* ---- memory registration ---------------------------------------------------- */
@@ -246,7 +238,7 @@ void emo_on_read(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
 {
     uint32_t id;
     uint64_t key;
-    rkey_split(h->data, &id, &key);
+    emo_rkey_split(h->data, &id, &key);
     emo_hdr_t done = { .type = EMO_T_RDONE, .r_cookie = h->s_cookie };
     uint8_t *src = NULL;
     emo_op_t *op = NULL;
@@ -312,7 +304,7 @@ void emo_on_wdata(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
      * otherwise, and the initiator's write fails with FI_EACCES) */
     uint32_t id;
     uint64_t key;
-    rkey_split(h->key, &id, &key);
+    emo_rkey_split(h->key, &id, &key);
     uint8_t *at;
     if (!(ep->info->caps & FI_REMOTE_WRITE) || h->len > SIZE_MAX ||
         (h->len &&
@@ -367,7 +359,7 @@ static ssize_t rma_self(struct emo_ep *ep, emo_op_t *op, const struct emo_rma_ar
 {
     uint32_t id;
     uint64_t key;
-    rkey_split(a->key, &id, &key);
+    emo_rkey_split(a->key, &id, &key);
     bool read = op->kind == EMO_OP_READ;
     uint8_t *at;
     int status = 0;
@@ -404,7 +396,7 @@ static ssize_t do_write(struct emo_ep *ep, const struct emo_rma_args *a)
         return rma_self(ep, op, a);
     uint32_t id;
     uint64_t key;
-    rkey_split(a->key, &id, &key);
+    emo_rkey_split(a->key, &id, &key);
     em_region_handle_t rh = { .id = id, .key = key, .len = a->len };
     /* from the caller's buffer, as an inject send (prov/emo_data.c): the
      * frames the window allows leave before our copy is made; the puts
