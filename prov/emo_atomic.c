@@ -219,8 +219,8 @@ static ssize_t do_atomic(struct emo_ep *ep, const struct emo_atomic_args *a)
     if (a->no_cqe && bytes > ep->inject_max)
         return -FI_EMSGSIZE;
     uint16_t peer;
-    if ((rc = emo_dest_peer(ep, a->peer, &peer)) != 0)
-        return rc;
+    if ((rc = emo_dest_peer(ep, a->peer, &peer)) != 0 || (rc = emo_announce(ep, peer)) != 0)
+        return rc; /* (our address first, to a peer that may not know us: emo_contact.c) */
     if (!emo_tx_room(ep, 0))
         return -FI_EAGAIN;
     emo_op_t *op = emo_op_new(ep, EMO_OP_ATOMIC, 0);
@@ -313,14 +313,20 @@ static int from_msg(const struct fi_msg_atomic *msg, uint64_t flags, enum aclass
     return 0;
 }
 
-static ssize_t a_write(struct fid_ep *ep, const void *buf, size_t count, void *desc,
-                       fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt,
-                       enum fi_op op, void *ctx)
+static ssize_t a_write(struct fid_ep *ep, const void *buf, size_t count, void *desc, fi_addr_t dest,
+                       uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op, void *ctx)
 {
     (void)desc;
-    struct emo_atomic_args a = { .cls = AC_WRITE, .dt = dt, .op = op, .buf = buf,
-                                 .count = count, .peer = dest, .addr = addr, .key = key,
-                                 .context = ctx, .flags = EP(ep)->tx_op_flags };
+    struct emo_atomic_args a = { .cls = AC_WRITE,
+                                 .dt = dt,
+                                 .op = op,
+                                 .buf = buf,
+                                 .count = count,
+                                 .peer = dest,
+                                 .addr = addr,
+                                 .key = key,
+                                 .context = ctx,
+                                 .flags = EP(ep)->tx_op_flags };
     return run(ep, &a);
 }
 
@@ -330,8 +336,8 @@ static ssize_t a_writev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc
 {
     const void *buf;
     ssize_t n = ioc1(iov, count, &buf);
-    return n < 0 ? -FI_EINVAL : a_write(ep, buf, (size_t)n, desc ? desc[0] : NULL, dest, addr, key,
-                                        dt, op, ctx);
+    return n < 0 ? -FI_EINVAL
+                 : a_write(ep, buf, (size_t)n, desc ? desc[0] : NULL, dest, addr, key, dt, op, ctx);
 }
 
 static ssize_t a_writemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg, uint64_t flags)
@@ -343,9 +349,16 @@ static ssize_t a_writemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg, ui
 static ssize_t a_inject(struct fid_ep *ep, const void *buf, size_t count, fi_addr_t dest,
                         uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op)
 {
-    struct emo_atomic_args a = { .cls = AC_WRITE, .dt = dt, .op = op, .buf = buf,
-                                 .count = count, .peer = dest, .addr = addr, .key = key,
-                                 .flags = FI_INJECT, .no_cqe = true };
+    struct emo_atomic_args a = { .cls = AC_WRITE,
+                                 .dt = dt,
+                                 .op = op,
+                                 .buf = buf,
+                                 .count = count,
+                                 .peer = dest,
+                                 .addr = addr,
+                                 .key = key,
+                                 .flags = FI_INJECT,
+                                 .no_cqe = true };
     return run(ep, &a);
 }
 
@@ -355,9 +368,17 @@ static ssize_t a_readwrite(struct fid_ep *ep, const void *buf, size_t count, voi
 {
     (void)desc;
     (void)result_desc;
-    struct emo_atomic_args a = { .cls = AC_FETCH, .dt = dt, .op = op, .buf = buf,
-                                 .result = result, .count = count, .peer = dest, .addr = addr,
-                                 .key = key, .context = ctx, .flags = EP(ep)->tx_op_flags };
+    struct emo_atomic_args a = { .cls = AC_FETCH,
+                                 .dt = dt,
+                                 .op = op,
+                                 .buf = buf,
+                                 .result = result,
+                                 .count = count,
+                                 .peer = dest,
+                                 .addr = addr,
+                                 .key = key,
+                                 .context = ctx,
+                                 .flags = EP(ep)->tx_op_flags };
     return run(ep, &a);
 }
 
@@ -389,16 +410,24 @@ static ssize_t a_readwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg
 }
 
 static ssize_t a_compwrite(struct fid_ep *ep, const void *buf, size_t count, void *desc,
-                           const void *compare, void *compare_desc, void *result,
-                           void *result_desc, fi_addr_t dest, uint64_t addr, uint64_t key,
-                           enum fi_datatype dt, enum fi_op op, void *ctx)
+                           const void *compare, void *compare_desc, void *result, void *result_desc,
+                           fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt,
+                           enum fi_op op, void *ctx)
 {
     (void)desc;
     (void)compare_desc;
     (void)result_desc;
-    struct emo_atomic_args a = { .cls = AC_COMPARE, .dt = dt, .op = op, .buf = buf,
-                                 .compare = compare, .result = result, .count = count,
-                                 .peer = dest, .addr = addr, .key = key, .context = ctx,
+    struct emo_atomic_args a = { .cls = AC_COMPARE,
+                                 .dt = dt,
+                                 .op = op,
+                                 .buf = buf,
+                                 .compare = compare,
+                                 .result = result,
+                                 .count = count,
+                                 .peer = dest,
+                                 .addr = addr,
+                                 .key = key,
+                                 .context = ctx,
                                  .flags = EP(ep)->tx_op_flags };
     return run(ep, &a);
 }

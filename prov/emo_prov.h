@@ -429,7 +429,9 @@ struct emo_ep {
     uint8_t *peer_set;   /**< npeers: EMO_PEER_AV / EMO_PEER_CONTACT = address and
                                      keys given to the engine (from the AV / a first message) */
     uint8_t *peer_heard; /**< npeers: 1 = the peer has our address (it acknowledged or
-                                     sent us a message): no first-contact blob to it */
+                                     sent us a message), EMO_HEARD_ANNOUNCED = a HELLO
+                                     to it is ahead of what we send: no first-contact
+                                     blob to it */
     emo_addr_t *fc;      /**< peers made by first contact (emo_contact.c) */
     size_t fc_n, fc_cap;
     uint8_t *peer_failed; /**< npeers */
@@ -605,6 +607,12 @@ enum { EMO_PEER_AV = 1, EMO_PEER_CONTACT = 2 };
 int emo_contact(struct emo_ep *ep, uint16_t peer);
 /** The address a first contact gave for @p id, or NULL. */
 const emo_addr_t *emo_contact_get(const struct emo_ep *ep, uint16_t id);
+/** peer_heard value: a HELLO went to the peer ahead of what follows it */
+#define EMO_HEARD_ANNOUNCED 2
+/** Before a one-sided operation to @p peer (whose frames carry no address):
+ *  unless the peer has shown it knows us, send it HELLO, our address
+ *  (emo_wire.h), once.  @return 0 or a negative fi_errno. */
+int emo_announce(struct emo_ep *ep, uint16_t peer);
 
 /* emo_data.c */
 extern const em_engine_ops_t emo_engine_ops;

@@ -609,6 +609,7 @@ void emo_handle_msg(struct emo_ep *ep, uint16_t peer, uint8_t etag, const void *
     case EMO_T_READ: emo_on_read(ep, peer, &h); break;
     case EMO_T_RDONE: emo_on_rdone(ep, peer, &h); break;
     case EMO_T_WDATA: emo_on_wdata(ep, peer, &h); break;
+    case EMO_T_HELLO: break; /* its address served the engine's resolve (emo_contact.c) */
     }
 }
 

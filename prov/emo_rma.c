@@ -40,10 +40,11 @@
  * when its frames go out, so a later write that overtakes a slow answer
  * (the target's window to us full) is what the read returns.
  *
- * Peers: the puts of a write carry no address, so the target must know
- * the initiator (its AV, or a message from it first), as every MPI's
- * window set-up ensures; a target that does not drops the frames, and the
- * write fails when the engine gives up.
+ * Peers: the puts of a write and a READ carry no address, so the target
+ * must know the initiator: its AV, or a message from it first.  Open MPI
+ * 5's btl/ofi inserts a peer only when it first targets it, so the first
+ * one-sided operation to a peer that has not shown it knows us goes behind
+ * a HELLO message with our address (emo_announce, emo_contact.c).
  *
  * Threading: FI_THREAD_DOMAIN, as the rest of the provider.
  */
@@ -336,7 +337,9 @@ static int rma_start(struct emo_ep *ep, const struct emo_rma_args *a, uint64_t c
         return -FI_EOPNOTSUPP;
     if (a->len && !a->buf)
         return -FI_EINVAL;
-    return emo_dest_peer(ep, a->peer, peer);
+    int rc = emo_dest_peer(ep, a->peer, peer);
+    /* our address first, to a peer that may not know us (emo_contact.c) */
+    return rc ? rc : emo_announce(ep, *peer);
 }
 
 static emo_op_t *rma_op(struct emo_ep *ep, int kind, const struct emo_rma_args *a, uint16_t peer,
