@@ -136,14 +136,17 @@ int emo_query_atomic(const struct emo_domain *d, enum fi_datatype dt, enum fi_op
 void emo_atomic_stats(const struct emo_ep *ep)
 {
     const em_engine_stats_t *es = em_engine_stats(ep->eng);
-    if (!ep->st.atomics && !ep->st.atomics_self && !es->rma_atomics_applied && !es->rma_refused)
+    if (!ep->st.atomics && !ep->st.atomics_self && !es->rma_atomics_applied && !es->rma_refused &&
+        !es->rma_gets_served)
         return;
     FI_INFO(&emo_prov, FI_LOG_EP_DATA,
             "endpoint %u atomics: started %llu (to itself %llu, engine budget full %llu); "
-            "peers' applied %llu; requests refused %llu\n",
+            "peers' applied %llu; peers' reads answered by the engine %llu; requests refused "
+            "%llu\n",
             ep->self.id, (unsigned long long)ep->st.atomics,
             (unsigned long long)ep->st.atomics_self, (unsigned long long)ep->st.atomics_busy,
-            (unsigned long long)es->rma_atomics_applied, (unsigned long long)es->rma_refused);
+            (unsigned long long)es->rma_atomics_applied, (unsigned long long)es->rma_gets_served,
+            (unsigned long long)es->rma_refused);
 }
 
 /* ---- the operation ------------------------------------------------------------ */
@@ -259,13 +262,6 @@ static ssize_t do_atomic(struct emo_ep *ep, const struct emo_atomic_args *a)
     ep->st.atomics++;
     op->watched = emo_watch(ep, peer); /* until the answer: a dead target is noticed */
     return 0;
-}
-
-void emo_atomic_done(emo_op_t *op, int status)
-{
-    emo_unwatch(op->ep, op->peer, &op->watched);
-    emo_complete_tx(op, status);
-    emo_op_free(op);
 }
 
 /* ---- fi_ops_atomic ------------------------------------------------------------ */

@@ -181,11 +181,14 @@ int emo_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **op
  * hints.  Without FI_RMA and FI_ATOMIC they hold because there is nothing
  * to order.  With them they hold because the engine keeps each peer's
  * frames in order and the target acts on them in that order (emo_rma.c,
- * emo_atomic.c), except FI_ORDER_WAR: an RMA read's answer is put from
+ * emo_atomic.c); FI_ORDER_WAR for reads up to the eager limit
+ * (max_order_war_size), which the target copies when the request arrives
+ * (the engine's get), not for longer ones, whose answer is put from
  * memory when it goes out, after a later write may have landed.  Among
  * atomics all four hold (FI_ORDER_ATOMIC_*): a fetching atomic reads the
  * target when it is applied, in the order they were issued.  MPICH uses
- * native atomics only with those four (its default capability set). */
+ * native atomics only with those four (its default capability set), and
+ * under MPI's default accumulate ordering only up to max_order_war_size. */
 #define EMO_ORDER_ATOMIC                                                                           \
     (FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW | FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW)
 #define EMO_ORDER_MORE                                                                             \
@@ -264,11 +267,10 @@ static int check_hints(uint32_t version, const struct fi_info *hints)
     if (hints->fabric_attr && hints->fabric_attr->name &&
         strcmp(hints->fabric_attr->name, EMO_FABRIC_NAME))
         return -FI_ENODATA;
-    uint64_t order = rma_offered(version, hints) ? EMO_ORDER & ~(uint64_t)FI_ORDER_WAR : EMO_ORDER;
+    uint64_t order = EMO_ORDER;
     if ((hints->tx_attr && (hints->tx_attr->msg_order & ~order)) ||
         (hints->rx_attr && (hints->rx_attr->msg_order & ~order))) {
-        FI_INFO(&emo_prov, FI_LOG_CORE, "message order asked beyond what is kept%s\n",
-                order & FI_ORDER_WAR ? "" : " (FI_ORDER_WAR is not, with FI_RMA)");
+        FI_INFO(&emo_prov, FI_LOG_CORE, "message order asked beyond what is kept\n");
         return -FI_ENODATA;
     }
     return check_domain_hints(hints->domain_attr);
@@ -285,7 +287,7 @@ static void fill_info(struct fi_info *fi, uint32_t version, const struct fi_info
     bool remote = (caps & (FI_RMA | FI_ATOMIC)) != 0;
     if (remote && !(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
         caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-    uint64_t order = rma ? EMO_ORDER_MORE & ~(uint64_t)FI_ORDER_WAR : EMO_ORDER_MORE;
+    uint64_t order = EMO_ORDER_MORE;
     /* the orders asked, or, with no hints, every order kept */
     uint64_t tx_order = !hints ? order : hints->tx_attr ? hints->tx_attr->msg_order & order : 0;
     uint64_t rx_order = !hints ? order : hints->rx_attr ? hints->rx_attr->msg_order & order : 0;
@@ -317,9 +319,10 @@ static void fill_info(struct fi_info *fi, uint32_t version, const struct fi_info
     fi->ep_attr->protocol_version = 1;
     fi->ep_attr->max_msg_size = (size_t)1 << 40;
     fi->ep_attr->msg_prefix_size = 0;
-    /* with FI_RMA or FI_ATOMIC, RAW and WAW hold for any size (above) */
+    /* with FI_RMA or FI_ATOMIC, RAW and WAW hold for any size, WAR up to
+     * the eager limit (above) */
     fi->ep_attr->max_order_raw_size = remote ? fi->ep_attr->max_msg_size : 0;
-    fi->ep_attr->max_order_war_size = 0;
+    fi->ep_attr->max_order_war_size = remote ? emo_eager_max() : 0;
     fi->ep_attr->max_order_waw_size = remote ? fi->ep_attr->max_msg_size : 0;
     fi->ep_attr->mem_tag_format = 0xAAAAAAAAAAAAAAAAull; /* FI_TAG_GENERIC: 64 bits */
     fi->ep_attr->tx_ctx_cnt = 1;

@@ -255,6 +255,7 @@ enum emo_op_kind {
     EMO_OP_READ,      /**< an RMA read waiting for RDONE */
     EMO_OP_RSERVE,    /**< a peer's read we answer: its puts, no completion */
     EMO_OP_ATOMIC,    /**< a remote atomic: the engine's request, until its answer (emo_atomic.c) */
+    EMO_OP_GET,       /**< an RMA read up to the eager limit: the engine's get (emo_rma.c) */
 };
 
 /** An operation in flight (sends, rendezvous receives, control messages). */
@@ -280,8 +281,8 @@ typedef struct emo_op {
     struct emo_rx *multi;   /**< rendezvous receive into a multi-receive buffer: that
                                  buffer (its inflight counts this op), else NULL */
     bool watched;           /**< RTS waiting for CTS, RRECV waiting for FIN, READ waiting
-                                 for RDONE, ATOMIC waiting for its answer: a liveness
-                                 watch of the peer is held (emo_watch) */
+                                 for RDONE, GET and ATOMIC waiting for their answer: a
+                                 liveness watch of the peer is held (emo_watch) */
     /** EMO_OP_RSERVE: the registration its puts read from (region id and
      *  key), and its place in the domain's list of answers (emo_domain::serving) */
     struct emo_serve {

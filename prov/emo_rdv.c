@@ -693,7 +693,8 @@ static void cb_complete(void *u, void *ctx, int status)
     case EMO_OP_RTS: /* one of its puts */
     case EMO_OP_WRITE:
     case EMO_OP_RSERVE: emo_put_done(op, st); break;
-    case EMO_OP_ATOMIC: emo_atomic_done(op, st); break; /* applied (or refused) at the target */
+    case EMO_OP_GET:
+    case EMO_OP_ATOMIC: emo_answered(op, st); break; /* its answer came (or the peer failed) */
     case EMO_OP_CTRL: /* a CTS, FIN or RTS message; failures reach the
                                  operations through peer_failed */
         emo_op_free(op);

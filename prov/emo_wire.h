@@ -49,6 +49,9 @@
  * EMO_F_DATA, tag = offset in the target's region, key = the application's
  * key), which the target reports as an FI_REMOTE_WRITE completion only if
  * that region takes such a write (else its puts were refused).  A read
+ * up to the eager limit, and every atomic, is the engine's own request
+ * and answer (its tag EM_ENGINE_TAG_RMA, src/engine/atomic.h), not a
+ * message of ours.  A longer read
  * sends READ: length = bytes, sender's cookie = the read, region + key =
  * where the initiator registered its buffer for the answer, tag = offset
  * in the target's region, data = the target's key.  The target checks key,
