@@ -2,12 +2,17 @@
 /*
  * em_rma -- one-sided MPI from rank 0 to rank 1, passive target
  * (MPI_Win_lock_all on a window over rank 1's receive buffer): MPI_Put and
- * MPI_Get latency (one operation and its MPI_Win_flush), and MPI_Put
- * bandwidth (a window of puts to the same place, then one flush).  Rank 1
+ * MPI_Get latency (one operation and its MPI_Win_flush), MPI_Put
+ * bandwidth (a window of puts to the same place, then one flush), and the
+ * latency of the two remote atomics osc/rdma builds its locks from:
+ * MPI_Fetch_and_op (int64 MPI_SUM) and MPI_Compare_and_swap (int64), each
+ * with its flush.  The atomics move 8 bytes whatever the row's size: their
+ * columns repeat the same measurement at every size.  Rank 1
  * and any others wait in a barrier meanwhile, which drives their progress
  * (what an MPI over a manual-progress network needs to answer a get).
  * Written to measure what a provider's FI_RMA buys an MPI over its active
- * messages (docs/ofi.md "One-sided MPI").
+ * messages (docs/ofi.md "One-sided MPI"), and what the BTLs' remote atomics
+ * cost (docs/design.md "One-sided MPI").
  */
 #include "em_common.h"
 
@@ -17,8 +22,9 @@
 static const struct em_prog prog = {
     .prog = "em_rma",
     .bench = "rma",
-    .summary = "MPI_Put / MPI_Get latency (+ flush, us) and MPI_Put bandwidth (window, MB/s), "
-               "rank 0 to 1, passive target",
+    .summary = "MPI_Put / MPI_Get latency (+ flush, us), MPI_Put bandwidth (window, MB/s), "
+               "MPI_Fetch_and_op / MPI_Compare_and_swap latency (+ flush, us), rank 0 to 1, "
+               "passive target",
     .optmask = EM_OPT_SIZES | EM_OPT_ITERS | EM_OPT_WARMUP | EM_OPT_WINDOW,
     .normal = { .min_size = 1,
                 .max_size = 4u << 20,
@@ -53,6 +59,24 @@ static void get_round(struct em_bench *b, size_t size, void *ctx)
     EM_CHECK(MPI_Win_flush(1, win));
 }
 
+static int64_t amo_one = 1, amo_old, amo_cmp;
+
+static void fop_round(struct em_bench *b, size_t size, void *ctx)
+{
+    (void)b, (void)size, (void)ctx;
+    EM_CHECK(MPI_Fetch_and_op(&amo_one, &amo_old, MPI_INT64_T, 1, 0, MPI_SUM, win));
+    EM_CHECK(MPI_Win_flush(1, win));
+}
+
+static void cas_round(struct em_bench *b, size_t size, void *ctx)
+{
+    (void)b, (void)size, (void)ctx;
+    /* compares with the last value seen: about every other one swaps */
+    EM_CHECK(MPI_Compare_and_swap(&amo_one, &amo_cmp, &amo_old, MPI_INT64_T, 1, 0, win));
+    EM_CHECK(MPI_Win_flush(1, win));
+    amo_cmp = amo_old;
+}
+
 static void put_window_round(struct em_bench *b, size_t size, void *ctx)
 {
     (void)ctx;
@@ -63,15 +87,15 @@ static void put_window_round(struct em_bench *b, size_t size, void *ctx)
 
 int main(int argc, char **argv)
 {
-    static const char *const metric[] = { "put", "get", "put_bw" };
-    static const char *const unit[] = { "us", "us", "MB/s" };
+    static const char *const metric[] = { "put", "get", "put_bw", "fop", "cas" };
+    static const char *const unit[] = { "us", "us", "MB/s", "us", "us" };
     struct em_bench b;
     const struct em_opts *o = &b.o;
 
     em_bench_begin(&b, &argc, &argv, &prog, NULL);
     EM_CHECK(MPI_Win_create(b.rbuf, (MPI_Aint)o->max_size, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
     EM_CHECK(MPI_Win_lock_all(0, win));
-    em_bench_header(&b, 3, metric, unit,
+    em_bench_header(&b, 5, metric, unit,
                     "# em_rma: %d ranks (0 -> 1 measured), iterations %ld:%ld, warm-up %ld:%ld, "
                     "window %ld, large above %zu B%s\n",
                     b.nranks, o->iters_small, o->iters_large, o->warmup_small, o->warmup_large,
@@ -85,12 +109,14 @@ int main(int argc, char **argv)
         size_t size = b.sizes[k];
         long iters = em_iters(o, size), warm = em_warmup(o, size);
         if (b.rank == 0) {
-            double v[3];
+            double v[5];
             v[0] = em_bench_time(&b, size, warm, iters, put_round, NULL) * 1e6 / (double)iters;
             v[1] = em_bench_time(&b, size, warm, iters, get_round, NULL) * 1e6 / (double)iters;
             double t = em_bench_time(&b, size, warm, iters, put_window_round, NULL);
             v[2] = (double)size * (double)o->window * (double)iters / t / 1e6;
-            em_print_row(size, 3, v);
+            v[3] = em_bench_time(&b, size, warm, iters, fop_round, NULL) * 1e6 / (double)iters;
+            v[4] = em_bench_time(&b, size, warm, iters, cas_round, NULL) * 1e6 / (double)iters;
+            em_print_row(size, 5, v);
         }
         EM_CHECK(MPI_Barrier(MPI_COMM_WORLD)); /* the target progresses here */
     }

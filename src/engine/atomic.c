@@ -193,8 +193,8 @@ static aval_t apply_one(unsigned op, unsigned type, void *at, aval_t o, aval_t c
     return cur;
 }
 
-int em_atomic_apply(unsigned op, unsigned type, void *at, const void *operand,
-                    const void *compare, void *old, unsigned count)
+int em_atomic_apply(unsigned op, unsigned type, void *at, const void *operand, const void *compare,
+                    void *old, unsigned count)
 {
     size_t es = em_atomic_type_size(type);
     if (!em_atomic_valid(op, type) || ((uintptr_t)at & (es - 1)) != 0)

@@ -104,8 +104,8 @@ bool em_atomic_writes(unsigned op);
  * @return 0, or -1 for an invalid op/type or a misaligned @p at (nothing
  * applied).
  */
-int em_atomic_apply(unsigned op, unsigned type, void *at, const void *operand,
-                    const void *compare, void *old, unsigned count);
+int em_atomic_apply(unsigned op, unsigned type, void *at, const void *operand, const void *compare,
+                    void *old, unsigned count);
 
 /* ---- wire format (engine-private; here for the fuzz target and tests) ----
  *
@@ -144,11 +144,11 @@ enum em_rma_kind {
 /** Why a message was refused by the decoder (counted by the engine). */
 typedef enum em_rma_dec {
     EM_RMA_DEC_OK = 0,
-    EM_RMA_DEC_SHORT,   /**< shorter than its header or than its operands */
-    EM_RMA_DEC_MAGIC,   /**< magic or version */
-    EM_RMA_DEC_KIND,    /**< unknown kind */
-    EM_RMA_DEC_OP,      /**< unknown op or type, op not valid for type, flags */
-    EM_RMA_DEC_COUNT,   /**< count 0 or above EM_ATOMIC_COUNT_MAX */
+    EM_RMA_DEC_SHORT,    /**< shorter than its header or than its operands */
+    EM_RMA_DEC_MAGIC,    /**< magic or version */
+    EM_RMA_DEC_KIND,     /**< unknown kind */
+    EM_RMA_DEC_OP,       /**< unknown op or type, op not valid for type, flags */
+    EM_RMA_DEC_COUNT,    /**< count 0 or above EM_ATOMIC_COUNT_MAX */
     EM_RMA_DEC_TRAILING, /**< bytes after the request's operands */
     EM_RMA_DEC_COUNT_,
 } em_rma_dec_t;
@@ -159,7 +159,7 @@ typedef struct em_rma_msg {
     uint32_t req_id;
     uint32_t region;
     uint64_t key, offset;
-    uint32_t get_len;      /**< GET_REQ */
+    uint32_t get_len;       /**< GET_REQ */
     const uint8_t *operand; /**< ATOMIC_REQ: count big-endian elements */
     const uint8_t *compare; /**< ATOMIC_REQ with compare values, else NULL */
     const uint8_t *data;    /**< responses: what follows the header */

@@ -11,8 +11,13 @@
  * call (progress, send, put, drain).  A front end whose callers have
  * several threads holds its own lock (engine/lock.h) around every call,
  * callbacks included (docs/design.md "Threads").  Callbacks may call
- * em_engine_send() and em_engine_put(); em_engine_progress() called from a
- * callback returns 0 at once (no recursion).
+ * em_engine_send(), em_engine_put(), em_engine_get() and
+ * em_engine_atomic(); em_engine_progress() called from a callback returns 0
+ * at once (no recursion).
+ *
+ * RMA reads and remote atomics (em_engine_get, em_engine_atomic) are
+ * request/answer messages on the engine's own tag EM_ENGINE_TAG_RMA, which
+ * front ends must not use (docs/design.md "One-sided MPI").
  */
 #ifndef EM_ENGINE_ENGINE_H
 #define EM_ENGINE_ENGINE_H

@@ -36,7 +36,7 @@ struct em_engine {
     uint64_t now; /* the clock as the last progress call read it (0: none yet) */
     em_engine_stats_t st;
     uint32_t rx_msg_max; /**< longest message the protocol accepts from a peer (cfg.max_msg) */
-    struct em_rma *rma; /**< RMA reads and atomics (rma.c), NULL until the first use */
+    struct em_rma *rma;  /**< RMA reads and atomics (rma.c), NULL until the first use */
 };
 
 /** Hand the batch of frames to the link (engine.c). */

@@ -5,8 +5,9 @@
  * named on the wire by (id, key): the id indexes the table, the 64-bit key
  * is random per registration, so a stale or forged (id, key) pair, or an
  * offset outside [0, len), is refused before a byte is written.  A region
- * also says what peers may do with it (EM_REGION_WRITE: puts land in it;
- * EM_REGION_READ: the owner may copy out of it for a peer, an RMA read).
+ * also says what peers may do with it (EM_REGION_WRITE: puts land in it,
+ * atomics other than READ change it; EM_REGION_READ: the owner may copy
+ * out of it for a peer, an RMA read or an atomic's fetched values).
  *
  * Threading: owned by one engine, single-threaded.
  */

@@ -165,8 +165,8 @@ int em_engine_get(em_engine_t *e, em_proto_op_t *op, uint16_t peer,
     s->ctx = ctx;
     s->dst = buf;
     s->len = len;
-    size_t n = em_rma_encode_req(s->req, slot_id(e->rma, s), remote->id, remote->key, offset,
-                                 NULL, false, (uint32_t)len);
+    size_t n = em_rma_encode_req(s->req, slot_id(e->rma, s), remote->id, remote->key, offset, NULL,
+                                 false, (uint32_t)len);
     return launch(e, op, s, n);
 }
 
@@ -246,8 +246,9 @@ static void answer(em_engine_t *e, uint16_t peer, uint8_t kind, uint32_t req_id,
     uint32_t j = r->rsp_free[--r->rsp_nfree];
     r->rsp[j] = a;
     void *mark = r->marks + EM_ENGINE_RMA_BUDGET + j;
-    if (em_proto_send(e->proto, &a->op, peer, EM_ENGINE_TAG_RMA, a->buf, len, mark,
-                      em_now_ns()) != 0) {
+    int rc = em_proto_send(e->proto, &a->op, peer, EM_ENGINE_TAG_RMA, a->buf, len, mark,
+                           em_now_ns());
+    if (rc != 0) {
         r->rsp[j] = NULL; /* the peer failed: nobody waits for it */
         r->rsp_free[r->rsp_nfree++] = j;
         free(a);

@@ -17,9 +17,12 @@ int main(int argc, char **argv)
     size_t n = 0, k;
     uint64_t ops[2] = { 5, 6 };
     uint32_t o32[3] = { 1, 2, 3 }, c32[3] = { 0, 2, 9 };
-    em_atomic_desc_t add = { .op = EM_AOP_SUM, .type = EM_ATYPE_UINT64, .count = 2, .operand = ops };
-    em_atomic_desc_t cas = { .op = EM_AOP_CSWAP, .type = EM_ATYPE_UINT32, .count = 3,
-                             .operand = o32, .compare = c32 };
+    em_atomic_desc_t add = {
+        .op = EM_AOP_SUM, .type = EM_ATYPE_UINT64, .count = 2, .operand = ops
+    };
+    em_atomic_desc_t cas = {
+        .op = EM_AOP_CSWAP, .type = EM_ATYPE_UINT32, .count = 3, .operand = o32, .compare = c32
+    };
     req[n++] = 1; /* patch the region in */
     k = em_rma_encode_req(req + n + 1, 1, 0, 0, 8, &add, true, 0);
     req[n] = (unsigned char)k;

@@ -128,12 +128,10 @@ static void refusals(void **state)
     uint64_t buf[4] = { 0 };
     uint64_t one = 1;
     /* misaligned targets: nothing written */
-    assert_int_equal(em_atomic_apply(EM_AOP_SUM, EM_ATYPE_UINT64, (uint8_t *)buf + 4, &one, NULL,
-                                     NULL, 1),
-                     -1);
-    assert_int_equal(em_atomic_apply(EM_AOP_SUM, EM_ATYPE_UINT32, (uint8_t *)buf + 2, &one, NULL,
-                                     NULL, 1),
-                     -1);
+    assert_int_equal(
+        em_atomic_apply(EM_AOP_SUM, EM_ATYPE_UINT64, (uint8_t *)buf + 4, &one, NULL, NULL, 1), -1);
+    assert_int_equal(
+        em_atomic_apply(EM_AOP_SUM, EM_ATYPE_UINT32, (uint8_t *)buf + 2, &one, NULL, NULL, 1), -1);
     /* unknown op or type, and CSWAP without compare values */
     assert_int_equal(em_atomic_apply(EM_AOP_COUNT_, EM_ATYPE_UINT64, buf, &one, NULL, NULL, 1), -1);
     assert_int_equal(em_atomic_apply(EM_AOP_SUM, EM_ATYPE_COUNT_, buf, &one, NULL, NULL, 1), -1);
@@ -142,9 +140,8 @@ static void refusals(void **state)
     assert_memory_equal(buf, zero, sizeof buf);
     /* 4-byte elements at a 4-byte (not 8-byte) boundary are fine */
     uint32_t one32 = 1;
-    assert_int_equal(em_atomic_apply(EM_AOP_SUM, EM_ATYPE_UINT32, (uint8_t *)buf + 4, &one32, NULL,
-                                     NULL, 1),
-                     0);
+    assert_int_equal(
+        em_atomic_apply(EM_AOP_SUM, EM_ATYPE_UINT32, (uint8_t *)buf + 4, &one32, NULL, NULL, 1), 0);
     assert_int_not_equal(buf[0], 0);
 }
 
@@ -153,8 +150,9 @@ static void codec(void **state)
     (void)state;
     uint8_t b[EM_RMA_REQ_LEN + 2 * EM_ATOMIC_COUNT_MAX * 8];
     uint64_t o[3] = { 1, 0x0102030405060708ull, UINT64_MAX }, c[3] = { 9, 8, 7 };
-    em_atomic_desc_t d = { .op = EM_AOP_CSWAP, .type = EM_ATYPE_UINT64, .count = 3,
-                           .operand = o, .compare = c };
+    em_atomic_desc_t d = {
+        .op = EM_AOP_CSWAP, .type = EM_ATYPE_UINT64, .count = 3, .operand = o, .compare = c
+    };
     size_t n = em_rma_encode_req(b, 0x10002, 5, 0xabcdefull, 64, &d, true, 0);
     assert_int_equal(n, EM_RMA_REQ_LEN + 48);
     assert_int_equal(n, em_rma_atomic_req_len(&d));

@@ -76,8 +76,8 @@ static void world(double loss, double dup, double reorder, uint32_t max_retries)
         assert_non_null(E[n]);
     }
     for (unsigned n = 0; n < 2; n++)
-        assert_int_equal(em_engine_set_peer(E[n], (uint16_t)(1 - n), &em_sim_link(SIM, 1 - n)->local),
-                         0);
+        assert_int_equal(
+            em_engine_set_peer(E[n], (uint16_t)(1 - n), &em_sim_link(SIM, 1 - n)->local), 0);
 }
 
 static void end_world(void)
@@ -148,7 +148,8 @@ static void exactly_once(double loss, double dup, double reorder)
     assert_int_equal(st->rma_atomics_applied, NOPS);
     assert_int_equal(st->rma_refused, 0);
     if (loss > 0)
-        assert_true(em_engine_proto_stats(E[0])->retransmits + em_engine_proto_stats(E[1])->retransmits >
+        assert_true(em_engine_proto_stats(E[0])->retransmits +
+                        em_engine_proto_stats(E[1])->retransmits >
                     0);
     if (dup > 0)
         assert_true(em_engine_proto_stats(E[1])->rx_dups > 0);
@@ -192,9 +193,9 @@ static void ops_and_gets(void **s)
     uint8_t *buf[2] = { malloc(60000), malloc(60000) };
     struct op g[2] = { 0 }, g1[2] = { 0 };
     for (unsigned n = 0; n < 2; n++) {
-        assert_int_equal(em_engine_get(E[n], &g[n].pop, (uint16_t)(1 - n), &h[1 - n], 100, buf[n],
-                                       60000, &g[n]),
-                         0);
+        assert_int_equal(
+            em_engine_get(E[n], &g[n].pop, (uint16_t)(1 - n), &h[1 - n], 100, buf[n], 60000, &g[n]),
+            0);
         assert_int_equal(
             em_engine_get(E[n], &g1[n].pop, (uint16_t)(1 - n), &h[1 - n], 3, &g1[n].old, 8, &g1[n]),
             0);
@@ -219,16 +220,24 @@ static void ops_and_gets(void **s)
     double dmin = -1.5;
     struct op o[5] = { 0 };
     em_atomic_desc_t d[5] = {
-        { .op = EM_AOP_CSWAP, .type = EM_ATYPE_UINT64, .count = 1, .operand = &newv, .compare = &cmp_ok },
-        { .op = EM_AOP_CSWAP, .type = EM_ATYPE_UINT64, .count = 1, .operand = &newv, .compare = &cmp_bad },
+        { .op = EM_AOP_CSWAP,
+          .type = EM_ATYPE_UINT64,
+          .count = 1,
+          .operand = &newv,
+          .compare = &cmp_ok },
+        { .op = EM_AOP_CSWAP,
+          .type = EM_ATYPE_UINT64,
+          .count = 1,
+          .operand = &newv,
+          .compare = &cmp_bad },
         { .op = EM_AOP_WRITE, .type = EM_ATYPE_UINT32, .count = 1, .operand = &s32 },
         { .op = EM_AOP_READ, .type = EM_ATYPE_INT64, .count = 1 },
         { .op = EM_AOP_MIN, .type = EM_ATYPE_DOUBLE, .count = 1, .operand = &dmin },
     };
     uint64_t off[5] = { 0, 8, 16, 8, 24 };
     for (unsigned i = 0; i < 5; i++)
-        assert_int_equal(em_engine_atomic(E[0], &o[i].pop, 1, &h[1], off[i], &d[i], &o[i].old, &o[i]),
-                         0);
+        assert_int_equal(
+            em_engine_atomic(E[0], &o[i].pop, 1, &h[1], off[i], &d[i], &o[i].old, &o[i]), 0);
     for (unsigned i = 0; i < 5; i++) {
         wait_done(&o[i]);
         assert_int_equal(o[i].status, 0);
@@ -257,19 +266,23 @@ static void refusals(void **s)
 {
     (void)s;
     world(0, 0, 0, 0);
-    uint64_t *mem = aligned_alloc(64, 256), *ro = aligned_alloc(64, 256), *wo = aligned_alloc(64, 256);
+    uint64_t *mem = aligned_alloc(64, 256), *ro = aligned_alloc(64, 256),
+             *wo = aligned_alloc(64, 256);
     memset(mem, 0, 256);
     memset(ro, 0, 256);
     memset(wo, 0, 256);
     em_region_handle_t h, hro, hwo;
-    assert_int_equal(em_engine_register_ex(E[1], mem, 256, EM_REGION_WRITE | EM_REGION_READ, &h), 0);
+    assert_int_equal(em_engine_register_ex(E[1], mem, 256, EM_REGION_WRITE | EM_REGION_READ, &h),
+                     0);
     assert_int_equal(em_engine_register_ex(E[1], ro, 256, EM_REGION_READ, &hro), 0);
     assert_int_equal(em_engine_register_ex(E[1], wo, 256, EM_REGION_WRITE, &hwo), 0);
     em_region_handle_t badkey = h, badid = h;
     badkey.key ^= 1;
     badid.id += 7;
     uint64_t one = 1, res;
-    em_atomic_desc_t add = { .op = EM_AOP_SUM, .type = EM_ATYPE_UINT64, .count = 1, .operand = &one };
+    em_atomic_desc_t add = {
+        .op = EM_AOP_SUM, .type = EM_ATYPE_UINT64, .count = 1, .operand = &one
+    };
     em_atomic_desc_t add4 = add;
     add4.count = 4;
     uint64_t four[4] = { 1, 1, 1, 1 };
@@ -280,21 +293,21 @@ static void refusals(void **s)
         const em_atomic_desc_t *d;
         uint64_t *res;
     } bad[] = {
-        { &badkey, 0, &add, &res }, /* bad key */
-        { &badid, 0, &add, &res },  /* no such region */
-        { &h, 256, &add, &res },    /* just past the end */
-        { &h, 232, &add4, &res },   /* 32 bytes from 232: crosses the end */
+        { &badkey, 0, &add, &res },         /* bad key */
+        { &badid, 0, &add, &res },          /* no such region */
+        { &h, 256, &add, &res },            /* just past the end */
+        { &h, 232, &add4, &res },           /* 32 bytes from 232: crosses the end */
         { &h, UINT64_MAX - 3, &add, NULL }, /* offset wraps */
-        { &hro, 0, &add, NULL },    /* read-only region, a write */
-        { &hwo, 0, &add, &res },    /* write-only region, a fetch */
-        { &h, 4, &add, NULL },      /* misaligned 8-byte element */
+        { &hro, 0, &add, NULL },            /* read-only region, a write */
+        { &hwo, 0, &add, &res },            /* write-only region, a fetch */
+        { &h, 4, &add, NULL },              /* misaligned 8-byte element */
     };
     unsigned nb = sizeof bad / sizeof bad[0];
     struct op o[16] = { 0 };
     for (unsigned i = 0; i < nb; i++)
-        assert_int_equal(em_engine_atomic(E[0], &o[i].pop, 1, bad[i].h, bad[i].off, bad[i].d,
-                                          bad[i].res, &o[i]),
-                         0);
+        assert_int_equal(
+            em_engine_atomic(E[0], &o[i].pop, 1, bad[i].h, bad[i].off, bad[i].d, bad[i].res, &o[i]),
+            0);
     /* a get out of bounds and one from a write-only region */
     uint8_t gb[64];
     assert_int_equal(em_engine_get(E[0], &o[nb].pop, 1, &h, 200, gb, 64, &o[nb]), 0);
@@ -320,14 +333,16 @@ static void refusals(void **s)
     assert_int_equal(ok[1].status, 0);
     assert_int_equal(wo[1], 1);
     /* refused before anything is sent: bad op/type pairs, count, get size */
-    em_atomic_desc_t inv = { .op = EM_AOP_BOR, .type = EM_ATYPE_DOUBLE, .count = 1, .operand = &one };
+    em_atomic_desc_t inv = {
+        .op = EM_AOP_BOR, .type = EM_ATYPE_DOUBLE, .count = 1, .operand = &one
+    };
     assert_int_equal(em_engine_atomic(E[0], &o[15].pop, 1, &h, 0, &inv, NULL, &o[15]), -EM_EINVAL);
     inv = add;
     inv.count = EM_ATOMIC_COUNT_MAX + 1;
     assert_int_equal(em_engine_atomic(E[0], &o[15].pop, 1, &h, 0, &inv, NULL, &o[15]), -EM_EINVAL);
-    assert_int_equal(em_engine_get(E[0], &o[15].pop, 1, &h, 0, gb, em_engine_get_max(E[0]) + 1,
-                                   &o[15]),
-                     -EM_EINVAL);
+    assert_int_equal(
+        em_engine_get(E[0], &o[15].pop, 1, &h, 0, gb, em_engine_get_max(E[0]) + 1, &o[15]),
+        -EM_EINVAL);
     end_world();
     free(mem);
     free(ro);
@@ -348,7 +363,9 @@ static void budget_failure_destroy(void **s)
     em_sim_set_dead(SIM, 1, true);
     struct op *o = calloc(EM_ENGINE_RMA_BUDGET + 1, sizeof *o);
     uint64_t one = 1;
-    em_atomic_desc_t add = { .op = EM_AOP_SUM, .type = EM_ATYPE_UINT64, .count = 1, .operand = &one };
+    em_atomic_desc_t add = {
+        .op = EM_AOP_SUM, .type = EM_ATYPE_UINT64, .count = 1, .operand = &one
+    };
     for (unsigned i = 0; i < EM_ENGINE_RMA_BUDGET; i++)
         assert_int_equal(em_engine_atomic(E[0], &o[i].pop, 1, &h, 0, &add, NULL, &o[i]), 0);
     assert_int_equal(em_engine_atomic(E[0], &o[EM_ENGINE_RMA_BUDGET].pop, 1, &h, 0, &add, NULL,
@@ -381,9 +398,9 @@ static void budget_failure_destroy(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(once_clean),     cmocka_unit_test(once_lossy),
-        cmocka_unit_test(once_hostile),   cmocka_unit_test(ops_and_gets),
-        cmocka_unit_test(refusals),       cmocka_unit_test(budget_failure_destroy),
+        cmocka_unit_test(once_clean),   cmocka_unit_test(once_lossy),
+        cmocka_unit_test(once_hostile), cmocka_unit_test(ops_and_gets),
+        cmocka_unit_test(refusals),     cmocka_unit_test(budget_failure_destroy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -433,6 +433,13 @@ BENCHMARKS = [
     # two ranks on two cores do not need to)
     Benchmark("compute-burst", "em_compute_burst", 2, "s", fields={"mode": "direct"}),
     Benchmark("compute-burst", "em_compute_burst", 2, "s", fields={"mode": "daemon"}),
+    # one-sided MPI, passive target, 8 B - 64 KiB: put and get latency (the
+    # primary column: put), put bandwidth, and fetch-and-op and
+    # compare-and-swap latency (em_rma).  Debian's Open MPI 4.1 has osc
+    # rdma only, which needs a BTL with atomics (ours: docs/design.md
+    # "One-sided MPI"); over tcp and the cm PML it names osc pt2pt
+    Benchmark("rma", "em_rma", 2, "us", args=["-m", "8:65536"],
+              transport_mca={t: [("osc", "pt2pt")] for t in ("tcp", "ofi-rxd")}),
 ] + [
     # collectives with 2 ranks per node (OSU's osu_allreduce / osu_alltoall;
     # the brief: part of every comparison): 4 ranks on 2 nodes share this

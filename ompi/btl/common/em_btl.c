@@ -92,6 +92,7 @@ static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, cha
         m->frag_cap[1] = m->frag_cap[0];
     if (m->super.btl_put_limit > em_engine_max_msg(m->engine))
         m->super.btl_put_limit = em_engine_max_msg(m->engine);
+    em_btl_rma_limits(m);
     /* ob1 then asks prepare_src for every eager message; em_prepare_src()
      * decides which leave in place and which are copied */
     if (m->params->s.inplace_min > 0)

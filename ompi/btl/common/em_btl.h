@@ -9,6 +9,9 @@
  *   ob1 send/sendi (active messages, tag) -> em_engine_send (one message)
  *   ob1 put + registration handles        -> em_engine_put into a region
  *                                            named by (id, key, offset)
+ *   osc/rdma get, atomics (op, fop, cswap) -> em_engine_get, em_engine_atomic
+ *                                            (em_btl_rma.c); to ourselves
+ *                                            applied in place
  *   component progress                    -> em_engine_progress
  *   peer declared failed                  -> pending ops complete with
  *                                            OPAL_ERR_UNREACH, error callback
@@ -76,6 +79,11 @@ struct mca_btl_base_endpoint_t {
     uint16_t peer; /**< the peer's vpid */
     uint8_t failed;
     uint8_t resolved; /**< address and keys given to the engine (add_procs or first frame) */
+    uint8_t self;     /**< this process: one-sided operations are applied in place */
+    /** a rank of this node added for one-sided operations only (osc/rdma
+     *  needs one BTL that reaches every rank of a window; messages go over
+     *  vader, whose exclusivity is higher); refuses sends unless same_node */
+    uint8_t rma_only;
 };
 
 /**
@@ -118,10 +126,10 @@ typedef struct em_btl_frag {
     uint8_t buf[];
 } em_btl_frag_t;
 
-/** A put in flight. */
+/** A put, get or atomic in flight. */
 typedef struct em_btl_rdma {
     em_proto_op_t op;
-    int kind; /* EM_BTL_OP_PUT */
+    int kind; /* EM_BTL_OP_PUT (every one: they complete alike) */
     struct mca_btl_base_endpoint_t *ep;
     mca_btl_base_rdma_completion_fn_t cbfunc;
     void *cbcontext, *cbdata;

@@ -9,6 +9,8 @@
  *                  sendi, put, registration, finalize) and descriptor pools
  *   em_btl_peer.c  engine callbacks (delivery, completion, peer failure),
  *                  modex entries, pair keys, the order over several links
+ *   em_btl_rma.c   one-sided: get and atomics over the engine, every
+ *                  one-sided operation to ourselves applied in place
  *   em_btl_lock.c  the module functions with the component's lock around
  *                  them (MPI_THREAD_MULTIPLE)
  * Threading: as em_btl.h; below MPI_THREAD_MULTIPLE one thread at a time,
@@ -35,8 +37,24 @@ static inline em_btl_module_t *em_btl_mod(struct mca_btl_base_module_t *b)
 /* em_btl_ops.c */
 /** Return a send descriptor to its size class's free list. */
 void em_btl_frag_put(em_btl_module_t *m, em_btl_frag_t *f);
-/** Return a put descriptor to the free list. */
+/** A put/get/atomic descriptor from the free list (NULL: out of memory). */
+em_btl_rdma_t *em_btl_rdma_get(em_btl_module_t *m);
+/** Return a put/get/atomic descriptor to the free list. */
 void em_btl_rdma_put(em_btl_module_t *m, em_btl_rdma_t *r);
+/** OPAL's code for an engine status (0, -EM_EACCES, -EM_EPEERFAIL ...). */
+int em_btl_opal_status(int status);
+
+/* em_btl_rma.c */
+/** Set @p b's one-sided functions, flags and limits (get, atomics) and
+ *  put to ourselves; before registration of the MCA parameters. */
+void em_btl_rma_defaults(mca_btl_base_module_t *b);
+/** After the engine exists: limits that depend on it (get_limit). */
+void em_btl_rma_limits(em_btl_module_t *m);
+/** btl_put to this process: the bytes copied in place. */
+int em_btl_put_self(em_btl_module_t *m, struct mca_btl_base_endpoint_t *ep, void *local_address,
+                    uint64_t remote_address, mca_btl_base_registration_handle_t *local_handle,
+                    mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
 /** btl_finalize: drain, print stats, destroy the engine, free everything. */
 int em_btl_finalize(struct mca_btl_base_module_t *btl);
 

@@ -9,7 +9,8 @@
  * One lock per component, shared by its modules (links): the order state
  * of several links (em_btl_order) is shared by them too.  It is recursive
  * and held while the engine runs its callbacks into ob1, which answer on
- * the same thread with btl_send, btl_sendi, btl_put, btl_alloc, btl_free.
+ * the same thread with btl_send, btl_sendi, btl_put, btl_alloc, btl_free
+ * (and osc/rdma's callbacks with btl_get and the atomics).
  */
 #include "em_btl_internal.h"
 
@@ -111,6 +112,61 @@ static int l_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint
     return rc;
 }
 
+static int l_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                 void *local_address, uint64_t remote_address,
+                 mca_btl_base_registration_handle_t *local_handle,
+                 mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
+                 int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    em_lock_take(LK(btl));
+    int rc = plain.btl_get(btl, ep, local_address, remote_address, local_handle, remote_handle,
+                           size, flags, order, cbfunc, cbcontext, cbdata);
+    em_lock_drop(LK(btl));
+    return rc;
+}
+
+static int l_atomic_op(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                       uint64_t remote_address, mca_btl_base_registration_handle_t *remote_handle,
+                       mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    em_lock_take(LK(btl));
+    int rc = plain.btl_atomic_op(btl, ep, remote_address, remote_handle, op, operand, flags, order,
+                                 cbfunc, cbcontext, cbdata);
+    em_lock_drop(LK(btl));
+    return rc;
+}
+
+static int l_atomic_fop(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                        void *local_address, uint64_t remote_address,
+                        mca_btl_base_registration_handle_t *local_handle,
+                        mca_btl_base_registration_handle_t *remote_handle,
+                        mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                        mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    em_lock_take(LK(btl));
+    int rc = plain.btl_atomic_fop(btl, ep, local_address, remote_address, local_handle,
+                                  remote_handle, op, operand, flags, order, cbfunc, cbcontext,
+                                  cbdata);
+    em_lock_drop(LK(btl));
+    return rc;
+}
+
+static int l_atomic_cswap(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                          void *local_address, uint64_t remote_address,
+                          mca_btl_base_registration_handle_t *local_handle,
+                          mca_btl_base_registration_handle_t *remote_handle, uint64_t compare,
+                          uint64_t value, int flags, int order,
+                          mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    em_lock_take(LK(btl));
+    int rc = plain.btl_atomic_cswap(btl, ep, local_address, remote_address, local_handle,
+                                    remote_handle, compare, value, flags, order, cbfunc, cbcontext,
+                                    cbdata);
+    em_lock_drop(LK(btl));
+    return rc;
+}
+
 static mca_btl_base_registration_handle_t *l_register_mem(struct mca_btl_base_module_t *btl,
                                                           struct mca_btl_base_endpoint_t *ep,
                                                           void *base, size_t size, uint32_t flags)
@@ -156,6 +212,10 @@ int em_btl_use_lock(em_btl_module_t *m)
     b->btl_send = l_send;
     b->btl_sendi = l_sendi;
     b->btl_put = l_put;
+    b->btl_get = l_get;
+    b->btl_atomic_op = l_atomic_op;
+    b->btl_atomic_fop = l_atomic_fop;
+    b->btl_atomic_cswap = l_atomic_cswap;
     b->btl_register_mem = l_register_mem;
     b->btl_deregister_mem = l_deregister_mem;
     b->btl_register_error = l_register_error;

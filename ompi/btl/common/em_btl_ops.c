@@ -68,7 +68,7 @@ void em_btl_frag_put(em_btl_module_t *m, em_btl_frag_t *f)
     m->free_frags[f->cls] = f;
 }
 
-static em_btl_rdma_t *rdma_get(em_btl_module_t *m)
+em_btl_rdma_t *em_btl_rdma_get(em_btl_module_t *m)
 {
     if (!m->free_rdma) {
         em_btl_rdma_t *r = track(m, sizeof *r);
@@ -99,12 +99,27 @@ static int em_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
 
     for (size_t i = 0; i < nprocs; i++) {
         opal_proc_t *proc = procs[i];
-        if (0 == opal_compare_proc(proc->proc_name, me))
-            continue;
-        if (!m->params->s.same_node && OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags))
-            continue; /* vader's job */
         if (proc->proc_name.jobid != me.jobid || proc->proc_name.vpid >= m->npeers)
             continue; /* other jobs (spawn) are not supported */
+        /* Ourselves and the ranks of this node are reachable too: osc/rdma
+         * takes one BTL that reaches every rank of a window (docs/design.md
+         * "One-sided MPI").  Our exclusivity is below self's and vader's,
+         * so bml/r2 keeps us out of their send lists (their messages go
+         * over self and vader) and lists us as an RDMA-only BTL, which ob1
+         * does not use for them.  One-sided operations to ourselves are
+         * applied in place (em_btl_rma.c); to the node's other ranks they
+         * go over the link. */
+        if (0 == opal_compare_proc(proc->proc_name, me)) {
+            struct mca_btl_base_endpoint_t *ep = &m->eps[me.vpid];
+            ep->self = 1;
+            ep->resolved = 1;
+            ep->proc = proc;
+            peers[i] = ep;
+            if (reachable)
+                opal_bitmap_set_bit(reachable, (int)i);
+            continue;
+        }
+        bool local = OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags);
         struct em_btl_modex *mx = em_btl_read_modex(m, &proc->proc_name);
         if (!mx) {
             BTL_VERBOSE(
@@ -135,6 +150,7 @@ static int em_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
         free(mx);
         ep->proc = proc;
         ep->peer = vpid;
+        ep->rma_only = local && !m->params->s.same_node; /* messages: vader's job */
         peers[i] = ep;
         if (reachable)
             opal_bitmap_set_bit(reachable, (int)i);
@@ -263,8 +279,8 @@ static int em_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoi
 {
     em_btl_module_t *m = em_btl_mod(btl);
     em_btl_frag_t *f = (em_btl_frag_t *)des;
-    if (ep->failed)
-        return OPAL_ERR_UNREACH;
+    if (ep->failed || ep->self || ep->rma_only)
+        return OPAL_ERR_UNREACH; /* failed, or reached for one-sided operations only */
     f->ep = ep;
     size_t len = des->des_segments[0].seg_len;
     if (des->des_segment_count == 2) {
@@ -296,7 +312,7 @@ static int em_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
     em_btl_module_t *m = em_btl_mod(btl);
     if (descriptor)
         *descriptor = NULL;
-    if (ep->failed)
+    if (ep->failed || ep->self || ep->rma_only)
         return OPAL_ERR_UNREACH;
     /* An inline send completes at once, and the caller may then not drive
      * progress for a long time (a rank that sends and sleeps): a message
@@ -345,7 +361,10 @@ static int em_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoin
         return OPAL_ERR_UNREACH;
     if (!remote_handle || remote_address < remote_handle->region.base || size > btl->btl_put_limit)
         return OPAL_ERR_BAD_PARAM;
-    em_btl_rdma_t *r = rdma_get(m);
+    if (ep->self)
+        return em_btl_put_self(m, ep, local_address, remote_address, local_handle, remote_handle,
+                               size, cbfunc, cbcontext, cbdata);
+    em_btl_rdma_t *r = em_btl_rdma_get(m);
     if (!r)
         return OPAL_ERR_OUT_OF_RESOURCE;
     r->ep = ep;
@@ -372,16 +391,24 @@ static mca_btl_base_registration_handle_t *em_register_mem(struct mca_btl_base_m
     mca_btl_base_registration_handle_t *h = malloc(sizeof *h);
     if (!h)
         return NULL;
-    if (!(flags & MCA_BTL_REG_FLAG_REMOTE_WRITE)) {
-        /* access flags honoured (a hostile-input rule): puts are the only remote
-         * access we offer, so a region nobody may write gets a handle that
-         * names no region: every put into it is refused */
+    /* access flags honoured (a hostile-input rule): what peers may do with
+     * the region is what the caller asked for; an atomic reads and writes */
+    unsigned access = 0;
+    if (flags & MCA_BTL_REG_FLAG_REMOTE_WRITE)
+        access |= EM_REGION_WRITE;
+    if (flags & MCA_BTL_REG_FLAG_REMOTE_READ)
+        access |= EM_REGION_READ;
+    if (flags & MCA_BTL_REG_FLAG_REMOTE_ATOMIC)
+        access |= EM_REGION_READ | EM_REGION_WRITE;
+    if (!access) {
+        /* local access only: a handle that names no region, so every
+         * peer's operation on it is refused */
         h->region = (em_region_handle_t){
             .id = 0, .key = 0, .base = (uint64_t)(uintptr_t)base, .len = size
         };
         return h;
     }
-    if (em_engine_register(m->engine, base, size, &h->region) != 0) {
+    if (em_engine_register_ex(m->engine, base, size, access, &h->region) != 0) {
         free(h);
         return NULL;
     }
@@ -447,6 +474,12 @@ static void print_stats(em_btl_module_t *m)
         opal_process_info.nodename, m->name, (unsigned long long)m->packed_bytes,
         (unsigned long long)m->inplace_msgs, (unsigned long long)m->inplace_bytes, m->name,
         m->params->s.inplace_min);
+    opal_output(0,
+                "[%s] btl_%s one-sided (as the target): gets answered %llu, atomics applied %llu, "
+                "refused %llu (region, key, bounds, access or alignment), malformed %llu",
+                opal_process_info.nodename, m->name, (unsigned long long)e->rma_gets_served,
+                (unsigned long long)e->rma_atomics_applied, (unsigned long long)e->rma_refused,
+                (unsigned long long)e->rma_bad_msg);
     if (m->order && m->index == 0) {
         uint64_t kept = 0, dropped = 0;
         for (uint32_t i = 0; i < m->npeers; i++) {
@@ -542,7 +575,7 @@ void em_btl_module_defaults(mca_btl_base_module_t *b)
     b->btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 200;
     b->btl_latency = 10;
     b->btl_bandwidth = 10000;
-    b->btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_PUT;
+    b->btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_PUT; /* + get, atomics below */
     b->btl_put_limit = 64 * 1024 * 1024; /* lowered at init to what one put can carry */
     b->btl_put_alignment = 0;
     b->btl_put_local_registration_threshold = SIZE_MAX; /* puts read local memory directly */
@@ -556,7 +589,7 @@ void em_btl_module_defaults(mca_btl_base_module_t *b)
     b->btl_send = em_send;
     b->btl_sendi = em_sendi;
     b->btl_put = em_put;
-    b->btl_get = NULL;
+    em_btl_rma_defaults(b); /* get and atomics (em_btl_rma.c) */
     b->btl_dump = mca_btl_base_dump;
     b->btl_register_mem = em_register_mem;
     b->btl_deregister_mem = em_deregister_mem;

@@ -121,7 +121,7 @@ static void cb_complete(void *u, void *ctx, int status)
     /* a refused put is a remote access error (IB: IBV_WC_REM_ACCESS_ERR):
      * ob1 sees a failed RDMA completion, tells the receiver (FIN with an
      * error) and sends that range by copy in/out instead */
-    int rc = status == 0 ? OPAL_SUCCESS : status == -EM_EACCES ? OPAL_ERR_PERM : OPAL_ERR_UNREACH;
+    int rc = em_btl_opal_status(status);
     if (m->finalizing) /* ops drained or cancelled by finalize: no upcalls */
         return;
     if (*(int *)ctx == EM_BTL_OP_SEND) {
