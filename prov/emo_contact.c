@@ -56,7 +56,7 @@ static int hello_in_frame(const void *f, size_t flen, uint16_t peer, emo_addr_t 
 {
     em_hdr_t h;
     if (em_hdr_decode(f, flen, &h) != EM_DEC_OK || h.type != EM_PT_DATA || h.frag_no != 0 ||
-        h.src != peer || (h.tag != EMO_T_EAGER && h.tag != EMO_T_RTS && h.tag != EMO_T_HELLO) ||
+        h.index != peer || (h.tag != EMO_T_EAGER && h.tag != EMO_T_RTS && h.tag != EMO_T_HELLO) ||
         h.len < EMO_HDR_LEN + EMO_ADDR_LEN)
         return 1;
     const uint8_t *m = (const uint8_t *)f + em_hdr_len(h.type); /* h.len bytes, checked */
@@ -151,7 +151,8 @@ int emo_contact(struct emo_ep *ep, uint16_t peer)
         ep->st.fc_bad_source++;
         return -1;
     }
-    if (em_engine_set_peer_keys(ep->eng, peer, key, ep->self.isn, a.isn) != 0) {
+    if (em_engine_set_peer_keys(ep->eng, peer, key, ep->self.isn, a.isn) != 0 ||
+        em_engine_set_peer_index(ep->eng, peer, ep->self.id) != 0) { /* as emo_ep_set_peer */
         ep->st.fc_bad_blob++;
         return -1;
     }

@@ -52,7 +52,9 @@ static int av_insert_one(struct emo_av *av, const void *blob, fi_addr_t *out)
     if (emo_addr_decode(blob, EMO_ADDR_LEN, &a) != 0) {
         FI_WARN(&emo_prov, FI_LOG_AV,
                 "not an ethermpi address (wrong size, version or "
-                "fields): was it made by another provider or version?\n");
+                "fields): was it made by another provider or version? (an "
+                "ethermpi build of wire version 2 cannot talk to this one: "
+                "install one release everywhere)\n");
         return -FI_EINVAL;
     }
     fi_addr_t old = av->by_id[a.id];

@@ -214,6 +214,11 @@ int emo_ep_set_peer(struct emo_ep *ep, uint16_t id)
     uint64_t key = emo_pair_key(ep->self.secret, ep->self.id, a->secret, a->id);
     if (em_engine_set_peer_keys(ep->eng, id, key, ep->self.isn, a->isn) != 0)
         return -FI_EINVAL;
+    /* wire v3: frames name the receiver's index for their sender; every
+     * endpoint's table is indexed by the job-wide ids, so the peer's index
+     * for us is our id */
+    if (em_engine_set_peer_index(ep->eng, id, ep->self.id) != 0)
+        return -FI_EINVAL;
     ep->peer_set[id] = EMO_PEER_AV;
     return 0;
 }

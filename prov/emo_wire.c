@@ -126,7 +126,7 @@ void emo_addr_encode(const emo_addr_t *a, uint8_t out[EMO_ADDR_LEN])
     uint64_t sec = htobe64(a->secret);
     memset(out, 0, EMO_ADDR_LEN);
     out[0] = EMO_MAGIC;
-    out[1] = EMO_VERSION;
+    out[1] = EMO_ADDR_VERSION;
     memcpy(out + 2, &id, 2);
     memcpy(out + 4, &fm, 4);
     memcpy(out + 8, &sec, 8);
@@ -142,7 +142,7 @@ int emo_addr_decode(const void *buf, size_t len, emo_addr_t *a)
     uint16_t id;
     uint32_t fm, isn, rsvd;
     uint64_t sec;
-    if (!buf || len != EMO_ADDR_LEN || b[0] != EMO_MAGIC || b[1] != EMO_VERSION)
+    if (!buf || len != EMO_ADDR_LEN || b[0] != EMO_MAGIC || b[1] != EMO_ADDR_VERSION)
         return -1;
     memcpy(&id, b + 2, 2);
     memcpy(&fm, b + 4, 4);

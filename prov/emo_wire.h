@@ -76,7 +76,7 @@
  * when it first targets it).
  *
  * Address blob (fi_getname; EMO_ADDR_LEN = 56 bytes, big-endian):
- *   0 magic 0xEF, 1 version 1, 2..3 endpoint id, 4..7 frame_max,
+ *   0 magic 0xEF, 1 version 2, 2..3 endpoint id, 4..7 frame_max,
  *   8..15 secret, 16..19 initial sequence number, 20..23 reserved,
  *   24 link address length, 25..55 link address bytes.
  */
@@ -88,10 +88,14 @@
 
 #include "link/link.h"
 
-#define EMO_MAGIC    0xEFu
-#define EMO_VERSION  1u
-#define EMO_HDR_LEN  56u
-#define EMO_ADDR_LEN 56u
+#define EMO_MAGIC   0xEFu
+#define EMO_VERSION 1u
+/* The address blob's version: 2 since wire version 3 (proto/wire.h), whose
+ * frames a version 1 endpoint drops; fi_av_insert refuses another
+ * version's address with a reason, so the two never form one job. */
+#define EMO_ADDR_VERSION 2u
+#define EMO_HDR_LEN      56u
+#define EMO_ADDR_LEN     56u
 
 enum emo_type {
     EMO_T_EAGER = 1, /**< whole message follows the header */
@@ -165,7 +169,8 @@ const char *emo_dec_err_name(emo_dec_err_t e);
 
 /** A provider address (what fi_getname gives and fi_av_insert takes). */
 typedef struct emo_addr {
-    uint16_t id;         /**< engine endpoint id (the wire's source/destination) */
+    uint16_t id;         /**< engine endpoint id (every table's index of it: what the
+                              frames it is sent name it by, wire.h) */
     uint32_t frame_max;  /**< the owner's link MTU */
     uint64_t secret;     /**< random per endpoint: the pair key is mixed from two */
     uint32_t isn;        /**< random first sequence number of the owner's frames */

@@ -161,6 +161,9 @@ static void usage(const struct em_prog *p, FILE *f)
                 "  -B BYTES    for large sizes, cut iterations so one size "
                 "moves about BYTES per direction (default %zu)\n",
                 d->budget);
+    if (p->optmask & EM_OPT_THREADS)
+        fprintf(f, "  -T N        threads per rank, 1..%d (default %d)\n", EM_MAX_THREADS,
+                d->threads > 0 ? d->threads : 1);
     fprintf(f, "  -q          quick mode for tests (sizes %zu:%zu", q->min_size, q->max_size);
     if (p->optmask & EM_OPT_ITERS)
         fprintf(f, ", iterations %ld:%ld", q->iters_small, q->iters_large);
@@ -193,9 +196,9 @@ struct em_opts em_setup(int *argc, char ***argv, const struct em_prog *p, int *r
 {
     struct em_opts o;
     int have_min = 0, have_max = 0, have_is = 0, have_il = 0;
-    int have_ws = 0, have_wl = 0, have_n = 0, have_win = 0, have_b = 0;
+    int have_ws = 0, have_wl = 0, have_n = 0, have_win = 0, have_b = 0, have_t = 0;
     size_t min_size = 0, max_size = 0;
-    long is = 0, il = 0, ws = 0, wl = 0, n = 0, win = 0;
+    long is = 0, il = 0, ws = 0, wl = 0, n = 0, win = 0, nthreads = 1;
     size_t budget = 0;
     int quick = 0, corrupt = 0, bad = 0, help = 0;
     char a[64], b[64];
@@ -206,12 +209,16 @@ struct em_opts em_setup(int *argc, char ***argv, const struct em_prog *p, int *r
      * stays single-threaded: what the transport's locks cost such a job,
      * docs/measurements/2026-11-29-thread-safety-cost.md) */
     const char *lvl = getenv("EM_BENCH_THREAD");
-    if (lvl && 0 == strcmp(lvl, "multiple")) {
+    if (p->thread_multiple || (lvl && 0 == strcmp(lvl, "multiple"))) {
         int provided = MPI_THREAD_SINGLE;
         EM_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
         if (provided != MPI_THREAD_MULTIPLE) {
-            fprintf(stderr, "%s: EM_BENCH_THREAD=multiple: the MPI provided level %d only\n",
-                    p->prog, provided);
+            fprintf(stderr,
+                    "%s: MPI_THREAD_MULTIPLE asked for (%s), the MPI provided level %d only\n",
+                    p->prog,
+                    p->thread_multiple ? "the program calls MPI from threads"
+                                       : "EM_BENCH_THREAD=multiple",
+                    provided);
             setup_exit(1);
         }
     } else {
@@ -230,7 +237,7 @@ struct em_opts em_setup(int *argc, char ***argv, const struct em_prog *p, int *r
             help = 1;
     opterr = 0;
     optind = 1;
-    while (!bad && !help && (c = getopt(*argc, *argv, "m:i:w:n:W:B:qCh")) != -1) {
+    while (!bad && !help && (c = getopt(*argc, *argv, "m:i:w:n:W:B:T:qCh")) != -1) {
         switch (c) {
         case 'm':
             if (!(p->optmask & EM_OPT_SIZES) || split_pair(optarg, a, b, sizeof a)) {
@@ -302,6 +309,13 @@ struct em_opts em_setup(int *argc, char ***argv, const struct em_prog *p, int *r
             else
                 have_b = 1;
             break;
+        case 'T':
+            if (!(p->optmask & EM_OPT_THREADS) || parse_long(optarg, 1, &nthreads) ||
+                nthreads > EM_MAX_THREADS)
+                bad = 1;
+            else
+                have_t = 1;
+            break;
         case 'q': quick = 1; break;
         case 'C': corrupt = 1; break;
         case 'h': help = 1; break;
@@ -334,6 +348,10 @@ struct em_opts em_setup(int *argc, char ***argv, const struct em_prog *p, int *r
         o.window = (int)win;
     if (have_b)
         o.budget = budget;
+    if (o.threads < 1)
+        o.threads = 1;
+    if (have_t)
+        o.threads = (int)nthreads;
     if (!bad && o.min_size > o.max_size)
         bad = 1;
 

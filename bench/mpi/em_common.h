@@ -33,13 +33,17 @@ enum em_tag {
 
 /* Option letters a program may accept (bitmask for em_setup). */
 enum em_optmask {
-    EM_OPT_SIZES = 1u << 0,  /* -m MIN:MAX */
-    EM_OPT_ITERS = 1u << 1,  /* -i N[:M]   */
-    EM_OPT_WARMUP = 1u << 2, /* -w N[:M]   */
-    EM_OPT_COUNT = 1u << 3,  /* -n N       */
-    EM_OPT_WINDOW = 1u << 4, /* -W N       */
-    EM_OPT_BUDGET = 1u << 5, /* -B BYTES   */
+    EM_OPT_SIZES = 1u << 0,   /* -m MIN:MAX */
+    EM_OPT_ITERS = 1u << 1,   /* -i N[:M]   */
+    EM_OPT_WARMUP = 1u << 2,  /* -w N[:M]   */
+    EM_OPT_COUNT = 1u << 3,   /* -n N       */
+    EM_OPT_WINDOW = 1u << 4,  /* -W N       */
+    EM_OPT_BUDGET = 1u << 5,  /* -B BYTES   */
+    EM_OPT_THREADS = 1u << 6, /* -T N: threads per rank */
 };
+
+/* Most threads per rank -T accepts. */
+#define EM_MAX_THREADS 16
 
 struct em_opts {
     size_t min_size;
@@ -52,6 +56,7 @@ struct em_opts {
     long count_warmup; /* untimed messages before each count run */
     int window;        /* messages in flight (-W) */
     size_t budget;     /* bytes per size and direction for large sizes (-B) */
+    int threads;       /* threads per rank (-T; programs without it: 1) */
     int quick;         /* -q was given */
     int corrupt;       /* -C: self-test, flip a received byte on purpose */
 };
@@ -64,6 +69,10 @@ struct em_prog {
     struct em_opts normal;
     struct em_opts quick;
     int min_ranks; /* em_setup refuses fewer ranks (exit 2); 0 = any */
+    /* the program calls MPI from several threads: em_setup asks for
+     * MPI_THREAD_MULTIPLE whatever EM_BENCH_THREAD says, and exits 1 naming
+     * the level the MPI gave when it is less */
+    int thread_multiple;
 };
 
 /* The option defaults the two benchmark families share.  Windowed bandwidth

@@ -21,7 +21,7 @@ check() { # name np args...
 		fail=1
 		return
 	fi
-	bench=${name#em_}
+	bench=$(printf '%s' "${name#em_}" | tr _ -) # em_mt_rate prints mt-rate
 	if ! grep -q "^# em-bench $bench transport-neutral v1\$" "$tmp/out" ||
 		! grep -q '^# size_bytes ' "$tmp/out" ||
 		[ "$(grep -c '^[0-9]' "$tmp/out")" -lt 3 ]; then
@@ -51,6 +51,10 @@ for b in em_latency em_bw em_bibw em_burst em_pingpong; do
 	check "$b" 2 -q -m 0:64K
 	must_fail "$b" 2 -q -m 1:16 -C
 done
+for t in 1 2; do
+	check em_mt_rate 2 -q -T "$t"
+done
+must_fail em_mt_rate 2 -q -T 2 -m 8:64 -C
 check em_burst 3 -q -m 0:1K
 check em_pingpong 3 -q -m 0:1K
 for b in em_allreduce em_alltoall; do
@@ -78,5 +82,15 @@ must_fail em_compute_burst 2 -q -n 50 -C
 for p in oneway twoway alternating; do
 	one_table "em_halo -p $p -q" "halo-$p" 5 em_halo -p "$p" -q -n 200
 	must_fail em_halo 2 -p "$p" -q -n 10 -s 64 -C
+done
+# em_osc (one-sided latency): put and get over sizes, fop and cas on one int64
+# (table osc-<operation>; quick sizes 8 B - 4 KiB)
+for op in put get; do
+	one_table "em_osc -q $op" "osc-$op" 10 em_osc -q "$op"
+	must_fail em_osc 2 -q -m 8:64 -C "$op"
+done
+for op in fop cas; do
+	one_table "em_osc -q -m 8:8 $op" "osc-$op" 1 em_osc -q -m 8:8 "$op"
+	must_fail em_osc 2 -q -m 8:8 -C "$op"
 done
 exit $fail

@@ -99,8 +99,7 @@ static void forge(uint16_t id, uint64_t tag, uint64_t key_xor, int port_delta)
     memcpy(frame + EM_HDR_LEN + EMO_HDR_LEN + EMO_ADDR_LEN, "forged!", 8);
     em_hdr_t h = { .type = EM_PT_DATA,
                    .tag = EMO_T_EAGER,
-                   .src = id,
-                   .dst = me.id,
+                   .index = id, /* our ids are every table's indexes (wire v3) */
                    .job_key = emo_pair_key(me.secret, me.id, secret, id) ^ key_xor,
                    .len = (uint16_t)plen,
                    .seq = isn + F.seq_off,

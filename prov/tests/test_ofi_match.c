@@ -179,6 +179,9 @@ static void test_addr(void **state)
     b[40] = 0;
     b[24] = 32; /* link address too long */
     assert_int_equal(emo_addr_decode(b, sizeof b, &d), -1);
+    emo_addr_encode(&a, b);
+    b[1] = 1; /* a wire version 2 build's address */
+    assert_int_equal(emo_addr_decode(b, sizeof b, &d), -1);
     /* the pair key is the same from both sides, and differs per pair */
     uint64_t k1 = emo_pair_key(111, 1, 222, 2), k2 = emo_pair_key(222, 2, 111, 1);
     assert_true(k1 == k2);

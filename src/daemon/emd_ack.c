@@ -14,25 +14,79 @@
 
 #include <string.h>
 
-static unsigned flow_hash(uint16_t self, uint16_t peer, unsigned cap)
+/* A client's flows are found two ways (wire v3 names no sender, only the
+ * receiver's index for it): a frame from a peer by the index it carries,
+ * which is the client's own number of that peer (flows, keyed by peer); a
+ * frame of the client's by where it goes (by_dst, keyed by the peer's
+ * node and endpoint), since its index is the peer's number of the client,
+ * the same for every peer when both sides number alike (ranks). */
+static unsigned flow_hash(uint32_t peer, unsigned cap)
 {
-    uint32_t x = ((uint32_t)self << 16 | peer) * 0x9E3779B1u;
+    uint32_t x = peer * 0x9E3779B1u;
     return (x >> 7) & (cap - 1);
 }
 
-static struct emd_flow *flow_find(struct emd_client *cl, uint16_t self, uint16_t peer)
+static unsigned dst_hash(const uint8_t mac[6], uint16_t ep, unsigned cap)
+{
+    uint64_t v = (uint64_t)ep << 48;
+    for (int i = 0; i < 6; i++)
+        v |= (uint64_t)mac[i] << (8 * i);
+    /* splitmix64's finaliser: every bit of v reaches the low bits (a bare
+     * product carries only upwards, and the endpoint would be lost) */
+    v = (v ^ (v >> 30)) * 0xBF58476D1CE4E5B9ull;
+    v = (v ^ (v >> 27)) * 0x94D049BB133111EBull;
+    return (unsigned)(v ^ (v >> 31)) & (cap - 1);
+}
+
+static struct emd_flow *flow_find(struct emd_client *cl, uint32_t peer)
 {
     if (!cl->flows)
         return NULL;
-    for (unsigned k = flow_hash(self, peer, cl->flow_cap), n = 0; n < cl->flow_cap;
+    for (unsigned k = flow_hash(peer, cl->flow_cap), n = 0; n < cl->flow_cap;
          n++, k = (k + 1) & (cl->flow_cap - 1)) {
         struct emd_flow *f = &cl->flows[k];
         if (!f->used)
             return NULL;
-        if (f->self == self && f->peer == peer)
+        if (f->peer == peer)
             return f;
     }
     return NULL;
+}
+
+/* The flow of the client's frame to (@p mac, @p ep) whose key is @p tx_key. */
+static struct emd_flow *flow_find_dst(struct emd_client *cl, const uint8_t mac[6], uint16_t ep,
+                                      uint64_t tx_key)
+{
+    if (!cl->flows)
+        return NULL;
+    for (unsigned k = dst_hash(mac, ep, cl->flow_cap), n = 0; n < cl->flow_cap;
+         n++, k = (k + 1) & (cl->flow_cap - 1)) {
+        if (!cl->by_dst[k])
+            return NULL;
+        struct emd_flow *f = &cl->flows[cl->by_dst[k] - 1];
+        if (f->src_ep == ep && memcmp(f->src_mac, mac, 6) == 0 && f->tx_key == tx_key)
+            return f;
+    }
+    return NULL;
+}
+
+static void dst_insert(struct emd_client *cl, unsigned slot)
+{
+    const struct emd_flow *f = &cl->flows[slot];
+    unsigned k = dst_hash(f->src_mac, f->src_ep, cl->flow_cap);
+    while (cl->by_dst[k]) /* never full: it holds at most nflows < flow_cap entries */
+        k = (k + 1) & (cl->flow_cap - 1);
+    cl->by_dst[k] = slot + 1;
+}
+
+/* A registered flow's peer moved (a FLOW again with another address): the
+ * address index is built anew, which is rare and bounded by flow_cap. */
+static void dst_rebuild(struct emd_client *cl)
+{
+    memset(cl->by_dst, 0, cl->flow_cap * sizeof *cl->by_dst);
+    for (unsigned k = 0; k < cl->flow_cap; k++)
+        if (cl->flows[k].used)
+            dst_insert(cl, k);
 }
 
 int emd_core_add_flow(emd_core_t *c, unsigned i, const struct emd_ctl_flow *m, const char **why)
@@ -49,18 +103,22 @@ int emd_core_add_flow(emd_core_t *c, unsigned i, const struct emd_ctl_flow *m, c
         c->flows_refused++;
         return -1;
     }
-    struct emd_flow *f = flow_find(cl, m->self, m->peer);
+    struct emd_flow *f = flow_find(cl, m->peer);
+    int moved = 0, added = 0;
     if (!f) {
         if (cl->nflows >= c->max_flows) {
             *why = "flow table full (emd --max-flows)";
             c->flows_refused++;
             return -1;
         }
-        unsigned k = flow_hash(m->self, m->peer, cl->flow_cap);
+        unsigned k = flow_hash(m->peer, cl->flow_cap);
         while (cl->flows[k].used)
             k = (k + 1) & (cl->flow_cap - 1);
         f = &cl->flows[k];
         cl->nflows++;
+        added = 1;
+    } else {
+        moved = f->src_ep != m->peer_ep || memcmp(f->src_mac, m->peer_node, 6) != 0;
     }
     *f = (struct emd_flow){ .rx_key = m->rx_key,
                             .tx_key = m->tx_key,
@@ -69,17 +127,22 @@ int emd_core_add_flow(emd_core_t *c, unsigned i, const struct emd_ctl_flow *m, c
                             .frame_max = m->frame_max,
                             .self = m->self,
                             .peer = m->peer,
+                            .remote_index = m->remote_index,
                             .src_ep = m->peer_ep,
                             .used = 1 };
     memcpy(f->src_mac, m->peer_node, 6);
+    if (added)
+        dst_insert(cl, (unsigned)(f - cl->flows));
+    else if (moved)
+        dst_rebuild(cl);
     return 0;
 }
 
 /**
  * The stateless checks the client's protocol runs on a sequenced frame
  * (em_proto_rx): its source address (the link's binding: the shim's node id
- * and endpoint, link_emd.c), its key, its endpoints, the frame size, the
- * message length.  A frame that fails one would be refused by the client,
+ * and endpoint, link_emd.c), its key, its index (found the flow), the frame
+ * size, the message length.  A frame that fails one would be refused by the client,
  * so it must not be acknowledged for it.  @return 1 acceptable, 0 not, -1
  * right key and ids from another address (a forger that read the key on the
  * wire, or a peer that moved without registering again).
@@ -87,7 +150,7 @@ int emd_core_add_flow(emd_core_t *c, unsigned i, const struct emd_ctl_flow *m, c
 static int frame_acceptable(const struct emd_flow *f, const em_hdr_t *h, const emd_shim_t *from)
 {
     size_t hl = em_hdr_len(h->type);
-    if ((uint64_t)h->job_key != f->rx_key || h->src != f->peer || h->dst != f->self)
+    if ((uint64_t)h->job_key != f->rx_key)
         return 0;
     if (from->src != f->src_ep || memcmp(from->src_mac, f->src_mac, 6) != 0)
         return -1;
@@ -102,7 +165,7 @@ void emd_deliver_acked(emd_core_t *c, struct emd_client *cl, const uint8_t *data
     em_hdr_t h;
     struct emd_flow *f = NULL;
     if (em_hdr_decode(data, len, &h) == EM_DEC_OK && (h.type == EM_PT_DATA || h.type == EM_PT_PUT))
-        f = flow_find(cl, h.dst, h.src);
+        f = flow_find(cl, h.index); /* the client's number of the sender */
     int ok = f ? frame_acceptable(f, &h, from) : 0;
     if (ok != 1) {
         if (f)
@@ -160,8 +223,7 @@ void emd_send_acks(emd_core_t *c)
             if (!p)
                 continue; /* try again after the next burst */
             em_hdr_t a = { .type = EM_PT_ACK,
-                           .src = f->self,
-                           .dst = f->peer,
+                           .index = f->remote_index, /* the peer's number of the client */
                            .seq = f->snd_hint,
                            .ack = f->rcv_nxt };
             a.job_key = f->tx_key; /* (whatever width the wire's key has) */
@@ -195,13 +257,14 @@ void emd_send_acks(emd_core_t *c)
  * carry it).  @p hdr is a private copy.  (A client that lies only hurts the
  * flows to its own endpoint.)
  */
-void emd_resync_flow(emd_core_t *c, struct emd_client *cl, const uint8_t *hdr, uint32_t len)
+void emd_resync_flow(emd_core_t *c, struct emd_client *cl, const uint8_t mac[6], uint16_t ep,
+                     const uint8_t *hdr, uint32_t len)
 {
     em_hdr_t h;
     if (!cl->flows || em_hdr_decode(hdr, len, &h) != EM_DEC_OK)
         return;
-    struct emd_flow *f = flow_find(cl, h.src, h.dst);
-    if (!f || (uint64_t)h.job_key != f->tx_key)
+    struct emd_flow *f = flow_find_dst(cl, mac, ep, (uint64_t)h.job_key);
+    if (!f || h.index != f->remote_index)
         return;
     int32_t ahead = em_seq_diff(h.ack, f->rcv_nxt);
     if (ahead > 0 && ahead < (1 << 24)) {

@@ -56,8 +56,10 @@ int emd_core_init(emd_core_t *c, em_link_t *link, const uint8_t mac[6], uint32_t
 void emd_core_fini(emd_core_t *c)
 {
     if (c->cl)
-        for (unsigned i = 0; i < c->max_clients; i++)
+        for (unsigned i = 0; i < c->max_clients; i++) {
             free(c->cl[i].flows);
+            free(c->cl[i].by_dst);
+        }
     free(c->cl);
     free(c->ep2cl);
     free(c->nodes);
@@ -93,7 +95,14 @@ int emd_core_attach(emd_core_t *c, unsigned i, int fd, struct emd_shm_hdr *h, ui
         while (cap < 2 * c->max_flows)
             cap <<= 1;
         cl->flows = calloc(cap, sizeof *cl->flows);
-        cl->flow_cap = cl->flows ? cap : 0; /* no memory: no eager ACKs for this one */
+        cl->by_dst = calloc(cap, sizeof *cl->by_dst);
+        if (!cl->flows || !cl->by_dst) { /* no memory: no eager ACKs for this one */
+            free(cl->flows);
+            free(cl->by_dst);
+            cl->flows = NULL;
+            cl->by_dst = NULL;
+        }
+        cl->flow_cap = cl->flows ? cap : 0;
     }
     c->ep2cl[ep] = (uint16_t)(i + 1);
     return 0;
@@ -105,6 +114,7 @@ void emd_core_forget(emd_core_t *c, unsigned i)
     if (cl->ep && c->ep2cl[cl->ep] == i + 1)
         c->ep2cl[cl->ep] = 0;
     free(cl->flows);
+    free(cl->by_dst);
     *cl = (struct emd_client){ .fd = -1, .slot = EMD_BULKQ_NO_SLOT };
 }
 

@@ -29,7 +29,7 @@
  * client only on a flow the client registered (emd_core_add_flow: the
  * peer's id, the keys, where each direction's sequence numbers stand, the
  * client's frame size), and only after the frame passed the same stateless
- * checks the client's protocol runs (key, endpoints, frame size, message
+ * checks the client's protocol runs (key, index, frame size, message
  * length).  No registration, no ACK: the client's protocol acknowledges those
  * itself.  Nothing here assumes an initial sequence number or a key format.
  *
@@ -69,14 +69,15 @@
 
 /** A sender -> client stream the daemon acknowledges (registered by the client). */
 struct emd_flow {
-    uint64_t rx_key;     /* key of frames peer -> client */
-    uint64_t tx_key;     /* key of frames client -> peer (our ACKs carry it) */
-    uint32_t rcv_nxt;    /* next sequence number expected from the peer */
-    uint32_t snd_hint;   /* the client's next sequence number toward the peer */
-    uint32_t frame_max;  /* the client's largest frame, headers included */
-    uint16_t self, peer; /* protocol endpoint ids */
-    uint16_t src_ep;     /* the peer's address as the client registered it (FLOW): */
-    uint8_t src_mac[6];  /* frames are acknowledged only from it, and ACKs go to it */
+    uint64_t rx_key;       /* key of frames peer -> client */
+    uint64_t tx_key;       /* key of frames client -> peer (our ACKs carry it) */
+    uint32_t rcv_nxt;      /* next sequence number expected from the peer */
+    uint32_t snd_hint;     /* the client's next sequence number toward the peer */
+    uint32_t frame_max;    /* the client's largest frame, headers included */
+    uint16_t self, peer;   /* protocol endpoint ids; the peer's frames carry peer (wire v3) */
+    uint32_t remote_index; /* the peer's number of the client: its frames and our ACKs carry it */
+    uint16_t src_ep;       /* the peer's address as the client registered it (FLOW): */
+    uint8_t src_mac[6];    /* frames are acknowledged only from it, and ACKs go to it */
     uint8_t used, ack_owed;
 };
 
@@ -111,8 +112,15 @@ struct emd_client {
     emd_ring_t rx; /* we produce (records) */
     emd_ring_t tx; /* we consume (slots) */
     uint16_t ep;
-    uint32_t pid, uid;      /* from SO_PEERCRED */
-    struct emd_flow *flows; /* hash table of flow_cap entries (NULL: no eager ACKs) */
+    uint32_t pid, uid; /* from SO_PEERCRED */
+    /* hash table of flow_cap entries, keyed by the client's number of the
+     * peer (what the peer's frames name as their index, wire v3) (NULL: no
+     * eager ACKs) */
+    struct emd_flow *flows;
+    /* the same flows keyed by the peer's address (node, endpoint), for the
+     * client's own frames, whose index is the peer's number of the client:
+     * flow_cap entries, each 0 (free) or 1 + a slot of flows */
+    uint32_t *by_dst;
     unsigned nflows, flow_cap;
     uint16_t slot;      /* bulk-queue slot, or EMD_BULKQ_NO_SLOT */
     const char *doomed; /* non-NULL: detach at the next safe point, for this reason */

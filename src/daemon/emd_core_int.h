@@ -46,8 +46,10 @@ void emd_deliver_acked(emd_core_t *c, struct emd_client *cl, const uint8_t *data
                        const emd_shim_t *from);
 /** One standalone ACK per flow that advanced in this burst. */
 void emd_send_acks(emd_core_t *c);
-/** Move @p cl's eager state by the ACK a frame it sends carries (@p hdr: a private copy). */
-void emd_resync_flow(emd_core_t *c, struct emd_client *cl, const uint8_t *hdr, uint32_t len);
+/** Move @p cl's eager state by the ACK a frame it sends to (@p mac, @p ep)
+ *  carries (@p hdr: a private copy). */
+void emd_resync_flow(emd_core_t *c, struct emd_client *cl, const uint8_t mac[6], uint16_t ep,
+                     const uint8_t *hdr, uint32_t len);
 
 /* emd_peer.c */
 /** A hello from the wire (dst EMD_EP_CONTROL). */

@@ -117,12 +117,12 @@ static int drain_slot(emd_core_t *c, struct emd_client *cl, const uint8_t *s, em
     uint32_t hl = sh.len < sizeof hdr ? sh.len : (uint32_t)sizeof hdr;
     memcpy(hdr, frame, hl); /* a private copy of what we parse */
     if (sh.flags & EMD_SLOT_F_NOTE) {
-        emd_resync_flow(c, cl, hdr, hl);
+        emd_resync_flow(c, cl, sh.mac, sh.endpoint, hdr, hl);
         c->notes++; /* its frame went on the client's bulk queue */
         return 0;
     }
     if (memcmp(sh.mac, c->mac, 6) == 0) { /* on this node */
-        emd_resync_flow(c, cl, hdr, hl);
+        emd_resync_flow(c, cl, sh.mac, sh.endpoint, hdr, hl);
         emd_count_bulk(c, cl, sh.cls, sh.len);
         struct emd_client *dc = emd_client_of(c, sh.endpoint);
         emd_shim_t from = { .cls = sh.cls, .src = cl->ep };
@@ -154,7 +154,7 @@ static int drain_slot(emd_core_t *c, struct emd_client *cl, const uint8_t *s, em
     p->peer = (uint16_t)ni;
     p->cls = sh.cls;
     /* parse the copy in the mbuf, not the slot */
-    emd_resync_flow(c, cl, p->data + EMD_WIRE_HDR_LEN, hl);
+    emd_resync_flow(c, cl, sh.mac, sh.endpoint, p->data + EMD_WIRE_HDR_LEN, hl);
     emd_count_bulk(c, cl, sh.cls, sh.len);
     *out = p;
     return 1;

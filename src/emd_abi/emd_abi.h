@@ -37,8 +37,11 @@
  * 4: the frame class: in the shim (16 bytes), in every ring record
  * 5: FLOW names the peer's address; the daemon acknowledges only frames
  *    from it
+ * 6: protocol wire version 3 (proto/wire.h): the daemon finds a flow by
+ *    the frame's 32-bit index, and FLOW carries the peer's index for the
+ *    client (remote_index), which the daemon's ACKs carry
  */
-#define EMD_VERSION 5u
+#define EMD_VERSION 6u
 
 /*
  * Bulk queues (docs/daemon.md "Bulk queues"; [dpdk-btl]'s rendezvous data

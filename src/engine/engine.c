@@ -298,7 +298,8 @@ int em_engine_sync_flow(em_engine_t *e, uint16_t peer)
                           .tx_next = f.snd_nxt,
                           .frame_max = f.frame_max,
                           .self = f.self,
-                          .peer = f.peer };
+                          .peer = f.peer,
+                          .remote_index = f.remote_index };
     /* refused: the link does not acknowledge for this peer; we do */
     return e->link->ops->set_flow(e->link, peer, &lf);
 }
@@ -309,6 +310,18 @@ int em_engine_set_peer_keys(em_engine_t *e, uint16_t peer, uint64_t key, uint32_
     int rc = em_proto_set_peer(e->proto, peer, key, tx_isn, rx_isn);
     if (rc == 0)
         (void)em_engine_sync_flow(e, peer); /* refused: the link does not ACK for us */
+    return rc;
+}
+
+int em_engine_set_peer_index(em_engine_t *e, uint16_t peer, uint32_t remote_index)
+{
+    uint32_t was = em_proto_peer_index(e->proto, peer);
+    int rc = em_proto_set_peer_index(e->proto, peer, remote_index);
+    /* the link's ACKs for us carry it too; unchanged (the default, our own
+     * number, is what numbered-alike front ends set), it heard of it
+     * already: no second FLOW per peer */
+    if (rc == 0 && was != remote_index)
+        (void)em_engine_sync_flow(e, peer);
     return rc;
 }
 

@@ -139,6 +139,12 @@ int em_engine_sync_flow(em_engine_t *e, uint16_t peer);
 int em_engine_set_peer_keys(em_engine_t *e, uint16_t peer, uint64_t key, uint32_t tx_isn,
                             uint32_t rx_isn);
 
+/** What @p peer calls us, the index in its own table that every frame to
+ *  it carries (em_proto_set_peer_index(), wire v3); the link hears of it
+ *  too (em_link_ops::set_flow).  Before traffic with the peer.
+ *  @return 0 or -EM_EINVAL. */
+int em_engine_set_peer_index(em_engine_t *e, uint16_t peer, uint32_t remote_index);
+
 /** What the pair with @p peer uses (em_proto_peer_params()): for a daemon
  *  that acknowledges on this endpoint's behalf (emd's FLOW: rx_key = tx_key
  *  = @p key, rx_next = @p rx_isn, tx_next = @p tx_isn at the start).

@@ -70,6 +70,8 @@ typedef struct em_link_flow {
     uint32_t tx_next;        /**< our next sequence number toward the peer */
     uint32_t frame_max;      /**< our largest frame, headers included */
     uint16_t self, peer;     /**< protocol endpoint ids */
+    uint32_t remote_index;   /**< what the peer calls us: the index our frames and
+                                  the link's ACKs for us carry (wire.h) */
 } em_link_flow_t;
 
 typedef struct em_link em_link_t;

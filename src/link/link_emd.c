@@ -489,6 +489,7 @@ static int emd_set_flow(em_link_t *l, uint16_t peer, const em_link_flow_t *f)
     m.flow.frame_max = f->frame_max < d->mtu ? f->frame_max : d->mtu;
     m.flow.self = f->self;
     m.flow.peer = f->peer;
+    m.flow.remote_index = f->remote_index;
     /* the daemon reads its control messages about once a millisecond: a
      * job with many peers fills the socket for a moment */
     for (int tries = 0; tries < 2000; tries++) {

@@ -74,7 +74,8 @@
 /** "No index": the sender has none for the receiver yet (or none known). */
 #define EM_HS_NO_INDEX 0xFFFFFFFFu
 
-/** Handshake frame types (distinct from v2's data types 1-4). */
+/** Handshake frame types (distinct from the data types 1-4 of wire.h, which
+ *  share version 3). */
 enum em_hs_type {
     EM_HS_INIT = 16,      /**< initiator -> responder: first contact */
     EM_HS_CHALLENGE = 17, /**< responder -> initiator: the cookie, no state kept */

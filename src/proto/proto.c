@@ -127,6 +127,11 @@ em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops
         free(p);
         return NULL;
     }
+    /* until the owner says otherwise (em_proto_set_peer_index), a peer
+     * calls us what we call ourselves: tables numbered alike on both sides
+     * (the tests; ranks) need no call */
+    for (uint32_t i = 0; i < cfg->npeers; i++)
+        p->peers[i].remote_index = cfg->self;
     p->next_deadline = EM_NEVER;
     p->max_msg = cfg->max_msg && cfg->max_msg < em_proto_max_msg(p) ? cfg->max_msg
                                                                     : (uint32_t)em_proto_max_msg(p);
@@ -233,7 +238,8 @@ int em_proto_flow(const em_proto_t *p, uint16_t peer, em_proto_flow_t *out)
                               .snd_nxt = pe->snd_nxt,
                               .frame_max = p->cfg.frame_max,
                               .self = p->cfg.self,
-                              .peer = peer };
+                              .peer = peer,
+                              .remote_index = pe->remote_index };
     return 0;
 }
 
@@ -256,6 +262,13 @@ size_t em_proto_max_msg(const em_proto_t *p) { return (size_t)UINT16_MAX * p->pu
 
 uint64_t em_proto_rx_mem(const em_proto_t *p) { return p->rx_mem; }
 
+/** Has nothing moved between us and @p pe yet (no frame sent or taken)? */
+static bool peer_untouched(const struct em_peer *pe)
+{
+    return !pe->q_head && pe->snd_nxt == pe->tx_isn && pe->rcv_nxt == pe->rx_isn && !pe->nooo &&
+           !pe->ra_active && pe->state == EM_PEER_ACTIVE;
+}
+
 int em_proto_set_peer(em_proto_t *p, uint16_t peer, uint64_t key, uint32_t tx_isn, uint32_t rx_isn)
 {
     if (peer >= p->cfg.npeers || peer == p->cfg.self)
@@ -264,8 +277,7 @@ int em_proto_set_peer(em_proto_t *p, uint16_t peer, uint64_t key, uint32_t tx_is
     if (pe->set && pe->key == key && pe->tx_isn == tx_isn && pe->rx_isn == rx_isn)
         return 0;
     /* nothing may have moved yet: the ISNs are where both sides start */
-    if (pe->q_head || pe->snd_nxt != pe->tx_isn || pe->rcv_nxt != pe->rx_isn || pe->nooo ||
-        pe->ra_active || pe->state != EM_PEER_ACTIVE)
+    if (!peer_untouched(pe))
         return -EM_EINVAL;
     pe->key = key;
     pe->tx_isn = tx_isn;
@@ -274,6 +286,26 @@ int em_proto_set_peer(em_proto_t *p, uint16_t peer, uint64_t key, uint32_t tx_is
     pe->rcv_nxt = rx_isn;
     pe->set = 1;
     return 0;
+}
+
+int em_proto_set_peer_index(em_proto_t *p, uint16_t peer, uint32_t remote_index)
+{
+    if (peer >= p->cfg.npeers || peer == p->cfg.self)
+        return -EM_EINVAL;
+    struct em_peer *pe = &p->peers[peer];
+    if (pe->remote_index == remote_index)
+        return 0;
+    /* frames already sent named the old index: the peer would refuse
+     * every later one (and its ACKs of ours would still come) */
+    if (!peer_untouched(pe))
+        return -EM_EINVAL;
+    pe->remote_index = remote_index;
+    return 0;
+}
+
+uint32_t em_proto_peer_index(const em_proto_t *p, uint16_t peer)
+{
+    return peer < p->cfg.npeers ? p->peers[peer].remote_index : EM_PEER_INDEX_NONE;
 }
 
 int em_proto_peer_params(const em_proto_t *p, uint16_t peer, uint64_t *key, uint32_t *tx_isn,
@@ -476,16 +508,17 @@ int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint16_t peer, const em_put_t
     return submit(p, op, peer, EM_PT_PUT, 0, t, NULL, 0, buf, len, 0, ctx, now);
 }
 
-/** Is the frame's source address @p src the claimed peer's, and is the peer
- *  known?  Asks ops.resolve once when not (lazy add of a peer). */
-static bool source_ok(struct em_proto *p, const em_hdr_t *h, uint16_t src, bool bind)
+/** Is the frame's source address @p src that of @p peer (the peer the frame's
+ *  index names), and is the peer known?  Asks ops.resolve once when not
+ *  (lazy add of a peer). */
+static bool source_ok(struct em_proto *p, uint16_t peer, uint16_t src, bool bind)
 {
-    struct em_peer *pe = &p->peers[h->src];
-    if (pe->set && (!bind || src == h->src))
+    struct em_peer *pe = &p->peers[peer];
+    if (pe->set && (!bind || src == peer))
         return true;
     if (p->ops.resolve)
-        src = p->ops.resolve(p->uctx, h->src);
-    if (!pe->set || (bind && src != h->src)) {
+        src = p->ops.resolve(p->uctx, peer);
+    if (!pe->set || (bind && src != peer)) {
         p->st.drop_source++;
         return false;
     }
@@ -521,13 +554,17 @@ static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint16_t
         return;
         // clang-format on
     }
-    if (h.src >= p->cfg.npeers || h.src == p->cfg.self || h.dst != p->cfg.self) {
+    /* wire v3: the frame names its sender by our own index for it (wire.h);
+     * one bounds check, then the pair's key and source address say whether
+     * that peer sent it */
+    if (h.index >= p->cfg.npeers || h.index == p->cfg.self) {
         p->st.drop_endpoint++;
         return;
     }
-    if (!source_ok(p, &h, src, judge_source))
+    const uint16_t from = (uint16_t)h.index;
+    if (!source_ok(p, from, src, judge_source))
         return;
-    struct em_peer *pe = &p->peers[h.src];
+    struct em_peer *pe = &p->peers[from];
     if (h.job_key != pe->key) {
         p->st.drop_job_key++;
         return;
@@ -552,17 +589,17 @@ static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint16_t
         p->st.drop_budget++;
         /* the daemon acknowledged it already: it will never come again */
         if (p->cfg.link_acks && h.seq == pe->rcv_nxt)
-            em_fail_acked(p, h.src,
+            em_fail_acked(p, from,
                           "a message longer than this process accepts "
                           "(btl max_send_size differs between nodes?), which the "
                           "emd daemon had acknowledged");
         return;
     }
-    if (!em_on_ack(p, h.src, &h, now)) {
+    if (!em_on_ack(p, from, &h, now)) {
         p->st.drop_window++;
         if (p->cfg.link_acks && (h.type == EM_PT_DATA || h.type == EM_PT_PUT) &&
             h.seq == pe->rcv_nxt)
-            em_fail_acked(p, h.src,
+            em_fail_acked(p, from,
                           "an in-order frame the emd daemon had acknowledged for us "
                           "acknowledges data we never sent (a forged or corrupt frame)");
         return;
@@ -573,20 +610,20 @@ static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint16_t
     case EM_PT_ACK:
         p->st.rx_acks++;
         if (h.flags & EM_F_ACKNOW)
-            em_on_probe(p, h.src, now); /* a probe: answer with our ACK state */
+            em_on_probe(p, from, now); /* a probe: answer with our ACK state */
         break;
     case EM_PT_NACK:
         p->st.rx_nacks++;
-        em_on_nack(p, h.src, now);
+        em_on_nack(p, from, now);
         break;
     default:
-        em_on_sequenced(p, h.src, &h, (const uint8_t *)frame + em_hdr_len(h.type), now);
+        em_on_sequenced(p, from, &h, (const uint8_t *)frame + em_hdr_len(h.type), now);
         /* A put we refused was acknowledged by the daemon as if placed, so
          * EM_F_REMERR on our later frames may come too late: the initiator
          * may already have completed it.  Fail the peer visibly instead
          * (after the frame is fully processed: failing frees rx state). */
         if (p->cfg.link_acks && pe->refused_put && pe->state == EM_PEER_ACTIVE)
-            em_fail_acked(p, h.src,
+            em_fail_acked(p, from,
                           "refused a put (bad region, key or bounds) that the emd "
                           "daemon had acknowledged");
         break;

@@ -64,6 +64,8 @@ enum em_err {
 
 /** em_proto_rx_from() source values that name no peer. */
 #define EM_SRC_UNKNOWN 0xFFFFu /**< the link knows no peer at the frame's source address */
+/** em_proto_peer_index() of a peer number out of range. */
+#define EM_PEER_INDEX_NONE 0xFFFFFFFFu
 
 /** Loss-recovery modes. */
 typedef enum em_recovery {
@@ -170,6 +172,7 @@ typedef struct em_proto_flow {
     uint32_t snd_nxt;   /**< our next sequence number toward the peer */
     uint32_t frame_max; /**< our largest frame, headers included */
     uint16_t self, peer;
+    uint32_t remote_index; /**< what the peer calls us: our frames (and ACKs for us) carry it */
 } em_proto_flow_t;
 
 /** Fill @p cfg with the defaults (see docs/design.md for how they were chosen). */
@@ -225,10 +228,12 @@ typedef struct em_proto_ops {
     /**
      * The frame being received claims to come from @p peer, but @p peer is
      * not set yet (cfg.peers_need_set) or the frame's source address is not
-     * @p peer's.  The caller may set the peer now (em_proto_set_peer(), and
-     * the link's address) and return where the frame's source address
-     * belongs now (a peer index or EM_SRC_UNKNOWN).  Runs inside
-     * em_proto_rx_from(); may call em_proto_set_peer() only.  Optional:
+     * @p peer's.  The caller may set the peer now (em_proto_set_peer(),
+     * em_proto_set_peer_index(), and the link's address) and return where
+     * the frame's source address belongs now (a peer index or
+     * EM_SRC_UNKNOWN).  Runs inside em_proto_rx_from(); may call those two
+     * only.  @p peer is the frame's index field (wire.h): our own number
+     * of the peer that claims to have sent it.  Optional:
      * when NULL the frame is judged as it came.
      */
     uint16_t (*resolve)(void *uctx, uint16_t peer);
@@ -312,7 +317,8 @@ typedef struct em_proto_stats {
     uint64_t drop_version;     /**< frames of another protocol version */
     uint64_t drop_malformed;   /**< inconsistent fields */
     uint64_t drop_job_key;     /**< frames of another job */
-    uint64_t drop_endpoint;    /**< source out of range, or not addressed to us */
+    uint64_t drop_endpoint;    /**< the frame's index (our number of its sender) is out of
+                                    range or our own */
     uint64_t drop_window;      /**< sequence or ACK outside the window */
     uint64_t drop_gbn_ooo;     /**< out-of-order frames discarded (Go-Back-N) */
     uint64_t drop_peer_failed; /**< frames from a peer already declared failed */
@@ -420,6 +426,22 @@ int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint16_t peer, const em_put_t
  * @return 0, -EM_EINVAL (bad peer, or traffic already started).
  */
 int em_proto_set_peer(em_proto_t *p, uint16_t peer, uint64_t key, uint32_t tx_isn, uint32_t rx_isn);
+
+/**
+ * Set what @p peer calls us: the index in its own peer table that it gave
+ * us (wire v3, wire.h).  Every frame we send it carries @p remote_index,
+ * and the peer finds us with it.  Until this call it is cfg.self, which is
+ * right for tables numbered alike on both sides (both BTLs index peers by
+ * job rank; the tests); every front end still sets it for every peer, so
+ * none depends on that default.  Call before any traffic with @p peer;
+ * calling again with the same value is a no-op.
+ * @return 0, -EM_EINVAL (bad peer, or traffic already started).
+ */
+int em_proto_set_peer_index(em_proto_t *p, uint16_t peer, uint32_t remote_index);
+
+/** What @p peer calls us (em_proto_set_peer_index()), or EM_PEER_INDEX_NONE
+ *  for a peer number out of range. */
+uint32_t em_proto_peer_index(const em_proto_t *p, uint16_t peer);
 
 /** What the pair with @p peer uses (for a daemon that acknowledges on our
  *  behalf: its ACKs carry @p key and expect @p rx_isn first).

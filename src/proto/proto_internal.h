@@ -47,6 +47,8 @@ struct em_peer {
     uint8_t rem_err;         /**< it refused a put of ours: our puts complete with -EM_EACCES */
     uint8_t refused_put;     /**< we refused a put of its: our frames carry EM_F_REMERR */
     uint64_t key;            /**< the pair's key: on every frame both ways */
+    uint32_t remote_index;   /**< what the peer calls us: our frames to it carry it
+                                  (em_proto_set_peer_index; cfg.self until then) */
     uint32_t tx_isn, rx_isn; /**< the pair's initial sequence numbers */
     const char *fail_reason; /**< why it failed (static sentence) */
 

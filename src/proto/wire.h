@@ -10,10 +10,11 @@
  *    0               1               2               3
  *    0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7
  *   +---------------+---------------+---------------+---------------+
- *  0|  magic 0xE5   |  version 2    |     type      |     flags     |
+ *  0|  magic 0xE5   |  version 3    |     type      |     flags     |
  *   +---------------+---------------+---------------+---------------+
- *  4|        source endpoint        |     destination endpoint      |
- *   +-------------------------------+-------------------------------+
+ *  4|   receiver's index for the sender (32 bits): the sender's     |
+ *   |   slot in the receiver's peer table, as the receiver gave it  |
+ *   +---------------------------------------------------------------+
  *  8|   pair key (64 bits): mixed from the two endpoints' random     |
  * 12|   secrets, published through the launcher (modex); both ways  |
  *   +-------------------------------+---------------+---------------+
@@ -21,7 +22,8 @@
  *   +-------------------------------+---------------+---------------+
  * 20|                  sequence number (sender's)                   |
  *   +---------------------------------------------------------------+
- * 24|       cumulative ACK: next sequence number expected from dst   |
+ * 24|   cumulative ACK: next sequence number the sender expects     |
+ *   |   from the receiver of this frame                             |
  *   +---------------------------------------------------------------+
  * 28|   SACK bitmap: bit i set = (ACK + 1 + i) received and buffered |
  * 32|                           (64 bits)                           |
@@ -51,6 +53,23 @@
  * from the job id), at offset 8; the ISNs are random too (docs/design.md,
  * "Threat model").
  *
+ * Version 3 (peers known by the wire, docs/design.md "Wire v3"): the two
+ * 16-bit endpoint numbers at offset 4 (source and destination, a job rank
+ * inside Open MPI) became one 32-bit index: what the receiver calls the
+ * sender in its own peer table.  The sender's owner sets it per peer
+ * (em_proto_set_peer_index(): today from numbering both sides share,
+ * later from what wire v3's handshake, conn.h, tells it).  The receiver
+ * finds the sending peer with one bounds-checked array access and
+ * then checks that peer's pair key and source address as before.  No rank
+ * travels and nothing names the receiver: the link address already
+ * delivered the frame to it, and a frame that reached the wrong endpoint
+ * fails the pair key there.  Two 16-bit fields became one 32-bit field, so
+ * no byte was freed: the header stays 48 bytes, every other field keeps
+ * its offset, and the one reserved byte (19) must still be zero.  Version
+ * 3 is shared with the handshake frames (hs_wire.h, types 16-19, their own
+ * layout), which are told apart by type before this decoder runs; to it
+ * they are malformed.
+ *
  * The payload follows the header(s).  Frames may be longer than header +
  * payload (Ethernet pads to 60 bytes); the length field is authoritative.
  *
@@ -66,7 +85,7 @@
 #include <stdint.h>
 
 #define EM_WIRE_MAGIC   0xE5u
-#define EM_WIRE_VERSION 2u
+#define EM_WIRE_VERSION 3u
 #define EM_HDR_LEN      48u
 #define EM_PUT_EXT_LEN  24u
 
@@ -103,8 +122,7 @@ struct em_wire_hdr {
     uint8_t version;
     uint8_t type;
     uint8_t flags;
-    uint16_t src;
-    uint16_t dst;
+    uint32_t dst_index;
     uint64_t key;
     uint16_t len;
     uint8_t tag;
@@ -118,9 +136,10 @@ struct em_wire_hdr {
     uint16_t frag_cnt;
 } __attribute__((packed));
 _Static_assert(sizeof(struct em_wire_hdr) == EM_HDR_LEN, "base header is 48 bytes");
-_Static_assert(offsetof(struct em_wire_hdr, src) == 4, "diagram: source at 4");
+_Static_assert(offsetof(struct em_wire_hdr, dst_index) == 4, "diagram: receiver's index at 4");
 _Static_assert(offsetof(struct em_wire_hdr, key) == 8, "diagram: pair key at 8");
 _Static_assert(offsetof(struct em_wire_hdr, len) == 16, "diagram: length at 16");
+_Static_assert(offsetof(struct em_wire_hdr, rsvd) == 19, "diagram: reserved byte at 19");
 _Static_assert(offsetof(struct em_wire_hdr, seq) == 20, "diagram: sequence number at 20");
 _Static_assert(offsetof(struct em_wire_hdr, ack) == 24, "diagram: ACK at 24");
 _Static_assert(offsetof(struct em_wire_hdr, sack) == 28, "diagram: SACK at 28");
@@ -150,8 +169,10 @@ typedef struct em_hdr {
     uint8_t flags;
     uint8_t tag;
     uint64_t job_key; /**< the pair's key (wire field "key"; the name is v1's) */
-    uint16_t src;
-    uint16_t dst;
+    /** The receiver's index for the sender (wire field at offset 4): on a
+     *  frame we receive, our own peer number of its sender; on one we send,
+     *  what the peer calls us (em_proto_set_peer_index()). */
+    uint32_t index;
     uint16_t len;
     uint32_t seq;
     uint32_t ack;
@@ -192,7 +213,7 @@ size_t em_hdr_encode(const em_hdr_t *h, void *out);
  * Checks everything that can be checked without protocol state: magic,
  * version, type, flags, reserved bytes, payload length against the frame,
  * fragment number < count, payload against message length, offset overflow.
- * Key, endpoint ids and the source address are checked by the protocol
+ * The index, the key and the source address are checked by the protocol
  * (it knows them).
  * @return EM_DEC_OK, with @p h filled, or the reason for refusal.
  */
@@ -205,7 +226,9 @@ em_decode_err_t em_hdr_decode(const void *frame, size_t frame_len, em_hdr_t *h);
  * frames without being told the segment size (link_udp's recvfrom poll);
  * each frame split out still goes through em_hdr_decode.
  * @return the length, or 0 if @p frame is not of this wire version or
- *         states more than @p avail bytes.
+ *         states more than @p avail bytes.  (Handshake frames, hs_wire.h,
+ *         share the version but not this layout: a link that carries them
+ *         must tell them apart, em_hs_is(), before it asks this.)
  */
 uint32_t em_wire_frame_len(const void *frame, size_t avail);
 

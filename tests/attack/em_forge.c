@@ -36,6 +36,9 @@
  *                     injecting socket is opened there, so every forged
  *                     frame comes from that node's address
  *   --src S --dst D   the rank whose identity is claimed, and the victim
+ *                     (wire v3 frames name only their sender, by the
+ *                     receiver's index, the rank in the BTLs: the
+ *                     sniffer keeps frames of index S; D is for the log)
  *
  * Classes (each says what it tests; run-attack-tests maps each to the drop
  * counter that must prove it was refused):
@@ -317,7 +320,10 @@ static void sniff(int fd, const struct opts *o, struct tmpl *t)
             em_len = sh.len;
         }
         em_hdr_t h;
-        if (!em || em_hdr_decode(em, em_len, &h) != EM_DEC_OK || h.src != o->src || h.dst != o->dst)
+        /* wire v3 names the sender by the receiver's index for it, which the
+         * BTLs make the sender's rank; the sniffer sees the victim's port, so
+         * in a two-rank job index S is a frame S -> D */
+        if (!em || em_hdr_decode(em, em_len, &h) != EM_DEC_OK || h.index != o->src)
             continue;
         /* the first frame comes before any injection: its sender is the
          * real rank; our own forged frames pass this port too, skip them */
@@ -466,7 +472,7 @@ static size_t forge(enum cls c, const struct tmpl *t, unsigned k, uint8_t *out)
     }
     struct ob1_match_hdr mh = { .type = OB1_TAG_MATCH,
                                 .ctx = 0,
-                                .src = (int32_t)t->data.src,
+                                .src = (int32_t)t->data.index, /* the claimed rank */
                                 .tag = USER_TAG,
                                 .seq = (uint16_t)rnd() };
     memcpy(body, &mh, sizeof mh);
@@ -520,8 +526,7 @@ static size_t forge(enum cls c, const struct tmpl *t, unsigned k, uint8_t *out)
         blen = 0;
         break;
     }
-    h.src = (uint16_t)t->data.src;
-    h.dst = (uint16_t)t->data.dst;
+    h.index = t->data.index; /* the victim's index for the claimed rank */
     size_t hl = em_hdr_encode(&h, out);
     memcpy(out + hl, body, blen);
     return hl + blen;

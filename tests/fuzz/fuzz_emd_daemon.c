@@ -187,9 +187,9 @@ static void check(void)
 }
 
 /* a protocol header into @p out (room for EM_HDR_LEN + EM_PUT_EXT_LEN) */
-static size_t proto_hdr(struct in *in, uint8_t *out, uint16_t self, uint16_t peer)
+static size_t proto_hdr(struct in *in, uint8_t *out, uint32_t index)
 {
-    em_hdr_t h = { .type = (u8(in) & 1) ? EM_PT_PUT : EM_PT_DATA, .src = peer, .dst = self };
+    em_hdr_t h = { .type = (u8(in) & 1) ? EM_PT_PUT : EM_PT_DATA, .index = index };
     h.job_key = u8(in) & 1 ? 0x1234 : u32(in);
     h.seq = u8(in) & 1 ? (uint32_t)(u8(in) - 2) + 0xfffffff0u : u32(in);
     h.ack = u32(in);
@@ -222,7 +222,7 @@ static void op_tx_slot(struct in *in, unsigned k)
     uint8_t frame[MTU];
     size_t n = 0;
     if (how & 4)
-        n = proto_hdr(in, frame, 1, (uint16_t)(u8(in) % 4));
+        n = proto_hdr(in, frame, u8(in) % 4);
     size_t want = u8(in) % MTU;
     n += take(in, frame + n, want > MTU - n ? MTU - n : want);
     sh.len = (uint32_t)(n ? n : 1);
@@ -246,7 +246,7 @@ static void op_port(struct in *in)
     uint8_t *f = p->data + EMD_WIRE_HDR_LEN;
     size_t n = 0;
     if (l & 0x80)
-        n = proto_hdr(in, f, 1, (uint16_t)(u8(in) % 4));
+        n = proto_hdr(in, f, u8(in) % 4);
     n += take(in, f + n, (l & 0x7f) < MTU - n ? (l & 0x7f) : MTU - n);
     if (!n)
         f[n++] = 0;
@@ -300,7 +300,8 @@ static void run_op(struct in *in, unsigned op)
                                        .tx_next = u32(in),
                                        .frame_max = MTU,
                                        .self = 1,
-                                       .peer = (uint16_t)(u8(in) % 4) };
+                                       .peer = (uint16_t)(u8(in) % 4),
+                                       .remote_index = u8(in) % 4 };
         } else {
             take(in, (uint8_t *)&f, sizeof f);
         }

@@ -97,8 +97,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             frame[1] = EM_WIRE_VERSION;
             for (int b = 0; b < 8; b++) /* key at 8, big-endian */
                 frame[8 + b] = (uint8_t)(KEY >> (56 - 8 * b));
-            frame[6] = 0;
-            frame[7] = 0; /* dst = 0 */
+            frame[4] = 0;
+            frame[5] = 0; /* the index (our number of the sender) < 65536 */
         }
         if (fl & 2)
             now += 1000u * (fl >> 4);
@@ -111,7 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 free(op);
         }
         /* the source address: mostly the claimed peer's, sometimes another */
-        uint16_t from = len >= 6 ? (uint16_t)(frame[4] << 8 | frame[5]) : 0;
+        uint16_t from = len >= 8 ? (uint16_t)(frame[6] << 8 | frame[7]) : 0;
         if (fl & 0x40)
             from = (fl & 0x80) ? EM_SRC_UNKNOWN : (uint16_t)(from + 1);
         em_proto_rx_from(p, frame, len, from, now);

@@ -17,8 +17,7 @@ static size_t frame(uint8_t *b, uint8_t type, uint32_t seq, uint16_t len, uint16
 {
     em_hdr_t h = { .type = type,
                    .job_key = 0x0BADF00Du,
-                   .src = 1,
-                   .dst = 0,
+                   .index = 1, /* from the harness's peer 1 */
                    .seq = seq,
                    .ack = 0xFFFFFFF0u,
                    .len = len,

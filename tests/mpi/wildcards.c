@@ -3,7 +3,8 @@
  * wildcards.c - wildcard matching with messages from several sources, on 3
  * or 4 ranks spread over two nodes (with --map-by node ranks 0,2 share a
  * node and 1,3 the other one, so a receiver sees messages from the BTL under
- * test and from shared memory at the same time).
+ * test and from shared memory at the same time), or up to MAXRANKS over
+ * more nodes.
  *
  * Every sub-check runs twice, with receiver ("root") rank 0 and rank 1.
  * Messages: the length is a function of (source, tag) - 0 B .. 300 KB, eager
@@ -34,6 +35,8 @@
 #define NMSG   6 /* messages per sender in any-any */
 #define MAXLEN 300000
 #define GUARD  64
+
+#define MAXRANKS 16 /* 8 nodes x 2 (run-mpi-tests --nodes 8) */
 
 enum { SC_ANYANY = 1, SC_ANYSRC, SC_ANYTAG, SC_PROBE, SC_IPROBE, SC_MPROBE, SC_WAITANY };
 
@@ -116,7 +119,7 @@ static void any_any(int root, uint8_t *buf)
         for (int k = 0; k < NMSG; k++)
             send_msg(root, 1000 + emt.rank * 10 + k, SC_ANYANY);
     } else {
-        int next[8] = { 0 };
+        int next[MAXRANKS] = { 0 };
         int total = (emt.size - 1) * NMSG;
 
         for (int i = 0; i < total; i++) {
@@ -153,7 +156,7 @@ static void any_source(int root, uint8_t *buf)
         free(b);
     } else {
         for (int tag = 2; tag >= 1; tag--) {
-            int seen[8] = { 0 };
+            int seen[MAXRANKS] = { 0 };
 
             for (int i = 0; i < emt.size - 1; i++) {
                 MPI_Status st;
@@ -322,7 +325,7 @@ static void waitany(int root)
 
     if (emt.rank == root) {
         uint8_t *bufs = emt_alloc((size_t)n * (MAXLEN + GUARD));
-        MPI_Request rq[8], stray;
+        MPI_Request rq[MAXRANKS], stray;
         MPI_Status st;
         int cancelled = 0;
 
@@ -358,7 +361,7 @@ int main(int argc, char **argv)
     uint8_t *buf;
 
     emt_init(&argc, &argv, "wildcards");
-    emt_need_ranks(3, 8);
+    emt_need_ranks(3, MAXRANKS);
     buf = emt_alloc(MAXLEN + GUARD);
     emt_require_spread(2, 0, 1);
     for (int root = 0; root < 2; root++) {

@@ -29,6 +29,7 @@ struct cap {
     unsigned nf;
     int refuse; /* emit returns -EAGAIN while > 0 */
     unsigned nrecv;
+    uint16_t last_peer; /* of the last delivery */
     uint8_t last_tag;
     size_t last_len; /* of the last delivery or put */
     uint8_t last_data[8192];
@@ -77,6 +78,7 @@ static void cap_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t 
 {
     struct cap *c = u;
     c->nrecv++;
+    c->last_peer = peer;
     c->last_tag = tag;
     c->last_len = len;
     c->last_ptr = d;
@@ -161,17 +163,15 @@ static inline const struct cap_out *cap_last(const struct cap *c)
 }
 
 /** Frame @p h in wire form into @p b (@p size bytes): job key @p key and
- *  source peer 1 to 0 where @p h leaves them 0, then h.len payload bytes
+ *  index 1 (from our peer 1) where @p h leaves them 0, then h.len payload bytes
  *  from @p payload (NULL: 'z's).  @return the frame's length. */
 static inline size_t cap_frame(em_hdr_t h, uint64_t key, const void *payload, uint8_t *b,
                                size_t size)
 {
     if (!h.job_key)
         h.job_key = key;
-    if (!h.src && !h.dst) {
-        h.src = 1;
-        h.dst = 0;
-    }
+    if (!h.index)
+        h.index = 1;
     assert_true(size >= (size_t)EM_HDR_LEN + EM_PUT_EXT_LEN + h.len);
     size_t n = em_hdr_encode(&h, b);
     if (payload)

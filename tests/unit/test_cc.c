@@ -373,7 +373,7 @@ static const em_proto_ops_t OPS = { .emit = c_emit, .recv = c_recv, .complete = 
 static void feed_ack(em_proto_t *p, uint32_t ack, uint64_t now)
 {
     uint8_t b[256];
-    em_hdr_t h = { .type = EM_PT_ACK, .src = 1, .dst = 0, .ack = ack };
+    em_hdr_t h = { .type = EM_PT_ACK, .index = 1, .ack = ack };
     size_t n = em_hdr_encode(&h, b);
     em_proto_rx(p, b, n, now);
 }

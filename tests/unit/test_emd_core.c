@@ -146,7 +146,7 @@ static em_hdr_t dat(uint64_t key, uint32_t seq, const char *s)
 {
     uint16_t n = (uint16_t)strlen(s);
     em_hdr_t h = {
-        .type = EM_PT_DATA, .src = 2, .dst = 1, .seq = seq, .len = n, .msg_len = n, .frag_cnt = 1
+        .type = EM_PT_DATA, .index = 2, .seq = seq, .len = n, .msg_len = n, .frag_cnt = 1
     };
     h.job_key = key;
     return h;
@@ -192,7 +192,6 @@ static void test_impossible_indices_doom(void **st)
     assert_non_null(strstr(C.cl[0].doomed, "tx.tail"));
     atomic_store(&R[1]->rx.head, 4096); /* ahead of the daemon's tail */
     em_hdr_t h = dat(9, 0, "x");
-    h.dst = 1;
     port_frame(11, &h, "x");
     assert_non_null(C.cl[1].doomed);
     assert_non_null(strstr(C.cl[1].doomed, "rx.head"));
@@ -216,7 +215,8 @@ static void test_eager_acks_only_registered_and_checked(void **st)
                               .frame_max = MTU,
                               .self = 1,
                               .peer = 2,
-                              .peer_ep = 77 };
+                              .peer_ep = 77,
+                              .remote_index = 7 }; /* not 1: the daemon must not assume it */
     memcpy(f.peer_node, NODE2, 6);
     const char *why;
     assert_int_equal(emd_core_add_flow(&C, 0, &f, &why), 0);
@@ -242,8 +242,7 @@ static void test_eager_acks_only_registered_and_checked(void **st)
         EM_DEC_OK);
     assert_int_equal(a.type, EM_PT_ACK);
     assert_true((uint64_t)a.job_key == TXK);
-    assert_int_equal(a.src, 1);
-    assert_int_equal(a.dst, 2);
+    assert_int_equal(a.index, 7); /* the peer's number of the client (FLOW's remote_index) */
     assert_int_equal(a.ack, 0xffffffffu);
     assert_int_equal(a.seq, 0x1234);
     assert_memory_equal(P.peer_mac[P.sent_peer[0]], NODE2, 6);
@@ -270,9 +269,20 @@ static void test_eager_acks_only_registered_and_checked(void **st)
     assert_int_equal(atomic_load(&R[0]->st.rx_delivered), before);
     assert_int_equal(P.nsent, 3);
     /* the client's own frames move the flow (its ACK) and the seq it says */
-    em_hdr_t out = { .type = EM_PT_ACK, .src = 1, .dst = 2, .seq = 0x2000, .ack = 5 };
+    em_hdr_t out = { .type = EM_PT_ACK, .index = 7, .seq = 0x2000, .ack = 5 };
     out.job_key = (uint32_t)TXK;
     uint8_t b[EM_HDR_LEN];
+    /* ... not one to another address, or naming another index */
+    out.ack = 9;
+    em_hdr_encode(&out, b);
+    tx(0, NODE2, 78, b, EM_HDR_LEN);
+    emd_core_drain(&C, 0);
+    out.index = 1;
+    em_hdr_encode(&out, b);
+    tx(0, NODE2, 77, b, EM_HDR_LEN);
+    emd_core_drain(&C, 0);
+    out.index = 7;
+    out.ack = 5;
     em_hdr_encode(&out, b);
     tx(0, NODE2, 77, b, EM_HDR_LEN);
     emd_core_drain(&C, 0);
@@ -283,6 +293,25 @@ static void test_eager_acks_only_registered_and_checked(void **st)
     assert_int_equal(a.type, EM_PT_ACK);
     assert_int_equal(a.ack, 6);
     assert_int_equal(a.seq, 0x2000);
+    /* the peer moved (FLOW again, another endpoint): the client's frames are
+     * matched to the flow by the new address only */
+    f.peer_ep = 78;
+    f.rx_next = 6;
+    assert_int_equal(emd_core_add_flow(&C, 0, &f, &why), 0);
+    out.ack = 20;
+    em_hdr_encode(&out, b);
+    tx(0, NODE2, 77, b, EM_HDR_LEN); /* the old address: moves nothing */
+    emd_core_drain(&C, 0);
+    out.ack = 8;
+    em_hdr_encode(&out, b);
+    tx(0, NODE2, 78, b, EM_HDR_LEN);
+    emd_core_drain(&C, 0);
+    em_hdr_t moved = dat(RXK, 8, "g");
+    port_frame_from(NODE2, 78, 10, &moved, "g");
+    assert_int_equal(em_hdr_decode(P.sent[P.nsent - 1] + EMD_WIRE_HDR_LEN,
+                                   P.sent_len[P.nsent - 1] - EMD_WIRE_HDR_LEN, &a),
+                     EM_DEC_OK);
+    assert_int_equal(a.ack, 9);
     /* bad registrations are refused */
     f.frame_max = MTU + 1;
     assert_int_equal(emd_core_add_flow(&C, 0, &f, &why), -1);

@@ -480,8 +480,7 @@ static void forge(struct side *a, struct side *b, uint32_t job_key, uint32_t reg
 {
     em_hdr_t h = { .type = EM_PT_PUT,
                    .job_key = job_key,
-                   .src = 0,
-                   .dst = 1,
+                   .index = 0, /* b's number of a */
                    .len = 8,
                    .msg_len = 8,
                    .frag_cnt = 1,
@@ -523,7 +522,7 @@ static void test_stranger_frames_dropped(void **st)
     struct side a, b;
     open_pair(&a, &b, 15);
     em_hdr_t d = {
-        .type = EM_PT_DATA, .job_key = 15, .src = 0, .dst = 1, .len = 5, .msg_len = 5, .frag_cnt = 1
+        .type = EM_PT_DATA, .job_key = 15, .index = 0, .len = 5, .msg_len = 5, .frag_cnt = 1
     };
     send_frame(&b, NULL, &d, "evil!", 5);
     SPIN_UNTIL(&a, &b, em_engine_proto_stats(b.e)->drop_source == 1);
@@ -532,7 +531,7 @@ static void test_stranger_frames_dropped(void **st)
     /* a forged ACK does not complete a's send: b never ran while it was sent */
     em_proto_op_t op;
     assert_int_equal(em_engine_send(a.e, &op, 1, 1, "hello", 5, NULL), 0);
-    em_hdr_t k = { .type = EM_PT_ACK, .job_key = 15, .src = 1, .dst = 0, .ack = 1 };
+    em_hdr_t k = { .type = EM_PT_ACK, .job_key = 15, .index = 1, .ack = 1 };
     send_frame(&a, NULL, &k, "", 0);
     uint64_t t1 = em_now_ns();
     while (em_engine_proto_stats(a.e)->drop_source == 0 && em_now_ns() - t1 < 5000000000ull)

@@ -62,7 +62,7 @@ static em_proto_t *mk(struct fx *x, uint16_t npeers, int need_set)
     return x->p;
 }
 
-/* A frame claiming to come from h.src (default 1), arriving from @p from. */
+/* A frame claiming to come from h.index (default 1), arriving from @p from. */
 static void feed(struct fx *x, em_hdr_t h, uint16_t from, uint64_t now)
 {
     static uint8_t b[EM_HDR_LEN + EM_PUT_EXT_LEN + 1000];
@@ -100,8 +100,7 @@ static void test_correct_key_from_other_address_is_dropped(void **s)
     uint8_t b[EM_HDR_LEN + 5] = { 0 };
     em_hdr_t h = data(1, 5, 5, 0, 1);
     h.job_key = KEY;
-    h.src = 1;
-    h.dst = 0;
+    h.index = 1;
     em_hdr_encode(&h, b);
     em_proto_rx(x.p, b, sizeof b, 0);
     assert_int_equal(x.c.nrecv, 2);
@@ -227,8 +226,7 @@ static void test_thousands_of_reassemblies_stay_within_budget(void **s)
      * spoofer cycling source ids, or 4000 hostile peers) */
     for (uint16_t src = 1; src <= 4000; src++) {
         em_hdr_t h = data(0, 1000, 65536, 0, 66);
-        h.src = src;
-        h.dst = 0;
+        h.index = src;
         feed(&x, h, src, 0);
         assert_true(em_proto_rx_mem(x.p) <= cfg.rx_mem_max);
     }
@@ -239,8 +237,7 @@ static void test_thousands_of_reassemblies_stay_within_budget(void **s)
     assert_int_equal(x.c.nf - before, 16); /* ACKs to the 16 peers that fit only */
     assert_int_equal(cap_last(&x.c)->peer, 16);
     em_hdr_t h = data(0, 1000, 70000, 0, 71); /* longer than any message we accept */
-    h.src = 3000;
-    h.dst = 0;
+    h.index = 3000;
     feed(&x, h, 3000, 0);
     assert_int_equal(st(&x)->drop_budget, 4000 - 16 + 1);
     assert_true(em_proto_rx_mem(x.p) <= cfg.rx_mem_max);

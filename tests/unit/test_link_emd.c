@@ -367,8 +367,7 @@ static unsigned f_rx(em_link_t *l, em_pkt_t **p, unsigned max)
         /* put frames of sequence 0, 1, 2... from protocol endpoint 0 */
         em_hdr_t h = { .type = EM_PT_PUT,
                        .job_key = 7,
-                       .src = 0,
-                       .dst = 5,
+                       .index = 0,
                        .len = 8,
                        .seq = k,
                        .msg_id = k + 1,

@@ -95,8 +95,7 @@ static void test_send_small_emits_one_data_frame(void **st)
     assert_int_equal(h->type, EM_PT_DATA);
     assert_int_equal(h->seq, 100);
     assert_int_equal(h->ack, 100);
-    assert_int_equal(h->src, 0);
-    assert_int_equal(h->dst, 1);
+    assert_int_equal(h->index, 0); /* peer 1 calls us 0: the default, our own number */
     assert_int_equal(h->tag, 9);
     assert_int_equal(h->job_key, KEY);
     assert_int_equal(h->frag_cnt, 1);
@@ -131,7 +130,7 @@ static void test_fragmentation_and_window(void **st)
         assert_memory_equal(x.c.f[i].payload, big + i * 1000, 1000);
     }
     em_hdr_t a = ack(2, 0);
-    a.src = 2; /* peer 2 acks two frames */
+    a.index = 2; /* peer 2 acks two frames */
     feed(&x, a, NULL, 5);
     assert_int_equal(x.c.nf, 6);
     assert_int_equal(x.c.f[5].h.seq, 5);
@@ -225,7 +224,7 @@ static void test_ack_last_frame_acked_in_the_same_poll(void **st)
     em_hdr_t h = data(0, 0, "abc");
     h.msg_len = 6;
     h.frag_cnt = 2;
-    h.src = 1;
+    h.index = 1;
     h.msg_id = 0;
     feed(&x, h, "abc", 0);
     em_hdr_t h2 = h;
@@ -854,16 +853,13 @@ static void test_foreign_frames_dropped_and_counted(void **st)
     h.job_key = 0xBAD;
     feed(&x, h, "x", 0);
     h = data(0, 0, "x");
-    h.src = 1;
-    h.dst = 2; /* not for us */
+    h.index = 0x10001; /* no such peer (peer 1, were it cut to 16 bits) */
     feed(&x, h, "x", 0);
     h = data(0, 0, "x");
-    h.src = 7;
-    h.dst = 0; /* no such peer */
+    h.index = 7; /* no such peer */
     feed(&x, h, "x", 0);
     h = data(0, 0, "x");
-    h.src = 0;
-    h.dst = 0; /* "from ourselves" */
+    h.index = 0; /* "from ourselves" */
     h.job_key = KEY;
     {
         uint8_t b[128];
@@ -1226,8 +1222,7 @@ static void test_link_acks_budget_and_refused_put_fail_peer(void **st)
     /* from peer 2: a put into a region the callback refuses */
     x.c.put_rc = -1;
     em_hdr_t put = { .type = EM_PT_PUT,
-                     .src = 2,
-                     .dst = 0,
+                     .index = 2,
                      .seq = 10,
                      .ack = 10,
                      .len = 8,

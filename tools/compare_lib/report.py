@@ -19,10 +19,19 @@ BENCH_TITLES = {
     "halo-twoway": "[bds] boundary exchange, two-way (both directions summed)",
     "halo-alternating": "[bds] boundary exchange, alternating (both directions summed)",
     "halo-app": "DDM-BDS Jacobi ([bds] Fig. 15): synchronisation time, size = plane bytes",
+    "latency-mt": "one-way latency of a single-threaded job that asked for MPI_THREAD_MULTIPLE "
+                  "(compare with latency: what the transport's locks cost)",
+    "mt-rate": "message rate of threads on their own communicators (MPI_THREAD_MULTIPLE, "
+               "window 64, all threads summed)",
+    "osc-put": "one-sided MPI_Put + MPI_Win_flush, passive target (tcp: osc pt2pt)",
+    "osc-get": "one-sided MPI_Get + MPI_Win_flush, passive target (tcp: osc pt2pt)",
+    "osc-fop": "one-sided MPI_Fetch_and_op (int64, MPI_SUM) + MPI_Win_flush (tcp: osc pt2pt)",
+    "osc-cas": "one-sided MPI_Compare_and_swap (int64) + MPI_Win_flush (tcp: osc pt2pt)",
     "compute-burst": "[dpdk-btl] §4: completion time of a 256 B burst while the receiver computes "
                      "100 ms (row fields drops, retransmits)",
 }
-BENCH_ORDER = ["latency", "latency-eager", "latency-rndv", "bw", "bibw", "burst", "pingpong", "sockets",
+BENCH_ORDER = ["latency", "latency-eager", "latency-rndv", "latency-mt", "bw", "bibw", "mt-rate",
+               "osc-put", "osc-get", "osc-fop", "osc-cas", "burst", "pingpong", "sockets",
                "halo-oneway", "halo-twoway", "halo-alternating", "halo-app", "compute-burst"]
 # secondary columns shown as a table of their own under the primary one
 SHOW_SECONDARY = {"halo-app": ["compute_s"]}
@@ -41,6 +50,8 @@ _VARIANT_FMT = {
     "rdv": lambda v: "rendezvous %s" % ("on own queue" if v == "own-queue" else "through the daemon"),
     "mtu": lambda v: "MTU %s" % v,
     "cluster": lambda v: "real hosts (%s)" % v,
+    "threads": lambda v: "%s thread%s per rank" % (v, "" if v == 1 else "s"),
+    "thread_level": lambda v: "MPI_THREAD_%s" % str(v).upper(),
 }
 # the marker of a column (or a failed/skipped note) not measured in this run
 OLD_MARK = "\u2020"

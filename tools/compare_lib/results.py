@@ -31,10 +31,12 @@ import tempfile
 # "udp"; mpi: the MPI of the libfabric rows, ompi4, ompi5 or
 # mpich5 (rows without it ran under Debian's Open MPI 4.1); cluster:
 # "hostfile" for rows measured across real hosts (compare.py --hostfile;
-# rows without it ran on the emulated cluster or the local host)); a row
+# rows without it ran on the emulated cluster or the local host); threads:
+# mt-rate's threads per rank; thread_level: "multiple" for rows whose job
+# asked for MPI_THREAD_MULTIPLE (rows without it called MPI_Init)); a row
 # without one has None there.
 VARIANT_FIELDS = ("links", "mode", "elements_per_packet", "n", "ranks", "loss_pct", "rdv", "mtu",
-                  "framing", "mpi", "cluster")
+                  "framing", "mpi", "cluster", "threads", "thread_level")
 # Provenance: every row written from now on names the run that measured it
 # (the runner's git commit, "-dirty" if tracked files outside results/ were
 # modified, and the run's start date, ISO 8601 UTC).  Rows written before

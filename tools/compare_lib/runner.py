@@ -448,6 +448,33 @@ BENCHMARKS = [
               mpirun_args=["--mca", "mpi_yield_when_idle", "1"])
     for name, prog in COLL_BENCHMARKS
 ] + [
+    # threads (docs/design.md "Threads"): the message rate of 1 and 2
+    # threads per rank, each on its own communicator under
+    # MPI_THREAD_MULTIPLE (field threads), 8 B - 4 KiB.  Two threads per
+    # rank on two nodes are 4 threads on this machine's 2 cores, so the
+    # ranks yield when idle (as the collectives' 4 ranks do); the 1-thread
+    # rows too, so that the two compare
+    Benchmark("mt-rate", "em_mt_rate", 2, "msg/s", args=["-T", str(n)], fields={"threads": n},
+              mpirun_args=["--mca", "mpi_yield_when_idle", "1"])
+    for n in (1, 2)
+] + [
+    # ... and what asking for MPI_THREAD_MULTIPLE costs a single-threaded
+    # ping-pong (field thread_level; the plain latency rows ran under
+    # MPI_Init): the transports lock only when a job asks for threads
+    Benchmark("latency-mt", "em_latency", 2, "us", args=["-m", "0:4096"],
+              mpirun_args=["-x", "EM_BENCH_THREAD=multiple"],
+              fields={"thread_level": "multiple"}),
+] + [
+    # one-sided MPI (docs/design.md "One-sided MPI"): the latency of one
+    # operation and its MPI_Win_flush on a window of rank 1's, passive
+    # target, each MPI's default one-sided component; tcp with osc pt2pt,
+    # the best it can do (Debian's Open MPI turns pt2pt off, and osc rdma
+    # cannot span nodes over tcp: no atomics)
+    Benchmark("osc-" + op, "em_osc", 2, "us", args=sizes + [op],
+              transport_mca={"tcp": [("osc", "pt2pt")]})
+    for op, sizes in (("put", ["-m", "8:65536"]), ("get", ["-m", "8:65536"]),
+                      ("fop", ["-m", "8:8"]), ("cas", ["-m", "8:8"]))
+] + [
     # daemon mode: dpdk-memif-daemon's rendezvous data on the rank's own queue
     # (required: btl_dpdk_bulk_queue on) against the old path through both
     # daemons (off); field rdv = own-queue / daemon

@@ -34,7 +34,8 @@ BUILTIN_SECONDS = {k: v * BUILTIN_OVERHEAD for k, v in {
     "latency": 4.0, "latency-eager": 2.5, "latency-rndv": 5.5, "bw": 2.5, "bibw": 3.0,
     "burst": 2.0, "pingpong": 2.5, "sockets": 1.0, "allreduce": 3.0, "alltoall": 3.0,
     "halo-oneway": 7.0, "halo-twoway": 8.5, "halo-alternating": 14.0, "halo-app": 1.0,
-    "compute-burst": 1.0}.items()}
+    "compute-burst": 1.0, "latency-mt": 3.0, "mt-rate": 3.0,
+    "osc-put": 3.0, "osc-get": 3.0, "osc-fop": 1.0, "osc-cas": 1.0}.items()}
 BUILTIN_OTHER = 4.0 * BUILTIN_OVERHEAD
 QUICK_FACTOR = 0.5        # --quick: fewer sizes and iterations
 BUILTIN_CLUSTER_UP = 15.0  # emcluster up + down per phase

@@ -204,7 +204,9 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
         return NULL;
     }
 
-    /* job size: peer ids are vpids, 16 bits on the wire */
+    /* job size: peers are numbered by vpid, and the protocol's and the
+     * engine's peer numbers are 16 bits (the wire's index is 32 since wire
+     * version 3; docs/design.md "Wire v3" lists what widening touches) */
     opal_process_name_t wild = { .jobid = OPAL_PROC_MY_NAME.jobid, .vpid = OPAL_VPID_WILDCARD };
     uint32_t jsize = 0, *jsp = &jsize;
     OPAL_MODEX_RECV_VALUE(rc, OPAL_PMIX_JOB_SIZE, &wild, &jsp, OPAL_UINT32);

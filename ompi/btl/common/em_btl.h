@@ -66,8 +66,11 @@ struct em_btl_modex {
 };
 /* 4: frames may carry EM_F_PROBED (liveness probes), which version 3 refuses;
  * 5: a link_udp address carries the send port (8 bytes), which version 4
- * refuses */
-#define EM_BTL_MODEX_VERSION 5u
+ * refuses;
+ * 6: wire version 3 (proto/wire.h: the receiver's 32-bit index instead of
+ *    two 16-bit ids), which a version 5 build drops as another version:
+ *    the two never form one job (em_btl_read_modex says why) */
+#define EM_BTL_MODEX_VERSION 6u
 
 /** Registration handle: exactly what travels to the peer in the rendezvous. */
 struct mca_btl_base_registration_handle_t {

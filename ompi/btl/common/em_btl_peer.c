@@ -63,6 +63,14 @@ struct em_btl_modex *em_btl_read_modex(em_btl_module_t *m, const opal_process_na
     size_t sz = 0;
     int rc;
     OPAL_MODEX_RECV(rc, &m->super.btl_component->btl_version, name, (void **)&mx, &sz);
+    /* another build's entry (its version comes first in every version):
+     * its frames are of another wire version, which ours drop; say so
+     * rather than leave the peer silently unreachable (show_help
+     * aggregates the same message from many peers) */
+    if (OPAL_SUCCESS == rc && mx && sz >= sizeof mx->version && mx->version != EM_BTL_MODEX_VERSION)
+        opal_show_help(HELP_FILE, "modex-version", true, m->name, opal_process_info.nodename,
+                       OPAL_NAME_PRINT(*name), (unsigned)mx->version,
+                       (unsigned)EM_BTL_MODEX_VERSION);
     if (OPAL_SUCCESS != rc || !mx || sz != sizeof *mx || mx->version != EM_BTL_MODEX_VERSION ||
         mx->count < 1 || mx->count > EM_BTL_MAX_LINKS) {
         free(mx);
@@ -223,7 +231,11 @@ int em_btl_set_peer_from(em_btl_module_t *m, uint16_t vpid, const struct em_btl_
     if (em_engine_set_peer(m->engine, vpid, &mx->link[m->index].addr) != 0)
         return -1;
     uint64_t key = pair_key(m->secret, OPAL_PROC_MY_NAME.vpid, mx->secret, vpid);
-    return em_engine_set_peer_keys(m->engine, vpid, key, m->isn, mx->isn) == 0 ? 0 : -1;
+    if (em_engine_set_peer_keys(m->engine, vpid, key, m->isn, mx->isn) != 0)
+        return -1;
+    /* wire v3: every frame names the receiver's index for its sender; both
+     * sides index peers by job rank, so the peer's index for us is our rank */
+    return em_engine_set_peer_index(m->engine, vpid, OPAL_PROC_MY_NAME.vpid) == 0 ? 0 : -1;
 }
 
 /* Take @p peer's address and the pair's keys from its modex entry now, as
