@@ -11,10 +11,15 @@
  * header of every message (EAGER or RTS) to a peer that has not yet shown
  * that it knows us (emo_wire.h, EMO_F_HELLO), and the receiver, asked by
  * the engine to resolve an unknown sender, builds the peer from the frame.
+ * One-sided operations carry no blob (puts, READ, the engine's atomic
+ * requests): the first of them to such a peer goes behind a HELLO message
+ * (emo_announce), which the engine delivers first; Open MPI 5's btl/ofi,
+ * under osc/rdma, inserts a peer only when it first targets it, so a
+ * window's owner is read or updated by peers it never inserted.
  *
  * Rules (each refusal counted in emo_ep_stats_t, the frame then dropped
  * unacknowledged, as from any unknown peer):
- *  - only the first fragment of an EAGER or RTS message carries the blob,
+ *  - only the first fragment of an EAGER, RTS or HELLO message carries the blob,
  *    decoded by emo_addr_decode (bounded, versioned, reserved bytes zero);
  *    its endpoint id is the frame's source id, not ours (fc_bad_blob);
  *    its frame size is not below ours (fc_bad_blob);
@@ -37,7 +42,7 @@
  *
  * Threading: inside em_engine_progress() (the resolve callback).
  */
-#include "emo_prov.h"
+#include "emo_rdv.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +56,7 @@ static int hello_in_frame(const void *f, size_t flen, uint16_t peer, emo_addr_t 
 {
     em_hdr_t h;
     if (em_hdr_decode(f, flen, &h) != EM_DEC_OK || h.type != EM_PT_DATA || h.frag_no != 0 ||
-        h.index != peer || (h.tag != EMO_T_EAGER && h.tag != EMO_T_RTS) ||
+        h.index != peer || (h.tag != EMO_T_EAGER && h.tag != EMO_T_RTS && h.tag != EMO_T_HELLO) ||
         h.len < EMO_HDR_LEN + EMO_ADDR_LEN)
         return 1;
     const uint8_t *m = (const uint8_t *)f + em_hdr_len(h.type); /* h.len bytes, checked */
@@ -159,5 +164,28 @@ int emo_contact(struct emo_ep *ep, uint16_t peer)
             "endpoint %u reached us first (not in the AV): accepted "
             "from the address its message carries\n",
             peer);
+    return 0;
+}
+
+int emo_announce(struct emo_ep *ep, uint16_t peer)
+{
+    if (peer == ep->self.id || peer >= ep->npeers || ep->peer_heard[peer])
+        return 0;
+    size_t n = EMO_HDR_LEN + EMO_ADDR_LEN;
+    emo_op_t *c = emo_op_new(ep, EMO_OP_CTRL, n);
+    if (!c)
+        return -FI_EAGAIN;
+    c->peer = peer;
+    emo_hdr_t h = { .type = EMO_T_HELLO, .flags = EMO_F_HELLO };
+    emo_hdr_encode(&h, c->msg);
+    emo_addr_encode(&ep->self, c->msg + EMO_HDR_LEN);
+    int rc = em_engine_send(ep->eng, &c->pop, peer, EMO_T_HELLO, c->msg, n, c);
+    if (rc) {
+        emo_op_free(c);
+        return emo_errno(rc);
+    }
+    /* what we send after it arrives after it: no blob needed any more
+     * (its acknowledgement, or a message from the peer, makes this 1) */
+    ep->peer_heard[peer] = EMO_HEARD_ANNOUNCED;
     return 0;
 }

@@ -265,10 +265,10 @@ static int no_srx_ctx(struct fid_domain *d, struct fi_rx_attr *a, struct fid_ep 
     return -FI_ENOSYS;
 }
 
-static int no_query_atomic(struct fid_domain *d, enum fi_datatype dt, enum fi_op op,
-                           struct fi_atomic_attr *a, uint64_t flags)
+static int query_atomic(struct fid_domain *fd, enum fi_datatype dt, enum fi_op op,
+                        struct fi_atomic_attr *a, uint64_t flags)
 {
-    return -FI_ENOSYS;
+    return emo_query_atomic(container_of_emo(fd, struct emo_domain, dom), dt, op, a, flags);
 }
 
 static int no_query_collective(struct fid_domain *d, enum fi_collective_op coll,
@@ -305,7 +305,7 @@ static struct fi_ops_domain domain_ops = { .size = sizeof(struct fi_ops_domain),
                                            .poll_open = no_poll_open,
                                            .stx_ctx = no_stx_ctx,
                                            .srx_ctx = no_srx_ctx,
-                                           .query_atomic = no_query_atomic,
+                                           .query_atomic = query_atomic,
                                            .query_collective = no_query_collective,
                                            .endpoint2 = endpoint2 };
 
@@ -325,9 +325,10 @@ int emo_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
     d->dom.ops = &domain_ops;
     d->dom.mr = &emo_mr_ops;
     em_regions_init(&d->regions);
-    /* FI_RMA was asked and granted (emo_prov.c offers it with
-     * FI_MR_PROV_KEY): registrations become regions */
-    d->rma = info && (info->caps & FI_RMA);
+    /* FI_RMA or FI_ATOMIC was asked and granted (emo_prov.c offers them
+     * with FI_MR_PROV_KEY): registrations become regions */
+    d->rma = info && (info->caps & (FI_RMA | FI_ATOMIC));
+    d->atomic = info && (info->caps & FI_ATOMIC);
     /* the level the domain was opened with: FI_THREAD_DOMAIN (and UNSPEC)
      * takes no lock; every other (SAFE, FID, ENDPOINT, COMPLETION: the
      * caller serialises less) takes the domain's lock at every entry

@@ -348,6 +348,7 @@ static int ep_close(struct fid *fid)
     if (ep->eng) {
         linger(ep);
         print_stats(ep);
+        emo_atomic_stats(ep);
         ep->phase = EMO_EP_CLOSING; /* destroying: callbacks write no completions */
         em_engine_destroy(ep->eng);
     }
@@ -650,7 +651,8 @@ int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
     ep->ep.cm = &ep_cm;
     ep->ep.msg = &emo_msg_ops;
     ep->ep.tagged = &emo_tagged_ops;
-    ep->ep.rma = &emo_rma_ops; /* each call checks the endpoint's FI_RMA */
+    ep->ep.rma = &emo_rma_ops;       /* each call checks the endpoint's FI_RMA */
+    ep->ep.atomic = &emo_atomic_ops; /* ... and FI_ATOMIC */
     char err[512] = "";
     if (!ep->info || ep_setup(ep, err, sizeof err) != 0) {
         FI_WARN(&emo_prov, FI_LOG_EP_CTRL, "cannot open an endpoint: %s\n",

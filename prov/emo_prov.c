@@ -167,24 +167,33 @@ int emo_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **op
     (FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_CQ_DATA |        \
      FI_REMOTE_COMM | FI_MULTI_RECV)
 #define EMO_CAPS (EMO_PRIMARY | EMO_SECONDARY)
-/* FI_RMA (emo_rma.c), offered to an application whose mr_mode accepts
- * FI_MR_PROV_KEY (the key is ours: never one a peer could guess) */
-#define EMO_RMA_CAPS    (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+/* FI_RMA (emo_rma.c) and FI_ATOMIC (emo_atomic.c), offered to an
+ * application whose mr_mode accepts FI_MR_PROV_KEY (the key is ours:
+ * never one a peer could guess) */
+#define EMO_RMA_CAPS    (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 #define EMO_RMA_MR_MODE FI_MR_PROV_KEY
 /* domain-level capabilities: in info->caps and domain_attr->caps, never in
  * tx_attr/rx_attr caps (fabtests' fi_getinfo_test caps1, caps2) */
 #define EMO_DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
 /* Orders beyond FI_ORDER_SAS, granted when asked (fabtests'
  * fi_getinfo_test msg_ordering1, 2: an order that was accepted must be in
- * the answer).  Without FI_RMA they hold because there is nothing to
- * order (no RMA or atomic operation).  With it they hold because the
- * engine keeps each peer's frames in order and the target acts on them in
- * that order (emo_rma.c), except FI_ORDER_WAR: a read's answer is put
- * from memory when it goes out, after a later write may have landed.
- * No FI_ATOMIC: its orders are vacuous either way. */
+ * the answer), all of them in the answer to an application that gave no
+ * hints.  Without FI_RMA and FI_ATOMIC they hold because there is nothing
+ * to order.  With them they hold because the engine keeps each peer's
+ * frames in order and the target acts on them in that order (emo_rma.c,
+ * emo_atomic.c); FI_ORDER_WAR for reads up to the eager limit
+ * (max_order_war_size), which the target copies when the request arrives
+ * (the engine's get), not for longer ones, whose answer is put from
+ * memory when it goes out, after a later write may have landed.  Among
+ * atomics all four hold (FI_ORDER_ATOMIC_*): a fetching atomic reads the
+ * target when it is applied, in the order they were issued.  MPICH uses
+ * native atomics only with those four (its default capability set), and
+ * under MPI's default accumulate ordering only up to max_order_war_size. */
+#define EMO_ORDER_ATOMIC                                                                           \
+    (FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW | FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW)
 #define EMO_ORDER_MORE                                                                             \
     (FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_RAS | FI_ORDER_WAR | FI_ORDER_WAW | FI_ORDER_WAS |     \
-     FI_ORDER_SAR | FI_ORDER_SAW)
+     FI_ORDER_SAR | FI_ORDER_SAW | EMO_ORDER_ATOMIC)
 #define EMO_ORDER (FI_ORDER_SAS | EMO_ORDER_MORE)
 
 /* Does the application accept what FI_RMA needs?  (API 1.5 and later:
@@ -247,7 +256,8 @@ static int check_hints(uint32_t version, const struct fi_info *hints)
         return -FI_ENODATA;
     }
     if ((hints->caps & EMO_RMA_CAPS) && !rma_modes_ok(version, hints)) {
-        FI_INFO(&emo_prov, FI_LOG_CORE, "FI_RMA needs mr_mode FI_MR_PROV_KEY (API 1.5 or later)\n");
+        FI_INFO(&emo_prov, FI_LOG_CORE,
+                "FI_RMA and FI_ATOMIC need mr_mode FI_MR_PROV_KEY (API 1.5 or later)\n");
         return -FI_ENODATA;
     }
     if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC && hints->ep_attr->type != FI_EP_RDM)
@@ -257,11 +267,10 @@ static int check_hints(uint32_t version, const struct fi_info *hints)
     if (hints->fabric_attr && hints->fabric_attr->name &&
         strcmp(hints->fabric_attr->name, EMO_FABRIC_NAME))
         return -FI_ENODATA;
-    uint64_t order = rma_offered(version, hints) ? EMO_ORDER & ~(uint64_t)FI_ORDER_WAR : EMO_ORDER;
+    uint64_t order = EMO_ORDER;
     if ((hints->tx_attr && (hints->tx_attr->msg_order & ~order)) ||
         (hints->rx_attr && (hints->rx_attr->msg_order & ~order))) {
-        FI_INFO(&emo_prov, FI_LOG_CORE, "message order asked beyond what is kept%s\n",
-                order & FI_ORDER_WAR ? "" : " (FI_ORDER_WAR is not, with FI_RMA)");
+        FI_INFO(&emo_prov, FI_LOG_CORE, "message order asked beyond what is kept\n");
         return -FI_ENODATA;
     }
     return check_domain_hints(hints->domain_attr);
@@ -274,29 +283,32 @@ static void fill_info(struct fi_info *fi, uint32_t version, const struct fi_info
     if (!(caps & EMO_PRIMARY))
         caps |= EMO_PRIMARY;
     caps |= FI_SEND | FI_RECV;
-    /* FI_RMA alone means reads and writes both ways */
-    if ((caps & FI_RMA) && !(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
+    /* FI_RMA or FI_ATOMIC alone means reads and writes both ways */
+    bool remote = (caps & (FI_RMA | FI_ATOMIC)) != 0;
+    if (remote && !(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
         caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-    uint64_t order = rma ? EMO_ORDER_MORE & ~(uint64_t)FI_ORDER_WAR : EMO_ORDER_MORE;
+    uint64_t order = EMO_ORDER_MORE;
+    /* the orders asked, or, with no hints, every order kept */
+    uint64_t tx_order = !hints ? order : hints->tx_attr ? hints->tx_attr->msg_order & order : 0;
+    uint64_t rx_order = !hints ? order : hints->rx_attr ? hints->rx_attr->msg_order & order : 0;
     fi->caps = caps;
     fi->mode = 0;
     fi->addr_format = FI_FORMAT_UNSPEC;
 
-    fi->tx_attr->caps = caps & (EMO_PRIMARY | FI_SEND | FI_RMA | FI_READ | FI_WRITE);
+    fi->tx_attr->caps = caps & (EMO_PRIMARY | FI_SEND | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE);
     fi->tx_attr->op_flags = hints && hints->tx_attr ? hints->tx_attr->op_flags : 0;
-    fi->tx_attr->msg_order = FI_ORDER_SAS |
-                             (hints && hints->tx_attr ? hints->tx_attr->msg_order & order : 0);
+    fi->tx_attr->msg_order = FI_ORDER_SAS | tx_order;
     fi->tx_attr->comp_order = FI_ORDER_NONE;
     fi->tx_attr->inject_size = emo_inject_max();
     fi->tx_attr->size = EMO_TX_SIZE;
     fi->tx_attr->iov_limit = EMO_IOV_LIMIT;
-    fi->tx_attr->rma_iov_limit = (caps & FI_RMA) ? 1 : 0;
+    fi->tx_attr->rma_iov_limit = remote ? 1 : 0;
 
-    fi->rx_attr->caps = caps & (EMO_PRIMARY | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE |
-                                FI_MULTI_RECV | FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE);
+    fi->rx_attr->caps = caps &
+                        (EMO_PRIMARY | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV |
+                         FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE);
     fi->rx_attr->op_flags = hints && hints->rx_attr ? hints->rx_attr->op_flags : 0;
-    fi->rx_attr->msg_order = FI_ORDER_SAS |
-                             (hints && hints->rx_attr ? hints->rx_attr->msg_order & order : 0);
+    fi->rx_attr->msg_order = FI_ORDER_SAS | rx_order;
     fi->rx_attr->comp_order = FI_ORDER_NONE;
     fi->rx_attr->total_buffered_recv = 0;
     fi->rx_attr->size = EMO_RX_SIZE;
@@ -307,10 +319,11 @@ static void fill_info(struct fi_info *fi, uint32_t version, const struct fi_info
     fi->ep_attr->protocol_version = 1;
     fi->ep_attr->max_msg_size = (size_t)1 << 40;
     fi->ep_attr->msg_prefix_size = 0;
-    /* with FI_RMA, RAW and WAW hold for any size (above) */
-    fi->ep_attr->max_order_raw_size = (caps & FI_RMA) ? fi->ep_attr->max_msg_size : 0;
-    fi->ep_attr->max_order_war_size = 0;
-    fi->ep_attr->max_order_waw_size = (caps & FI_RMA) ? fi->ep_attr->max_msg_size : 0;
+    /* with FI_RMA or FI_ATOMIC, RAW and WAW hold for any size, WAR up to
+     * the eager limit (above) */
+    fi->ep_attr->max_order_raw_size = remote ? fi->ep_attr->max_msg_size : 0;
+    fi->ep_attr->max_order_war_size = remote ? emo_eager_max() : 0;
+    fi->ep_attr->max_order_waw_size = remote ? fi->ep_attr->max_msg_size : 0;
     fi->ep_attr->mem_tag_format = 0xAAAAAAAAAAAAAAAAull; /* FI_TAG_GENERIC: 64 bits */
     fi->ep_attr->tx_ctx_cnt = 1;
     fi->ep_attr->rx_ctx_cnt = 1;
@@ -330,7 +343,7 @@ static void fill_info(struct fi_info *fi, uint32_t version, const struct fi_info
     d->av_type = hints && hints->domain_attr && hints->domain_attr->av_type != FI_AV_UNSPEC
                      ? hints->domain_attr->av_type
                      : FI_AV_TABLE;
-    d->mr_mode = (caps & FI_RMA) ? EMO_RMA_MR_MODE : 0;
+    d->mr_mode = remote ? EMO_RMA_MR_MODE : 0;
     d->mr_key_size = 8;
     d->cq_data_size = 8;
     d->cq_cnt = 64;

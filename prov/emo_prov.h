@@ -2,8 +2,8 @@
 /**
  * @file emo_prov.h
  * The libfabric provider `ethermpi` (docs/ofi.md): an FI_EP_RDM endpoint with
- * FI_MSG, FI_TAGGED and FI_RMA over the ethermpi engine (src/engine), one
- * engine and one link per endpoint.  Internal declarations shared by the
+ * FI_MSG, FI_TAGGED, FI_RMA and FI_ATOMIC over the ethermpi engine
+ * (src/engine), one engine and one link per endpoint.  Internal declarations shared by the
  * provider's files; only fi_prov_ini() is exported.
  *
  * Names: the provider is `ethermpi` (fi_info -p ethermpi, FI_ETHERMPI_*);
@@ -11,9 +11,9 @@
  * libfabric's own internal namespace (include/ofi_*.h, ofi_cq_init, ...).
  *
  * Objects: fabric -> domain -> {av, cq, eq (empty), mr} -> ep.  Memory
- * registrations matter only for FI_RMA (emo_rma.c: a registration is a
- * region in the domain's table, which its endpoints' engines share);
- * otherwise they are accepted and do nothing (mr_mode 0).
+ * registrations matter only for FI_RMA and FI_ATOMIC (emo_rma.c: a
+ * registration is a region in the domain's table, which its endpoints'
+ * engines share); otherwise they are accepted and do nothing (mr_mode 0).
  * Progress is manual: fi_cq_read()/fi_cq_sread() drive the engine of every
  * endpoint bound to the CQ; fi_cq_sread/fi_cntr_wait sleep on the CQ's or
  * counter's wait object between progress calls (emo_wait.c, FI_WAIT_FD).
@@ -38,6 +38,7 @@
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
@@ -112,7 +113,8 @@ struct emo_domain {
     struct emo_fabric *fab;
     unsigned index;  /**< which device of the settings (emo_domain_index): its endpoints' link */
     uint64_t mr_key; /**< the last key of a registration without FI_RMA */
-    bool rma;        /**< opened from an FI_RMA info: registrations are regions */
+    bool rma;        /**< opened from an FI_RMA or FI_ATOMIC info: registrations are regions */
+    bool atomic;     /**< opened from an FI_ATOMIC info: fi_query_atomic answers */
     /** The regions of every endpoint of the domain (their engines share
      *  it: em_engine_use_regions): rendezvous receives' and, with FI_RMA,
      *  the registrations', which serve all the domain's endpoints */
@@ -252,6 +254,8 @@ enum emo_op_kind {
     EMO_OP_WRITE,     /**< an RMA write: its puts (emo_rma.c) */
     EMO_OP_READ,      /**< an RMA read waiting for RDONE */
     EMO_OP_RSERVE,    /**< a peer's read we answer: its puts, no completion */
+    EMO_OP_ATOMIC,    /**< a remote atomic: the engine's request, until its answer (emo_atomic.c) */
+    EMO_OP_GET,       /**< an RMA read up to the eager limit: the engine's get (emo_rma.c) */
 };
 
 /** An operation in flight (sends, rendezvous receives, control messages). */
@@ -276,8 +280,9 @@ typedef struct emo_op {
     em_region_handle_t reg; /**< rendezvous receive: its registration */
     struct emo_rx *multi;   /**< rendezvous receive into a multi-receive buffer: that
                                  buffer (its inflight counts this op), else NULL */
-    bool watched;           /**< RTS waiting for CTS, RRECV waiting for FIN: a liveness
-                                 watch of the peer is held (emo_watch) */
+    bool watched;           /**< RTS waiting for CTS, RRECV waiting for FIN, READ waiting
+                                 for RDONE, GET and ATOMIC waiting for their answer: a
+                                 liveness watch of the peer is held (emo_watch) */
     /** EMO_OP_RSERVE: the registration its puts read from (region id and
      *  key), and its place in the domain's list of answers (emo_domain::serving) */
     struct emo_serve {
@@ -388,6 +393,9 @@ typedef struct emo_ep_stats {
     uint64_t reads_refused;         /**< ... refused: key, bounds or FI_REMOTE_READ */
     uint64_t reads_busy;            /**< ... refused: EMO_READS_MAX already in flight */
     uint64_t wdata_refused;         /**< WDATA to an endpoint without FI_REMOTE_WRITE */
+    uint64_t atomics;               /**< atomic operations started here (to peers) */
+    uint64_t atomics_self;          /**< ... to this endpoint itself (applied in the call) */
+    uint64_t atomics_busy;          /**< ... refused -FI_EAGAIN: the engine's requests budget */
 } emo_ep_stats_t;
 
 /** Peers' reads an endpoint answers at once, at most (each holds the
@@ -422,7 +430,9 @@ struct emo_ep {
     uint8_t *peer_set;   /**< npeers: EMO_PEER_AV / EMO_PEER_CONTACT = address and
                                      keys given to the engine (from the AV / a first message) */
     uint8_t *peer_heard; /**< npeers: 1 = the peer has our address (it acknowledged or
-                                     sent us a message): no first-contact blob to it */
+                                     sent us a message), EMO_HEARD_ANNOUNCED = a HELLO
+                                     to it is ahead of what we send: no first-contact
+                                     blob to it */
     emo_addr_t *fc;      /**< peers made by first contact (emo_contact.c) */
     size_t fc_n, fc_cap;
     uint8_t *peer_failed; /**< npeers */
@@ -581,6 +591,16 @@ void emo_cntr_inc(struct emo_cntr *c, int status);
 extern struct fi_ops_rma emo_rma_ops;
 extern struct fi_ops_mr emo_mr_ops;
 
+/* emo_atomic.c */
+extern struct fi_ops_atomic emo_atomic_ops;
+/** fi_query_atomic of domain @p d (@p flags 0, FI_FETCH_ATOMIC or
+ *  FI_COMPARE_ATOMIC).  @return 0 with @p attr set, or -FI_EOPNOTSUPP /
+ *  -FI_EINVAL. */
+int emo_query_atomic(const struct emo_domain *d, enum fi_datatype dt, enum fi_op op,
+                     struct fi_atomic_attr *attr, uint64_t flags);
+/** The endpoint's atomics counters and the engine's, at close (FI_LOG_LEVEL=info). */
+void emo_atomic_stats(const struct emo_ep *ep);
+
 /* emo_contact.c */
 enum { EMO_PEER_AV = 1, EMO_PEER_CONTACT = 2 };
 /** Inside the engine's resolve callback: make @p peer (in no AV) from the
@@ -588,6 +608,12 @@ enum { EMO_PEER_AV = 1, EMO_PEER_CONTACT = 2 };
 int emo_contact(struct emo_ep *ep, uint16_t peer);
 /** The address a first contact gave for @p id, or NULL. */
 const emo_addr_t *emo_contact_get(const struct emo_ep *ep, uint16_t id);
+/** peer_heard value: a HELLO went to the peer ahead of what follows it */
+#define EMO_HEARD_ANNOUNCED 2
+/** Before a one-sided operation to @p peer (whose frames carry no address):
+ *  unless the peer has shown it knows us, send it HELLO, our address
+ *  (emo_wire.h), once.  @return 0 or a negative fi_errno. */
+int emo_announce(struct emo_ep *ep, uint16_t peer);
 
 /* emo_data.c */
 extern const em_engine_ops_t emo_engine_ops;

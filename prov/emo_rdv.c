@@ -135,13 +135,17 @@ void emo_complete_tx(emo_op_t *op, int status)
                     fi_strerror(-status));
         return;
     }
-    bool rma = (op->cq_flags & FI_RMA) != 0, read = rma && (op->cq_flags & FI_READ);
-    /* an RMA operation counts on the FI_READ / FI_WRITE counter (MPICH waits
-     * on it for its one-sided operations), a send on the FI_SEND one */
+    bool atomic = (op->cq_flags & FI_ATOMIC) != 0;
+    bool rma = atomic || (op->cq_flags & FI_RMA), read = rma && (op->cq_flags & FI_READ);
+    /* an RMA or atomic operation counts on the FI_READ / FI_WRITE counter
+     * (MPICH waits on it for its one-sided operations), a send on the
+     * FI_SEND one */
     emo_cntr_inc(rma ? ep->other_cntr[read ? 0 : 1] : ep->tx_cntr, status);
     if (!ep->tx_cq)
         return;
-    const char *what = rma ? (read ? "RMA read from" : "RMA write to") : "send to";
+    const char *what = atomic ? (read ? "fetching atomic on" : "atomic on")
+                       : rma  ? (read ? "RMA read from" : "RMA write to")
+                              : "send to";
     if (status && !op->context) {
         /* an inject has no completion, and an error entry without a
          * context crashes MPIs that map every entry to a request: log it;
@@ -605,6 +609,7 @@ void emo_handle_msg(struct emo_ep *ep, uint16_t peer, uint8_t etag, const void *
     case EMO_T_READ: emo_on_read(ep, peer, &h); break;
     case EMO_T_RDONE: emo_on_rdone(ep, peer, &h); break;
     case EMO_T_WDATA: emo_on_wdata(ep, peer, &h); break;
+    case EMO_T_HELLO: break; /* its address served the engine's resolve (emo_contact.c) */
     }
 }
 
@@ -688,6 +693,8 @@ static void cb_complete(void *u, void *ctx, int status)
     case EMO_OP_RTS: /* one of its puts */
     case EMO_OP_WRITE:
     case EMO_OP_RSERVE: emo_put_done(op, st); break;
+    case EMO_OP_GET:
+    case EMO_OP_ATOMIC: emo_answered(op, st); break; /* its answer came (or the peer failed) */
     case EMO_OP_CTRL: /* a CTS, FIN or RTS message; failures reach the
                                  operations through peer_failed */
         emo_op_free(op);

@@ -52,6 +52,17 @@ int emo_dest_peer(struct emo_ep *ep, fi_addr_t fa, uint16_t *peer);
 void emo_on_read(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h);
 void emo_on_rdone(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h);
 void emo_on_wdata(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h);
+/** An FI_MR_PROV_KEY key (emo_rma.c): (region id << 48) | a 48-bit region key. */
+#define EMO_RKEY_ID_SHIFT 48
+static inline void emo_rkey_split(uint64_t rkey, uint32_t *id, uint64_t *key)
+{
+    *id = (uint32_t)(rkey >> EMO_RKEY_ID_SHIFT);
+    *key = rkey & EM_REGION_KEY48_MASK;
+}
+/** The engine completed @p op, a get or an atomic (EMO_OP_GET,
+ *  EMO_OP_ATOMIC), with @p status (a negative fi_errno or 0; its answer
+ *  came, or the peer failed): its completion, then it is freed. */
+void emo_answered(emo_op_t *op, int status);
 /** An answered read (EMO_OP_RSERVE) no longer reads its registration. */
 void emo_serve_end(emo_op_t *op);
 /** Hand message (@p type EAGER or RTS) to receive @p rx. */

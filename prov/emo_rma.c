@@ -25,7 +25,13 @@
  * FI_REMOTE_WRITE completion with the data.  The write completes when
  * every put is acknowledged, i.e. placed: delivery complete.
  *
- * Read: READ names the target's region (key, offset) and a region the
+ * Read up to the eager limit: the engine's get (em_engine_get, src/engine
+ * rma.c): one request, answered by one message whose bytes the target
+ * copies when the request arrives, so a write issued after the read
+ * cannot change them (FI_ORDER_WAR up to max_order_war_size); the target's
+ * engine checks key, bounds and read access, a refusal fails the read with
+ * FI_EACCES.  Longer reads:
+ * READ names the target's region (key, offset) and a region the
  * initiator registered over its own buffer for the answer; the target
  * checks key, bounds and FI_REMOTE_READ (em_engine_region_at), puts the
  * bytes there and sends RDONE behind them (the engine keeps the order),
@@ -36,14 +42,16 @@
  * Order: the engine delivers each peer's frames in order and the target
  * places and answers them in that order, so a read sees earlier writes
  * (RAW), writes land in order (WAW), and messages keep their place among
- * both.  Not WAR: the answer to a read is put from the target's memory
- * when its frames go out, so a later write that overtakes a slow answer
- * (the target's window to us full) is what the read returns.
+ * both.  WAR only up to the eager limit (the engine's get, above): the
+ * answer to a longer read is put from the target's memory when its frames
+ * go out, so a later write that overtakes a slow answer (the target's
+ * window to us full) is what the read returns.
  *
- * Peers: the puts of a write carry no address, so the target must know
- * the initiator (its AV, or a message from it first), as every MPI's
- * window set-up ensures; a target that does not drops the frames, and the
- * write fails when the engine gives up.
+ * Peers: the puts of a write and a READ carry no address, so the target
+ * must know the initiator: its AV, or a message from it first.  Open MPI
+ * 5's btl/ofi inserts a peer only when it first targets it, so the first
+ * one-sided operation to a peer that has not shown it knows us goes behind
+ * a HELLO message with our address (emo_announce, emo_contact.c).
  *
  * Threading: FI_THREAD_DOMAIN, as the rest of the provider.
  */
@@ -52,17 +60,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EMO_RKEY_ID_SHIFT 48
-
 static uint64_t rkey_make(const em_region_handle_t *h)
 {
     return ((uint64_t)h->id << EMO_RKEY_ID_SHIFT) | h->key;
-}
-
-static void rkey_split(uint64_t rkey, uint32_t *id, uint64_t *key)
-{
-    *id = (uint32_t)(rkey >> EMO_RKEY_ID_SHIFT);
-    *key = rkey & EM_REGION_KEY48_MASK;
 }
 
 /* ---- memory registration ---------------------------------------------------- */
@@ -246,7 +246,7 @@ void emo_on_read(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
 {
     uint32_t id;
     uint64_t key;
-    rkey_split(h->data, &id, &key);
+    emo_rkey_split(h->data, &id, &key);
     emo_hdr_t done = { .type = EMO_T_RDONE, .r_cookie = h->s_cookie };
     uint8_t *src = NULL;
     emo_op_t *op = NULL;
@@ -312,7 +312,7 @@ void emo_on_wdata(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
      * otherwise, and the initiator's write fails with FI_EACCES) */
     uint32_t id;
     uint64_t key;
-    rkey_split(h->key, &id, &key);
+    emo_rkey_split(h->key, &id, &key);
     uint8_t *at;
     if (!(ep->info->caps & FI_REMOTE_WRITE) || h->len > SIZE_MAX ||
         (h->len &&
@@ -344,7 +344,9 @@ static int rma_start(struct emo_ep *ep, const struct emo_rma_args *a, uint64_t c
         return -FI_EOPNOTSUPP;
     if (a->len && !a->buf)
         return -FI_EINVAL;
-    return emo_dest_peer(ep, a->peer, peer);
+    int rc = emo_dest_peer(ep, a->peer, peer);
+    /* our address first, to a peer that may not know us (emo_contact.c) */
+    return rc ? rc : emo_announce(ep, *peer);
 }
 
 static emo_op_t *rma_op(struct emo_ep *ep, int kind, const struct emo_rma_args *a, uint16_t peer,
@@ -367,7 +369,7 @@ static ssize_t rma_self(struct emo_ep *ep, emo_op_t *op, const struct emo_rma_ar
 {
     uint32_t id;
     uint64_t key;
-    rkey_split(a->key, &id, &key);
+    emo_rkey_split(a->key, &id, &key);
     bool read = op->kind == EMO_OP_READ;
     uint8_t *at;
     int status = 0;
@@ -404,7 +406,7 @@ static ssize_t do_write(struct emo_ep *ep, const struct emo_rma_args *a)
         return rma_self(ep, op, a);
     uint32_t id;
     uint64_t key;
-    rkey_split(a->key, &id, &key);
+    emo_rkey_split(a->key, &id, &key);
     em_region_handle_t rh = { .id = id, .key = key, .len = a->len };
     /* from the caller's buffer, as an inject send (prov/emo_data.c): the
      * frames the window allows leave before our copy is made; the puts
@@ -433,6 +435,40 @@ static ssize_t do_write(struct emo_ep *ep, const struct emo_rma_args *a)
     return 0;
 }
 
+void emo_answered(emo_op_t *op, int status)
+{
+    emo_unwatch(op->ep, op->peer, &op->watched);
+    emo_complete_tx(op, status);
+    emo_op_free(op);
+}
+
+/* A read up to the eager limit is the engine's get (em_engine_get): the
+ * target copies the bytes into its answer when the request arrives, in
+ * the order of what the initiator sent, so a write issued after the read
+ * cannot change what it returns (FI_ORDER_WAR up to max_order_war_size,
+ * emo_prov.c).  The answer is one message, which the initiator's engine
+ * accepts up to the eager limit (its max_msg). */
+static ssize_t read_by_get(struct emo_ep *ep, emo_op_t *op, const struct emo_rma_args *a,
+                           uint16_t peer)
+{
+    uint32_t id;
+    uint64_t key;
+    emo_rkey_split(a->key, &id, &key);
+    em_region_handle_t rh = { .id = id, .key = key };
+    op->kind = EMO_OP_GET;
+    int rc = em_engine_get(ep->eng, &op->pop, peer, &rh, a->addr, a->buf, a->len, op);
+    if (rc == -EM_EAGAIN) { /* the engine's requests are all out: answers may be waiting */
+        emo_ep_progress(ep);
+        rc = em_engine_get(ep->eng, &op->pop, peer, &rh, a->addr, a->buf, a->len, op);
+    }
+    if (rc) {
+        emo_op_free(op);
+        return emo_errno(rc);
+    }
+    op->watched = emo_watch(ep, peer); /* until the answer: a dead target is noticed */
+    return 0;
+}
+
 static ssize_t do_read(struct emo_ep *ep, const struct emo_rma_args *a)
 {
     uint16_t peer;
@@ -445,7 +481,10 @@ static ssize_t do_read(struct emo_ep *ep, const struct emo_rma_args *a)
     ep->st.rma_reads++;
     if (peer == ep->self.id)
         return rma_self(ep, op, a);
-    /* where the target puts the answer: a region over the caller's buffer */
+    if (a->len && a->len <= ep->eager_max)
+        return read_by_get(ep, op, a, peer);
+    /* a longer one: the target puts the answer into a region over the
+     * caller's buffer */
     if (a->len && (rc = emo_errno(em_engine_register(ep->eng, a->buf, a->len, &op->reg))) != 0) {
         emo_op_free(op);
         return rc;

@@ -64,6 +64,12 @@ static emo_dec_err_t check_type(const emo_hdr_t *h, size_t payload)
             h->flags || h->data > EMO_RDONE_STATUS_MAX || (h->data && h->len))
             return EMO_DEC_MALFORMED;
         return EMO_DEC_OK;
+    case EMO_T_HELLO:
+        /* the address blob alone (decoded by emo_contact.c) */
+        if (payload || h->flags != EMO_F_HELLO || h->len || h->tag || h->data || h->s_cookie ||
+            h->r_cookie || h->region || h->key)
+            return EMO_DEC_MALFORMED;
+        return EMO_DEC_OK;
     case EMO_T_WDATA:
         /* tag and key name where the write went (the target checks it) */
         if (payload || h->s_cookie || h->r_cookie || h->region || h->flags != EMO_F_DATA)
@@ -87,7 +93,8 @@ emo_dec_err_t emo_hdr_decode(uint8_t etag, const void *msg, size_t len, emo_hdr_
         return EMO_DEC_MALFORMED;
     uint32_t off = EMO_HDR_LEN;
     if (w.flags & EMO_F_HELLO) {
-        if ((w.type != EMO_T_EAGER && w.type != EMO_T_RTS) || len < EMO_HDR_LEN + EMO_ADDR_LEN)
+        if ((w.type != EMO_T_EAGER && w.type != EMO_T_RTS && w.type != EMO_T_HELLO) ||
+            len < EMO_HDR_LEN + EMO_ADDR_LEN)
             return EMO_DEC_MALFORMED; /* only a message that opens a conversation has one */
         off += EMO_ADDR_LEN;
     }

@@ -49,6 +49,9 @@
  * EMO_F_DATA, tag = offset in the target's region, key = the application's
  * key), which the target reports as an FI_REMOTE_WRITE completion only if
  * that region takes such a write (else its puts were refused).  A read
+ * up to the eager limit, and every atomic, is the engine's own request
+ * and answer (its tag EM_ENGINE_TAG_RMA, src/engine/atomic.h), not a
+ * message of ours.  A longer read
  * sends READ: length = bytes, sender's cookie = the read, region + key =
  * where the initiator registered its buffer for the answer, tag = offset
  * in the target's region, data = the target's key.  The target checks key,
@@ -57,14 +60,20 @@
  * (receiver's cookie = the read, length = bytes placed, data = 0, or the
  * fi_errno, positive, of a refusal: the read then fails with it).
  *
- * First contact (flag EMO_F_HELLO, EAGER and RTS only): the sender's
+ * First contact (flag EMO_F_HELLO, EAGER, RTS and HELLO only): the sender's
  * address blob (below, EMO_ADDR_LEN bytes) follows the header, then the
  * EAGER payload; `length` still counts the payload alone.  A sender sets
  * it on every message to a peer until that peer has acknowledged one of
  * its messages or sent it one, so that a receiver that never inserted the
  * sender (Open MPI inserts peers lazily) can build the peer from the frame
  * (emo_contact.c; like libfabric rxd's RTS, which carries the source
- * address).  CTS and FIN answer a message, and never carry it.
+ * address).  CTS and FIN answer a message, and never carry it.  One-sided
+ * operations (puts, READ, the engine's atomic requests) cannot carry it:
+ * before the first of them to a peer that has not shown it knows us, the
+ * sender sends HELLO (flag EMO_F_HELLO, the blob, every other field 0,
+ * nothing for the application), which the engine delivers ahead of them
+ * (emo_contact.c, emo_announce; Open MPI 5's btl/ofi inserts a peer only
+ * when it first targets it).
  *
  * Address blob (fi_getname; EMO_ADDR_LEN = 56 bytes, big-endian):
  *   0 magic 0xEF, 1 version 2, 2..3 endpoint id, 4..7 frame_max,
@@ -96,6 +105,7 @@ enum emo_type {
     EMO_T_READ = 5,  /**< RMA read request (emo_rma.c) */
     EMO_T_RDONE = 6, /**< RMA read answered: the initiator's cookie, bytes, status */
     EMO_T_WDATA = 7, /**< RMA write's remote CQ data, after its puts */
+    EMO_T_HELLO = 8, /**< first contact alone: the sender's address, before one-sided ops */
 };
 /** Largest status an RDONE may carry (an fi_errno: FI_EACCES, FI_EAGAIN ...). */
 #define EMO_RDONE_STATUS_MAX 4096u

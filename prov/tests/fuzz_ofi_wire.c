@@ -77,6 +77,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (h.flags != EMO_F_DATA || h.region || h.s_cookie || h.r_cookie)
             abort();
         break;
+    case EMO_T_HELLO:
+        if (h.flags != EMO_F_HELLO || h.len || n != h.off || h.off != EMO_HDR_LEN + EMO_ADDR_LEN)
+            abort();
+        break;
     default: abort();
     }
     return 0;

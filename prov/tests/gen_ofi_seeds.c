@@ -19,9 +19,9 @@ int main(int argc, char **argv)
 {
     if (argc != 2)
         return 2;
-    uint8_t b[1 + EMO_HDR_LEN + 16];
+    uint8_t b[1 + EMO_HDR_LEN + EMO_ADDR_LEN];
     int rc = 0;
-    emo_hdr_t hs[7] = {
+    emo_hdr_t hs[8] = {
         { .type = EMO_T_EAGER, .flags = EMO_F_TAGGED | EMO_F_DATA, .tag = 5, .data = 9, .len = 16 },
         { .type = EMO_T_RTS,
           .flags = EMO_F_TAGGED,
@@ -49,16 +49,22 @@ int main(int argc, char **argv)
           .data = 42,
           .tag = 4096,
           .key = (UINT64_C(3) << 48) | 0x123456789ABCull },
+        { .type = EMO_T_HELLO, .flags = EMO_F_HELLO },
     };
-    const char *names[7] = { "ofi_eager.bin", "ofi_rts.bin",   "ofi_cts.bin",  "ofi_fin.bin",
-                             "ofi_read.bin",  "ofi_rdone.bin", "ofi_wdata.bin" };
-    for (int i = 0; i < 7; i++) {
+    const char *names[8] = { "ofi_eager.bin", "ofi_rts.bin",   "ofi_cts.bin",   "ofi_fin.bin",
+                             "ofi_read.bin",  "ofi_rdone.bin", "ofi_wdata.bin", "ofi_hello.bin" };
+    for (int i = 0; i < 8; i++) {
         b[0] = hs[i].type;
         emo_hdr_encode(&hs[i], b + 1);
         size_t n = 1 + EMO_HDR_LEN;
         if (hs[i].type == EMO_T_EAGER) {
             memset(b + n, 0x5A, 16);
             n += 16;
+        }
+        if (hs[i].type == EMO_T_HELLO) { /* the sender's address follows */
+            emo_addr_t a = { .id = 2, .frame_max = 1500, .secret = 7, .isn = 9 };
+            emo_addr_encode(&a, b + n);
+            n += EMO_ADDR_LEN;
         }
         rc |= put(argv[1], names[i], b, n);
     }

@@ -7,7 +7,9 @@
  * an application that accepts nothing more (fabtests' getinfo caps4);
  * write then read back (small, and 4 MiB + 3 across two puts each
  * way); fi_writedata reaches the target's CQ with its data; fi_inject_write
- * completes nothing and a read after it sees it (RAW); writes into the
+ * completes nothing and a read after it sees it (RAW); a read up to
+ * max_order_war_size is not changed by a write posted after it (WAR);
+ * writes into the
  * read-only page, reads past the window's end and forged keys end as
  * FI_EACCES without touching the target; the FI_WRITE / FI_READ counters
  * count; fi_writedata into a region that refuses the write reports no
@@ -52,6 +54,7 @@ static int me; /* 0 parent, 1 child */
 #define OFF_BIG    7
 #define OFF_WDATA  (((size_t)4 << 20) + 64)
 #define OFF_INJECT (((size_t)4 << 20) + 4096)
+#define OFF_WAR    (((size_t)4 << 20) + 512 * 1024)
 /* the registration the target closes while it answers a read from it:
  * more than a window of the largest frames (64 x 64 KB), so part of the
  * answer has not even left when the close comes */
@@ -306,6 +309,35 @@ static void check_inject_write(void)
     free(r);
 }
 
+/* WAR (FI_ORDER_WAR up to max_order_war_size): a read posted before a
+ * write to its last bytes returns them as they were before the write,
+ * even when its answer takes many frames and the write lands before the
+ * answer's last frame has left (under ofi_rma_window2 the answer leaves
+ * two frames at a time, the one-frame write at once) */
+static void check_war(uint8_t *buf, uint8_t *back)
+{
+    size_t len = info->ep_attr->max_order_war_size;
+    CHECK(len >= 4096, "WAR up to %zu B", len);
+    if (len > 65536)
+        len = 65536;
+    fill(buf, len, 11);
+    CHECK(rma(false, buf, len, peer, OFF_WAR, win_key) == 0, "WAR: first write");
+    struct fi_context cr, cw;
+    memset(back, 0, len);
+    fill(buf + len, len, 12);
+    FI(fi_read(ep, back, len, NULL, peer, OFF_WAR, win_key, &cr));
+    FI(fi_write(ep, buf + len, 1024, NULL, peer, OFF_WAR + len - 1024, win_key, &cw));
+    for (int got = 0; got < 2; got++) {
+        struct fi_cq_tagged_entry e;
+        ssize_t n;
+        double end = ofi_now_s() + 30;
+        while ((n = fi_cq_read(cq, &e, 1)) == -FI_EAGAIN)
+            CHECK(ofi_now_s() < end, "WAR: no completion within 30 s");
+        CHECK(n == 1 && (e.op_context == &cr || e.op_context == &cw), "WAR: completion %zd", n);
+    }
+    CHECK(same(back, len, 11), "WAR: a read of %zu B saw the write posted after it", len);
+}
+
 static void parent_checks(pid_t child)
 {
     CHECK(read(from_peer, &win_key, sizeof win_key) == sizeof win_key &&
@@ -336,6 +368,9 @@ static void parent_checks(pid_t child)
     check_inject_write();
     ok_r++;
     ok_w++;
+    check_war(buf, back);
+    ok_w += 2;
+    ok_r++;
     /* refused: each must fail, and touch nothing */
     CHECK(rma(false, buf, 16, peer, 0, ro_key) == FI_EACCES, "write into a read-only page");
     bad_w++;
