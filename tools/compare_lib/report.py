@@ -19,8 +19,8 @@ BENCH_TITLES = {
     "halo-twoway": "[bds] boundary exchange, two-way (both directions summed)",
     "halo-alternating": "[bds] boundary exchange, alternating (both directions summed)",
     "halo-app": "DDM-BDS Jacobi ([bds] Fig. 15): synchronisation time, size = plane bytes",
-    "latency-mt": "one-way latency of a single-threaded job that asked for MPI_THREAD_MULTIPLE "
-                  "(compare with latency: what the transport's locks cost)",
+    "latency-mt": "one-way latency of a single-threaded job, after MPI_Init (single) or "
+                  "MPI_Init_thread(MPI_THREAD_MULTIPLE) (multiple): what the locks cost",
     "mt-rate": "message rate of threads on their own communicators (MPI_THREAD_MULTIPLE, "
                "window 64, all threads summed)",
     "osc-put": "one-sided MPI_Put + MPI_Win_flush, passive target (tcp: osc pt2pt)",

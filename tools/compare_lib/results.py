@@ -32,8 +32,8 @@ import tempfile
 # mpich5 (rows without it ran under Debian's Open MPI 4.1); cluster:
 # "hostfile" for rows measured across real hosts (compare.py --hostfile;
 # rows without it ran on the emulated cluster or the local host); threads:
-# mt-rate's threads per rank; thread_level: "multiple" for rows whose job
-# asked for MPI_THREAD_MULTIPLE (rows without it called MPI_Init)); a row
+# mt-rate's threads per rank; thread_level: latency-mt's "single" (MPI_Init)
+# or "multiple" (the job asked for MPI_THREAD_MULTIPLE)); a row
 # without one has None there.
 VARIANT_FIELDS = ("links", "mode", "elements_per_packet", "n", "ranks", "loss_pct", "rdv", "mtu",
                   "framing", "mpi", "cluster", "threads", "thread_level")

@@ -452,11 +452,14 @@ BENCHMARKS = [
     for n in (1, 2)
 ] + [
     # ... and what asking for MPI_THREAD_MULTIPLE costs a single-threaded
-    # ping-pong (field thread_level; the plain latency rows ran under
-    # MPI_Init): the transports lock only when a job asks for threads
+    # ping-pong (field thread_level): the same program with MPI_Init
+    # ("single") and with MPI_Init_thread(MULTIPLE) ("multiple"), in the
+    # same run, so that the two compare (the transports lock only when a
+    # job asks for threads)
     Benchmark("latency-mt", "em_latency", 2, "us", args=["-m", "0:4096"],
-              mpirun_args=["-x", "EM_BENCH_THREAD=multiple"],
-              fields={"thread_level": "multiple"}),
+              mpirun_args=["-x", "EM_BENCH_THREAD=%s" % level],
+              fields={"thread_level": level})
+    for level in ("single", "multiple")
 ] + [
     # one-sided MPI (docs/design.md "One-sided MPI"): the latency of one
     # operation and its MPI_Win_flush on a window of rank 1's, passive
