@@ -21,8 +21,12 @@
 #define DPDK   EM_FRONT_DPDK
 #define OFI    EM_FRONT_OFI
 #define UDPL   (EM_FRONT_RUDP | EM_FRONT_OFI) /* who can open the kernel UDP link */
-#define BYPL   (EM_FRONT_DPDK | EM_FRONT_OFI) /* ... the DPDK and daemon links */
-#define PORT   (BYPL | EM_FRONT_EMD)          /* ... and the daemon's own DPDK port */
+/* ... the native AF_XDP link: the provider and the rudp BTL, the front ends
+ * that name interfaces (if_include) and build without DPDK (docs/design.md
+ * "Which BTL opens the native AF_XDP link") */
+#define XDPL (EM_FRONT_RUDP | EM_FRONT_OFI)
+#define BYPL (EM_FRONT_DPDK | EM_FRONT_OFI) /* ... the DPDK and daemon links */
+#define PORT (BYPL | EM_FRONT_EMD)          /* ... and the daemon's own DPDK port */
 
 /* Ranges: the widest that makes sense; INT_MAX-sized values stay in int. */
 #define BIG 2147483647L
@@ -94,10 +98,11 @@ static const em_setting_t table[] = {
       "every message" },
 
     /* ---- which link ----------------------------------------------------- */
-    { "link", EM_SET_STRING, OFI, 1, OFF(link), "udp", 0, 0, "udp|dpdk|emd|xdp",
+    { "link", EM_SET_STRING, OFI | RUDP, 1, OFF(link), "udp", 0, 0, "udp|dpdk|emd|xdp",
       "Which link carries the frames: udp (kernel UDP), dpdk (a DPDK PMD: memif, af_xdp, a "
       "NIC; see vdev), emd (the node daemon; see emd_socket) or xdp (a native AF_XDP socket on "
-      "the interface if_include names, no DPDK)" },
+      "the interface if_include names, no DPDK; one process per interface queue).  The rudp "
+      "BTL takes udp or xdp (dpdk and emd are the dpdk BTL's: btl_dpdk_vdev, btl_dpdk_mode)" },
     { "mode", EM_SET_STRING, DPDK, 1, OFF(mode), "direct", 0, 0, "direct|daemon",
       "direct: this process owns the DPDK port (one rank per node); daemon: the node's emd "
       "daemon owns it and the node's ranks attach to it (docs/daemon.md)" },
@@ -107,7 +112,7 @@ static const em_setting_t table[] = {
       "Interface for the UDP socket: a name (eth0), an IPv4 address, or a subnet "
       "(10.77.0.0/24); empty = the first IPv4 interface the tcp BTL would use (provider: the "
       "first non-loopback IPv4 interface).  BTL: a comma list (eth0,eth1) opens one socket "
-      "and module per entry (several links)" },
+      "and module per entry (several links).  Link xdp: interface names, required" },
     /* 4 MiB holds a window of 384 KiB many times over; the kernel caps it at
      * net.core.rmem_max without CAP_NET_ADMIN (the rudp BTL says so) */
     { "sock_buf", EM_SET_INT, UDPL, 5, OFF(sock_buf), "4194304", 0, BIG, NULL,
@@ -120,14 +125,22 @@ static const em_setting_t table[] = {
       "Let the kernel coalesce received datagrams (UDP_GRO); they are split again" },
 
     /* ---- native AF_XDP link ----------------------------------------------- */
-    { "xdp_mode", EM_SET_STRING, OFI, 4, OFF(xdp_mode), "auto", 0, 0, "auto|zerocopy|copy",
+    { "xdp_mode", EM_SET_STRING, XDPL, 4, OFF(xdp_mode), "auto", 0, 0, "auto|zerocopy|copy",
       "AF_XDP link: auto tries zero copy and falls back to copy mode (the reason is logged); "
       "zerocopy refuses to open without it; copy never tries it" },
-    { "xdp_queue", EM_SET_INT, OFI, 4, OFF(xdp_queue), "0", 0, 65535, NULL,
+    { "xdp_queue", EM_SET_INT, XDPL, 4, OFF(xdp_queue), "0", 0, 65535, NULL,
       "AF_XDP link: the interface queue its socket binds to" },
-    { "xdp_busy_poll_us", EM_SET_INT, OFI, 5, OFF(xdp_busy_poll_us), "0", 0, 1000000, NULL,
+    { "xdp_busy_poll_us", EM_SET_INT, XDPL, 5, OFF(xdp_busy_poll_us), "0", 0, 1000000, NULL,
       "AF_XDP link: busy-poll the queue for this many microseconds per poll "
       "(SO_PREFER_BUSY_POLL, SO_BUSY_POLL); 0 = off" },
+    /* the DPDK route names its program in the devargs (xdp_prog=); this is
+     * the native link's, with the same @FILE and %h forms as vdev, so one
+     * command line gives every node its own (emcluster's lossy filters) */
+    { "xdp_prog", EM_SET_STRING, XDPL, 4, OFF(xdp_prog), "", 0, 0, NULL,
+      "AF_XDP link: the XDP filter object it attaches (ethermpi's xdp_drop.o or one built "
+      "from its source), or @FILE to read the path from FILE; %h is replaced by the host "
+      "name.  Empty: the file the environment variable EM_XDP_PROG names, else the installed "
+      "<libdir>/ethermpi/xdp_drop.o" },
 
     /* ---- DPDK link -------------------------------------------------------- */
     { "vdev", EM_SET_STRING, PORT, 1, OFF(vdev), "", 0, 0, NULL,

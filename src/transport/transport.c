@@ -135,8 +135,16 @@ static em_link_t *open_xdp(const em_settings_t *s, const em_transport_env_t *env
                  sname(env, "if_include", nm, sizeof nm));
         return NULL;
     }
+    /* the filter: @FILE and %h as in a device spec (one command line, a
+     * file per node); empty = EM_XDP_PROG, else the installed one */
+    char prog[1024] = "";
+    if (s->xdp_prog && *s->xdp_prog &&
+        em_link_dpdk_devargs(s->xdp_prog, env->job ? env->job : "0", prog, sizeof prog, err,
+                             errlen) != 0)
+        return NULL;
     int m = em_setting_choice(s, "xdp_mode"); /* auto|zerocopy|copy */
     em_xdp_cfg_t c = { .ifname = iface,
+                       .prog = prog[0] ? prog : NULL,
                        .queue = (uint32_t)s->xdp_queue,
                        .mtu = s->mtu > 0 ? (uint32_t)s->mtu : 0,
                        .zero_copy = m == 1   ? 1

@@ -410,7 +410,7 @@ static int attach_filter(struct xdp_link *d, const em_xdp_cfg_t *cfg, int frags,
         d->obj = NULL;
         snprintf(err, len,
                  "cannot open the XDP filter %s (install ethermpi-emd, or name it "
-                 "with EM_XDP_PROG)",
+                 "with the xdp_prog setting or EM_XDP_PROG)",
                  path);
         return -1;
     }
