@@ -21,12 +21,13 @@
 #define DPDK   EM_FRONT_DPDK
 #define OFI    EM_FRONT_OFI
 #define UDPL   (EM_FRONT_RUDP | EM_FRONT_OFI) /* who can open the kernel UDP link */
-/* ... the native AF_XDP link: the provider and the rudp BTL, the front ends
- * that name interfaces (if_include) and build without DPDK (docs/design.md
- * "Which BTL opens the native AF_XDP link") */
-#define XDPL (EM_FRONT_RUDP | EM_FRONT_OFI)
-#define BYPL (EM_FRONT_DPDK | EM_FRONT_OFI) /* ... the DPDK and daemon links */
-#define PORT (BYPL | EM_FRONT_EMD)          /* ... and the daemon's own DPDK port */
+#define BYPL   (EM_FRONT_DPDK | EM_FRONT_OFI) /* ... the DPDK and daemon links */
+#define PORT   (BYPL | EM_FRONT_EMD)          /* ... and the daemon's own DPDK port */
+#define XDPL   (EM_FRONT_RUDP | EM_FRONT_OFI) /* ... the native AF_XDP link */
+#define FRAML  (PORT | XDPL)                  /* ... a link with L2 or udp framing */
+/* XDPL: the provider and the rudp BTL, the front ends that name interfaces
+ * (if_include) and build without DPDK (docs/design.md "Which BTL opens the
+ * native AF_XDP link") */
 
 /* Ranges: the widest that makes sense; INT_MAX-sized values stay in int. */
 #define BIG 2147483647L
@@ -165,18 +166,19 @@ static const em_setting_t table[] = {
       "Send payloads of 512 bytes or more straight from the user's buffer (DPDK external "
       "buffers chained behind the header) where the PMD takes chained mbufs and is a virtual "
       "device (memif): never on a hardware NIC; 0 = copy every payload into the frame" },
-    { "framing", EM_SET_STRING, PORT, 2, OFF(framing), "l2", 0, 0, "l2|udp",
+    { "framing", EM_SET_STRING, FRAML, 2, OFF(framing), "l2", 0, 0, "l2|udp",
       "l2: raw Ethernet frames (ethertype 0x88B5), for one L2 segment; udp: every frame in "
       "UDP/IPv4 to the peer's address and port, through the next hop the kernel names, for "
       "routed fabrics and cloud networks (docs/design.md \"Framing\").  Every process of the "
-      "job must use the same.  Daemon: the node's emd must run the same (emd --framing)" },
-    { "udp_port", EM_SET_INT, PORT, 4, OFF(udp_port), "0", 0, 65535, NULL,
+      "job must use the same.  Daemon: the node's emd must run the same (emd --framing).  "
+      "Links dpdk, emd and xdp; the kernel UDP link is UDP/IPv4 anyway" },
+    { "udp_port", EM_SET_INT, FRAML, 4, OFF(udp_port), "0", 0, 65535, NULL,
       "udp framing: this process's UDP port (0 = 29717; the AF_XDP filter object takes 29717 "
       "and 29718)" },
-    { "udp_addr", EM_SET_STRING, PORT, 4, OFF(udp_addr), "", 0, 0, NULL,
-      "udp framing: this process's IPv4 address (empty: the af_xdp interface's; on a memif "
-      "cable a link-local 169.254.x.y from the port's MAC)" },
-    { "udp_checksum", EM_SET_BOOL, BYPL, 5, OFF(udp_checksum), "1", 0, 1, NULL,
+    { "udp_addr", EM_SET_STRING, FRAML, 4, OFF(udp_addr), "", 0, 0, NULL,
+      "udp framing: this process's IPv4 address (empty: the af_xdp or xdp interface's; on a "
+      "memif cable a link-local 169.254.x.y from the port's MAC)" },
+    { "udp_checksum", EM_SET_BOOL, BYPL | XDPL, 5, OFF(udp_checksum), "1", 0, 1, NULL,
       "udp framing: send UDP checksums (by the NIC where it offloads them, else computed); 0 = "
       "send none (allowed over IPv4; the Ethernet FCS still covers each hop)" },
 

@@ -178,8 +178,14 @@ static void test_check_names_the_front_ends_setting(void **st)
     assert_non_null(strstr(err, "FI_ETHERMPI_FRAMING"));
     assert_int_equal(em_settings_check(&s, EM_FRONT_EMD, err, sizeof err), -1);
     assert_non_null(strstr(err, "--framing"));
-    /* ... but not a front end that does not offer it */
+    /* the rudp BTL offers it too (its native AF_XDP link) */
+    assert_int_equal(em_settings_check(&s, EM_FRONT_RUDP, err, sizeof err), -1);
+    assert_non_null(strstr(err, "btl_rudp_framing"));
+    /* ... but a front end that does not offer a setting does not check it */
+    em_settings_default(&s);
+    s.mode = "neither";
     assert_int_equal(em_settings_check(&s, EM_FRONT_RUDP, err, sizeof err), 0);
+    assert_int_equal(em_settings_check(&s, EM_FRONT_DPDK, err, sizeof err), -1);
     em_settings_default(&s);
     s.window = 0;
     s.window_kb = 0;
