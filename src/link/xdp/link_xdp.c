@@ -112,8 +112,8 @@ static unsigned xdp_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
             uint8_t *eh = p->data - ETH_HLEN;
             memcpy(eh, d->peers[p->peer].mac, 6);
             memcpy(eh + 6, d->mac, 6);
-            eh[12] = EM_XDP_ETHERTYPE >> 8;
-            eh[13] = EM_XDP_ETHERTYPE & 0xff;
+            eh[12] = (uint8_t)(d->ethertype >> 8);
+            eh[13] = (uint8_t)d->ethertype;
         }
         uint64_t base = d->tx_base + (uint64_t)s * d->span * CHUNK;
         for (uint32_t k = 0; k < nseg; k++) {
@@ -171,8 +171,8 @@ static unsigned xdp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     uint64_t bad[BURST * 8];
     uint32_t nbad = 0;
     /* L2: our ethertype; udp: IPv4, the rest checked by xdp_udp.c */
-    const uint8_t et0 = d->udp ? 0x08 : EM_XDP_ETHERTYPE >> 8,
-                  et1 = d->udp ? 0x00 : EM_XDP_ETHERTYPE & 0xff;
+    const uint8_t et0 = d->udp ? 0x08 : (uint8_t)(d->ethertype >> 8),
+                  et1 = d->udp ? 0x00 : (uint8_t)d->ethertype;
     while (used < n && got < max) {
         /* one frame: descriptors up to the one without XDP_PKT_CONTD */
         uint32_t k = 0, flen = 0;
@@ -552,6 +552,7 @@ em_link_t *em_xdp_link_open(const em_xdp_cfg_t *cfg, char *err, size_t errlen)
     snprintf(d->ifname, sizeof d->ifname, "%s", cfg->ifname);
     d->l2mtu = mtu;
     d->hdr_len = ETH_HLEN;
+    d->ethertype = cfg->ethertype ? cfg->ethertype : EM_XDP_ETHERTYPE;
     d->link.mtu = mtu;
     d->link.local.len = EM_XDP_ADDR_LEN;
     memcpy(d->link.local.bytes, d->mac, 6);

@@ -61,6 +61,7 @@ typedef struct em_xdp_cfg {
     const char *udp_addr;  /**< udp framing: our IPv4 (NULL or "": the interface's) */
     int udp_no_csum;       /**< udp framing: send no UDP checksum */
     uint32_t resolve_ms;   /**< udp framing: how long set_peer waits for ARP (0: 3000) */
+    uint16_t ethertype;    /**< L2 framing: 0 = EM_XDP_ETHERTYPE; em_bcast: 0x88B6 */
 } em_xdp_cfg_t;
 
 /** What the link ended up with, for logs, stats and ethermpi-info. */

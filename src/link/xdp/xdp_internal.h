@@ -79,6 +79,7 @@ struct xdp_link {
     em_xdp_stats_t st;
     uint32_t l2mtu;      /* Ethernet payload bytes (the interface MTU or less) */
     uint32_t hdr_len;    /* headers in front of the protocol frame: 14, udp 42 */
+    uint16_t ethertype;  /* L2 framing: ours (0x88B5; the broadcast channel 0x88B6) */
     struct xdp_udp *udp; /* udp framing (xdp_udp.c); NULL: L2 */
     char ifname[IF_NAMESIZE];
     char peer_err[256]; /* why the last set_peer failed */
