@@ -7,8 +7,9 @@
  * next hop is resolved by the kernel's ARP, and frames of every size up to
  * the link MTU (9000 - 28) go out, come back from the other side's echo,
  * byte for byte, each bound to its sender by (IPv4, port).  Also: an
- * interface without IPv4 is refused naming the setting, and a peer in
- * the other framing is refused at set_peer naming the mismatch.
+ * interface without IPv4 is refused naming the setting, a peer in the
+ * other framing is refused at set_peer naming the mismatch, and in L2
+ * framing a peer behind a router is refused naming the udp framing.
  *
  *   test_link_xdp_udp XDP_DROP_OBJECT
  * Exit 77 (skipped) without root, veth or AF_XDP.
@@ -142,6 +143,35 @@ static void exchange(em_link_t *a)
     }
 }
 
+/* L2 framing on uc (now 10.96.0.1/24): its blob carries the address; a peer
+ * the kernel routes through a gateway is refused with the reason, one on
+ * the segment is taken */
+static void l2_behind_router(const char *prog)
+{
+    char err[512];
+    CHECK(system("ip addr add 10.96.0.1/24 dev uc && "
+                 "ip route add 10.55.0.0/24 via 10.96.0.2 dev uc") == 0,
+          "address and route on uc");
+    em_xdp_cfg_t c = { .ifname = "uc", .zero_copy = -1, .prog = prog };
+    em_link_t *l = em_xdp_link_open(&c, err, sizeof err);
+    CHECK(l, "L2 on uc: %s", err);
+    if (!l)
+        return;
+    CHECK(l->local.len == EM_XDP_ADDR_L2_IP_LEN && l->local.bytes[8] == 10 &&
+              l->local.bytes[11] == 1,
+          "L2 blob of %u bytes", l->local.len);
+    em_link_addr_t far = { .len = EM_XDP_ADDR_L2_IP_LEN,
+                           .bytes = { 2, 0, 0, 0, 0, 9, 0, 0, 10, 55, 0, 9 } };
+    CHECK(l->ops->set_peer(l, 0, &far) != 0 &&
+              strstr(em_xdp_link_peer_error(l), "behind the router 10.96.0.2") &&
+              strstr(em_xdp_link_peer_error(l), "framing udp"),
+          "a peer behind a router: '%s'", em_xdp_link_peer_error(l));
+    far.bytes[9] = 96; /* 10.96.0.9: on the segment */
+    CHECK(l->ops->set_peer(l, 0, &far) == 0, "a peer on the segment: '%s'",
+          em_xdp_link_peer_error(l));
+    em_link_close(l);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2)
@@ -216,6 +246,7 @@ int main(int argc, char **argv)
           WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
     if (a)
         em_link_close(a);
+    l2_behind_router(argv[1]);
     printf("%s\n", failures ? "FAILED" : "test_link_xdp_udp: all passed");
     return failures ? 1 : 0;
 }

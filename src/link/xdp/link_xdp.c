@@ -259,12 +259,8 @@ static int xdp_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     struct xdp_link *d = X(l);
     d->peer_err[0] = 0;
-    if (d->udp || a->len != EM_XDP_ADDR_LEN) {
-        int rc = d->udp ? em_xdp_udp_set_peer(d, peer, a) : -EINVAL;
-        if (!d->udp && a->len == EM_XDP_ADDR_UDP_LEN)
-            snprintf(d->peer_err, sizeof d->peer_err,
-                     "framing mismatch: this process runs L2 framing, the peer udp (give every "
-                     "process the same framing setting)");
+    if (d->udp) {
+        int rc = em_xdp_udp_set_peer(d, peer, a);
         if (rc == 0 &&
             em_peer_table_reserve((void **)&d->peers, &d->npeers, sizeof *d->peers, peer) != 0)
             rc = -ENOMEM;
@@ -272,6 +268,9 @@ static int xdp_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
             d->peers[peer].set = 1; /* the headers are xdp_udp.c's */
         return rc;
     }
+    int rc = em_xdp_l2_check(d, peer, a); /* on our segment, in our framing */
+    if (rc != 0)
+        return rc;
     if (em_peer_table_reserve((void **)&d->peers, &d->npeers, sizeof *d->peers, peer) != 0)
         return -ENOMEM;
     struct xdp_peer *pa = &d->peers[peer];
@@ -558,9 +557,12 @@ em_link_t *em_xdp_link_open(const em_xdp_cfg_t *cfg, char *err, size_t errlen)
     memcpy(d->link.local.bytes, d->mac, 6);
     d->link.local.bytes[6] = (uint8_t)(cfg->queue >> 8);
     d->link.local.bytes[7] = (uint8_t)cfg->queue;
-    /* udp framing: 42 header bytes, a smaller link MTU, a longer address */
+    /* udp framing: 42 header bytes, a smaller link MTU, a longer address;
+     * L2: our IPv4 address in the blob, for the peers' segment check */
     if (cfg->framing_udp && em_xdp_udp_setup(d, cfg, err, errlen) != 0)
         goto fail;
+    if (!cfg->framing_udp)
+        em_xdp_l2_local_ip(d);
     /* the queue's one live owner; a crashed owner's filter removed first
      * (a rank killed by an MPI abort leaves it attached) */
     if (em_xdp_guard_acquire(cfg->ifname, cfg->queue, &d->guard, err, errlen) != 0)

@@ -20,7 +20,10 @@
  *    replaced or removed (an error names it).
  * L2 framing: Ethernet header (peer MAC, our MAC, ethertype 0x88B5), then
  * the protocol frame.  A peer's address is its MAC and queue (8 bytes, the
- * same as the DPDK link's L2 address, so either end may be either link).
+ * same as the DPDK link's L2 address, so either end may be either link),
+ * and the interface's IPv4 address when it has one (12 bytes): a peer whose
+ * address the kernel routes through a gateway is refused at set_peer
+ * naming the udp framing, instead of timing out.
  * udp framing (framing_udp): Ethernet + IPv4 + UDP (link/ipudp.h) to the
  * peer's address and port through the next hop the kernel names
  * (link/neigh.h), for routed and cloud networks; the link MTU loses the 28
@@ -41,6 +44,9 @@
 #define EM_XDP_ETHERTYPE 0x88B5u
 /** A peer's address: MAC (6 bytes), queue (2, big-endian). */
 #define EM_XDP_ADDR_LEN 8u
+/** ... in L2 framing on an interface with IPv4: and that address (4), so a
+ *  peer behind a router is refused at set_peer (the DPDK link's L2 blob). */
+#define EM_XDP_ADDR_L2_IP_LEN 12u
 /** ... in udp framing: and IPv4 (4), UDP port (2), both big-endian. */
 #define EM_XDP_ADDR_UDP_LEN 14u
 

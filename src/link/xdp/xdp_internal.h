@@ -97,5 +97,10 @@ uint16_t em_xdp_udp_rx_peer(const struct xdp_link *d, const em_pkt_t *p);
 int em_xdp_udp_set_peer(struct xdp_link *d, uint16_t peer, const em_link_addr_t *a);
 /** Follow next-hop changes (every few thousand calls: one recv). */
 void em_xdp_udp_poll(struct xdp_link *d);
+/** L2 framing: put the interface's IPv4 address into our blob (if any). */
+void em_xdp_l2_local_ip(struct xdp_link *d);
+/** L2 framing: a peer whose blob has its IPv4 address must be on our
+ *  segment.  @return 0, or -EHOSTUNREACH / -EINVAL with d->peer_err said. */
+int em_xdp_l2_check(struct xdp_link *d, uint16_t peer, const em_link_addr_t *a);
 
 #endif

@@ -274,6 +274,71 @@ int em_xdp_udp_set_peer(struct xdp_link *d, uint16_t peer, const em_link_addr_t 
     return em_addr_map_put(&u->bysrc, ipport_key(ip, port), peer) == 0 ? 0 : -ENOMEM;
 }
 
+void em_xdp_l2_local_ip(struct xdp_link *d)
+{
+    uint32_t ip = 0;
+    unsigned plen = 0;
+    if (em_if_ipv4(d->ifname, &ip, &plen) != 0 || !ip)
+        return;
+    uint32_t v = htonl(ip);
+    memcpy(d->link.local.bytes + 8, &v, 4);
+    d->link.local.len = EM_XDP_ADDR_L2_IP_LEN;
+}
+
+/* L2 errors are said once per peer too; peers >= 64 each time */
+static void say_l2(struct xdp_link *d, uint16_t peer)
+{
+    static uint64_t warned; /* the link's thread only */
+    uint64_t bit = peer < 64 ? 1ull << peer : 0;
+    if (bit && (warned & bit))
+        return;
+    char host[64] = "";
+    gethostname(host, sizeof host - 1);
+    fprintf(stderr, "[%s] ethermpi xdp: %s\n", host, d->peer_err);
+    warned |= bit;
+}
+
+int em_xdp_l2_check(struct xdp_link *d, uint16_t peer, const em_link_addr_t *a)
+{
+    if (a->len == EM_XDP_ADDR_UDP_LEN) {
+        snprintf(d->peer_err, sizeof d->peer_err,
+                 "framing mismatch: this process runs L2 framing, the peer udp (give every "
+                 "process the same framing setting)");
+        say_l2(d, peer);
+        return -EINVAL;
+    }
+    if (a->len != EM_XDP_ADDR_L2_IP_LEN)
+        return a->len == EM_XDP_ADDR_LEN ? 0 : -EINVAL;
+    uint32_t ip = be32(a->bytes + 8);
+    char s[16], g[16], why[160];
+    em_ipv4_str(ip, s, sizeof s);
+    em_route_t r;
+    if (em_route_get(ip, &r, why, sizeof why) != 0) {
+        snprintf(d->peer_err, sizeof d->peer_err, "L2 framing: peer %s unreachable: %s", s, why);
+        say_l2(d, peer);
+        return -EHOSTUNREACH;
+    }
+    if (r.gateway) {
+        em_ipv4_str(r.gateway, g, sizeof g);
+        snprintf(d->peer_err, sizeof d->peer_err,
+                 "L2 framing: peer %s unreachable: it is behind the router %s, and raw Ethernet "
+                 "frames (ethertype 0x%04x) do not cross a router; run the job with the udp "
+                 "framing (framing udp: --mca btl_rudp_framing udp, FI_ETHERMPI_FRAMING=udp)",
+                 s, g, d->ethertype);
+        say_l2(d, peer);
+        return -EHOSTUNREACH;
+    }
+    if (r.ifindex != d->ifindex) {
+        snprintf(d->peer_err, sizeof d->peer_err,
+                 "L2 framing: peer %s unreachable: it is not on %s's segment (the kernel routes "
+                 "it through another interface)",
+                 s, d->ifname);
+        say_l2(d, peer);
+        return -EHOSTUNREACH;
+    }
+    return 0;
+}
+
 void em_xdp_udp_poll(struct xdp_link *d)
 {
     struct xdp_udp *u = d->udp;
