@@ -256,8 +256,9 @@ static em_link_t *rudp_open_link(unsigned index, char *err, size_t errlen)
                                              errlen);
     if (link && rudp_params.kind != EM_LINK_KIND_UDP) {
         opal_output_verbose(10, opal_btl_base_framework.framework_output,
-                            "[%s] btl_rudp: link %u is %s on %s", opal_process_info.nodename, index,
-                            link->ops->name, rudp_params.s.if_include);
+                            "[%s] btl_rudp: link %u is %s (entry %u of btl_rudp_if_include %s)",
+                            opal_process_info.nodename, index, link->ops->name, index,
+                            rudp_params.s.if_include);
         return link;
     }
     if (link) {

@@ -177,18 +177,28 @@ static unsigned xdp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
         /* one frame: descriptors up to the one without XDP_PKT_CONTD */
         uint32_t k = 0, flen = 0;
         uint64_t addr[8];
-        int too_long = 0;
+        int too_long = 0, partial = 0;
         for (;;) {
             const struct xdp_desc *x = xsk_ring_cons__rx_desc(&d->rx, idx + used + k);
             if (k < 8)
                 addr[k] = x->addr;
-            else
+            else /* refused below; its chunks beyond the 8th go back from here */
                 too_long = 1;
             flen += x->len;
             k++;
-            if (!(x->options & XDP_PKT_CONTD) || used + k == n)
+            if (!(x->options & XDP_PKT_CONTD))
                 break;
+            if (used + k == n) { /* the rest of the frame is not in this peek */
+                partial = 1;
+                break;
+            }
         }
+        if (partial && (used > 0 || n < BURST))
+            break; /* left on the ring (cancelled below) for the next call */
+        for (uint32_t j = 8; j < k; j++)
+            bad[nbad++] = xsk_umem__extract_addr(
+                xsk_ring_cons__rx_desc(&d->rx, idx + used + j)->addr);
+        too_long |= partial; /* longer than a whole peek: no frame of ours */
         const struct xdp_desc *first = xsk_ring_cons__rx_desc(&d->rx, idx + used);
         uint8_t *f = xsk_umem__get_data(d->area, first->addr);
         int lost = d->loss.p > 0 && em_loss_drop(&d->loss);
@@ -231,7 +241,12 @@ static unsigned xdp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
         pkts[got++] = p;
         used += k;
     }
+    /* Descriptors peeked but not taken (the caller's max, a frame not yet
+     * whole) stay on the ring: without the cancel the next peek would start
+     * after them, losing their frames and their chunks for good. */
     xsk_ring_cons__release(&d->rx, used);
+    if (used < n)
+        xsk_ring_cons__cancel(&d->rx, n - used);
     if (nbad)
         refill(d, bad, nbad);
     d->st.rx_frames += got;
