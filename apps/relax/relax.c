@@ -7,6 +7,8 @@
  *
  *   udp-bcast      em_bcast over kernel UDP broadcast (the paper's baseline)
  *   dpdk-bcast     em_bcast over link_dpdk, L2 broadcast, ethertype 0x88B6
+ *   xdp-bcast      the same on the native AF_XDP link (no DPDK), interface
+ *                  -i; its queue is one process's: one iterative rank per node
  *   mpi-allgather  reliable baseline: synchronous Jacobi, MPI_Allgatherv
  *
  * Asynchronous transports: an iterative rank relaxes its rows in place
@@ -48,7 +50,7 @@
 #endif
 #include "system.h"
 
-enum { T_UDP = 1, T_DPDK = 2, T_MPI = 3 };
+enum { T_UDP = 1, T_DPDK = 2, T_MPI = 3, T_XDP = 4 };
 enum { TAG_STATUS = 701, TAG_FINAL = 702, TAG_CTRL = 703 };
 enum { CMD_STOP = 1 };
 enum { NEXT_DONE = 0, NEXT_RESTART = 1 };
@@ -77,7 +79,7 @@ struct opts {
     const char *iface, *vdev, *eal_args;
     uint16_t port;
     int check_direct, max_restarts, quiet;
-    int framing; /* dpdk-bcast: 1 = udp framing */
+    int framing; /* dpdk-bcast, xdp-bcast: 1 = udp framing */
 };
 
 static int rank, size;
@@ -101,7 +103,7 @@ static void usage(FILE *f)
         f,
         "usage: mpirun -np 1+P relax -t TRANSPORT [options]\n"
         "  rank 0 judges convergence; ranks 1..P iterate (one per core at most)\n"
-        "  -t, --transport T   udp-bcast | dpdk-bcast | mpi-allgather\n"
+        "  -t, --transport T   udp-bcast | dpdk-bcast | xdp-bcast | mpi-allgather\n"
         "  -n, --n N           unknowns (default 2000)\n"
         "  -k, --elements K    elements per packet, 0 = as many as a frame holds (default 0)\n"
         "  -s, --sparse NNZ    sparse: NNZ off-diagonal elements per row (default 0 = dense)\n"
@@ -110,14 +112,15 @@ static void usage(FILE *f)
         "      --dtol D        judge's change tolerance per sweep (default T/100)\n"
         "  -T, --time-limit S  give up after S seconds (default 60)\n"
         "      --seed S        system seed (default 1)\n"
-        "  -i, --iface IF      udp-bcast: interface (default eth0)\n"
+        "  -i, --iface IF      udp-bcast, xdp-bcast: interface (default eth0)\n"
         "  -p, --port P        udp-bcast: UDP port (default 47603)\n"
         "  -d, --vdev SPEC     dpdk-bcast: devargs or @FILE; %%h = host name, %%j = job key\n"
         "      --eal-args A    dpdk-bcast: extra EAL arguments\n"
-        "      --framing F     dpdk-bcast: l2 (default) or udp (UDP/IPv4; across a router the\n"
-        "                      updates fan out by unicast)\n"
-        "      --loss PCT      dpdk-bcast: injected receive loss in %% (udp: set it on the wire,\n"
-        "                      e.g. emcluster xdploss; the value is then only reported)\n"
+        "      --framing F     dpdk-bcast, xdp-bcast: l2 (default) or udp (UDP/IPv4; across a\n"
+        "                      router the updates fan out by unicast)\n"
+        "      --loss PCT      dpdk-bcast, xdp-bcast: injected receive loss in %% (udp: set it on\n"
+        "                      the wire, e.g. emcluster xdploss; the value is then only\n"
+        "                      reported)\n"
         "      --check-direct  judge also solves directly (n <= 3000) and compares x\n"
         "      --max-restarts M  (default 5)\n"
         "  -q, --quiet         no progress lines on stderr\n");
@@ -230,8 +233,8 @@ static void parse(int argc, char **argv, struct opts *o)
     }
     if (!o->tname || !strcmp(o->tname, "")) {
         if (rank == 0) {
-            fprintf(stderr,
-                    "relax: choose a transport with -t (udp-bcast, dpdk-bcast, mpi-allgather)\n");
+            fprintf(stderr, "relax: choose a transport with -t (udp-bcast, dpdk-bcast, xdp-bcast, "
+                            "mpi-allgather)\n");
             usage(stderr);
         }
         MPI_Finalize();
@@ -241,12 +244,15 @@ static void parse(int argc, char **argv, struct opts *o)
         o->transport = T_UDP, o->tname = "udp-bcast";
     else if (!strcmp(o->tname, "dpdk-bcast") || !strcmp(o->tname, "dpdk"))
         o->transport = T_DPDK, o->tname = "dpdk-bcast";
+    else if (!strcmp(o->tname, "xdp-bcast") || !strcmp(o->tname, "xdp"))
+        o->transport = T_XDP, o->tname = "xdp-bcast";
     else if (!strcmp(o->tname, "mpi-allgather") || !strcmp(o->tname, "mpi"))
         o->transport = T_MPI, o->tname = "mpi-allgather";
     else {
         if (rank == 0)
             fprintf(stderr,
-                    "relax: unknown transport '%s' (udp-bcast, dpdk-bcast, mpi-allgather)\n",
+                    "relax: unknown transport '%s' (udp-bcast, dpdk-bcast, xdp-bcast, "
+                    "mpi-allgather)\n",
                     o->tname);
         MPI_Finalize();
         exit(2);
@@ -425,7 +431,9 @@ static int run_iterative(const struct opts *o, uint32_t key, MPI_Comm icomm)
     if (ok && o->transport != T_MPI && it.P > 1) {
         char vdev[1024] = "", prefix[64], job[32];
         snprintf(job, sizeof job, "r%08x", key);
-        em_bcast_cfg_t c = { .kind = o->transport == T_UDP ? EM_BCAST_UDP : EM_BCAST_DPDK,
+        em_bcast_cfg_t c = { .kind = o->transport == T_UDP   ? EM_BCAST_UDP
+                                     : o->transport == T_XDP ? EM_BCAST_XDP
+                                                             : EM_BCAST_DPDK,
                              .key = key,
                              .channel = 1,
                              .self = (uint16_t)it.me,
@@ -457,7 +465,7 @@ static int run_iterative(const struct opts *o, uint32_t key, MPI_Comm icomm)
     }
     /* udp framing: every member's address, so that members behind a
      * router get the updates by unicast (em_bcast_set_members) */
-    if (o->transport == T_DPDK && o->framing && it.P > 1) {
+    if ((o->transport == T_DPDK || o->transport == T_XDP) && o->framing && it.P > 1) {
         uint32_t mine = ok && it.bc ? em_bcast_local_ipv4(it.bc) : 0;
         uint32_t *all = calloc((size_t)it.P, sizeof *all);
         if (!all)

@@ -91,8 +91,9 @@ em_bcast_t *em_bcast_open(const em_bcast_cfg_t *cfg, char *err, size_t errlen)
     switch (cfg->kind) {
     case EM_BCAST_UDP: l = em_bcast_udp_link_open(cfg, err, errlen); break;
     case EM_BCAST_DPDK: l = em_bcast_dpdk_link_open(cfg, err, errlen); break;
+    case EM_BCAST_XDP: l = em_bcast_xdp_link_open(cfg, err, errlen); break;
     default:
-        snprintf(err, errlen, "em_bcast: unknown backend %d (udp or dpdk)", (int)cfg->kind);
+        snprintf(err, errlen, "em_bcast: unknown backend %d (udp, dpdk or xdp)", (int)cfg->kind);
         return NULL;
     }
     return l ? em_bcast_open_link(l, 0, cfg, err, errlen) : NULL;
@@ -105,7 +106,8 @@ em_link_t *em_bcast_link(const em_bcast_t *b) { return b->link; }
 uint32_t em_bcast_local_ipv4(const em_bcast_t *b)
 {
     const em_link_addr_t *a = &b->link->local;
-    if (a->len != 14 || strcmp(b->link->ops->name, "dpdk") != 0)
+    if (a->len != 14 ||
+        (strcmp(b->link->ops->name, "dpdk") != 0 && strcmp(b->link->ops->name, "xdp") != 0))
         return 0;
     return (uint32_t)a->bytes[8] << 24 | (uint32_t)a->bytes[9] << 16 | (uint32_t)a->bytes[10] << 8 |
            a->bytes[11];
@@ -115,10 +117,11 @@ int em_bcast_set_members(em_bcast_t *b, const uint32_t *ipv4, uint16_t n, int fo
                          size_t errlen)
 {
     if (!em_bcast_local_ipv4(b)) {
-        snprintf(err, errlen, "em_bcast: member addresses need the dpdk backend in udp framing");
+        snprintf(err, errlen,
+                 "em_bcast: member addresses need the dpdk or xdp backend in udp framing");
         return -1;
     }
-    int k = em_bcast_dpdk_fanout(b->link, ipv4, n, b->self, force, err, errlen);
+    int k = em_bcast_fanout(b->link, ipv4, n, b->self, force, err, errlen);
     if (k > 0)
         b->nfan = (uint16_t)k;
     return k;

@@ -14,7 +14,7 @@
  * which stays on the subnet.  em_bcast_set_members gives the members'
  * addresses: when one is behind a router (or the network delivers no
  * broadcast, force), peers 1..k become the other members by unicast and
- * the channel fans each update out to them, said once.
+ * the channel fans each update out to them, said once (bcast_fanout.c).
  */
 #include "bcast/bcast_internal.h"
 
@@ -23,7 +23,6 @@
 
 #ifdef EM_BCAST_HAVE_DPDK
 #include "link/link_dpdk.h"
-#include "link/neigh.h"
 
 em_link_t *em_bcast_dpdk_link_open(const em_bcast_cfg_t *cfg, char *err, size_t errlen)
 {
@@ -66,59 +65,12 @@ em_link_t *em_bcast_dpdk_link_open(const em_bcast_cfg_t *cfg, char *err, size_t 
     return l;
 }
 
-int em_bcast_dpdk_fanout(em_link_t *l, const uint32_t *ipv4, uint16_t n, uint16_t self, int force,
-                         char *err, size_t errlen)
-{
-    unsigned behind = 0;
-    for (uint16_t m = 0; m < n && !force; m++) {
-        em_route_t r;
-        char why[256];
-        if (m == self || !ipv4[m])
-            continue;
-        if (em_route_get(ipv4[m], &r, why, sizeof why) != 0) {
-            snprintf(err, errlen, "dpdk-bcast: member %u: %s", m, why);
-            return -1;
-        }
-        behind += r.gateway != 0;
-    }
-    if (!behind && !force)
-        return 0; /* the broadcast reaches everyone */
-    uint16_t k = 0;
-    for (uint16_t m = 0; m < n; m++) {
-        if (m == self || !ipv4[m])
-            continue;
-        em_link_addr_t a = { .len = EM_DPDK_ADDR_UDP };
-        a.bytes[8] = (uint8_t)(ipv4[m] >> 24);
-        a.bytes[9] = (uint8_t)(ipv4[m] >> 16);
-        a.bytes[10] = (uint8_t)(ipv4[m] >> 8);
-        a.bytes[11] = (uint8_t)ipv4[m];
-        memcpy(a.bytes + 12, l->local.bytes + 12, 2); /* the same port everywhere */
-        if (em_link_set_peer(l, (uint16_t)(k + 1), &a) != 0) {
-            snprintf(err, errlen, "dpdk-bcast: member %u: %s", m, em_link_dpdk_peer_error(l));
-            return -1;
-        }
-        k++;
-    }
-    if (k)
-        fprintf(stderr,
-                "em_bcast: %s: each update goes by unicast to the %u other member(s) "
-                "instead (udp framing, fan-out)\n",
-                force ? "broadcast not used (asked for fan-out)"
-                      : "some members are behind a router, which a broadcast does not cross",
-                k);
-    return k;
-}
+const char *em_bcast_dpdk_peer_error(const em_link_t *l) { return em_link_dpdk_peer_error(l); }
 #else
-int em_bcast_dpdk_fanout(em_link_t *l, const uint32_t *ipv4, uint16_t n, uint16_t self, int force,
-                         char *err, size_t errlen)
+const char *em_bcast_dpdk_peer_error(const em_link_t *l)
 {
     (void)l;
-    (void)ipv4;
-    (void)n;
-    (void)self;
-    (void)force;
-    snprintf(err, errlen, "dpdk-bcast: this build has no DPDK");
-    return -1;
+    return "";
 }
 
 em_link_t *em_bcast_dpdk_link_open(const em_bcast_cfg_t *cfg, char *err, size_t errlen)

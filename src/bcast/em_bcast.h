@@ -13,6 +13,9 @@
  *   EM_BCAST_DPDK  L2 broadcast (ff:ff:ff:ff:ff:ff) through link_dpdk, under
  *                  its own ethertype EM_ETHERTYPE_BCAST (0x88B6), on any
  *                  DPDK PMD (memif cable, af_xdp on a veth, a real NIC).
+ *   EM_BCAST_XDP   the same on the native AF_XDP link (link/xdp/link_xdp.h,
+ *                  no DPDK) on interface `iface`, queue `xdp_queue`; the
+ *                  link owns the queue (no sharing with a BTL on it).
  *   EM_BCAST_UDP   kernel UDP to the interface's broadcast address
  *                  (SO_BROADCAST): the baseline of Koishi et al.
  * em_bcast_open_link() runs the channel over any em_link_t (tests).
@@ -21,7 +24,8 @@
  * (accepted), dropped = gaps in the per-sender sequence numbers + frames
  * rejected by validation (bcast_wire.h lists every check).
  *
- * Sharing a port with the dpdk BTL: when the process already runs the BTL
+ * Sharing a port with the dpdk BTL (EM_BCAST_DPDK only; an EM_BCAST_XDP
+ * channel owns its interface queue): when the process already runs the BTL
  * (direct mode) on the same device, an EM_BCAST_DPDK channel shares that
  * port (link_dpdk's port sharing: its own mempool, the owner's tx queue, a
  * ring for its ethertype).  Both must be used from one thread, and the
@@ -41,6 +45,7 @@
 typedef enum em_bcast_kind {
     EM_BCAST_UDP = 1,
     EM_BCAST_DPDK = 2,
+    EM_BCAST_XDP = 3,
 } em_bcast_kind_t;
 
 typedef struct em_bcast_cfg {
@@ -52,7 +57,8 @@ typedef struct em_bcast_cfg {
     uint32_t vec_len; /**< length of the shared vector (bounds check) */
     uint32_t mtu;     /**< largest frame payload wanted; 0 = what the wire allows */
     /* EM_BCAST_UDP */
-    const char *iface; /**< interface whose IPv4 broadcast address is used (e.g. "eth0") */
+    const char *iface; /**< interface whose IPv4 broadcast address is used (e.g. "eth0");
+                            EM_BCAST_XDP: the interface of the AF_XDP socket */
     uint16_t port;     /**< UDP port (same on every member); 0 = 47603 */
     /* EM_BCAST_DPDK (see link_dpdk.h) */
     const char *vdev; /**< devargs, after em_link_dpdk_devargs() expansion */
@@ -65,6 +71,9 @@ typedef struct em_bcast_cfg {
      *  0x88B6); 1 = UDP/IPv4 to 255.255.255.255 port 29718 (routable
      *  framing; beyond a router see em_bcast_set_members) */
     int framing;
+    /* EM_BCAST_XDP (also: iface, mtu, rx_loss, loss_seed, framing) */
+    uint32_t xdp_queue;   /**< the interface queue of its socket */
+    const char *xdp_prog; /**< the filter object; NULL: EM_XDP_PROG, else the installed one */
 } em_bcast_cfg_t;
 
 typedef struct em_bcast_stats {

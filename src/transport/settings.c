@@ -23,6 +23,11 @@
 #define UDPL   (EM_FRONT_RUDP | EM_FRONT_OFI) /* who can open the kernel UDP link */
 #define BYPL   (EM_FRONT_DPDK | EM_FRONT_OFI) /* ... the DPDK and daemon links */
 #define PORT   (BYPL | EM_FRONT_EMD)          /* ... and the daemon's own DPDK port */
+#define XDPL   (EM_FRONT_RUDP | EM_FRONT_OFI) /* ... the native AF_XDP link */
+#define FRAML  (PORT | XDPL)                  /* ... a link with L2 or udp framing */
+/* XDPL: the provider and the rudp BTL, the front ends that name interfaces
+ * (if_include) and build without DPDK (docs/design.md "Which BTL opens the
+ * native AF_XDP link") */
 
 /* Ranges: the widest that makes sense; INT_MAX-sized values stay in int. */
 #define BIG 2147483647L
@@ -94,10 +99,11 @@ static const em_setting_t table[] = {
       "every message" },
 
     /* ---- which link ----------------------------------------------------- */
-    { "link", EM_SET_STRING, OFI, 1, OFF(link), "udp", 0, 0, "udp|dpdk|emd|xdp",
+    { "link", EM_SET_STRING, OFI | RUDP, 1, OFF(link), "udp", 0, 0, "udp|dpdk|emd|xdp",
       "Which link carries the frames: udp (kernel UDP), dpdk (a DPDK PMD: memif, af_xdp, a "
       "NIC; see vdev), emd (the node daemon; see emd_socket) or xdp (a native AF_XDP socket on "
-      "the interface if_include names, no DPDK)" },
+      "the interface if_include names, no DPDK; one process per interface queue).  The rudp "
+      "BTL takes udp or xdp (dpdk and emd are the dpdk BTL's: btl_dpdk_vdev, btl_dpdk_mode)" },
     { "mode", EM_SET_STRING, DPDK, 1, OFF(mode), "direct", 0, 0, "direct|daemon",
       "direct: this process owns the DPDK port (one rank per node); daemon: the node's emd "
       "daemon owns it and the node's ranks attach to it (docs/daemon.md)" },
@@ -107,7 +113,7 @@ static const em_setting_t table[] = {
       "Interface for the UDP socket: a name (eth0), an IPv4 address, or a subnet "
       "(10.77.0.0/24); empty = the first IPv4 interface the tcp BTL would use (provider: the "
       "first non-loopback IPv4 interface).  BTL: a comma list (eth0,eth1) opens one socket "
-      "and module per entry (several links)" },
+      "and module per entry (several links).  Link xdp: interface names, required" },
     /* 4 MiB holds a window of 384 KiB many times over; the kernel caps it at
      * net.core.rmem_max without CAP_NET_ADMIN (the rudp BTL says so) */
     { "sock_buf", EM_SET_INT, UDPL, 5, OFF(sock_buf), "4194304", 0, BIG, NULL,
@@ -120,14 +126,22 @@ static const em_setting_t table[] = {
       "Let the kernel coalesce received datagrams (UDP_GRO); they are split again" },
 
     /* ---- native AF_XDP link ----------------------------------------------- */
-    { "xdp_mode", EM_SET_STRING, OFI, 4, OFF(xdp_mode), "auto", 0, 0, "auto|zerocopy|copy",
+    { "xdp_mode", EM_SET_STRING, XDPL, 4, OFF(xdp_mode), "auto", 0, 0, "auto|zerocopy|copy",
       "AF_XDP link: auto tries zero copy and falls back to copy mode (the reason is logged); "
       "zerocopy refuses to open without it; copy never tries it" },
-    { "xdp_queue", EM_SET_INT, OFI, 4, OFF(xdp_queue), "0", 0, 65535, NULL,
+    { "xdp_queue", EM_SET_INT, XDPL, 4, OFF(xdp_queue), "0", 0, 65535, NULL,
       "AF_XDP link: the interface queue its socket binds to" },
-    { "xdp_busy_poll_us", EM_SET_INT, OFI, 5, OFF(xdp_busy_poll_us), "0", 0, 1000000, NULL,
+    { "xdp_busy_poll_us", EM_SET_INT, XDPL, 5, OFF(xdp_busy_poll_us), "0", 0, 1000000, NULL,
       "AF_XDP link: busy-poll the queue for this many microseconds per poll "
       "(SO_PREFER_BUSY_POLL, SO_BUSY_POLL); 0 = off" },
+    /* the DPDK route names its program in the devargs (xdp_prog=); this is
+     * the native link's, with the same @FILE and %h forms as vdev, so one
+     * command line gives every node its own (emcluster's lossy filters) */
+    { "xdp_prog", EM_SET_STRING, XDPL, 4, OFF(xdp_prog), "", 0, 0, NULL,
+      "AF_XDP link: the XDP filter object it attaches (ethermpi's xdp_drop.o or one built "
+      "from its source), or @FILE to read the path from FILE; %h is replaced by the host "
+      "name.  Empty: the file the environment variable EM_XDP_PROG names, else the installed "
+      "<libdir>/ethermpi/xdp_drop.o" },
 
     /* ---- DPDK link -------------------------------------------------------- */
     { "vdev", EM_SET_STRING, PORT, 1, OFF(vdev), "", 0, 0, NULL,
@@ -152,18 +166,19 @@ static const em_setting_t table[] = {
       "Send payloads of 512 bytes or more straight from the user's buffer (DPDK external "
       "buffers chained behind the header) where the PMD takes chained mbufs and is a virtual "
       "device (memif): never on a hardware NIC; 0 = copy every payload into the frame" },
-    { "framing", EM_SET_STRING, PORT, 2, OFF(framing), "l2", 0, 0, "l2|udp",
+    { "framing", EM_SET_STRING, FRAML, 2, OFF(framing), "l2", 0, 0, "l2|udp",
       "l2: raw Ethernet frames (ethertype 0x88B5), for one L2 segment; udp: every frame in "
       "UDP/IPv4 to the peer's address and port, through the next hop the kernel names, for "
       "routed fabrics and cloud networks (docs/design.md \"Framing\").  Every process of the "
-      "job must use the same.  Daemon: the node's emd must run the same (emd --framing)" },
-    { "udp_port", EM_SET_INT, PORT, 4, OFF(udp_port), "0", 0, 65535, NULL,
+      "job must use the same.  Daemon: the node's emd must run the same (emd --framing).  "
+      "Links dpdk, emd and xdp; the kernel UDP link is UDP/IPv4 anyway" },
+    { "udp_port", EM_SET_INT, FRAML, 4, OFF(udp_port), "0", 0, 65535, NULL,
       "udp framing: this process's UDP port (0 = 29717; the AF_XDP filter object takes 29717 "
       "and 29718)" },
-    { "udp_addr", EM_SET_STRING, PORT, 4, OFF(udp_addr), "", 0, 0, NULL,
-      "udp framing: this process's IPv4 address (empty: the af_xdp interface's; on a memif "
-      "cable a link-local 169.254.x.y from the port's MAC)" },
-    { "udp_checksum", EM_SET_BOOL, BYPL, 5, OFF(udp_checksum), "1", 0, 1, NULL,
+    { "udp_addr", EM_SET_STRING, FRAML, 4, OFF(udp_addr), "", 0, 0, NULL,
+      "udp framing: this process's IPv4 address (empty: the af_xdp or xdp interface's; on a "
+      "memif cable a link-local 169.254.x.y from the port's MAC)" },
+    { "udp_checksum", EM_SET_BOOL, BYPL | XDPL, 5, OFF(udp_checksum), "1", 0, 1, NULL,
       "udp framing: send UDP checksums (by the NIC where it offloads them, else computed); 0 = "
       "send none (allowed over IPv4; the Ethernet FCS still covers each hop)" },
 

@@ -63,11 +63,12 @@ typedef struct em_settings {
     bool random_isn, print_stats, same_node;
     int order_max_held, order_max_mb, inplace_min;
     /* link selection */
-    char *link;           /**< provider: "udp", "dpdk", "emd" or "xdp" */
+    char *link;           /**< provider: "udp", "dpdk", "emd" or "xdp"; rudp BTL: "udp" or "xdp" */
     char *xdp_mode;       /**< AF_XDP: "auto", "zerocopy" or "copy" */
     int xdp_queue;        /**< AF_XDP: interface queue */
     int xdp_busy_poll_us; /**< AF_XDP: SO_BUSY_POLL microseconds (0 off) */
-    char *mode;           /**< dpdk BTL: "direct" (dpdk link) or "daemon" (emd link) */
+    char *xdp_prog; /**< AF_XDP: the filter object; "" = EM_XDP_PROG, else the installed one */
+    char *mode;     /**< dpdk BTL: "direct" (dpdk link) or "daemon" (emd link) */
     /* kernel UDP link */
     char *if_include;
     int sock_buf;

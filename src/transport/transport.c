@@ -120,6 +120,9 @@ static em_link_t *open_udp(const em_settings_t *s, const em_transport_env_t *env
 
 /* ---- native AF_XDP ------------------------------------------------------ */
 
+static int parse_framing(const em_settings_t *s, const em_transport_env_t *env, char *err,
+                         size_t errlen);
+
 static em_link_t *open_xdp(const em_settings_t *s, const em_transport_env_t *env, unsigned index,
                            char *err, size_t errlen)
 {
@@ -135,8 +138,23 @@ static em_link_t *open_xdp(const em_settings_t *s, const em_transport_env_t *env
                  sname(env, "if_include", nm, sizeof nm));
         return NULL;
     }
+    /* the filter: @FILE and %h as in a device spec (one command line, a
+     * file per node); empty = EM_XDP_PROG, else the installed one */
+    char prog[1024] = "";
+    if (s->xdp_prog && *s->xdp_prog &&
+        em_link_dpdk_devargs(s->xdp_prog, env->job ? env->job : "0", prog, sizeof prog, err,
+                             errlen) != 0)
+        return NULL;
+    int udp = parse_framing(s, env, err, errlen);
+    if (udp < 0)
+        return NULL;
     int m = em_setting_choice(s, "xdp_mode"); /* auto|zerocopy|copy */
     em_xdp_cfg_t c = { .ifname = iface,
+                       .framing_udp = udp,
+                       .udp_port = (uint16_t)s->udp_port,
+                       .udp_addr = s->udp_addr,
+                       .udp_no_csum = !s->udp_checksum,
+                       .prog = prog[0] ? prog : NULL,
                        .queue = (uint32_t)s->xdp_queue,
                        .mtu = s->mtu > 0 ? (uint32_t)s->mtu : 0,
                        .zero_copy = m == 1   ? 1
@@ -149,11 +167,11 @@ static em_link_t *open_xdp(const em_settings_t *s, const em_transport_env_t *env
     if (l && env->note) {
         const em_xdp_info_t *in = em_xdp_link_info(l);
         char msg[512];
-        snprintf(msg, sizeof msg, "AF_XDP on %s queue %u: %s%s%s, %s XDP%s%s%s", iface, c.queue,
-                 in->zero_copy ? "zero copy" : "copy mode (", in->zero_copy ? "" : in->why_copy,
-                 in->zero_copy ? "" : ")", in->native ? "native" : "generic",
-                 in->multi_buffer ? ", multi-buffer frames" : "", in->why_no_busy[0] ? "; " : "",
-                 in->why_no_busy);
+        snprintf(msg, sizeof msg, "AF_XDP on %s queue %u, %s framing: %s%s%s, %s XDP%s%s%s", iface,
+                 c.queue, udp ? "udp" : "L2", in->zero_copy ? "zero copy" : "copy mode (",
+                 in->zero_copy ? "" : in->why_copy, in->zero_copy ? "" : ")",
+                 in->native ? "native" : "generic", in->multi_buffer ? ", multi-buffer frames" : "",
+                 in->why_no_busy[0] ? "; " : "", in->why_no_busy);
         env->note(env->ctx, msg);
     }
     return l;

@@ -96,6 +96,7 @@ static const char *const published[][2] = {
     { "xdp_mode", "auto" },
     { "xdp_queue", "0" },
     { "xdp_busy_poll_us", "0" },
+    { "xdp_prog", "" },
     { "vdev", "" },
     { "eal_args", "" },
     { "rx_loss", "0" },
@@ -177,8 +178,14 @@ static void test_check_names_the_front_ends_setting(void **st)
     assert_non_null(strstr(err, "FI_ETHERMPI_FRAMING"));
     assert_int_equal(em_settings_check(&s, EM_FRONT_EMD, err, sizeof err), -1);
     assert_non_null(strstr(err, "--framing"));
-    /* ... but not a front end that does not offer it */
+    /* the rudp BTL offers it too (its native AF_XDP link) */
+    assert_int_equal(em_settings_check(&s, EM_FRONT_RUDP, err, sizeof err), -1);
+    assert_non_null(strstr(err, "btl_rudp_framing"));
+    /* ... but a front end that does not offer a setting does not check it */
+    em_settings_default(&s);
+    s.mode = "neither";
     assert_int_equal(em_settings_check(&s, EM_FRONT_RUDP, err, sizeof err), 0);
+    assert_int_equal(em_settings_check(&s, EM_FRONT_DPDK, err, sizeof err), -1);
     em_settings_default(&s);
     s.window = 0;
     s.window_kb = 0;
@@ -304,6 +311,39 @@ static void test_link_errors_name_the_setting(void **st)
     s.if_include = "";
     assert_null(em_transport_open_link(&s, EM_LINK_KIND_XDP, &env, 0, err, sizeof err));
     assert_true(strstr(err, "FI_ETHERMPI_IF_INCLUDE") || strstr(err, "no native AF_XDP"));
+    /* the rudp BTL opens it too, under its own names; a filter named by an
+     * unreadable @FILE fails with the file's name before anything is opened */
+    const em_transport_env_t btl = { .front = EM_FRONT_RUDP };
+    assert_null(em_transport_open_link(&s, EM_LINK_KIND_XDP, &btl, 0, err, sizeof err));
+    assert_true(strstr(err, "btl_rudp_if_include") || strstr(err, "no native AF_XDP"));
+    if (em_link_kind_built(EM_LINK_KIND_XDP)) {
+        s.if_include = "lo";
+        s.xdp_prog = "@/nonexistent/%h.xdpprog";
+        assert_null(em_transport_open_link(&s, EM_LINK_KIND_XDP, &btl, 0, err, sizeof err));
+        assert_non_null(strstr(err, "/nonexistent/"));
+    }
+}
+
+/* Who sees the native AF_XDP link's settings: the front ends that can open
+ * it (the provider and the rudp BTL), not the dpdk BTL, whose links are DPDK's
+ * and the daemon's. */
+static void test_xdp_settings_fronts(void **st)
+{
+    (void)st;
+    static const char *const rows[] = { "link",     "xdp_mode",  "xdp_queue", "xdp_busy_poll_us",
+                                        "xdp_prog", "if_include" };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const em_setting_t *d = em_setting_find(rows[i]);
+        assert_non_null(d);
+        assert_true((d->fronts & EM_FRONT_RUDP) && (d->fronts & EM_FRONT_OFI));
+        assert_false(d->fronts & EM_FRONT_DPDK);
+    }
+    em_settings_t s;
+    char err[256];
+    em_settings_default(&s);
+    s.xdp_mode = "fast";
+    assert_int_equal(em_settings_check(&s, EM_FRONT_RUDP, err, sizeof err), -1);
+    assert_non_null(strstr(err, "btl_rudp_xdp_mode"));
 }
 
 /* The factory maps a choice's index to an enum: the table's order must be
@@ -356,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_link_dependent_defaults),
         cmocka_unit_test(test_proto_cfg_follows_the_settings),
         cmocka_unit_test(test_link_errors_name_the_setting),
+        cmocka_unit_test(test_xdp_settings_fronts),
         cmocka_unit_test(test_published_defaults),
         cmocka_unit_test(test_empty_strings_are_defaults),
         cmocka_unit_test(test_choices_follow_the_enums),

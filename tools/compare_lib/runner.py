@@ -272,6 +272,18 @@ TRANSPORTS = [
               requires=["{build}/bench/raw_pingpong"], max_nodes=2,
               up_args=["--mtu", str(AFXDP_MAX_MTU)],
               note="raw L2 ping-pong over AF_XDP on the same veth, no protocol: the floor"),
+    # the rudp BTL on the native AF_XDP link (btl_rudp_link xdp, no DPDK):
+    # one rank per node (the link binds the interface's queue), the cluster's
+    # own MTU (multi-buffer frames), the filter from the build; measured in
+    # the --mpi-rows runs (under ompi4), so the default run stays as it was
+    Transport("rudp-xdp",
+              [("pml", "ob1"), ("btl", "self,vader,rudp"),
+               ("mca_base_component_path", SYSTEM_MCA_DIR + ":{build}/ompi/btl/rudp"),
+               ("btl_rudp_link", "xdp"), ("btl_rudp_if_include", "{iface}"),
+               ("btl_rudp_xdp_prog", "{build}/data/xdp_drop.o")],
+              requires=["{build}/ompi/btl/rudp/mca_btl_rudp.so", "{build}/data/xdp_drop.o"],
+              btl="rudp", per_node=1, mtu_variants=True, mpis=("ompi4",), mpi_rows_only=True,
+              note="ethermpi rudp BTL on the native AF_XDP link (no DPDK)"),
     Transport("ofi-rxd",
               [("pml", "cm"), ("mtl", "ofi"), ("mtl_ofi_provider_include", "udp;ofi_rxd"),
                # libfabric 1.17 RxD segfaults (NULL deref in its progress) in

@@ -8,6 +8,16 @@
  *
  * Select with: --mca btl self,vader,rudp
  *
+ * The native AF_XDP link (no DPDK, src/link/xdp): --mca btl_rudp_link xdp
+ * --mca btl_rudp_if_include eth0 (btl_rudp_xdp_mode, _xdp_queue,
+ * _xdp_busy_poll_us, _xdp_prog).  This component takes it, not the dpdk
+ * one, because it names interfaces already (if_include, one module per
+ * entry) and is built without DPDK, which the native link exists to do
+ * without (docs/design.md "Which BTL opens the native AF_XDP link").  The
+ * link binds one interface queue: one rank per node, as the dpdk BTL's
+ * direct mode; on a node with more ranks every rank steps aside with the
+ * help topic xdp-one-per-node.
+ *
  * Opt-in: installed in Open MPI's component directory, the
  * component is used only when the job names it in `btl` or
  * btl_rudp_if_include is set (e.g. in openmpi-mca-params.conf); otherwise
@@ -76,8 +86,12 @@ static int rudp_register(void)
     if (OPAL_SUCCESS !=
         em_btl_register_params(&mca_btl_rudp_component.btl_version, &rudp_params, EM_FRONT_RUDP))
         return OPAL_ERROR; /* said why */
-    rudp_params.kind = EM_LINK_KIND_UDP;
-    rudp_params.print_link_stats = rudp_link_stats;
+    /* the value is read at registration: btl_rudp_link picks the link, and
+     * the eager limit below follows it */
+    rudp_params.kind = em_setting_choice(&rudp_params.s, "link") == EM_LINK_KIND_XDP
+                           ? EM_LINK_KIND_XDP
+                           : EM_LINK_KIND_UDP;
+    rudp_params.print_link_stats = rudp_params.kind == EM_LINK_KIND_UDP ? rudp_link_stats : NULL;
     (void)em_btl_register_pvars(&mca_btl_rudp_component.btl_version, &rudp_module);
     em_btl_module_defaults(&rudp_module.super);
     /* Eager up to 256 KiB (+ ob1's header), not 64: a rendezvous costs
@@ -85,8 +99,13 @@ static int rudp_register(void)
      * for, FIN) around the data, and over kernel UDP (GSO/GRO) the two
      * extra copies of an eager message cost less than those trips up to
      * 256 KiB: docs/design.md "link_udp", rendezvous or eager. */
-    rudp_module.super.btl_eager_limit = EM_TRANSPORT_EAGER_UDP + 128;
-    rudp_module.super.btl_max_send_size = EM_TRANSPORT_EAGER_UDP + 128;
+    /* The native AF_XDP link keeps the bypass links' defaults (the dpdk
+     * BTL's: em_btl_module_defaults), where a rendezvous leg costs no
+     * kernel crossing. */
+    if (rudp_params.kind == EM_LINK_KIND_UDP) {
+        rudp_module.super.btl_eager_limit = EM_TRANSPORT_EAGER_UDP + 128;
+        rudp_module.super.btl_max_send_size = EM_TRANSPORT_EAGER_UDP + 128;
+    }
     return mca_btl_base_param_register(&mca_btl_rudp_component.btl_version, &rudp_module.super);
 }
 
@@ -221,16 +240,27 @@ static void warn_clamped_buffers(void)
 }
 
 /* link @p index: the index-th entry of btl_rudp_if_include ("eth0,eth1":
- * one socket, one module per interface; ob1 stripes over them) */
+ * one socket or AF_XDP queue, one module per interface; ob1 stripes over
+ * them) */
 static em_link_t *rudp_open_link(unsigned index, char *err, size_t errlen)
 {
+    char job[32];
+    snprintf(job, sizeof job, "%u", (unsigned)OPAL_PROC_MY_NAME.jobid);
     const em_transport_env_t env = {
         .front = EM_FRONT_RUDP,
+        .job = job,
         .default_iface = default_iface, /* the one tcp would take */
         .note = rudp_note,
     };
-    em_link_t *link = em_transport_open_link(&rudp_params.s, EM_LINK_KIND_UDP, &env, index, err,
+    em_link_t *link = em_transport_open_link(&rudp_params.s, rudp_params.kind, &env, index, err,
                                              errlen);
+    if (link && rudp_params.kind != EM_LINK_KIND_UDP) {
+        opal_output_verbose(10, opal_btl_base_framework.framework_output,
+                            "[%s] btl_rudp: link %u is %s (entry %u of btl_rudp_if_include %s)",
+                            opal_process_info.nodename, index, link->ops->name, index,
+                            rudp_params.s.if_include);
+        return link;
+    }
     if (link) {
         em_udp_info_t i;
         em_link_udp_info(link, &i);
@@ -243,12 +273,45 @@ static em_link_t *rudp_open_link(unsigned index, char *err, size_t errlen)
     return link;
 }
 
+/* btl_rudp_link: udp, or xdp on a node where this is the only rank.
+ * @return 1, or 0 after a help message (the component steps aside). */
+static int link_usable(void)
+{
+    char err[256];
+    int k = em_setting_choice(&rudp_params.s, "link");
+    if (k != EM_LINK_KIND_UDP && k != EM_LINK_KIND_XDP) {
+        snprintf(err, sizeof err,
+                 "btl_rudp_link is '%.32s': the rudp BTL opens the kernel UDP link (udp) or "
+                 "the native AF_XDP link (xdp); the DPDK and daemon links are the dpdk BTL's "
+                 "(--mca btl self,vader,dpdk with btl_dpdk_vdev or btl_dpdk_mode daemon)",
+                 rudp_params.s.link ? rudp_params.s.link : "");
+        opal_show_help(EM_BTL_HELP_FILE, "bad-setting", true, "rudp", opal_process_info.nodename,
+                       err);
+        return 0;
+    }
+    /* The link binds an interface queue, which one process owns: a second
+     * rank on the node would fail to open it (the AF_XDP guard names the
+     * owner) while the first one waited for peers that cannot reach it.
+     * Every rank of such a node steps aside instead, at once and alike, and
+     * says so once (local rank 0): other BTLs in the list carry the job,
+     * else MPI_Init ends it naming the unreachable peers. */
+    if (k == EM_LINK_KIND_XDP && opal_process_info.num_local_peers > 0) {
+        if (opal_process_info.my_local_rank == 0)
+            opal_show_help(EM_BTL_HELP_FILE, "xdp-one-per-node", true, "rudp",
+                           opal_process_info.nodename, opal_process_info.num_local_peers + 1);
+        return 0;
+    }
+    return 1;
+}
+
 static mca_btl_base_module_t **rudp_init(int *num_btls, bool progress_threads, bool mpi_threads)
 {
     *num_btls = 0;
     const char *inc = rudp_params.s.if_include;
     if (!em_btl_named("rudp") && !(inc && *inc))
         return NULL; /* not asked for: step aside silently */
+    if (!link_usable())
+        return NULL; /* said why */
     return em_btl_init(&rudp_module, &mca_btl_rudp_component, "rudp", &rudp_params, rudp_open_link,
                        num_btls, mpi_threads);
 }

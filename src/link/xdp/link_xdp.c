@@ -15,7 +15,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "link/xdp/link_xdp.h"
+#include "link/xdp/xdp_internal.h"
 
 #include <errno.h>
 #include <net/if.h>
@@ -34,71 +34,7 @@
 #include <linux/if_xdp.h>
 #include <xdp/xsk.h>
 
-#include "link/dpdk/xdp_guard.h"
 #include "link/link_util.h"
-#include "util/loss.h"
-
-/* newer than the Debian 12 headers (Linux 6.1); the kernel decides */
-#ifndef XDP_USE_SG
-#define XDP_USE_SG (1 << 4)
-#endif
-#ifndef XDP_PKT_CONTD
-#define XDP_PKT_CONTD (1 << 0)
-#endif
-#ifndef SO_PREFER_BUSY_POLL
-#define SO_PREFER_BUSY_POLL 69
-#endif
-#ifndef SO_BUSY_POLL_BUDGET
-#define SO_BUSY_POLL_BUDGET 70
-#endif
-
-#define CHUNK    4096u
-#define ETH_HLEN 14u
-#define BURST    64u
-#define NO_SLOT  UINT32_MAX
-
-struct tx_slot {
-    em_pkt_t pkt;
-    uint16_t done; /* descriptors completed */
-    uint16_t nseg; /* descriptors posted */
-    uint32_t next_free;
-};
-
-struct xdp_link {
-    em_link_t link; /* must be first */
-    struct xsk_umem *umem;
-    struct xsk_socket *xsk;
-    struct xsk_ring_prod fq, tx;
-    struct xsk_ring_cons cq, rx;
-    uint8_t *area;
-    uint64_t area_len;
-    uint32_t frames, rx_frames; /* chunks; of which the fill ring's */
-    uint32_t span;              /* chunks per tx slot */
-    struct tx_slot *slots;
-    uint32_t nslots, free_head;
-    uint64_t tx_base; /* UMEM offset of the first tx slot */
-    /* rx: frames lent to the caller (their chunks go back on release) */
-    em_pkt_t rx_pkts[BURST];
-    uint64_t rx_addr[BURST][8]; /* the chunks of each lent frame */
-    uint8_t rx_nchunks[BURST];
-    uint8_t *bounce; /* BURST x (link MTU + header) */
-    /* peers: MAC per link peer id, and source MAC -> peer (rx_peer) */
-    struct xdp_peer {
-        uint8_t mac[6];
-        uint8_t set;
-    } * peers;
-    uint32_t npeers;
-    em_addr_map_t bysrc;
-    uint8_t mac[6];
-    int ifindex;
-    struct bpf_object *obj;
-    uint32_t prog_id; /* ours, attached by us (0: none) */
-    uint32_t xdp_flags;
-    em_loss_t loss;       /* testing: seeded receive drop */
-    em_xdp_guard_t guard; /* this process owns the interface queue */
-    em_xdp_info_t info;
-    em_xdp_stats_t st;
-};
 
 static struct xdp_link *X(em_link_t *l) { return (struct xdp_link *)l; }
 
@@ -161,7 +97,7 @@ static unsigned xdp_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
         if (p->ext_len)
             em_link_pkt_flatten(p);
         uint32_t s = (uint32_t)(uintptr_t)p->priv;
-        uint32_t total = ETH_HLEN + p->len;
+        uint32_t total = d->hdr_len + p->len;
         uint32_t nseg = (total + CHUNK - 1) / CHUNK;
         uint32_t idx;
         int known = p->peer < d->npeers && d->peers[p->peer].set;
@@ -170,11 +106,15 @@ static unsigned xdp_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
                 d->st.tx_full++;
             break;
         }
-        uint8_t *eh = p->data - ETH_HLEN;
-        memcpy(eh, d->peers[p->peer].mac, 6);
-        memcpy(eh + 6, d->mac, 6);
-        eh[12] = EM_XDP_ETHERTYPE >> 8;
-        eh[13] = EM_XDP_ETHERTYPE & 0xff;
+        if (d->udp) {
+            em_xdp_udp_tx_hdr(d, p);
+        } else {
+            uint8_t *eh = p->data - ETH_HLEN;
+            memcpy(eh, d->peers[p->peer].mac, 6);
+            memcpy(eh + 6, d->mac, 6);
+            eh[12] = (uint8_t)(d->ethertype >> 8);
+            eh[13] = (uint8_t)d->ethertype;
+        }
         uint64_t base = d->tx_base + (uint64_t)s * d->span * CHUNK;
         for (uint32_t k = 0; k < nseg; k++) {
             struct xdp_desc *x = xsk_ring_prod__tx_desc(&d->tx, idx + k);
@@ -216,6 +156,8 @@ static unsigned xdp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     if (max > BURST)
         max = BURST;
     uint32_t idx;
+    if (d->udp)
+        em_xdp_udp_poll(d);
     uint32_t n = xsk_ring_cons__peek(&d->rx, BURST, &idx);
     if (!n) {
         if (xsk_ring_prod__needs_wakeup(&d->fq)) {
@@ -228,27 +170,40 @@ static unsigned xdp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     uint32_t used = 0;
     uint64_t bad[BURST * 8];
     uint32_t nbad = 0;
+    /* L2: our ethertype; udp: IPv4, the rest checked by xdp_udp.c */
+    const uint8_t et0 = d->udp ? 0x08 : (uint8_t)(d->ethertype >> 8),
+                  et1 = d->udp ? 0x00 : (uint8_t)d->ethertype;
     while (used < n && got < max) {
         /* one frame: descriptors up to the one without XDP_PKT_CONTD */
         uint32_t k = 0, flen = 0;
         uint64_t addr[8];
-        int too_long = 0;
+        int too_long = 0, partial = 0;
         for (;;) {
             const struct xdp_desc *x = xsk_ring_cons__rx_desc(&d->rx, idx + used + k);
             if (k < 8)
                 addr[k] = x->addr;
-            else
+            else /* refused below; its chunks beyond the 8th go back from here */
                 too_long = 1;
             flen += x->len;
             k++;
-            if (!(x->options & XDP_PKT_CONTD) || used + k == n)
+            if (!(x->options & XDP_PKT_CONTD))
                 break;
+            if (used + k == n) { /* the rest of the frame is not in this peek */
+                partial = 1;
+                break;
+            }
         }
+        if (partial && (used > 0 || n < BURST))
+            break; /* left on the ring (cancelled below) for the next call */
+        for (uint32_t j = 8; j < k; j++)
+            bad[nbad++] = xsk_umem__extract_addr(
+                xsk_ring_cons__rx_desc(&d->rx, idx + used + j)->addr);
+        too_long |= partial; /* longer than a whole peek: no frame of ours */
         const struct xdp_desc *first = xsk_ring_cons__rx_desc(&d->rx, idx + used);
         uint8_t *f = xsk_umem__get_data(d->area, first->addr);
         int lost = d->loss.p > 0 && em_loss_drop(&d->loss);
-        if (lost || too_long || k > 8 || flen < ETH_HLEN + 1 || flen - ETH_HLEN > d->link.mtu ||
-            f[12] != (EM_XDP_ETHERTYPE >> 8) || f[13] != (EM_XDP_ETHERTYPE & 0xff)) {
+        if (lost || too_long || k > 8 || flen < ETH_HLEN + 1 || flen - ETH_HLEN > d->l2mtu ||
+            f[12] != et0 || f[13] != et1) {
             if (lost)
                 d->st.rx_loss_drops++;
             else
@@ -262,7 +217,7 @@ static unsigned xdp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
         if (k == 1) {
             p->data = f + ETH_HLEN;
         } else { /* gather the chunks, in ring order */
-            uint8_t *b = d->bounce + (size_t)got * (d->link.mtu + ETH_HLEN), *w = b;
+            uint8_t *b = d->bounce + (size_t)got * (d->l2mtu + ETH_HLEN), *w = b;
             for (uint32_t j = 0; j < k; j++) {
                 const struct xdp_desc *x = xsk_ring_cons__rx_desc(&d->rx, idx + used + j);
                 memcpy(w, xsk_umem__get_data(d->area, x->addr), x->len);
@@ -272,6 +227,12 @@ static unsigned xdp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
             d->st.rx_gathered++;
         }
         p->len = flen - ETH_HLEN;
+        if (d->udp && em_xdp_udp_rx(d, p->data - ETH_HLEN, flen, p) != 0) {
+            for (uint32_t j = 0; j < k; j++)
+                bad[nbad++] = xsk_umem__extract_addr(addr[j]);
+            used += k;
+            continue;
+        }
         p->cls = EM_PKT_DATA;
         p->priv = (void *)(uintptr_t)got;
         for (uint32_t j = 0; j < k; j++)
@@ -280,7 +241,12 @@ static unsigned xdp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
         pkts[got++] = p;
         used += k;
     }
+    /* Descriptors peeked but not taken (the caller's max, a frame not yet
+     * whole) stay on the ring: without the cancel the next peek would start
+     * after them, losing their frames and their chunks for good. */
     xsk_ring_cons__release(&d->rx, used);
+    if (used < n)
+        xsk_ring_cons__cancel(&d->rx, n - used);
     if (nbad)
         refill(d, bad, nbad);
     d->st.rx_frames += got;
@@ -299,14 +265,27 @@ static void xdp_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
 static uint16_t xdp_rx_peer(em_link_t *l, const em_pkt_t *p)
 {
     const struct xdp_link *d = X(l);
+    if (d->udp)
+        return em_xdp_udp_rx_peer(d, p);
     return em_addr_map_get(&d->bysrc, em_addr_key6(p->data - ETH_HLEN + 6, 0));
 }
 
 static int xdp_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 {
     struct xdp_link *d = X(l);
-    if (a->len != EM_XDP_ADDR_LEN)
-        return -EINVAL;
+    d->peer_err[0] = 0;
+    if (d->udp) {
+        int rc = em_xdp_udp_set_peer(d, peer, a);
+        if (rc == 0 &&
+            em_peer_table_reserve((void **)&d->peers, &d->npeers, sizeof *d->peers, peer) != 0)
+            rc = -ENOMEM;
+        if (rc == 0)
+            d->peers[peer].set = 1; /* the headers are xdp_udp.c's */
+        return rc;
+    }
+    int rc = em_xdp_l2_check(d, peer, a); /* on our segment, in our framing */
+    if (rc != 0)
+        return rc;
     if (em_peer_table_reserve((void **)&d->peers, &d->npeers, sizeof *d->peers, peer) != 0)
         return -ENOMEM;
     struct xdp_peer *pa = &d->peers[peer];
@@ -345,6 +324,7 @@ static void xdp_close(em_link_t *l)
     if (d->obj)
         bpf_object__close(d->obj);
     em_xdp_guard_release(&d->guard);
+    em_xdp_udp_free(d);
     if (d->area)
         munmap(d->area, d->area_len);
     free(d->slots);
@@ -410,7 +390,7 @@ static int attach_filter(struct xdp_link *d, const em_xdp_cfg_t *cfg, int frags,
         d->obj = NULL;
         snprintf(err, len,
                  "cannot open the XDP filter %s (install ethermpi-emd, or name it "
-                 "with EM_XDP_PROG)",
+                 "with the xdp_prog setting or EM_XDP_PROG)",
                  path);
         return -1;
     }
@@ -521,7 +501,7 @@ static int layout(struct xdp_link *d, const em_xdp_cfg_t *cfg, uint32_t mtu, cha
 {
     d->frames = cfg->frames ? cfg->frames : 4096;
     d->rx_frames = d->frames / 2;
-    d->span = (mtu + ETH_HLEN + CHUNK - 1) / CHUNK;
+    d->span = (mtu + ETH_HLEN + CHUNK - 1) / CHUNK; /* mtu: the Ethernet payload */
     d->nslots = (d->frames - d->rx_frames) / d->span;
     if ((d->frames & (d->frames - 1)) || d->frames < 64 || d->nslots < 8) {
         snprintf(err, len,
@@ -544,7 +524,7 @@ static int layout(struct xdp_link *d, const em_xdp_cfg_t *cfg, uint32_t mtu, cha
     d->free_head = NO_SLOT;
     for (uint32_t s = d->nslots; s-- > 0;) {
         struct tx_slot *t = &d->slots[s];
-        t->pkt.data = d->area + d->tx_base + (uint64_t)s * d->span * CHUNK + ETH_HLEN;
+        t->pkt.data = d->area + d->tx_base + (uint64_t)s * d->span * CHUNK + d->hdr_len;
         t->pkt.priv = (void *)(uintptr_t)s;
         t->next_free = d->free_head;
         d->free_head = s;
@@ -583,6 +563,21 @@ em_link_t *em_xdp_link_open(const em_xdp_cfg_t *cfg, char *err, size_t errlen)
         goto fail;
     }
     int sg = mtu + ETH_HLEN > CHUNK, map_fd = -1;
+    snprintf(d->ifname, sizeof d->ifname, "%s", cfg->ifname);
+    d->l2mtu = mtu;
+    d->hdr_len = ETH_HLEN;
+    d->ethertype = cfg->ethertype ? cfg->ethertype : EM_XDP_ETHERTYPE;
+    d->link.mtu = mtu;
+    d->link.local.len = EM_XDP_ADDR_LEN;
+    memcpy(d->link.local.bytes, d->mac, 6);
+    d->link.local.bytes[6] = (uint8_t)(cfg->queue >> 8);
+    d->link.local.bytes[7] = (uint8_t)cfg->queue;
+    /* udp framing: 42 header bytes, a smaller link MTU, a longer address;
+     * L2: our IPv4 address in the blob, for the peers' segment check */
+    if (cfg->framing_udp && em_xdp_udp_setup(d, cfg, err, errlen) != 0)
+        goto fail;
+    if (!cfg->framing_udp)
+        em_xdp_l2_local_ip(d);
     /* the queue's one live owner; a crashed owner's filter removed first
      * (a rank killed by an MPI abort leaves it attached) */
     if (em_xdp_guard_acquire(cfg->ifname, cfg->queue, &d->guard, err, errlen) != 0)
@@ -610,11 +605,6 @@ em_link_t *em_xdp_link_open(const em_xdp_cfg_t *cfg, char *err, size_t errlen)
     d->info.chunk = CHUNK;
     em_loss_init(&d->loss, cfg->rx_loss, cfg->loss_seed ? cfg->loss_seed : EM_LOSS_SEED_DEFAULT);
     d->link.ops = &XDP_OPS;
-    d->link.mtu = mtu;
-    d->link.local.len = EM_XDP_ADDR_LEN;
-    memcpy(d->link.local.bytes, d->mac, 6);
-    d->link.local.bytes[6] = (uint8_t)(cfg->queue >> 8);
-    d->link.local.bytes[7] = (uint8_t)cfg->queue;
     return &d->link;
 fail:
     xdp_close(&d->link);
@@ -628,4 +618,8 @@ const em_xdp_info_t *em_xdp_link_info(const em_link_t *l)
 const em_xdp_stats_t *em_xdp_link_stats(const em_link_t *l)
 {
     return &((const struct xdp_link *)l)->st;
+}
+const char *em_xdp_link_peer_error(const em_link_t *l)
+{
+    return ((const struct xdp_link *)l)->peer_err;
 }

@@ -20,7 +20,15 @@
  *    replaced or removed (an error names it).
  * L2 framing: Ethernet header (peer MAC, our MAC, ethertype 0x88B5), then
  * the protocol frame.  A peer's address is its MAC and queue (8 bytes, the
- * same as the DPDK link's L2 address, so either end may be either link).
+ * same as the DPDK link's L2 address, so either end may be either link),
+ * and the interface's IPv4 address when it has one (12 bytes): a peer whose
+ * address the kernel routes through a gateway is refused at set_peer
+ * naming the udp framing, instead of timing out.
+ * udp framing (framing_udp): Ethernet + IPv4 + UDP (link/ipudp.h) to the
+ * peer's address and port through the next hop the kernel names
+ * (link/neigh.h), for routed and cloud networks; the link MTU loses the 28
+ * bytes of IP and UDP.  A peer's address is then MAC, queue, IPv4, port (14
+ * bytes: the DPDK link's udp address).  xdp_udp.c holds it.
  *
  * Threading: one thread at a time, like every link.
  */
@@ -29,12 +37,18 @@
 
 #include <stdint.h>
 
+#include "link/ipudp.h"
 #include "link/link.h"
 
 /** The ethertype of ethermpi's reliable protocol (as the DPDK link's L2 framing). */
 #define EM_XDP_ETHERTYPE 0x88B5u
 /** A peer's address: MAC (6 bytes), queue (2, big-endian). */
 #define EM_XDP_ADDR_LEN 8u
+/** ... in L2 framing on an interface with IPv4: and that address (4), so a
+ *  peer behind a router is refused at set_peer (the DPDK link's L2 blob). */
+#define EM_XDP_ADDR_L2_IP_LEN 12u
+/** ... in udp framing: and IPv4 (4), UDP port (2), both big-endian. */
+#define EM_XDP_ADDR_UDP_LEN 14u
 
 typedef struct em_xdp_cfg {
     const char *ifname;    /**< interface */
@@ -48,6 +62,12 @@ typedef struct em_xdp_cfg {
                                installed one */
     double rx_loss;        /**< testing: drop this fraction of received frames (seeded) */
     uint64_t loss_seed;    /**< its stream (0: the fixed default) */
+    int framing_udp;       /**< 1: UDP/IPv4 framing; 0: L2 */
+    uint16_t udp_port;     /**< udp framing: our port (0: EM_UDP_PORT, which the filter takes) */
+    const char *udp_addr;  /**< udp framing: our IPv4 (NULL or "": the interface's) */
+    int udp_no_csum;       /**< udp framing: send no UDP checksum */
+    uint32_t resolve_ms;   /**< udp framing: how long set_peer waits for ARP (0: 3000) */
+    uint16_t ethertype;    /**< L2 framing: 0 = EM_XDP_ETHERTYPE; em_bcast: 0x88B6 */
 } em_xdp_cfg_t;
 
 /** What the link ended up with, for logs, stats and ethermpi-info. */
@@ -68,6 +88,8 @@ typedef struct em_xdp_stats {
     uint64_t rx_loss_drops; /**< dropped by rx_loss (testing) */
     uint64_t tx_full;       /**< tx ring full: frames left to the caller */
     uint64_t wakeups;       /**< syscalls the kernel asked for (need-wakeup) */
+    em_ipudp_counters_t udp_refused; /**< udp framing: received frames refused, by reason */
+    uint64_t nh_changes;             /**< udp framing: next-hop MACs changed (neighbour watch) */
 } em_xdp_stats_t;
 
 /**
@@ -79,5 +101,8 @@ typedef struct em_xdp_stats {
 em_link_t *em_xdp_link_open(const em_xdp_cfg_t *cfg, char *err, size_t errlen);
 const em_xdp_info_t *em_xdp_link_info(const em_link_t *l);
 const em_xdp_stats_t *em_xdp_link_stats(const em_link_t *l);
+/** Why the last set_peer failed ("" when it did not): udp framing's
+ *  unreachable next hop or too small path MTU, a framing mismatch. */
+const char *em_xdp_link_peer_error(const em_link_t *l);
 
 #endif
