@@ -21,17 +21,7 @@
 #include <unistd.h>
 
 #include "bcast/em_bcast.h"
-
-static int failures;
-#define CHECK(x, ...)                                                                              \
-    do {                                                                                           \
-        if (!(x)) {                                                                                \
-            failures++;                                                                            \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
+#include "unit_check.h"
 
 static double got[64];
 static unsigned calls;
@@ -43,13 +33,6 @@ static void apply(void *arg, uint16_t sender, uint32_t off, uint32_t count, cons
     memcpy(got + off, v, count * sizeof *v);
     from = sender;
     calls++;
-}
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
 static em_bcast_t *open_member(const char *iface, uint16_t self, int framing, const char *prog,

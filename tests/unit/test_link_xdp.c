@@ -24,28 +24,11 @@
 #include <unistd.h>
 
 #include "link/xdp/link_xdp.h"
-
-static int failures;
-#define CHECK(x, ...)                                                                              \
-    do {                                                                                           \
-        if (!(x)) {                                                                                \
-            failures++;                                                                            \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
+#include "unit_check.h"
 
 static uint8_t byte_at(uint32_t len, uint32_t i, unsigned dir)
 {
     return (uint8_t)(len * 7u + i * 13u + (i >> 9) + dir * 101u);
-}
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
 /* one frame of @p len bytes from @p a (peer 0 of it is @p b), received and checked */

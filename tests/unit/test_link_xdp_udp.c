@@ -27,26 +27,9 @@
 #include <unistd.h>
 
 #include "link/xdp/link_xdp.h"
-
-static int failures;
-#define CHECK(x, ...)                                                                              \
-    do {                                                                                           \
-        if (!(x)) {                                                                                \
-            failures++;                                                                            \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
+#include "unit_check.h"
 
 #define END_LEN 3u /* the frame that ends the echo */
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 static uint8_t byte_at(uint32_t len, uint32_t i)
 {
