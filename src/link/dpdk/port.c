@@ -463,6 +463,7 @@ static em_link_t *open_owner(struct port_setup *ps)
         goto fail;
     }
     em_dpdk_link_init(d, ps->cfg, ps->want, ps->gather ? EM_LINK_F_GATHER : 0);
+    d->af_xdp = ps->af_xdp;
     if (em_dpdk_udp_setup(d, ps->cfg, ps->item, ps->conf.txmode.offloads, ps->err, ps->errlen) !=
         0) {
         rte_eth_dev_stop(ps->port);
