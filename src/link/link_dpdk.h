@@ -140,10 +140,20 @@ typedef struct em_dpdk_cfg {
     uint32_t resolve_ms;
 } em_dpdk_cfg_t;
 
-/** Port counters (rte_eth_stats): all queues, and queue 0 alone. */
+/** Port counters (rte_eth_stats): all queues, and queue 0 alone; and
+ *  what the port lost: received frames dropped before we polled them
+ *  (imissed: af_xdp counts the kernel's drops for an empty fill ring
+ *  there), receive errors, mbuf allocation failures, send errors. */
 typedef struct em_dpdk_port_stats {
     uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
     uint64_t q0_rx_pkts, q0_rx_bytes, q0_tx_pkts, q0_tx_bytes;
+    uint64_t rx_missed, rx_errors, rx_nombuf, tx_errors;
+    /* af_xdp: the kernel's counters (XDP_STATISTICS) of the process's
+     * AF_XDP sockets (the PMD does not say which is the port's: with two
+     * af_xdp ports both links show the sum): received frames dropped for a
+     * full rx ring, fill ring found empty, other receive drops, and sent
+     * frames the kernel refused (tx_invalid_descs, e.g. outside the UMEM) */
+    uint64_t xdp_rx_ring_full, xdp_fill_empty, xdp_rx_dropped, xdp_tx_invalid;
 } em_dpdk_port_stats_t;
 
 typedef struct em_dpdk_stats {
@@ -160,6 +170,7 @@ typedef struct em_dpdk_stats {
     em_ipudp_counters_t udp_refused; /**< udp framing: received frames refused, by reason */
     uint64_t nh_changes; /**< udp framing: next-hop MACs changed under us (neighbour watch) */
     uint64_t tx_csum_sw; /**< udp framing: UDP checksums computed in software */
+    uint64_t tx_nombuf;  /**< tx_alloc found the pool empty */
 } em_dpdk_stats_t;
 
 /**

@@ -134,6 +134,31 @@ static int dpdk_configured(void)
     return daemon_mode() || (p->vdev && *p->vdev) || (p->eal_args && *p->eal_args);
 }
 
+/* btl_dpdk_print_stats, direct mode: the link's and the port's counters
+ * (what the PMD or the kernel lost never reaches the protocol's) */
+static void dpdk_link_stats(em_link_t *l)
+{
+    const em_dpdk_stats_t *s = em_link_dpdk_stats(l);
+    em_dpdk_port_stats_t p;
+    char name[64];
+    em_link_dpdk_port_name(l, name, sizeof name);
+    if (em_link_dpdk_port_stats(l, &p) != 0)
+        memset(&p, 0, sizeof p);
+    opal_output(0,
+                "[%s] btl_dpdk link %s: tx %llu frames (%llu times the queue was full), rx %llu "
+                "frames (%llu foreign); port: rx %llu missed %llu errors %llu no-mbuf %llu, "
+                "tx %llu errors %llu; AF_XDP: rx ring full %llu, fill ring empty %llu, "
+                "dropped %llu, tx refused %llu; no free mbuf to send %llu",
+                opal_process_info.nodename, name, (unsigned long long)s->tx_frames,
+                (unsigned long long)s->tx_full, (unsigned long long)s->rx_frames,
+                (unsigned long long)s->rx_foreign, (unsigned long long)p.rx_pkts,
+                (unsigned long long)p.rx_missed, (unsigned long long)p.rx_errors,
+                (unsigned long long)p.rx_nombuf, (unsigned long long)p.tx_pkts,
+                (unsigned long long)p.tx_errors, (unsigned long long)p.xdp_rx_ring_full,
+                (unsigned long long)p.xdp_fill_empty, (unsigned long long)p.xdp_rx_dropped,
+                (unsigned long long)p.xdp_tx_invalid, (unsigned long long)s->tx_nombuf);
+}
+
 static mca_btl_base_module_t **dpdk_init(int *num_btls, bool progress_threads, bool mpi_threads)
 {
     *num_btls = 0;
@@ -145,6 +170,7 @@ static mca_btl_base_module_t **dpdk_init(int *num_btls, bool progress_threads, b
         return NULL;
     }
     dpdk_params.kind = daemon_mode() ? EM_LINK_KIND_EMD : EM_LINK_KIND_DPDK;
+    dpdk_params.print_link_stats = daemon_mode() ? NULL : dpdk_link_stats;
     return em_btl_init(&dpdk_module, &mca_btl_dpdk_component, "dpdk", &dpdk_params, dpdk_open_link,
                        num_btls, mpi_threads);
 }

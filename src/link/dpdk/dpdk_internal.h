@@ -59,6 +59,7 @@ struct dpdk_link {
     struct rte_ring *ring;    /* sharer: frames of our ethertype the others passed on */
     int sharer;               /* 1: not the port's owner */
     int memif;                /* a memif port: never stopped or closed (port.c) */
+    int af_xdp;               /* an af_xdp port (its socket's counters: port stats) */
     int share_slot;           /* sharer: our entry in share->user[] */
     uint32_t share_gen;       /* share->gen when we joined (owner: published) */
     uint16_t hdr_len;         /* bytes in front of the protocol frame: 14, or 42 (udp) */

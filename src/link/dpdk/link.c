@@ -14,14 +14,22 @@
 
 #include <rte_ethdev.h>
 
+#include <linux/if_xdp.h>
+#include <sys/socket.h>
+#ifndef SOL_XDP
+#define SOL_XDP 283
+#endif
+
 static em_pkt_t *pkt_of(struct rte_mbuf *m) { return rte_mbuf_to_priv(m); }
 
 static em_pkt_t *dpdk_tx_alloc(em_link_t *l)
 {
     struct dpdk_link *d = (struct dpdk_link *)l;
     struct rte_mbuf *m = rte_pktmbuf_alloc(d->pool);
-    if (!m)
+    if (!m) {
+        d->st.tx_nombuf++;
         return NULL;
+    }
     em_pkt_t *p = pkt_of(m);
     p->data = rte_pktmbuf_mtod(m, uint8_t *) + d->hdr_len;
     p->len = 0;
@@ -241,6 +249,25 @@ const em_dpdk_stats_t *em_link_dpdk_stats(const em_link_t *l)
     return &((const struct dpdk_link *)l)->st;
 }
 
+/* The af_xdp PMD keeps its socket to itself: ask every descriptor of the
+ * process, only AF_XDP sockets answer XDP_STATISTICS. */
+static void xdp_socket_stats(em_dpdk_port_stats_t *out)
+{
+    for (int fd = 0; fd < 1024; fd++) {
+        struct xdp_statistics xs;
+        socklen_t len = sizeof xs;
+        memset(&xs, 0, sizeof xs);
+        if (getsockopt(fd, SOL_XDP, XDP_STATISTICS, &xs, &len) != 0)
+            continue;
+        out->xdp_rx_dropped += xs.rx_dropped;
+        out->xdp_tx_invalid += xs.tx_invalid_descs;
+        if (len >= sizeof xs) {
+            out->xdp_rx_ring_full += xs.rx_ring_full;
+            out->xdp_fill_empty += xs.rx_fill_ring_empty_descs;
+        }
+    }
+}
+
 int em_link_dpdk_port_stats(const em_link_t *l, em_dpdk_port_stats_t *out)
 {
     const struct dpdk_link *d = (const struct dpdk_link *)l;
@@ -257,7 +284,13 @@ int em_link_dpdk_port_stats(const em_link_t *l, em_dpdk_port_stats_t *out)
         .q0_rx_bytes = st.q_ibytes[0],
         .q0_tx_pkts = st.q_opackets[0],
         .q0_tx_bytes = st.q_obytes[0],
+        .rx_missed = st.imissed,
+        .rx_errors = st.ierrors,
+        .rx_nombuf = st.rx_nombuf,
+        .tx_errors = st.oerrors,
     };
+    if (d->af_xdp)
+        xdp_socket_stats(out);
     return 0;
 }
 

@@ -21,6 +21,7 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
+#include <rte_mbuf_pool_ops.h>
 
 /* Ports closed while others are still open are only stopped: their close
  * waits for the last one (the order the af_xdp and NIC PMDs were tested
@@ -183,7 +184,8 @@ static int check_device(struct port_setup *ps)
  * a page, and a received frame must also leave the kernel's XDP headroom
  * free in it: at 4 KiB pages that is a 3402-byte MTU.  (With DPDK's default
  * 2 KiB room the kernel could place only ~1.8 KB frames, and anything
- * larger was dropped silently.)  Other PMDs may carry a jumbo frame in one
+ * larger was dropped silently.)  The pool's objects must tile the UMEM
+ * exactly (af_xdp_pool, below).  Other PMDs may carry a jumbo frame in one
  * buffer. */
 static void size_buffers(struct port_setup *ps)
 {
@@ -192,9 +194,10 @@ static void size_buffers(struct port_setup *ps)
     ps->room = (uint16_t)(9216 + RTE_PKTMBUF_HEADROOM);
     uint32_t xdp_headroom = 0;
     if (ps->af_xdp) {
-        /* The mempool pads an object to an odd number of cache lines (it
-         * spreads objects over memory channels), so a page-sized object
-         * would become 65 lines: aim at one line less than a page. */
+        /* The data room of the element one cache line short of a page
+         * (what DPDK's default mempool layout allowed; the MTU stays the
+         * one the clusters and docs give); the element itself is padded
+         * to the page in af_xdp_pool. */
         long page = sysconf(_SC_PAGESIZE);
         size_t total = (page >= 4096 ? (size_t)page : 4096u) - RTE_CACHE_LINE_SIZE;
         size_t elt = total - RTE_CACHE_LINE_ROUNDUP(sizeof(struct rte_mempool_objhdr));
@@ -264,6 +267,103 @@ static int check_extra_queues(struct port_setup *ps)
     return 0;
 }
 
+/* af_xdp: the mbuf pool the PMD registers as the socket's UMEM.  DPDK
+ * 22.11's PMD registers, from the first object's page on, "objects x
+ * object size" bytes: it assumes the objects lie back to back.  DPDK's
+ * default layout does not keep that promise for page-sized elements: it
+ * pads an object to an odd number of cache lines (spreading objects over
+ * memory channels), and it never lets an object cross a page (a 4 KiB one
+ * without hugepages, 2 MiB with), so every object began a page of its own
+ * and the objects near the pool's end lay beyond the registered UMEM (129
+ * of 8191 without hugepages).  The kernel refuses a frame sent from such
+ * an mbuf (XDP_STATISTICS tx_invalid_descs) while the PMD counts it as
+ * sent: a silent loss.  A thread with an EAL lcore recycles a few hot
+ * mbufs through its mempool cache and rarely reached them; the
+ * application's threads have none (rte_lcore_id() is LCORE_ID_ANY), take
+ * and return every mbuf through the pool's ring, cycle through all of
+ * them, and lost ~3 % of their frames (mpi_threads: hundreds of
+ * retransmission timeouts).  So the objects here are exactly one page
+ * (no spreading; header + element = page), and tile the UMEM. */
+static void umem_area_free(struct rte_mempool_memhdr *mh, void *opaque)
+{
+    (void)mh;
+    rte_memzone_free(opaque);
+}
+
+static struct rte_mempool *af_xdp_pool(const char *name, unsigned n, uint16_t priv, uint16_t room)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    size_t pg = page >= 4096 ? (size_t)page : 4096u;
+    unsigned hdr = RTE_CACHE_LINE_ROUNDUP(sizeof(struct rte_mempool_objhdr));
+    unsigned elt = (unsigned)pg - hdr;
+    if (sizeof(struct rte_mbuf) + priv + room > elt ||
+        rte_mempool_calc_obj_size(elt, RTE_MEMPOOL_F_NO_SPREAD, NULL) != pg) {
+        rte_errno = EINVAL; /* the layout below no longer holds: refuse, do not lose frames */
+        return NULL;
+    }
+    struct rte_mempool *mp = rte_mempool_create_empty(
+        name, n, elt, 256, sizeof(struct rte_pktmbuf_pool_private), (int)rte_socket_id(),
+        RTE_MEMPOOL_F_NO_SPREAD);
+    if (!mp)
+        return NULL;
+    struct rte_pktmbuf_pool_private pp = { .mbuf_data_room_size = room, .mbuf_priv_size = priv };
+    int rc = rte_mempool_set_ops_byname(mp, rte_mbuf_best_mempool_ops(), NULL);
+    if (rc == 0) {
+        rte_pktmbuf_pool_init(mp, &pp);
+        /* one page-aligned area of n pages: object i is page i */
+        char mzname[RTE_MEMZONE_NAMESIZE];
+        snprintf(mzname, sizeof mzname, "%.24s_umem", name);
+        const struct rte_memzone *mz = rte_memzone_reserve_aligned(mzname, (size_t)n * pg,
+                                                                   (int)rte_socket_id(), 0, pg);
+        if (!mz)
+            rc = -rte_errno;
+        else if (rte_mempool_populate_iova(mp, mz->addr, mz->iova, mz->len, umem_area_free,
+                                           (void *)(uintptr_t)mz) <= 0) {
+            rte_memzone_free(mz);
+            rc = -ENOMEM;
+        } else if (mp->populated_size != n)
+            rc = -ENOMEM;
+    }
+    if (rc != 0) {
+        rte_mempool_free(mp);
+        rte_errno = -rc;
+        return NULL;
+    }
+    rte_mempool_obj_iter(mp, rte_pktmbuf_init, NULL);
+    return mp;
+}
+
+struct umem_span {
+    uintptr_t base, end;
+    uint32_t size;
+    unsigned outside;
+};
+
+static void count_outside(struct rte_mempool *mp, void *opaque, void *obj, unsigned idx)
+{
+    (void)idx;
+    struct umem_span *u = opaque;
+    uintptr_t o = (uintptr_t)obj - mp->header_size;
+    if (o < u->base || o + u->size > u->end)
+        u->outside++;
+}
+
+/* af_xdp: how many of the pool's objects lie outside the UMEM the PMD
+ * registers for it (its rule: from the first memory chunk's page, objects
+ * x object size bytes; af_xdp_pool makes that 0). */
+static unsigned umem_outside(struct rte_mempool *mp)
+{
+    struct rte_mempool_memhdr *mh = STAILQ_FIRST(&mp->mem_list);
+    if (!mh)
+        return mp->size;
+    uintptr_t a = (uintptr_t)mh->addr;
+    struct umem_span u = { .size = rte_mempool_calc_obj_size(mp->elt_size, mp->flags, NULL) };
+    u.base = a & ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
+    u.end = a + (uintptr_t)mp->populated_size * u.size;
+    rte_mempool_obj_iter(mp, count_outside, &u);
+    return u.outside;
+}
+
 /* The port's mbuf pool, and for zero-copy send the pool of data-less mbufs
  * that point at a caller's payload. */
 static int create_pools(struct port_setup *ps, struct dpdk_link *d)
@@ -271,12 +371,24 @@ static int create_pools(struct port_setup *ps, struct dpdk_link *d)
     char name[64];
     snprintf(name, sizeof name, "em_pool_%u", ps->port);
     ps->nb = ps->cfg->nb_mbufs ? ps->cfg->nb_mbufs : 8191;
-    d->pool = rte_pktmbuf_pool_create(name, ps->nb, 256, ps->priv, ps->room, (int)rte_socket_id());
+    d->pool = ps->af_xdp ? af_xdp_pool(name, ps->nb, ps->priv, ps->room)
+                         : rte_pktmbuf_pool_create(name, ps->nb, 256, ps->priv, ps->room,
+                                                   (int)rte_socket_id());
     if (!d->pool) {
         snprintf(ps->err, ps->errlen,
                  "cannot create a pool of %u mbufs of %u bytes: %s (raise -m in the "
                  "EAL arguments)",
                  ps->nb, ps->room, rte_strerror(rte_errno));
+        return -1;
+    }
+    unsigned out = ps->af_xdp ? umem_outside(d->pool) : 0;
+    if (out) {
+        snprintf(ps->err, ps->errlen,
+                 "%u of the %u mbufs of the af_xdp pool lie outside the UMEM the PMD "
+                 "registers (the pool's memory is not one run of page-sized objects); frames "
+                 "sent from them would be lost: give EAL one contiguous memory area "
+                 "(--no-huge -m 256, or enough free hugepages)",
+                 out, ps->nb);
         return -1;
     }
     memset(&ps->conf, 0, sizeof ps->conf);
@@ -463,6 +575,7 @@ static em_link_t *open_owner(struct port_setup *ps)
         goto fail;
     }
     em_dpdk_link_init(d, ps->cfg, ps->want, ps->gather ? EM_LINK_F_GATHER : 0);
+    d->af_xdp = ps->af_xdp;
     if (em_dpdk_udp_setup(d, ps->cfg, ps->item, ps->conf.txmode.offloads, ps->err, ps->errlen) !=
         0) {
         rte_eth_dev_stop(ps->port);
