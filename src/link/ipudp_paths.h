@@ -43,15 +43,15 @@
 
 /** How a link sets up its table (em_udp_paths_init). */
 typedef struct em_udp_paths_cfg {
-    const char *addr;     /**< our IPv4 address as configured; NULL or "": see below */
-    uint32_t if_ip;       /**< the interface's first IPv4 address (0: none) */
-    unsigned if_plen;     /**< its prefix length (0: unknown: no subnet broadcast) */
-    uint32_t fallback_ip; /**< no address and no interface: this one (a cable) */
-    uint16_t port;        /**< our UDP port; 0: EM_UDP_PORT */
-    uint32_t resolve_ms;  /**< next-hop resolution bound; 0: 3000 */
-    unsigned tx_flags;    /**< enum em_ipudp_tx_flags of every template */
-    const char *ifname;   /**< the kernel interface; NULL or "": none (a cable) */
-    int ifindex;          /**< its index (0: none: no neighbour watch) */
+    const char *addr;         /**< our IPv4 address as configured; NULL or "": see below */
+    uint32_t if_ip;           /**< the interface's first IPv4 address (0: none) */
+    unsigned if_plen;         /**< its prefix length (0: unknown: no subnet broadcast) */
+    uint32_t fallback_ip;     /**< no address and no interface: this one (a cable) */
+    uint16_t port;            /**< our UDP port; 0: EM_UDP_PORT */
+    uint32_t resolve_ms;      /**< next-hop resolution bound; 0: 3000 */
+    unsigned tx_flags;        /**< enum em_ipudp_tx_flags of every template */
+    const char *ifname;       /**< the kernel interface; NULL or "": none (a cable) */
+    int ifindex;              /**< its index (0: none: no neighbour watch) */
     const char *addr_setting; /**< in errors: "btl_dpdk_udp_addr", "the udp_addr setting" */
     const char *mtu_setting;  /**< in errors: "btl_dpdk_mtu", "the mtu setting" */
     const char *unit;         /**< in errors: "this <unit>'s packets": "port", "link" */
