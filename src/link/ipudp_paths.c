@@ -79,6 +79,13 @@ void em_udp_paths_free(em_udp_paths_t *t)
     t->npeers = 0;
 }
 
+void em_udp_blob_put(const em_udp_paths_t *t, uint8_t *blob)
+{
+    em_udp_blob_put_ip(blob, t->ip);
+    blob[EM_UDP_BLOB_PORT] = (uint8_t)(t->port >> 8);
+    blob[EM_UDP_BLOB_PORT + 1] = (uint8_t)t->port;
+}
+
 int em_udp_paths_reserve(em_udp_paths_t *t, uint16_t peer)
 {
     const struct {

@@ -57,6 +57,32 @@ typedef struct em_udp_paths_cfg {
     const char *unit;         /**< in errors: "this <unit>'s packets": "port", "link" */
 } em_udp_paths_cfg_t;
 
+/** Both bypass links' address blobs: MAC (bytes 0-5), queue (6-7), then
+ *  the IPv4 address (8-11: udp framing, and L2 framing with the
+ *  interface's address) and the UDP port (12-13: udp framing), big-endian. */
+#define EM_UDP_BLOB_IP   8u
+#define EM_UDP_BLOB_PORT 12u
+
+/** The IPv4 address in @p blob (host order). */
+static inline uint32_t em_udp_blob_ip(const uint8_t *blob)
+{
+    const uint8_t *b = blob + EM_UDP_BLOB_IP;
+    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+/** The UDP port in @p blob (host order). */
+static inline uint16_t em_udp_blob_port(const uint8_t *blob)
+{
+    return (uint16_t)(blob[EM_UDP_BLOB_PORT] << 8 | blob[EM_UDP_BLOB_PORT + 1]);
+}
+
+/** Write @p ip into @p blob (big-endian). */
+static inline void em_udp_blob_put_ip(uint8_t *blob, uint32_t ip)
+{
+    for (int i = 0; i < 4; i++)
+        blob[EM_UDP_BLOB_IP + i] = (uint8_t)(ip >> (24 - 8 * i));
+}
+
 /** A link's udp framing state: ours, and per peer (npeers entries each). */
 typedef struct em_udp_paths {
     uint32_t ip; /**< ours */
@@ -90,6 +116,9 @@ typedef struct em_udp_paths {
 int em_udp_paths_init(em_udp_paths_t *t, const em_udp_paths_cfg_t *c, char *err, size_t errlen);
 /** Free what @p t holds (the watch, the per-peer arrays, the map). */
 void em_udp_paths_free(em_udp_paths_t *t);
+
+/** Write our IPv4 address and UDP port into our @p blob. */
+void em_udp_blob_put(const em_udp_paths_t *t, uint8_t *blob);
 
 /** Grow the per-peer arrays to hold @p peer (new entries zeroed).
  *  @return 0, or -1 (out of memory: the arrays keep npeers entries). */

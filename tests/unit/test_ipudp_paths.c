@@ -10,8 +10,8 @@
  * of the test's own (unshare(CLONE_NEWNET)):
  *   p0 10.95.0.1/24 <-veth-> p1, 10.95.0.2 a permanent neighbour,
  *   10.94.0.0/24 via 10.95.0.2 (mtu 1400)
- * the kernel's next hop, and the path-MTU refusal in each link's words
- * (skipped without root).
+ * the kernel's next hop, the path-MTU refusal in each link's words, and
+ * L2 framing's segment check (skipped without root).
  */
 #include <errno.h>
 #include <net/if.h>
@@ -139,6 +139,23 @@ static void frame_from(uint32_t ip, uint16_t port, uint32_t dst_ip, uint32_t ple
     assert_int_equal(em_ipudp_encode(&p, 1, plen, 0, f), 0);
 }
 
+static void test_blob(void **state)
+{
+    (void)state;
+    char err[256];
+    em_udp_paths_t t;
+    em_udp_paths_cfg_t c = dpdk_cfg("10.1.2.3", 0, 0, NULL);
+    c.port = 0x1234;
+    assert_int_equal(em_udp_paths_init(&t, &c, err, sizeof err), 0);
+    uint8_t blob[14] = { 0 };
+    em_udp_blob_put(&t, blob);
+    static const uint8_t want[14] = { 0, 0, 0, 0, 0, 0, 0, 0, 10, 1, 2, 3, 0x12, 0x34 };
+    assert_memory_equal(blob, want, sizeof want);
+    assert_int_equal(em_udp_blob_ip(blob), 0x0A010203u);
+    assert_int_equal(em_udp_blob_port(blob), 0x1234);
+    em_udp_paths_free(&t);
+}
+
 static void test_set_peer_and_rx(void **state)
 {
     (void)state;
@@ -147,9 +164,9 @@ static void test_set_peer_and_rx(void **state)
     em_udp_paths_cfg_t c = dpdk_cfg(NULL, 0x0A010203u, 24, NULL);
     c.tx_flags = EM_IPUDP_TX_IP_CSUM_HW;
     assert_int_equal(em_udp_paths_init(&t, &c, err, sizeof err), 0);
-    assert_int_equal(em_udp_paths_set_peer(&t, 5, 0x0A010207u, 4000, our_mac, 1472, cable_mac, err,
-                                           sizeof err),
-                     0);
+    assert_int_equal(
+        em_udp_paths_set_peer(&t, 5, 0x0A010207u, 4000, our_mac, 1472, cable_mac, err, sizeof err),
+        0);
     assert_true(t.npeers >= 6);
     /* the template writes what the encoder writes for this path */
     const em_ipudp_path_t want = { .src_mac = { 2, 0xe7, 0, 0, 0, 1 },
@@ -172,18 +189,18 @@ static void test_set_peer_and_rx(void **state)
     assert_int_equal(em_udp_paths_rx_peer(&t, f), 0xFFFF);
 
     /* a new address: the old source no longer names the peer */
-    assert_int_equal(em_udp_paths_set_peer(&t, 5, 0x0A010208u, 4000, our_mac, 1472, cable_mac, err,
-                                           sizeof err),
-                     0);
+    assert_int_equal(
+        em_udp_paths_set_peer(&t, 5, 0x0A010208u, 4000, our_mac, 1472, cable_mac, err, sizeof err),
+        0);
     frame_from(0x0A010207u, 4000, t.ip, 64, f);
     assert_int_equal(em_udp_paths_rx_peer(&t, f), 0xFFFF);
     frame_from(0x0A010208u, 4000, t.ip, 64, f);
     assert_int_equal(em_udp_paths_rx_peer(&t, f), 5);
 
     /* the broadcast peer only sends */
-    assert_int_equal(em_udp_paths_set_peer(&t, 6, 0x0A0102FFu, 4000, our_mac, 1472, cable_mac, err,
-                                           sizeof err),
-                     0);
+    assert_int_equal(
+        em_udp_paths_set_peer(&t, 6, 0x0A0102FFu, 4000, our_mac, 1472, cable_mac, err, sizeof err),
+        0);
     frame_from(0x0A0102FFu, 4000, t.ip, 64, f);
     assert_int_equal(em_udp_paths_rx_peer(&t, f), 0xFFFF);
 
@@ -240,7 +257,7 @@ static void say_some(void)
     for (int i = 0; i < 3; i++) {
         em_link_say_once(&warned, 3, "xdp", "peer gone");
         em_link_say_once(&warned, 70, "xdp", "peer gone"); /* >= 64: every time */
-        em_link_say_once(&warned, 4, "xdp", "");            /* nothing to say */
+        em_link_say_once(&warned, 4, "xdp", "");           /* nothing to say */
     }
 }
 
@@ -272,21 +289,20 @@ static void test_kernel_next_hop(void **state)
     assert_int_equal(em_udp_paths_init(&t, &c, err, sizeof err), 0);
     assert_true(t.watch.fd >= 0);
     /* on-link: the kernel's entry; the cable MAC is not used */
-    assert_int_equal(em_udp_paths_set_peer(&t, 0, 0x0A5F0002u, 4000, our_mac, 1472, cable_mac, err,
-                                           sizeof err),
-                     0);
+    assert_int_equal(
+        em_udp_paths_set_peer(&t, 0, 0x0A5F0002u, 4000, our_mac, 1472, cable_mac, err, sizeof err),
+        0);
     assert_memory_equal(t.path[0].dst_mac, gw_mac, 6);
     assert_int_equal(t.nh_ip[0], 0x0A5F0002u);
     assert_true(t.nh_valid[0]);
     /* behind the router: its MAC, and its route's MTU bounds our packets */
-    assert_int_equal(em_udp_paths_set_peer(&t, 1, 0x0A5E0005u, 4000, our_mac, 1372, NULL, err,
-                                           sizeof err),
-                     0);
+    assert_int_equal(
+        em_udp_paths_set_peer(&t, 1, 0x0A5E0005u, 4000, our_mac, 1372, NULL, err, sizeof err), 0);
     assert_memory_equal(t.path[1].dst_mac, gw_mac, 6);
     assert_int_equal(t.nh_ip[1], 0x0A5F0002u);
-    assert_int_equal(em_udp_paths_set_peer(&t, 1, 0x0A5E0006u, 4000, our_mac, 1472, NULL, err,
-                                           sizeof err),
-                     -EMSGSIZE);
+    assert_int_equal(
+        em_udp_paths_set_peer(&t, 1, 0x0A5E0006u, 4000, our_mac, 1472, NULL, err, sizeof err),
+        -EMSGSIZE);
     assert_string_equal(err, "udp framing: the path MTU to 10.94.0.6 is 1400, below this port's "
                              "1500-byte packets (never fragmented): set btl_dpdk_mtu to 1400 or "
                              "less");
@@ -296,13 +312,29 @@ static void test_kernel_next_hop(void **state)
     c.mtu_setting = "the mtu setting";
     c.unit = "link";
     assert_int_equal(em_udp_paths_init(&t, &c, err, sizeof err), 0);
-    assert_int_equal(em_udp_paths_set_peer(&t, 0, 0x0A5E0006u, 4000, our_mac, 1472, NULL, err,
-                                           sizeof err),
-                     -EMSGSIZE);
+    assert_int_equal(
+        em_udp_paths_set_peer(&t, 0, 0x0A5E0006u, 4000, our_mac, 1472, NULL, err, sizeof err),
+        -EMSGSIZE);
     assert_string_equal(err, "udp framing: the path MTU to 10.94.0.6 is 1400, below this link's "
                              "1500-byte packets (never fragmented): set the mtu setting to 1400 or "
                              "less");
     em_udp_paths_free(&t);
+
+    /* L2 framing: on-link through p0, or the reason it is not */
+    int p0 = (int)if_nametoindex("p0");
+    assert_int_equal(
+        em_l2_segment_check(0x0A5F0002u, "p0", p0, 0x88B5, "framing udp", err, sizeof err), 0);
+    assert_int_equal(
+        em_l2_segment_check(0x0A5E0006u, "p0", p0, 0x88B5, "framing udp", err, sizeof err),
+        -EHOSTUNREACH);
+    assert_string_equal(err, "L2 framing: peer 10.94.0.6 unreachable: it is behind the router "
+                             "10.95.0.2, and raw Ethernet frames (ethertype 0x88b5) do not cross "
+                             "a router; run the job with framing udp");
+    assert_int_equal(em_l2_segment_check(0x0A5F0002u, "lo", (int)if_nametoindex("lo"), 0x88B5,
+                                         "framing udp", err, sizeof err),
+                     -EHOSTUNREACH);
+    assert_string_equal(err, "L2 framing: peer 10.95.0.2 unreachable: it is not on lo's segment "
+                             "(the kernel routes it through another interface)");
 }
 
 int main(void)
@@ -313,11 +345,9 @@ int main(void)
         fprintf(stderr, "test_ipudp_paths: no root or no network namespace: the kernel next-hop "
                         "test is skipped\n");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_own_address),
-        cmocka_unit_test(test_next_hop_without_kernel),
-        cmocka_unit_test(test_set_peer_and_rx),
-        cmocka_unit_test(test_say_once),
-        cmocka_unit_test(test_kernel_next_hop),
+        cmocka_unit_test(test_own_address), cmocka_unit_test(test_next_hop_without_kernel),
+        cmocka_unit_test(test_blob),        cmocka_unit_test(test_set_peer_and_rx),
+        cmocka_unit_test(test_say_once),    cmocka_unit_test(test_kernel_next_hop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

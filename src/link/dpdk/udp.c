@@ -41,11 +41,6 @@ static unsigned tx_flags(const struct dpdk_udp *u)
            (u->tx_udp_hw && !u->no_csum ? EM_IPUDP_TX_UDP_CSUM_HW : 0);
 }
 
-static uint32_t be32(const uint8_t *b)
-{
-    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-}
-
 int em_dpdk_udp_setup(struct dpdk_link *d, const em_dpdk_cfg_t *cfg, const char *item,
                       uint64_t offloads, char *err, size_t errlen)
 {
@@ -57,8 +52,7 @@ int em_dpdk_udp_setup(struct dpdk_link *d, const em_dpdk_cfg_t *cfg, const char 
         d->if_ip = 0;
     if (cfg->framing != EM_DPDK_FRAMING_UDP) {
         if (d->if_ip) { /* for the peers' segment check */
-            uint32_t v = htonl(d->if_ip);
-            memcpy(d->link.local.bytes + 8, &v, 4);
+            em_udp_blob_put_ip(d->link.local.bytes, d->if_ip);
             d->link.local.len = EM_DPDK_ADDR_L2_IP;
         }
         return 0;
@@ -94,10 +88,7 @@ int em_dpdk_udp_setup(struct dpdk_link *d, const em_dpdk_cfg_t *cfg, const char 
     d->hdr_len = EM_IPUDP_HDR_LEN;
     d->demux_be = htons(u->t.port);
     d->link.mtu -= EM_IPUDP_OVERHEAD; /* the IP packet is what the MTU bounds */
-    uint32_t ipbe = htonl(u->t.ip);
-    uint16_t pbe = htons(u->t.port);
-    memcpy(d->link.local.bytes + 8, &ipbe, 4);
-    memcpy(d->link.local.bytes + 12, &pbe, 2);
+    em_udp_blob_put(&u->t, d->link.local.bytes);
     d->link.local.len = EM_DPDK_ADDR_UDP;
     return 0;
 }
@@ -170,9 +161,9 @@ static int udp_set_peer(struct dpdk_link *d, uint16_t peer, const em_link_addr_t
         return -EINVAL;
     }
     /* on a cable the blob's MAC is the next hop */
-    return em_udp_paths_set_peer(&u->t, peer, be32(a->bytes + 8),
-                                 (uint16_t)(a->bytes[12] << 8 | a->bytes[13]), d->mac.addr_bytes,
-                                 d->link.mtu, a->bytes, d->peer_err, sizeof d->peer_err);
+    return em_udp_paths_set_peer(&u->t, peer, em_udp_blob_ip(a->bytes), em_udp_blob_port(a->bytes),
+                                 d->mac.addr_bytes, d->link.mtu, a->bytes, d->peer_err,
+                                 sizeof d->peer_err);
 }
 
 /* L2 framing: a peer whose blob has its IPv4 address must be on our segment */
@@ -186,31 +177,9 @@ static int l2_check_segment(struct dpdk_link *d, const em_link_addr_t *a)
     }
     if (a->len != EM_DPDK_ADDR_L2_IP || !d->ifname[0] || !d->if_ip)
         return a->len == EM_DPDK_ADDR_L2 || a->len == EM_DPDK_ADDR_L2_IP ? 0 : -EINVAL;
-    uint32_t ip = be32(a->bytes + 8);
-    char s[16], g[16], why[256];
-    em_ipv4_str(ip, s, sizeof s);
-    em_route_t r;
-    if (em_route_get(ip, &r, why, sizeof why) != 0) {
-        snprintf(d->peer_err, sizeof d->peer_err, "L2 framing: peer %s unreachable: %s", s, why);
-        return -EHOSTUNREACH;
-    }
-    if (r.gateway) {
-        em_ipv4_str(r.gateway, g, sizeof g);
-        snprintf(d->peer_err, sizeof d->peer_err,
-                 "L2 framing: peer %s unreachable: it is behind "
-                 "the router %s, and raw Ethernet frames (ethertype 0x%04x) do not cross a router; "
-                 "run the job with --mca btl_dpdk_framing udp",
-                 s, g, ntohs(d->ethertype_be));
-        return -EHOSTUNREACH;
-    }
-    if (r.ifindex != (int)if_nametoindex(d->ifname)) {
-        snprintf(d->peer_err, sizeof d->peer_err,
-                 "L2 framing: peer %s unreachable: it is not on "
-                 "%s's segment (the kernel routes it through another interface)",
-                 s, d->ifname);
-        return -EHOSTUNREACH;
-    }
-    return 0;
+    return em_l2_segment_check(em_udp_blob_ip(a->bytes), d->ifname, (int)if_nametoindex(d->ifname),
+                               ntohs(d->ethertype_be), "--mca btl_dpdk_framing udp", d->peer_err,
+                               sizeof d->peer_err);
 }
 
 int em_dpdk_set_peer(struct dpdk_link *d, uint16_t peer, const em_link_addr_t *a)

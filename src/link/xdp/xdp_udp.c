@@ -28,11 +28,6 @@ struct xdp_udp {
     uint16_t ip_id;
 };
 
-static uint32_t be32(const uint8_t *b)
-{
-    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-}
-
 int em_xdp_udp_setup(struct xdp_link *d, const em_xdp_cfg_t *cfg, char *err, size_t errlen)
 {
     uint32_t if_ip = 0;
@@ -69,10 +64,7 @@ int em_xdp_udp_setup(struct xdp_link *d, const em_xdp_cfg_t *cfg, char *err, siz
     }
     d->hdr_len = EM_IPUDP_HDR_LEN;
     d->link.mtu = d->l2mtu - EM_IPUDP_OVERHEAD; /* the IP packet is what the MTU bounds */
-    uint32_t ipbe = htonl(u->t.ip);
-    uint16_t pbe = htons(u->t.port);
-    memcpy(d->link.local.bytes + 8, &ipbe, 4);
-    memcpy(d->link.local.bytes + 12, &pbe, 2);
+    em_udp_blob_put(&u->t, d->link.local.bytes);
     d->link.local.len = EM_XDP_ADDR_UDP_LEN;
     return 0;
 }
@@ -125,9 +117,9 @@ int em_xdp_udp_set_peer(struct xdp_link *d, uint16_t peer, const em_link_addr_t 
         return -EINVAL;
     }
     /* the interface always has a kernel: no cable MAC */
-    int rc = em_udp_paths_set_peer(&u->t, peer, be32(a->bytes + 8),
-                                   (uint16_t)(a->bytes[12] << 8 | a->bytes[13]), d->mac,
-                                   d->link.mtu, NULL, d->peer_err, sizeof d->peer_err);
+    int rc = em_udp_paths_set_peer(&u->t, peer, em_udp_blob_ip(a->bytes),
+                                   em_udp_blob_port(a->bytes), d->mac, d->link.mtu, NULL,
+                                   d->peer_err, sizeof d->peer_err);
     if (rc != 0 && rc != -ENOMEM)
         em_link_say_once(&u->t.warned, peer, "xdp", d->peer_err);
     return rc;
@@ -139,8 +131,7 @@ void em_xdp_l2_local_ip(struct xdp_link *d)
     unsigned plen = 0;
     if (em_if_ipv4(d->ifname, &ip, &plen) != 0 || !ip)
         return;
-    uint32_t v = htonl(ip);
-    memcpy(d->link.local.bytes + 8, &v, 4);
+    em_udp_blob_put_ip(d->link.local.bytes, ip);
     d->link.local.len = EM_XDP_ADDR_L2_IP_LEN;
 }
 
@@ -162,34 +153,13 @@ int em_xdp_l2_check(struct xdp_link *d, uint16_t peer, const em_link_addr_t *a)
     }
     if (a->len != EM_XDP_ADDR_L2_IP_LEN)
         return a->len == EM_XDP_ADDR_LEN ? 0 : -EINVAL;
-    uint32_t ip = be32(a->bytes + 8);
-    char s[16], g[16], why[160];
-    em_ipv4_str(ip, s, sizeof s);
-    em_route_t r;
-    if (em_route_get(ip, &r, why, sizeof why) != 0) {
-        snprintf(d->peer_err, sizeof d->peer_err, "L2 framing: peer %s unreachable: %s", s, why);
+    int rc = em_l2_segment_check(
+        em_udp_blob_ip(a->bytes), d->ifname, d->ifindex, d->ethertype,
+        "the udp framing (framing udp: --mca btl_rudp_framing udp, FI_ETHERMPI_FRAMING=udp)",
+        d->peer_err, sizeof d->peer_err);
+    if (rc != 0)
         say_l2(d, peer);
-        return -EHOSTUNREACH;
-    }
-    if (r.gateway) {
-        em_ipv4_str(r.gateway, g, sizeof g);
-        snprintf(d->peer_err, sizeof d->peer_err,
-                 "L2 framing: peer %s unreachable: it is behind the router %s, and raw Ethernet "
-                 "frames (ethertype 0x%04x) do not cross a router; run the job with the udp "
-                 "framing (framing udp: --mca btl_rudp_framing udp, FI_ETHERMPI_FRAMING=udp)",
-                 s, g, d->ethertype);
-        say_l2(d, peer);
-        return -EHOSTUNREACH;
-    }
-    if (r.ifindex != d->ifindex) {
-        snprintf(d->peer_err, sizeof d->peer_err,
-                 "L2 framing: peer %s unreachable: it is not on %s's segment (the kernel routes "
-                 "it through another interface)",
-                 s, d->ifname);
-        say_l2(d, peer);
-        return -EHOSTUNREACH;
-    }
-    return 0;
+    return rc;
 }
 
 void em_xdp_udp_poll(struct xdp_link *d) { d->st.nh_changes += em_udp_paths_poll(&d->udp->t); }
