@@ -43,7 +43,7 @@
 
 /** How a link sets up its table (em_udp_paths_init). */
 typedef struct em_udp_paths_cfg {
-    const char *addr;         /**< our IPv4 address as configured; NULL or "": see below */
+    const char *addr;         /**< our IPv4 address as configured; NULL or "": em_udp_paths_init */
     uint32_t if_ip;           /**< the interface's first IPv4 address (0: none) */
     unsigned if_plen;         /**< its prefix length (0: unknown: no subnet broadcast) */
     uint32_t fallback_ip;     /**< no address and no interface: this one (a cable) */
