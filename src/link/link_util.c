@@ -201,3 +201,14 @@ int em_sock_drop_all_input(int fd)
     struct sock_fprog prog = { .len = 1, .filter = &drop };
     return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog);
 }
+
+void em_link_say_once(uint64_t *warned, uint16_t peer, const char *link, const char *msg)
+{
+    uint64_t bit = peer < 64 ? 1ull << peer : 0;
+    if (!msg[0] || (bit && (*warned & bit)))
+        return;
+    char host[64] = "";
+    gethostname(host, sizeof host - 1);
+    fprintf(stderr, "[%s] ethermpi %s: %s\n", host, link, msg);
+    *warned |= bit;
+}

@@ -47,6 +47,15 @@ static inline uint64_t em_addr_key6(const uint8_t b[6], uint16_t x)
     return k << 16 | x;
 }
 
+/**
+ * Say @p msg on stderr as "[host] ethermpi <@p link>: <msg>" once per peer:
+ * a set_peer error, of which the front end only learns that the peer is
+ * unreachable.  @p warned: the peers already said (bit p for peer p < 64;
+ * a peer >= 64 is said each time).  Nothing when @p msg is empty.
+ * Threading: the caller's @p warned, one thread at a time.
+ */
+void em_link_say_once(uint64_t *warned, uint16_t peer, const char *link, const char *msg);
+
 /** MTU of kernel interface @p ifname (SIOCGIFMTU), 0 when unknown. */
 uint32_t em_if_mtu(const char *ifname);
 

@@ -362,3 +362,31 @@ unsigned em_neigh_watch_poll(em_neigh_watch_t *w, int ifindex, const uint32_t *i
     w->changes += changed;
     return changed;
 }
+
+int em_l2_segment_check(uint32_t dst, const char *ifname, int ifindex, uint16_t ethertype,
+                        const char *fix, char *err, size_t errlen)
+{
+    char s[16], g[16], why[256];
+    em_ipv4_str(dst, s, sizeof s);
+    em_route_t r;
+    if (em_route_get(dst, &r, why, sizeof why) != 0) {
+        snprintf(err, errlen, "L2 framing: peer %s unreachable: %s", s, why);
+        return -EHOSTUNREACH;
+    }
+    if (r.gateway) {
+        em_ipv4_str(r.gateway, g, sizeof g);
+        snprintf(err, errlen,
+                 "L2 framing: peer %s unreachable: it is behind the router %s, and raw Ethernet "
+                 "frames (ethertype 0x%04x) do not cross a router; run the job with %s",
+                 s, g, ethertype, fix);
+        return -EHOSTUNREACH;
+    }
+    if (r.ifindex != ifindex) {
+        snprintf(err, errlen,
+                 "L2 framing: peer %s unreachable: it is not on %s's segment (the kernel routes "
+                 "it through another interface)",
+                 s, ifname);
+        return -EHOSTUNREACH;
+    }
+    return 0;
+}

@@ -44,6 +44,17 @@ typedef struct em_nexthop {
 int em_route_get(uint32_t dst, em_route_t *r, char *err, size_t errlen);
 
 /**
+ * L2 framing: the peer at @p dst must be on the segment of @p ifname
+ * (index @p ifindex): the kernel's route to it on-link, through that
+ * interface.  The errors name the cause; behind a router, raw frames of
+ * @p ethertype do not cross it, and the job runs with @p fix (how the
+ * caller's front end selects udp framing).
+ * @return 0, or -EHOSTUNREACH with a sentence in @p err.
+ */
+int em_l2_segment_check(uint32_t dst, const char *ifname, int ifindex, uint16_t ethertype,
+                        const char *fix, char *err, size_t errlen);
+
+/**
  * The neighbour entry of @p ip on interface @p ifindex.
  * @return 1 with @p mac set when the entry has a usable link-layer address
  * (reachable, stale, delay, probe, permanent, noarp), 0 when there is none
