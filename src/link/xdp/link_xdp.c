@@ -464,7 +464,17 @@ static int make_socket(struct xdp_link *d, const em_xdp_cfg_t *cfg, int sg, char
     }
     if (rc != 0) {
         sc.bind_flags = base | XDP_COPY;
-        rc = xsk_socket__create(&d->xsk, cfg->ifname, cfg->queue, d->umem, &d->rx, &d->tx, &sc);
+        /* EBUSY here, with the queue's guard already ours, is a socket
+         * on the queue that its process has closed and the kernel has not
+         * finished releasing (deferred work: a job started right after the
+         * last one on this node, a link reopened at once saw it 1 time in
+         * 12): retry for up to a second before calling the queue busy */
+        for (int tries = 0;; tries++) {
+            rc = xsk_socket__create(&d->xsk, cfg->ifname, cfg->queue, d->umem, &d->rx, &d->tx, &sc);
+            if (rc != -EBUSY || tries >= 100)
+                break;
+            usleep(10000);
+        }
     }
     if (rc != 0) {
         snprintf(err, len, "cannot open an AF_XDP socket on %s queue %u: %s%s", cfg->ifname,
