@@ -41,6 +41,13 @@ void em_btl_frag_put(em_btl_module_t *m, em_btl_frag_t *f);
 em_btl_rdma_t *em_btl_rdma_get(em_btl_module_t *m);
 /** Return a put/get/atomic descriptor to the free list. */
 void em_btl_rdma_put(em_btl_module_t *m, em_btl_rdma_t *r);
+/** em_btl_rdma_get() with the operation's endpoint, local buffer and
+ *  completion callback filled in (NULL: out of memory). */
+em_btl_rdma_t *em_btl_rdma_start(em_btl_module_t *m, struct mca_btl_base_endpoint_t *ep,
+                                 void *local_address,
+                                 mca_btl_base_registration_handle_t *local_handle,
+                                 mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                                 void *cbdata);
 /** OPAL's code for an engine status (0, -EM_EACCES, -EM_EPEERFAIL ...). */
 int em_btl_opal_status(int status);
 

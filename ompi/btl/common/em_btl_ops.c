@@ -88,6 +88,24 @@ void em_btl_rdma_put(em_btl_module_t *m, em_btl_rdma_t *r)
     m->free_rdma = r;
 }
 
+em_btl_rdma_t *em_btl_rdma_start(em_btl_module_t *m, struct mca_btl_base_endpoint_t *ep,
+                                 void *local_address,
+                                 mca_btl_base_registration_handle_t *local_handle,
+                                 mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                                 void *cbdata)
+{
+    em_btl_rdma_t *r = em_btl_rdma_get(m);
+    if (!r)
+        return NULL;
+    r->ep = ep;
+    r->cbfunc = cbfunc;
+    r->cbcontext = cbcontext;
+    r->cbdata = cbdata;
+    r->local_address = local_address;
+    r->local_handle = local_handle;
+    return r;
+}
+
 /* -------------------------------------------------------- module functions */
 
 static int em_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
@@ -364,15 +382,10 @@ static int em_put(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoin
     if (ep->self)
         return em_btl_put_self(m, ep, local_address, remote_address, local_handle, remote_handle,
                                size, cbfunc, cbcontext, cbdata);
-    em_btl_rdma_t *r = em_btl_rdma_get(m);
+    em_btl_rdma_t *r = em_btl_rdma_start(m, ep, local_address, local_handle, cbfunc, cbcontext,
+                                         cbdata);
     if (!r)
         return OPAL_ERR_OUT_OF_RESOURCE;
-    r->ep = ep;
-    r->cbfunc = cbfunc;
-    r->cbcontext = cbcontext;
-    r->cbdata = cbdata;
-    r->local_address = local_address;
-    r->local_handle = local_handle;
     int rc = em_engine_put(m->engine, &r->op, ep->peer, &remote_handle->region,
                            remote_address - remote_handle->region.base, local_address, size,
                            &r->kind);

@@ -128,24 +128,6 @@ static int atomic_self(em_btl_module_t *m, struct mca_btl_base_endpoint_t *ep, v
 
 /* ----------------------------------------------------------- over the wire */
 
-static em_btl_rdma_t *rdma_start(em_btl_module_t *m, struct mca_btl_base_endpoint_t *ep,
-                                 void *local_address,
-                                 mca_btl_base_registration_handle_t *local_handle,
-                                 mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
-                                 void *cbdata)
-{
-    em_btl_rdma_t *r = em_btl_rdma_get(m);
-    if (!r)
-        return NULL;
-    r->ep = ep;
-    r->cbfunc = cbfunc;
-    r->cbcontext = cbcontext;
-    r->cbdata = cbdata;
-    r->local_address = local_address;
-    r->local_handle = local_handle;
-    return r;
-}
-
 static int atomic_any(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                       void *result, uint64_t remote_address,
                       mca_btl_base_registration_handle_t *local_handle,
@@ -163,7 +145,7 @@ static int atomic_any(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
     if (ep->self)
         return atomic_self(m, ep, result, remote_address, local_handle, remote_handle, d, cbfunc,
                            cbcontext, cbdata);
-    em_btl_rdma_t *r = rdma_start(m, ep, result, local_handle, cbfunc, cbcontext, cbdata);
+    em_btl_rdma_t *r = em_btl_rdma_start(m, ep, result, local_handle, cbfunc, cbcontext, cbdata);
     if (!r)
         return OPAL_ERR_OUT_OF_RESOURCE;
     int rc = em_engine_atomic(m->engine, &r->op, ep->peer, &remote_handle->region,
@@ -251,7 +233,8 @@ static int em_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoin
                at ? OPAL_SUCCESS : OPAL_ERR_PERM);
         return OPAL_SUCCESS;
     }
-    em_btl_rdma_t *r = rdma_start(m, ep, local_address, local_handle, cbfunc, cbcontext, cbdata);
+    em_btl_rdma_t *r = em_btl_rdma_start(m, ep, local_address, local_handle, cbfunc, cbcontext,
+                                         cbdata);
     if (!r)
         return OPAL_ERR_OUT_OF_RESOURCE;
     int rc = em_engine_get(m->engine, &r->op, ep->peer, &remote_handle->region,
