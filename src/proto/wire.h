@@ -68,7 +68,11 @@
  * its offset, and the one reserved byte (19) must still be zero.  Version
  * 3 is shared with the handshake frames (hs_wire.h, types 16-19, their own
  * layout), which are told apart by type before this decoder runs; to it
- * they are malformed.
+ * they are malformed.  On a link several endpoints of one process share
+ * (link/link_mux.h: a DPDK port, an AF_XDP queue) the index's top byte
+ * names the receiving endpoint (its slot, part of its link address) and
+ * the 24 bits below what that endpoint calls the sender; the link writes
+ * and clears that byte, the protocol sees indexes below 2^24.
  *
  * The payload follows the header(s).  Frames may be longer than header +
  * payload (Ethernet pads to 60 bytes); the length field is authoritative.

@@ -16,6 +16,7 @@
 #include "link/dpdk/devargs.h"
 #include "link/link_dpdk.h"
 #include "link/link_emd.h"
+#include "link/link_mux.h"
 #include "link/link_udp.h"
 #ifdef EM_HAVE_XDP
 #include "link/xdp/link_xdp.h"
@@ -389,6 +390,43 @@ em_link_t *em_transport_open_link(const em_settings_t *s, em_link_kind_t kind,
     snprintf(err, errlen, "the %s link is not part of this build of ethermpi (built: udp, emd)",
              em_link_kind_name(kind));
     return NULL;
+}
+
+/* The muxes of this process's shared links, by kind and index: one table,
+ * since a device is one process's (the DPDK port, the AF_XDP queue).  An
+ * entry goes back to NULL when its last member closes (link_mux.c). */
+#define SHARED_INDEXES 64
+static em_link_mux_t *shared[EM_LINK_KIND_XDP + 1][SHARED_INDEXES];
+
+int em_transport_link_shares(em_link_kind_t kind)
+{
+    return kind == EM_LINK_KIND_DPDK || kind == EM_LINK_KIND_XDP;
+}
+
+em_link_t *em_transport_open_shared_link(const em_settings_t *s, em_link_kind_t kind,
+                                         const em_transport_env_t *env, unsigned index, char *err,
+                                         size_t errlen)
+{
+    if (!em_transport_link_shares(kind) || index >= SHARED_INDEXES)
+        return em_transport_open_link(s, kind, env, index, err, errlen);
+    if (errlen)
+        err[0] = 0;
+    em_link_mux_t **slot = &shared[kind][index];
+    if (!*slot) {
+        em_link_t *base = em_transport_open_link(s, kind, env, index, err, errlen);
+        if (!base)
+            return NULL;
+        if (!em_link_mux_create(base, slot)) {
+            em_link_close(base);
+            snprintf(err, errlen, "out of memory for the %s link's endpoint table",
+                     em_link_kind_name(kind));
+            return NULL;
+        }
+    }
+    em_link_t *l = em_link_mux_join(*slot, err, errlen);
+    if (!l)
+        em_link_mux_drop_if_empty(*slot); /* a new one: its base closes */
+    return l;
 }
 
 unsigned em_transport_link_count(const em_settings_t *s, em_link_kind_t kind, const char *job)

@@ -71,6 +71,24 @@ em_link_t *em_transport_open_link(const em_settings_t *s, em_link_kind_t kind,
                                   const em_transport_env_t *env, unsigned index, char *err,
                                   size_t errlen);
 
+/** 1 when links of @p kind are one process's device (dpdk, xdp), so that
+ *  several endpoints of a process share one (em_transport_open_shared_link). */
+int em_transport_link_shares(em_link_kind_t kind);
+
+/**
+ * Like em_transport_open_link, for a front end with several endpoints per
+ * process (the libfabric provider): on a device that is one process's
+ * (dpdk, xdp) every call for the same @p kind and @p index returns a new
+ * member of one shared link (link/link_mux.h: addresses carry a slot byte;
+ * up to EM_MUX_MEMBERS endpoints; the first call's @p env serves the
+ * device); on the others, a link of its own (udp: a port each; emd: the
+ * daemon gives each endpoint an address).  Close each with em_link_close;
+ * the device closes with its last member.  Same threading rule as opening.
+ */
+em_link_t *em_transport_open_shared_link(const em_settings_t *s, em_link_kind_t kind,
+                                         const em_transport_env_t *env, unsigned index, char *err,
+                                         size_t errlen);
+
 struct em_dpdk_cfg;
 /**
  * The DPDK link configuration @p s names (device list expanded into

@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file link_mux.c
+ * Several endpoints of one process on one link (link_mux.h).
+ */
+#include "link/link_mux.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "link/link_util.h"
+
+/* one peer of a member: which base peer (process address) and which slot */
+struct mux_peer {
+    uint16_t up; /* base link's peer number for the peer's base address */
+    uint8_t slot;
+    uint8_t set;
+};
+
+struct member {
+    em_link_t link; /* first: the em_link_t the endpoint holds */
+    em_link_mux_t *mux;
+    unsigned slot;
+    struct mux_peer *peers;
+    uint32_t npeers;
+    em_addr_map_t byup; /* base peer -> a member peer at that address (rx_peer) */
+    /* inbox: frames another member received for us, copied.  A ring of
+     * EM_MUX_INBOX frames: [rel, rd) lent to our caller, [rd, wr) waiting */
+    uint8_t *ibuf;
+    em_pkt_t *ipkt;
+    uint16_t *iup; /* the base link's verdict on each one's source */
+    uint32_t rel, rd, wr;
+};
+
+struct em_link_mux {
+    em_link_t *base;
+    pthread_mutex_t mu;
+    struct member *mem[EM_MUX_MEMBERS];
+    unsigned nmem;
+    unsigned lent;            /* base frames a member holds: nobody polls the base */
+    em_link_addr_t *upaddr;   /* base peer -> its base address */
+    uint32_t nup_cap;         /* entries of upaddr */
+    uint32_t nup;             /* base peers numbered so far */
+    em_addr_map_t byaddr;     /* hash of a base address -> base peer */
+    em_link_mux_t **registry; /* cleared when the mux goes (the creator's table) */
+    em_link_mux_stats_t st;
+};
+
+static const em_link_ops_t member_ops;
+
+static struct member *M(em_link_t *l) { return (struct member *)l; }
+
+/* FNV-1a of an address: the key of byaddr (equality checked on a hit) */
+static uint64_t addr_hash(const uint8_t *b, unsigned len)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (unsigned i = 0; i < len; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h ^ len;
+}
+
+static int is_inbox(const struct member *me, const em_pkt_t *p)
+{
+    return me->ipkt && p >= me->ipkt && p < me->ipkt + EM_MUX_INBOX;
+}
+
+/* ---- transmit --------------------------------------------------------------- */
+
+static em_pkt_t *m_tx_alloc(em_link_t *l)
+{
+    em_link_mux_t *m = M(l)->mux;
+    pthread_mutex_lock(&m->mu);
+    em_pkt_t *p = em_link_tx_alloc(m->base);
+    pthread_mutex_unlock(&m->mu);
+    return p;
+}
+
+static void m_tx_free(em_link_t *l, em_pkt_t *p)
+{
+    em_link_mux_t *m = M(l)->mux;
+    pthread_mutex_lock(&m->mu);
+    em_link_tx_free(m->base, p);
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* The destination's slot into the index's top byte, the base peer into
+ * p->peer; frames the base does not take get both back (the caller keeps
+ * them and may hand them to us again). */
+static unsigned m_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
+{
+    struct member *me = M(l);
+    em_link_mux_t *m = me->mux;
+    unsigned done = 0;
+    pthread_mutex_lock(&m->mu);
+    while (done < n) {
+        uint16_t orig[64];
+        unsigned k = 0, want = n - done < 64 ? n - done : 64;
+        for (; k < want; k++) {
+            em_pkt_t *p = pkts[done + k];
+            /* an unset peer (never sent to by the engine) or an index the
+             * slot byte would overwrite: not ours to send; stop here */
+            if (p->peer >= me->npeers || !me->peers[p->peer].set || p->len < 8 || p->data[4])
+                break;
+            orig[k] = p->peer;
+            p->data[4] = me->peers[p->peer].slot;
+            p->peer = me->peers[p->peer].up;
+        }
+        unsigned sent = k ? em_link_tx_burst(m->base, pkts + done, k) : 0;
+        for (unsigned i = sent; i < k; i++) {
+            pkts[done + i]->peer = orig[i];
+            pkts[done + i]->data[4] = 0;
+        }
+        m->st.tx_frames += sent;
+        done += sent;
+        if (sent < want)
+            break;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return done;
+}
+
+static int m_flush(em_link_t *l)
+{
+    em_link_mux_t *m = M(l)->mux;
+    pthread_mutex_lock(&m->mu);
+    int rc = em_link_flush(m->base);
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+/* ---- receive ---------------------------------------------------------------- */
+
+/* copy @p p into @p to's inbox (its buffers on first use); 0 or -1 (full) */
+static int inbox_put(em_link_mux_t *m, struct member *to, const em_pkt_t *p, uint16_t up)
+{
+    uint32_t mtu = m->base->mtu;
+    if (!to->ibuf) {
+        to->ibuf = malloc((size_t)EM_MUX_INBOX * mtu);
+        to->ipkt = calloc(EM_MUX_INBOX, sizeof *to->ipkt);
+        to->iup = calloc(EM_MUX_INBOX, sizeof *to->iup);
+        if (!to->ibuf || !to->ipkt || !to->iup) {
+            free(to->ibuf), free(to->ipkt), free(to->iup);
+            to->ibuf = NULL, to->ipkt = NULL, to->iup = NULL;
+            return -1;
+        }
+    }
+    if (to->wr - to->rel >= EM_MUX_INBOX || p->len > mtu)
+        return -1;
+    uint32_t i = to->wr % EM_MUX_INBOX;
+    em_pkt_t *q = &to->ipkt[i];
+    memset(q, 0, sizeof *q);
+    q->data = to->ibuf + (size_t)i * mtu;
+    q->len = p->len;
+    q->cls = p->cls;
+    memcpy(q->data, p->data, p->len);
+    to->iup[i] = up;
+    to->wr++;
+    return 0;
+}
+
+/* Sort one burst of the base link: ours into @p pkts, the others' into
+ * their inboxes.  Under the lock.  @return frames put into @p pkts. */
+static unsigned sort_burst(struct member *me, em_pkt_t **pkts, unsigned max)
+{
+    em_link_mux_t *m = me->mux;
+    em_link_t *b = m->base;
+    em_pkt_t *got[64], *rel[64];
+    unsigned n = 0, nrel = 0;
+    unsigned k = em_link_rx_burst(b, got, max < 64 ? max : 64);
+    for (unsigned i = 0; i < k; i++) {
+        em_pkt_t *p = got[i];
+        if (p->len < 8) {
+            m->st.rx_short++;
+            rel[nrel++] = p;
+            continue;
+        }
+        unsigned slot = p->data[4];
+        p->data[4] = 0; /* the member's protocol sees its own index */
+        if (slot == me->slot) {
+            pkts[n++] = p;
+            m->lent++;
+            m->st.rx_own++;
+        } else if (slot < EM_MUX_MEMBERS && m->mem[slot]) {
+            uint16_t up = b->ops->rx_peer ? b->ops->rx_peer(b, p) : EM_LINK_PEER_UNKNOWN;
+            if (inbox_put(m, m->mem[slot], p, up) == 0)
+                m->st.rx_passed++;
+            else
+                m->st.rx_inbox_full++;
+            rel[nrel++] = p;
+        } else {
+            m->st.rx_no_member++;
+            rel[nrel++] = p;
+        }
+    }
+    if (nrel)
+        em_link_rx_release(b, rel, nrel);
+    return n;
+}
+
+static unsigned m_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
+{
+    struct member *me = M(l);
+    em_link_mux_t *m = me->mux;
+    unsigned n = 0;
+    pthread_mutex_lock(&m->mu);
+    while (n < max && me->rd != me->wr)
+        pkts[n++] = &me->ipkt[me->rd++ % EM_MUX_INBOX];
+    /* the base's frames stay valid only until its next burst on some
+     * links: none while a member still holds some */
+    if (n < max && m->lent == 0)
+        n += sort_burst(me, pkts + n, max - n);
+    pthread_mutex_unlock(&m->mu);
+    return n;
+}
+
+static void m_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
+{
+    struct member *me = M(l);
+    em_link_mux_t *m = me->mux;
+    em_pkt_t *base[64];
+    unsigned nb = 0;
+    pthread_mutex_lock(&m->mu);
+    for (unsigned i = 0; i < n; i++) {
+        if (is_inbox(me, pkts[i])) {
+            me->rel++; /* given back in the order they were lent */
+            continue;
+        }
+        base[nb++] = pkts[i];
+        if (nb == 64) {
+            em_link_rx_release(m->base, base, nb);
+            m->lent -= nb < m->lent ? nb : m->lent;
+            nb = 0;
+        }
+    }
+    if (nb) {
+        em_link_rx_release(m->base, base, nb);
+        m->lent -= nb < m->lent ? nb : m->lent;
+    }
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* The peer the frame claims to be (its index) when that peer's base
+ * address is the frame's source; else any of ours at that address. */
+static uint16_t m_rx_peer(em_link_t *l, const em_pkt_t *p)
+{
+    struct member *me = M(l);
+    em_link_mux_t *m = me->mux;
+    uint16_t up, who = EM_LINK_PEER_UNKNOWN;
+    pthread_mutex_lock(&m->mu);
+    if (is_inbox(me, p))
+        up = me->iup[p - me->ipkt];
+    else
+        up = m->base->ops->rx_peer ? m->base->ops->rx_peer(m->base, p) : EM_LINK_PEER_UNKNOWN;
+    if (up != EM_LINK_PEER_UNKNOWN && p->len >= 8) {
+        uint32_t claimed = (uint32_t)p->data[5] << 16 | (uint32_t)p->data[6] << 8 | p->data[7];
+        if (claimed < me->npeers && me->peers[claimed].set && me->peers[claimed].up == up)
+            who = (uint16_t)claimed;
+        else
+            who = em_addr_map_get(&me->byup, up);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return who;
+}
+
+/* ---- peers -------------------------------------------------------------------- */
+
+/* the base peer for base address @p a (numbered and set on first sight) */
+static int base_peer(em_link_mux_t *m, const em_link_addr_t *a, uint16_t *up)
+{
+    uint64_t h = addr_hash(a->bytes, a->len);
+    uint16_t u = em_addr_map_get(&m->byaddr, h);
+    if (u != EM_LINK_PEER_UNKNOWN) {
+        if (m->upaddr[u].len != a->len || memcmp(m->upaddr[u].bytes, a->bytes, a->len))
+            return -EADDRINUSE; /* two addresses, one 64-bit hash: never seen */
+        *up = u;
+        return 0;
+    }
+    if (m->nup >= EM_LINK_PEER_UNKNOWN)
+        return -ENOSPC;
+    u = (uint16_t)m->nup;
+    if (em_peer_table_reserve((void **)&m->upaddr, &m->nup_cap, sizeof *m->upaddr, u) != 0)
+        return -ENOMEM;
+    int rc = em_link_set_peer(m->base, u, a);
+    if (rc != 0)
+        return rc;
+    if (em_addr_map_put(&m->byaddr, h, u) != 0)
+        return -ENOMEM;
+    m->upaddr[u] = *a;
+    m->nup++;
+    *up = u;
+    return 0;
+}
+
+static int m_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+{
+    struct member *me = M(l);
+    em_link_mux_t *m = me->mux;
+    if (a->len < 2 || a->len > sizeof a->bytes || a->bytes[a->len - 1] >= EM_MUX_MEMBERS)
+        return -EINVAL; /* no member address (a peer on an unshared link?) */
+    em_link_addr_t b = { .len = (uint8_t)(a->len - 1) };
+    memcpy(b.bytes, a->bytes, b.len);
+    uint16_t up;
+    pthread_mutex_lock(&m->mu);
+    int rc = base_peer(m, &b, &up);
+    if (rc == 0 && em_peer_table_reserve((void **)&me->peers, &me->npeers, sizeof *me->peers,
+                                         peer) != 0)
+        rc = -ENOMEM;
+    if (rc == 0) {
+        struct mux_peer *mp = &me->peers[peer];
+        if (mp->set && mp->up != up)
+            em_addr_map_del(&me->byup, mp->up, peer);
+        if (em_addr_map_put(&me->byup, up, peer) != 0)
+            rc = -ENOMEM;
+        mp->up = up;
+        mp->slot = a->bytes[a->len - 1];
+        mp->set = 1;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+static int m_wait_fd(em_link_t *l)
+{
+    em_link_mux_t *m = M(l)->mux;
+    pthread_mutex_lock(&m->mu);
+    /* with other members, our frames may sit in our inbox, which no
+     * descriptor shows: the waiter then takes short sleeps */
+    int fd = m->nmem == 1 ? em_link_wait_fd(m->base) : -1;
+    pthread_mutex_unlock(&m->mu);
+    return fd;
+}
+
+static void mux_free(em_link_mux_t *m)
+{
+    if (m->registry)
+        *m->registry = NULL;
+    em_link_close(m->base);
+    free(m->upaddr);
+    em_addr_map_free(&m->byaddr);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+}
+
+static void m_close(em_link_t *l)
+{
+    struct member *me = M(l);
+    em_link_mux_t *m = me->mux;
+    pthread_mutex_lock(&m->mu);
+    m->mem[me->slot] = NULL;
+    unsigned left = --m->nmem;
+    pthread_mutex_unlock(&m->mu);
+    free(me->peers);
+    em_addr_map_free(&me->byup);
+    free(me->ibuf);
+    free(me->ipkt);
+    free(me->iup);
+    free(me);
+    if (!left)
+        mux_free(m);
+}
+
+void em_link_mux_drop_if_empty(em_link_mux_t *m)
+{
+    if (m && m->nmem == 0)
+        mux_free(m);
+}
+
+static const em_link_ops_t member_ops = {
+    .name = "mux",
+    .tx_alloc = m_tx_alloc,
+    .tx_burst = m_tx_burst,
+    .tx_free = m_tx_free,
+    .rx_burst = m_rx_burst,
+    .rx_release = m_rx_release,
+    .flush = m_flush,
+    .set_peer = m_set_peer,
+    .close = m_close,
+    .rx_peer = m_rx_peer,
+    .wait_fd = m_wait_fd,
+};
+
+/* ---- the mux ------------------------------------------------------------------ */
+
+em_link_mux_t *em_link_mux_create(em_link_t *base, em_link_mux_t **registry)
+{
+    /* a link that acknowledges for its endpoint (emd) keeps one endpoint:
+     * its daemon already gives each endpoint an address of its own */
+    if (!base || (base->flags & EM_LINK_F_ACKS) || base->local.len >= sizeof base->local.bytes)
+        return NULL;
+    em_link_mux_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    pthread_mutex_init(&m->mu, NULL);
+    m->base = base;
+    m->registry = registry;
+    if (registry)
+        *registry = m;
+    return m;
+}
+
+em_link_t *em_link_mux_join(em_link_mux_t *m, char *err, size_t errlen)
+{
+    unsigned slot = 0;
+    while (slot < EM_MUX_MEMBERS && m->mem[slot])
+        slot++;
+    if (slot == EM_MUX_MEMBERS) {
+        snprintf(err, errlen,
+                 "this process already has %u endpoints on the device: close one first",
+                 EM_MUX_MEMBERS);
+        return NULL;
+    }
+    struct member *me = calloc(1, sizeof *me);
+    if (!me) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    me->mux = m;
+    me->slot = slot;
+    me->link.ops = &member_ops;
+    me->link.mtu = m->base->mtu;
+    me->link.flags = m->base->flags;
+    me->link.local = m->base->local;
+    me->link.local.bytes[me->link.local.len++] = (uint8_t)slot;
+    pthread_mutex_lock(&m->mu);
+    m->mem[slot] = me;
+    m->nmem++;
+    pthread_mutex_unlock(&m->mu);
+    return &me->link;
+}
+
+int em_link_is_mux(const em_link_t *l) { return l && l->ops == &member_ops; }
+
+em_link_t *em_link_mux_base(em_link_t *l)
+{
+    return em_link_is_mux(l) ? ((struct member *)l)->mux->base : l;
+}
+
+const em_link_mux_stats_t *em_link_mux_stats(const em_link_t *l)
+{
+    return em_link_is_mux(l) ? &((const struct member *)l)->mux->st : NULL;
+}

@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Several endpoints of one process on one link (link/link_mux.h): two
+ * "processes" A and B, each one simulated link shared by two endpoints
+ * (A0, A1 and B0, B1: job-wide ids 0, 2 and 1, 3, as the libfabric
+ * provider numbers them), each endpoint with an engine of its own.  Pairs
+ * A0-B0, A1-B1 and A0-B1 (A0 talks to both endpoints of B: the source
+ * check must tell them apart by the index, since they share an address)
+ * exchange verified messages of 1 B - 40 KiB, clean and under loss,
+ * duplication and reordering.  Then: an endpoint that does not poll while
+ * the other one does (its inbox fills; dropped frames counted and resent,
+ * nothing lost), a frame for a slot with no endpoint (counted, dropped),
+ * a frame from a stranger's address claiming a peer's index (refused as
+ * drop_source), and closing the members (the base closes with the last).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "engine/engine.h"
+#include "link/link_mux.h"
+#include "link/link_sim.h"
+#include "proto/wire.h"
+
+/* ---- a renumbering wrapper: link_sim wants peer == node; the mux numbers
+ * its base peers in order of first sight, as a real link lets it ---- */
+struct renum {
+    em_link_t link;
+    em_link_t *sim;
+    uint16_t node_of[8], peer_of[8];
+    int closed;
+};
+
+static em_pkt_t *r_alloc(em_link_t *l) { return em_link_tx_alloc(((struct renum *)l)->sim); }
+static void r_free(em_link_t *l, em_pkt_t *p) { em_link_tx_free(((struct renum *)l)->sim, p); }
+static unsigned r_burst(em_link_t *l, em_pkt_t **p, unsigned n)
+{
+    struct renum *r = (struct renum *)l;
+    uint16_t orig[64];
+    assert_true(n <= 64);
+    for (unsigned i = 0; i < n; i++) {
+        orig[i] = p[i]->peer;
+        assert_true(p[i]->peer < 8);
+        p[i]->peer = r->node_of[p[i]->peer];
+    }
+    unsigned k = em_link_tx_burst(r->sim, p, n);
+    for (unsigned i = k; i < n; i++)
+        p[i]->peer = orig[i];
+    return k;
+}
+static unsigned r_rx(em_link_t *l, em_pkt_t **p, unsigned m)
+{
+    return em_link_rx_burst(((struct renum *)l)->sim, p, m);
+}
+static void r_rel(em_link_t *l, em_pkt_t **p, unsigned n)
+{
+    em_link_rx_release(((struct renum *)l)->sim, p, n);
+}
+static int r_flush(em_link_t *l) { return em_link_flush(((struct renum *)l)->sim); }
+static int r_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+{
+    struct renum *r = (struct renum *)l;
+    if (peer >= 8 || a->len != 1 || a->bytes[0] >= 8)
+        return -1;
+    r->node_of[peer] = a->bytes[0];
+    r->peer_of[a->bytes[0]] = peer;
+    return em_link_set_peer(r->sim, a->bytes[0], a);
+}
+static uint16_t r_rx_peer(em_link_t *l, const em_pkt_t *p)
+{
+    struct renum *r = (struct renum *)l;
+    uint16_t node = r->sim->ops->rx_peer(r->sim, p);
+    return node < 8 ? r->peer_of[node] : EM_LINK_PEER_UNKNOWN;
+}
+static void r_close(em_link_t *l) { ((struct renum *)l)->closed = 1; }
+
+static const em_link_ops_t renum_ops = {
+    .name = "renum",
+    .tx_alloc = r_alloc,
+    .tx_burst = r_burst,
+    .tx_free = r_free,
+    .rx_burst = r_rx,
+    .rx_release = r_rel,
+    .flush = r_flush,
+    .set_peer = r_set_peer,
+    .close = r_close,
+    .rx_peer = r_rx_peer,
+};
+
+/* ---- the world ---- */
+#define NEP 4 /* endpoints: id 0 = A0, 1 = B0, 2 = A1, 3 = B1 */
+#define MAXM 200
+
+static em_sim_t *SIM;
+static struct renum RN[3];
+static em_link_mux_t *MUX[3];
+static em_link_t *L[NEP];
+static em_engine_t *E[NEP];
+static unsigned char polls[NEP] = { 1, 1, 1, 1 };
+
+struct inbox {
+    unsigned got[NEP]; /* messages received, by sender id */
+    unsigned bad;
+};
+static struct inbox IN[NEP];
+static unsigned done_ops;
+static uint32_t window; /* 0: the protocol's default */
+
+static uint8_t pattern(unsigned from, unsigned seq, size_t i)
+{
+    return (uint8_t)(from * 31 + seq * 7 + i);
+}
+static size_t size_of(unsigned seq) { return (size_t[]){ 1, 100, 1500, 9000, 40960 }[seq % 5]; }
+
+static void on_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t len)
+{
+    struct inbox *in = u;
+    const uint8_t *b = d;
+    unsigned seq = in->got[peer];
+    if (len != size_of(seq) || tag != 7)
+        in->bad++;
+    else
+        for (size_t i = 0; i < len; i++)
+            if (b[i] != pattern(peer, seq, i)) {
+                in->bad++;
+                break;
+            }
+    in->got[peer]++;
+}
+
+static void on_complete(void *u, void *ctx, int status)
+{
+    (void)u, (void)ctx;
+    assert_int_equal(status, 0);
+    done_ops++;
+}
+
+/* one key per pair, both ways (as the provider mixes it) */
+static uint64_t pair_key(unsigned a, unsigned b)
+{
+    return 0x1234567800000000ull + (a < b ? a * 16 + b : b * 16 + a);
+}
+
+static void pair(unsigned a, unsigned b)
+{
+    for (int k = 0; k < 2; k++) {
+        unsigned x = k ? b : a, y = k ? a : b;
+        assert_int_equal(em_engine_set_peer(E[x], (uint16_t)y, &L[y]->local), 0);
+        assert_int_equal(em_engine_set_peer_keys(E[x], (uint16_t)y, pair_key(x, y), 100 + x,
+                                                 100 + y),
+                         0);
+        assert_int_equal(em_engine_set_peer_index(E[x], (uint16_t)y, x), 0);
+    }
+}
+
+static void world(double loss, double dup, double reorder)
+{
+    em_sim_cfg_t sc;
+    em_sim_cfg_default(&sc);
+    sc.mtu = 9000;
+    sc.loss = loss;
+    sc.dup = dup;
+    sc.reorder = reorder;
+    sc.seed = 11;
+    SIM = em_sim_create(3, &sc); /* node 2: a stranger */
+    assert_non_null(SIM);
+    for (unsigned n = 0; n < 3; n++) {
+        memset(&RN[n], 0, sizeof RN[n]);
+        memset(RN[n].peer_of, 0xFF, sizeof RN[n].peer_of); /* EM_LINK_PEER_UNKNOWN */
+        RN[n].sim = em_sim_link(SIM, n);
+        RN[n].link = *RN[n].sim;
+        RN[n].link.ops = &renum_ops;
+        if (n < 2) {
+            assert_non_null(em_link_mux_create(&RN[n].link, &MUX[n]));
+            assert_non_null(MUX[n]);
+        }
+    }
+    char err[160];
+    for (unsigned id = 0; id < NEP; id++) {
+        L[id] = em_link_mux_join(MUX[id % 2], err, sizeof err);
+        assert_non_null(L[id]);
+        assert_true(em_link_is_mux(L[id]));
+        assert_int_equal(L[id]->local.len, 2); /* node byte + slot byte */
+        assert_int_equal(L[id]->local.bytes[1], id / 2);
+        em_proto_cfg_t pc;
+        em_proto_cfg_default(&pc);
+        pc.self = (uint16_t)id;
+        pc.npeers = NEP;
+        pc.frame_max = sc.mtu;
+        pc.max_msg = 64 * 1024;
+        pc.peers_need_set = 1;
+        pc.bind_source = 1;
+        if (window) {
+            pc.window = window;
+            pc.cc = EM_CC_OFF; /* the whole window at once */
+        }
+        memset(&IN[id], 0, sizeof IN[id]);
+        em_engine_ops_t ops = { .recv = on_recv, .complete = on_complete };
+        int e;
+        E[id] = em_engine_create(L[id], &pc, &ops, &IN[id], &e);
+        assert_non_null(E[id]);
+        polls[id] = 1;
+    }
+    pair(0, 1);
+    pair(2, 3);
+    pair(0, 3);
+    done_ops = 0;
+}
+
+static void end_world(void)
+{
+    for (unsigned id = 0; id < NEP; id++) {
+        em_engine_destroy(E[id]);
+        em_link_close(L[id]);
+        /* the base closes with the last member only */
+        assert_int_equal(RN[id % 2].closed, id >= 2);
+    }
+    assert_null(MUX[0]);
+    assert_null(MUX[1]);
+    em_sim_destroy(SIM);
+}
+
+static void round_(void)
+{
+    em_sim_set_now(SIM, em_now_ns());
+    for (unsigned id = 0; id < NEP; id++)
+        if (polls[id])
+            (void)em_engine_progress(E[id]);
+}
+
+static uint8_t *BUF[NEP][MAXM];
+static em_proto_op_t OPS[NEP][MAXM];
+static unsigned sent_to[NEP][NEP];
+static unsigned slots_used[NEP]; /* op and buffer slots, per sender (MAXM in flight at most) */
+
+static void send_n(unsigned from, unsigned to, unsigned n)
+{
+    for (unsigned s = 0; s < n; s++) {
+        unsigned seq = sent_to[from][to]++, k = slots_used[from]++ % MAXM;
+        size_t len = size_of(seq);
+        free(BUF[from][k]);
+        BUF[from][k] = malloc(len);
+        for (size_t i = 0; i < len; i++)
+            BUF[from][k][i] = pattern(from, seq, i);
+        int rc;
+        while ((rc = em_engine_send(E[from], &OPS[from][k], (uint16_t)to, 7, BUF[from][k], len,
+                                    NULL)) == -EM_EAGAIN)
+            round_();
+        assert_int_equal(rc, 0);
+    }
+}
+
+static void settle(unsigned expect_ops)
+{
+    for (long i = 0; done_ops < expect_ops; i++) {
+        assert_true(i < 20000000L);
+        round_();
+    }
+    for (int i = 0; i < 2000; i++)
+        round_();
+}
+
+static void check_counts(void)
+{
+    for (unsigned r = 0; r < NEP; r++) {
+        assert_int_equal(IN[r].bad, 0);
+        for (unsigned s = 0; s < NEP; s++)
+            assert_int_equal(IN[r].got[s], sent_to[s][r]);
+    }
+}
+
+static void exchange(double loss, double dup, double reorder)
+{
+    memset(sent_to, 0, sizeof sent_to);
+    memset(slots_used, 0, sizeof slots_used);
+    world(loss, dup, reorder);
+    const unsigned pairs[3][2] = { { 0, 1 }, { 2, 3 }, { 0, 3 } };
+    unsigned total = 0;
+    for (unsigned p = 0; p < 3; p++) {
+        send_n(pairs[p][0], pairs[p][1], 20);
+        send_n(pairs[p][1], pairs[p][0], 20);
+        total += 40;
+    }
+    settle(total);
+    check_counts();
+    const em_link_mux_stats_t *st = em_link_mux_stats(L[0]);
+    assert_non_null(st);
+    assert_true(st->rx_own > 0);
+    assert_true(st->rx_passed > 0); /* each polled frames of the other one */
+    assert_int_equal(st->rx_no_member, 0);
+    for (unsigned id = 0; id < NEP; id++) {
+        const em_proto_stats_t *ps = em_engine_proto_stats(E[id]);
+        assert_int_equal(ps->drop_source, 0);
+        assert_int_equal(ps->drop_endpoint, 0);
+        assert_int_equal(ps->drop_job_key, 0);
+    }
+    end_world();
+}
+
+static void clean(void **state)
+{
+    (void)state;
+    exchange(0, 0, 0);
+}
+
+static void hostile_wire(void **state)
+{
+    (void)state;
+    exchange(0.05, 0.05, 0.1);
+}
+
+/* A1 does not poll while A0 keeps polling and B1 sends to A1: A1's frames
+ * wait in its inbox, which fills; the overflow is counted and dropped, the
+ * protocol resends once A1 polls again, and nothing is lost. */
+static void inbox_overflow(void **state)
+{
+    (void)state;
+    memset(sent_to, 0, sizeof sent_to);
+    memset(slots_used, 0, sizeof slots_used);
+    /* a full window and its resends (A1 does not acknowledge): more than
+     * A1's inbox holds */
+    window = EM_WINDOW_MAX;
+    world(0, 0, 0);
+    window = 0;
+    polls[2] = 0;
+    send_n(3, 2, MAXM); /* about 400 frames */
+    const em_link_mux_stats_t *st = em_link_mux_stats(L[0]);
+    /* until B1's resends find the inbox full (its timeouts: real time) */
+    for (uint64_t t0 = em_now_ns(); !st->rx_inbox_full && em_now_ns() - t0 < 5000000000ull;)
+        round_();
+    assert_true(st->rx_passed >= EM_MUX_INBOX);
+    assert_true(st->rx_inbox_full > 0);
+    assert_int_equal(IN[2].got[3], 0);
+    polls[2] = 1;
+    settle(MAXM);
+    check_counts();
+    end_world();
+}
+
+/* Frames that name no endpoint, and frames from a stranger's address. */
+static void strangers(void **state)
+{
+    (void)state;
+    memset(sent_to, 0, sizeof sent_to);
+    memset(slots_used, 0, sizeof slots_used);
+    world(0, 0, 0);
+    send_n(1, 0, 1);
+    settle(1);
+    /* B0 learns that A has an endpoint in slot 9: its frames go nowhere */
+    em_link_addr_t ghost = L[0]->local;
+    ghost.bytes[1] = 9;
+    assert_int_equal(em_link_set_peer(L[1], 3, &ghost), 0); /* B0's link, peer 3 */
+    em_pkt_t *p = em_link_tx_alloc(L[1]);
+    assert_non_null(p);
+    memset(p->data, 0, 48);
+    p->data[0] = 0xE5;
+    p->len = 48;
+    p->peer = 3;
+    assert_int_equal(em_link_tx_burst(L[1], &p, 1), 1);
+    for (int i = 0; i < 100; i++)
+        round_();
+    assert_int_equal(em_link_mux_stats(L[0])->rx_no_member, 1);
+    /* an address with a slot beyond the table is no member address */
+    ghost.bytes[1] = EM_MUX_MEMBERS;
+    assert_int_not_equal(em_link_set_peer(L[1], 3, &ghost), 0);
+    /* node 2 (a stranger) sends a frame naming A0's index for B0 (1) with
+     * the right key: its address is not B's, so A0 refuses it by source */
+    em_link_t *x = em_sim_link(SIM, 2);
+    em_link_addr_t a0 = { .len = 1, .bytes = { 0 } };
+    assert_int_equal(em_link_set_peer(x, 0, &a0), 0);
+    p = em_link_tx_alloc(x);
+    assert_non_null(p);
+    em_hdr_t h = { .type = EM_PT_ACK, .index = 1, .job_key = pair_key(1, 0), .ack = 1 };
+    p->len = (uint32_t)em_hdr_encode(&h, p->data);
+    p->peer = 0;
+    assert_int_equal(em_link_tx_burst(x, &p, 1), 1);
+    uint64_t before = em_engine_proto_stats(E[0])->drop_source;
+    for (int i = 0; i < 100; i++)
+        round_();
+    assert_int_equal(em_engine_proto_stats(E[0])->drop_source, before + 1);
+    check_counts();
+    end_world();
+}
+
+/* All slots taken: the next join is refused with a sentence. */
+static void full(void **state)
+{
+    (void)state;
+    struct renum r = { 0 };
+    em_sim_cfg_t sc;
+    em_sim_cfg_default(&sc);
+    em_sim_t *s = em_sim_create(1, &sc);
+    r.sim = em_sim_link(s, 0);
+    r.link = *r.sim;
+    r.link.ops = &renum_ops;
+    em_link_mux_t *m = NULL;
+    assert_non_null(em_link_mux_create(&r.link, &m));
+    em_link_t *ls[EM_MUX_MEMBERS];
+    char err[160];
+    for (unsigned i = 0; i < EM_MUX_MEMBERS; i++)
+        assert_non_null(ls[i] = em_link_mux_join(m, err, sizeof err));
+    err[0] = 0;
+    assert_null(em_link_mux_join(m, err, sizeof err));
+    assert_non_null(strstr(err, "endpoints"));
+    /* a freed slot is taken again */
+    em_link_close(ls[3]);
+    assert_non_null(ls[3] = em_link_mux_join(m, err, sizeof err));
+    assert_int_equal(ls[3]->local.bytes[ls[3]->local.len - 1], 3);
+    for (unsigned i = 0; i < EM_MUX_MEMBERS; i++) {
+        assert_int_equal(r.closed, 0);
+        em_link_close(ls[i]);
+    }
+    assert_int_equal(r.closed, 1);
+    assert_null(m);
+    em_sim_destroy(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(clean),          cmocka_unit_test(hostile_wire),
+        cmocka_unit_test(inbox_overflow), cmocka_unit_test(strangers),
+        cmocka_unit_test(full),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    for (unsigned a = 0; a < NEP; a++)
+        for (unsigned k = 0; k < MAXM; k++)
+            free(BUF[a][k]);
+    return rc;
+}
