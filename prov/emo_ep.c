@@ -22,6 +22,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "link/link_mux.h"
 #include "link/link_udp.h"
 #include "proto/wire.h"
 
@@ -156,7 +157,11 @@ static em_link_t *open_link(struct emo_ep *ep, unsigned index, char *err, size_t
         .emd_dead = emd_dead,
         .ctx = ep,
     };
-    em_link_t *l = em_transport_open_link(&emo_params, emo_link_kind(), &env, index, err, errlen);
+    /* a DPDK port or AF_XDP queue is the process's: every endpoint of the
+     * process on it is a member of one shared link (link/link_mux.h), so
+     * Open MPI's btl ofi opens its endpoint beside mtl ofi's */
+    em_link_t *l = em_transport_open_shared_link(&emo_params, emo_link_kind(), &env, index, err,
+                                                 errlen);
     if (!l && !err[0])
         snprintf(err, errlen, "no device %u in the settings", index);
     return l;
@@ -297,6 +302,15 @@ static void print_stats(struct emo_ep *ep)
             (unsigned long long)p->peer_failures, (unsigned long long)p->drop_gbn_ooo,
             (unsigned long long)p->drop_nomem, (unsigned long long)e->tx_no_addr,
             (unsigned long long)e->tx_backpressure);
+    /* endpoints of this process sharing the device (link/link_mux.h) */
+    const em_link_mux_stats_t *mx = em_link_mux_stats(ep->link);
+    if (mx)
+        FI_INFO(&emo_prov, FI_LOG_EP_DATA,
+                "endpoint %u shared link: rx kept %llu passed to another endpoint %llu; dropped: "
+                "inbox full %llu no endpoint %llu short %llu; tx %llu\n",
+                ep->self.id, (unsigned long long)mx->rx_own, (unsigned long long)mx->rx_passed,
+                (unsigned long long)mx->rx_inbox_full, (unsigned long long)mx->rx_no_member,
+                (unsigned long long)mx->rx_short, (unsigned long long)mx->tx_frames);
     /* what the kernel made of our bursts: whether UDP GSO and GRO carried
      * several frames a system call (docs/design.md "link_udp") */
     if (ep->link && 0 == strcmp(emo_link_name(), "udp")) {
