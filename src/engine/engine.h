@@ -100,10 +100,11 @@ typedef struct em_engine_stats {
     /* RMA reads and atomics (em_engine_get, em_engine_atomic) */
     uint64_t rma_gets_served;     /**< get requests answered with data (target) */
     uint64_t rma_atomics_applied; /**< atomic requests applied (target) */
-    uint64_t rma_refused;         /**< requests refused: region, key, bounds, access, alignment */
-    uint64_t rma_bad_msg;         /**< messages on the RMA tag the decoder refused */
-    uint64_t rma_stale_rsp;       /**< answers naming no outstanding request of that peer */
-    uint64_t rma_no_mem;          /**< requests answered -EM_ENOMEM (no buffer for the answer) */
+    uint64_t rma_refused;   /**< requests refused: region, key, bounds, access, alignment, or a get
+                               longer than one answer carries (em_engine_get_max) */
+    uint64_t rma_bad_msg;   /**< messages on the RMA tag the decoder refused */
+    uint64_t rma_stale_rsp; /**< answers naming no outstanding request of that peer */
+    uint64_t rma_no_mem;    /**< requests answered -EM_ENOMEM (no buffer for the answer) */
 } em_engine_stats_t;
 
 typedef struct em_engine em_engine_t;

@@ -252,7 +252,9 @@ static void answer(em_engine_t *e, uint16_t peer, uint8_t kind, uint32_t req_id,
     int rc = em_proto_send(e->proto, &a->op, peer, EM_ENGINE_TAG_RMA, a->buf, len, mark,
                            em_now_ns());
     if (rc != 0) {
-        r->rsp[j] = NULL; /* the peer failed: nobody waits for it */
+        /* the peer failed: nobody waits for it (every answer fits a message:
+         * serve_get refuses longer gets) */
+        r->rsp[j] = NULL;
         r->rsp_free[r->rsp_nfree++] = j;
         free(a);
     }
@@ -261,7 +263,15 @@ static void answer(em_engine_t *e, uint16_t peer, uint8_t kind, uint32_t req_id,
 static void serve_get(em_engine_t *e, uint16_t peer, const em_rma_msg_t *m)
 {
     uint8_t *at;
-    if (em_engine_region_at(e, m->region, m->key, m->offset, m->get_len, EM_REGION_READ, &at)) {
+    /* A get longer than one answer carries (our own em_engine_get_max(),
+     * which is the initiator's too: the front ends set the same message
+     * limit on every rank) is refused before anything is copied.  Before
+     * this check such a request inside a large region cost a copy of up to
+     * the region's length into the answer, which em_proto_send() then
+     * refused as over the message limit: freed unsent, the request
+     * unanswered, and counted as served. */
+    if (m->get_len > em_engine_get_max(e) ||
+        em_engine_region_at(e, m->region, m->key, m->offset, m->get_len, EM_REGION_READ, &at)) {
         e->st.rma_refused++;
         answer(e, peer, EM_RMA_GET_RSP, m->req_id, -EM_EACCES, NULL, 0, 0);
         return;

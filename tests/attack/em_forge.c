@@ -65,6 +65,21 @@
  *   flood    right-key DATA frames, each from a NEW source address (random
  *            source MACs on L2, a new UDP source port per frame): address
  *            tables.  Proof: source counter.
+ *   rmareq   one-fragment DATA frames on the engine's tag 255 claiming rank
+ *            S, right pair key: GET and ATOMIC requests built with the
+ *            engine's encoder (em_rma_encode_req, engine/atomic.h) at the
+ *            region a real request named (decoded with em_rma_decode):
+ *            wrong key, out of bounds, 4 GiB long, the neighbour region id,
+ *            an offset that wraps, 64 swaps out of bounds, misaligned.
+ *            Proof: source counter (the engine's rma_refused or
+ *            rma_bad_msg would count one that got past the protocol).
+ *            tests/attack/README.md says what the code did before.
+ *   rmaput   PUT frames from a real one (region, key, offset): wrong key,
+ *            out of bounds, an offset that wraps, the neighbour region.
+ *            Proof: source, or malformed for the wrapping offsets (the
+ *            decoder refuses them before any state is looked at).
+ *            Both wait 5 s at most for a real request or PUT frame (the
+ *            job's one-sided traffic, attack_job's 'rma'), else exit 3.
  *   emdflood (--mode emd) frames of the real flow (key, ranks, endpoints)
  *            already delivered (sequence numbers just below the real one),
  *            each from a new random source MAC in the Ethernet header and
@@ -80,6 +95,8 @@
 #define _GNU_SOURCE
 #endif
 #include "emd_abi/emd_wire.h"
+#include "engine/atomic.h"
+#include "engine/engine.h"
 #include "proto/wire.h"
 #include "util/clock.h"
 #include "util/loss.h"
@@ -134,9 +151,21 @@ struct ob1_fin_hdr {
 };
 _Static_assert(sizeof(struct ob1_fin_hdr) == 24, "ob1 FIN header is 24 bytes");
 
-enum cls { C_BADKEY, C_SPOOF, C_TAG255, C_ACK, C_FIN, C_HUGE, C_FLOOD, C_EMDFLOOD, C_COUNT };
+enum cls {
+    C_BADKEY,
+    C_SPOOF,
+    C_TAG255,
+    C_ACK,
+    C_FIN,
+    C_HUGE,
+    C_FLOOD,
+    C_RMAREQ,
+    C_RMAPUT,
+    C_EMDFLOOD,
+    C_COUNT
+};
 static const char *const cls_names[C_COUNT] = {
-    "badkey", "spoof", "tag255", "ack", "fin", "huge", "flood", "emdflood",
+    "badkey", "spoof", "tag255", "ack", "fin", "huge", "flood", "rmareq", "rmaput", "emdflood",
 };
 
 struct opts {
@@ -164,6 +193,11 @@ struct tmpl {
     uint8_t src_mac[6];          /* frames from any other address (ours, */
     struct sockaddr_in src_addr; /* forged) are not templates */
     uint16_t shim_dst, shim_src; /* emd mode: the real frame's endpoints */
+    int have_put;                /* a real PUT frame seen: put is its header, */
+    em_hdr_t put;                /* region, key and offset a live region's */
+    int have_req;                /* a real GET/ATOMIC request (tag 255) seen: */
+    uint32_t req_region;         /* the region it names (the victim's window */
+    uint64_t req_key, req_off;   /* or osc rdma's state), its key and offset */
 };
 
 static em_loss_t rng; /* the forged fields' random values (util/loss.h's stream) */
@@ -347,6 +381,21 @@ static void sniff(int fd, const struct opts *o, struct tmpl *t)
             t->data = h;
             t->have_data = 1;
         }
+        if (h.type == EM_PT_PUT) {
+            t->put = h;
+            t->have_put = 1;
+        }
+        /* a one-fragment message on the engine's tag: decoded with the
+         * engine's own decoder; a request names a live region of the victim */
+        em_rma_msg_t m;
+        if (h.type == EM_PT_DATA && h.tag == EM_ENGINE_TAG_RMA && h.frag_cnt == 1 &&
+            em_rma_decode(em + EM_HDR_LEN, h.len, &m) == EM_RMA_DEC_OK &&
+            (m.kind == EM_RMA_GET_REQ || m.kind == EM_RMA_ATOMIC_REQ)) {
+            t->req_region = m.region;
+            t->req_key = m.key;
+            t->req_off = m.offset;
+            t->have_req = 1;
+        }
     }
 }
 
@@ -461,10 +510,85 @@ static em_hdr_t data_frame(const struct tmpl *t, unsigned k, uint8_t tag, uint16
     return h;
 }
 
+/* Far past the end of any region the job registers (windows and receive
+ * buffers of at most a few MiB), and an offset where any length wraps. */
+#define OFF_OUT  (1ull << 40)
+#define OFF_WRAP (UINT64_MAX - 7)
+
+/* Request @p k of class rmareq into @p body (a GET or ATOMIC request as
+ * the engine encodes it, em_rma_encode_req), aimed at the sniffed region;
+ * its length.  No variant is a request the engine may serve: each has a
+ * wrong key, a region that is not the sniffed one, an offset out of
+ * bounds or misaligned, or a length beyond what one answer carries. */
+static size_t forge_rma_req(const struct tmpl *t, unsigned k, uint8_t *body)
+{
+    uint64_t wrong = t->req_key ^ (rnd() | 1), ops[EM_ATOMIC_COUNT_MAX], cmp[EM_ATOMIC_COUNT_MAX];
+    for (unsigned i = 0; i < EM_ATOMIC_COUNT_MAX; i++) {
+        ops[i] = rnd();
+        cmp[i] = rnd();
+    }
+    em_atomic_desc_t add = { .op = EM_AOP_SUM, .type = EM_ATYPE_INT64, .count = 1, .operand = ops };
+    em_atomic_desc_t cas = {
+        .op = EM_AOP_CSWAP, .type = EM_ATYPE_UINT64, .count = 1, .operand = ops, .compare = cmp
+    };
+    em_atomic_desc_t swap = {
+        .op = EM_AOP_WRITE, .type = EM_ATYPE_UINT64, .count = EM_ATOMIC_COUNT_MAX, .operand = ops
+    };
+    uint32_t id = (uint32_t)rnd(), r = t->req_region;
+    uint64_t key = t->req_key, aligned = t->req_off & ~7ull;
+    switch (k % 8) {
+    case 0: /* a read of the live region with a wrong key */
+        return em_rma_encode_req(body, id, r, wrong, t->req_off, NULL, false, 64);
+    case 1: /* the right key, out of bounds */
+        return em_rma_encode_req(body, id, r, key, OFF_OUT, NULL, false, 64);
+    case 2: /* the right key, a huge length (4 GiB - 1) */
+        return em_rma_encode_req(body, id, r, key, 0, NULL, false, UINT32_MAX);
+    case 3: /* the neighbour region id, a random key */
+        return em_rma_encode_req(body, id, r + 1, rnd(), 0, NULL, false, 4096);
+    case 4: /* a fetch-and-add with a wrong key */
+        return em_rma_encode_req(body, id, r, wrong, aligned, &add, true, 0);
+    case 5: /* a compare-and-swap whose offset wraps */
+        return em_rma_encode_req(body, id, r, key, OFF_WRAP, &cas, true, 0);
+    case 6: /* 64 swaps (512 bytes) out of bounds */
+        return em_rma_encode_req(body, id, r, key, OFF_OUT, &swap, true, 0);
+    default: /* the right key, a misaligned 8-byte element */
+        return em_rma_encode_req(body, id, r, key, aligned | 3, &add, false, 0);
+    }
+}
+
+/* PUT frame @p k of class rmaput, from the latest real PUT header: the
+ * sniffed region with a wrong key, the right key out of bounds or at an
+ * offset that wraps, or the neighbour region. */
+static em_hdr_t forge_put(const struct tmpl *t, unsigned k, uint16_t len)
+{
+    em_hdr_t h = t->put;
+    h.flags = 0;
+    h.len = len;
+    h.seq = t->put.seq + k - SPRAY_BEHIND;
+    h.ack = t->any.ack;
+    h.sack = 0;
+    h.msg_id = t->put.msg_id + 1 + k;
+    h.msg_len = len;
+    h.frag_no = 0;
+    h.frag_cnt = 1;
+    switch (k % 4) {
+    case 0: h.key ^= rnd() | 1; break;
+    case 1: h.offset = OFF_OUT; break;
+    case 2: h.offset = OFF_WRAP; break; /* the decoder's overflow check */
+    default:
+        h.region++;
+        h.key = rnd();
+        h.offset = 0;
+        break;
+    }
+    return h;
+}
+
 /* Build forged frame number @p k of a round into @p out; its length. */
 static size_t forge(enum cls c, const struct tmpl *t, unsigned k, uint8_t *out)
 {
-    uint8_t body[1024];
+    uint8_t body[1088]; /* the longest RMA request: 32 + 2 x 64 x 8 bytes */
+    _Static_assert(sizeof body >= EM_RMA_REQ_LEN + 2 * EM_ATOMIC_COUNT_MAX * 8, "body");
     uint16_t blen = 256;
     for (size_t i = 0; i < sizeof body; i += 8) {
         uint64_t r = rnd();
@@ -498,13 +622,20 @@ static size_t forge(enum cls c, const struct tmpl *t, unsigned k, uint8_t *out)
         h = data_frame(t, k, OB1_TAG_FIN, blen);
         break;
     }
+    case C_RMAREQ: /* a GET or ATOMIC request on the engine's tag */
+        blen = (uint16_t)forge_rma_req(t, k, body);
+        h = data_frame(t, k, EM_ENGINE_TAG_RMA, blen);
+        break;
+    case C_RMAPUT: /* into a live region, refused by key, bounds or id */
+        h = forge_put(t, k, blen);
+        break;
     case C_EMDFLOOD: /* the real flow, already delivered: the daemon ACKs it */
         h = data_frame(t, k, OB1_TAG_MATCH, blen);
         h.seq = t->data.seq - 1 - (k % 16);
         h.msg_id = t->data.msg_id;
         break;
     case C_HUGE: /* first of 65535 fragments: ~65535 x 1 KiB claimed */
-        blen = sizeof body;
+        blen = 1024;
         h = data_frame(t, k, OB1_TAG_MATCH, blen);
         h.frag_cnt = 65535;
         h.msg_len = 65535u * blen;
@@ -530,6 +661,30 @@ static size_t forge(enum cls c, const struct tmpl *t, unsigned k, uint8_t *out)
     size_t hl = em_hdr_encode(&h, out);
     memcpy(out + hl, body, blen);
     return hl + blen;
+}
+
+/* The one-sided classes aim at a region the job uses: wait (5 s at most)
+ * for a real request (rmareq) or PUT frame (rmaput) that names one.  -1
+ * when none came: the job keeps no one-sided traffic. */
+static int wait_region(int sfd, const struct opts *o, struct tmpl *t)
+{
+    if (o->cls != C_RMAREQ && o->cls != C_RMAPUT)
+        return 0;
+    double t0 = now_s();
+    while (!(o->cls == C_RMAREQ ? t->have_req : t->have_put)) {
+        sniff(sfd, o, t);
+        if (now_s() - t0 > 5.0) {
+            fprintf(stderr,
+                    "em_forge: class %s: no %s from rank %u to rank %u seen on %s in 5 s "
+                    "(does the job keep one-sided traffic? attack_job's argument 'rma')\n",
+                    cls_names[o->cls],
+                    o->cls == C_RMAREQ ? "GET/ATOMIC request (tag 255)" : "PUT frame", o->src,
+                    o->dst, o->sniff_if);
+            return -1;
+        }
+        usleep(1000);
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -561,6 +716,8 @@ int main(int argc, char **argv)
         }
         usleep(1000);
     }
+    if (wait_region(sfd, &o, &t) < 0)
+        return 3;
     unsigned long sent = 0, failed = 0, rounds = 0;
     uint8_t frame[FRAME_MAX];
     t0 = now_s();
@@ -577,8 +734,13 @@ int main(int argc, char **argv)
         usleep(o.interval_us);
     }
     printf("em_forge: class %s: %lu frames sent in %lu rounds (%lu refused by the socket; "
-           "last real seq %lu, ack %lu, key 0x%llx)\n",
+           "last real seq %lu, ack %lu, key 0x%llx",
            cls_names[o.cls], sent, rounds, failed, (unsigned long)t.data.seq,
            (unsigned long)t.any.ack, (unsigned long long)t.data.job_key);
+    if (o.cls == C_RMAREQ)
+        printf("; region %u, key 0x%llx", t.req_region, (unsigned long long)t.req_key);
+    if (o.cls == C_RMAPUT)
+        printf("; region %u, key 0x%llx", t.put.region, (unsigned long long)t.put.key);
+    printf(")\n");
     return sent ? 0 : 1;
 }

@@ -6,8 +6,10 @@
  * counter ends at the number of adds, and the fetched values are every
  * value once), gets of one and of many frames, refusals (bad key, bad id,
  * out of bounds, read-only, write-only with a fetch, misaligned) failing
- * at the initiator with -EM_EACCES and leaving the target untouched, the
- * request budget, and completions when the peer fails or the engine ends.
+ * at the initiator with -EM_EACCES and leaving the target untouched, a
+ * forged get longer than one answer carries (refused, counted, answered),
+ * the request budget, and completions when the peer fails or the engine
+ * ends.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +21,7 @@
 #include <cmocka.h>
 
 #include "engine/engine.h"
+#include "engine/engine_internal.h" /* em_rma_recv: a request no initiator of ours builds */
 #include "link/link_sim.h"
 
 #define NOPS 600 /* more than the budget: the initiator waits for room */
@@ -349,6 +352,48 @@ static void refusals(void **s)
     free(wo);
 }
 
+/* A get request longer than one answer carries, inside a region large
+ * enough to hold it, as only a hostile peer sends it (em_engine_get()
+ * refuses such a length before sending): the target refuses it before
+ * copying anything, counts it in rma_refused and answers, so the answer
+ * reaches engine 0 (which has no such request: rma_stale_rsp).  Before the
+ * target checked the length, it copied the bytes, counted the get as
+ * served, and the protocol refused the over-long answer: no answer came.
+ * A get of exactly em_engine_get_max() bytes is still served. */
+static void oversized_get(void **s)
+{
+    (void)s;
+    world(0, 0, 0, 0);
+    size_t max = em_engine_get_max(E[1]), rlen = 4 * max;
+    uint8_t *mem = malloc(rlen), *got = malloc(max);
+    assert_non_null(mem);
+    assert_non_null(got);
+    for (size_t i = 0; i < rlen; i++)
+        mem[i] = (uint8_t)(i * 7);
+    em_region_handle_t h;
+    assert_int_equal(em_engine_register_ex(E[1], mem, rlen, EM_REGION_WRITE | EM_REGION_READ, &h),
+                     0);
+    uint8_t req[EM_RMA_GET_REQ_LEN];
+    size_t n = em_rma_encode_req(req, 0x7777u, h.id, h.key, 0, NULL, false, (uint32_t)max + 1);
+    assert_int_equal(n, EM_RMA_GET_REQ_LEN);
+    em_rma_recv(E[1], 0, req, n);
+    for (long i = 0; em_engine_stats(E[0])->rma_stale_rsp == 0; i++) {
+        assert_true(i < 2000000L); /* the answer must come */
+        round_();
+    }
+    assert_int_equal(em_engine_stats(E[1])->rma_refused, 1);
+    assert_int_equal(em_engine_stats(E[1])->rma_gets_served, 0);
+    struct op o = { 0 };
+    assert_int_equal(em_engine_get(E[0], &o.pop, 1, &h, rlen - max, got, max, &o), 0);
+    wait_done(&o);
+    assert_int_equal(o.status, 0);
+    assert_memory_equal(got, mem + rlen - max, max);
+    assert_int_equal(em_engine_stats(E[1])->rma_gets_served, 1);
+    end_world();
+    free(mem);
+    free(got);
+}
+
 /* The budget, then: requests to a peer that died complete with
  * -EM_EPEERFAIL, and those still waiting when the engine ends with
  * -EM_ECANCELED. */
@@ -398,9 +443,13 @@ static void budget_failure_destroy(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(once_clean),   cmocka_unit_test(once_lossy),
-        cmocka_unit_test(once_hostile), cmocka_unit_test(ops_and_gets),
-        cmocka_unit_test(refusals),     cmocka_unit_test(budget_failure_destroy),
+        cmocka_unit_test(once_clean),
+        cmocka_unit_test(once_lossy),
+        cmocka_unit_test(once_hostile),
+        cmocka_unit_test(ops_and_gets),
+        cmocka_unit_test(refusals),
+        cmocka_unit_test(oversized_get),
+        cmocka_unit_test(budget_failure_destroy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -498,12 +498,22 @@ static void print_stats(em_btl_module_t *m)
         opal_process_info.nodename, m->name, (unsigned long long)m->packed_bytes,
         (unsigned long long)m->inplace_msgs, (unsigned long long)m->inplace_bytes, m->name,
         m->params->s.inplace_min);
+    /* "refused:" lists name/value pairs only, as the stats line's, so that a
+     * tool (tests/attack) reads every refusal of the one-sided path: gets
+     * and atomics refused (region, key, bounds, access, alignment, length),
+     * RMA messages the decoder refused, answers naming no request of ours,
+     * requests left unanswered for lack of memory, and put frames refused
+     * by reason (their sum is puts_rejected) */
     opal_output(0,
-                "[%s] btl_%s one-sided (as the target): gets answered %llu, atomics applied %llu, "
-                "refused %llu (region, key, bounds, access or alignment), malformed %llu",
+                "[%s] btl_%s one-sided (as the target): gets answered %llu, atomics applied %llu; "
+                "refused: rma_refused %llu rma_bad_msg %llu rma_stale_rsp %llu rma_no_mem %llu "
+                "put_bad_region %llu put_bad_key %llu put_out_of_bounds %llu put_no_access %llu",
                 opal_process_info.nodename, m->name, (unsigned long long)e->rma_gets_served,
                 (unsigned long long)e->rma_atomics_applied, (unsigned long long)e->rma_refused,
-                (unsigned long long)e->rma_bad_msg);
+                (unsigned long long)e->rma_bad_msg, (unsigned long long)e->rma_stale_rsp,
+                (unsigned long long)e->rma_no_mem, (unsigned long long)e->put_bad_region,
+                (unsigned long long)e->put_bad_key, (unsigned long long)e->put_out_of_bounds,
+                (unsigned long long)e->put_no_access);
     if (m->order && m->index == 0) {
         uint64_t kept = 0, dropped = 0;
         for (uint32_t i = 0; i < m->npeers; i++) {
