@@ -122,8 +122,10 @@ static void expect_canceled(struct node *n, void *want)
     struct fi_cq_err_entry x;
     int r = take(n, NULL, 0.5, &e, NULL, &x);
     CHECK(r == -1, "%s: expected an error completion, got %d", n->name, r);
-    CHECK(x.op_context == want && x.err == FI_ECANCELED, "%s: error %d (%s) for context %p, not "
-          "FI_ECANCELED for %p", n->name, x.err, fi_strerror(x.err), x.op_context, want);
+    CHECK(x.op_context == want && x.err == FI_ECANCELED,
+          "%s: error %d (%s) for context %p, not "
+          "FI_ECANCELED for %p",
+          n->name, x.err, fi_strerror(x.err), x.op_context, want);
 }
 
 static void fill(uint8_t *b, size_t n, unsigned seed)
@@ -231,8 +233,8 @@ int main(void)
 
     /* 5 */
     ab = insert(&A, &B);
-    CHECK(ab == gone, "the freed index %llu was not reused (got %llu)",
-          (unsigned long long)gone, (unsigned long long)ab);
+    CHECK(ab == gone, "the freed index %llu was not reused (got %llu)", (unsigned long long)gone,
+          (unsigned long long)ab);
     expect_canceled(&A, &ctx[4]);
     expect_canceled(&A, &ctx[5]);
     expect_canceled(&A, &ctx[6]);

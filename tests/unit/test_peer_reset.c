@@ -46,8 +46,7 @@ static void make(struct side *s, uint16_t self, uint16_t peer, const em_proto_op
     cfg.ack_delay_ns = 100;
     s->p = em_proto_create(&cfg, ops, &s->c, &err);
     assert_non_null(s->p);
-    assert_int_equal(em_proto_set_peer(s->p, peer, KEY_OLD, self ? 900 : 100, self ? 100 : 900),
-                     0);
+    assert_int_equal(em_proto_set_peer(s->p, peer, KEY_OLD, self ? 900 : 100, self ? 100 : 900), 0);
 }
 
 static size_t wire_of(const struct cap_out *o, uint8_t *b)
