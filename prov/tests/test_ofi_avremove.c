@@ -23,11 +23,19 @@
  *      again; a fresh exchange both ways arrives verified;
  *   7. a new address takes the lowest free index.
  *
- * Usage: test_ofi_avremove
+ * "replace": another endpoint under the removed one's id (a restarted
+ * peer).  A and a child process C1 (id 3) exchange; C1 sends a message A
+ * leaves in its socket, and exits; A removes C1 (a receive posted for it
+ * alone ends with FI_ECANCELED); a second child C2, id 3 again with
+ * another secret and port, gets C1's index back and exchanges with A,
+ * verified, while C1's stale frames are refused and counted.
+ *
+ * Usage: test_ofi_avremove [replace]
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include <rdma/fi_tagged.h>
@@ -170,25 +178,11 @@ static uint64_t refusals(const struct node *n)
     return n->e->st.unknown_peer + n->e->st.fc_bad_key + p->drop_job_key + p->drop_source;
 }
 
-int main(void)
+/* the same endpoint removed and inserted again (1 to 7) */
+static void same_endpoint(struct fi_info *info)
 {
-    setenv("FI_ETHERMPI_IF_INCLUDE", "127.0.0.1", 0);
-    unsetenv("FI_ETHERMPI_ID");
-    setenv("PMI_RANK", "0", 1); /* endpoint k of this process: id 0 + 2k */
-    setenv("PMI_SIZE", "2", 1);
-    setenv("FI_ETHERMPI_NPEERS", "8", 1);
-    setenv("FI_ETHERMPI_SEND_COPY_MAX", "0", 1); /* sends complete at the ACK */
-    setenv("FI_ETHERMPI_LINGER_MS", "0", 1);
-    struct fi_info *hints = fi_allocinfo(), *info = NULL;
-    CHECK(hints, "fi_allocinfo");
-    hints->ep_attr->type = FI_EP_RDM;
-    hints->caps = FI_TAGGED | FI_DIRECTED_RECV | FI_SOURCE;
-    hints->domain_attr->av_type = FI_AV_TABLE;
-    FI(emo_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info));
-    fi_freeinfo(hints);
     node_open(&A, info);
     node_open(&B, info);
-    fi_freeinfo(info);
     CHECK(A.e->self.id == 0 && B.e->self.id == 2, "ids %u and %u", A.e->self.id, B.e->self.id);
     fi_addr_t ab = insert(&A, &B), ba = insert(&B, &A);
     CHECK(ab == 0 && ba == 0, "first inserts at %llu, %llu", (unsigned long long)ab,
@@ -276,5 +270,149 @@ int main(void)
            "frames refused (%llu) and the held message kept, re-inserted pair verified, "
            "indexes reused\n",
            refused);
+}
+
+/* ---- another endpoint under the removed one's id ------------------------ */
+
+/* A child process (its pipes @p to, @p from) with endpoint C: endpoint
+ * k = 1 of a process of rank 1, id 1 + 1 x 2 = 3, whichever child it is
+ * (the parent opened one endpoint before forking: ids are per process).
+ * It swaps names with A, receives tag 0x10 (seed @p n) from A alone,
+ * answers tag 0x11 (seed 10 + @p n); the first child then sends tag 0x12,
+ * which A does not take before removing it (its frames stay in A's
+ * socket), and closes; the second waits for A's word. */
+static void child(struct fi_info *info, int n, int to, int from)
+{
+    struct node C = { .name = n == 1 ? "C1" : "C2" };
+    setenv("PMI_RANK", "1", 1);
+    node_open(&C, info);
+    CHECK(C.e->self.id == 3, "%s: id %u, not 3", C.name, C.e->self.id);
+    CHECK(write(to, C.addr, sizeof C.addr) == (ssize_t)sizeof C.addr, "pipe write");
+    CHECK(read(from, A.addr, sizeof A.addr) == (ssize_t)sizeof A.addr, "pipe read");
+    fi_addr_t ca = insert(&C, &A);
+    static uint8_t in[SMALL], out[SMALL], want[SMALL];
+    fill(want, sizeof want, (unsigned)n);
+    FI(fi_trecv(C.ep, in, sizeof in, NULL, ca, 0x10, 0, &ctx[0]));
+    expect_ok(&C, NULL, &ctx[0], NULL);
+    CHECK(memcmp(in, want, sizeof in) == 0, "%s: A's message differs", C.name);
+    fill(out, sizeof out, 10u + (unsigned)n);
+    FI(fi_tsend(C.ep, out, sizeof out, NULL, ca, 0x11, &ctx[1]));
+    expect_ok(&C, NULL, &ctx[1], NULL);
+    if (n == 1) {
+        FI(fi_tsend(C.ep, "stale", 6, NULL, ca, 0x12, &ctx[2]));
+        pump(&C, 0.02);
+    }
+    char c = 'x';
+    CHECK(write(to, &c, 1) == 1, "pipe write");
+    if (n == 2)
+        CHECK(read(from, &c, 1) == 1, "pipe read");
+    ofi_close_ep(C.ep, C.av, C.cq, C.dom, C.fab);
+    exit(0);
+}
+
+/* Fork child @p n; swap names with it; @return its pid (pipes in *@p to, *@p from). */
+static pid_t spawn(struct fi_info *info, int n, int *to, int *from, struct node *c)
+{
+    int p2c[2], c2p[2];
+    CHECK(pipe(p2c) == 0 && pipe(c2p) == 0, "pipe");
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        child(info, n, c2p[1], p2c[0]);
+    }
+    *to = p2c[1];
+    *from = c2p[0];
+    CHECK(read(*from, c->addr, sizeof c->addr) == (ssize_t)sizeof c->addr, "child %d died", n);
+    CHECK(write(*to, A.addr, sizeof A.addr) == (ssize_t)sizeof A.addr, "pipe write");
+    return pid;
+}
+
+/* A's side of child @p n's exchange with peer @p fa: A's progress only */
+static void a_exchange(fi_addr_t fa, int n)
+{
+    static uint8_t out[SMALL], in[SMALL], want[SMALL];
+    fill(out, sizeof out, (unsigned)n);
+    fill(want, sizeof want, 10u + (unsigned)n);
+    FI(fi_trecv(A.ep, in, sizeof in, NULL, fa, 0x11, 0, &ctx[10]));
+    FI(fi_tsend(A.ep, out, sizeof out, NULL, fa, 0x10, &ctx[11]));
+    expect_ok(&A, NULL, &ctx[11], NULL);
+    fi_addr_t src;
+    expect_ok(&A, NULL, &ctx[10], &src);
+    CHECK(src == fa && memcmp(in, want, sizeof in) == 0, "A: child %d's answer differs", n);
+}
+
+static void child_ok(pid_t pid, int n)
+{
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "child %d failed", n);
+}
+
+static void replaced_endpoint(struct fi_info *info)
+{
+    node_open(&A, info);
+    struct node C1 = { .name = "C1" }, C2 = { .name = "C2" };
+    int to, from;
+    pid_t p1 = spawn(info, 1, &to, &from, &C1);
+    fi_addr_t fa = insert(&A, &C1);
+    a_exchange(fa, 1);
+    /* in flight: a receive from C1 alone; C1's message 0x12 stays in A's socket */
+    static uint8_t r[64];
+    FI(fi_trecv(A.ep, r, sizeof r, NULL, fa, 0x13, 0, &ctx[12]));
+    char c;
+    CHECK(read(from, &c, 1) == 1, "child 1 died");
+    child_ok(p1, 1);
+    uint64_t ref0 = refusals(&A), unexp0 = A.e->st.unexp_msgs;
+    fi_addr_t gone = fa;
+    FI(fi_av_remove(A.av, &gone, 1, 0));
+    expect_canceled(&A, &ctx[12]);
+    close(to);
+    close(from);
+
+    pid_t p2 = spawn(info, 2, &to, &from, &C2);
+    emo_addr_t a1, a2;
+    CHECK(emo_addr_decode(C1.addr, EMO_ADDR_LEN, &a1) == 0 &&
+              emo_addr_decode(C2.addr, EMO_ADDR_LEN, &a2) == 0,
+          "children's addresses");
+    CHECK(a1.id == a2.id && a1.secret != a2.secret, "the children are not two endpoints under "
+                                                    "one id");
+    fa = insert(&A, &C2);
+    CHECK(fa == gone, "C2 did not get the freed index");
+    a_exchange(fa, 2);
+    pump(&A, 0.05);
+    CHECK(refusals(&A) > ref0, "A counted no refusal of C1's stale frames");
+    CHECK(A.e->st.unexp_msgs == unexp0, "C1's stale message was delivered");
+    c = 'x';
+    CHECK(write(to, &c, 1) == 1, "pipe write");
+    child_ok(p2, 2);
+    unsigned long long refused = (unsigned long long)(refusals(&A) - ref0);
+    ofi_close_ep(A.ep, A.av, A.cq, A.dom, A.fab);
+    printf("test_ofi_avremove replace: another endpoint under the removed one's id took its "
+           "index and talked, the old one's frames refused (%llu)\n",
+           refused);
+}
+
+int main(int argc, char **argv)
+{
+    setenv("FI_ETHERMPI_IF_INCLUDE", "127.0.0.1", 0);
+    unsetenv("FI_ETHERMPI_ID");
+    setenv("PMI_RANK", "0", 1); /* endpoint k of this process: id 0 + 2k */
+    setenv("PMI_SIZE", "2", 1);
+    setenv("FI_ETHERMPI_NPEERS", "8", 1);
+    setenv("FI_ETHERMPI_SEND_COPY_MAX", "0", 1); /* sends complete at the ACK */
+    setenv("FI_ETHERMPI_LINGER_MS", "0", 1);
+    struct fi_info *hints = fi_allocinfo(), *info = NULL;
+    CHECK(hints, "fi_allocinfo");
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->caps = FI_TAGGED | FI_DIRECTED_RECV | FI_SOURCE;
+    hints->domain_attr->av_type = FI_AV_TABLE;
+    FI(emo_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info));
+    fi_freeinfo(hints);
+    if (argc > 1 && strcmp(argv[1], "replace") == 0)
+        replaced_endpoint(info);
+    else
+        same_endpoint(info);
+    fi_freeinfo(info);
     return 0;
 }
