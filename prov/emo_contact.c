@@ -114,7 +114,7 @@ int emo_contact(struct emo_ep *ep, uint16_t peer)
         ep->st.fc_bad_blob++;
         return -1;
     }
-    if (key != emo_pair_key(ep->self.secret, ep->self.id, a.secret, a.id)) {
+    if (key != emo_peer_key(ep, &a)) { /* (of the pair's incarnation) */
         ep->st.fc_bad_key++;
         return -1;
     }
@@ -165,6 +165,15 @@ int emo_contact(struct emo_ep *ep, uint16_t peer)
             "from the address its message carries\n",
             peer);
     return 0;
+}
+
+void emo_contact_forget(struct emo_ep *ep, uint16_t id)
+{
+    for (size_t i = 0; i < ep->fc_n; i++)
+        if (ep->fc[i].id == id) {
+            ep->fc[i] = ep->fc[--ep->fc_n];
+            return;
+        }
 }
 
 int emo_announce(struct emo_ep *ep, uint16_t peer)

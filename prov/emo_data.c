@@ -196,12 +196,17 @@ struct emo_recv_args {
     bool tagged;
 };
 
+/* a directed receive's source that is in no AV entry (never inserted,
+ * or removed): refused, -FI_EINVAL (fi_av(3): a removed fi_addr_t may
+ * not be used in data transfer calls), not posted to match nobody */
+#define EMO_NO_PEER (EMO_ANY_PEER - 1)
+
 static uint32_t peer_filter(struct emo_ep *ep, fi_addr_t src)
 {
     if (src == FI_ADDR_UNSPEC || !(ep->info->caps & FI_DIRECTED_RECV))
         return EMO_ANY_PEER;
     const emo_addr_t *a = emo_av_get(ep->av, src);
-    return a ? a->id : EMO_ANY_PEER - 1; /* unknown address: matches nobody */
+    return a ? a->id : EMO_NO_PEER;
 }
 
 /* FI_PEEK (with FI_CLAIM or FI_DISCARD): look at the unexpected queue */
@@ -290,6 +295,8 @@ static ssize_t do_recv(struct emo_ep *ep, const struct emo_recv_args *r)
         return -FI_EOPBADSTATE;
     emo_queue_t *unexp = r->tagged ? &ep->unexp_tag : &ep->unexp_msg;
     uint32_t filt = peer_filter(ep, r->src);
+    if (filt == EMO_NO_PEER)
+        return -FI_EINVAL;
     uint64_t tag = r->tagged ? r->tag : 0, ignore = r->tagged ? r->ignore : 0;
     emo_rx_t rx = {
         .buf = r->buf, .len = r->len, .context = r->context, .flags = r->flags, .tagged = r->tagged
@@ -358,7 +365,7 @@ static uint64_t unpost(emo_rx_t *rx)
     return rx->inflight ? 0 : FI_MULTI_RECV;
 }
 
-void emo_fail_posted_from(struct emo_ep *ep, uint16_t peer)
+void emo_fail_posted_from(struct emo_ep *ep, uint16_t peer, int status)
 {
     emo_queue_t *qs[2] = { &ep->posted_tag, &ep->posted_msg };
     for (int k = 0; k < 2; k++) {
@@ -370,13 +377,15 @@ void emo_fail_posted_from(struct emo_ep *ep, uint16_t peer)
                 emo_queue_remove(qs[k], q);
                 emo_unwatch(ep, peer, &rx->watched);
                 uint64_t last = unpost(rx);
+                const char *why = status == -FI_ECANCELED ? "its address was removed from the AV"
+                                  : em_engine_fail_reason(ep->eng, peer)
+                                      ? em_engine_fail_reason(ep->eng, peer)
+                                      : "?";
                 if (ep->rx_cq)
                     emo_cq_write_err(
                         ep->rx_cq, rx->context, FI_RECV | (rx->tagged ? FI_TAGGED : FI_MSG) | last,
-                        -FI_EIO, 0, 0, rx->q.tag, emo_src(ep, peer),
-                        "receive from endpoint %u: the peer failed (%s)", peer,
-                        em_engine_fail_reason(ep->eng, peer) ? em_engine_fail_reason(ep->eng, peer)
-                                                             : "?");
+                        status, 0, 0, rx->q.tag, emo_src(ep, peer),
+                        "receive from endpoint %u: %s (%s)", peer, fi_strerror(-status), why);
                 if (last || !rx->multi)
                     free(rx);
             }

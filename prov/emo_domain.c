@@ -4,10 +4,14 @@
  * Domain, address vector and completion queue (memory registration:
  * emo_rma.c).
  *
- * The AV keeps each peer's decoded address; fi_addr_t is the insertion
+ * The AV keeps each peer's decoded address; fi_addr_t is the entry's
  * index for FI_AV_TABLE and FI_AV_MAP alike (FI_AV_MAP lets the provider
- * choose the value).  Peers reach the engine lazily (emo_ep_set_peer): on
- * the first send to them, or when their first frame arrives.
+ * choose the value): the next index, or after fi_av_remove the lowest one
+ * it freed (as libfabric's util AV reuses freed entries).  Peers reach
+ * the engine lazily (emo_ep_set_peer): on the first send to them, or when
+ * their first frame arrives.  fi_av_remove makes the bound endpoint
+ * forget the peer (emo_ep_unset_peer) and remembers the pair's
+ * incarnation (emo_peer_key; docs/ofi.md "Removing an address").
  *
  * The CQ keeps completions in a ring that grows (never drops one) and
  * errors in a list; reading it drives every endpoint bound to it.
@@ -29,6 +33,7 @@ static int av_close(struct fid *fid)
         return -FI_EBUSY;
     free(av->tab);
     free(av->by_id);
+    free(av->gone);
     free(av);
     return 0;
 }
@@ -43,6 +48,53 @@ const emo_addr_t *emo_av_get(const struct emo_av *av, fi_addr_t fa)
     if (!av || fa >= av->n || !av->tab[fa].used)
         return NULL;
     return &av->tab[fa].a;
+}
+
+/* @p av's record of endpoint id @p id's removals, or NULL (a scan:
+ * removals are rare, and this runs when a peer is set, not per frame) */
+static struct emo_av_gone *av_gone(const struct emo_av *av, uint16_t id)
+{
+    for (size_t i = 0; av && i < av->ngone; i++)
+        if (av->gone[i].id == id)
+            return &av->gone[i];
+    return NULL;
+}
+
+/* The pair's incarnation: after @p ep's AV removed this very endpoint
+ * (same id, same secret) n times, the pair's key is that of epoch n.  The
+ * peer that removed us as many times computes the same key, and frames of
+ * an earlier incarnation (still in a socket buffer, or resent by a peer
+ * that did not remove us) carry another: refused (drop_job_key), never
+ * taken as the new pair's, although both start again at the same ISNs.
+ * Another endpoint under the id (a new secret) starts at epoch 0. */
+uint64_t emo_peer_key(const struct emo_ep *ep, const emo_addr_t *a)
+{
+    uint64_t key = emo_pair_key(ep->self.secret, ep->self.id, a->secret, a->id);
+    const struct emo_av_gone *g = av_gone(ep->av, a->id);
+    return g && g->secret == a->secret ? emo_pair_key_epoch(key, g->epoch) : key;
+}
+
+/* fi_addr_t for a new entry: the lowest one fi_av_remove freed, else the
+ * next; @return 0, or -FI_ENOMEM */
+static int av_slot(struct emo_av *av, fi_addr_t *fa)
+{
+    if (av->nfree) {
+        while (av->tab[av->free_lo].used)
+            av->free_lo++;
+        av->nfree--;
+        *fa = av->free_lo++;
+        return 0;
+    }
+    if (av->n == av->cap) {
+        size_t cap = av->cap ? av->cap * 2 : 64;
+        struct emo_av_ent *t = realloc(av->tab, cap * sizeof *t);
+        if (!t)
+            return -FI_ENOMEM;
+        av->tab = t;
+        av->cap = cap;
+    }
+    *fa = av->n++;
+    return 0;
 }
 
 /* one address: @return 0 with *@p out set, or a negative fi_errno */
@@ -84,17 +136,12 @@ static int av_insert_one(struct emo_av *av, const void *blob, fi_addr_t *out)
                 a.id);
         return -FI_EADDRINUSE;
     }
-    if (av->n == av->cap) {
-        size_t cap = av->cap ? av->cap * 2 : 64;
-        struct emo_av_ent *t = realloc(av->tab, cap * sizeof *t);
-        if (!t)
-            return -FI_ENOMEM;
-        av->tab = t;
-        av->cap = cap;
-    }
-    av->tab[av->n] = (struct emo_av_ent){ .a = a, .used = 1 };
-    av->by_id[a.id] = av->n;
-    *out = av->n++;
+    fi_addr_t fa;
+    if (av_slot(av, &fa) != 0)
+        return -FI_ENOMEM;
+    av->tab[fa] = (struct emo_av_ent){ .a = a, .used = 1 };
+    av->by_id[a.id] = fa;
+    *out = fa;
     return 0;
 }
 
@@ -118,21 +165,60 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr
     return done;
 }
 
+/* Count one more removal of endpoint (@p id, @p secret): its next
+ * incarnation (emo_peer_key).  Room was made (av_remove_). */
+static void av_note_gone(struct emo_av *av, uint16_t id, uint64_t secret)
+{
+    struct emo_av_gone *g = av_gone(av, id);
+    if (!g) {
+        g = &av->gone[av->ngone++];
+        *g = (struct emo_av_gone){ .id = id, .secret = secret };
+    }
+    if (g->secret != secret)
+        *g = (struct emo_av_gone){ .id = id, .secret = secret }; /* another endpoint */
+    g->epoch++;
+}
+
+/* Every address is checked first: one that is not in the AV (never
+ * inserted, removed already, out of range) fails the call with
+ * -FI_EINVAL and removes nothing. */
 static int av_remove_(struct emo_av *av, fi_addr_t *fi_addr, size_t count)
 {
+    if (count && !fi_addr)
+        return -FI_EINVAL;
+    for (size_t i = 0; i < count; i++)
+        if (fi_addr[i] >= av->n || !av->tab[fi_addr[i]].used)
+            return -FI_EINVAL;
+    if (av->ngone + count > av->gone_cap) { /* no failure half way */
+        size_t cap = av->ngone + count + 16;
+        struct emo_av_gone *g = realloc(av->gone, cap * sizeof *g);
+        if (!g)
+            return -FI_ENOMEM;
+        av->gone = g;
+        av->gone_cap = cap;
+    }
     for (size_t i = 0; i < count; i++) {
         fi_addr_t fa = fi_addr[i];
-        if (fa >= av->n || !av->tab[fa].used)
-            return -FI_EINVAL;
-        av->by_id[av->tab[fa].a.id] = FI_ADDR_NOTAVAIL;
-        av->tab[fa].used = 0;
+        struct emo_av_ent *e = &av->tab[fa];
+        if (!e->used)
+            continue; /* named twice in the list */
+        e->used = 0;
+        if (av->by_id[e->a.id] == fa)
+            av->by_id[e->a.id] = FI_ADDR_NOTAVAIL;
+        av_note_gone(av, e->a.id, e->a.secret);
+        if (av->ep)
+            emo_ep_unset_peer(av->ep, e->a.id);
+        av->nfree++;
+        if (fa < av->free_lo)
+            av->free_lo = fa;
     }
     return 0;
 }
 
 static int av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint64_t flags)
 {
-    (void)flags;
+    if (flags)
+        return -FI_EBADFLAGS; /* (FI_AUTH_KEY: no authorization keys here) */
     struct emo_av *av = container_of_emo(fav, struct emo_av, av);
     emo_lock(av->dom);
     int rc = av_remove_(av, fi_addr, count);

@@ -216,7 +216,8 @@ int emo_ep_set_peer(struct emo_ep *ep, uint16_t id)
     }
     if (em_engine_set_peer(ep->eng, id, &a->link) != 0)
         return -FI_EINVAL;
-    uint64_t key = emo_pair_key(ep->self.secret, ep->self.id, a->secret, a->id);
+    /* the pair's key (of its incarnation: emo_peer_key) */
+    uint64_t key = emo_peer_key(ep, a);
     if (em_engine_set_peer_keys(ep->eng, id, key, ep->self.isn, a->isn) != 0)
         return -FI_EINVAL;
     /* wire v3: frames name the receiver's index for their sender; every
@@ -226,6 +227,33 @@ int emo_ep_set_peer(struct emo_ep *ep, uint16_t id)
         return -FI_EINVAL;
     ep->peer_set[id] = EMO_PEER_AV;
     return 0;
+}
+
+/* In the order that keeps every completion: the engine's operations to
+ * the peer end first (FI_ECANCELED through cb_complete), then the
+ * provider's that wait on it (rendezvous steps, reads, receives posted
+ * for it alone); what it sent that waits unexpected stays.  The peer's
+ * per-endpoint state goes: a failure (a peer removed after it failed and
+ * inserted again is a live one), first contact, whether it has our
+ * address (the next message to it carries it again). */
+void emo_ep_unset_peer(struct emo_ep *ep, uint16_t id)
+{
+    if (!ep->eng || id >= ep->npeers || id == ep->self.id)
+        return;
+    enum emo_ep_phase was = ep->phase;
+    ep->phase = EMO_EP_PROGRESS; /* the callbacks run as in progress: no re-entry */
+    (void)em_engine_reset_peer(ep->eng, id);
+    ep->phase = was;
+    emo_peer_ops_end(ep, id, -FI_ECANCELED);
+    emo_unexp_orphan(ep, id);
+    emo_contact_forget(ep, id);
+    ep->peer_set[id] = 0;
+    ep->peer_heard[id] = 0;
+    ep->peer_failed[id] = 0;
+    if (ep->fail_pending[id]) {
+        ep->fail_pending[id] = 0;
+        ep->nfail_pending--;
+    }
 }
 
 int emo_ep_progress(struct emo_ep *ep)

@@ -152,14 +152,27 @@ struct emo_av_ent {
     uint8_t used;
 };
 
+/** An endpoint removed from an AV (fi_av_remove): how many times this
+ *  very endpoint (id and secret) was, the pair's incarnation with it
+ *  (emo_peer_key). */
+struct emo_av_gone {
+    uint64_t secret;
+    uint32_t epoch;
+    uint16_t id;
+};
+
 struct emo_av {
     struct fid_av av;
     struct emo_domain *dom;
     enum fi_av_type type;
     struct emo_av_ent *tab; /**< fi_addr_t = index (FI_AV_TABLE and FI_AV_MAP alike) */
     size_t n, cap;
-    fi_addr_t *by_id;  /**< endpoint id -> fi_addr (FI_ADDR_NOTAVAIL), 65536 entries */
-    struct emo_ep *ep; /**< bound endpoint (one) */
+    size_t nfree;             /**< entries below n that fi_av_remove freed (an insert takes one) */
+    size_t free_lo;           /**< no free entry below this index */
+    fi_addr_t *by_id;         /**< endpoint id -> fi_addr (FI_ADDR_NOTAVAIL), 65536 entries */
+    struct emo_ep *ep;        /**< bound endpoint (one) */
+    struct emo_av_gone *gone; /**< endpoints removed, one entry per id (the last) */
+    size_t ngone, gone_cap;
 };
 
 /** A CQ entry as kept (converted to the CQ's format when read). */
@@ -297,6 +310,12 @@ typedef struct emo_op {
     size_t msg_cap;            /**< bytes of msg[] allocated (EMO_OP_LARGE: from the cache) */
     uint8_t msg[];             /**< what the engine sends: header (+ eager payload) */
 } emo_op_t;
+
+/** The source of unexpected messages whose sender was removed from the AV
+ *  after they arrived (emo_ep_unset_peer): no endpoint id (ids are below
+ *  FI_ETHERMPI_NPEERS <= 65535), so only receives from any source take
+ *  them, and their source reads FI_ADDR_NOTAVAIL. */
+#define EMO_PEER_GONE 0xFFFFu
 
 /** Ops with msg[] of at least EMO_OP_LARGE bytes are allocated with room
  *  for one of EMO_OP_POOLS sizes: 32, 64, 128 and 256 KiB of message (none
@@ -495,6 +514,14 @@ bool emo_tx_fits(const struct emo_ep *ep, size_t msg_len);
 /** Fail the peers a callback marked (ep->fail_pending: over the unexpected
  *  budget); called after each engine progress call. */
 void emo_apply_failures(struct emo_ep *ep);
+/** The operations waiting on @p peer (cookie table: rendezvous, reads)
+ *  and the receives posted for it alone end with @p status (-FI_EIO: it
+ *  failed; -FI_ECANCELED: it was removed from the AV). */
+void emo_peer_ops_end(struct emo_ep *ep, uint16_t peer, int status);
+/** @p peer was removed from the AV: its unexpected messages stay, from
+ *  EMO_PEER_GONE (an eager one is delivered whole; an RTS, whose bytes are
+ *  still at the sender, ends its receive with FI_ECANCELED). */
+void emo_unexp_orphan(struct emo_ep *ep, uint16_t peer);
 
 /* emo_prov.c */
 int emo_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
@@ -534,11 +561,20 @@ int emo_cq_write_err(struct emo_cq *cq, void *ctx, uint64_t flags, int err, size
 fi_addr_t emo_av_lookup_id(const struct emo_av *av, uint16_t id);
 /** The AV entry of @p fa, or NULL. */
 const emo_addr_t *emo_av_get(const struct emo_av *av, fi_addr_t fa);
+/** The key of the pair of @p ep and the endpoint at @p a: emo_pair_key,
+ *  moved to the pair's next incarnation each time @p ep's AV removed that
+ *  very endpoint (docs/ofi.md "Removing an address"). */
+uint64_t emo_peer_key(const struct emo_ep *ep, const emo_addr_t *a);
 
 /* emo_ep.c */
 int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
 /** Give the engine @p id's address and keys from the AV (once).  @return 0 or -FI_*. */
 int emo_ep_set_peer(struct emo_ep *ep, uint16_t id);
+/** fi_av_remove took @p id's entry: its operations end with FI_ECANCELED,
+ *  receives posted for it alone too, the messages it sent that wait
+ *  unexpected stay (from EMO_PEER_GONE), and the engine forgets it
+ *  (em_engine_reset_peer) until emo_ep_set_peer sets it again. */
+void emo_ep_unset_peer(struct emo_ep *ep, uint16_t id);
 /** Drive the engine once (re-entry safe).  @return frames taken and
  *  operations completed (0: nothing happened). */
 int emo_ep_progress(struct emo_ep *ep);
@@ -606,6 +642,8 @@ enum { EMO_PEER_AV = 1, EMO_PEER_CONTACT = 2 };
 /** Inside the engine's resolve callback: make @p peer (in no AV) from the
  *  first-contact blob of the frame being judged.  @return 0, or -1 (counted). */
 int emo_contact(struct emo_ep *ep, uint16_t peer);
+/** Forget the first contact of @p id (fi_av_remove of its address). */
+void emo_contact_forget(struct emo_ep *ep, uint16_t id);
 /** The address a first contact gave for @p id, or NULL. */
 const emo_addr_t *emo_contact_get(const struct emo_ep *ep, uint16_t id);
 /** peer_heard value: a HELLO went to the peer ahead of what follows it */

@@ -112,7 +112,11 @@ void emo_unwatch(struct emo_ep *ep, uint16_t peer, bool *watched)
 
 /* ---- completions ------------------------------------------------------------ */
 
-fi_addr_t emo_src(struct emo_ep *ep, uint16_t peer) { return emo_av_lookup_id(ep->av, peer); }
+fi_addr_t emo_src(struct emo_ep *ep, uint16_t peer)
+{
+    /* (EMO_PEER_GONE: a removed sender, in no AV entry) */
+    return peer < ep->npeers ? emo_av_lookup_id(ep->av, peer) : FI_ADDR_NOTAVAIL;
+}
 
 void emo_complete_early(emo_op_t *op)
 {
@@ -158,7 +162,8 @@ void emo_complete_tx(emo_op_t *op, int status)
                          fi_strerror(-status), status == -FI_EIO ? ": " : "",
                          status == -FI_EIO && em_engine_fail_reason(ep->eng, op->peer)
                              ? em_engine_fail_reason(ep->eng, op->peer)
-                             : "");
+                         : status == -FI_ECANCELED ? " (its address was removed from the AV)"
+                                                   : "");
     else if (op->want_cqe)
         emo_cq_write(ep->tx_cq, op->context, op->cq_flags, op->len, NULL, 0, op->tag, 0);
 }
@@ -178,9 +183,11 @@ static void complete_rx(struct emo_ep *ep, void *ctx, uint64_t flags, bool want,
         return;
     if (status)
         emo_cq_write_err(ep->rx_cq, ctx, flags, status, n, total - n, tag, src,
-                         "receive from endpoint %u: %s%s%s", peer, fi_strerror(-status),
+                         "receive from endpoint %u: %s%s%s%s", peer, fi_strerror(-status),
                          status == -FI_ETRUNC ? " (the message is longer than the buffer)" : "",
-                         status == -FI_EIO ? " (the peer failed)" : "");
+                         status == -FI_EIO ? " (the peer failed)" : "",
+                         status == -FI_ECANCELED ? " (the sender's address was removed from the AV)"
+                                                 : "");
     else if (want)
         emo_cq_write(ep->rx_cq, ctx, flags, n, buf, data, tag, src);
 }
@@ -312,8 +319,15 @@ bool emo_multi_deliver(struct emo_ep *ep, emo_rx_t *m, uint16_t peer, uint8_t ty
 static void rdv_accept(struct emo_ep *ep, const emo_rx_t *rx, emo_rx_t *multi, uint16_t peer,
                        uint64_t tag, uint64_t data, uint8_t wflags, uint64_t len, uint32_t s_cookie)
 {
-    emo_op_t *op = emo_op_new(ep, EMO_OP_RRECV, 0);
     uint64_t flags = rx_flags(rx->tagged, wflags);
+    if (peer == EMO_PEER_GONE) {
+        /* its sender was removed from the AV before the bytes were asked
+         * for: they are still there, and nothing can ask now */
+        complete_rx(ep, rx->context, flags | multi_put(multi), true, rx->buf, 0, (size_t)len, data,
+                    tag, peer, -FI_ECANCELED);
+        return;
+    }
+    emo_op_t *op = emo_op_new(ep, EMO_OP_RRECV, 0);
     if (!op || emo_cookie_add(ep, op) != 0) {
         /* cannot take it: the sender waits for a CTS that never comes, so
          * fail the receive loudly (the job's error path ends it) */
@@ -475,6 +489,18 @@ static void queue_unexp(struct emo_ep *ep, emo_queue_t *q, uint16_t peer, const 
     ep->st.unexp_msgs++;
     if (ep->unexp_bytes > ep->st.unexp_bytes_max)
         ep->st.unexp_bytes_max = ep->unexp_bytes;
+}
+
+void emo_unexp_orphan(struct emo_ep *ep, uint16_t peer)
+{
+    emo_queue_t *qs[2] = { &ep->unexp_tag, &ep->unexp_msg };
+    for (int k = 0; k < 2; k++)
+        for (emo_qent_t *c = qs[k]->head; c; c = c->next)
+            if (c->peer == peer) {
+                emo_unexp_t *u = container_of_emo(c, emo_unexp_t, q);
+                ep->unexp_held[peer] -= unexp_size(u->type, u->len);
+                c->peer = EMO_PEER_GONE; /* (the budget still counts its bytes) */
+            }
 }
 
 void emo_unexp_release(struct emo_ep *ep, emo_unexp_t *u)
@@ -714,6 +740,11 @@ static void cb_peer_failed(void *u, uint16_t peer)
             em_engine_fail_reason(ep->eng, peer) ? em_engine_fail_reason(ep->eng, peer) : "");
     if (ep->phase == EMO_EP_CLOSING)
         return; /* destroying: nobody reads the CQ any more */
+    emo_peer_ops_end(ep, peer, -FI_EIO);
+}
+
+void emo_peer_ops_end(struct emo_ep *ep, uint16_t peer, int status)
+{
     for (uint32_t i = 0; i < ep->ops_cap; i++) {
         emo_op_t *op = ep->ops[i];
         if (!op || op->peer != peer)
@@ -724,13 +755,13 @@ static void cb_peer_failed(void *u, uint16_t peer)
             em_engine_deregister(ep->eng, &op->reg);
         if (op->kind == EMO_OP_RRECV) {
             complete_rx(ep, op->context, op->cq_flags | multi_settle(op), true, op->buf, 0,
-                        op->len + op->olen, op->data, op->tag, peer, -FI_EIO);
+                        op->len + op->olen, op->data, op->tag, peer, status);
         } else {
-            emo_complete_tx(op, -FI_EIO);
+            emo_complete_tx(op, status);
         }
         emo_op_free(op);
     }
-    emo_fail_posted_from(ep, peer);
+    emo_fail_posted_from(ep, peer, status);
 }
 
 static void cb_resolve(void *u, uint16_t peer)

@@ -86,7 +86,8 @@ void emo_unexp_release(struct emo_ep *ep, emo_unexp_t *u);
 bool emo_watch(struct emo_ep *ep, uint16_t peer);
 /** Drop the watch *@p watched says is held (and clear it). */
 void emo_unwatch(struct emo_ep *ep, uint16_t peer, bool *watched);
-/** Posted receives for @p peer alone end with FI_EIO (emo_data.c). */
-void emo_fail_posted_from(struct emo_ep *ep, uint16_t peer);
+/** Posted receives for @p peer alone end with @p status: FI_EIO (the peer
+ *  failed) or FI_ECANCELED (it was removed from the AV) (emo_data.c). */
+void emo_fail_posted_from(struct emo_ep *ep, uint16_t peer, int status);
 
 #endif

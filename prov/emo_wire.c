@@ -171,3 +171,9 @@ uint64_t emo_pair_key(uint64_t a, uint16_t ia, uint64_t b, uint16_t ib)
     /* same value from both sides; the mixer: src/util/pair_mix.h */
     return em_pair_mix(a, ia, b, ib, EM_PAIR_MIX_OFI);
 }
+
+uint64_t emo_pair_key_epoch(uint64_t key, uint32_t epoch)
+{
+    /* the key and the epoch through the same mixer (ordered as ids 0, 1) */
+    return epoch ? em_pair_mix(key, 0, epoch, 1, EM_PAIR_MIX_OFI) : key;
+}

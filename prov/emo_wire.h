@@ -184,5 +184,8 @@ int emo_addr_decode(const void *buf, size_t len, emo_addr_t *a);
 /** The pair key of endpoints (@p a, id @p ia) and (@p b, id @p ib): both
  *  sides compute the same value (ordered by id). */
 uint64_t emo_pair_key(uint64_t a, uint16_t ia, uint64_t b, uint16_t ib);
+/** The pair key @p key of incarnation @p epoch (0: @p key itself): both
+ *  sides of the pair compute the same value for the same epoch. */
+uint64_t emo_pair_key_epoch(uint64_t key, uint32_t epoch);
 
 #endif

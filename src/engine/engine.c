@@ -193,7 +193,7 @@ static void e_failed(void *u, uint16_t peer)
 {
     em_engine_t *e = u;
     if (e->rma)
-        em_rma_peer_failed(e, peer);
+        em_rma_peer_end(e, peer, -EM_EPEERFAIL);
     if (e->ops.peer_failed)
         e->ops.peer_failed(e->uctx, peer);
 }
@@ -521,6 +521,25 @@ int em_engine_fail_peer(em_engine_t *e, uint16_t peer, const char *why)
     if (e->in_progress)
         return -EM_EINVAL; /* from a callback: the caller must defer it */
     return em_proto_fail_peer(e->proto, peer, why);
+}
+
+int em_engine_reset_peer(em_engine_t *e, uint16_t peer)
+{
+    if (e->in_progress || peer >= e->npeers || peer == e->self)
+        return -EM_EINVAL; /* from a callback the caller defers it, as fail_peer */
+    /* em_engine_progress() from the completions below (the owner's
+     * callbacks) returns at once, as from any callback */
+    e->in_progress = 1;
+    int rc = em_proto_reset_peer(e->proto, peer);
+    /* the peer's gets and atomics whose requests were acknowledged wait
+     * for answers that will not be taken now (rma.c): they end too */
+    if (e->rma)
+        em_rma_peer_end(e, peer, -EM_ECANCELED);
+    /* its link address is asked for again (resolve_peer) before a frame
+     * goes to it; the owner's em_engine_set_peer() names it anew */
+    e->addr[peer] = ADDR_UNKNOWN;
+    e->in_progress = 0;
+    return rc;
 }
 
 const char *em_engine_fail_reason(const em_engine_t *e, uint16_t peer)

@@ -314,6 +314,21 @@ em_link_t *em_engine_link(em_engine_t *e);
 /** Give up on @p peer (em_proto_fail_peer(): @p why, a static sentence);
  *  not from an engine callback.  @return 0 or -EM_EINVAL. */
 int em_engine_fail_peer(em_engine_t *e, uint16_t peer, const char *why);
+/**
+ * Forget @p peer (em_proto_reset_peer(): the owner removed it, e.g.
+ * libfabric's fi_av_remove): its sends, puts, gets and atomics complete
+ * with -EM_ECANCELED, a message from it placed in the owner's buffer ends
+ * with place_end(-EM_ECANCELED), and the peer is unset (with
+ * cfg.peers_need_set) with no link address: frames from it go to ops.resolve
+ * until em_engine_set_peer() and em_engine_set_peer_keys() set it again.
+ * Messages it already delivered are the owner's.  Only this call resets a
+ * peer; no frame does.  Not from an engine callback.  The completions run
+ * inside this call; a send to @p peer from one of them is refused
+ * (-EM_EINVAL: unset).  On a link that acknowledges for us (emd) the link
+ * hears of the peer's flows again when it is set again.
+ * @return 0 or -EM_EINVAL (bad peer, ourselves, or from a callback).
+ */
+int em_engine_reset_peer(em_engine_t *e, uint16_t peer);
 /** Why @p peer was declared failed (a sentence), or NULL (see em_proto_fail_reason). */
 const char *em_engine_fail_reason(const em_engine_t *e, uint16_t peer);
 

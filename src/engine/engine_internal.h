@@ -47,8 +47,9 @@ void em_engine_flush_tx(em_engine_t *e);
 void em_rma_recv(em_engine_t *e, uint16_t peer, const void *data, size_t len);
 /** Is @p ctx one of rma.c's own operations?  Then it is completed here. */
 bool em_rma_complete(em_engine_t *e, void *ctx, int status);
-/** @p peer failed: its outstanding requests complete with -EM_EPEERFAIL. */
-void em_rma_peer_failed(em_engine_t *e, uint16_t peer);
+/** @p peer failed (@p status -EM_EPEERFAIL) or was reset (-EM_ECANCELED):
+ *  its outstanding requests complete with @p status. */
+void em_rma_peer_end(em_engine_t *e, uint16_t peer, int status);
 /** After the protocol is gone: the rest complete with -EM_ECANCELED; free. */
 void em_rma_destroy(em_engine_t *e);
 

@@ -378,12 +378,12 @@ bool em_rma_complete(em_engine_t *e, void *ctx, int status)
     return true;
 }
 
-void em_rma_peer_failed(em_engine_t *e, uint16_t peer)
+void em_rma_peer_end(em_engine_t *e, uint16_t peer, int status)
 {
     struct em_rma *r = e->rma;
     for (uint32_t i = 0; i < EM_ENGINE_RMA_BUDGET; i++)
         if ((r->slot[i].state & S_BUSY) && r->slot[i].peer == peer)
-            slot_done(e, &r->slot[i], -EM_EPEERFAIL);
+            slot_done(e, &r->slot[i], status);
 }
 
 void em_rma_destroy(em_engine_t *e)

@@ -79,6 +79,31 @@ const char *em_strerror(int err)
     }
 }
 
+/* A peer as the instance starts it (and em_proto_reset_peer() again):
+ * nothing sent or taken, the configuration's key and ISN, unset when the
+ * owner sets its peers (cfg.peers_need_set); @p tx its send ring. */
+static void peer_init(struct em_proto *p, struct em_peer *pe, struct em_tx_slot *tx)
+{
+    const em_proto_cfg_t *cfg = &p->cfg;
+    memset(pe, 0, sizeof *pe);
+    memset(tx, 0, (size_t)p->ring * sizeof *tx);
+    pe->tx = tx;
+    pe->set = !cfg->peers_need_set;
+    pe->key = cfg->job_key;
+    /* until the owner says otherwise (em_proto_set_peer_index), a peer
+     * calls us what we call ourselves: tables numbered alike on both sides
+     * (the tests; ranks) need no call */
+    pe->remote_index = cfg->self;
+    pe->tx_isn = pe->rx_isn = cfg->isn;
+    pe->snd_una = pe->snd_nxt = pe->rcv_nxt = cfg->isn;
+    pe->rto_base = pe->rto_cur = cfg->rto_ns;
+    pe->rto_deadline = EM_NEVER;
+    pe->ack_deadline = EM_NEVER;
+    pe->pace_at = EM_NEVER;
+    pe->live_deadline = EM_NEVER;
+    em_cc_init(&pe->cc, cfg);
+}
+
 em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops, void *uctx,
                             int *err)
 {
@@ -127,28 +152,11 @@ em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops
         free(p);
         return NULL;
     }
-    /* until the owner says otherwise (em_proto_set_peer_index), a peer
-     * calls us what we call ourselves: tables numbered alike on both sides
-     * (the tests; ranks) need no call */
-    for (uint32_t i = 0; i < cfg->npeers; i++)
-        p->peers[i].remote_index = cfg->self;
     p->next_deadline = EM_NEVER;
     p->max_msg = cfg->max_msg && cfg->max_msg < em_proto_max_msg(p) ? cfg->max_msg
                                                                     : (uint32_t)em_proto_max_msg(p);
-    for (uint32_t i = 0; i < cfg->npeers; i++) {
-        struct em_peer *pe = &p->peers[i];
-        pe->tx = p->tx_slots + (size_t)i * p->ring;
-        pe->set = !cfg->peers_need_set;
-        pe->key = cfg->job_key;
-        pe->tx_isn = pe->rx_isn = cfg->isn;
-        pe->snd_una = pe->snd_nxt = pe->rcv_nxt = cfg->isn;
-        pe->rto_base = pe->rto_cur = cfg->rto_ns;
-        pe->rto_deadline = EM_NEVER;
-        pe->ack_deadline = EM_NEVER;
-        pe->pace_at = EM_NEVER;
-        pe->live_deadline = EM_NEVER;
-        em_cc_init(&pe->cc, cfg);
-    }
+    for (uint32_t i = 0; i < cfg->npeers; i++)
+        peer_init(p, &p->peers[i], p->tx_slots + (size_t)i * p->ring);
     *err = EM_OK;
     return p;
 }
@@ -213,6 +221,27 @@ int em_proto_fail_peer(em_proto_t *p, uint16_t peer, const char *why)
     if (peer >= p->cfg.npeers || peer == p->cfg.self || !why)
         return -EM_EINVAL;
     fail_for(p, peer, why, &p->st.fail_by_owner);
+    return 0;
+}
+
+int em_proto_reset_peer(em_proto_t *p, uint16_t peer)
+{
+    if (peer >= p->cfg.npeers || peer == p->cfg.self)
+        return -EM_EINVAL;
+    struct em_peer *pe = &p->peers[peer];
+    em_proto_op_t *op = pe->q_head;
+    /* a message cut short in its owner's buffer ends first (place_end),
+     * then the state goes back to the start, and only then do the
+     * operations complete: a completion callback that sends to the peer
+     * again finds it unset (-EM_EINVAL), never half reset */
+    em_rx_free(p, pe);
+    peer_init(p, pe, pe->tx);
+    p->st.peer_resets++;
+    while (op) {
+        em_proto_op_t *next = op->next;
+        p->ops.complete(p->uctx, op->ctx, -EM_ECANCELED);
+        op = next;
+    }
     return 0;
 }
 

@@ -340,6 +340,7 @@ typedef struct em_proto_stats {
     uint64_t live_probes;        /**< liveness probes sent to watched, silent peers */
     uint64_t live_failures;      /**< of peer_failures: watched peers that answered no probe */
     uint64_t fail_by_owner; /**< of peer_failures: given up by the owner (em_proto_fail_peer) */
+    uint64_t peer_resets;   /**< peers the owner returned to their start (em_proto_reset_peer) */
 } em_proto_stats_t;
 
 typedef struct em_proto em_proto_t;
@@ -581,6 +582,21 @@ bool em_proto_peer_failed(const em_proto_t *p, uint16_t peer);
  * had failed already) or -EM_EINVAL.
  */
 int em_proto_fail_peer(em_proto_t *p, uint16_t peer, const char *why);
+
+/**
+ * The owner forgets @p peer (libfabric's fi_av_remove): every operation to
+ * it completes with -EM_ECANCELED, a message from it cut short in its
+ * owner's buffer ends with place_end(-EM_ECANCELED), its receive buffers,
+ * watches, timers, RTT and congestion state go, a failure is forgotten,
+ * and the peer is as em_proto_create() made it: unset when
+ * cfg.peers_need_set (its frames go to ops.resolve and are dropped,
+ * drop_source, until em_proto_set_peer() sets it again, with new or the
+ * same parameters), else set with cfg's job key and ISN.  Only the
+ * owner's call does this: no frame, whatever it says, resets a peer.
+ * Not from a callback of this protocol (the peer's receive state is
+ * freed).  Counted in peer_resets.  @return 0 or -EM_EINVAL (bad peer).
+ */
+int em_proto_reset_peer(em_proto_t *p, uint16_t peer);
 
 /** Why @p peer was declared failed (a sentence), or NULL when it was not. */
 const char *em_proto_fail_reason(const em_proto_t *p, uint16_t peer);

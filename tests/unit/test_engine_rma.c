@@ -9,7 +9,10 @@
  * at the initiator with -EM_EACCES and leaving the target untouched, a
  * forged get longer than one answer carries (refused, counted, answered),
  * the request budget, and completions when the peer fails or the engine
- * ends.
+ * ends; em_engine_reset_peer: a get, an atomic and a send in flight end
+ * with -EM_ECANCELED at once, a reset from their callbacks is refused, and
+ * the pair, reset on both sides and keyed anew, talks again while the old
+ * frames are refused by the key.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -42,9 +45,14 @@ static void on_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t l
     fail_msg("the owner got a message with tag %u: the engine's RMA tag leaked", tag);
 }
 
+/* reset_peer: each completion tries a reset from inside the callback */
+static int nested_reset = 1;
+
 static void on_complete(void *u, void *ctx, int status)
 {
     (void)u;
+    if (nested_reset <= 0)
+        nested_reset = em_engine_reset_peer(E[0], 1);
     struct op *o = ctx;
     assert_int_equal(o->done, 0); /* once */
     o->done = 1;
@@ -440,16 +448,65 @@ static void budget_failure_destroy(void **s)
     free(mem);
 }
 
+static void reset_peer(void **s)
+{
+    (void)s;
+    world(0, 0, 0, 0);
+    uint64_t *mem = aligned_alloc(64, 64);
+    for (unsigned i = 0; i < 8; i++)
+        mem[i] = 0x1111111111111111ull * (i + 1);
+    em_region_handle_t h;
+    assert_int_equal(em_engine_register_ex(E[1], mem, 64, EM_REGION_WRITE | EM_REGION_READ, &h), 0);
+    assert_int_equal(em_engine_reset_peer(E[0], 0), -EM_EINVAL); /* ourselves */
+    assert_int_equal(em_engine_reset_peer(E[0], 2), -EM_EINVAL); /* no such peer */
+    /* in flight to engine 1, which never progresses */
+    struct op g = { 0 }, a = { 0 }, m = { 0 };
+    uint64_t v = 0, one = 1;
+    em_atomic_desc_t add = {
+        .op = EM_AOP_SUM, .type = EM_ATYPE_UINT64, .count = 1, .operand = &one
+    };
+    assert_int_equal(em_engine_get(E[0], &g.pop, 1, &h, 0, &v, 8, &g), 0);
+    assert_int_equal(em_engine_atomic(E[0], &a.pop, 1, &h, 8, &add, &v, &a), 0);
+    assert_int_equal(em_engine_send(E[0], &m.pop, 1, 3, "old", 3, &m), 0);
+    nested_reset = 0; /* the completions below try a reset of their own */
+    assert_int_equal(em_engine_reset_peer(E[0], 1), 0);
+    assert_int_equal(nested_reset, -EM_EINVAL);
+    nested_reset = 1;
+    assert_true(g.done && a.done && m.done); /* in the call: no progress needed */
+    assert_int_equal(g.status, -EM_ECANCELED);
+    assert_int_equal(a.status, -EM_ECANCELED);
+    assert_int_equal(m.status, -EM_ECANCELED);
+    assert_int_equal(em_engine_pending(E[0], 1), 0);
+    assert_int_equal(em_engine_proto_stats(E[0])->peer_resets, 1);
+    /* both sides forget each other and take the next incarnation's key and
+     * the peer's address again; the old frames (still in the simulated
+     * wire) are refused by the key, counted, and change nothing */
+    assert_int_equal(em_engine_reset_peer(E[1], 0), 0);
+    for (unsigned n = 0; n < 2; n++) {
+        assert_int_equal(em_engine_set_peer_keys(E[n], (uint16_t)(1 - n), 0xC0FFEE, 0, 0), 0);
+        assert_int_equal(
+            em_engine_set_peer(E[n], (uint16_t)(1 - n), &em_sim_link(SIM, 1 - n)->local), 0);
+    }
+    struct op g2 = { 0 };
+    uint64_t got = 0;
+    assert_int_equal(em_engine_get(E[0], &g2.pop, 1, &h, 16, &got, 8, &g2), 0);
+    wait_done(&g2);
+    assert_int_equal(g2.status, 0);
+    assert_true(got == mem[2]);
+    assert_true(mem[1] == 0x2222222222222222ull); /* the canceled atomic never applied */
+    assert_true(em_engine_proto_stats(E[1])->drop_job_key >= 3);
+    end_world();
+    free(mem);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(once_clean),
-        cmocka_unit_test(once_lossy),
-        cmocka_unit_test(once_hostile),
-        cmocka_unit_test(ops_and_gets),
-        cmocka_unit_test(refusals),
-        cmocka_unit_test(oversized_get),
+        cmocka_unit_test(once_clean),   cmocka_unit_test(once_lossy),
+        cmocka_unit_test(once_hostile), cmocka_unit_test(ops_and_gets),
+        cmocka_unit_test(refusals),     cmocka_unit_test(oversized_get),
         cmocka_unit_test(budget_failure_destroy),
+        cmocka_unit_test(reset_peer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
