@@ -305,8 +305,8 @@ static int m_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     uint16_t up;
     pthread_mutex_lock(&m->mu);
     int rc = base_peer(m, &b, &up);
-    if (rc == 0 && em_peer_table_reserve((void **)&me->peers, &me->npeers, sizeof *me->peers,
-                                         peer) != 0)
+    if (rc == 0 &&
+        em_peer_table_reserve((void **)&me->peers, &me->npeers, sizeof *me->peers, peer) != 0)
         rc = -ENOMEM;
     if (rc == 0) {
         struct mux_peer *mp = &me->peers[peer];

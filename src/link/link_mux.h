@@ -63,12 +63,12 @@
 typedef struct em_link_mux em_link_mux_t;
 
 typedef struct em_link_mux_stats {
-    uint64_t rx_own;       /**< frames the polling member kept in place */
-    uint64_t rx_passed;    /**< frames copied into another member's inbox */
+    uint64_t rx_own;        /**< frames the polling member kept in place */
+    uint64_t rx_passed;     /**< frames copied into another member's inbox */
     uint64_t rx_inbox_full; /**< dropped: that member's inbox was full */
-    uint64_t rx_no_member; /**< dropped: the frame's slot has no member */
-    uint64_t rx_short;     /**< dropped: too short to name a slot */
-    uint64_t tx_frames;    /**< frames the members handed to the base link */
+    uint64_t rx_no_member;  /**< dropped: the frame's slot has no member */
+    uint64_t rx_short;      /**< dropped: too short to name a slot */
+    uint64_t tx_frames;     /**< frames the members handed to the base link */
 } em_link_mux_stats_t;
 
 /**

@@ -93,7 +93,7 @@ static const em_link_ops_t renum_ops = {
 };
 
 /* ---- the world ---- */
-#define NEP 4 /* endpoints: id 0 = A0, 1 = B0, 2 = A1, 3 = B1 */
+#define NEP  4 /* endpoints: id 0 = A0, 1 = B0, 2 = A1, 3 = B1 */
 #define MAXM 200
 
 static em_sim_t *SIM;
@@ -151,9 +151,8 @@ static void pair(unsigned a, unsigned b)
     for (int k = 0; k < 2; k++) {
         unsigned x = k ? b : a, y = k ? a : b;
         assert_int_equal(em_engine_set_peer(E[x], (uint16_t)y, &L[y]->local), 0);
-        assert_int_equal(em_engine_set_peer_keys(E[x], (uint16_t)y, pair_key(x, y), 100 + x,
-                                                 100 + y),
-                         0);
+        assert_int_equal(
+            em_engine_set_peer_keys(E[x], (uint16_t)y, pair_key(x, y), 100 + x, 100 + y), 0);
         assert_int_equal(em_engine_set_peer_index(E[x], (uint16_t)y, x), 0);
     }
 }
