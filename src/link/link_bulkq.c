@@ -225,15 +225,22 @@ static uint16_t bulkq_rx_peer(em_link_t *l, const em_pkt_t *p)
     return em_addr_map_get(&d->bysrc, em_addr_key6(sh.src_mac, sh.src));
 }
 
+/* This process's EAL as emd's secondary, shared by its bulk queues (one
+ * per endpoint: Open MPI opens two, mtl ofi's and btl ofi's): started by
+ * the first, cleaned up with the last.  Same thread rule as EAL. */
+static unsigned eal_refs;
+static char eal_prefix[128];
+
 static void bulkq_close(em_link_t *l)
 {
     struct bulkq_link *d = (struct bulkq_link *)l;
     em_addr_map_free(&d->bysrc);
-    /* the port is the daemon's: nothing to stop; our EAL goes (the
-     * secondary's mp socket with it) */
+    /* the port is the daemon's: nothing to stop; our EAL goes with the
+     * last queue (the secondary's mp socket with it) */
     free(d->peers);
     free(d);
-    rte_eal_cleanup();
+    if (eal_refs && --eal_refs == 0)
+        rte_eal_cleanup();
 }
 
 static const em_link_ops_t bulkq_ops = {
@@ -249,6 +256,64 @@ static const em_link_ops_t bulkq_ops = {
     .rx_peer = bulkq_rx_peer,
 };
 
+/* The slot's queue pair on the daemon's port, once this process runs
+ * as its secondary.  NULL with a sentence in @p err. */
+static em_link_t *open_queue(const em_bulkq_cfg_t *cfg, char *err, size_t errlen)
+{
+    uint16_t port;
+    struct rte_mempool *txpool = NULL;
+    char pn[RTE_MEMPOOL_NAMESIZE];
+    if (rte_eth_dev_get_port_by_name(cfg->port, &port) != 0) {
+        snprintf(err, errlen, "the emd daemon's port %s is not visible to its secondary",
+                 cfg->port);
+        return NULL;
+    }
+    struct rte_eth_dev_info info;
+    if (rte_eth_dev_info_get(port, &info) != 0 ||
+        info.nb_rx_queues != 1u + (unsigned)cfg->slots * cfg->slots ||
+        info.nb_tx_queues != info.nb_rx_queues) {
+        snprintf(err, errlen,
+                 "the emd daemon's port %s does not have the %u queue pairs of its "
+                 "bulk-queue layout",
+                 cfg->port, 1u + (unsigned)cfg->slots * cfg->slots);
+        return NULL;
+    }
+    snprintf(pn, sizeof pn, EMD_BULKQ_TX_POOL, port, cfg->slot);
+    txpool = rte_mempool_lookup(pn);
+    if (!txpool || rte_pktmbuf_data_room_size(txpool) < RTE_PKTMBUF_HEADROOM + HDRS + cfg->mtu ||
+        rte_pktmbuf_priv_size(txpool) < sizeof(em_pkt_t)) {
+        snprintf(err, errlen, "the emd daemon has no usable bulk-queue pool %s", pn);
+        return NULL;
+    }
+    /* the first link query maps the memif regions into this process */
+    struct rte_eth_link lk;
+    memset(&lk, 0, sizeof lk);
+    rte_eth_link_get_nowait(port, &lk);
+    if (lk.link_status != RTE_ETH_LINK_UP) {
+        snprintf(err, errlen, "the emd daemon's port %s is down", cfg->port);
+        return NULL;
+    }
+    struct bulkq_link *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    d->port = port;
+    d->slots = cfg->slots;
+    d->slot = cfg->slot;
+    d->ep = cfg->endpoint;
+    memcpy(d->mac, cfg->mac, 6);
+    d->txpool = txpool;
+    d->loss_ppm = cfg->loss_ppm;
+    em_loss_init(&d->loss, 0,
+                 cfg->loss_seed ? cfg->loss_seed : 0x2545F4914F6CDD1Dull ^ cfg->endpoint);
+    d->link.ops = &bulkq_ops;
+    d->link.mtu = cfg->mtu;
+    d->link.flags = EM_LINK_F_GATHER; /* the payload is copied into the mbuf once */
+    d->link.local.len = 0;            /* link_emd publishes the address */
+    return &d->link;
+}
+
 em_link_t *em_link_bulkq_open(const em_bulkq_cfg_t *cfg, char *err, size_t errlen)
 {
     if (!cfg->slots || cfg->slots > EMD_BULKQ_SLOTS_MAX || cfg->slot >= cfg->slots ||
@@ -256,11 +321,24 @@ em_link_t *em_link_bulkq_open(const em_bulkq_cfg_t *cfg, char *err, size_t errle
         snprintf(err, errlen, "bad bulk-queue layout (slot %u of %u)", cfg->slot, cfg->slots);
         return NULL;
     }
-    if (rte_lcore_count() > 0) {
+    if (eal_refs && strcmp(eal_prefix, cfg->file_prefix) != 0) {
+        snprintf(err, errlen,
+                 "this process is already a secondary of another emd daemon (--file-prefix=%s, "
+                 "asked for %s): one daemon per process",
+                 eal_prefix, cfg->file_prefix);
+        return NULL;
+    }
+    if (!eal_refs && rte_lcore_count() > 0) {
         snprintf(err, errlen,
                  "DPDK is already initialised in this process (a bulk queue needs "
                  "this process to be a secondary of the emd daemon)");
         return NULL;
+    }
+    if (eal_refs) { /* another endpoint's queue started it */
+        em_link_t *l = open_queue(cfg, err, errlen);
+        if (l)
+            eal_refs++;
+        return l;
     }
     /* EAL as the daemon's secondary; the main thread keeps its affinity */
     static char prefix[128], lcores[512];
@@ -294,61 +372,14 @@ em_link_t *em_link_bulkq_open(const em_bulkq_cfg_t *cfg, char *err, size_t errle
                  cfg->file_prefix, rte_strerror(rte_errno));
         return NULL;
     }
-    uint16_t port;
-    struct rte_mempool *txpool = NULL;
-    char pn[RTE_MEMPOOL_NAMESIZE];
-    if (rte_eth_dev_get_port_by_name(cfg->port, &port) != 0) {
-        snprintf(err, errlen, "the emd daemon's port %s is not visible to its secondary",
-                 cfg->port);
-        goto fail;
+    em_link_t *l = open_queue(cfg, err, errlen);
+    if (!l) {
+        rte_eal_cleanup();
+        return NULL;
     }
-    struct rte_eth_dev_info info;
-    if (rte_eth_dev_info_get(port, &info) != 0 ||
-        info.nb_rx_queues != 1u + (unsigned)cfg->slots * cfg->slots ||
-        info.nb_tx_queues != info.nb_rx_queues) {
-        snprintf(err, errlen,
-                 "the emd daemon's port %s does not have the %u queue pairs of its "
-                 "bulk-queue layout",
-                 cfg->port, 1u + (unsigned)cfg->slots * cfg->slots);
-        goto fail;
-    }
-    snprintf(pn, sizeof pn, EMD_BULKQ_TX_POOL, port, cfg->slot);
-    txpool = rte_mempool_lookup(pn);
-    if (!txpool || rte_pktmbuf_data_room_size(txpool) < RTE_PKTMBUF_HEADROOM + HDRS + cfg->mtu ||
-        rte_pktmbuf_priv_size(txpool) < sizeof(em_pkt_t)) {
-        snprintf(err, errlen, "the emd daemon has no usable bulk-queue pool %s", pn);
-        goto fail;
-    }
-    /* the first link query maps the memif regions into this process */
-    struct rte_eth_link lk;
-    memset(&lk, 0, sizeof lk);
-    rte_eth_link_get_nowait(port, &lk);
-    if (lk.link_status != RTE_ETH_LINK_UP) {
-        snprintf(err, errlen, "the emd daemon's port %s is down", cfg->port);
-        goto fail;
-    }
-    struct bulkq_link *d = calloc(1, sizeof *d);
-    if (!d) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
-    }
-    d->port = port;
-    d->slots = cfg->slots;
-    d->slot = cfg->slot;
-    d->ep = cfg->endpoint;
-    memcpy(d->mac, cfg->mac, 6);
-    d->txpool = txpool;
-    d->loss_ppm = cfg->loss_ppm;
-    em_loss_init(&d->loss, 0,
-                 cfg->loss_seed ? cfg->loss_seed : 0x2545F4914F6CDD1Dull ^ cfg->endpoint);
-    d->link.ops = &bulkq_ops;
-    d->link.mtu = cfg->mtu;
-    d->link.flags = EM_LINK_F_GATHER; /* the payload is copied into the mbuf once */
-    d->link.local.len = 0;            /* link_emd publishes the address */
-    return &d->link;
-fail:
-    rte_eal_cleanup();
-    return NULL;
+    eal_refs = 1;
+    snprintf(eal_prefix, sizeof eal_prefix, "%s", cfg->file_prefix);
+    return l;
 }
 
 void em_link_bulkq_stats(const em_link_t *l, em_bulkq_stats_t *out)
