@@ -502,9 +502,12 @@ static void reset_peer(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(once_clean),   cmocka_unit_test(once_lossy),
-        cmocka_unit_test(once_hostile), cmocka_unit_test(ops_and_gets),
-        cmocka_unit_test(refusals),     cmocka_unit_test(oversized_get),
+        cmocka_unit_test(once_clean),
+        cmocka_unit_test(once_lossy),
+        cmocka_unit_test(once_hostile),
+        cmocka_unit_test(ops_and_gets),
+        cmocka_unit_test(refusals),
+        cmocka_unit_test(oversized_get),
         cmocka_unit_test(budget_failure_destroy),
         cmocka_unit_test(reset_peer),
     };
