@@ -172,12 +172,12 @@ static struct wireup first_contact(uint32_t n)
 
 /* -------------------------------------------------- 2. the v2 core today -- */
 
-static int quiet_emit(void *u, uint16_t peer, const void *h, size_t hl, const void *p, size_t pl)
+static int quiet_emit(void *u, uint32_t peer, const void *h, size_t hl, const void *p, size_t pl)
 {
     (void)u, (void)peer, (void)h, (void)hl, (void)p, (void)pl;
     return 0;
 }
-static void quiet_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t len)
+static void quiet_recv(void *u, uint32_t peer, uint8_t tag, const void *d, size_t len)
 {
     (void)u, (void)peer, (void)tag, (void)d, (void)len;
 }
@@ -194,7 +194,7 @@ static struct v2mem proto_v2(uint32_t npeers)
     em_proto_cfg_t cfg;
     em_proto_cfg_default(&cfg);
     cfg.self = 0;
-    cfg.npeers = (uint16_t)npeers;
+    cfg.npeers = (uint32_t)npeers;
     em_proto_ops_t ops = { .emit = quiet_emit, .recv = quiet_recv, .complete = quiet_done };
     size_t h0 = heap_used();
     int err;
@@ -206,7 +206,7 @@ static struct v2mem proto_v2(uint32_t npeers)
     em_proto_op_t *op = calloc(npeers, sizeof *op);
     static const char msg[64];
     for (uint32_t k = 1; op && k < npeers; k++)
-        (void)em_proto_send(p, &op[k], (uint16_t)k, 1, msg, sizeof msg, NULL, 1000);
+        (void)em_proto_send(p, &op[k], (uint32_t)k, 1, msg, sizeof msg, NULL, 1000);
     r.active_bytes_per_peer = (double)(heap_used() - h0) / npeers;
     em_proto_destroy(p);
     free(op);

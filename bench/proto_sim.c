@@ -61,7 +61,7 @@ static void stream_fill(struct st *s)
     }
 }
 
-static void s_recv(void *u, unsigned node, uint16_t from, uint8_t tag, const void *d, size_t len)
+static void s_recv(void *u, unsigned node, uint32_t from, uint8_t tag, const void *d, size_t len)
 {
     struct st *s = u;
     if (tag == 1) {

@@ -27,7 +27,7 @@
  */
 #include "proto/proto_internal.h"
 
-int em_proto_watch(em_proto_t *p, uint16_t peer, uint64_t now)
+int em_proto_watch(em_proto_t *p, uint32_t peer, uint64_t now)
 {
     if (peer >= p->cfg.npeers || peer == p->cfg.self)
         return -EM_EINVAL;
@@ -47,7 +47,7 @@ int em_proto_watch(em_proto_t *p, uint16_t peer, uint64_t now)
     return 0;
 }
 
-int em_proto_unwatch(em_proto_t *p, uint16_t peer)
+int em_proto_unwatch(em_proto_t *p, uint32_t peer)
 {
     if (peer >= p->cfg.npeers || peer == p->cfg.self)
         return -EM_EINVAL;
@@ -61,12 +61,12 @@ int em_proto_unwatch(em_proto_t *p, uint16_t peer)
     return 0;
 }
 
-uint32_t em_proto_watchers(const em_proto_t *p, uint16_t peer)
+uint32_t em_proto_watchers(const em_proto_t *p, uint32_t peer)
 {
     return peer < p->cfg.npeers ? p->peers[peer].watchers : 0;
 }
 
-void em_live_timeout(struct em_proto *p, uint16_t peer, uint64_t now)
+void em_live_timeout(struct em_proto *p, uint32_t peer, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
 

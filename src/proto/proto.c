@@ -179,7 +179,7 @@ static void abort_ops(struct em_proto *p, struct em_peer *pe, int status)
     }
 }
 
-void em_fail_peer(struct em_proto *p, uint16_t peer)
+void em_fail_peer(struct em_proto *p, uint32_t peer)
 {
     struct em_peer *pe = &p->peers[peer];
 
@@ -201,7 +201,7 @@ void em_fail_peer(struct em_proto *p, uint16_t peer)
 }
 
 /* Fail @p peer for @p why, counted in *@p counter (of peer_failures); once. */
-static void fail_for(struct em_proto *p, uint16_t peer, const char *why, uint64_t *counter)
+static void fail_for(struct em_proto *p, uint32_t peer, const char *why, uint64_t *counter)
 {
     struct em_peer *pe = &p->peers[peer];
     if (pe->state == EM_PEER_FAILED)
@@ -211,12 +211,12 @@ static void fail_for(struct em_proto *p, uint16_t peer, const char *why, uint64_
     em_fail_peer(p, peer);
 }
 
-void em_fail_acked(struct em_proto *p, uint16_t peer, const char *why)
+void em_fail_acked(struct em_proto *p, uint32_t peer, const char *why)
 {
     fail_for(p, peer, why, &p->st.fail_refused_acked);
 }
 
-int em_proto_fail_peer(em_proto_t *p, uint16_t peer, const char *why)
+int em_proto_fail_peer(em_proto_t *p, uint32_t peer, const char *why)
 {
     if (peer >= p->cfg.npeers || peer == p->cfg.self || !why)
         return -EM_EINVAL;
@@ -224,7 +224,7 @@ int em_proto_fail_peer(em_proto_t *p, uint16_t peer, const char *why)
     return 0;
 }
 
-int em_proto_reset_peer(em_proto_t *p, uint16_t peer)
+int em_proto_reset_peer(em_proto_t *p, uint32_t peer)
 {
     if (peer >= p->cfg.npeers || peer == p->cfg.self)
         return -EM_EINVAL;
@@ -245,14 +245,14 @@ int em_proto_reset_peer(em_proto_t *p, uint16_t peer)
     return 0;
 }
 
-const char *em_proto_fail_reason(const em_proto_t *p, uint16_t peer)
+const char *em_proto_fail_reason(const em_proto_t *p, uint32_t peer)
 {
     if (peer >= p->cfg.npeers || p->peers[peer].state != EM_PEER_FAILED)
         return NULL;
     return p->peers[peer].fail_reason;
 }
 
-int em_proto_flow(const em_proto_t *p, uint16_t peer, em_proto_flow_t *out)
+int em_proto_flow(const em_proto_t *p, uint32_t peer, em_proto_flow_t *out)
 {
     if (peer >= p->cfg.npeers || peer == p->cfg.self)
         return -EM_EINVAL;
@@ -289,6 +289,14 @@ size_t em_proto_data_payload(const em_proto_t *p) { return p->data_payload; }
 
 size_t em_proto_max_msg(const em_proto_t *p) { return (size_t)UINT16_MAX * p->put_payload; }
 
+size_t em_proto_peer_bytes(const em_proto_cfg_t *cfg)
+{
+    size_t ring = 1;
+    while (ring < cfg->window)
+        ring *= 2;
+    return sizeof(struct em_peer) + ring * sizeof(struct em_tx_slot);
+}
+
 uint64_t em_proto_rx_mem(const em_proto_t *p) { return p->rx_mem; }
 
 /** Has nothing moved between us and @p pe yet (no frame sent or taken)? */
@@ -298,7 +306,7 @@ static bool peer_untouched(const struct em_peer *pe)
            !pe->ra_active && pe->state == EM_PEER_ACTIVE;
 }
 
-int em_proto_set_peer(em_proto_t *p, uint16_t peer, uint64_t key, uint32_t tx_isn, uint32_t rx_isn)
+int em_proto_set_peer(em_proto_t *p, uint32_t peer, uint64_t key, uint32_t tx_isn, uint32_t rx_isn)
 {
     if (peer >= p->cfg.npeers || peer == p->cfg.self)
         return -EM_EINVAL;
@@ -317,7 +325,7 @@ int em_proto_set_peer(em_proto_t *p, uint16_t peer, uint64_t key, uint32_t tx_is
     return 0;
 }
 
-int em_proto_set_peer_index(em_proto_t *p, uint16_t peer, uint32_t remote_index)
+int em_proto_set_peer_index(em_proto_t *p, uint32_t peer, uint32_t remote_index)
 {
     if (peer >= p->cfg.npeers || peer == p->cfg.self)
         return -EM_EINVAL;
@@ -332,12 +340,12 @@ int em_proto_set_peer_index(em_proto_t *p, uint16_t peer, uint32_t remote_index)
     return 0;
 }
 
-uint32_t em_proto_peer_index(const em_proto_t *p, uint16_t peer)
+uint32_t em_proto_peer_index(const em_proto_t *p, uint32_t peer)
 {
     return peer < p->cfg.npeers ? p->peers[peer].remote_index : EM_PEER_INDEX_NONE;
 }
 
-int em_proto_peer_params(const em_proto_t *p, uint16_t peer, uint64_t *key, uint32_t *tx_isn,
+int em_proto_peer_params(const em_proto_t *p, uint32_t peer, uint64_t *key, uint32_t *tx_isn,
                          uint32_t *rx_isn)
 {
     if (peer >= p->cfg.npeers || !p->peers[peer].set)
@@ -352,22 +360,22 @@ int em_proto_peer_params(const em_proto_t *p, uint16_t peer, uint64_t *key, uint
     return 0;
 }
 
-uint64_t em_proto_rto(const em_proto_t *p, uint16_t peer)
+uint64_t em_proto_rto(const em_proto_t *p, uint32_t peer)
 {
     return peer < p->cfg.npeers ? p->peers[peer].rto_base : 0;
 }
 
-uint64_t em_proto_cwnd(const em_proto_t *p, uint16_t peer)
+uint64_t em_proto_cwnd(const em_proto_t *p, uint32_t peer)
 {
     return peer < p->cfg.npeers ? p->peers[peer].cc.cwnd : 0;
 }
 
-uint64_t em_proto_srtt(const em_proto_t *p, uint16_t peer)
+uint64_t em_proto_srtt(const em_proto_t *p, uint32_t peer)
 {
     return peer < p->cfg.npeers ? p->peers[peer].srtt : 0;
 }
 
-uint32_t em_proto_tx_room(const em_proto_t *p, uint16_t peer, uint64_t now)
+uint32_t em_proto_tx_room(const em_proto_t *p, uint32_t peer, uint64_t now)
 {
     if (peer >= p->cfg.npeers)
         return 0;
@@ -382,7 +390,7 @@ uint32_t em_proto_tx_room(const em_proto_t *p, uint16_t peer, uint64_t now)
     return cc_room < room ? cc_room : room;
 }
 
-bool em_proto_peer_failed(const em_proto_t *p, uint16_t peer)
+bool em_proto_peer_failed(const em_proto_t *p, uint32_t peer)
 {
     return peer < p->cfg.npeers && p->peers[peer].state == EM_PEER_FAILED;
 }
@@ -444,11 +452,11 @@ void em_proto_ack_heard(em_proto_t *p)
     for (uint32_t i = 0; i < p->cfg.npeers; i++) {
         const struct em_peer *pe = &p->peers[i];
         if (pe->state == EM_PEER_ACTIVE && pe->set && pe->rcv_nxt != pe->rx_isn)
-            (void)em_send_ack(p, (uint16_t)i, EM_PT_ACK); /* refused: nothing more to do */
+            (void)em_send_ack(p, (uint32_t)i, EM_PT_ACK); /* refused: nothing more to do */
     }
 }
 
-uint32_t em_proto_pending(const em_proto_t *p, uint16_t peer)
+uint32_t em_proto_pending(const em_proto_t *p, uint32_t peer)
 {
     if (peer >= p->cfg.npeers)
         return 0;
@@ -471,7 +479,7 @@ uint64_t em_proto_retx_horizon(const em_proto_t *p)
 
 _Static_assert(EM_PROTO_HEAD_MAX <= UINT8_MAX, "em_proto_op_t::head_len is one byte");
 
-static int submit(struct em_proto *p, em_proto_op_t *op, uint16_t peer, uint8_t type, uint8_t tag,
+static int submit(struct em_proto *p, em_proto_op_t *op, uint32_t peer, uint8_t type, uint8_t tag,
                   const em_put_target_t *t, const void *head, size_t head_len, const void *buf,
                   size_t len, unsigned flags, void *ctx, uint64_t now)
 {
@@ -516,20 +524,20 @@ static int submit(struct em_proto *p, em_proto_op_t *op, uint16_t peer, uint8_t 
     return 0;
 }
 
-int em_proto_send(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *buf,
+int em_proto_send(em_proto_t *p, em_proto_op_t *op, uint32_t peer, uint8_t tag, const void *buf,
                   size_t len, void *ctx, uint64_t now)
 {
     return submit(p, op, peer, EM_PT_DATA, tag, NULL, NULL, 0, buf, len, 0, ctx, now);
 }
 
-int em_proto_sendv(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *head,
+int em_proto_sendv(em_proto_t *p, em_proto_op_t *op, uint32_t peer, uint8_t tag, const void *head,
                    size_t head_len, const void *buf, size_t len, unsigned flags, void *ctx,
                    uint64_t now)
 {
     return submit(p, op, peer, EM_PT_DATA, tag, NULL, head, head_len, buf, len, flags, ctx, now);
 }
 
-int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint16_t peer, const em_put_target_t *t,
+int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint32_t peer, const em_put_target_t *t,
                  const void *buf, size_t len, void *ctx, uint64_t now)
 {
     if (!t || t->offset > UINT64_MAX - len)
@@ -540,7 +548,7 @@ int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint16_t peer, const em_put_t
 /** Is the frame's source address @p src that of @p peer (the peer the frame's
  *  index names), and is the peer known?  Asks ops.resolve once when not
  *  (lazy add of a peer). */
-static bool source_ok(struct em_proto *p, uint16_t peer, uint16_t src, bool bind)
+static bool source_ok(struct em_proto *p, uint32_t peer, uint32_t src, bool bind)
 {
     struct em_peer *pe = &p->peers[peer];
     if (pe->set && (!bind || src == peer))
@@ -554,7 +562,7 @@ static bool source_ok(struct em_proto *p, uint16_t peer, uint16_t src, bool bind
     return true;
 }
 
-static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint16_t src,
+static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint32_t src,
                      bool judge_source, uint64_t now);
 
 void em_proto_rx(em_proto_t *p, const void *frame, size_t len, uint64_t now)
@@ -562,12 +570,12 @@ void em_proto_rx(em_proto_t *p, const void *frame, size_t len, uint64_t now)
     rx_frame(p, frame, len, EM_SRC_UNKNOWN, false, now);
 }
 
-void em_proto_rx_from(em_proto_t *p, const void *frame, size_t len, uint16_t src, uint64_t now)
+void em_proto_rx_from(em_proto_t *p, const void *frame, size_t len, uint32_t src, uint64_t now)
 {
     rx_frame(p, frame, len, src, p->cfg.bind_source != 0, now);
 }
 
-static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint16_t src,
+static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint32_t src,
                      bool judge_source, uint64_t now)
 {
     em_hdr_t h;
@@ -590,7 +598,7 @@ static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint16_t
         p->st.drop_endpoint++;
         return;
     }
-    const uint16_t from = (uint16_t)h.index;
+    const uint32_t from = h.index;
     if (!source_ok(p, from, src, judge_source))
         return;
     struct em_peer *pe = &p->peers[from];
@@ -659,7 +667,7 @@ static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint16_t
     }
 }
 
-static void poll_peer(struct em_proto *p, uint16_t peer, uint64_t now)
+static void poll_peer(struct em_proto *p, uint32_t peer, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
 
@@ -688,7 +696,7 @@ void em_proto_poll(em_proto_t *p, uint64_t now)
     if (now < p->next_deadline)
         return;
     for (uint32_t i = 0; i < p->cfg.npeers; i++)
-        poll_peer(p, (uint16_t)i, now);
+        poll_peer(p, (uint32_t)i, now);
     /* Recompute the bound exactly. */
     uint64_t next = EM_NEVER;
     for (uint32_t i = 0; i < p->cfg.npeers; i++) {

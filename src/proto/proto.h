@@ -63,7 +63,7 @@ enum em_err {
 };
 
 /** em_proto_rx_from() source values that name no peer. */
-#define EM_SRC_UNKNOWN 0xFFFFu /**< the link knows no peer at the frame's source address */
+#define EM_SRC_UNKNOWN 0xFFFFFFFFu /**< the link knows no peer at the frame's source address */
 /** em_proto_peer_index() of a peer number out of range. */
 #define EM_PEER_INDEX_NONE 0xFFFFFFFFu
 
@@ -91,8 +91,8 @@ typedef struct em_proto_cfg {
      *  (tests use one key for all): frames from a peer that carry another
      *  key than the pair's are dropped (drop_job_key). */
     uint64_t job_key;
-    uint16_t self;          /**< this endpoint's id */
-    uint16_t npeers;        /**< endpoint ids are 0 .. npeers-1 (self included) */
+    uint32_t self;          /**< this endpoint's id */
+    uint32_t npeers;        /**< endpoint ids are 0 .. npeers-1 (self included) */
     uint32_t frame_max;     /**< max bytes per frame, headers included (the link's payload size) */
     uint16_t window;        /**< packets in flight per peer, 1 .. EM_WINDOW_MAX */
     em_recovery_t recovery; /**< loss recovery mode */
@@ -171,7 +171,7 @@ typedef struct em_proto_flow {
     uint32_t rcv_nxt;   /**< next sequence number expected from the peer */
     uint32_t snd_nxt;   /**< our next sequence number toward the peer */
     uint32_t frame_max; /**< our largest frame, headers included */
-    uint16_t self, peer;
+    uint32_t self, peer;
     uint32_t remote_index; /**< what the peer calls us: our frames (and ACKs for us) carry it */
 } em_proto_flow_t;
 
@@ -205,26 +205,26 @@ typedef struct em_proto_ops {
      * @return 0 when the frame was taken, -EM_EAGAIN when the link has no room
      *         (the protocol retries on a later call).
      */
-    int (*emit)(void *uctx, uint16_t peer, const void *hdr, size_t hlen, const void *payload,
+    int (*emit)(void *uctx, uint32_t peer, const void *hdr, size_t hlen, const void *payload,
                 size_t plen);
     /**
      * A whole message from @p peer, in order.  @p data is valid only during
      * the call; for single-frame messages it points into the received frame
      * (no copy was made).
      */
-    void (*recv)(void *uctx, uint16_t peer, uint8_t tag, const void *data, size_t len);
+    void (*recv)(void *uctx, uint32_t peer, uint8_t tag, const void *data, size_t len);
     /**
      * Place @p len bytes from @p peer at @p t.  Return 0 when placed; a
      * negative value rejects them (bad region, key or bounds): the frame is
      * still consumed (acknowledged) and counted as rejected.
      * Optional: when NULL every put is rejected.
      */
-    int (*put)(void *uctx, uint16_t peer, const em_put_target_t *t, const void *data, size_t len);
+    int (*put)(void *uctx, uint32_t peer, const em_put_target_t *t, const void *data, size_t len);
     /** An operation finished: @p status is 0 or -EM_EPEERFAIL / -EM_ECANCELED,
      *  or -EM_EACCES for a put the peer refused (see EM_F_REMERR). */
     void (*complete)(void *uctx, void *op_ctx, int status);
     /** @p peer was declared failed (called once, after its operations completed). Optional. */
-    void (*peer_failed)(void *uctx, uint16_t peer);
+    void (*peer_failed)(void *uctx, uint32_t peer);
     /**
      * The frame being received claims to come from @p peer, but @p peer is
      * not set yet (cfg.peers_need_set) or the frame's source address is not
@@ -236,7 +236,7 @@ typedef struct em_proto_ops {
      * of the peer that claims to have sent it.  Optional:
      * when NULL the frame is judged as it came.
      */
-    uint16_t (*resolve)(void *uctx, uint16_t peer);
+    uint32_t (*resolve)(void *uctx, uint32_t peer);
     /**
      * Optional: place a message of several frames where its owner wants it.
      * Called when the first frame of a message of @p msg_len bytes from
@@ -254,9 +254,9 @@ typedef struct em_proto_ops {
      * call into the protocol (no send), and rcv_nxt has not passed the
      * first frame when place runs.  Needs place_end.
      */
-    void *(*place)(void *uctx, uint16_t peer, uint8_t tag, const void *head, size_t head_len,
+    void *(*place)(void *uctx, uint32_t peer, uint8_t tag, const void *head, size_t head_len,
                    size_t msg_len, size_t *skip, void **ctx);
-    void (*place_end)(void *uctx, uint16_t peer, void *ctx, int status);
+    void (*place_end)(void *uctx, uint32_t peer, void *ctx, int status);
 } em_proto_ops_t;
 
 /**
@@ -361,7 +361,7 @@ void em_proto_destroy(em_proto_t *p);
  * @return 0 (queued; complete callback follows), -EM_EINVAL (bad peer or too
  *         long: see em_proto_max_msg()), -EM_EPEERFAIL (peer failed).
  */
-int em_proto_send(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *buf,
+int em_proto_send(em_proto_t *p, em_proto_op_t *op, uint32_t peer, uint8_t tag, const void *buf,
                   size_t len, void *ctx, uint64_t now);
 
 /**
@@ -377,7 +377,7 @@ int em_proto_send(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag, 
  * @return as em_proto_send(); -EM_EINVAL also for a head that is too long
  *         or an unknown flag.
  */
-int em_proto_sendv(em_proto_t *p, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *head,
+int em_proto_sendv(em_proto_t *p, em_proto_op_t *op, uint32_t peer, uint8_t tag, const void *head,
                    size_t head_len, const void *buf, size_t len, unsigned flags, void *ctx,
                    uint64_t now);
 
@@ -415,7 +415,7 @@ static inline void em_proto_op_rebase(em_proto_op_t *op, const void *buf)
  * every byte was placed (or rejected: see em_proto_stats_t::puts_rejected).
  * @return as em_proto_send().
  */
-int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint16_t peer, const em_put_target_t *t,
+int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint32_t peer, const em_put_target_t *t,
                  const void *buf, size_t len, void *ctx, uint64_t now);
 
 /**
@@ -426,7 +426,7 @@ int em_proto_put(em_proto_t *p, em_proto_op_t *op, uint16_t peer, const em_put_t
  * the same values is a no-op.
  * @return 0, -EM_EINVAL (bad peer, or traffic already started).
  */
-int em_proto_set_peer(em_proto_t *p, uint16_t peer, uint64_t key, uint32_t tx_isn, uint32_t rx_isn);
+int em_proto_set_peer(em_proto_t *p, uint32_t peer, uint64_t key, uint32_t tx_isn, uint32_t rx_isn);
 
 /**
  * Set what @p peer calls us: the index in its own peer table that it gave
@@ -438,16 +438,16 @@ int em_proto_set_peer(em_proto_t *p, uint16_t peer, uint64_t key, uint32_t tx_is
  * calling again with the same value is a no-op.
  * @return 0, -EM_EINVAL (bad peer, or traffic already started).
  */
-int em_proto_set_peer_index(em_proto_t *p, uint16_t peer, uint32_t remote_index);
+int em_proto_set_peer_index(em_proto_t *p, uint32_t peer, uint32_t remote_index);
 
 /** What @p peer calls us (em_proto_set_peer_index()), or EM_PEER_INDEX_NONE
  *  for a peer number out of range. */
-uint32_t em_proto_peer_index(const em_proto_t *p, uint16_t peer);
+uint32_t em_proto_peer_index(const em_proto_t *p, uint32_t peer);
 
 /** What the pair with @p peer uses (for a daemon that acknowledges on our
  *  behalf: its ACKs carry @p key and expect @p rx_isn first).
  *  @return 0, or -EM_EINVAL when @p peer is out of range or not set. */
-int em_proto_peer_params(const em_proto_t *p, uint16_t peer, uint64_t *key, uint32_t *tx_isn,
+int em_proto_peer_params(const em_proto_t *p, uint32_t peer, uint64_t *key, uint32_t *tx_isn,
                          uint32_t *rx_isn);
 
 /** Process one received frame (its buffer must stay valid during the call);
@@ -460,7 +460,7 @@ void em_proto_rx(em_proto_t *p, const void *frame, size_t len, uint64_t now);
  * cfg.bind_source a frame whose header names another source is dropped
  * (drop_source).
  */
-void em_proto_rx_from(em_proto_t *p, const void *frame, size_t len, uint16_t src, uint64_t now);
+void em_proto_rx_from(em_proto_t *p, const void *frame, size_t len, uint32_t src, uint64_t now);
 
 /**
  * The layer above expects traffic from @p peer (a receive posted for it
@@ -480,7 +480,7 @@ void em_proto_rx_from(em_proto_t *p, const void *frame, size_t len, uint16_t src
  * @return 0, -EM_EINVAL (bad peer, or not set yet: em_proto_set_peer()),
  *         -EM_EPEERFAIL (the peer failed already: nothing will come).
  */
-int em_proto_watch(em_proto_t *p, uint16_t peer, uint64_t now);
+int em_proto_watch(em_proto_t *p, uint32_t peer, uint64_t now);
 
 /**
  * Drop one watch of @p peer (the receive matched, completed or was
@@ -488,10 +488,10 @@ int em_proto_watch(em_proto_t *p, uint16_t peer, uint64_t now);
  * May be called from callbacks.
  * @return 0, or -EM_EINVAL (bad peer, or no watch held).
  */
-int em_proto_unwatch(em_proto_t *p, uint16_t peer);
+int em_proto_unwatch(em_proto_t *p, uint32_t peer);
 
 /** Watches held on @p peer (0 for a bad id). */
-uint32_t em_proto_watchers(const em_proto_t *p, uint16_t peer);
+uint32_t em_proto_watchers(const em_proto_t *p, uint32_t peer);
 
 /** Bytes of receive buffers held now (reassembly + out-of-order slots). */
 uint64_t em_proto_rx_mem(const em_proto_t *p);
@@ -533,7 +533,7 @@ void em_proto_ack_heard(em_proto_t *p);
 
 /** Messages to @p peer not yet completed (queued, or sent and not yet
  *  acknowledged); 0 for a failed peer (its messages completed with an error). */
-uint32_t em_proto_pending(const em_proto_t *p, uint16_t peer);
+uint32_t em_proto_pending(const em_proto_t *p, uint32_t peer);
 
 /**
  * How long after a peer's frame that peer may still retransmit it to us if
@@ -553,25 +553,30 @@ uint64_t em_proto_retx_horizon(const em_proto_t *p);
  * drive the protocol soon (an inline send that returns at once) decline
  * to queue.
  */
-uint32_t em_proto_tx_room(const em_proto_t *p, uint16_t peer, uint64_t now);
+uint32_t em_proto_tx_room(const em_proto_t *p, uint32_t peer, uint64_t now);
 
 /** Largest message (or put) em_proto_send() accepts with this frame size. */
 size_t em_proto_max_msg(const em_proto_t *p);
+
+/** Bytes em_proto_create() allocates per peer for @p cfg (the peer record
+ *  and its send ring; up front, for all cfg->npeers): what a job of n
+ *  processes asks for is about n times this, per endpoint. */
+size_t em_proto_peer_bytes(const em_proto_cfg_t *cfg);
 
 /** Payload bytes per DATA frame. */
 size_t em_proto_data_payload(const em_proto_t *p);
 
 /** Current retransmit timeout towards @p peer before back-off (ns). */
-uint64_t em_proto_rto(const em_proto_t *p, uint16_t peer);
+uint64_t em_proto_rto(const em_proto_t *p, uint32_t peer);
 
 /** Congestion window towards @p peer, bytes (0 for a bad peer id). */
-uint64_t em_proto_cwnd(const em_proto_t *p, uint16_t peer);
+uint64_t em_proto_cwnd(const em_proto_t *p, uint32_t peer);
 
 /** Smoothed round-trip time towards @p peer (ns; 0 before the first sample). */
-uint64_t em_proto_srtt(const em_proto_t *p, uint16_t peer);
+uint64_t em_proto_srtt(const em_proto_t *p, uint32_t peer);
 
 /** True when @p peer was declared failed. */
-bool em_proto_peer_failed(const em_proto_t *p, uint16_t peer);
+bool em_proto_peer_failed(const em_proto_t *p, uint32_t peer);
 /**
  * The owner gives up on @p peer: it broke a rule of the layer above (@p why,
  * a static sentence that em_proto_fail_reason() returns).  As for a peer
@@ -581,7 +586,7 @@ bool em_proto_peer_failed(const em_proto_t *p, uint16_t peer);
  * that decides inside one defers the call.  @return 0 (also when the peer
  * had failed already) or -EM_EINVAL.
  */
-int em_proto_fail_peer(em_proto_t *p, uint16_t peer, const char *why);
+int em_proto_fail_peer(em_proto_t *p, uint32_t peer, const char *why);
 
 /**
  * The owner forgets @p peer (libfabric's fi_av_remove): every operation to
@@ -596,13 +601,13 @@ int em_proto_fail_peer(em_proto_t *p, uint16_t peer, const char *why);
  * Not from a callback of this protocol (the peer's receive state is
  * freed).  Counted in peer_resets.  @return 0 or -EM_EINVAL (bad peer).
  */
-int em_proto_reset_peer(em_proto_t *p, uint16_t peer);
+int em_proto_reset_peer(em_proto_t *p, uint32_t peer);
 
 /** Why @p peer was declared failed (a sentence), or NULL when it was not. */
-const char *em_proto_fail_reason(const em_proto_t *p, uint16_t peer);
+const char *em_proto_fail_reason(const em_proto_t *p, uint32_t peer);
 
 /** Where @p peer's flows stand now.  @return 0, or -EM_EINVAL (bad peer). */
-int em_proto_flow(const em_proto_t *p, uint16_t peer, em_proto_flow_t *out);
+int em_proto_flow(const em_proto_t *p, uint32_t peer, em_proto_flow_t *out);
 
 /** Counters. */
 const em_proto_stats_t *em_proto_stats(const em_proto_t *p);

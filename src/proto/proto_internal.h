@@ -186,20 +186,20 @@ static inline void em_arm(struct em_proto *p, uint64_t t)
 #pragma GCC visibility push(hidden)
 
 /* send.c */
-int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags, uint64_t now);
-void em_pump(struct em_proto *p, uint16_t peer, uint64_t now);
-bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t now);
-void em_on_nack(struct em_proto *p, uint16_t peer, uint64_t now);
-void em_on_timeout(struct em_proto *p, uint16_t peer, uint64_t now);
+int em_send_frag(struct em_proto *p, uint32_t peer, uint32_t seq, uint8_t flags, uint64_t now);
+void em_pump(struct em_proto *p, uint32_t peer, uint64_t now);
+bool em_on_ack(struct em_proto *p, uint32_t peer, const em_hdr_t *h, uint64_t now);
+void em_on_nack(struct em_proto *p, uint32_t peer, uint64_t now);
+void em_on_timeout(struct em_proto *p, uint32_t peer, uint64_t now);
 
 /* recv.c */
-void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h, const uint8_t *payload,
+void em_on_sequenced(struct em_proto *p, uint32_t peer, const em_hdr_t *h, const uint8_t *payload,
                      uint64_t now);
-int em_send_ack(struct em_proto *p, uint16_t peer, uint8_t type);
+int em_send_ack(struct em_proto *p, uint32_t peer, uint8_t type);
 /** A standalone frame of @p type with our ACK state and the extra @p flags. */
-int em_send_ctl(struct em_proto *p, uint16_t peer, uint8_t type, uint8_t flags);
+int em_send_ctl(struct em_proto *p, uint32_t peer, uint8_t type, uint8_t flags);
 /** A probe arrived from @p peer: answer it on the next poll. */
-void em_on_probe(struct em_proto *p, uint16_t peer, uint64_t now);
+void em_on_probe(struct em_proto *p, uint32_t peer, uint64_t now);
 void em_reassembly_reset(struct em_proto *p, struct em_peer *pe);
 void em_rx_free(struct em_proto *p, struct em_peer *pe);
 /** Room for @p n more bytes of receive buffers? (counts drop_budget when not) */
@@ -217,12 +217,12 @@ static inline void em_live_heard(struct em_proto *p, struct em_peer *pe, uint64_
     }
 }
 /** The watch's deadline of @p peer passed: probe it, or fail it. */
-void em_live_timeout(struct em_proto *p, uint16_t peer, uint64_t now);
+void em_live_timeout(struct em_proto *p, uint32_t peer, uint64_t now);
 
 /* proto.c */
-void em_fail_peer(struct em_proto *p, uint16_t peer);
+void em_fail_peer(struct em_proto *p, uint32_t peer);
 /** link_acks: an in-order frame the link acknowledged cannot be consumed. */
-void em_fail_acked(struct em_proto *p, uint16_t peer, const char *why);
+void em_fail_acked(struct em_proto *p, uint32_t peer, const char *why);
 
 #pragma GCC visibility pop
 

@@ -16,12 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-int em_send_ack(struct em_proto *p, uint16_t peer, uint8_t type)
+int em_send_ack(struct em_proto *p, uint32_t peer, uint8_t type)
 {
     return em_send_ctl(p, peer, type, 0);
 }
 
-int em_send_ctl(struct em_proto *p, uint16_t peer, uint8_t type, uint8_t flags)
+int em_send_ctl(struct em_proto *p, uint32_t peer, uint8_t type, uint8_t flags)
 {
     struct em_peer *pe = &p->peers[peer];
     uint8_t hbuf[EM_HDR_LEN];
@@ -59,7 +59,7 @@ int em_send_ctl(struct em_proto *p, uint16_t peer, uint8_t type, uint8_t flags)
     return 0;
 }
 
-void em_on_probe(struct em_proto *p, uint16_t peer, uint64_t now)
+void em_on_probe(struct em_proto *p, uint32_t peer, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
     pe->probed = 1;
@@ -72,7 +72,7 @@ void em_reassembly_reset(struct em_proto *p, struct em_peer *pe)
     if (pe->ra_active && pe->ra_dst) {
         /* cut short in its owner's buffer: the owner learns it (once) */
         pe->ra_dst = NULL;
-        p->ops.place_end(p->uctx, (uint16_t)(pe - p->peers), pe->ra_ctx, -EM_ECANCELED);
+        p->ops.place_end(p->uctx, (uint32_t)(pe - p->peers), pe->ra_ctx, -EM_ECANCELED);
     }
     pe->ra_active = 0;
     pe->ra_got = 0;
@@ -120,7 +120,7 @@ static void ack_soon(struct em_proto *p, struct em_peer *pe, uint64_t now)
  * First frame @p h of a multi-frame message: ask the owner for a buffer to
  * assemble it in (ops.place).  @return true when it gave one (pe->ra_dst).
  */
-static bool place_in_owner(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
+static bool place_in_owner(struct em_proto *p, uint32_t peer, const em_hdr_t *h,
                            const uint8_t *payload)
 {
     struct em_peer *pe = &p->peers[peer];
@@ -142,7 +142,7 @@ static bool place_in_owner(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
     return true;
 }
 
-static bool deliver_data(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
+static bool deliver_data(struct em_proto *p, uint32_t peer, const em_hdr_t *h,
                          const uint8_t *payload, bool *malformed)
 {
     struct em_peer *pe = &p->peers[peer];
@@ -218,7 +218,7 @@ static bool deliver_data(struct em_proto *p, uint16_t peer, const em_hdr_t *h,
  * acknowledges this frame.
  * @return false when the frame could not be consumed.
  */
-static bool consume(struct em_proto *p, uint16_t peer, const em_hdr_t *h, const uint8_t *payload)
+static bool consume(struct em_proto *p, uint32_t peer, const em_hdr_t *h, const uint8_t *payload)
 {
     struct em_peer *pe = &p->peers[peer];
     bool malformed = false;
@@ -314,7 +314,7 @@ void em_rx_free(struct em_proto *p, struct em_peer *pe)
     em_reassembly_reset(p, pe);
 }
 
-void em_on_sequenced(struct em_proto *p, uint16_t peer, const em_hdr_t *h, const uint8_t *payload,
+void em_on_sequenced(struct em_proto *p, uint32_t peer, const em_hdr_t *h, const uint8_t *payload,
                      uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];

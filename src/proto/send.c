@@ -41,7 +41,7 @@ static void ack_sent(struct em_peer *pe)
  * (Re)transmit the frame with sequence number @p seq (must be in flight).
  * @return 0 or -EM_EAGAIN.
  */
-int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags, uint64_t now)
+int em_send_frag(struct em_proto *p, uint32_t peer, uint32_t seq, uint8_t flags, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
     struct em_tx_slot *s = &pe->tx[em_slot(p, seq)];
@@ -118,7 +118,7 @@ int em_send_frag(struct em_proto *p, uint16_t peer, uint32_t seq, uint8_t flags,
 }
 
 /** Send what the window allows from the peer's queue. */
-void em_pump(struct em_proto *p, uint16_t peer, uint64_t now)
+void em_pump(struct em_proto *p, uint32_t peer, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
 
@@ -223,7 +223,7 @@ static void complete_head(struct em_proto *p, struct em_peer *pe)
  * because an older one was.
  * @return frames sent.
  */
-static unsigned resend_outstanding(struct em_proto *p, uint16_t peer, bool selective, unsigned max,
+static unsigned resend_outstanding(struct em_proto *p, uint32_t peer, bool selective, unsigned max,
                                    uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
@@ -253,7 +253,7 @@ static unsigned resend_outstanding(struct em_proto *p, uint16_t peer, bool selec
  * SACK once it arrives (RACK), or the next timeout probes again.  Frames
  * resent since the probe have newer stamps and are left alone.
  */
-static void on_probe_answer(struct em_proto *p, uint16_t peer, uint64_t now)
+static void on_probe_answer(struct em_proto *p, uint32_t peer, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
     uint64_t before = pe->probe_stamp;
@@ -279,7 +279,7 @@ static void on_probe_answer(struct em_proto *p, uint16_t peer, uint64_t now)
  * @return false when the ACK acknowledges something never sent (the frame
  *         is then dropped as out of window).
  */
-bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t now)
+bool em_on_ack(struct em_proto *p, uint32_t peer, const em_hdr_t *h, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
 
@@ -379,7 +379,7 @@ bool em_on_ack(struct em_proto *p, uint16_t peer, const em_hdr_t *h, uint64_t no
 }
 
 /** Go-Back-N: the receiver asks for everything from its cumulative ACK on. */
-void em_on_nack(struct em_proto *p, uint16_t peer, uint64_t now)
+void em_on_nack(struct em_proto *p, uint32_t peer, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
 
@@ -428,7 +428,7 @@ void em_on_nack(struct em_proto *p, uint16_t peer, uint64_t now)
  * waits until the streak is cfg.resend_after_ns old.  A dead peer fails
  * after the same max_retries timeouts as without probes.
  */
-void em_on_timeout(struct em_proto *p, uint16_t peer, uint64_t now)
+void em_on_timeout(struct em_proto *p, uint32_t peer, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
 

@@ -29,7 +29,7 @@ static void send_one(struct incast *x, unsigned s)
         x->failed++;
 }
 
-static void on_recv(void *u, unsigned node, uint16_t from, uint8_t tag, const void *d, size_t len)
+static void on_recv(void *u, unsigned node, uint32_t from, uint8_t tag, const void *d, size_t len)
 {
     struct incast *x = u;
     (void)tag;

@@ -24,7 +24,7 @@ struct em_simnet {
     struct sn_node nodes[];
 };
 
-static int sn_emit(void *uctx, uint16_t peer, const void *hdr, size_t hlen, const void *payload,
+static int sn_emit(void *uctx, uint32_t peer, const void *hdr, size_t hlen, const void *payload,
                    size_t plen)
 {
     struct sn_node *nd = uctx;
@@ -43,7 +43,7 @@ static int sn_emit(void *uctx, uint16_t peer, const void *hdr, size_t hlen, cons
     return 0;
 }
 
-static void sn_recv(void *uctx, uint16_t peer, uint8_t tag, const void *d, size_t len)
+static void sn_recv(void *uctx, uint32_t peer, uint8_t tag, const void *d, size_t len)
 {
     struct sn_node *nd = uctx;
     nd->net->cb.recv(nd->net->u, nd->idx, peer, tag, d, len);
@@ -55,20 +55,20 @@ static void sn_complete(void *uctx, void *op_ctx, int status)
     nd->net->cb.complete(nd->net->u, nd->idx, op_ctx, status);
 }
 
-static int sn_put(void *uctx, uint16_t peer, const em_put_target_t *t, const void *d, size_t len)
+static int sn_put(void *uctx, uint32_t peer, const em_put_target_t *t, const void *d, size_t len)
 {
     struct sn_node *nd = uctx;
     return nd->net->cb.put ? nd->net->cb.put(nd->net->u, nd->idx, peer, t, d, len) : -1;
 }
 
-static void sn_failed(void *uctx, uint16_t peer)
+static void sn_failed(void *uctx, uint32_t peer)
 {
     struct sn_node *nd = uctx;
     if (nd->net->cb.peer_failed)
         nd->net->cb.peer_failed(nd->net->u, nd->idx, peer);
 }
 
-static void *sn_place(void *uctx, uint16_t peer, uint8_t tag, const void *head, size_t head_len,
+static void *sn_place(void *uctx, uint32_t peer, uint8_t tag, const void *head, size_t head_len,
                       size_t msg_len, size_t *skip, void **ctx)
 {
     struct sn_node *nd = uctx;
@@ -77,7 +77,7 @@ static void *sn_place(void *uctx, uint16_t peer, uint8_t tag, const void *head, 
                              : NULL;
 }
 
-static void sn_place_end(void *uctx, uint16_t peer, void *ctx, int status)
+static void sn_place_end(void *uctx, uint32_t peer, void *ctx, int status)
 {
     struct sn_node *nd = uctx;
     nd->net->cb.place_end(nd->net->u, nd->idx, peer, ctx, status);
@@ -111,8 +111,8 @@ em_simnet_t *em_simnet_create(unsigned nodes, const em_proto_cfg_t *pcfg, const 
         struct sn_node *nd = &n->nodes[i];
         em_proto_cfg_t c = *pcfg;
         int err;
-        c.self = (uint16_t)i;
-        c.npeers = (uint16_t)nodes;
+        c.self = (uint32_t)i;
+        c.npeers = (uint32_t)nodes;
         c.frame_max = scfg->mtu;
         nd->net = n;
         nd->idx = i;
@@ -124,7 +124,7 @@ em_simnet_t *em_simnet_create(unsigned nodes, const em_proto_cfg_t *pcfg, const 
         }
         for (unsigned j = 0; j < nodes; j++) {
             em_link_addr_t a = { .len = 1, .bytes = { (uint8_t)j } };
-            em_link_set_peer(nd->link, (uint16_t)j, &a);
+            em_link_set_peer(nd->link, (uint32_t)j, &a);
         }
     }
     return n;

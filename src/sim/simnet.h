@@ -16,15 +16,15 @@
 #include "proto/proto.h"
 
 typedef struct em_simnet_cb {
-    void (*recv)(void *u, unsigned node, uint16_t from, uint8_t tag, const void *data, size_t len);
+    void (*recv)(void *u, unsigned node, uint32_t from, uint8_t tag, const void *data, size_t len);
     void (*complete)(void *u, unsigned node, void *op_ctx, int status);
-    int (*put)(void *u, unsigned node, uint16_t from, const em_put_target_t *t, const void *data,
+    int (*put)(void *u, unsigned node, uint32_t from, const em_put_target_t *t, const void *data,
                size_t len);                                     /* optional */
-    void (*peer_failed)(void *u, unsigned node, uint16_t peer); /* optional */
+    void (*peer_failed)(void *u, unsigned node, uint32_t peer); /* optional */
     /* optional, both or neither: the protocol's ops.place / ops.place_end */
-    void *(*place)(void *u, unsigned node, uint16_t from, uint8_t tag, const void *head,
+    void *(*place)(void *u, unsigned node, uint32_t from, uint8_t tag, const void *head,
                    size_t head_len, size_t msg_len, size_t *skip, void **ctx);
-    void (*place_end)(void *u, unsigned node, uint16_t from, void *ctx, int status);
+    void (*place_end)(void *u, unsigned node, uint32_t from, void *ctx, int status);
 } em_simnet_cb_t;
 
 typedef struct em_simnet em_simnet_t;

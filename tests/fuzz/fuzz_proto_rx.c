@@ -25,13 +25,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static uint8_t region[4096];
 static size_t max_msg;
 
-static int f_emit(void *u, uint16_t peer, const void *h, size_t hl, const void *p, size_t pl)
+static int f_emit(void *u, uint32_t peer, const void *h, size_t hl, const void *p, size_t pl)
 {
     if (peer == 0 || peer >= 4 || hl < EM_HDR_LEN)
         abort();
     return 0;
 }
-static void f_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t len)
+static void f_recv(void *u, uint32_t peer, uint8_t tag, const void *d, size_t len)
 {
     if (len > max_msg || (len && !d))
         abort();
@@ -40,7 +40,7 @@ static void f_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t le
         x ^= ((const uint8_t *)d)[i]; /* touch every byte: ASan checks the bounds */
     __asm__ volatile("" : : "r"(x));
 }
-static int f_put(void *u, uint16_t peer, const em_put_target_t *t, const void *d, size_t len)
+static int f_put(void *u, uint32_t peer, const em_put_target_t *t, const void *d, size_t len)
 {
     if (t->region != 1 || t->offset > sizeof region || len > sizeof region - t->offset)
         return -1;
@@ -106,14 +106,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             em_proto_op_t *op = malloc(sizeof *op + 700);
             uint8_t *buf = (uint8_t *)(op + 1);
             memset(buf, fl, 700);
-            if (em_proto_send(p, op, (uint16_t)(1 + fl % 3), fl, buf, (fl & 8) ? 700 : 10, op,
+            if (em_proto_send(p, op, (uint32_t)(1 + fl % 3), fl, buf, (fl & 8) ? 700 : 10, op,
                               now) != 0)
                 free(op);
         }
         /* the source address: mostly the claimed peer's, sometimes another */
-        uint16_t from = len >= 8 ? (uint16_t)(frame[6] << 8 | frame[7]) : 0;
+        uint32_t from = len >= 8 ? (uint32_t)(frame[6] << 8 | frame[7]) : 0;
         if (fl & 0x40)
-            from = (fl & 0x80) ? EM_SRC_UNKNOWN : (uint16_t)(from + 1);
+            from = (fl & 0x80) ? EM_SRC_UNKNOWN : from + 1;
         em_proto_rx_from(p, frame, len, from, now);
         em_proto_poll(p, now);
     }

@@ -21,7 +21,7 @@
 struct cap_out {
     em_hdr_t h;
     uint8_t payload[2048];
-    uint16_t peer;
+    uint32_t peer;
 };
 
 struct cap {
@@ -29,7 +29,7 @@ struct cap {
     unsigned nf;
     int refuse; /* emit returns -EAGAIN while > 0 */
     unsigned nrecv;
-    uint16_t last_peer; /* of the last delivery */
+    uint32_t last_peer; /* of the last delivery */
     uint8_t last_tag;
     size_t last_len; /* of the last delivery or put */
     uint8_t last_data[8192];
@@ -44,7 +44,7 @@ struct cap {
     unsigned nresolve;
     /** ops.resolve's answer (the test's, e.g. setting the peer first);
      *  NULL: EM_SRC_UNKNOWN, the frame is judged as it came. */
-    uint16_t (*on_resolve)(struct cap *c, uint16_t peer);
+    uint32_t (*on_resolve)(struct cap *c, uint32_t peer);
     /* ops.place (CAP_OPS_PLACE): the buffer it gives (NULL: none) and the
      * skip it asks for; what it was asked, and how place_end ended */
     uint8_t *place_buf;
@@ -54,7 +54,7 @@ struct cap {
     int place_status;
 };
 
-static int cap_emit(void *u, uint16_t peer, const void *hdr, size_t hlen, const void *pl,
+static int cap_emit(void *u, uint32_t peer, const void *hdr, size_t hlen, const void *pl,
                     size_t plen)
 {
     struct cap *c = u;
@@ -74,7 +74,7 @@ static int cap_emit(void *u, uint16_t peer, const void *hdr, size_t hlen, const 
     return 0;
 }
 
-static void cap_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t len)
+static void cap_recv(void *u, uint32_t peer, uint8_t tag, const void *d, size_t len)
 {
     struct cap *c = u;
     c->nrecv++;
@@ -86,7 +86,7 @@ static void cap_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t 
         memcpy(c->last_data, d, len);
 }
 
-static int cap_put(void *u, uint16_t peer, const em_put_target_t *t, const void *d, size_t len)
+static int cap_put(void *u, uint32_t peer, const em_put_target_t *t, const void *d, size_t len)
 {
     struct cap *c = u;
     c->nput++;
@@ -105,9 +105,9 @@ static void cap_complete(void *u, void *ctx, int status)
     c->last_ctx = ctx;
 }
 
-static void cap_failed(void *u, uint16_t peer) { ((struct cap *)u)->nfailed++; }
+static void cap_failed(void *u, uint32_t peer) { ((struct cap *)u)->nfailed++; }
 
-static uint16_t cap_resolve(void *u, uint16_t peer)
+static uint32_t cap_resolve(void *u, uint32_t peer)
 {
     struct cap *c = u;
     c->nresolve++;
@@ -123,7 +123,7 @@ static const em_proto_ops_t CAP_OPS = {
     .resolve = cap_resolve,
 };
 
-static void *cap_place(void *u, uint16_t peer, uint8_t tag, const void *head, size_t head_len,
+static void *cap_place(void *u, uint32_t peer, uint8_t tag, const void *head, size_t head_len,
                        size_t msg_len, size_t *skip, void **ctx)
 {
     struct cap *c = u;
@@ -135,7 +135,7 @@ static void *cap_place(void *u, uint16_t peer, uint8_t tag, const void *head, si
     return c->place_buf;
 }
 
-static void cap_place_end(void *u, uint16_t peer, void *ctx, int status)
+static void cap_place_end(void *u, uint32_t peer, void *ctx, int status)
 {
     struct cap *c = u;
     assert_ptr_equal(ctx, c);

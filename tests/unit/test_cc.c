@@ -134,7 +134,7 @@ static void send_raw(em_sim_t *s, unsigned from, unsigned to, uint32_t len, uint
     assert_non_null(p);
     memset(p->data, mark, len);
     p->len = len;
-    p->peer = (uint16_t)to;
+    p->peer = (uint32_t)to;
     assert_int_equal(em_link_tx_burst(l, &p, 1), 1);
 }
 
@@ -353,7 +353,7 @@ struct cap {
     unsigned ncomplete;
 };
 
-static int c_emit(void *u, uint16_t peer, const void *hdr, size_t hlen, const void *pl, size_t plen)
+static int c_emit(void *u, uint32_t peer, const void *hdr, size_t hlen, const void *pl, size_t plen)
 {
     struct cap *c = u;
     static uint8_t frame[4096];
@@ -366,7 +366,7 @@ static int c_emit(void *u, uint16_t peer, const void *hdr, size_t hlen, const vo
     c->nf++;
     return 0;
 }
-static void c_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t len) {}
+static void c_recv(void *u, uint32_t peer, uint8_t tag, const void *d, size_t len) {}
 static void c_complete(void *u, void *ctx, int status) { ((struct cap *)u)->ncomplete++; }
 static const em_proto_ops_t OPS = { .emit = c_emit, .recv = c_recv, .complete = c_complete };
 

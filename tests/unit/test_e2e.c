@@ -107,7 +107,7 @@ static void submit_more(struct run *r, unsigned s)
     }
 }
 
-static void on_recv(void *u, unsigned node, uint16_t from, uint8_t tag, const void *d, size_t len)
+static void on_recv(void *u, unsigned node, uint32_t from, uint8_t tag, const void *d, size_t len)
 {
     struct run *r = u;
     const uint8_t *b = d;
@@ -124,7 +124,7 @@ static void on_recv(void *u, unsigned node, uint16_t from, uint8_t tag, const vo
         }
 }
 
-static void *on_place(void *u, unsigned node, uint16_t from, uint8_t tag, const void *head,
+static void *on_place(void *u, unsigned node, uint32_t from, uint8_t tag, const void *head,
                       size_t head_len, size_t msg_len, size_t *skip, void **ctx)
 {
     struct run *r = u;
@@ -148,7 +148,7 @@ static void *on_place(void *u, unsigned node, uint16_t from, uint8_t tag, const 
     return pl->buf;
 }
 
-static void on_place_end(void *u, unsigned node, uint16_t from, void *ctx, int status)
+static void on_place_end(void *u, unsigned node, uint32_t from, void *ctx, int status)
 {
     struct run *r = u;
     struct placing *pl = ctx;
@@ -345,7 +345,7 @@ struct dead {
     uint64_t failed_at;
 };
 
-static void d_recv(void *u, unsigned node, uint16_t from, uint8_t tag, const void *d, size_t len) {}
+static void d_recv(void *u, unsigned node, uint32_t from, uint8_t tag, const void *d, size_t len) {}
 static void d_complete(void *u, unsigned node, void *ctx, int status)
 {
     struct dead *x = u;
@@ -356,7 +356,7 @@ static void d_complete(void *u, unsigned node, void *ctx, int status)
         assert_int_equal(status, -EM_EPEERFAIL);
     }
 }
-static void d_failed(void *u, unsigned node, uint16_t peer)
+static void d_failed(void *u, unsigned node, uint32_t peer)
 {
     struct dead *x = u;
     x->peer_failed++;
@@ -402,7 +402,7 @@ struct putrun {
     unsigned done, placed, rejected, failed;
 };
 
-static int p_put(void *u, unsigned node, uint16_t from, const em_put_target_t *t, const void *d,
+static int p_put(void *u, unsigned node, uint32_t from, const em_put_target_t *t, const void *d,
                  size_t len)
 {
     struct putrun *x = u;

@@ -29,10 +29,10 @@ struct fx {
 static struct {
     em_proto_t *p;
     int sets;
-    uint16_t src;
+    uint32_t src;
 } resolve;
 
-static uint16_t on_resolve(struct cap *c, uint16_t peer)
+static uint32_t on_resolve(struct cap *c, uint32_t peer)
 {
     (void)c;
     if (resolve.sets)
@@ -40,7 +40,7 @@ static uint16_t on_resolve(struct cap *c, uint16_t peer)
     return resolve.src;
 }
 
-static em_proto_t *mk(struct fx *x, uint16_t npeers, int need_set)
+static em_proto_t *mk(struct fx *x, uint32_t npeers, int need_set)
 {
     int err;
     em_proto_cfg_t cfg;
@@ -63,7 +63,7 @@ static em_proto_t *mk(struct fx *x, uint16_t npeers, int need_set)
 }
 
 /* A frame claiming to come from h.index (default 1), arriving from @p from. */
-static void feed(struct fx *x, em_hdr_t h, uint16_t from, uint64_t now)
+static void feed(struct fx *x, em_hdr_t h, uint32_t from, uint64_t now)
 {
     static uint8_t b[EM_HDR_LEN + EM_PUT_EXT_LEN + 1000];
     em_proto_rx_from(x->p, b, cap_frame(h, KEY, NULL, b, sizeof b), from, now);
@@ -198,7 +198,7 @@ static void test_pair_key_and_isn_per_peer(void **s)
 
 /* The budget tests' configuration: 1000-byte payloads, npeers, rx_mem_max;
  * the test adjusts it, then budget_start() creates the protocol. */
-static void budget_cfg(struct fx *x, em_proto_cfg_t *cfg, uint16_t npeers, uint64_t rx_mem_max)
+static void budget_cfg(struct fx *x, em_proto_cfg_t *cfg, uint32_t npeers, uint64_t rx_mem_max)
 {
     memset(&x->c, 0, sizeof x->c);
     em_proto_cfg_default(cfg);
@@ -224,7 +224,7 @@ static void test_thousands_of_reassemblies_stay_within_budget(void **s)
     budget_start(&x, &cfg);
     /* every peer opens a reassembly of the largest message allowed (a
      * spoofer cycling source ids, or 4000 hostile peers) */
-    for (uint16_t src = 1; src <= 4000; src++) {
+    for (uint32_t src = 1; src <= 4000; src++) {
         em_hdr_t h = data(0, 1000, 65536, 0, 66);
         h.index = src;
         feed(&x, h, src, 0);

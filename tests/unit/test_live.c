@@ -35,7 +35,7 @@ struct side {
     int last_status;
 };
 
-static int c_emit(void *u, uint16_t peer, const void *hdr, size_t hlen, const void *pl, size_t plen)
+static int c_emit(void *u, uint32_t peer, const void *hdr, size_t hlen, const void *pl, size_t plen)
 {
     struct side *s = u;
     em_hdr_t h;
@@ -51,7 +51,7 @@ static int c_emit(void *u, uint16_t peer, const void *hdr, size_t hlen, const vo
     return 0;
 }
 
-static void c_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t len) {}
+static void c_recv(void *u, uint32_t peer, uint8_t tag, const void *d, size_t len) {}
 
 static void c_complete(void *u, void *ctx, int status)
 {
@@ -60,7 +60,7 @@ static void c_complete(void *u, void *ctx, int status)
     s->last_status = status;
 }
 
-static void c_failed(void *u, uint16_t peer) { ((struct side *)u)->nfailed++; }
+static void c_failed(void *u, uint32_t peer) { ((struct side *)u)->nfailed++; }
 
 static const em_proto_ops_t OPS = {
     .emit = c_emit, .recv = c_recv, .complete = c_complete, .peer_failed = c_failed

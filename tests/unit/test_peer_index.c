@@ -27,7 +27,7 @@ struct side {
     unsigned taken; /* frames of c.f already carried to the other side */
 };
 
-static void make(struct side *s, uint16_t self, uint16_t npeers, uint16_t peer, uint32_t tx_isn,
+static void make(struct side *s, uint32_t self, uint32_t npeers, uint32_t peer, uint32_t tx_isn,
                  uint32_t rx_isn)
 {
     em_proto_cfg_t cfg;

@@ -32,7 +32,7 @@ struct side {
     unsigned taken; /* frames of c.f already carried (or thrown away) */
 };
 
-static void make(struct side *s, uint16_t self, uint16_t peer, const em_proto_ops_t *ops)
+static void make(struct side *s, uint32_t self, uint32_t peer, const em_proto_ops_t *ops)
 {
     em_proto_cfg_t cfg;
     int err;
