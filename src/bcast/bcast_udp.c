@@ -92,7 +92,7 @@ static unsigned ubc_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     return n;
 }
 
-static int ubc_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+static int ubc_set_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
 {
     (void)l;
     (void)peer;

@@ -86,7 +86,7 @@ void em_udp_blob_put(const em_udp_paths_t *t, uint8_t *blob)
     blob[EM_UDP_BLOB_PORT + 1] = (uint8_t)t->port;
 }
 
-int em_udp_paths_reserve(em_udp_paths_t *t, uint16_t peer)
+int em_udp_paths_reserve(em_udp_paths_t *t, uint32_t peer)
 {
     const struct {
         void **arr;
@@ -147,7 +147,7 @@ int em_udp_next_hop(const em_udp_paths_t *t, uint32_t ip, uint32_t link_mtu,
     return 0;
 }
 
-int em_udp_paths_set_peer(em_udp_paths_t *t, uint16_t peer, uint32_t ip, uint16_t port,
+int em_udp_paths_set_peer(em_udp_paths_t *t, uint32_t peer, uint32_t ip, uint16_t port,
                           const uint8_t src_mac[6], uint32_t link_mtu, const uint8_t *cable_mac,
                           char *err, size_t errlen)
 {
@@ -177,7 +177,7 @@ int em_udp_paths_set_peer(em_udp_paths_t *t, uint16_t peer, uint32_t ip, uint16_
     return em_addr_map_put(&t->bysrc, ipport_key(ip, port), peer) == 0 ? 0 : -ENOMEM;
 }
 
-uint16_t em_udp_paths_rx_peer(const em_udp_paths_t *t, const uint8_t *hdr)
+uint32_t em_udp_paths_rx_peer(const em_udp_paths_t *t, const uint8_t *hdr)
 {
     return em_addr_map_get(&t->bysrc,
                            ipport_key(be32(hdr + 26), (uint16_t)(hdr[34] << 8 | hdr[35])));

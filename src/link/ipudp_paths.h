@@ -122,7 +122,7 @@ void em_udp_blob_put(const em_udp_paths_t *t, uint8_t *blob);
 
 /** Grow the per-peer arrays to hold @p peer (new entries zeroed).
  *  @return 0, or -1 (out of memory: the arrays keep npeers entries). */
-int em_udp_paths_reserve(em_udp_paths_t *t, uint16_t peer);
+int em_udp_paths_reserve(em_udp_paths_t *t, uint32_t peer);
 
 /**
  * The next hop's MAC of @p ip (see the file's rules) for packets of
@@ -145,13 +145,13 @@ int em_udp_next_hop(const em_udp_paths_t *t, uint32_t ip, uint32_t link_mtu,
  * On an error the peer's previous path stays.
  * @return 0, -ENOMEM, or em_udp_next_hop's error with its sentence in @p err.
  */
-int em_udp_paths_set_peer(em_udp_paths_t *t, uint16_t peer, uint32_t ip, uint16_t port,
+int em_udp_paths_set_peer(em_udp_paths_t *t, uint32_t peer, uint32_t ip, uint16_t port,
                           const uint8_t src_mac[6], uint32_t link_mtu, const uint8_t *cable_mac,
                           char *err, size_t errlen);
 
 /** The peer whose (IPv4, port) is the source of the headers at @p hdr
  *  (EM_IPUDP_HDR_LEN bytes, as decoded), or EM_LINK_PEER_UNKNOWN (0xFFFF). */
-uint16_t em_udp_paths_rx_peer(const em_udp_paths_t *t, const uint8_t *hdr);
+uint32_t em_udp_paths_rx_peer(const em_udp_paths_t *t, const uint8_t *hdr);
 
 /** 1 when a received frame to @p dst_ip is ours: our address, the limited
  *  or our subnet's broadcast, a group (224.0.0.0/4); else 0. */

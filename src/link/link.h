@@ -29,18 +29,19 @@ typedef struct em_link_addr {
 typedef struct em_pkt {
     uint8_t *data; /**< first byte of the protocol frame */
     uint32_t len;  /**< bytes at data (tx: set by the caller) */
-    uint16_t peer; /**< tx: destination peer index */
-    /** enum em_pkt_cls: what the frame is, set by the layer above (the
-     *  engine, from the protocol) on tx, and by links that carry it on rx;
-     *  a link routes and counts by it and never reads the frame for that */
-    uint8_t cls;
-    uint8_t rsvd;
+    uint32_t peer; /**< tx: destination peer index */
     /** tx only, links with EM_LINK_F_GATHER: ext_len more bytes of frame,
      *  sent from the caller's memory after the len bytes at data.  Valid
      *  only until tx_burst returns: a frame the link does not take must
      *  have ext copied into data (em_link_pkt_flatten) before it waits. */
     const uint8_t *ext;
     uint32_t ext_len;
+    /** enum em_pkt_cls: what the frame is, set by the layer above (the
+     *  engine, from the protocol) on tx, and by links that carry it on rx;
+     *  a link routes and counts by it and never reads the frame for that
+     *  (after ext_len: the 32-bit peer left the struct at 40 bytes) */
+    uint8_t cls;
+    uint8_t rsvd;
     void *priv; /**< link private (mbuf, slot index, ...) */
 } em_pkt_t;
 
@@ -52,7 +53,7 @@ enum em_pkt_cls {
 };
 
 /** em_link_ops::rx_peer: the source address is no peer's. */
-#define EM_LINK_PEER_UNKNOWN 0xFFFFu
+#define EM_LINK_PEER_UNKNOWN 0xFFFFFFFFu
 
 /** em_link::flags */
 enum em_link_flags {
@@ -69,7 +70,7 @@ typedef struct em_link_flow {
     uint32_t rx_next;        /**< next sequence number we expect from the peer */
     uint32_t tx_next;        /**< our next sequence number toward the peer */
     uint32_t frame_max;      /**< our largest frame, headers included */
-    uint16_t self, peer;     /**< protocol endpoint ids */
+    uint32_t self, peer;     /**< protocol endpoint ids */
     uint32_t remote_index;   /**< what the peer calls us: the index our frames and
                                   the link's ACKs for us carry (wire.h) */
 } em_link_flow_t;
@@ -94,7 +95,7 @@ typedef struct em_link_ops {
     /** Push out frames queued by tx_burst. @return 0 or a negative errno. */
     int (*flush)(em_link_t *l);
     /** Record where peer @p peer is reached. @return 0 or a negative errno. */
-    int (*set_peer)(em_link_t *l, uint16_t peer, const em_link_addr_t *addr);
+    int (*set_peer)(em_link_t *l, uint32_t peer, const em_link_addr_t *addr);
     void (*close)(em_link_t *l);
     /**
      * Which peer a received frame (from rx_burst, not yet released) came
@@ -104,14 +105,14 @@ typedef struct em_link_ops {
      * address only, never the protocol header (a rule of the link layer).  Optional
      * (NULL: the link cannot tell; frames are not bound to addresses).
      */
-    uint16_t (*rx_peer)(em_link_t *l, const em_pkt_t *pkt);
+    uint32_t (*rx_peer)(em_link_t *l, const em_pkt_t *pkt);
     /**
      * Optional (links with EM_LINK_F_ACKS): link peer @p peer's flows stand
      * as @p f; the link may then acknowledge that peer's in-order frames.
      * Called after set_peer, and again whenever the protocol's state for the
      * peer is reset.  @return 0 or a negative errno (no ACKs for that peer).
      */
-    int (*set_flow)(em_link_t *l, uint16_t peer, const em_link_flow_t *f);
+    int (*set_flow)(em_link_t *l, uint32_t peer, const em_link_flow_t *f);
     /**
      * Optional: a file descriptor that polls readable (POLLIN) when rx_burst
      * may have frames, for a caller that wants to sleep until traffic comes
@@ -148,7 +149,7 @@ static inline void em_link_rx_release(em_link_t *l, em_pkt_t **p, unsigned n)
     l->ops->rx_release(l, p, n);
 }
 static inline int em_link_flush(em_link_t *l) { return l->ops->flush(l); }
-static inline int em_link_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+static inline int em_link_set_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
 {
     return l->ops->set_peer(l, peer, a);
 }

@@ -191,7 +191,7 @@ static void bulkq_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
         rte_pktmbuf_free(pkts[i]->priv);
 }
 
-static int bulkq_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+static int bulkq_set_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
 {
     struct bulkq_link *d = (struct bulkq_link *)l;
     uint8_t mac[6];
@@ -213,7 +213,7 @@ static int bulkq_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 }
 
 /* the peer whose (MAC, endpoint) the frame's shim names as its source */
-static uint16_t bulkq_rx_peer(em_link_t *l, const em_pkt_t *p)
+static uint32_t bulkq_rx_peer(em_link_t *l, const em_pkt_t *p)
 {
     const struct bulkq_link *d = (const struct bulkq_link *)l;
     const struct rte_mbuf *mb = p->priv;

@@ -406,7 +406,7 @@ static int emd_flush(em_link_t *l)
     return d->dead ? -EPIPE : 0;
 }
 
-static int emd_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+static int emd_set_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
 {
     struct emd_link *d = (struct emd_link *)l;
     uint8_t mac[6];
@@ -457,7 +457,7 @@ static int emd_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
 /* the peer the frame came from: for the daemon's ring, the source (MAC,
  * endpoint) the daemon wrote (it fixes them for frames from its clients);
  * for our bulk queues, that link's judgement */
-static uint16_t emd_rx_peer(em_link_t *l, const em_pkt_t *p)
+static uint32_t emd_rx_peer(em_link_t *l, const em_pkt_t *p)
 {
     const struct emd_link *d = (const struct emd_link *)l;
     if (p >= d->rx_pkts && p < d->rx_pkts + EMD_RX_BURST)
@@ -469,7 +469,7 @@ static uint16_t emd_rx_peer(em_link_t *l, const em_pkt_t *p)
 
 /** Tell the daemon where @p peer's flows stand (EMD_CTL_FLOW): it may then
  *  acknowledge that peer's in-order frames for us. */
-static int emd_set_flow(em_link_t *l, uint16_t peer, const em_link_flow_t *f)
+static int emd_set_flow(em_link_t *l, uint32_t peer, const em_link_flow_t *f)
 {
     struct emd_link *d = (struct emd_link *)l;
     if (d->fd < 0 || d->dead)

@@ -15,7 +15,7 @@
 
 /* one peer of a member: which base peer (process address) and which slot */
 struct mux_peer {
-    uint16_t up; /* base link's peer number for the peer's base address */
+    uint32_t up; /* base link's peer number for the peer's base address */
     uint8_t slot;
     uint8_t set;
 };
@@ -31,7 +31,7 @@ struct member {
      * EM_MUX_INBOX frames: [rel, rd) lent to our caller, [rd, wr) waiting */
     uint8_t *ibuf;
     em_pkt_t *ipkt;
-    uint16_t *iup; /* the base link's verdict on each one's source */
+    uint32_t *iup; /* the base link's verdict on each one's source */
     uint32_t rel, rd, wr;
 };
 
@@ -96,7 +96,7 @@ static unsigned m_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
     unsigned done = 0;
     pthread_mutex_lock(&m->mu);
     while (done < n) {
-        uint16_t orig[64];
+        uint32_t orig[64];
         unsigned k = 0, want = n - done < 64 ? n - done : 64;
         for (; k < want; k++) {
             em_pkt_t *p = pkts[done + k];
@@ -134,7 +134,7 @@ static int m_flush(em_link_t *l)
 /* ---- receive ---------------------------------------------------------------- */
 
 /* copy @p p into @p to's inbox (its buffers on first use); 0 or -1 (full) */
-static int inbox_put(em_link_mux_t *m, struct member *to, const em_pkt_t *p, uint16_t up)
+static int inbox_put(em_link_mux_t *m, struct member *to, const em_pkt_t *p, uint32_t up)
 {
     uint32_t mtu = m->base->mtu;
     if (!to->ibuf) {
@@ -184,7 +184,7 @@ static unsigned sort_burst(struct member *me, em_pkt_t **pkts, unsigned max)
             m->lent++;
             m->st.rx_own++;
         } else if (slot < EM_MUX_MEMBERS && m->mem[slot]) {
-            uint16_t up = b->ops->rx_peer ? b->ops->rx_peer(b, p) : EM_LINK_PEER_UNKNOWN;
+            uint32_t up = b->ops->rx_peer ? b->ops->rx_peer(b, p) : EM_LINK_PEER_UNKNOWN;
             if (inbox_put(m, m->mem[slot], p, up) == 0)
                 m->st.rx_passed++;
             else
@@ -244,11 +244,11 @@ static void m_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
 
 /* The peer the frame claims to be (its index) when that peer's base
  * address is the frame's source; else any of ours at that address. */
-static uint16_t m_rx_peer(em_link_t *l, const em_pkt_t *p)
+static uint32_t m_rx_peer(em_link_t *l, const em_pkt_t *p)
 {
     struct member *me = M(l);
     em_link_mux_t *m = me->mux;
-    uint16_t up, who = EM_LINK_PEER_UNKNOWN;
+    uint32_t up, who = EM_LINK_PEER_UNKNOWN;
     pthread_mutex_lock(&m->mu);
     if (is_inbox(me, p))
         up = me->iup[p - me->ipkt];
@@ -257,7 +257,7 @@ static uint16_t m_rx_peer(em_link_t *l, const em_pkt_t *p)
     if (up != EM_LINK_PEER_UNKNOWN && p->len >= 8) {
         uint32_t claimed = (uint32_t)p->data[5] << 16 | (uint32_t)p->data[6] << 8 | p->data[7];
         if (claimed < me->npeers && me->peers[claimed].set && me->peers[claimed].up == up)
-            who = (uint16_t)claimed;
+            who = claimed;
         else
             who = em_addr_map_get(&me->byup, up);
     }
@@ -268,10 +268,10 @@ static uint16_t m_rx_peer(em_link_t *l, const em_pkt_t *p)
 /* ---- peers -------------------------------------------------------------------- */
 
 /* the base peer for base address @p a (numbered and set on first sight) */
-static int base_peer(em_link_mux_t *m, const em_link_addr_t *a, uint16_t *up)
+static int base_peer(em_link_mux_t *m, const em_link_addr_t *a, uint32_t *up)
 {
     uint64_t h = addr_hash(a->bytes, a->len);
-    uint16_t u = em_addr_map_get(&m->byaddr, h);
+    uint32_t u = em_addr_map_get(&m->byaddr, h);
     if (u != EM_LINK_PEER_UNKNOWN) {
         if (m->upaddr[u].len != a->len || memcmp(m->upaddr[u].bytes, a->bytes, a->len))
             return -EADDRINUSE; /* two addresses, one 64-bit hash: never seen */
@@ -280,7 +280,7 @@ static int base_peer(em_link_mux_t *m, const em_link_addr_t *a, uint16_t *up)
     }
     if (m->nup >= EM_LINK_PEER_UNKNOWN)
         return -ENOSPC;
-    u = (uint16_t)m->nup;
+    u = m->nup;
     if (em_peer_table_reserve((void **)&m->upaddr, &m->nup_cap, sizeof *m->upaddr, u) != 0)
         return -ENOMEM;
     int rc = em_link_set_peer(m->base, u, a);
@@ -294,15 +294,20 @@ static int base_peer(em_link_mux_t *m, const em_link_addr_t *a, uint16_t *up)
     return 0;
 }
 
-static int m_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+static int m_set_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
 {
     struct member *me = M(l);
     em_link_mux_t *m = me->mux;
     if (a->len < 2 || a->len > sizeof a->bytes || a->bytes[a->len - 1] >= EM_MUX_MEMBERS)
         return -EINVAL; /* no member address (a peer on an unshared link?) */
+    /* the index's top byte carries the receiving member's slot (link_mux.h):
+     * a frame from peer 2^24 or above would name another member, so such a
+     * peer number cannot be a member's (the protocol's are 32 bits) */
+    if (peer >= 1u << EM_MUX_INDEX_BITS)
+        return -EINVAL;
     em_link_addr_t b = { .len = (uint8_t)(a->len - 1) };
     memcpy(b.bytes, a->bytes, b.len);
-    uint16_t up;
+    uint32_t up;
     pthread_mutex_lock(&m->mu);
     int rc = base_peer(m, &b, &up);
     if (rc == 0 &&

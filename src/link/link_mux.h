@@ -22,6 +22,14 @@
  * within the receiving link rather than within one endpoint, and lookup
  * stays one array access.
  *
+ * Peer numbers on a muxed link are therefore below 2^24
+ * (EM_MUX_INDEX_BITS), although the protocol's are 32 bits: a member's
+ * set_peer refuses a peer number of 2^24 or above (-EINVAL), and the
+ * indexes a member's protocol writes (em_proto_set_peer_index,
+ * em_engine_set_peer_index: what each peer calls us) must stay below 2^24
+ * too; a frame whose index has its top byte set is not sent (tx_burst
+ * takes no frame from it on).  16,777,215 endpoints per job.
+ *
  * Receive path: whichever member polls the base link sorts its burst.  Its
  * own frames it keeps in place (the base link's buffers, released when the
  * member releases them; no member polls the base again before that, so a

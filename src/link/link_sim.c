@@ -10,6 +10,7 @@
  * the clock is set or a node reads.
  */
 #include "link/link_sim.h"
+#include "link/link_util.h"
 #include "util/loss.h"
 
 #include <errno.h>
@@ -20,7 +21,7 @@ struct sim_frame {
     em_pkt_t pkt; /* must be first: em_pkt_t* <-> sim_frame* */
     uint64_t arrival;
     uint64_t order;
-    uint16_t from; /* sending node: the frame's "source address" */
+    unsigned from; /* sending node: the frame's "source address" */
     uint8_t buf[];
 };
 
@@ -37,6 +38,10 @@ struct sim_node {
     bool dead;
     uint64_t busy_until; /* serialisation: when this node's wire is free */
     struct sim_heap q;   /* frames on their way to this node */
+    /* set_peer's numbering (none: peer == node): peer -> node + 1 (0: not
+     * set), and node -> peer + 1 (0: not set) */
+    uint32_t *p2n, np2n;
+    uint32_t *n2p;
 };
 
 /* The shared bottleneck in front of cfg.bn_node (see link_sim.h). */
@@ -210,8 +215,9 @@ static unsigned sim_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
 
     for (unsigned i = 0; i < n; i++) {
         struct sim_frame *f = (struct sim_frame *)pkts[i];
-        unsigned dst = f->pkt.peer;
-        f->from = (uint16_t)src->idx;
+        uint32_t peer = f->pkt.peer;
+        unsigned dst = peer < src->np2n && src->p2n[peer] ? src->p2n[peer] - 1 : peer;
+        f->from = src->idx;
         s->st.sent++;
         uint64_t start = src->busy_until > s->now ? src->busy_until : s->now;
         src->busy_until = start + f->pkt.len * s->cfg.ns_per_kb / 1000;
@@ -273,21 +279,29 @@ static void sim_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
         free(pkts[i]);
 }
 
-static int sim_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+static int sim_set_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
 {
     struct sim_node *me = (struct sim_node *)l;
-    if (a->len != 1 || a->bytes[0] != peer || peer >= me->sim->nnodes)
+    unsigned node = a->len == 1 ? a->bytes[0] : ~0u;
+    if (node >= me->sim->nnodes || peer == EM_LINK_PEER_UNKNOWN)
         return -EINVAL;
+    if (!me->n2p && !(me->n2p = calloc(me->sim->nnodes, sizeof *me->n2p)))
+        return -ENOMEM;
+    if (em_peer_table_reserve((void **)&me->p2n, &me->np2n, sizeof *me->p2n, peer) != 0)
+        return -ENOMEM;
+    me->p2n[peer] = node + 1;
+    me->n2p[node] = peer + 1;
     return 0;
 }
 
 static void sim_close(em_link_t *l) { (void)l; }
 
-/* peer index == node index: the sending node is the peer */
-static uint16_t sim_rx_peer(em_link_t *l, const em_pkt_t *p)
+/* the sending node is the peer: by set_peer's number, else the node's */
+static uint32_t sim_rx_peer(em_link_t *l, const em_pkt_t *p)
 {
-    (void)l;
-    return ((const struct sim_frame *)p)->from;
+    const struct sim_node *me = (const struct sim_node *)l;
+    unsigned from = ((const struct sim_frame *)p)->from;
+    return me->n2p && me->n2p[from] ? me->n2p[from] - 1 : from;
 }
 
 static const em_link_ops_t sim_ops = {
@@ -349,8 +363,11 @@ void em_sim_destroy(em_sim_t *s)
 {
     if (!s)
         return;
-    for (unsigned i = 0; i < s->nnodes; i++)
+    for (unsigned i = 0; i < s->nnodes; i++) {
         heap_free(&s->nodes[i].q);
+        free(s->nodes[i].p2n);
+        free(s->nodes[i].n2p);
+    }
     heap_free(&s->bn.pending);
     free(s->bn.dep);
     free(s);

@@ -7,8 +7,11 @@
  *
  * Time is the fabric's own: the driver sets it with em_sim_set_now(); a
  * frame sent at t arrives at t + serialisation + latency (+ a random extra
- * delay when it is picked for reordering).  Peer index == node index: the
- * address of node i is {1, {i}} and set_peer() checks it.
+ * delay when it is picked for reordering).  The address of node i is
+ * {1, {i}}.  A node's peer numbers are node numbers until set_peer() says
+ * otherwise: set_peer(p, address of node i) makes peer p (any 32-bit
+ * number, as the protocol's) node i for that node, both ways (frames to p
+ * go to node i; rx_peer calls frames from node i peer p).
  *
  * Shared bottleneck (optional, bn_ns_per_kb > 0): every frame addressed to
  * node bn_node, from any sender, passes one switch port in front of it:

@@ -156,7 +156,7 @@ static unsigned gso_run(em_pkt_t **pkts, unsigned n)
     return k;
 }
 
-static int peer_known(const struct udp_link *u, uint16_t peer)
+static int peer_known(const struct udp_link *u, uint32_t peer)
 {
     return peer < u->npeers && u->peers[peer].rx.sin_port != 0;
 }
@@ -206,7 +206,7 @@ static int open_send_socket(const struct udp_link *u, const struct sockaddr_in *
  * connected sends), or the shared send socket beyond UDP_CONN_MAX peers
  * or if the kernel refuses one.  *@p connected says which.
  */
-static int tx_sock(struct udp_link *u, uint16_t peer, int *connected)
+static int tx_sock(struct udp_link *u, uint32_t peer, int *connected)
 {
     struct udp_peer *p = &u->peers[peer];
     if (p->fd1 == 0) {
@@ -328,7 +328,7 @@ static int tx_lone(struct udp_link *u, em_pkt_t *p)
  * message's frames), else through the shared send socket, addressed. */
 static int tx_many(struct udp_link *u, em_pkt_t **pkts, unsigned m)
 {
-    uint16_t peer = pkts[0]->peer;
+    uint32_t peer = pkts[0]->peer;
     unsigned f = 0;
     for (unsigned i = 0; i < m; i++) {
         if (pkts[f]->peer != peer)
@@ -574,7 +574,7 @@ static uint64_t src_key(uint32_t addr, uint16_t port)
 }
 
 /* the peer whose address (set_peer) sent this datagram */
-static uint16_t udp_rx_peer(em_link_t *l, const em_pkt_t *p)
+static uint32_t udp_rx_peer(em_link_t *l, const em_pkt_t *p)
 {
     const struct udp_link *u = (const struct udp_link *)l;
     const struct sockaddr_in *s = p->priv;
@@ -586,7 +586,7 @@ static uint16_t udp_rx_peer(em_link_t *l, const em_pkt_t *p)
 /* A peer's address: IPv4, receive port, send port (8 bytes, what
  * em_link_udp_open publishes); 6 bytes (no send port) = it sends from its
  * receive port (a plain UDP socket, e.g. a test's). */
-static int udp_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+static int udp_set_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
 {
     struct udp_link *u = (struct udp_link *)l;
     if (a->len != 6 && a->len != 8)
@@ -772,7 +772,7 @@ int em_link_udp_buf_warning(const em_link_t *l, char *buf, size_t len)
 
 int em_link_udp_fd(const em_link_t *l) { return ((const struct udp_link *)l)->fd; }
 
-int em_link_udp_send_fd(em_link_t *l, uint16_t peer)
+int em_link_udp_send_fd(em_link_t *l, uint32_t peer)
 {
     struct udp_link *u = (struct udp_link *)l;
     int connected;

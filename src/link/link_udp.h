@@ -97,7 +97,7 @@ int em_link_udp_buf_warning(const em_link_t *l, char *buf, size_t len);
 int em_link_udp_fd(const em_link_t *l);
 /** The socket frames to @p peer leave through (its connected socket,
  *  opened if need be, or the shared send socket): for tests. */
-int em_link_udp_send_fd(em_link_t *l, uint16_t peer);
+int em_link_udp_send_fd(em_link_t *l, uint32_t peer);
 /** Render an address blob as "a.b.c.d:port". */
 void em_link_udp_addr_str(const em_link_addr_t *a, char *buf, size_t len);
 

@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int em_peer_table_reserve(void **tab, uint32_t *n, size_t elem, uint16_t peer)
+int em_peer_table_reserve(void **tab, uint32_t *n, size_t elem, uint32_t peer)
 {
     if (peer < *n)
         return 0;
@@ -33,7 +33,7 @@ int em_peer_table_reserve(void **tab, uint32_t *n, size_t elem, uint16_t peer)
     return 0;
 }
 
-#define MAP_FREE 0xFFFFu
+#define MAP_FREE 0xFFFFFFFFu /* EM_LINK_PEER_UNKNOWN */
 
 static uint32_t map_slot(uint64_t key, uint32_t cap)
 {
@@ -47,7 +47,7 @@ static int map_grow(em_addr_map_t *m)
 {
     uint32_t nc = m->cap ? m->cap * 2 : 64;
     uint64_t *k = calloc(nc, sizeof *k);
-    uint16_t *p = malloc(nc * sizeof *p);
+    uint32_t *p = malloc(nc * sizeof *p);
     if (!k || !p) {
         free(k);
         free(p);
@@ -72,7 +72,7 @@ static int map_grow(em_addr_map_t *m)
     return 0;
 }
 
-int em_addr_map_put(em_addr_map_t *m, uint64_t key, uint16_t peer)
+int em_addr_map_put(em_addr_map_t *m, uint64_t key, uint32_t peer)
 {
     if ((m->n + 1) * 2 > m->cap && map_grow(m) != 0)
         return -ENOMEM;
@@ -86,7 +86,7 @@ int em_addr_map_put(em_addr_map_t *m, uint64_t key, uint16_t peer)
     return 0;
 }
 
-uint16_t em_addr_map_get(const em_addr_map_t *m, uint64_t key)
+uint32_t em_addr_map_get(const em_addr_map_t *m, uint64_t key)
 {
     if (!m->cap)
         return MAP_FREE;
@@ -98,7 +98,7 @@ uint16_t em_addr_map_get(const em_addr_map_t *m, uint64_t key)
     }
 }
 
-void em_addr_map_del(em_addr_map_t *m, uint64_t key, uint16_t peer)
+void em_addr_map_del(em_addr_map_t *m, uint64_t key, uint32_t peer)
 {
     if (em_addr_map_get(m, key) != peer || peer == MAP_FREE)
         return;
@@ -110,7 +110,7 @@ void em_addr_map_del(em_addr_map_t *m, uint64_t key, uint16_t peer)
     m->n--;
     for (uint32_t t = (s + 1) & (m->cap - 1); m->peers[t] != MAP_FREE; t = (t + 1) & (m->cap - 1)) {
         uint64_t k = m->keys[t];
-        uint16_t v = m->peers[t];
+        uint32_t v = m->peers[t];
         m->peers[t] = MAP_FREE;
         m->n--;
         (void)em_addr_map_put(m, k, v); /* never grows: n went down by one */
@@ -202,7 +202,7 @@ int em_sock_drop_all_input(int fd)
     return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog);
 }
 
-void em_link_say_once(uint64_t *warned, uint16_t peer, const char *link, const char *msg)
+void em_link_say_once(uint64_t *warned, uint32_t peer, const char *link, const char *msg)
 {
     uint64_t bit = peer < 64 ? 1ull << peer : 0;
     if (!msg[0] || (bit && (*warned & bit)))

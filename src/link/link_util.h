@@ -17,7 +17,7 @@
  * @p peer, growing it (doubling, new entries zeroed) when needed.
  * @return 0 or -ENOMEM.
  */
-int em_peer_table_reserve(void **tab, uint32_t *n, size_t elem, uint16_t peer);
+int em_peer_table_reserve(void **tab, uint32_t *n, size_t elem, uint32_t peer);
 
 /**
  * Source address -> peer index, for em_link_ops::rx_peer: an open-addressing
@@ -27,16 +27,16 @@ int em_peer_table_reserve(void **tab, uint32_t *n, size_t elem, uint16_t peer);
  */
 typedef struct em_addr_map {
     uint64_t *keys;
-    uint16_t *peers; /**< EM_LINK_PEER_UNKNOWN (0xFFFF) marks a free cell */
+    uint32_t *peers; /**< EM_LINK_PEER_UNKNOWN (0xFFFFFFFF) marks a free cell */
     uint32_t cap, n; /**< cells (power of two), used cells */
 } em_addr_map_t;
 
 /** Map @p key to @p peer (replacing its previous peer). @return 0 or -ENOMEM. */
-int em_addr_map_put(em_addr_map_t *m, uint64_t key, uint16_t peer);
-/** The peer of @p key, or 0xFFFF (EM_LINK_PEER_UNKNOWN). */
-uint16_t em_addr_map_get(const em_addr_map_t *m, uint64_t key);
+int em_addr_map_put(em_addr_map_t *m, uint64_t key, uint32_t peer);
+/** The peer of @p key, or 0xFFFFFFFF (EM_LINK_PEER_UNKNOWN). */
+uint32_t em_addr_map_get(const em_addr_map_t *m, uint64_t key);
 /** Forget @p key's entry when it maps to @p peer (the peer's address changed). */
-void em_addr_map_del(em_addr_map_t *m, uint64_t key, uint16_t peer);
+void em_addr_map_del(em_addr_map_t *m, uint64_t key, uint32_t peer);
 void em_addr_map_free(em_addr_map_t *m);
 /** Six bytes (a MAC) and a 16-bit number as one key. */
 static inline uint64_t em_addr_key6(const uint8_t b[6], uint16_t x)
@@ -54,7 +54,7 @@ static inline uint64_t em_addr_key6(const uint8_t b[6], uint16_t x)
  * a peer >= 64 is said each time).  Nothing when @p msg is empty.
  * Threading: the caller's @p warned, one thread at a time.
  */
-void em_link_say_once(uint64_t *warned, uint16_t peer, const char *link, const char *msg);
+void em_link_say_once(uint64_t *warned, uint32_t peer, const char *link, const char *msg);
 
 /** MTU of kernel interface @p ifname (SIOCGIFMTU), 0 when unknown. */
 uint32_t em_if_mtu(const char *ifname);

@@ -34,7 +34,7 @@ static inline void cb_record(void *ctx, const char *msg)
 /** Send one frame to @p peer: @p hdr_len bytes of @p hdr copied into the
  *  packet, then @p ext_len bytes at @p ext gathered behind them (ext NULL:
  *  none).  Asserts that the link lent a packet and took the burst. */
-static inline void em_test_send(em_link_t *l, uint16_t peer, const void *hdr, uint32_t hdr_len,
+static inline void em_test_send(em_link_t *l, uint32_t peer, const void *hdr, uint32_t hdr_len,
                                 const void *ext, uint32_t ext_len)
 {
     em_pkt_t *p = em_link_tx_alloc(l);
@@ -48,7 +48,7 @@ static inline void em_test_send(em_link_t *l, uint16_t peer, const void *hdr, ui
 }
 
 /** Send the bytes of @p s (no NUL) to @p peer as one frame. */
-static inline void em_test_send_str(em_link_t *l, uint16_t peer, const char *s)
+static inline void em_test_send_str(em_link_t *l, uint32_t peer, const char *s)
 {
     em_test_send(l, peer, s, (uint32_t)strlen(s), NULL, 0);
 }

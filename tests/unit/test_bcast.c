@@ -90,7 +90,7 @@ static unsigned h_rx(em_link_t *l, em_pkt_t **p, unsigned max)
     }
     return n;
 }
-static int h_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+static int h_set_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
 {
     (void)l;
     (void)peer;

@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "link/ipudp_paths.h"
+#include "link/link.h"
 
 static const uint8_t our_mac[6] = { 2, 0xe7, 0, 0, 0, 1 };
 static const uint8_t cable_mac[6] = { 2, 0xe7, 0, 0, 0, 2 };
@@ -186,14 +187,14 @@ static void test_set_peer_and_rx(void **state)
     frame_from(0x0A010207u, 4000, t.ip, 64, f);
     assert_int_equal(em_udp_paths_rx_peer(&t, f), 5);
     frame_from(0x0A010207u, 4001, t.ip, 64, f);
-    assert_int_equal(em_udp_paths_rx_peer(&t, f), 0xFFFF);
+    assert_int_equal(em_udp_paths_rx_peer(&t, f), EM_LINK_PEER_UNKNOWN);
 
     /* a new address: the old source no longer names the peer */
     assert_int_equal(
         em_udp_paths_set_peer(&t, 5, 0x0A010208u, 4000, our_mac, 1472, cable_mac, err, sizeof err),
         0);
     frame_from(0x0A010207u, 4000, t.ip, 64, f);
-    assert_int_equal(em_udp_paths_rx_peer(&t, f), 0xFFFF);
+    assert_int_equal(em_udp_paths_rx_peer(&t, f), EM_LINK_PEER_UNKNOWN);
     frame_from(0x0A010208u, 4000, t.ip, 64, f);
     assert_int_equal(em_udp_paths_rx_peer(&t, f), 5);
 
@@ -202,7 +203,7 @@ static void test_set_peer_and_rx(void **state)
         em_udp_paths_set_peer(&t, 6, 0x0A0102FFu, 4000, our_mac, 1472, cable_mac, err, sizeof err),
         0);
     frame_from(0x0A0102FFu, 4000, t.ip, 64, f);
-    assert_int_equal(em_udp_paths_rx_peer(&t, f), 0xFFFF);
+    assert_int_equal(em_udp_paths_rx_peer(&t, f), EM_LINK_PEER_UNKNOWN);
 
     /* ours: our address, the broadcasts, a group; not a stranger's */
     assert_true(em_udp_accept_dst(&t, 0x0A010203u));

@@ -49,7 +49,7 @@ static int open_ring(double loss)
     return L ? 0 : -1;
 }
 
-static void send_frame(uint16_t peer, const char *s) { em_test_send_str(L, peer, s); }
+static void send_frame(uint32_t peer, const char *s) { em_test_send_str(L, peer, s); }
 
 /* receive up to max frames (copies, NUL-terminated) */
 static unsigned drain(char (*out)[64], unsigned max)

@@ -31,7 +31,7 @@
 static em_link_t *L;
 
 /* poll until @p want frames came (or 2000 tries); check each against @p s */
-static unsigned expect(em_link_t *l, unsigned want, const char *s, uint16_t peer)
+static unsigned expect(em_link_t *l, unsigned want, const char *s, uint32_t peer)
 {
     em_pkt_t *pk[32];
     unsigned got = 0;

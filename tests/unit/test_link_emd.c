@@ -315,7 +315,7 @@ struct fake_bulkq {
     em_pkt_t pk[8];
     uint8_t buf[8][2048];
     unsigned nfree, sent, peers_set, refuse, rx_ready, released, closed;
-    uint16_t last_peer;
+    uint32_t last_peer;
     uint8_t last[2048], first[2048];
     uint32_t last_len, first_len;
 };
@@ -388,7 +388,7 @@ static void f_release(em_link_t *l, em_pkt_t **p, unsigned n)
     (void)p;
     fake.released += n;
 }
-static int f_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+static int f_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
 {
     (void)l;
     (void)peer;
@@ -432,7 +432,7 @@ static void on_note(void *ctx, const char *msg)
     snprintf(note, sizeof note, "%s", msg);
 }
 
-static em_pkt_t *frame(em_link_t *l, uint16_t peer, uint8_t type, uint32_t len)
+static em_pkt_t *frame(em_link_t *l, uint32_t peer, uint8_t type, uint32_t len)
 {
     em_pkt_t *p = em_link_tx_alloc(l);
     assert_non_null(p);

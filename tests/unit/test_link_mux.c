@@ -12,7 +12,11 @@
  * nothing lost), a frame for a slot with no endpoint (counted, dropped),
  * a frame from a stranger's address claiming a peer's index (refused as
  * drop_source), and closing the members (the base closes with the last).
+ * Peer numbers above 16 bits (70,000 and 100,000) through two members,
+ * and the refusal of a peer number the index's slot byte would overwrite
+ * (2^24 and above).
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,7 +36,7 @@
 struct renum {
     em_link_t link;
     em_link_t *sim;
-    uint16_t node_of[8], peer_of[8];
+    uint32_t node_of[8], peer_of[8];
     int closed;
 };
 
@@ -41,7 +45,7 @@ static void r_free(em_link_t *l, em_pkt_t *p) { em_link_tx_free(((struct renum *
 static unsigned r_burst(em_link_t *l, em_pkt_t **p, unsigned n)
 {
     struct renum *r = (struct renum *)l;
-    uint16_t orig[64];
+    uint32_t orig[64];
     assert_true(n <= 64);
     for (unsigned i = 0; i < n; i++) {
         orig[i] = p[i]->peer;
@@ -62,7 +66,7 @@ static void r_rel(em_link_t *l, em_pkt_t **p, unsigned n)
     em_link_rx_release(((struct renum *)l)->sim, p, n);
 }
 static int r_flush(em_link_t *l) { return em_link_flush(((struct renum *)l)->sim); }
-static int r_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+static int r_set_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
 {
     struct renum *r = (struct renum *)l;
     if (peer >= 8 || a->len != 1 || a->bytes[0] >= 8)
@@ -71,10 +75,10 @@ static int r_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
     r->peer_of[a->bytes[0]] = peer;
     return em_link_set_peer(r->sim, a->bytes[0], a);
 }
-static uint16_t r_rx_peer(em_link_t *l, const em_pkt_t *p)
+static uint32_t r_rx_peer(em_link_t *l, const em_pkt_t *p)
 {
     struct renum *r = (struct renum *)l;
-    uint16_t node = r->sim->ops->rx_peer(r->sim, p);
+    uint32_t node = r->sim->ops->rx_peer(r->sim, p);
     return node < 8 ? r->peer_of[node] : EM_LINK_PEER_UNKNOWN;
 }
 static void r_close(em_link_t *l) { ((struct renum *)l)->closed = 1; }
@@ -117,7 +121,7 @@ static uint8_t pattern(unsigned from, unsigned seq, size_t i)
 }
 static size_t size_of(unsigned seq) { return (size_t[]){ 1, 100, 1500, 9000, 40960 }[seq % 5]; }
 
-static void on_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t len)
+static void on_recv(void *u, uint32_t peer, uint8_t tag, const void *d, size_t len)
 {
     struct inbox *in = u;
     const uint8_t *b = d;
@@ -150,10 +154,10 @@ static void pair(unsigned a, unsigned b)
 {
     for (int k = 0; k < 2; k++) {
         unsigned x = k ? b : a, y = k ? a : b;
-        assert_int_equal(em_engine_set_peer(E[x], (uint16_t)y, &L[y]->local), 0);
+        assert_int_equal(em_engine_set_peer(E[x], (uint32_t)y, &L[y]->local), 0);
         assert_int_equal(
-            em_engine_set_peer_keys(E[x], (uint16_t)y, pair_key(x, y), 100 + x, 100 + y), 0);
-        assert_int_equal(em_engine_set_peer_index(E[x], (uint16_t)y, x), 0);
+            em_engine_set_peer_keys(E[x], (uint32_t)y, pair_key(x, y), 100 + x, 100 + y), 0);
+        assert_int_equal(em_engine_set_peer_index(E[x], (uint32_t)y, x), 0);
     }
 }
 
@@ -188,7 +192,7 @@ static void world(double loss, double dup, double reorder)
         assert_int_equal(L[id]->local.bytes[1], id / 2);
         em_proto_cfg_t pc;
         em_proto_cfg_default(&pc);
-        pc.self = (uint16_t)id;
+        pc.self = (uint32_t)id;
         pc.npeers = NEP;
         pc.frame_max = sc.mtu;
         pc.max_msg = 64 * 1024;
@@ -247,7 +251,7 @@ static void send_n(unsigned from, unsigned to, unsigned n)
         for (size_t i = 0; i < len; i++)
             BUF[from][k][i] = pattern(from, seq, i);
         int rc;
-        while ((rc = em_engine_send(E[from], &OPS[from][k], (uint16_t)to, 7, BUF[from][k], len,
+        while ((rc = em_engine_send(E[from], &OPS[from][k], (uint32_t)to, 7, BUF[from][k], len,
                                     NULL)) == -EM_EAGAIN)
             round_();
         assert_int_equal(rc, 0);
@@ -419,12 +423,69 @@ static void full(void **state)
     em_sim_destroy(s);
 }
 
+/* Peer numbers above 16 bits through the mux: a member calls its peer
+ * 70,000 and is called 100,000 there; the frame finds its way (link_sim
+ * below numbers the base peers), and the receiving member's rx_peer names
+ * the sender by its 32-bit number.  A peer number of 2^24 or above is
+ * refused, and a frame whose index reaches the slot byte is not sent. */
+static void wide_peers(void **state)
+{
+    (void)state;
+    em_sim_cfg_t sc;
+    em_sim_cfg_default(&sc);
+    em_sim_t *s = em_sim_create(2, &sc);
+    assert_non_null(s);
+    em_link_mux_t *m[2] = { NULL, NULL };
+    em_link_t *l[2];
+    char err[160];
+    for (unsigned n = 0; n < 2; n++) {
+        assert_non_null(em_link_mux_create(em_sim_link(s, n), &m[n]));
+        assert_non_null(l[n] = em_link_mux_join(m[n], err, sizeof err));
+    }
+    assert_int_equal(em_link_set_peer(l[0], 1u << EM_MUX_INDEX_BITS, &l[1]->local), -EINVAL);
+    assert_int_equal(em_link_set_peer(l[0], EM_LINK_PEER_UNKNOWN, &l[1]->local), -EINVAL);
+    assert_int_equal(em_link_set_peer(l[0], 70000, &l[1]->local), 0);
+    assert_int_equal(em_link_set_peer(l[1], 100000, &l[0]->local), 0);
+    em_hdr_t h = { .type = EM_PT_ACK, .index = 100000, .job_key = 5, .ack = 1 };
+    em_pkt_t *p = em_link_tx_alloc(l[0]);
+    assert_non_null(p);
+    p->len = (uint32_t)em_hdr_encode(&h, p->data);
+    p->peer = 70000;
+    assert_int_equal(em_link_tx_burst(l[0], &p, 1), 1);
+    assert_int_equal(em_link_flush(l[0]), 0);
+    em_pkt_t *rx[4];
+    unsigned k = 0;
+    for (int i = 0; i < 1000 && !k; i++) {
+        em_sim_set_now(s, em_sim_now(s) + 1000000);
+        k = em_link_rx_burst(l[1], rx, 4);
+    }
+    assert_int_equal(k, 1);
+    em_hdr_t g;
+    assert_int_equal(em_hdr_decode(rx[0]->data, rx[0]->len, &g), EM_DEC_OK);
+    assert_int_equal(g.index, 100000);
+    assert_int_equal(l[1]->ops->rx_peer(l[1], rx[0]), 100000);
+    em_link_rx_release(l[1], rx, k);
+    /* what peer 70,000 calls us must stay below 2^24 too */
+    h.index = 1u << EM_MUX_INDEX_BITS;
+    p = em_link_tx_alloc(l[0]);
+    assert_non_null(p);
+    p->len = (uint32_t)em_hdr_encode(&h, p->data);
+    p->peer = 70000;
+    assert_int_equal(em_link_tx_burst(l[0], &p, 1), 0);
+    em_link_tx_free(l[0], p);
+    for (unsigned n = 0; n < 2; n++) {
+        em_link_close(l[n]);
+        assert_null(m[n]);
+    }
+    em_sim_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(clean),          cmocka_unit_test(hostile_wire),
         cmocka_unit_test(inbox_overflow), cmocka_unit_test(strangers),
-        cmocka_unit_test(full),
+        cmocka_unit_test(full),           cmocka_unit_test(wide_peers),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     for (unsigned a = 0; a < NEP; a++)

@@ -46,7 +46,7 @@ static uint8_t pattern(unsigned frame, unsigned i) { return (uint8_t)(frame * 31
 
 /* frame @p f of a test burst: @p len bytes, half of them from an external
  * buffer when @p ext_buf is given (the gather path of the BTL) */
-static em_pkt_t *make_frame(em_link_t *l, uint16_t peer, unsigned f, uint32_t len, uint8_t *ext_buf)
+static em_pkt_t *make_frame(em_link_t *l, uint32_t peer, unsigned f, uint32_t len, uint8_t *ext_buf)
 {
     em_pkt_t *p = em_link_tx_alloc(l);
     assert_non_null(p);
@@ -66,7 +66,7 @@ static em_pkt_t *make_frame(em_link_t *l, uint16_t peer, unsigned f, uint32_t le
 
 /* send @p n frames of @p len bytes to @p peer in one burst, numbered from
  * @p first (their pattern); their lengths go to @p lens for expect_frames */
-static void send_burst(em_link_t *l, uint16_t peer, unsigned first, unsigned n, uint32_t len,
+static void send_burst(em_link_t *l, uint32_t peer, unsigned first, unsigned n, uint32_t len,
                        uint32_t *lens)
 {
     em_pkt_t *pk[64];
@@ -151,7 +151,7 @@ static void test_gso_runs_break_correctly(void **state)
     assert_int_equal(em_link_set_peer(a, 2, &c->local), 0);
     /* peer, length: B gets frames 0.., C gets frames 100.. */
     static const struct {
-        uint16_t peer;
+        uint32_t peer;
         uint32_t len;
     } plan[] = {
         { 1, 800 },  { 1, 800 },  { 1, 800 }, { 2, 800 }, { 2, 800 },

@@ -150,9 +150,9 @@ void em_dpdk_udp_tx_hdr(struct dpdk_link *d, struct rte_mbuf *mb, const em_pkt_t
 int em_dpdk_udp_rx(struct dpdk_link *d, const struct rte_mbuf *mb, uint8_t *f, uint32_t len,
                    em_pkt_t *p);
 /** set_peer of either framing (address checks, next hop). */
-int em_dpdk_set_peer(struct dpdk_link *d, uint16_t peer, const em_link_addr_t *a);
+int em_dpdk_set_peer(struct dpdk_link *d, uint32_t peer, const em_link_addr_t *a);
 /** rx_peer of udp framing: by source (IPv4, port). */
-uint16_t em_dpdk_udp_rx_peer(const struct dpdk_link *d, const em_pkt_t *p);
+uint32_t em_dpdk_udp_rx_peer(const struct dpdk_link *d, const em_pkt_t *p);
 /** udp framing, from rx_burst now and then: apply neighbour changes. */
 void em_dpdk_udp_poll(struct dpdk_link *d);
 

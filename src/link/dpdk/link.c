@@ -197,14 +197,14 @@ static void dpdk_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
         rte_pktmbuf_free(pkts[i]->priv);
 }
 
-static int dpdk_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+static int dpdk_set_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
 {
     return em_dpdk_set_peer((struct dpdk_link *)l, peer, a); /* udp.c: both framings */
 }
 
 /* the peer whose MAC (set_peer) is the frame's source: in direct mode one
  * process owns a port, so its MAC names it */
-static uint16_t dpdk_rx_peer(em_link_t *l, const em_pkt_t *p)
+static uint32_t dpdk_rx_peer(em_link_t *l, const em_pkt_t *p)
 {
     const struct dpdk_link *d = (const struct dpdk_link *)l;
     if (d->udp)

@@ -143,7 +143,7 @@ int em_dpdk_udp_rx(struct dpdk_link *d, const struct rte_mbuf *mb, uint8_t *f, u
     return 0;
 }
 
-uint16_t em_dpdk_udp_rx_peer(const struct dpdk_link *d, const em_pkt_t *p)
+uint32_t em_dpdk_udp_rx_peer(const struct dpdk_link *d, const em_pkt_t *p)
 {
     const struct rte_mbuf *mb = p->priv;
     if (!mb || mb->data_len < EM_IPUDP_HDR_LEN)
@@ -151,7 +151,7 @@ uint16_t em_dpdk_udp_rx_peer(const struct dpdk_link *d, const em_pkt_t *p)
     return em_udp_paths_rx_peer(&d->udp->t, rte_pktmbuf_mtod(mb, const uint8_t *));
 }
 
-static int udp_set_peer(struct dpdk_link *d, uint16_t peer, const em_link_addr_t *a)
+static int udp_set_peer(struct dpdk_link *d, uint32_t peer, const em_link_addr_t *a)
 {
     struct dpdk_udp *u = d->udp;
     if (a->len != EM_DPDK_ADDR_UDP) {
@@ -182,7 +182,7 @@ static int l2_check_segment(struct dpdk_link *d, const em_link_addr_t *a)
                                sizeof d->peer_err);
 }
 
-int em_dpdk_set_peer(struct dpdk_link *d, uint16_t peer, const em_link_addr_t *a)
+int em_dpdk_set_peer(struct dpdk_link *d, uint32_t peer, const em_link_addr_t *a)
 {
     d->peer_err[0] = 0;
     int rc;

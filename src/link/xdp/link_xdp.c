@@ -262,7 +262,7 @@ static void xdp_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
     }
 }
 
-static uint16_t xdp_rx_peer(em_link_t *l, const em_pkt_t *p)
+static uint32_t xdp_rx_peer(em_link_t *l, const em_pkt_t *p)
 {
     const struct xdp_link *d = X(l);
     if (d->udp)
@@ -270,7 +270,7 @@ static uint16_t xdp_rx_peer(em_link_t *l, const em_pkt_t *p)
     return em_addr_map_get(&d->bysrc, em_addr_key6(p->data - ETH_HLEN + 6, 0));
 }
 
-static int xdp_set_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+static int xdp_set_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
 {
     struct xdp_link *d = X(l);
     d->peer_err[0] = 0;

@@ -93,14 +93,14 @@ void em_xdp_udp_tx_hdr(struct xdp_link *d, const em_pkt_t *p);
 /** Check the received frame of @p len bytes at @p f and point @p p at its
  *  payload.  @return 0, or -1 (refused, counted by reason). */
 int em_xdp_udp_rx(struct xdp_link *d, const uint8_t *f, uint32_t len, em_pkt_t *p);
-uint16_t em_xdp_udp_rx_peer(const struct xdp_link *d, const em_pkt_t *p);
-int em_xdp_udp_set_peer(struct xdp_link *d, uint16_t peer, const em_link_addr_t *a);
+uint32_t em_xdp_udp_rx_peer(const struct xdp_link *d, const em_pkt_t *p);
+int em_xdp_udp_set_peer(struct xdp_link *d, uint32_t peer, const em_link_addr_t *a);
 /** Follow next-hop changes (every few thousand calls: one recv). */
 void em_xdp_udp_poll(struct xdp_link *d);
 /** L2 framing: put the interface's IPv4 address into our blob (if any). */
 void em_xdp_l2_local_ip(struct xdp_link *d);
 /** L2 framing: a peer whose blob has its IPv4 address must be on our
  *  segment.  @return 0, or -EHOSTUNREACH / -EINVAL with d->peer_err said. */
-int em_xdp_l2_check(struct xdp_link *d, uint16_t peer, const em_link_addr_t *a);
+int em_xdp_l2_check(struct xdp_link *d, uint32_t peer, const em_link_addr_t *a);
 
 #endif

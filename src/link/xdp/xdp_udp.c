@@ -100,13 +100,13 @@ int em_xdp_udp_rx(struct xdp_link *d, const uint8_t *f, uint32_t len, em_pkt_t *
     return 0;
 }
 
-uint16_t em_xdp_udp_rx_peer(const struct xdp_link *d, const em_pkt_t *p)
+uint32_t em_xdp_udp_rx_peer(const struct xdp_link *d, const em_pkt_t *p)
 {
     /* em_xdp_udp_rx made sure the headers are right in front */
     return em_udp_paths_rx_peer(&d->udp->t, p->data - EM_IPUDP_HDR_LEN);
 }
 
-int em_xdp_udp_set_peer(struct xdp_link *d, uint16_t peer, const em_link_addr_t *a)
+int em_xdp_udp_set_peer(struct xdp_link *d, uint32_t peer, const em_link_addr_t *a)
 {
     struct xdp_udp *u = d->udp;
     if (a->len != EM_XDP_ADDR_UDP_LEN) {
@@ -136,13 +136,13 @@ void em_xdp_l2_local_ip(struct xdp_link *d)
 }
 
 /* L2 errors are said once per peer too; peers >= 64 each time */
-static void say_l2(struct xdp_link *d, uint16_t peer)
+static void say_l2(struct xdp_link *d, uint32_t peer)
 {
     static uint64_t warned; /* the link's thread only */
     em_link_say_once(&warned, peer, "xdp", d->peer_err);
 }
 
-int em_xdp_l2_check(struct xdp_link *d, uint16_t peer, const em_link_addr_t *a)
+int em_xdp_l2_check(struct xdp_link *d, uint32_t peer, const em_link_addr_t *a)
 {
     if (a->len == EM_XDP_ADDR_UDP_LEN) {
         snprintf(d->peer_err, sizeof d->peer_err,
