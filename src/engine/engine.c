@@ -63,7 +63,7 @@ void em_engine_flush_tx(em_engine_t *e)
 }
 
 /** Can frames to @p peer leave?  Asks resolve_peer once for a peer never set. */
-static bool peer_addressable(em_engine_t *e, uint16_t peer)
+static bool peer_addressable(em_engine_t *e, uint32_t peer)
 {
     if (peer >= e->npeers)
         return false;
@@ -88,7 +88,7 @@ static uint8_t frame_class(const void *hdr)
     }
 }
 
-static int e_emit(void *u, uint16_t peer, const void *hdr, size_t hlen, const void *payload,
+static int e_emit(void *u, uint32_t peer, const void *hdr, size_t hlen, const void *payload,
                   size_t plen)
 {
     em_engine_t *e = u;
@@ -129,7 +129,7 @@ static int e_emit(void *u, uint16_t peer, const void *hdr, size_t hlen, const vo
     return 0;
 }
 
-static void e_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t len)
+static void e_recv(void *u, uint32_t peer, uint8_t tag, const void *d, size_t len)
 {
     em_engine_t *e = u;
     if (tag == EM_ENGINE_TAG_RMA) {
@@ -140,7 +140,7 @@ static void e_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t le
     e->ops.recv(e->uctx, peer, tag, d, len);
 }
 
-static void *e_place(void *u, uint16_t peer, uint8_t tag, const void *head, size_t head_len,
+static void *e_place(void *u, uint32_t peer, uint8_t tag, const void *head, size_t head_len,
                      size_t msg_len, size_t *skip, void **ctx)
 {
     em_engine_t *e = u;
@@ -153,13 +153,13 @@ static void *e_place(void *u, uint16_t peer, uint8_t tag, const void *head, size
     return dst;
 }
 
-static void e_place_end(void *u, uint16_t peer, void *ctx, int status)
+static void e_place_end(void *u, uint32_t peer, void *ctx, int status)
 {
     em_engine_t *e = u;
     e->ops.place_end(e->uctx, peer, ctx, status);
 }
 
-static int e_put(void *u, uint16_t peer, const em_put_target_t *t, const void *d, size_t len)
+static int e_put(void *u, uint32_t peer, const em_put_target_t *t, const void *d, size_t len)
 {
     em_engine_t *e = u;
     uint8_t *dst;
@@ -189,7 +189,7 @@ static void e_complete(void *u, void *ctx, int status)
     e->ops.complete(e->uctx, ctx, status);
 }
 
-static void e_failed(void *u, uint16_t peer)
+static void e_failed(void *u, uint32_t peer)
 {
     em_engine_t *e = u;
     if (e->rma)
@@ -200,7 +200,7 @@ static void e_failed(void *u, uint16_t peer)
 
 /* A frame from an unset peer, or from another address: let the owner add
  * the peer (lazily, from the modex), then ask the link again. */
-static uint16_t e_resolve(void *u, uint16_t peer)
+static uint32_t e_resolve(void *u, uint32_t peer)
 {
     em_engine_t *e = u;
     if (e->ops.resolve)
@@ -275,7 +275,7 @@ void em_engine_destroy(em_engine_t *e)
     free(e);
 }
 
-int em_engine_set_peer(em_engine_t *e, uint16_t peer, const em_link_addr_t *addr)
+int em_engine_set_peer(em_engine_t *e, uint32_t peer, const em_link_addr_t *addr)
 {
     int rc = em_link_set_peer(e->link, peer, addr);
     if (rc == 0 && peer < e->npeers)
@@ -285,7 +285,7 @@ int em_engine_set_peer(em_engine_t *e, uint16_t peer, const em_link_addr_t *addr
     return rc;
 }
 
-int em_engine_sync_flow(em_engine_t *e, uint16_t peer)
+int em_engine_sync_flow(em_engine_t *e, uint32_t peer)
 {
     em_proto_flow_t f;
     if (!e->link->ops->set_flow || !(e->link->flags & EM_LINK_F_ACKS))
@@ -304,7 +304,7 @@ int em_engine_sync_flow(em_engine_t *e, uint16_t peer)
     return e->link->ops->set_flow(e->link, peer, &lf);
 }
 
-int em_engine_set_peer_keys(em_engine_t *e, uint16_t peer, uint64_t key, uint32_t tx_isn,
+int em_engine_set_peer_keys(em_engine_t *e, uint32_t peer, uint64_t key, uint32_t tx_isn,
                             uint32_t rx_isn)
 {
     int rc = em_proto_set_peer(e->proto, peer, key, tx_isn, rx_isn);
@@ -313,7 +313,7 @@ int em_engine_set_peer_keys(em_engine_t *e, uint16_t peer, uint64_t key, uint32_
     return rc;
 }
 
-int em_engine_set_peer_index(em_engine_t *e, uint16_t peer, uint32_t remote_index)
+int em_engine_set_peer_index(em_engine_t *e, uint32_t peer, uint32_t remote_index)
 {
     uint32_t was = em_proto_peer_index(e->proto, peer);
     int rc = em_proto_set_peer_index(e->proto, peer, remote_index);
@@ -325,7 +325,7 @@ int em_engine_set_peer_index(em_engine_t *e, uint16_t peer, uint32_t remote_inde
     return rc;
 }
 
-int em_engine_peer_params(const em_engine_t *e, uint16_t peer, uint64_t *key, uint32_t *tx_isn,
+int em_engine_peer_params(const em_engine_t *e, uint32_t peer, uint64_t *key, uint32_t *tx_isn,
                           uint32_t *rx_isn)
 {
     return em_proto_peer_params(e->proto, peer, key, tx_isn, rx_isn);
@@ -362,7 +362,7 @@ int em_engine_progress(em_engine_t *e)
     return (int)(n + e->events);
 }
 
-int em_engine_send(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *buf,
+int em_engine_send(em_engine_t *e, em_proto_op_t *op, uint32_t peer, uint8_t tag, const void *buf,
                    size_t len, void *ctx)
 {
     if (tag == EM_ENGINE_TAG_RMA)
@@ -373,7 +373,7 @@ int em_engine_send(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag
     return rc;
 }
 
-int em_engine_sendv(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *head,
+int em_engine_sendv(em_engine_t *e, em_proto_op_t *op, uint32_t peer, uint8_t tag, const void *head,
                     size_t head_len, const void *buf, size_t len, unsigned flags, void *ctx)
 {
     if (tag == EM_ENGINE_TAG_RMA)
@@ -385,14 +385,14 @@ int em_engine_sendv(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t ta
     return rc;
 }
 
-bool em_engine_send_ready(const em_engine_t *e, uint16_t peer, size_t len)
+bool em_engine_send_ready(const em_engine_t *e, uint32_t peer, size_t len)
 {
     size_t pl = em_proto_data_payload(e->proto);
     size_t frames = len == 0 ? 1 : (len + pl - 1) / pl;
     return e->nbatch == 0 && frames <= em_proto_tx_room(e->proto, peer, em_now_ns());
 }
 
-int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint16_t peer, const em_region_handle_t *h,
+int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint32_t peer, const em_region_handle_t *h,
                   uint64_t offset, const void *buf, size_t len, void *ctx)
 {
     em_put_target_t t = { .region = h->id, .key = h->key, .offset = offset };
@@ -444,14 +444,14 @@ const void *em_engine_rx_frame(const em_engine_t *e, size_t *len)
     return e->rx_cur->data;
 }
 
-uint16_t em_engine_rx_source(em_engine_t *e)
+uint32_t em_engine_rx_source(em_engine_t *e)
 {
     if (!e->rx_cur || !e->link->ops->rx_peer)
         return EM_SRC_UNKNOWN;
     return e->link->ops->rx_peer(e->link, e->rx_cur);
 }
 
-int em_engine_watch(em_engine_t *e, uint16_t peer)
+int em_engine_watch(em_engine_t *e, uint32_t peer)
 {
     /* the last progress call's clock: a watch's idle time is a second, and
      * a receive posted on the data path costs no clock read */
@@ -460,7 +460,7 @@ int em_engine_watch(em_engine_t *e, uint16_t peer)
 
 uint64_t em_engine_now(const em_engine_t *e) { return e->now; }
 
-int em_engine_unwatch(em_engine_t *e, uint16_t peer) { return em_proto_unwatch(e->proto, peer); }
+int em_engine_unwatch(em_engine_t *e, uint32_t peer) { return em_proto_unwatch(e->proto, peer); }
 
 bool em_engine_idle(const em_engine_t *e) { return e->nbatch == 0 && em_proto_idle(e->proto); }
 
@@ -469,7 +469,7 @@ uint64_t em_engine_next_deadline(const em_engine_t *e)
     return e->nbatch ? 0 : em_proto_next_deadline(e->proto);
 }
 
-uint32_t em_engine_pending(const em_engine_t *e, uint16_t peer)
+uint32_t em_engine_pending(const em_engine_t *e, uint32_t peer)
 {
     return em_proto_pending(e->proto, peer);
 }
@@ -504,10 +504,14 @@ size_t em_engine_drain(em_engine_t *e, uint64_t bound_ns)
     }
     size_t n = 0;
     for (uint32_t i = 0; i < e->npeers; i++)
-        n += em_proto_pending(e->proto, (uint16_t)i);
+        n += em_proto_pending(e->proto, (uint32_t)i);
     return n;
 }
 size_t em_engine_max_msg(const em_engine_t *e) { return em_proto_max_msg(e->proto); }
+size_t em_engine_peer_bytes(const em_proto_cfg_t *cfg)
+{
+    return em_proto_peer_bytes(cfg) + sizeof *((em_engine_t *)0)->addr;
+}
 size_t em_engine_frame_payload(const em_engine_t *e) { return em_proto_data_payload(e->proto); }
 const em_engine_stats_t *em_engine_stats(const em_engine_t *e) { return &e->st; }
 const em_proto_stats_t *em_engine_proto_stats(const em_engine_t *e)
@@ -516,14 +520,14 @@ const em_proto_stats_t *em_engine_proto_stats(const em_engine_t *e)
 }
 em_link_t *em_engine_link(em_engine_t *e) { return e->link; }
 uint64_t em_engine_rx_mem(const em_engine_t *e) { return em_proto_rx_mem(e->proto); }
-int em_engine_fail_peer(em_engine_t *e, uint16_t peer, const char *why)
+int em_engine_fail_peer(em_engine_t *e, uint32_t peer, const char *why)
 {
     if (e->in_progress)
         return -EM_EINVAL; /* from a callback: the caller must defer it */
     return em_proto_fail_peer(e->proto, peer, why);
 }
 
-int em_engine_reset_peer(em_engine_t *e, uint16_t peer)
+int em_engine_reset_peer(em_engine_t *e, uint32_t peer)
 {
     if (e->in_progress || peer >= e->npeers || peer == e->self)
         return -EM_EINVAL; /* from a callback the caller defers it, as fail_peer */
@@ -542,7 +546,7 @@ int em_engine_reset_peer(em_engine_t *e, uint16_t peer)
     return rc;
 }
 
-const char *em_engine_fail_reason(const em_engine_t *e, uint16_t peer)
+const char *em_engine_fail_reason(const em_engine_t *e, uint32_t peer)
 {
     return em_proto_fail_reason(e->proto, peer);
 }

@@ -33,19 +33,19 @@
 
 typedef struct em_engine_ops {
     /** A message from @p peer; @p data is valid during the call only. */
-    void (*recv)(void *uctx, uint16_t peer, uint8_t tag, const void *data, size_t len);
+    void (*recv)(void *uctx, uint32_t peer, uint8_t tag, const void *data, size_t len);
     /** A send or put finished: 0, -EM_EPEERFAIL, -EM_ECANCELED or -EM_EACCES
      *  (a put the peer refused). */
     void (*complete)(void *uctx, void *op_ctx, int status);
     /** @p peer was declared failed (optional). */
-    void (*peer_failed)(void *uctx, uint16_t peer);
+    void (*peer_failed)(void *uctx, uint32_t peer);
     /**
      * A frame claims to come from @p peer, which is not set (no keys) or
      * whose address is not the frame's source: set it now if it can be
      * (em_engine_set_peer() and em_engine_set_peer_keys(), e.g. from the
      * launcher's modex: Open MPI adds processes lazily).  Optional.
      */
-    void (*resolve)(void *uctx, uint16_t peer);
+    void (*resolve)(void *uctx, uint32_t peer);
     /* First contact (a peer that knows us while we know nothing of it, e.g.
      * the libfabric provider, which has no modex): during resolve,
      * em_engine_rx_frame() is the frame being judged, whose payload may
@@ -64,7 +64,7 @@ typedef struct em_engine_ops {
      * em_engine_set_peer() names it.  Without this callback such frames are
      * dropped and counted the same way.
      */
-    int (*resolve_peer)(void *uctx, uint16_t peer);
+    int (*resolve_peer)(void *uctx, uint32_t peer);
     /**
      * Optional, both or neither: a message of several frames assembled in
      * the owner's buffer instead of delivered by recv (the protocol's
@@ -72,9 +72,9 @@ typedef struct em_engine_ops {
      * the libfabric provider places an eager message straight into the
      * receive it matches).  Same rules: no engine call from inside them.
      */
-    void *(*place)(void *uctx, uint16_t peer, uint8_t tag, const void *head, size_t head_len,
+    void *(*place)(void *uctx, uint32_t peer, uint8_t tag, const void *head, size_t head_len,
                    size_t msg_len, size_t *skip, void **ctx);
-    void (*place_end)(void *uctx, uint16_t peer, void *ctx, int status);
+    void (*place_end)(void *uctx, uint32_t peer, void *ctx, int status);
 } em_engine_ops_t;
 
 typedef struct em_engine_stats {
@@ -123,7 +123,7 @@ void em_engine_destroy(em_engine_t *e);
  *  the resolve_peer callback).  @return 0 or a negative errno.  On a link
  *  that acknowledges for us (EM_LINK_F_ACKS) this also tells it where the
  *  peer's flows stand (em_engine_sync_flow). */
-int em_engine_set_peer(em_engine_t *e, uint16_t peer, const em_link_addr_t *addr);
+int em_engine_set_peer(em_engine_t *e, uint32_t peer, const em_link_addr_t *addr);
 /**
  * Tell the link where @p peer's flows stand now (keys, next sequence numbers
  * both ways, frame size), so that it may acknowledge the peer's in-order
@@ -132,25 +132,25 @@ int em_engine_set_peer(em_engine_t *e, uint16_t peer, const em_link_addr_t *addr
  * older state would acknowledge the wrong frames.  No-op on other links.
  * @return 0, or a negative value (the link will not acknowledge for it).
  */
-int em_engine_sync_flow(em_engine_t *e, uint16_t peer);
+int em_engine_sync_flow(em_engine_t *e, uint32_t peer);
 
 /** The pair's key and ISNs (em_proto_set_peer()): @p tx_isn ours, @p rx_isn
  *  the peer's; the link hears of them too (em_link_ops::set_flow).
  *  @return 0 or -EM_EINVAL. */
-int em_engine_set_peer_keys(em_engine_t *e, uint16_t peer, uint64_t key, uint32_t tx_isn,
+int em_engine_set_peer_keys(em_engine_t *e, uint32_t peer, uint64_t key, uint32_t tx_isn,
                             uint32_t rx_isn);
 
 /** What @p peer calls us, the index in its own table that every frame to
  *  it carries (em_proto_set_peer_index(), wire v3); the link hears of it
  *  too (em_link_ops::set_flow).  Before traffic with the peer.
  *  @return 0 or -EM_EINVAL. */
-int em_engine_set_peer_index(em_engine_t *e, uint16_t peer, uint32_t remote_index);
+int em_engine_set_peer_index(em_engine_t *e, uint32_t peer, uint32_t remote_index);
 
 /** What the pair with @p peer uses (em_proto_peer_params()): for a daemon
  *  that acknowledges on this endpoint's behalf (emd's FLOW: rx_key = tx_key
  *  = @p key, rx_next = @p rx_isn, tx_next = @p tx_isn at the start).
  *  @return 0 or -EM_EINVAL. */
-int em_engine_peer_params(const em_engine_t *e, uint16_t peer, uint64_t *key, uint32_t *tx_isn,
+int em_engine_peer_params(const em_engine_t *e, uint32_t peer, uint64_t *key, uint32_t *tx_isn,
                           uint32_t *rx_isn);
 
 /** Receive a burst, run the protocol's timers, push out queued frames.
@@ -159,14 +159,14 @@ int em_engine_progress(em_engine_t *e);
 
 /** Send a message (see em_proto_send()); @p op and @p buf stay valid until completion.
  *  @p tag 0 .. 254 (EM_ENGINE_TAG_RMA is the engine's own: -EM_EINVAL). */
-int em_engine_send(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *buf,
+int em_engine_send(em_engine_t *e, em_proto_op_t *op, uint32_t peer, uint8_t tag, const void *buf,
                    size_t len, void *ctx);
 /** Send @p head, then @p buf, as one message; @p flags 0 or EM_SEND_ACK_LAST
  *  (see em_proto_sendv()). */
-int em_engine_sendv(em_engine_t *e, em_proto_op_t *op, uint16_t peer, uint8_t tag, const void *head,
+int em_engine_sendv(em_engine_t *e, em_proto_op_t *op, uint32_t peer, uint8_t tag, const void *head,
                     size_t head_len, const void *buf, size_t len, unsigned flags, void *ctx);
 /** Write @p len bytes at @p offset of the peer's region @p h. */
-int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint16_t peer, const em_region_handle_t *h,
+int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint32_t peer, const em_region_handle_t *h,
                   uint64_t offset, const void *buf, size_t len, void *ctx);
 
 /**
@@ -198,7 +198,7 @@ int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint16_t peer, const em_reg
  * (EM_ENGINE_RMA_BUDGET requests outstanding: complete some, retry);
  * -EM_EPEERFAIL; -EM_ENOMEM.  No completion follows an error return.
  */
-int em_engine_get(em_engine_t *e, em_proto_op_t *op, uint16_t peer,
+int em_engine_get(em_engine_t *e, em_proto_op_t *op, uint32_t peer,
                   const em_region_handle_t *remote, uint64_t offset, void *buf, size_t len,
                   void *ctx);
 /** Longest get: EM_ENGINE_GET_MAX, or less when the engine accepts shorter
@@ -220,7 +220,7 @@ size_t em_engine_get_max(const em_engine_t *e);
  * @return 0, -EM_EINVAL (op/type/count invalid), -EM_EAGAIN (budget
  * full), -EM_EPEERFAIL or -EM_ENOMEM; no completion follows an error.
  */
-int em_engine_atomic(em_engine_t *e, em_proto_op_t *op, uint16_t peer,
+int em_engine_atomic(em_engine_t *e, em_proto_op_t *op, uint32_t peer,
                      const em_region_handle_t *remote, uint64_t offset, const em_atomic_desc_t *d,
                      void *result, void *ctx);
 
@@ -232,14 +232,14 @@ int em_engine_atomic(em_engine_t *e, em_proto_op_t *op, uint16_t peer,
  * moves only when someone calls progress (docs/design.md "Peers known only
  * by their frames").
  */
-bool em_engine_send_ready(const em_engine_t *e, uint16_t peer, size_t len);
+bool em_engine_send_ready(const em_engine_t *e, uint32_t peer, size_t len);
 
 /** The owner waits for traffic from @p peer: watch its liveness
  *  (em_proto_watch(); one em_engine_unwatch() per call).
  *  @return 0, -EM_EINVAL or -EM_EPEERFAIL. */
-int em_engine_watch(em_engine_t *e, uint16_t peer);
+int em_engine_watch(em_engine_t *e, uint32_t peer);
 /** Drop one watch (em_proto_unwatch()).  @return 0 or -EM_EINVAL. */
-int em_engine_unwatch(em_engine_t *e, uint16_t peer);
+int em_engine_unwatch(em_engine_t *e, uint32_t peer);
 /** The clock (em_now_ns()) as the last em_engine_progress() read it; 0
  *  before the first.  For callers that need a recent time, not an exact one. */
 uint64_t em_engine_now(const em_engine_t *e);
@@ -302,8 +302,11 @@ uint64_t em_engine_next_deadline(const em_engine_t *e);
  */
 size_t em_engine_drain(em_engine_t *e, uint64_t bound_ns);
 /** Messages to @p peer not yet acknowledged (em_proto_pending()). */
-uint32_t em_engine_pending(const em_engine_t *e, uint16_t peer);
+uint32_t em_engine_pending(const em_engine_t *e, uint32_t peer);
 size_t em_engine_max_msg(const em_engine_t *e);
+/** Bytes em_engine_create() allocates per peer for @p cfg (the protocol's,
+ *  em_proto_peer_bytes, and the engine's own). */
+size_t em_engine_peer_bytes(const em_proto_cfg_t *cfg);
 /** Payload of one DATA frame: a message up to this size travels in one frame. */
 size_t em_engine_frame_payload(const em_engine_t *e);
 const em_engine_stats_t *em_engine_stats(const em_engine_t *e);
@@ -313,7 +316,7 @@ uint64_t em_engine_rx_mem(const em_engine_t *e);
 em_link_t *em_engine_link(em_engine_t *e);
 /** Give up on @p peer (em_proto_fail_peer(): @p why, a static sentence);
  *  not from an engine callback.  @return 0 or -EM_EINVAL. */
-int em_engine_fail_peer(em_engine_t *e, uint16_t peer, const char *why);
+int em_engine_fail_peer(em_engine_t *e, uint32_t peer, const char *why);
 /**
  * Forget @p peer (em_proto_reset_peer(): the owner removed it, e.g.
  * libfabric's fi_av_remove): its sends, puts, gets and atomics complete
@@ -328,9 +331,9 @@ int em_engine_fail_peer(em_engine_t *e, uint16_t peer, const char *why);
  * hears of the peer's flows again when it is set again.
  * @return 0 or -EM_EINVAL (bad peer, ourselves, or from a callback).
  */
-int em_engine_reset_peer(em_engine_t *e, uint16_t peer);
+int em_engine_reset_peer(em_engine_t *e, uint32_t peer);
 /** Why @p peer was declared failed (a sentence), or NULL (see em_proto_fail_reason). */
-const char *em_engine_fail_reason(const em_engine_t *e, uint16_t peer);
+const char *em_engine_fail_reason(const em_engine_t *e, uint32_t peer);
 
 /**
  * Inside ops.resolve only: the frame being judged, as the link delivered it
@@ -343,7 +346,7 @@ const void *em_engine_rx_frame(const em_engine_t *e, size_t *len);
  * is the source address of the frame being judged, as the link's rx_peer
  * says; EM_SRC_UNKNOWN outside resolve or on a link that cannot tell.
  */
-uint16_t em_engine_rx_source(em_engine_t *e);
+uint32_t em_engine_rx_source(em_engine_t *e);
 
 /** Monotonic clock in nanoseconds (the engine's time base; util/clock.h em_clock_ns). */
 uint64_t em_now_ns(void);

@@ -26,12 +26,12 @@ struct em_engine {
     em_regions_t own_regions; /**< the table, unless the owner shares one (em_engine_use_regions) */
     em_regions_t *regions;    /**< the table in use */
     uint8_t *addr;            /* per peer: ADDR_UNKNOWN, ADDR_SET or ADDR_NONE */
-    uint16_t npeers;
+    uint32_t npeers;
     em_pkt_t *batch[EM_TX_BATCH];
     unsigned nbatch;
     unsigned events;        /* completions during the current call */
     const em_pkt_t *rx_cur; /* the frame the protocol is judging (progress only) */
-    uint16_t self;          /* our protocol endpoint id (cfg.self) */
+    uint32_t self;          /* our protocol endpoint id (cfg.self) */
     int in_progress;
     uint64_t now; /* the clock as the last progress call read it (0: none yet) */
     em_engine_stats_t st;
@@ -44,12 +44,12 @@ void em_engine_flush_tx(em_engine_t *e);
 
 /* rma.c, called by engine.c */
 /** A message on EM_ENGINE_TAG_RMA from @p peer (inside receive processing). */
-void em_rma_recv(em_engine_t *e, uint16_t peer, const void *data, size_t len);
+void em_rma_recv(em_engine_t *e, uint32_t peer, const void *data, size_t len);
 /** Is @p ctx one of rma.c's own operations?  Then it is completed here. */
 bool em_rma_complete(em_engine_t *e, void *ctx, int status);
 /** @p peer failed (@p status -EM_EPEERFAIL) or was reset (-EM_ECANCELED):
  *  its outstanding requests complete with @p status. */
-void em_rma_peer_end(em_engine_t *e, uint16_t peer, int status);
+void em_rma_peer_end(em_engine_t *e, uint32_t peer, int status);
 /** After the protocol is gone: the rest complete with -EM_ECANCELED; free. */
 void em_rma_destroy(em_engine_t *e);
 

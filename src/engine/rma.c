@@ -41,7 +41,7 @@ enum { S_FREE = 0, S_BUSY = 1, S_SENT = 2, S_ANSWERED = 4 };
 
 struct rma_slot {
     uint16_t gen;
-    uint16_t peer;
+    uint32_t peer;
     uint8_t state;
     uint8_t kind; /* EM_RMA_GET_REQ or EM_RMA_ATOMIC_REQ */
     uint8_t type;
@@ -115,7 +115,7 @@ static void slot_done(em_engine_t *e, struct rma_slot *s, int status)
     e->ops.complete(e->uctx, ctx, status);
 }
 
-static int start(em_engine_t *e, uint16_t peer, struct rma_slot **out)
+static int start(em_engine_t *e, uint32_t peer, struct rma_slot **out)
 {
     struct em_rma *r = rma_get(e);
     if (!r)
@@ -154,7 +154,7 @@ size_t em_engine_get_max(const em_engine_t *e)
     return m < EM_ENGINE_GET_MAX ? m : EM_ENGINE_GET_MAX;
 }
 
-int em_engine_get(em_engine_t *e, em_proto_op_t *op, uint16_t peer,
+int em_engine_get(em_engine_t *e, em_proto_op_t *op, uint32_t peer,
                   const em_region_handle_t *remote, uint64_t offset, void *buf, size_t len,
                   void *ctx)
 {
@@ -173,7 +173,7 @@ int em_engine_get(em_engine_t *e, em_proto_op_t *op, uint16_t peer,
     return launch(e, op, s, n);
 }
 
-int em_engine_atomic(em_engine_t *e, em_proto_op_t *op, uint16_t peer,
+int em_engine_atomic(em_engine_t *e, em_proto_op_t *op, uint32_t peer,
                      const em_region_handle_t *remote, uint64_t offset, const em_atomic_desc_t *d,
                      void *result, void *ctx)
 {
@@ -200,7 +200,7 @@ int em_engine_atomic(em_engine_t *e, em_proto_op_t *op, uint16_t peer,
 /* ---- target ---- */
 
 /** Send an answer: header + @p data (@p dlen), copied. */
-static void answer(em_engine_t *e, uint16_t peer, uint8_t kind, uint32_t req_id, int status,
+static void answer(em_engine_t *e, uint32_t peer, uint8_t kind, uint32_t req_id, int status,
                    const void *data, size_t dlen, size_t esize)
 {
     struct em_rma *r = rma_get(e);
@@ -260,7 +260,7 @@ static void answer(em_engine_t *e, uint16_t peer, uint8_t kind, uint32_t req_id,
     }
 }
 
-static void serve_get(em_engine_t *e, uint16_t peer, const em_rma_msg_t *m)
+static void serve_get(em_engine_t *e, uint32_t peer, const em_rma_msg_t *m)
 {
     uint8_t *at;
     /* A get longer than one answer carries (our own em_engine_get_max(),
@@ -280,7 +280,7 @@ static void serve_get(em_engine_t *e, uint16_t peer, const em_rma_msg_t *m)
     answer(e, peer, EM_RMA_GET_RSP, m->req_id, 0, at, m->get_len, 0);
 }
 
-static void serve_atomic(em_engine_t *e, uint16_t peer, const em_rma_msg_t *m)
+static void serve_atomic(em_engine_t *e, uint32_t peer, const em_rma_msg_t *m)
 {
     size_t es = em_atomic_type_size(m->type), n = (size_t)m->count * es;
     bool fetch = m->flags & EM_RMA_F_FETCH;
@@ -305,7 +305,7 @@ static void serve_atomic(em_engine_t *e, uint16_t peer, const em_rma_msg_t *m)
 
 /* ---- initiator: answers ---- */
 
-static void take_answer(em_engine_t *e, uint16_t peer, const em_rma_msg_t *m)
+static void take_answer(em_engine_t *e, uint32_t peer, const em_rma_msg_t *m)
 {
     struct em_rma *r = e->rma;
     uint32_t idx = m->req_id & 0xFFFFu;
@@ -333,7 +333,7 @@ static void take_answer(em_engine_t *e, uint16_t peer, const em_rma_msg_t *m)
         slot_done(e, s, status);
 }
 
-void em_rma_recv(em_engine_t *e, uint16_t peer, const void *data, size_t len)
+void em_rma_recv(em_engine_t *e, uint32_t peer, const void *data, size_t len)
 {
     em_rma_msg_t m;
     em_rma_dec_t why = em_rma_decode(data, len, &m);
@@ -378,7 +378,7 @@ bool em_rma_complete(em_engine_t *e, void *ctx, int status)
     return true;
 }
 
-void em_rma_peer_end(em_engine_t *e, uint16_t peer, int status)
+void em_rma_peer_end(em_engine_t *e, uint32_t peer, int status)
 {
     struct em_rma *r = e->rma;
     for (uint32_t i = 0; i < EM_ENGINE_RMA_BUDGET; i++)

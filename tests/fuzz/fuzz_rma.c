@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static unsigned done[2];
 
-static void on_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t len)
+static void on_recv(void *u, uint32_t peer, uint8_t tag, const void *d, size_t len)
 {
     (void)u, (void)peer, (void)tag, (void)d, (void)len;
     abort(); /* nothing on the RMA tag reaches the owner */

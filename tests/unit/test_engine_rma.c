@@ -39,7 +39,7 @@ struct op {
     uint64_t old;
 };
 
-static void on_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t len)
+static void on_recv(void *u, uint32_t peer, uint8_t tag, const void *d, size_t len)
 {
     (void)u, (void)peer, (void)d, (void)len;
     fail_msg("the owner got a message with tag %u: the engine's RMA tag leaked", tag);
@@ -72,7 +72,7 @@ static void world(double loss, double dup, double reorder, uint32_t max_retries)
     for (unsigned n = 0; n < 2; n++) {
         em_proto_cfg_t pc;
         em_proto_cfg_default(&pc);
-        pc.self = (uint16_t)n;
+        pc.self = (uint32_t)n;
         pc.npeers = 2;
         pc.frame_max = sc.mtu;
         pc.max_msg = 64 * 1024;
@@ -88,7 +88,7 @@ static void world(double loss, double dup, double reorder, uint32_t max_retries)
     }
     for (unsigned n = 0; n < 2; n++)
         assert_int_equal(
-            em_engine_set_peer(E[n], (uint16_t)(1 - n), &em_sim_link(SIM, 1 - n)->local), 0);
+            em_engine_set_peer(E[n], (uint32_t)(1 - n), &em_sim_link(SIM, 1 - n)->local), 0);
 }
 
 static void end_world(void)
@@ -205,10 +205,10 @@ static void ops_and_gets(void **s)
     struct op g[2] = { 0 }, g1[2] = { 0 };
     for (unsigned n = 0; n < 2; n++) {
         assert_int_equal(
-            em_engine_get(E[n], &g[n].pop, (uint16_t)(1 - n), &h[1 - n], 100, buf[n], 60000, &g[n]),
+            em_engine_get(E[n], &g[n].pop, (uint32_t)(1 - n), &h[1 - n], 100, buf[n], 60000, &g[n]),
             0);
         assert_int_equal(
-            em_engine_get(E[n], &g1[n].pop, (uint16_t)(1 - n), &h[1 - n], 3, &g1[n].old, 8, &g1[n]),
+            em_engine_get(E[n], &g1[n].pop, (uint32_t)(1 - n), &h[1 - n], 3, &g1[n].old, 8, &g1[n]),
             0);
     }
     for (unsigned n = 0; n < 2; n++) {
@@ -483,9 +483,9 @@ static void reset_peer(void **s)
      * wire) are refused by the key, counted, and change nothing */
     assert_int_equal(em_engine_reset_peer(E[1], 0), 0);
     for (unsigned n = 0; n < 2; n++) {
-        assert_int_equal(em_engine_set_peer_keys(E[n], (uint16_t)(1 - n), 0xC0FFEE, 0, 0), 0);
+        assert_int_equal(em_engine_set_peer_keys(E[n], (uint32_t)(1 - n), 0xC0FFEE, 0, 0), 0);
         assert_int_equal(
-            em_engine_set_peer(E[n], (uint16_t)(1 - n), &em_sim_link(SIM, 1 - n)->local), 0);
+            em_engine_set_peer(E[n], (uint32_t)(1 - n), &em_sim_link(SIM, 1 - n)->local), 0);
     }
     struct op g2 = { 0 };
     uint64_t got = 0;

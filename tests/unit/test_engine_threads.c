@@ -53,7 +53,7 @@ static uint8_t msg_byte(unsigned t, unsigned seq, size_t i)
     return (uint8_t)(i * 31u + seq * 7u + t);
 }
 
-static void b_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_t len)
+static void b_recv(void *u, uint32_t peer, uint8_t tag, const void *data, size_t len)
 {
     (void)u;
     (void)peer;
@@ -99,7 +99,7 @@ static void b_complete(void *u, void *ctx, int status)
     *(int *)ctx = 0; /* the answer slot is free again */
 }
 
-static void a_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_t len)
+static void a_recv(void *u, uint32_t peer, uint8_t tag, const void *data, size_t len)
 {
     (void)u;
     (void)peer;
@@ -188,7 +188,7 @@ static void *work(void *u)
     return NULL;
 }
 
-static void open_side(struct side *s, uint16_t self, const em_engine_ops_t *ops)
+static void open_side(struct side *s, uint32_t self, const em_engine_ops_t *ops)
 {
     char err[256];
     em_udp_cfg_t uc = { .iface = "127.0.0.1", .mtu = 1472, .sock_buf = 4 << 20 };

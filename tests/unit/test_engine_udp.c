@@ -47,7 +47,7 @@ static uint32_t checksum(const uint8_t *d, size_t n)
     return h;
 }
 
-static void s_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t len)
+static void s_recv(void *u, uint32_t peer, uint8_t tag, const void *d, size_t len)
 {
     struct side *s = u;
     s->nrecv++;
@@ -66,7 +66,7 @@ static void s_complete(void *u, void *ctx, int status)
 }
 static const em_engine_ops_t OPS = { .recv = s_recv, .complete = s_complete };
 
-static int s_resolve(void *u, uint16_t peer)
+static int s_resolve(void *u, uint32_t peer)
 {
     struct side *s = u;
     s->nresolve++;
@@ -188,7 +188,7 @@ static unsigned ch_burst(em_link_t *l, em_pkt_t **p, unsigned n)
         c->refused[c->nrefused++] = p[i];
     return take;
 }
-static int ch_peer(em_link_t *l, uint16_t i, const em_link_addr_t *a)
+static int ch_peer(em_link_t *l, uint32_t i, const em_link_addr_t *a)
 {
     return em_link_set_peer(em_test_inner(l), i, a);
 }
@@ -260,7 +260,7 @@ static unsigned lossy_burst(em_link_t *l, em_pkt_t **p, unsigned n)
     }
     return n;
 }
-static uint16_t lossy_rx_peer(em_link_t *l, const em_pkt_t *pkt)
+static uint32_t lossy_rx_peer(em_link_t *l, const em_pkt_t *pkt)
 {
     em_link_t *in = em_test_inner(l);
     return in->ops->rx_peer(in, pkt);
