@@ -233,7 +233,7 @@ void emd_send_acks(emd_core_t *c)
             memcpy(to.src_mac, c->mac, 6);
             emd_wire_encode(p->data, &to);
             p->len = EMD_WIRE_HDR_LEN + (uint32_t)em_hdr_encode(&a, p->data + EMD_WIRE_HDR_LEN);
-            p->peer = (uint16_t)ni;
+            p->peer = (uint32_t)ni;
             p->cls = EMD_CLS_CTRL;
             f->ack_owed = 0;
             atomic_fetch_add_explicit(&cl->h->st.acks_sent, 1, memory_order_relaxed);

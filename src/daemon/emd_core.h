@@ -74,7 +74,7 @@ struct emd_flow {
     uint32_t rcv_nxt;      /* next sequence number expected from the peer */
     uint32_t snd_hint;     /* the client's next sequence number toward the peer */
     uint32_t frame_max;    /* the client's largest frame, headers included */
-    uint16_t self, peer;   /* protocol endpoint ids; the peer's frames carry peer (wire v3) */
+    uint32_t self, peer;   /* protocol endpoint ids; the peer's frames carry peer (wire v3) */
     uint32_t remote_index; /* the peer's number of the client: its frames and our ACKs carry it */
     uint16_t src_ep;       /* the peer's address as the client registered it (FLOW): */
     uint8_t src_mac[6];    /* frames are acknowledged only from it, and ACKs go to it */

@@ -151,7 +151,7 @@ static int drain_slot(emd_core_t *c, struct emd_client *cl, const uint8_t *s, em
     emd_wire_encode(p->data, &to);
     memcpy(p->data + EMD_WIRE_HDR_LEN, frame, sh.len); /* the one copy of the frame */
     p->len = EMD_WIRE_HDR_LEN + sh.len;
-    p->peer = (uint16_t)ni;
+    p->peer = (uint32_t)ni;
     p->cls = sh.cls;
     /* parse the copy in the mbuf, not the slot */
     emd_resync_flow(c, cl, sh.mac, sh.endpoint, p->data + EMD_WIRE_HDR_LEN, hl);

@@ -97,7 +97,7 @@ void emd_core_send_hello(emd_core_t *c, uint8_t kind)
     emd_wire_encode(p->data, &to);
     emd_hello_encode(p->data + EMD_WIRE_HDR_LEN, kind, c->bulk_slots, emd_core_queues(c));
     p->len = EMD_WIRE_HDR_LEN + (uint32_t)sizeof(struct emd_hello);
-    p->peer = (uint16_t)ni;
+    p->peer = (uint32_t)ni;
     if (em_link_tx_burst(c->link, &p, 1) != 1)
         em_link_tx_free(c->link, p);
 }

@@ -40,8 +40,10 @@
  * 6: protocol wire version 3 (proto/wire.h): the daemon finds a flow by
  *    the frame's 32-bit index, and FLOW carries the peer's index for the
  *    client (remote_index), which the daemon's ACKs carry
+ * 7: FLOW's protocol endpoint ids (self, peer) are 32 bits, as the
+ *    protocol's peer numbers and the wire's index are
  */
-#define EMD_VERSION 6u
+#define EMD_VERSION 7u
 
 /*
  * Bulk queues (docs/daemon.md "Bulk queues"; [dpdk-btl]'s rendezvous data

@@ -68,16 +68,16 @@ struct emd_ctl_flow {
     uint32_t rx_next;      /**< next sequence number self expects from peer */
     uint32_t tx_next;      /**< self's next sequence number toward peer */
     uint32_t frame_max;    /**< self's largest frame, headers included */
-    uint16_t self, peer;   /**< protocol endpoint ids (self != peer) */
+    uint32_t self, peer;   /**< protocol endpoint ids (self != peer) */
     uint8_t peer_node[6];  /**< the peer's node id (emd_wire.h "Node ids") */
     uint16_t peer_ep;      /**< the peer's daemon endpoint (1..65535) */
     uint32_t remote_index; /**< the peer's number of self: self's frames to it, and the
                                 daemon's ACKs for self, carry it (wire v3) */
-    uint8_t rsvd[12];      /**< 0 */
+    uint8_t rsvd[8];       /**< 0 */
 };
 _Static_assert(sizeof(struct emd_ctl_flow) == 56, "emd_ctl_flow is 56 bytes");
-_Static_assert(offsetof(struct emd_ctl_flow, peer_node) == 32, "peer_node follows the ids");
-_Static_assert(offsetof(struct emd_ctl_flow, remote_index) == 40, "remote_index follows peer_ep");
+_Static_assert(offsetof(struct emd_ctl_flow, peer_node) == 36, "peer_node follows the ids");
+_Static_assert(offsetof(struct emd_ctl_flow, remote_index) == 44, "remote_index follows peer_ep");
 
 /** One control message (fixed size; SOCK_SEQPACKET keeps the boundaries). */
 struct emd_ctl_msg {

@@ -85,7 +85,7 @@ static unsigned f_burst(em_link_t *l, em_pkt_t **p, unsigned n)
     }
     return k;
 }
-static int f_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+static int f_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
 {
     (void)l;
     CHECK(peer < NODES);
@@ -300,7 +300,7 @@ static void run_op(struct in *in, unsigned op)
                                        .tx_next = u32(in),
                                        .frame_max = MTU,
                                        .self = 1,
-                                       .peer = (uint16_t)(u8(in) % 4),
+                                       .peer = (uint32_t)(u8(in) % 4),
                                        .remote_index = u8(in) % 4 };
         } else {
             take(in, (uint8_t *)&f, sizeof f);

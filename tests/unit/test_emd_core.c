@@ -37,7 +37,7 @@ struct cap {
     fake_port_t port;
     uint8_t sent[64][PORT_MTU];
     uint32_t sent_len[64];
-    uint16_t sent_peer[64];
+    uint32_t sent_peer[64];
     unsigned nsent;
     uint8_t peer_mac[16][6];
 };
@@ -54,7 +54,7 @@ static unsigned c_burst(em_link_t *l, em_pkt_t **p, unsigned n)
     }
     return n;
 }
-static int c_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+static int c_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
 {
     (void)l;
     assert_true(peer < 16);

@@ -68,7 +68,7 @@ static unsigned p_burst(em_link_t *l, em_pkt_t **p, unsigned n)
         p[i]->peer = pt->node_of[p[i]->peer];
     return em_link_tx_burst(pt->w.inner, p, n);
 }
-static int p_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
+static int p_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
 {
     struct port *pt = (struct port *)l;
     LAST_BLOB[pt->node] = *a;
@@ -90,7 +90,7 @@ static int p_peer(em_link_t *l, uint16_t peer, const em_link_addr_t *a)
         return -1;
     em_link_addr_t sa = { .len = 1, .bytes = { (uint8_t)node } };
     pt->node_of[peer] = (uint8_t)node;
-    return em_link_set_peer(pt->w.inner, (uint16_t)node, &sa);
+    return em_link_set_peer(pt->w.inner, (uint32_t)node, &sa);
 }
 static void p_close(em_link_t *l) { (void)l; }
 static const em_link_ops_t PORT_OPS = {
@@ -125,7 +125,7 @@ static struct client CL[3]; /* 0, 1 on node 0; 2 on node 1 */
 
 /* set_flow as the control socket would carry it (link_emd's EMD_CTL_FLOW):
  * the peer's address is the one its link published (engine peer = client) */
-static int to_daemon(em_link_t *l, uint16_t peer, const em_link_flow_t *f)
+static int to_daemon(em_link_t *l, uint32_t peer, const em_link_flow_t *f)
 {
     for (unsigned k = 0; k < 3; k++)
         if (CL[k].link == l && peer < 3) {
@@ -150,7 +150,7 @@ static int to_daemon(em_link_t *l, uint16_t peer, const em_link_flow_t *f)
 
 static uint8_t byte_at(unsigned m, size_t i) { return (uint8_t)(m * 131u + i * 7u + (i >> 8)); }
 
-static void on_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_t len)
+static void on_recv(void *u, uint32_t peer, uint8_t tag, const void *data, size_t len)
 {
     struct client *c = u;
     (void)peer;
@@ -195,7 +195,7 @@ static void client(unsigned k, unsigned node, unsigned idx, uint16_t ep)
     c->link->ops = &c->ops;
     em_proto_cfg_t pc;
     em_proto_cfg_default(&pc);
-    pc.self = (uint16_t)k;
+    pc.self = (uint32_t)k;
     pc.npeers = 3;
     pc.frame_max = CMTU;
     int e;
@@ -208,10 +208,10 @@ static void client(unsigned k, unsigned node, unsigned idx, uint16_t ep)
 static void pair(unsigned a, unsigned b, uint32_t isn_ab, uint32_t isn_ba)
 {
     uint64_t key = 0x5eed0000u + a * 16 + b;
-    assert_int_equal(em_engine_set_peer(CL[a].eng, (uint16_t)b, &CL[b].link->local), 0);
-    assert_int_equal(em_engine_set_peer(CL[b].eng, (uint16_t)a, &CL[a].link->local), 0);
-    assert_int_equal(em_engine_set_peer_keys(CL[a].eng, (uint16_t)b, key, isn_ab, isn_ba), 0);
-    assert_int_equal(em_engine_set_peer_keys(CL[b].eng, (uint16_t)a, key, isn_ba, isn_ab), 0);
+    assert_int_equal(em_engine_set_peer(CL[a].eng, (uint32_t)b, &CL[b].link->local), 0);
+    assert_int_equal(em_engine_set_peer(CL[b].eng, (uint32_t)a, &CL[a].link->local), 0);
+    assert_int_equal(em_engine_set_peer_keys(CL[a].eng, (uint32_t)b, key, isn_ab, isn_ba), 0);
+    assert_int_equal(em_engine_set_peer_keys(CL[b].eng, (uint32_t)a, key, isn_ba, isn_ab), 0);
 }
 
 static void world_lossy(double loss, double dup)
@@ -281,7 +281,7 @@ static void send_msgs(unsigned a, unsigned b, unsigned n)
         for (uint32_t i = 0; i < len; i++)
             buf[m][i] = byte_at(m, i);
         assert_int_equal(
-            em_engine_send(CL[a].eng, &op[m], (uint16_t)b, (uint8_t)m, buf[m], len, NULL), 0);
+            em_engine_send(CL[a].eng, &op[m], (uint32_t)b, (uint8_t)m, buf[m], len, NULL), 0);
         len = len * 3 + 1 > 6000 ? 1 : len * 3 + 1;
     }
     uint64_t t0 = em_now_ns();

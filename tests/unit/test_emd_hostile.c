@@ -175,7 +175,7 @@ static void fill(uint8_t *b, size_t len, uint32_t seed)
 /* every owner tag (0 .. 254; 255 is the engine's own, EM_ENGINE_TAG_RMA) */
 static uint8_t tag_of(uint32_t seed) { return (uint8_t)(seed % EM_ENGINE_TAG_RMA); }
 
-static void g_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t len)
+static void g_recv(void *u, uint32_t peer, uint8_t tag, const void *d, size_t len)
 {
     (void)u;
     (void)peer;
@@ -220,7 +220,7 @@ static int good_open(void)
         em_proto_cfg_t cfg;
         em_proto_cfg_default(&cfg);
         cfg.job_key = 0x600d;
-        cfg.self = (uint16_t)k;
+        cfg.self = (uint32_t)k;
         cfg.npeers = 2;
         cfg.isn = 0x7ffffff0u; /* any ISN (the daemon is told, never assumes) */
         cfg.frame_max = l[k]->mtu;
@@ -230,7 +230,7 @@ static int good_open(void)
             return -1;
     }
     for (int k = 0; k < 2; k++)
-        if (em_engine_set_peer(G.e[k], (uint16_t)(1 - k), &l[1 - k]->local) != 0)
+        if (em_engine_set_peer(G.e[k], (uint32_t)(1 - k), &l[1 - k]->local) != 0)
             return -1;
     return 0;
 }
@@ -262,7 +262,7 @@ static void good_run(unsigned min, pid_t hostile_pid)
                 size_t len = 4 + (seed * 997u) % 5000u;
                 fill(bufs[k][i], len, seed);
                 memcpy(bufs[k][i], &seed, 4);
-                if (em_engine_send(G.e[k], &ops[k][i], (uint16_t)(1 - k), tag_of(seed), bufs[k][i],
+                if (em_engine_send(G.e[k], &ops[k][i], (uint32_t)(1 - k), tag_of(seed), bufs[k][i],
                                    len, (void *)(intptr_t)k) != 0)
                     break;
                 sent[k]++;
