@@ -70,22 +70,29 @@ static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, cha
     /* receiver budget: no message longer than a sender of ours makes (+ the
      * order number) */
     cfg.max_msg = (uint32_t)m->super.btl_max_send_size + EM_ORDER_HDR;
-    cfg.self = (uint16_t)OPAL_PROC_MY_NAME.vpid;
-    cfg.npeers = (uint16_t)jsize;
+    cfg.self = OPAL_PROC_MY_NAME.vpid;
+    cfg.npeers = jsize;
     int e;
     m->engine = em_engine_create(link, &cfg, &em_btl_engine_ops, m, &e);
-    if (!m->engine) {
+    if (!m->engine && e != EM_ENOMEM) {
         snprintf(err, errlen, "engine: %s (check rto/rto_max/window parameters)", em_strerror(e));
         return -1;
     }
     m->npeers = jsize;
-    m->eps = calloc(jsize, sizeof *m->eps);
-    for (uint32_t i = 0; m->eps && i < jsize; i++)
-        m->eps[i].peer = (uint16_t)i;
+    m->eps = m->engine ? calloc(jsize, sizeof *m->eps) : NULL;
     if (!m->eps) {
-        snprintf(err, errlen, "out of memory");
+        /* the per-peer tables are the job size's only bound: say what was asked */
+        size_t per = em_engine_peer_bytes(&cfg) + sizeof *m->eps;
+        snprintf(err, errlen,
+                 "out of memory for the per-peer tables of a job of %u processes: %.1f MiB "
+                 "asked for link %u (%zu bytes per peer); give each process more memory "
+                 "(ulimit -v, cgroup limits), run fewer processes per node, or lower "
+                 "btl_%s_window",
+                 jsize, (double)per * jsize / (1024.0 * 1024.0), m->index, per, m->name);
         return -1;
     }
+    for (uint32_t i = 0; i < jsize; i++)
+        m->eps[i].peer = i;
     m->frag_cap[0] = (uint32_t)em_engine_frame_payload(m->engine);
     m->frag_cap[1] = (uint32_t)m->super.btl_max_send_size;
     if (m->frag_cap[1] < m->frag_cap[0])
@@ -204,13 +211,14 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
         return NULL;
     }
 
-    /* job size: peers are numbered by vpid, and the protocol's and the
-     * engine's peer numbers are 16 bits (the wire's index is 32 since wire
-     * version 3; docs/design.md "Wire v3" lists what widening touches) */
+    /* job size: peers are numbered by vpid, 32 bits as the protocol's peer
+     * numbers and the wire's index are (EM_SRC_UNKNOWN, 2^32 - 1, is never a
+     * vpid below the size); memory is the bound (module_setup says how much
+     * the per-peer tables asked for when it is short) */
     opal_process_name_t wild = { .jobid = OPAL_PROC_MY_NAME.jobid, .vpid = OPAL_VPID_WILDCARD };
     uint32_t jsize = 0, *jsp = &jsize;
     OPAL_MODEX_RECV_VALUE(rc, OPAL_PMIX_JOB_SIZE, &wild, &jsp, OPAL_UINT32);
-    if (OPAL_SUCCESS != rc || jsize == 0 || jsize > 65535) {
+    if (OPAL_SUCCESS != rc || jsize == 0) {
         char v[32];
         snprintf(v, sizeof v, "%u", jsize);
         opal_show_help(HELP_FILE, "job-size", true, name, opal_process_info.nodename, v);
@@ -267,7 +275,11 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
     }
     mx.count = n;
     if (n >= 2 && setup_order(m, jsize, params) != 0) {
-        snprintf(err, sizeof err, "out of memory");
+        snprintf(err, sizeof err,
+                 "out of memory for the message order of a job of %u processes: %.1f MiB "
+                 "asked (%zu bytes per peer); give each process more memory or stripe over "
+                 "one link",
+                 jsize, (double)sizeof *m->order * jsize / (1024.0 * 1024.0), sizeof *m->order);
         goto fail_open;
     }
     OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &comp->btl_version, &mx, sizeof mx);

@@ -79,7 +79,7 @@ struct mca_btl_base_registration_handle_t {
 
 struct mca_btl_base_endpoint_t {
     opal_proc_t *proc;
-    uint16_t peer; /**< the peer's vpid */
+    uint32_t peer; /**< the peer's vpid */
     uint8_t failed;
     uint8_t resolved; /**< address and keys given to the engine (add_procs or first frame) */
     uint8_t self;     /**< this process: one-sided operations are applied in place */

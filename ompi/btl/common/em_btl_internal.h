@@ -77,10 +77,10 @@ extern const em_engine_ops_t em_btl_engine_ops;
  *  (the caller frees it). */
 struct em_btl_modex *em_btl_read_modex(em_btl_module_t *m, const opal_process_name_t *name);
 /** The order state of @p peer when its messages carry order numbers, else NULL. */
-em_order_t *em_btl_numbered(em_btl_module_t *m, uint16_t peer);
+em_order_t *em_btl_numbered(em_btl_module_t *m, uint32_t peer);
 /** Give the engine @p vpid's address and pair keys from @p mx.
  *  @return 0, or -1 when the entry does not fit this module. */
-int em_btl_set_peer_from(em_btl_module_t *m, uint16_t vpid, const struct em_btl_modex *mx);
+int em_btl_set_peer_from(em_btl_module_t *m, uint32_t vpid, const struct em_btl_modex *mx);
 /** Free the per-peer order states (NULL is fine). */
 void em_btl_order_free(struct em_btl_order *o, uint32_t npeers);
 

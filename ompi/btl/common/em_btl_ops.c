@@ -156,7 +156,7 @@ static int em_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
             free(mx);
             continue;
         }
-        uint16_t vpid = (uint16_t)proc->proc_name.vpid;
+        uint32_t vpid = proc->proc_name.vpid;
         struct mca_btl_base_endpoint_t *ep = &m->eps[vpid];
         if (!ep->resolved && em_btl_set_peer_from(m, vpid, mx) != 0) {
             free(mx);
@@ -266,7 +266,7 @@ static int map_err(int rc) { return rc == -EM_EPEERFAIL ? OPAL_ERR_UNREACH : OPA
 /* Send the @p len bytes at f->buf, then the @p blen bytes at @p body (in
  * place) if any; with several links, behind the peer's next order number
  * (which counts only once the engine took the message). */
-static int ordered_send(em_btl_module_t *m, em_btl_frag_t *f, uint16_t peer, uint8_t tag,
+static int ordered_send(em_btl_module_t *m, em_btl_frag_t *f, uint32_t peer, uint8_t tag,
                         size_t len, const void *body, size_t blen)
 {
     em_order_t *o = em_btl_numbered(m, peer);
@@ -286,7 +286,7 @@ static int ordered_send(em_btl_module_t *m, em_btl_frag_t *f, uint16_t peer, uin
 
 /* Would a message of @p len bytes (its order number added, with several
  * links) leave for @p peer at once? */
-static bool leaves_at_once(em_btl_module_t *m, uint16_t peer, size_t len)
+static bool leaves_at_once(em_btl_module_t *m, uint32_t peer, size_t len)
 {
     return em_engine_send_ready(m->engine, peer,
                                 len + (em_btl_numbered(m, peer) ? EM_ORDER_HDR : 0));
@@ -535,7 +535,7 @@ static void warn_unacked(em_btl_module_t *m)
      * one line per peer */
     uint32_t msgs = 0, peers = 0, first = 0;
     for (uint32_t i = 0; i < m->npeers; i++) {
-        uint32_t n = em_engine_pending(m->engine, (uint16_t)i);
+        uint32_t n = em_engine_pending(m->engine, (uint32_t)i);
         if (n && peers++ == 0)
             first = i;
         msgs += n;

@@ -84,7 +84,7 @@ struct em_btl_modex *em_btl_read_modex(em_btl_module_t *m, const opal_process_na
  * on first use (mpi_add_procs_cutoff 0), so a peer's first message can
  * come before add_procs ran for it: then its modex entry decides, as ob1
  * itself reads it in the same callback. */
-em_order_t *em_btl_numbered(em_btl_module_t *m, uint16_t peer)
+em_order_t *em_btl_numbered(em_btl_module_t *m, uint32_t peer)
 {
     if (!m->order || peer >= m->npeers)
         return NULL;
@@ -100,9 +100,9 @@ em_order_t *em_btl_numbered(em_btl_module_t *m, uint16_t peer)
     return o->on == EM_BTL_ORDER_ON ? &o->o : NULL;
 }
 
-static void fail_peer_loudly(em_btl_module_t *m, uint16_t peer, const char *why);
+static void fail_peer_loudly(em_btl_module_t *m, uint32_t peer, const char *why);
 
-static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_t len)
+static void cb_recv(void *u, uint32_t peer, uint8_t tag, const void *data, size_t len)
 {
     em_btl_module_t *m = u;
     if (m->finalizing) /* the PML may already be gone (and unloaded) */
@@ -154,7 +154,7 @@ static void cb_complete(void *u, void *ctx, int status)
  * only by its frames (resolved from the modex, never added), looked up by
  * name, so that its failure is reported all the same (a receive-only rank
  * must not hang silently).  NULL if Open MPI does not know it. */
-static opal_proc_t *peer_proc(em_btl_module_t *m, uint16_t peer)
+static opal_proc_t *peer_proc(em_btl_module_t *m, uint32_t peer)
 {
     struct mca_btl_base_endpoint_t *ep = peer < m->npeers ? &m->eps[peer] : NULL;
     if (!ep)
@@ -165,7 +165,7 @@ static opal_proc_t *peer_proc(em_btl_module_t *m, uint16_t peer)
     return opal_proc_for_name ? opal_proc_for_name(name) : NULL;
 }
 
-static void cb_peer_failed(void *u, uint16_t peer)
+static void cb_peer_failed(void *u, uint32_t peer)
 {
     em_btl_module_t *m = u;
     struct mca_btl_base_endpoint_t *ep = peer < m->npeers ? &m->eps[peer] : NULL;
@@ -198,7 +198,7 @@ static void cb_peer_failed(void *u, uint16_t peer)
 
 /* Fail @p peer for a protocol violation (not silence): say why, then let
  * Open MPI end the job as for a failed peer. */
-static void fail_peer_loudly(em_btl_module_t *m, uint16_t peer, const char *why)
+static void fail_peer_loudly(em_btl_module_t *m, uint32_t peer, const char *why)
 {
     struct mca_btl_base_endpoint_t *ep = peer < m->npeers ? &m->eps[peer] : NULL;
     fprintf(stderr, "ethermpi btl_%s on %s: peer vpid %u is failed: %s\n", m->name,
@@ -223,7 +223,7 @@ static uint64_t pair_key(uint64_t a, uint32_t va, uint64_t b, uint32_t vb)
 
 /* The link address and the pair's keys of @p vpid from its modex entry
  * @p mx.  @return 0, or -1 when the entry does not fit this module. */
-int em_btl_set_peer_from(em_btl_module_t *m, uint16_t vpid, const struct em_btl_modex *mx)
+int em_btl_set_peer_from(em_btl_module_t *m, uint32_t vpid, const struct em_btl_modex *mx)
 {
     if (m->index >= mx->count || mx->link[m->index].frame_max < m->link->mtu ||
         mx->link[m->index].addr.len > sizeof mx->link[m->index].addr.bytes)
@@ -244,7 +244,7 @@ int em_btl_set_peer_from(em_btl_module_t *m, uint16_t vpid, const struct em_btl_
  * arrives, or when we owe it an ACK without ever having sent to it
  * (docs/design.md "Peers known only by their frames").  The endpoint itself
  * stays add_procs' business.  @return 0 when the peer is now set. */
-static int resolve_from_modex(em_btl_module_t *m, uint16_t peer)
+static int resolve_from_modex(em_btl_module_t *m, uint32_t peer)
 {
     if (peer >= m->npeers || peer == OPAL_PROC_MY_NAME.vpid)
         return -1;
@@ -260,11 +260,11 @@ static int resolve_from_modex(em_btl_module_t *m, uint16_t peer)
 
 /* A frame claims to come from @p peer, which is not set yet: resolve it;
  * the engine then checks the frame's source against its address. */
-static void cb_resolve(void *u, uint16_t peer) { (void)resolve_from_modex(u, peer); }
+static void cb_resolve(void *u, uint32_t peer) { (void)resolve_from_modex(u, peer); }
 
 /* The engine has a frame (an ACK, typically) for @p peer, whose address was
  * never set: a rank that only receives from a peer still owes it ACKs. */
-static int cb_resolve_peer(void *u, uint16_t peer) { return resolve_from_modex(u, peer); }
+static int cb_resolve_peer(void *u, uint32_t peer) { return resolve_from_modex(u, peer); }
 
 const em_engine_ops_t em_btl_engine_ops = {
     .recv = cb_recv,
