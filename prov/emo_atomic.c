@@ -221,7 +221,7 @@ static ssize_t do_atomic(struct emo_ep *ep, const struct emo_atomic_args *a)
     size_t bytes = a->count * em_atomic_type_size(type);
     if (a->no_cqe && bytes > ep->inject_max)
         return -FI_EMSGSIZE;
-    uint16_t peer;
+    uint32_t peer;
     if ((rc = emo_dest_peer(ep, a->peer, &peer)) != 0 || (rc = emo_announce(ep, peer)) != 0)
         return rc; /* (our address first, to a peer that may not know us: emo_contact.c) */
     if (!emo_tx_room(ep, 0))

@@ -52,7 +52,7 @@
 /* the first-contact blob of protocol frame @p f from @p peer: @return 0
  * with *@p a and the frame's pair key in *@p key; 1: the frame carries no
  * blob; -1: it carries one that is malformed or names another endpoint */
-static int hello_in_frame(const void *f, size_t flen, uint16_t peer, emo_addr_t *a, uint64_t *key)
+static int hello_in_frame(const void *f, size_t flen, uint32_t peer, emo_addr_t *a, uint64_t *key)
 {
     em_hdr_t h;
     if (em_hdr_decode(f, flen, &h) != EM_DEC_OK || h.type != EM_PT_DATA || h.frag_no != 0 ||
@@ -91,7 +91,7 @@ static int address_in_use(const struct emo_ep *ep, const em_link_addr_t *l)
     return 0;
 }
 
-const emo_addr_t *emo_contact_get(const struct emo_ep *ep, uint16_t id)
+const emo_addr_t *emo_contact_get(const struct emo_ep *ep, uint32_t id)
 {
     if (id >= ep->npeers || ep->peer_set[id] != EMO_PEER_CONTACT)
         return NULL;
@@ -101,7 +101,7 @@ const emo_addr_t *emo_contact_get(const struct emo_ep *ep, uint16_t id)
     return NULL;
 }
 
-int emo_contact(struct emo_ep *ep, uint16_t peer)
+int emo_contact(struct emo_ep *ep, uint32_t peer)
 {
     size_t flen = 0;
     const void *f = em_engine_rx_frame(ep->eng, &flen);
@@ -167,7 +167,7 @@ int emo_contact(struct emo_ep *ep, uint16_t peer)
     return 0;
 }
 
-void emo_contact_forget(struct emo_ep *ep, uint16_t id)
+void emo_contact_forget(struct emo_ep *ep, uint32_t id)
 {
     for (size_t i = 0; i < ep->fc_n; i++)
         if (ep->fc[i].id == id) {
@@ -176,7 +176,7 @@ void emo_contact_forget(struct emo_ep *ep, uint16_t id)
         }
 }
 
-int emo_announce(struct emo_ep *ep, uint16_t peer)
+int emo_announce(struct emo_ep *ep, uint32_t peer)
 {
     if (peer == ep->self.id || peer >= ep->npeers || ep->peer_heard[peer])
         return 0;

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int emo_dest_peer(struct emo_ep *ep, fi_addr_t fa, uint16_t *peer)
+int emo_dest_peer(struct emo_ep *ep, fi_addr_t fa, uint32_t *peer)
 {
     const emo_addr_t *a = emo_av_get(ep->av, fa);
     if (!a)
@@ -71,7 +71,7 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
         return -FI_EOPBADSTATE;
     if ((s->flags & FI_INJECT) && s->len > ep->inject_max)
         return -FI_EMSGSIZE;
-    uint16_t peer;
+    uint32_t peer;
     int rc = emo_dest_peer(ep, s->dest, &peer);
     if (rc)
         return rc;
@@ -226,7 +226,7 @@ static ssize_t do_peek(struct emo_ep *ep, const struct emo_recv_args *r, emo_que
         fl |= FI_REMOTE_CQ_DATA;
     if (ep->rx_cq)
         emo_cq_write(ep->rx_cq, r->context, fl, (size_t)u->len, NULL, u->data, u->q.tag,
-                     emo_src(ep, (uint16_t)u->q.peer));
+                     emo_src(ep, (uint32_t)u->q.peer));
     if (r->flags & FI_DISCARD) {
         emo_unexp_release(ep, u); /* an RTS dropped so: its sender waits forever (MPI
                                          never discards) */
@@ -275,7 +275,7 @@ static ssize_t do_multi_recv(struct emo_ep *ep, const struct emo_recv_args *r, u
     emo_qent_t *q;
     while ((q = emo_match_unexp(&ep->unexp_msg, filt, 0, 0, true)) != NULL) {
         emo_unexp_t *u = container_of_emo(q, emo_unexp_t, q);
-        bool freed = emo_multi_deliver(ep, m, (uint16_t)u->q.peer, u->type, u->flags, u->q.tag,
+        bool freed = emo_multi_deliver(ep, m, (uint32_t)u->q.peer, u->type, u->flags, u->q.tag,
                                        u->data, u->len, u->s_cookie, u->payload);
         emo_unexp_release(ep, u);
         if (freed)
@@ -283,8 +283,8 @@ static ssize_t do_multi_recv(struct emo_ep *ep, const struct emo_recv_args *r, u
         if (m->released)
             return 0; /* full; its rendezvous receives hold it */
     }
-    if (filt < ep->npeers && emo_ep_set_peer(ep, (uint16_t)filt) == 0)
-        m->watched = emo_watch(ep, (uint16_t)filt);
+    if (filt < ep->npeers && emo_ep_set_peer(ep, (uint32_t)filt) == 0)
+        m->watched = emo_watch(ep, (uint32_t)filt);
     emo_queue_push(&ep->posted_msg, &m->q);
     return 0;
 }
@@ -325,7 +325,7 @@ static ssize_t do_recv(struct emo_ep *ep, const struct emo_recv_args *r)
     }
     if (q) {
         emo_unexp_t *u = container_of_emo(q, emo_unexp_t, q);
-        emo_deliver(ep, &rx, (uint16_t)u->q.peer, u->type, u->flags, u->q.tag, u->data, u->len,
+        emo_deliver(ep, &rx, (uint32_t)u->q.peer, u->type, u->flags, u->q.tag, u->data, u->len,
                     u->s_cookie, u->payload);
         emo_unexp_release(ep, u);
         return 0;
@@ -342,8 +342,8 @@ static ssize_t do_recv(struct emo_ep *ep, const struct emo_recv_args *r)
     /* a receive for one peer waits for it: watch it, so that its death
      * fails the receive (src/proto/live.c); FI_ADDR_UNSPEC receives wait
      * for nobody in particular and probe nobody */
-    if (filt < ep->npeers && emo_ep_set_peer(ep, (uint16_t)filt) == 0)
-        p->watched = emo_watch(ep, (uint16_t)filt);
+    if (filt < ep->npeers && emo_ep_set_peer(ep, (uint32_t)filt) == 0)
+        p->watched = emo_watch(ep, (uint32_t)filt);
     p->q.peer = filt;
     p->q.tag = tag;
     p->q.ignore = ignore;
@@ -365,7 +365,7 @@ static uint64_t unpost(emo_rx_t *rx)
     return rx->inflight ? 0 : FI_MULTI_RECV;
 }
 
-void emo_fail_posted_from(struct emo_ep *ep, uint16_t peer, int status)
+void emo_fail_posted_from(struct emo_ep *ep, uint32_t peer, int status)
 {
     emo_queue_t *qs[2] = { &ep->posted_tag, &ep->posted_msg };
     for (int k = 0; k < 2; k++) {
@@ -403,7 +403,7 @@ ssize_t emo_cancel(struct emo_ep *ep, void *context)
             if (rx->context != context)
                 continue;
             emo_queue_remove(qs[k], q);
-            emo_unwatch(ep, (uint16_t)rx->q.peer, &rx->watched);
+            emo_unwatch(ep, (uint32_t)rx->q.peer, &rx->watched);
             uint64_t last = unpost(rx);
             if (ep->rx_cq)
                 emo_cq_write_err(ep->rx_cq, context,

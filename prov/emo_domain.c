@@ -38,9 +38,28 @@ static int av_close(struct fid *fid)
     return 0;
 }
 
-fi_addr_t emo_av_lookup_id(const struct emo_av *av, uint16_t id)
+fi_addr_t emo_av_lookup_id(const struct emo_av *av, uint32_t id)
 {
-    return av && av->by_id ? av->by_id[id] : FI_ADDR_NOTAVAIL;
+    return av && id < av->n_by_id ? av->by_id[id] : FI_ADDR_NOTAVAIL;
+}
+
+/* make by_id hold id @p id (doubling; new entries FI_ADDR_NOTAVAIL):
+ * ids are below EMO_NPEERS_MAX, the table as large as the largest one */
+static int av_id_reserve(struct emo_av *av, uint32_t id)
+{
+    if (id < av->n_by_id)
+        return 0;
+    uint32_t n = av->n_by_id ? av->n_by_id : 256;
+    while (n <= id)
+        n *= 2;
+    fi_addr_t *t = realloc(av->by_id, (size_t)n * sizeof *t);
+    if (!t)
+        return -FI_ENOMEM;
+    for (uint32_t i = av->n_by_id; i < n; i++)
+        t[i] = FI_ADDR_NOTAVAIL;
+    av->by_id = t;
+    av->n_by_id = n;
+    return 0;
 }
 
 const emo_addr_t *emo_av_get(const struct emo_av *av, fi_addr_t fa)
@@ -52,7 +71,7 @@ const emo_addr_t *emo_av_get(const struct emo_av *av, fi_addr_t fa)
 
 /* @p av's record of endpoint id @p id's removals, or NULL (a scan:
  * removals are rare, and this runs when a peer is set, not per frame) */
-static struct emo_av_gone *av_gone(const struct emo_av *av, uint16_t id)
+static struct emo_av_gone *av_gone(const struct emo_av *av, uint32_t id)
 {
     for (size_t i = 0; av && i < av->ngone; i++)
         if (av->gone[i].id == id)
@@ -109,6 +128,8 @@ static int av_insert_one(struct emo_av *av, const void *blob, fi_addr_t *out)
                 "install one release everywhere)\n");
         return -FI_EINVAL;
     }
+    if (av_id_reserve(av, a.id) != 0)
+        return -FI_ENOMEM;
     fi_addr_t old = av->by_id[a.id];
     if (old != FI_ADDR_NOTAVAIL) {
         if (av->tab[old].a.secret == a.secret) {
@@ -167,7 +188,7 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr
 
 /* Count one more removal of endpoint (@p id, @p secret): its next
  * incarnation (emo_peer_key).  Room was made (av_remove_). */
-static void av_note_gone(struct emo_av *av, uint16_t id, uint64_t secret)
+static void av_note_gone(struct emo_av *av, uint32_t id, uint64_t secret)
 {
     struct emo_av_gone *g = av_gone(av, id);
     if (!g) {
@@ -296,13 +317,6 @@ static int av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fi
     struct emo_av *av = calloc(1, sizeof *av);
     if (!av)
         return -FI_ENOMEM;
-    av->by_id = malloc(65536 * sizeof *av->by_id);
-    if (!av->by_id) {
-        free(av);
-        return -FI_ENOMEM;
-    }
-    for (size_t i = 0; i < 65536; i++)
-        av->by_id[i] = FI_ADDR_NOTAVAIL;
     av->dom = container_of_emo(domain, struct emo_domain, dom);
     av->type = attr && attr->type != FI_AV_UNSPEC ? attr->type : FI_AV_TABLE;
     emo_fid_init(&av->av.fid, FI_CLASS_AV, context, &av_fi_ops);

@@ -6,7 +6,8 @@
  * address, the endpoint id, and manual progress.
  *
  * Endpoint id: the engine's wire header names source and destination by a
- * 16-bit id that all processes of a job agree on (like the BTL's vpid).
+ * 32-bit id (below EMO_NPEERS_MAX, 2^24) that all processes of a job agree
+ * on (like the BTL's vpid).
  * FI_ETHERMPI_ID if set; else the launcher's rank (PMIX_RANK, PMI_RANK,
  * OMPI_COMM_WORLD_RANK, SLURM_PROCID) plus k x size for a process's k-th
  * endpoint; else random below FI_ETHERMPI_NPEERS (256): two endpoints that
@@ -61,7 +62,7 @@ static long env_long(const char *const *names, const char **which)
 }
 
 /* @return 0 with *id and *npeers, or -1 with a sentence in @p err */
-static int pick_id(uint16_t *id, uint16_t *npeers, char *err, size_t errlen)
+static int pick_id(uint32_t *id, uint32_t *npeers, char *err, size_t errlen)
 {
     static unsigned eps_in_process;
     static const char *const rank_vars[] = { "PMIX_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK",
@@ -84,7 +85,7 @@ static int pick_id(uint16_t *id, uint16_t *npeers, char *err, size_t errlen)
         if (size > 0)
             x += (long)k * size;
     } else {
-        uint16_t r;
+        uint32_t r;
         if (!n)
             n = 256;
         if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) {
@@ -94,8 +95,8 @@ static int pick_id(uint16_t *id, uint16_t *npeers, char *err, size_t errlen)
         from = "random";
         x = r % n;
     }
-    if (n > 65535)
-        n = 65535;
+    if (n > (long)EMO_NPEERS_MAX)
+        n = (long)EMO_NPEERS_MAX;
     if (x < 0 || x >= n) {
         snprintf(err, errlen,
                  "endpoint id %ld (%s, endpoint %u of this process) is not below "
@@ -104,8 +105,8 @@ static int pick_id(uint16_t *id, uint16_t *npeers, char *err, size_t errlen)
                  x, from, k, n);
         return -1;
     }
-    *id = (uint16_t)x;
-    *npeers = (uint16_t)n;
+    *id = (uint32_t)x;
+    *npeers = (uint32_t)n;
     FI_INFO(&emo_prov, FI_LOG_EP_CTRL, "endpoint id %ld of %ld (%s)\n", x, n, from);
     return 0;
 }
@@ -139,7 +140,7 @@ static void fail_all_peers(struct emo_ep *ep)
     ep->link_dead = 2;
     for (uint32_t i = 0; i < ep->npeers; i++)
         if (i != ep->self.id && ep->peer_set[i] && !ep->peer_failed[i])
-            (void)em_engine_fail_peer(ep->eng, (uint16_t)i, ep->link_dead_why);
+            (void)em_engine_fail_peer(ep->eng, (uint32_t)i, ep->link_dead_why);
 }
 
 /* FI_ETHERMPI_LINK's link, with every option the BTLs have (the front-end
@@ -197,7 +198,7 @@ static int make_engine(struct emo_ep *ep, char *err, size_t errlen)
     return 0;
 }
 
-int emo_ep_set_peer(struct emo_ep *ep, uint16_t id)
+int emo_ep_set_peer(struct emo_ep *ep, uint32_t id)
 {
     if (id >= ep->npeers || id == ep->self.id)
         return -FI_EINVAL;
@@ -236,7 +237,7 @@ int emo_ep_set_peer(struct emo_ep *ep, uint16_t id)
  * per-endpoint state goes: a failure (a peer removed after it failed and
  * inserted again is a live one), first contact, whether it has our
  * address (the next message to it carries it again). */
-void emo_ep_unset_peer(struct emo_ep *ep, uint16_t id)
+void emo_ep_unset_peer(struct emo_ep *ep, uint32_t id)
 {
     if (!ep->eng || id >= ep->npeers || id == ep->self.id)
         return;
@@ -374,7 +375,7 @@ static void linger(struct emo_ep *ep)
     if (!left)
         return;
     for (uint32_t i = 0; i < ep->npeers; i++) {
-        uint32_t n = em_engine_pending(ep->eng, (uint16_t)i);
+        uint32_t n = em_engine_pending(ep->eng, (uint32_t)i);
         if (n)
             FI_WARN(&emo_prov, FI_LOG_EP_CTRL,
                     "closing endpoint %u: %u message(s) to endpoint %u were not acknowledged "

@@ -25,7 +25,7 @@
  * from another thread at every level (an eventfd write).
  *
  * Endpoint ids: the engine's wire header names source and destination by a
- * 16-bit id that every process of a job must agree on (emo_ep.c,
+ * 32-bit id (below 2^24) that every process of a job must agree on (emo_ep.c,
  * emo_pick_id: FI_ETHERMPI_ID, else the launcher's rank, else random).
  */
 #ifndef EMO_PROV_H
@@ -158,7 +158,7 @@ struct emo_av_ent {
 struct emo_av_gone {
     uint64_t secret;
     uint32_t epoch;
-    uint16_t id;
+    uint32_t id;
 };
 
 struct emo_av {
@@ -167,10 +167,11 @@ struct emo_av {
     enum fi_av_type type;
     struct emo_av_ent *tab; /**< fi_addr_t = index (FI_AV_TABLE and FI_AV_MAP alike) */
     size_t n, cap;
-    size_t nfree;             /**< entries below n that fi_av_remove freed (an insert takes one) */
-    size_t free_lo;           /**< no free entry below this index */
-    fi_addr_t *by_id;         /**< endpoint id -> fi_addr (FI_ADDR_NOTAVAIL), 65536 entries */
-    struct emo_ep *ep;        /**< bound endpoint (one) */
+    size_t nfree;      /**< entries below n that fi_av_remove freed (an insert takes one) */
+    size_t free_lo;    /**< no free entry below this index */
+    fi_addr_t *by_id;  /**< endpoint id -> fi_addr (FI_ADDR_NOTAVAIL), n_by_id entries */
+    uint32_t n_by_id;  /**< ids below it have an entry (grows with the largest id inserted) */
+    struct emo_ep *ep; /**< bound endpoint (one) */
     struct emo_av_gone *gone; /**< endpoints removed, one entry per id (the last) */
     size_t ngone, gone_cap;
 };
@@ -281,7 +282,7 @@ typedef struct emo_op {
     bool want_cqe;     /**< write a completion on success */
     bool done_early;   /**< a send that completed when it was copied: its end at the
                             peer's ACK writes nothing (a failure is logged) */
-    uint16_t peer;
+    uint32_t peer;
     uint32_t cookie; /**< EMO_OP_RTS / EMO_OP_RRECV: their table cookie */
     uint64_t tag, data;
     size_t len;             /**< send: message bytes; recv: granted bytes */
@@ -313,9 +314,9 @@ typedef struct emo_op {
 
 /** The source of unexpected messages whose sender was removed from the AV
  *  after they arrived (emo_ep_unset_peer): no endpoint id (ids are below
- *  FI_ETHERMPI_NPEERS <= 65535), so only receives from any source take
- *  them, and their source reads FI_ADDR_NOTAVAIL. */
-#define EMO_PEER_GONE 0xFFFFu
+ *  FI_ETHERMPI_NPEERS <= EMO_NPEERS_MAX), so only receives from any source
+ *  take them, and their source reads FI_ADDR_NOTAVAIL. */
+#define EMO_PEER_GONE 0xFFFFFFFFu
 
 /** Ops with msg[] of at least EMO_OP_LARGE bytes are allocated with room
  *  for one of EMO_OP_POOLS sizes: 32, 64, 128 and 256 KiB of message (none
@@ -445,7 +446,7 @@ struct emo_ep {
     em_link_t *link;
     em_engine_t *eng;
     emo_addr_t self;
-    uint16_t npeers;
+    uint32_t npeers;
     uint8_t *peer_set;   /**< npeers: EMO_PEER_AV / EMO_PEER_CONTACT = address and
                                      keys given to the engine (from the AV / a first message) */
     uint8_t *peer_heard; /**< npeers: 1 = the peer has our address (it acknowledged or
@@ -517,11 +518,11 @@ void emo_apply_failures(struct emo_ep *ep);
 /** The operations waiting on @p peer (cookie table: rendezvous, reads)
  *  and the receives posted for it alone end with @p status (-FI_EIO: it
  *  failed; -FI_ECANCELED: it was removed from the AV). */
-void emo_peer_ops_end(struct emo_ep *ep, uint16_t peer, int status);
+void emo_peer_ops_end(struct emo_ep *ep, uint32_t peer, int status);
 /** @p peer was removed from the AV: its unexpected messages stay, from
  *  EMO_PEER_GONE (an eager one is delivered whole; an RTS, whose bytes are
  *  still at the sender, ends its receive with FI_ECANCELED). */
-void emo_unexp_orphan(struct emo_ep *ep, uint16_t peer);
+void emo_unexp_orphan(struct emo_ep *ep, uint32_t peer);
 
 /* emo_prov.c */
 int emo_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
@@ -558,7 +559,7 @@ int emo_cq_write_err(struct emo_cq *cq, void *ctx, uint64_t flags, int err, size
                      uint64_t tag, fi_addr_t src, const char *fmt, ...)
     __attribute__((format(printf, 9, 10)));
 /** fi_addr of endpoint id @p id in @p av, or FI_ADDR_NOTAVAIL. */
-fi_addr_t emo_av_lookup_id(const struct emo_av *av, uint16_t id);
+fi_addr_t emo_av_lookup_id(const struct emo_av *av, uint32_t id);
 /** The AV entry of @p fa, or NULL. */
 const emo_addr_t *emo_av_get(const struct emo_av *av, fi_addr_t fa);
 /** The key of the pair of @p ep and the endpoint at @p a: emo_pair_key,
@@ -569,12 +570,12 @@ uint64_t emo_peer_key(const struct emo_ep *ep, const emo_addr_t *a);
 /* emo_ep.c */
 int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
 /** Give the engine @p id's address and keys from the AV (once).  @return 0 or -FI_*. */
-int emo_ep_set_peer(struct emo_ep *ep, uint16_t id);
+int emo_ep_set_peer(struct emo_ep *ep, uint32_t id);
 /** fi_av_remove took @p id's entry: its operations end with FI_ECANCELED,
  *  receives posted for it alone too, the messages it sent that wait
  *  unexpected stay (from EMO_PEER_GONE), and the engine forgets it
  *  (em_engine_reset_peer) until emo_ep_set_peer sets it again. */
-void emo_ep_unset_peer(struct emo_ep *ep, uint16_t id);
+void emo_ep_unset_peer(struct emo_ep *ep, uint32_t id);
 /** Drive the engine once (re-entry safe).  @return frames taken and
  *  operations completed (0: nothing happened). */
 int emo_ep_progress(struct emo_ep *ep);
@@ -641,17 +642,17 @@ void emo_atomic_stats(const struct emo_ep *ep);
 enum { EMO_PEER_AV = 1, EMO_PEER_CONTACT = 2 };
 /** Inside the engine's resolve callback: make @p peer (in no AV) from the
  *  first-contact blob of the frame being judged.  @return 0, or -1 (counted). */
-int emo_contact(struct emo_ep *ep, uint16_t peer);
+int emo_contact(struct emo_ep *ep, uint32_t peer);
 /** Forget the first contact of @p id (fi_av_remove of its address). */
-void emo_contact_forget(struct emo_ep *ep, uint16_t id);
+void emo_contact_forget(struct emo_ep *ep, uint32_t id);
 /** The address a first contact gave for @p id, or NULL. */
-const emo_addr_t *emo_contact_get(const struct emo_ep *ep, uint16_t id);
+const emo_addr_t *emo_contact_get(const struct emo_ep *ep, uint32_t id);
 /** peer_heard value: a HELLO went to the peer ahead of what follows it */
 #define EMO_HEARD_ANNOUNCED 2
 /** Before a one-sided operation to @p peer (whose frames carry no address):
  *  unless the peer has shown it knows us, send it HELLO, our address
  *  (emo_wire.h), once.  @return 0 or a negative fi_errno. */
-int emo_announce(struct emo_ep *ep, uint16_t peer);
+int emo_announce(struct emo_ep *ep, uint32_t peer);
 
 /* emo_data.c */
 extern const em_engine_ops_t emo_engine_ops;

@@ -71,7 +71,7 @@ int emo_cookie_add(struct emo_ep *ep, emo_op_t *op)
     return 0;
 }
 
-emo_op_t *emo_cookie_get(struct emo_ep *ep, uint32_t cookie, uint16_t peer, int kind)
+emo_op_t *emo_cookie_get(struct emo_ep *ep, uint32_t cookie, uint32_t peer, int kind)
 {
     uint32_t i = (cookie & COOKIE_IDX_MASK);
     emo_op_t *op = i && i <= ep->ops_cap ? ep->ops[i - 1] : NULL;
@@ -95,14 +95,14 @@ void emo_cookie_del(struct emo_ep *ep, emo_op_t *op)
 
 /* ---- liveness watch ------------------------------------------------------------ */
 
-bool emo_watch(struct emo_ep *ep, uint16_t peer)
+bool emo_watch(struct emo_ep *ep, uint32_t peer)
 {
     if (peer >= ep->npeers || peer == ep->self.id || !ep->peer_set[peer])
         return false;
     return em_engine_watch(ep->eng, peer) == 0;
 }
 
-void emo_unwatch(struct emo_ep *ep, uint16_t peer, bool *watched)
+void emo_unwatch(struct emo_ep *ep, uint32_t peer, bool *watched)
 {
     /* while the engine is destroyed (close) its watches go with it */
     if (*watched && ep->phase != EMO_EP_CLOSING)
@@ -112,7 +112,7 @@ void emo_unwatch(struct emo_ep *ep, uint16_t peer, bool *watched)
 
 /* ---- completions ------------------------------------------------------------ */
 
-fi_addr_t emo_src(struct emo_ep *ep, uint16_t peer)
+fi_addr_t emo_src(struct emo_ep *ep, uint32_t peer)
 {
     /* (EMO_PEER_GONE: a removed sender, in no AV entry) */
     return peer < ep->npeers ? emo_av_lookup_id(ep->av, peer) : FI_ADDR_NOTAVAIL;
@@ -170,7 +170,7 @@ void emo_complete_tx(emo_op_t *op, int status)
 
 /* a receive finished: @p n bytes of a @p total-byte message landed */
 static void complete_rx(struct emo_ep *ep, void *ctx, uint64_t flags, bool want, void *buf,
-                        size_t n, size_t total, uint64_t data, uint64_t tag, uint16_t peer,
+                        size_t n, size_t total, uint64_t data, uint64_t tag, uint32_t peer,
                         int status)
 {
     if (ep->phase == EMO_EP_CLOSING)
@@ -201,7 +201,7 @@ static uint64_t rx_flags(bool tagged, uint8_t wflags)
 /* ---- control messages -------------------------------------------------------- */
 
 /* @return 0 or a negative fi_errno */
-int emo_send_ctrl(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h, emo_op_t *parent)
+int emo_send_ctrl(struct emo_ep *ep, uint32_t peer, const emo_hdr_t *h, emo_op_t *parent)
 {
     emo_op_t *c = emo_op_new(ep, EMO_OP_CTRL, EMO_HDR_LEN);
     if (!c)
@@ -223,7 +223,7 @@ int emo_send_ctrl(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h, emo_op_t
  * and it completes (FI_ETRUNC if cut).  @p extra: flags its completion
  * carries beyond the receive's own (FI_MULTI_RECV: it is written even
  * under FI_SELECTIVE_COMPLETION). */
-static void eager_done(struct emo_ep *ep, const emo_rx_t *rx, uint64_t extra, uint16_t peer,
+static void eager_done(struct emo_ep *ep, const emo_rx_t *rx, uint64_t extra, uint32_t peer,
                        uint8_t wflags, uint64_t tag, uint64_t data, uint64_t len, size_t n)
 {
     complete_rx(ep, rx->context, rx_flags(rx->tagged, wflags) | extra,
@@ -231,7 +231,7 @@ static void eager_done(struct emo_ep *ep, const emo_rx_t *rx, uint64_t extra, ui
                 data, tag, peer, 0);
 }
 
-static void deliver_eager(struct emo_ep *ep, const emo_rx_t *rx, uint64_t extra, uint16_t peer,
+static void deliver_eager(struct emo_ep *ep, const emo_rx_t *rx, uint64_t extra, uint32_t peer,
                           uint8_t wflags, uint64_t tag, uint64_t data, uint64_t len,
                           const void *payload)
 {
@@ -261,7 +261,7 @@ static void multi_take(struct emo_ep *ep, emo_rx_t *m, size_t n)
     m->off = step < m->len - m->off ? m->off + step : m->len;
     if (!m->released && m->len - m->off < ep->min_multi_recv) {
         (void)emo_queue_remove(&ep->posted_msg, &m->q); /* (not queued yet: do_recv) */
-        emo_unwatch(ep, (uint16_t)m->q.peer, &m->watched);
+        emo_unwatch(ep, (uint32_t)m->q.peer, &m->watched);
         m->released = true;
     }
 }
@@ -288,11 +288,11 @@ void emo_multi_forget(emo_op_t *op)
     (void)multi_settle(op); /* endpoint close: no completion, the buffer freed if last */
 }
 
-static void rdv_accept(struct emo_ep *ep, const emo_rx_t *rx, emo_rx_t *multi, uint16_t peer,
+static void rdv_accept(struct emo_ep *ep, const emo_rx_t *rx, emo_rx_t *multi, uint32_t peer,
                        uint64_t tag, uint64_t data, uint8_t wflags, uint64_t len,
                        uint32_t s_cookie);
 
-bool emo_multi_deliver(struct emo_ep *ep, emo_rx_t *m, uint16_t peer, uint8_t type, uint8_t wflags,
+bool emo_multi_deliver(struct emo_ep *ep, emo_rx_t *m, uint32_t peer, uint8_t type, uint8_t wflags,
                        uint64_t tag, uint64_t data, uint64_t len, uint32_t s_cookie,
                        const void *payload)
 {
@@ -316,7 +316,7 @@ bool emo_multi_deliver(struct emo_ep *ep, emo_rx_t *m, uint16_t peer, uint8_t ty
 /* Start the receive of a rendezvous message into @p rx (matched); @p multi:
  * the multi-receive buffer @p rx was carved from (its inflight counts this
  * receive), or NULL. */
-static void rdv_accept(struct emo_ep *ep, const emo_rx_t *rx, emo_rx_t *multi, uint16_t peer,
+static void rdv_accept(struct emo_ep *ep, const emo_rx_t *rx, emo_rx_t *multi, uint32_t peer,
                        uint64_t tag, uint64_t data, uint8_t wflags, uint64_t len, uint32_t s_cookie)
 {
     uint64_t flags = rx_flags(rx->tagged, wflags);
@@ -373,7 +373,7 @@ static void rdv_accept(struct emo_ep *ep, const emo_rx_t *rx, emo_rx_t *multi, u
 }
 
 /* an unexpected or arriving message meets receive @p rx */
-void emo_deliver(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uint8_t type, uint8_t wflags,
+void emo_deliver(struct emo_ep *ep, const emo_rx_t *rx, uint32_t peer, uint8_t type, uint8_t wflags,
                  uint64_t tag, uint64_t data, uint64_t len, uint32_t s_cookie, const void *payload)
 {
     if (type == EMO_T_RTS) {
@@ -397,7 +397,7 @@ static const char unexp_why[] =
 
 /* Peer @p peer is to fail (after this progress call: emo_apply_failures);
  * its held unexpected messages go now, so that the memory is free at once */
-static void unexp_overflow(struct emo_ep *ep, uint16_t peer)
+static void unexp_overflow(struct emo_ep *ep, uint32_t peer)
 {
     ep->st.unexp_overflow++;
     if (!ep->fail_pending[peer]) {
@@ -424,18 +424,18 @@ static void unexp_overflow(struct emo_ep *ep, uint16_t peer)
  * would hold the most (this message counted) is failed: a receiver cannot
  * refuse what the engine has acknowledged, and a broken or hostile peer
  * must not take the node's memory (docs/ofi.md "Limits"). */
-static bool unexp_room(struct emo_ep *ep, uint16_t peer, size_t need)
+static bool unexp_room(struct emo_ep *ep, uint32_t peer, size_t need)
 {
     if (peer < ep->npeers && ep->fail_pending[peer])
         return false;
     if (!ep->unexp_budget || peer >= ep->npeers || peer == ep->self.id ||
         ep->unexp_bytes + need <= ep->unexp_budget)
         return true;
-    uint16_t worst = peer;
+    uint32_t worst = peer;
     uint64_t most = ep->unexp_held[peer] + need;
     for (uint32_t i = 0; i < ep->npeers; i++) {
         if (i != ep->self.id && ep->unexp_held[i] > most) {
-            worst = (uint16_t)i;
+            worst = (uint32_t)i;
             most = ep->unexp_held[i];
         }
     }
@@ -450,12 +450,12 @@ void emo_apply_failures(struct emo_ep *ep)
             continue;
         ep->fail_pending[i] = 0;
         ep->nfail_pending--;
-        (void)em_engine_fail_peer(ep->eng, (uint16_t)i, unexp_why); /* -> cb_peer_failed */
+        (void)em_engine_fail_peer(ep->eng, (uint32_t)i, unexp_why); /* -> cb_peer_failed */
     }
 }
 
 /* keep an unmatched EAGER or RTS message */
-static void queue_unexp(struct emo_ep *ep, emo_queue_t *q, uint16_t peer, const emo_hdr_t *h,
+static void queue_unexp(struct emo_ep *ep, emo_queue_t *q, uint32_t peer, const emo_hdr_t *h,
                         const void *payload)
 {
     size_t plen = h->type == EMO_T_EAGER ? (size_t)h->len : 0, size = unexp_size(h->type, h->len);
@@ -491,7 +491,7 @@ static void queue_unexp(struct emo_ep *ep, emo_queue_t *q, uint16_t peer, const 
         ep->st.unexp_bytes_max = ep->unexp_bytes;
 }
 
-void emo_unexp_orphan(struct emo_ep *ep, uint16_t peer)
+void emo_unexp_orphan(struct emo_ep *ep, uint32_t peer)
 {
     emo_queue_t *qs[2] = { &ep->unexp_tag, &ep->unexp_msg };
     for (int k = 0; k < 2; k++)
@@ -512,7 +512,7 @@ void emo_unexp_release(struct emo_ep *ep, emo_unexp_t *u)
     free(u);
 }
 
-static void on_message(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h, const void *pl)
+static void on_message(struct emo_ep *ep, uint32_t peer, const emo_hdr_t *h, const void *pl)
 {
     bool tagged = (h->flags & EMO_F_TAGGED) != 0;
     emo_queue_t *posted = tagged ? &ep->posted_tag : &ep->posted_msg;
@@ -537,7 +537,7 @@ static void on_message(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h, con
 }
 
 /* CTS: put the bytes into the receiver's region, then FIN */
-static void on_cts(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
+static void on_cts(struct emo_ep *ep, uint32_t peer, const emo_hdr_t *h)
 {
     emo_op_t *op = emo_cookie_get(ep, h->s_cookie, peer, EMO_OP_RTS);
     if (!op)
@@ -558,7 +558,7 @@ static void on_cts(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
     emo_put_done(op, 0); /* drop the hold */
 }
 
-int emo_put_chunks(struct emo_ep *ep, emo_op_t *op, uint16_t peer, const em_region_handle_t *rh,
+int emo_put_chunks(struct emo_ep *ep, emo_op_t *op, uint32_t peer, const em_region_handle_t *rh,
                    uint64_t off, const void *buf, size_t len)
 {
     size_t nput = (len + EMO_PUT_CHUNK - 1) / EMO_PUT_CHUNK;
@@ -598,7 +598,7 @@ void emo_put_done(emo_op_t *op, int status)
 }
 
 /* FIN: the bytes are in place (the engine delivers in order) */
-static void on_fin(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
+static void on_fin(struct emo_ep *ep, uint32_t peer, const emo_hdr_t *h)
 {
     emo_op_t *op = emo_cookie_get(ep, h->r_cookie, peer, EMO_OP_RRECV);
     if (!op)
@@ -616,7 +616,7 @@ static void on_fin(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
     emo_op_free(op);
 }
 
-void emo_handle_msg(struct emo_ep *ep, uint16_t peer, uint8_t etag, const void *data, size_t len)
+void emo_handle_msg(struct emo_ep *ep, uint32_t peer, uint8_t etag, const void *data, size_t len)
 {
     emo_hdr_t h;
     emo_dec_err_t e = emo_hdr_decode(etag, data, len, &h);
@@ -641,7 +641,7 @@ void emo_handle_msg(struct emo_ep *ep, uint16_t peer, uint8_t etag, const void *
 
 /* ---- engine callbacks -------------------------------------------------------- */
 
-static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_t len)
+static void cb_recv(void *u, uint32_t peer, uint8_t tag, const void *data, size_t len)
 {
     struct emo_ep *ep = u;
     if (peer < ep->npeers)
@@ -663,7 +663,7 @@ static void cb_recv(void *u, uint16_t peer, uint8_t tag, const void *data, size_
  * multi-receive buffer, or none: the message is assembled by the engine
  * and matched whole at its end, as before.  A message cut short (the peer
  * failed) ends its receive with FI_EIO. */
-static void *cb_place(void *u, uint16_t peer, uint8_t etag, const void *head, size_t head_len,
+static void *cb_place(void *u, uint32_t peer, uint8_t etag, const void *head, size_t head_len,
                       size_t msg_len, size_t *skip, void **ctx)
 {
     struct emo_ep *ep = u;
@@ -690,7 +690,7 @@ static void *cb_place(void *u, uint16_t peer, uint8_t etag, const void *head, si
     return rx->buf;
 }
 
-static void cb_place_end(void *u, uint16_t peer, void *ctx, int status)
+static void cb_place_end(void *u, uint32_t peer, void *ctx, int status)
 {
     struct emo_ep *ep = u;
     emo_rx_t *rx = ctx;
@@ -731,7 +731,7 @@ static void cb_complete(void *u, void *ctx, int status)
 
 /* @p peer failed: rendezvous operations waiting on it end with FI_EIO, and
  * so do receives posted for it alone */
-static void cb_peer_failed(void *u, uint16_t peer)
+static void cb_peer_failed(void *u, uint32_t peer)
 {
     struct emo_ep *ep = u;
     if (peer < ep->npeers)
@@ -743,7 +743,7 @@ static void cb_peer_failed(void *u, uint16_t peer)
     emo_peer_ops_end(ep, peer, -FI_EIO);
 }
 
-void emo_peer_ops_end(struct emo_ep *ep, uint16_t peer, int status)
+void emo_peer_ops_end(struct emo_ep *ep, uint32_t peer, int status)
 {
     for (uint32_t i = 0; i < ep->ops_cap; i++) {
         emo_op_t *op = ep->ops[i];
@@ -764,7 +764,7 @@ void emo_peer_ops_end(struct emo_ep *ep, uint16_t peer, int status)
     emo_fail_posted_from(ep, peer, status);
 }
 
-static void cb_resolve(void *u, uint16_t peer)
+static void cb_resolve(void *u, uint32_t peer)
 {
     struct emo_ep *ep = u;
     if (peer < ep->npeers && ep->peer_set[peer])
@@ -776,7 +776,7 @@ static void cb_resolve(void *u, uint16_t peer)
         ep->st.unknown_peer++;
 }
 
-static int cb_resolve_peer(void *u, uint16_t peer)
+static int cb_resolve_peer(void *u, uint32_t peer)
 {
     return emo_ep_set_peer(u, peer) == 0 ? 0 : -1;
 }

@@ -20,9 +20,9 @@ void emo_op_cache_drain(struct emo_ep *ep);
 int emo_cookie_add(struct emo_ep *ep, emo_op_t *op);
 /** The operation @p cookie names, if it belongs to @p peer and is of @p kind;
  *  else NULL, counted in bad_cookie (a stale or forged CTS/FIN). */
-emo_op_t *emo_cookie_get(struct emo_ep *ep, uint32_t cookie, uint16_t peer, int kind);
+emo_op_t *emo_cookie_get(struct emo_ep *ep, uint32_t cookie, uint32_t peer, int kind);
 void emo_cookie_del(struct emo_ep *ep, emo_op_t *op);
-fi_addr_t emo_src(struct emo_ep *ep, uint16_t peer);
+fi_addr_t emo_src(struct emo_ep *ep, uint32_t peer);
 /** A send finished with @p status (0 or a negative fi_errno). */
 void emo_complete_tx(emo_op_t *op, int status);
 /** An eager send whose bytes the provider now holds completes at once
@@ -37,7 +37,7 @@ void emo_put_done(emo_op_t *op, int status);
  *  op->puts_left ends as 1 + the puts queued: the caller drops that hold
  *  with emo_put_done(op, 0) after what must follow the puts.
  *  @return 0, or the first error (op->status; no put queued after it). */
-int emo_put_chunks(struct emo_ep *ep, emo_op_t *op, uint16_t peer, const em_region_handle_t *rh,
+int emo_put_chunks(struct emo_ep *ep, emo_op_t *op, uint32_t peer, const em_region_handle_t *rh,
                    uint64_t off, const void *buf, size_t len);
 /** The puts emo_put_chunks() queued for @p op read their bytes from @p buf
  *  from now on (a copy of the buffer they were queued from: an inject
@@ -45,13 +45,13 @@ int emo_put_chunks(struct emo_ep *ep, emo_op_t *op, uint16_t peer, const em_regi
  *  put can complete: in the call that queued them. */
 void emo_put_chunks_rebase(emo_op_t *op, const void *buf);
 /** Send a header-only control message (CTS, FIN, READ, RDONE, WDATA). */
-int emo_send_ctrl(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h, emo_op_t *parent);
+int emo_send_ctrl(struct emo_ep *ep, uint32_t peer, const emo_hdr_t *h, emo_op_t *parent);
 /** The peer id of @p fa, its engine state set up.  @return 0 or -FI_*. */
-int emo_dest_peer(struct emo_ep *ep, fi_addr_t fa, uint16_t *peer);
+int emo_dest_peer(struct emo_ep *ep, fi_addr_t fa, uint32_t *peer);
 /** RMA messages from @p peer (emo_rma.c). */
-void emo_on_read(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h);
-void emo_on_rdone(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h);
-void emo_on_wdata(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h);
+void emo_on_read(struct emo_ep *ep, uint32_t peer, const emo_hdr_t *h);
+void emo_on_rdone(struct emo_ep *ep, uint32_t peer, const emo_hdr_t *h);
+void emo_on_wdata(struct emo_ep *ep, uint32_t peer, const emo_hdr_t *h);
 /** An FI_MR_PROV_KEY key (emo_rma.c): (region id << 48) | a 48-bit region key. */
 #define EMO_RKEY_ID_SHIFT 48
 static inline void emo_rkey_split(uint64_t rkey, uint32_t *id, uint64_t *key)
@@ -66,28 +66,28 @@ void emo_answered(emo_op_t *op, int status);
 /** An answered read (EMO_OP_RSERVE) no longer reads its registration. */
 void emo_serve_end(emo_op_t *op);
 /** Hand message (@p type EAGER or RTS) to receive @p rx. */
-void emo_deliver(struct emo_ep *ep, const emo_rx_t *rx, uint16_t peer, uint8_t type, uint8_t wflags,
+void emo_deliver(struct emo_ep *ep, const emo_rx_t *rx, uint32_t peer, uint8_t type, uint8_t wflags,
                  uint64_t tag, uint64_t data, uint64_t len, uint32_t s_cookie, const void *payload);
 /** Place a message in multi-receive buffer @p m (emo_rdv.c, "multi-receive
  *  buffers").  @return true when that released and freed @p m. */
-bool emo_multi_deliver(struct emo_ep *ep, emo_rx_t *m, uint16_t peer, uint8_t type, uint8_t wflags,
+bool emo_multi_deliver(struct emo_ep *ep, emo_rx_t *m, uint32_t peer, uint8_t type, uint8_t wflags,
                        uint64_t tag, uint64_t data, uint64_t len, uint32_t s_cookie,
                        const void *payload);
 /** Endpoint close: @p op no longer holds its multi-receive buffer (freed
  *  when it was the last holder of a released one). */
 void emo_multi_forget(emo_op_t *op);
 /** A message (engine tag @p etag) from @p peer: decode and dispatch. */
-void emo_handle_msg(struct emo_ep *ep, uint16_t peer, uint8_t etag, const void *data, size_t len);
+void emo_handle_msg(struct emo_ep *ep, uint32_t peer, uint8_t etag, const void *data, size_t len);
 void emo_unexp_release(struct emo_ep *ep, emo_unexp_t *u);
 
 /** The endpoint waits for @p peer (a directed receive, a rendezvous step):
  *  watch its liveness (src/proto/live.c).  @return true when a watch is
  *  held (drop it with emo_unwatch). */
-bool emo_watch(struct emo_ep *ep, uint16_t peer);
+bool emo_watch(struct emo_ep *ep, uint32_t peer);
 /** Drop the watch *@p watched says is held (and clear it). */
-void emo_unwatch(struct emo_ep *ep, uint16_t peer, bool *watched);
+void emo_unwatch(struct emo_ep *ep, uint32_t peer, bool *watched);
 /** Posted receives for @p peer alone end with @p status: FI_EIO (the peer
  *  failed) or FI_ECANCELED (it was removed from the AV) (emo_data.c). */
-void emo_fail_posted_from(struct emo_ep *ep, uint16_t peer, int status);
+void emo_fail_posted_from(struct emo_ep *ep, uint32_t peer, int status);
 
 #endif

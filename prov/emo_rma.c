@@ -242,7 +242,7 @@ struct fi_ops_mr emo_mr_ops = {
 
 /* ---- the target's side ------------------------------------------------------ */
 
-void emo_on_read(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
+void emo_on_read(struct emo_ep *ep, uint32_t peer, const emo_hdr_t *h)
 {
     uint32_t id;
     uint64_t key;
@@ -278,7 +278,7 @@ void emo_on_read(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
         emo_put_done(op, 0); /* drop the hold */
 }
 
-void emo_on_rdone(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
+void emo_on_rdone(struct emo_ep *ep, uint32_t peer, const emo_hdr_t *h)
 {
     emo_op_t *op = emo_cookie_get(ep, h->r_cookie, peer, EMO_OP_READ);
     if (!op)
@@ -296,14 +296,14 @@ void emo_on_rdone(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
 }
 
 /* a remote write's data for our CQ (from a peer, or from ourselves) */
-static void remote_write_data(struct emo_ep *ep, uint16_t peer, uint64_t len, uint64_t data)
+static void remote_write_data(struct emo_ep *ep, uint32_t peer, uint64_t len, uint64_t data)
 {
     if (ep->rx_cq && ep->phase != EMO_EP_CLOSING)
         emo_cq_write(ep->rx_cq, NULL, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, (size_t)len,
                      NULL, data, 0, emo_src(ep, peer));
 }
 
-void emo_on_wdata(struct emo_ep *ep, uint16_t peer, const emo_hdr_t *h)
+void emo_on_wdata(struct emo_ep *ep, uint32_t peer, const emo_hdr_t *h)
 {
     /* an endpoint without FI_RMA never asked for such entries (an MPI that
      * maps every entry's context to a request would crash on its NULL one);
@@ -336,7 +336,7 @@ struct emo_rma_args {
 };
 
 /* common checks; @return 0 with *@p peer set, or -FI_* */
-static int rma_start(struct emo_ep *ep, const struct emo_rma_args *a, uint64_t cap, uint16_t *peer)
+static int rma_start(struct emo_ep *ep, const struct emo_rma_args *a, uint64_t cap, uint32_t *peer)
 {
     if (!ep->enabled)
         return -FI_EOPBADSTATE;
@@ -349,7 +349,7 @@ static int rma_start(struct emo_ep *ep, const struct emo_rma_args *a, uint64_t c
     return rc ? rc : emo_announce(ep, *peer);
 }
 
-static emo_op_t *rma_op(struct emo_ep *ep, int kind, const struct emo_rma_args *a, uint16_t peer,
+static emo_op_t *rma_op(struct emo_ep *ep, int kind, const struct emo_rma_args *a, uint32_t peer,
                         size_t msg_len)
 {
     emo_op_t *op = emo_op_new(ep, kind, msg_len);
@@ -387,7 +387,7 @@ static ssize_t rma_self(struct emo_ep *ep, emo_op_t *op, const struct emo_rma_ar
 
 static ssize_t do_write(struct emo_ep *ep, const struct emo_rma_args *a)
 {
-    uint16_t peer;
+    uint32_t peer;
     bool copy = a->no_cqe || (a->flags & FI_INJECT);
     if (copy && a->len > ep->inject_max)
         return -FI_EMSGSIZE;
@@ -449,7 +449,7 @@ void emo_answered(emo_op_t *op, int status)
  * emo_prov.c).  The answer is one message, which the initiator's engine
  * accepts up to the eager limit (its max_msg). */
 static ssize_t read_by_get(struct emo_ep *ep, emo_op_t *op, const struct emo_rma_args *a,
-                           uint16_t peer)
+                           uint32_t peer)
 {
     uint32_t id;
     uint64_t key;
@@ -471,7 +471,7 @@ static ssize_t read_by_get(struct emo_ep *ep, emo_op_t *op, const struct emo_rma
 
 static ssize_t do_read(struct emo_ep *ep, const struct emo_rma_args *a)
 {
-    uint16_t peer;
+    uint32_t peer;
     int rc = rma_start(ep, a, FI_READ, &peer);
     if (rc)
         return rc;

@@ -121,7 +121,7 @@ const char *emo_dec_err_name(emo_dec_err_t e)
 
 void emo_addr_encode(const emo_addr_t *a, uint8_t out[EMO_ADDR_LEN])
 {
-    uint16_t id = htobe16(a->id);
+    uint16_t id = htobe16((uint16_t)a->id), id_hi = htobe16((uint16_t)(a->id >> 16));
     uint32_t fm = htobe32(a->frame_max), isn = htobe32(a->isn);
     uint64_t sec = htobe64(a->secret);
     memset(out, 0, EMO_ADDR_LEN);
@@ -131,6 +131,7 @@ void emo_addr_encode(const emo_addr_t *a, uint8_t out[EMO_ADDR_LEN])
     memcpy(out + 4, &fm, 4);
     memcpy(out + 8, &sec, 8);
     memcpy(out + 16, &isn, 4);
+    memcpy(out + 20, &id_hi, 2);
     uint8_t l = a->link.len <= sizeof a->link.bytes ? a->link.len : 0;
     out[24] = l;
     memcpy(out + 25, a->link.bytes, l);
@@ -139,8 +140,8 @@ void emo_addr_encode(const emo_addr_t *a, uint8_t out[EMO_ADDR_LEN])
 int emo_addr_decode(const void *buf, size_t len, emo_addr_t *a)
 {
     const uint8_t *b = buf;
-    uint16_t id;
-    uint32_t fm, isn, rsvd;
+    uint16_t id, id_hi, rsvd;
+    uint32_t fm, isn;
     uint64_t sec;
     if (!buf || len != EMO_ADDR_LEN || b[0] != EMO_MAGIC || b[1] != EMO_ADDR_VERSION)
         return -1;
@@ -148,17 +149,18 @@ int emo_addr_decode(const void *buf, size_t len, emo_addr_t *a)
     memcpy(&fm, b + 4, 4);
     memcpy(&sec, b + 8, 8);
     memcpy(&isn, b + 16, 4);
-    memcpy(&rsvd, b + 20, 4);
+    memcpy(&id_hi, b + 20, 2);
+    memcpy(&rsvd, b + 22, 2);
     if (rsvd || b[24] == 0 || b[24] > sizeof a->link.bytes)
         return -1;
     for (size_t i = 25u + b[24]; i < EMO_ADDR_LEN; i++)
         if (b[i])
             return -1; /* bytes past the link address must be zero */
-    a->id = be16toh(id);
+    a->id = (uint32_t)be16toh(id_hi) << 16 | be16toh(id);
     a->frame_max = be32toh(fm);
     a->secret = be64toh(sec);
     a->isn = be32toh(isn);
-    if (a->id == 0xFFFFu || a->frame_max < 64)
+    if (a->id >= EMO_NPEERS_MAX || a->frame_max < 64)
         return -1;
     memset(&a->link, 0, sizeof a->link);
     a->link.len = b[24];
@@ -166,7 +168,7 @@ int emo_addr_decode(const void *buf, size_t len, emo_addr_t *a)
     return 0;
 }
 
-uint64_t emo_pair_key(uint64_t a, uint16_t ia, uint64_t b, uint16_t ib)
+uint64_t emo_pair_key(uint64_t a, uint32_t ia, uint64_t b, uint32_t ib)
 {
     /* same value from both sides; the mixer: src/util/pair_mix.h */
     return em_pair_mix(a, ia, b, ib, EM_PAIR_MIX_OFI);

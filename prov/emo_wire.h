@@ -76,9 +76,13 @@
  * when it first targets it).
  *
  * Address blob (fi_getname; EMO_ADDR_LEN = 56 bytes, big-endian):
- *   0 magic 0xEF, 1 version 2, 2..3 endpoint id, 4..7 frame_max,
- *   8..15 secret, 16..19 initial sequence number, 20..23 reserved,
- *   24 link address length, 25..55 link address bytes.
+ *   0 magic 0xEF, 1 version 2, 2..3 endpoint id (its low 16 bits),
+ *   4..7 frame_max, 8..15 secret, 16..19 initial sequence number,
+ *   20..21 the endpoint id's high 16 bits (below EMO_NPEERS_MAX >> 16),
+ *   22..23 reserved, 24 link address length, 25..55 link address bytes.
+ * Bytes 20..21 were reserved (zero) before ids were 32 bits: an address
+ * with an id below 65536 reads the same to both, and a build that still
+ * takes 16-bit ids refuses a larger one rather than misread it.
  */
 #ifndef EMO_WIRE_H
 #define EMO_WIRE_H
@@ -87,6 +91,11 @@
 #include <stdint.h>
 
 #include "link/link.h"
+
+/** Endpoint ids are below this (FI_ETHERMPI_NPEERS at most): 2^24, so that
+ *  every link takes them, a muxed one too (link/link_mux.h: its peers are
+ *  numbered below 2^24), and EM_SRC_UNKNOWN is never one. */
+#define EMO_NPEERS_MAX (1u << 24)
 
 #define EMO_MAGIC   0xEFu
 #define EMO_VERSION 1u
@@ -169,7 +178,7 @@ const char *emo_dec_err_name(emo_dec_err_t e);
 
 /** A provider address (what fi_getname gives and fi_av_insert takes). */
 typedef struct emo_addr {
-    uint16_t id;         /**< engine endpoint id (every table's index of it: what the
+    uint32_t id; /**< engine endpoint id, below EMO_NPEERS_MAX (every table's index of it: what the
                               frames it is sent name it by, wire.h) */
     uint32_t frame_max;  /**< the owner's link MTU */
     uint64_t secret;     /**< random per endpoint: the pair key is mixed from two */
@@ -183,7 +192,7 @@ int emo_addr_decode(const void *buf, size_t len, emo_addr_t *a);
 
 /** The pair key of endpoints (@p a, id @p ia) and (@p b, id @p ib): both
  *  sides compute the same value (ordered by id). */
-uint64_t emo_pair_key(uint64_t a, uint16_t ia, uint64_t b, uint16_t ib);
+uint64_t emo_pair_key(uint64_t a, uint32_t ia, uint64_t b, uint32_t ib);
 /** The pair key @p key of incarnation @p epoch (0: @p key itself): both
  *  sides of the pair compute the same value for the same epoch. */
 uint64_t emo_pair_key_epoch(uint64_t key, uint32_t epoch);

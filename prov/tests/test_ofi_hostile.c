@@ -34,7 +34,7 @@ static void fresh_ep(void)
     emo_queue_init(&ep.unexp_msg);
 }
 
-static void send_hdr(uint16_t peer, const emo_hdr_t *h)
+static void send_hdr(uint32_t peer, const emo_hdr_t *h)
 {
     uint8_t b[EMO_HDR_LEN];
     emo_hdr_encode(h, b);
@@ -140,7 +140,7 @@ static void test_refused(void **state)
 }
 
 /* an eager tagged message of @p n bytes from @p peer, as the engine hands it up */
-static void send_eager(uint16_t peer, uint64_t tag, size_t n)
+static void send_eager(uint32_t peer, uint64_t tag, size_t n)
 {
     static uint8_t b[EMO_HDR_LEN + 65536];
     emo_hdr_t h = { .type = EMO_T_EAGER, .flags = EMO_F_TAGGED, .tag = tag, .len = n };
@@ -149,7 +149,7 @@ static void send_eager(uint16_t peer, uint64_t tag, size_t n)
     emo_handle_msg(&ep, peer, EMO_T_EAGER, b, EMO_HDR_LEN + n);
 }
 
-static size_t held_from(uint16_t peer)
+static size_t held_from(uint32_t peer)
 {
     size_t n = 0;
     for (emo_qent_t *c = ep.unexp_tag.head; c; c = c->next)

@@ -182,6 +182,22 @@ static void test_addr(void **state)
     emo_addr_encode(&a, b);
     b[1] = 1; /* a wire version 2 build's address */
     assert_int_equal(emo_addr_decode(b, sizeof b, &d), -1);
+    /* an id above 16 bits: low half at 2..3, high half at 20..21 (an id
+     * below 65536 leaves 20..21 zero, as before ids were 32 bits) */
+    assert_int_equal(b[20] | b[21] | b[22] | b[23], 0);
+    a.id = 100000; /* 0x000186A0 */
+    emo_addr_encode(&a, b);
+    assert_true(b[2] == 0x86 && b[3] == 0xA0 && b[20] == 0x00 && b[21] == 0x01);
+    assert_int_equal(emo_addr_decode(b, sizeof b, &d), 0);
+    assert_int_equal(d.id, 100000);
+    b[22] = 1; /* still reserved */
+    assert_int_equal(emo_addr_decode(b, sizeof b, &d), -1);
+    a.id = EMO_NPEERS_MAX - 1;
+    emo_addr_encode(&a, b);
+    assert_int_equal(emo_addr_decode(b, sizeof b, &d), 0);
+    assert_int_equal(d.id, EMO_NPEERS_MAX - 1);
+    b[20] = 1; /* an id of 2^24 or above: no endpoint's */
+    assert_int_equal(emo_addr_decode(b, sizeof b, &d), -1);
     /* the pair key is the same from both sides, and differs per pair */
     uint64_t k1 = emo_pair_key(111, 1, 222, 2), k2 = emo_pair_key(222, 2, 111, 1);
     assert_true(k1 == k2);

@@ -224,12 +224,13 @@ static const em_setting_t table[] = {
       "A send (not an inject) of up to this many bytes whose caller did not ask for "
       "FI_TRANSMIT_COMPLETE or stronger is copied after it leaves and completes at once, "
       "instead of at the peer's ACK; 0 = every send completes at the ACK" },
-    { "id", EM_SET_INT, OFI, 5, OFF(id), "-1", -1, 65534, NULL,
-      "This endpoint's id (0-65534), unique in the job; -1 = the launcher's rank (PMIX_RANK, "
+    /* ids below 2^24 (prov/emo_wire.h EMO_NPEERS_MAX: a muxed link's peers) */
+    { "id", EM_SET_INT, OFI, 5, OFF(id), "-1", -1, 16777215, NULL,
+      "This endpoint's id (0-16777215), unique in the job; -1 = the launcher's rank (PMIX_RANK, "
       "PMI_RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID), else random" },
-    { "npeers", EM_SET_INT, OFI, 5, OFF(npeers), "0", 0, 65535, NULL,
-      "Ids in the job (every id below it); 0 = 4 x the launcher's size, else 256" },
-    { "first_contact", EM_SET_INT, OFI, 5, OFF(first_contact), "-1", -1, 65535, NULL,
+    { "npeers", EM_SET_INT, OFI, 5, OFF(npeers), "0", 0, 16777216, NULL,
+      "Ids in the job (every id below it, at most 2^24); 0 = 4 x the launcher's size, else 256" },
+    { "first_contact", EM_SET_INT, OFI, 5, OFF(first_contact), "-1", -1, 16777216, NULL,
       "Peers that may reach this endpoint before the application inserted their address "
       "(their first messages carry it; Open MPI inserts peers lazily); -1 = npeers, 0 = none" },
 };
