@@ -4,6 +4,7 @@
  * Small pieces shared by the link implementations (see link_util.h).
  */
 #include "link/link_util.h"
+#include "link/link.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <linux/filter.h>
 #include <net/if.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -21,15 +23,23 @@ int em_peer_table_reserve(void **tab, uint32_t *n, size_t elem, uint32_t peer)
 {
     if (peer < *n)
         return 0;
-    uint32_t nn = *n ? *n : 16;
+    if (peer == EM_LINK_PEER_UNKNOWN)
+        return -EINVAL; /* no peer's number */
+    /* doubling in 64 bits (a 32-bit count would wrap to 0 past 2^31), then
+     * no more than the 2^32 - 1 entries a uint32_t count holds */
+    uint64_t nn = *n ? *n : 16;
     while (nn <= peer)
         nn *= 2;
+    if (nn > UINT32_MAX)
+        nn = (uint64_t)peer + 1;
+    if (nn > SIZE_MAX / elem)
+        return -ENOMEM;
     uint8_t *np = realloc(*tab, (size_t)nn * elem);
     if (!np)
         return -ENOMEM;
     memset(np + (size_t)*n * elem, 0, (size_t)(nn - *n) * elem);
     *tab = np;
-    *n = nn;
+    *n = (uint32_t)nn;
     return 0;
 }
 

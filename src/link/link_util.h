@@ -15,7 +15,7 @@
 /**
  * Make the peer table *@p tab (*@p n entries of @p elem bytes) hold index
  * @p peer, growing it (doubling, new entries zeroed) when needed.
- * @return 0 or -ENOMEM.
+ * @return 0, -ENOMEM, or -EINVAL for EM_LINK_PEER_UNKNOWN (no peer).
  */
 int em_peer_table_reserve(void **tab, uint32_t *n, size_t elem, uint32_t peer);
 

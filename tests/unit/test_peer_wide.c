@@ -8,8 +8,10 @@
  * sender's full 32-bit number (the sender writes that number into the
  * message too, and 70,000 and 100,000 taken to 16 bits are 4,464 and
  * 34,464, peers nobody set).  Then frames naming 70,000 from another
- * address, and naming 4,464, are refused by source.
+ * address, and naming 4,464, are refused by source.  And the links' peer
+ * tables and address maps (link_util) with such numbers.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +23,7 @@
 
 #include "engine/engine.h"
 #include "link/link_sim.h"
+#include "link/link_util.h"
 #include "proto/wire.h"
 
 #define NEND   3
@@ -229,12 +232,45 @@ static void forged(void **state)
     end_world();
 }
 
+/* the links' peer tables and source-address maps hold 32-bit peers */
+static void tables(void **state)
+{
+    (void)state;
+    uint32_t *tab = NULL, n = 0;
+    assert_int_equal(em_peer_table_reserve((void **)&tab, &n, sizeof *tab, 100000), 0);
+    assert_true(n > 100000);
+    for (uint32_t i = 0; i < n; i++)
+        assert_int_equal(tab[i], 0);
+    assert_int_equal(em_peer_table_reserve((void **)&tab, &n, sizeof *tab, EM_LINK_PEER_UNKNOWN),
+                     -EINVAL);
+    free(tab);
+    /* past 2^31 the doubling must not wrap (it looped forever in 32 bits):
+     * a table too large for memory is refused at once */
+    void *big = NULL;
+    n = 0;
+    assert_int_equal(em_peer_table_reserve(&big, &n, SIZE_MAX / 4, 0xFFFFFFFEu), -ENOMEM);
+    assert_int_equal(n, 0);
+    em_addr_map_t m = { 0 };
+    assert_int_equal(em_addr_map_put(&m, 11, 100000), 0);
+    assert_int_equal(em_addr_map_put(&m, 12, 0xFFFFFFFEu), 0);
+    assert_int_equal(em_addr_map_put(&m, 13, 70000 & 0xFFFFu), 0);
+    assert_int_equal(em_addr_map_get(&m, 11), 100000);
+    assert_int_equal(em_addr_map_get(&m, 12), 0xFFFFFFFEu);
+    assert_int_equal(em_addr_map_get(&m, 13), 4464);
+    assert_int_equal(em_addr_map_get(&m, 14), EM_LINK_PEER_UNKNOWN);
+    em_addr_map_del(&m, 11, 100000);
+    assert_int_equal(em_addr_map_get(&m, 11), EM_LINK_PEER_UNKNOWN);
+    assert_int_equal(em_addr_map_get(&m, 12), 0xFFFFFFFEu);
+    em_addr_map_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(clean),
         cmocka_unit_test(lossy),
         cmocka_unit_test(forged),
+        cmocka_unit_test(tables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
