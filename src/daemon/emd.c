@@ -3,12 +3,11 @@
  * @file emd.c
  * `emd`, the per-node polling daemon (docs/daemon.md; the polling process
  * of [dpdk-btl] §4.1-4.2, docs/references.md): the process around one
- * struct emd (emd.h)
- * with a DPDK port, or (--link xdp) the native AF_XDP link's (emd_xdp.h:
- * no DPDK in its path, no bulk queues).  This file holds what needs DPDK or the command line:
- * the options, whether the ranks can have bulk queues, opening the port
- * (link_dpdk, with the bulk queues as extra queue pairs whose pools this
- * file makes) and the port's extras (emd_port_ops_t: its counters, the
+ * struct emd (emd.h) with a DPDK port, or (--link xdp) the native AF_XDP
+ * link (emd_xdp.c: no DPDK in its path, no bulk queues).  This file holds
+ * what needs DPDK or the command line: the options, whether the ranks can
+ * have bulk queues, opening the port (link_dpdk, with the bulk queues as
+ * extra queue pairs whose pools this file makes) and the port's extras (emd_port_ops_t: its counters, the
  * bulk slots' pool reset), signals, and main.  Everything else is DPDK-free:
  * emd_core.h (data plane: forwarding, eager ACKs, peers), emd_ctl.h
  * (control socket, attach), emd_run.c (the loop and idle policy).
@@ -237,8 +236,8 @@ static void usage(FILE *f)
             "       emd --socket PATH --link xdp --iface NAME [options]\n"
             "       emd --status PATH   print the counters of the emd serving PATH as\n"
             "                           'name value' lines (any user the access rule admits)\n"
-            "  The ethermpi node daemon: owns the DPDK port, serves the node's MPI processes\n"
-            "  (dpdk BTL, --mca btl_dpdk_mode daemon).  See docs/daemon.md.\n"
+            "  The ethermpi node daemon: owns the port (DPDK or AF_XDP), serves the node's MPI\n"
+            "  processes (dpdk BTL, --mca btl_dpdk_mode daemon).  See docs/daemon.md.\n"
             "  --socket PATH      control socket the processes attach to (%%h = host name)\n"
             "  --vdev SPEC        DPDK devargs, or @FILE (first line); %%h = host name,\n"
             "                     %%j = \"emd\"; empty: the first port EAL finds\n"
