@@ -3,11 +3,11 @@
  * @file emd.c
  * `emd`, the per-node polling daemon (docs/daemon.md; the polling process
  * of [dpdk-btl] §4.1-4.2, docs/references.md): the process around one
- * struct emd (emd.h)
- * with a DPDK port.  This file holds what needs DPDK or the command line:
- * the options, whether the ranks can have bulk queues, opening the port
- * (link_dpdk, with the bulk queues as extra queue pairs whose pools this
- * file makes) and the port's extras (emd_port_ops_t: its counters, the
+ * struct emd (emd.h) with a DPDK port, or (--link xdp) the native AF_XDP
+ * link (emd_xdp.c: no DPDK in its path, no bulk queues).  This file holds
+ * what needs DPDK or the command line: the options, whether the ranks can
+ * have bulk queues, opening the port (link_dpdk, with the bulk queues as
+ * extra queue pairs whose pools this file makes) and the port's extras (emd_port_ops_t: its counters, the
  * bulk slots' pool reset), signals, and main.  Everything else is DPDK-free:
  * emd_core.h (data plane: forwarding, eager ACKs, peers), emd_ctl.h
  * (control socket, attach), emd_run.c (the loop and idle policy).
@@ -29,6 +29,7 @@
  * Single-threaded.  Usage: emd --help.
  */
 #include "daemon/emd.h"
+#include "daemon/emd_xdp.h"
 #include "link/link_dpdk.h"
 #include "transport/transport.h"
 #include "link/link_util.h"
@@ -232,14 +233,23 @@ static void usage(FILE *f)
     em_settings_default(&dflt);
     fprintf(f,
             "usage: emd --socket PATH --vdev SPEC [options]\n"
+            "       emd --socket PATH --link xdp --iface NAME [options]\n"
             "       emd --status PATH   print the counters of the emd serving PATH as\n"
             "                           'name value' lines (any user the access rule admits)\n"
-            "  The ethermpi node daemon: owns the DPDK port, serves the node's MPI processes\n"
-            "  (dpdk BTL, --mca btl_dpdk_mode daemon).  See docs/daemon.md.\n"
+            "  The ethermpi node daemon: owns the port (DPDK or AF_XDP), serves the node's MPI\n"
+            "  processes (dpdk BTL, --mca btl_dpdk_mode daemon).  See docs/daemon.md.\n"
             "  --socket PATH      control socket the processes attach to (%%h = host name)\n"
             "  --vdev SPEC        DPDK devargs, or @FILE (first line); %%h = host name,\n"
             "                     %%j = \"emd\"; empty: the first port EAL finds\n"
             "  --eal-args ARGS    extra EAL arguments (default: see link_dpdk)\n"
+            "  --link dpdk|xdp    the port: dpdk (default; --vdev), or xdp: a native AF_XDP\n"
+            "                     socket on --iface, no DPDK (no bulk queues)\n"
+            "  --iface NAME       --link xdp: the interface\n"
+            "  --xdp-queue N      --link xdp: its queue (default 0)\n"
+            "  --xdp-mode M       --link xdp: auto (zero copy if the driver can), zerocopy, copy\n"
+            "  --xdp-busy-poll-us N  --link xdp: busy-poll the queue this long (0: off)\n"
+            "  --xdp-prog FILE    --link xdp: the XDP filter (xdp_drop.o; @FILE, %%h as --vdev;\n"
+            "                     default $EM_XDP_PROG, else the installed one)\n"
             "  --mtu N            L2 payload bytes (0 = largest)\n"
             "  --framing l2|udp   l2 (default): raw Ethernet frames, one segment; udp: inside\n"
             "                     UDP/IPv4, to the peer node's IPv4 address and port, across\n"
@@ -272,7 +282,7 @@ static void usage(FILE *f)
             "  --link-wait-ms N   wait this long for the port's link (default %d)\n"
             "  --bulk-slots N     bulk queues: up to N processes get queues of their own for\n"
             "                     rendezvous (put) data (1 + N*N queue pairs; memif wire and\n"
-            "                     hugepages only; both daemons of a cable must agree);\n"
+            "                     hugepages, no --link xdp; both daemons of a cable agree);\n"
             "                     0 = none, puts go through the daemon (default 4)\n"
             "  --file-prefix P    EAL file prefix (default emd-%%h); the ranks attach to it as\n"
             "                     DPDK secondaries\n"
@@ -358,6 +368,9 @@ struct args {
     uint32_t bulk_slots, spin_us, max_sleep_us;
     uint32_t rx_kib, max_clients, max_flows, max_nodes;
     int verbose, no_ack;
+    int xdp;                  /**< --link xdp: the native AF_XDP port (emd_xdp.h) */
+    const char *link, *iface; /**< --link, --iface */
+    int bulk_slots_set;       /**< --bulk-slots given */
 };
 
 /* --<option> @p val into the table row @p name of @p a->port; 0 or -1 */
@@ -370,6 +383,41 @@ static int set_port(struct args *a, const char *name, const char *val)
         fprintf(stderr, "emd: %s\n", err);
         return -1;
     }
+    return 0;
+}
+
+/*
+ * The port's options fit the port: each option a port does not take is
+ * refused with the one it takes, not ignored.  With --link xdp the ranks
+ * get no bulk queues (emd_xdp.h): the default --bulk-slots 4 becomes 0,
+ * an explicit non-zero --bulk-slots is refused.  0 or -1.
+ */
+static int check_port_args(struct args *a)
+{
+    const char *why = NULL;
+    a->xdp = a->link && 0 == strcmp(a->link, "xdp");
+    if (a->link && !a->xdp && strcmp(a->link, "dpdk") != 0)
+        why = "--link must be dpdk (a DPDK port: --vdev) or xdp (AF_XDP: --iface)";
+    else if (!a->xdp) {
+        if (a->iface)
+            why = "--iface names the AF_XDP port's interface: add --link xdp (or keep the DPDK "
+                  "port and give --vdev net_af_xdp0,iface=NAME)";
+    } else if (a->port.vdev && *a->port.vdev)
+        why = "--vdev names a DPDK device: with --link xdp name the interface with --iface";
+    else if (a->port.eal_args && *a->port.eal_args)
+        why = "--eal-args: --link xdp runs no DPDK (drop it, or use the DPDK port: --vdev)";
+    else if (!a->iface || !*a->iface || strchr(a->iface, ','))
+        why = "--link xdp needs one interface: --iface NAME (its queue: --xdp-queue)";
+    else if (a->bulk_slots_set && a->bulk_slots)
+        why = "--bulk-slots: bulk queues are queue pairs of a DPDK port that the ranks drive as "
+              "DPDK secondaries; --link xdp has none.  Drop --bulk-slots (the ranks' "
+              "rendezvous data then goes through the daemon), or run the DPDK port (--vdev)";
+    if (why) {
+        fprintf(stderr, "emd: %s\n", why);
+        return -1;
+    }
+    if (a->xdp)
+        a->bulk_slots = 0;
     return 0;
 }
 
@@ -405,6 +453,12 @@ static int parse_args(struct emd *e, int argc, char **argv, struct args *a)
                                           { "udp-port", required_argument, NULL, 'u' },
                                           { "udp-addr", required_argument, NULL, 'a' },
                                           { "udp-no-csum", no_argument, NULL, 'n' },
+                                          { "link", required_argument, NULL, 'k' },
+                                          { "iface", required_argument, NULL, 'i' },
+                                          { "xdp-mode", required_argument, NULL, 'X' },
+                                          { "xdp-queue", required_argument, NULL, 'D' },
+                                          { "xdp-busy-poll-us", required_argument, NULL, 'B' },
+                                          { "xdp-prog", required_argument, NULL, 'p' },
                                           { 0, 0, 0, 0 } };
     *a = (struct args){ .prefix_spec = "emd-%h",
                         .bulk_slots = 4,
@@ -438,7 +492,16 @@ static int parse_args(struct emd *e, int argc, char **argv, struct args *a)
         case 'Z': bad |= parse_u32(optarg, &a->max_sleep_us); break;
         case 'L': bad |= set_port(a, "loss_seed", optarg); break;
         case 'w': bad |= set_port(a, "link_wait_ms", optarg); break;
-        case 'Q': bad |= parse_u32(optarg, &a->bulk_slots); break;
+        case 'Q':
+            bad |= parse_u32(optarg, &a->bulk_slots);
+            a->bulk_slots_set = 1;
+            break;
+        case 'k': a->link = optarg; break;
+        case 'i': a->iface = optarg; break;
+        case 'X': bad |= set_port(a, "xdp_mode", optarg); break;
+        case 'D': bad |= set_port(a, "xdp_queue", optarg); break;
+        case 'B': bad |= set_port(a, "xdp_busy_poll_us", optarg); break;
+        case 'p': bad |= set_port(a, "xdp_prog", optarg); break;
         case 'P': a->prefix_spec = optarg; break;
         case 'x': bad |= set_port(a, "framing", optarg); break;
         case 'u': bad |= set_port(a, "udp_port", optarg); break;
@@ -467,6 +530,7 @@ static int parse_args(struct emd *e, int argc, char **argv, struct args *a)
     e->core.framing = 0 == strcmp(a->port.framing, "udp") ? EMD_FRAMING_UDP : EMD_FRAMING_L2;
     if (a->status_spec && !bad && optind == argc)
         return -1;
+    bad |= check_port_args(a);
     if (bad || !a->sock_spec || optind != argc || a->max_clients == 0 ||
         a->max_clients > MAX_CLIENTS_LIMIT || a->max_sleep_us == 0 ||
         a->bulk_slots > EMD_BULKQ_SLOTS_MAX || a->max_flows > EMD_FLOWS_MAX ||
@@ -493,7 +557,7 @@ static int setup(struct emd *e, const struct args *A, em_link_t *link)
     if (getrandom(&e->ctl.instance, sizeof e->ctl.instance, 0) != sizeof e->ctl.instance)
         e->ctl.instance = em_clock_ns() ^ ((uint64_t)getpid() << 32);
     e->core.bulk_slots = e->ctl.bulk_slots;
-    e->port = &dpdk_port_ops;
+    e->port = A->xdp ? &emd_xdp_port_ops : &dpdk_port_ops;
     e->ctl.port = e->port;
     e->ctl.port_ctx = e->port_ctx;
     /* our node id (emd_wire.h): the MAC, or in udp framing the IPv4 address
@@ -676,11 +740,20 @@ int main(int argc, char **argv)
     catch_signals(e);
     emd_notify("STATUS=opening the port %s", vdev[0] ? vdev : "(first port)");
     e->ctl.bulk_slots = (uint16_t)A.bulk_slots;
-    em_link_t *link = open_port(e, &port, pcfg, &rc);
-    if (!link)
-        return rc;
-    port.link = link;
-    e->port_ctx = &port;
+    em_link_t *link;
+    if (A.xdp) {
+        snprintf(e->ctl.bulk_why, sizeof e->ctl.bulk_why, "%s", EMD_XDP_NO_BULKQ);
+        if (!(link = emd_xdp_open(e, &A.port, A.iface, vdev, sizeof vdev, err, sizeof err))) {
+            fprintf(stderr, "emd: %s\n", err);
+            return 1;
+        }
+        e->port_ctx = link;
+    } else {
+        if (!(link = open_port(e, &port, pcfg, &rc)))
+            return rc;
+        port.link = link;
+        e->port_ctx = &port;
+    }
     if ((rc = setup(e, &A, link)) != 0) {
         em_link_close(link);
         return rc;

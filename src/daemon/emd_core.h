@@ -91,7 +91,7 @@ typedef struct emd_port_stats {
 
 /**
  * What emd needs of its port beyond the em_link_t burst interface: the
- * DPDK link's extras (emd.c fills it), none of them needed to forward or
+ * DPDK link's extras (emd.c fills it) or the AF_XDP link's (emd_xdp.c), none of them needed to forward or
  * acknowledge.  Every member is optional; no ops at all (the tests over
  * link_sim): no port counters, nothing to reset.
  */
@@ -100,6 +100,8 @@ typedef struct emd_port_ops {
     void (*stats)(void *ctx, emd_port_stats_t *out);
     /** Reset bulk slot @p slot's mbuf pools before the slot is given again.  @return 0 or -1. */
     int (*slot_reset)(void *ctx, uint16_t slot);
+    /** The port's own counters as one line for the stats log (SIGUSR1, stop). */
+    void (*describe)(void *ctx, char *buf, size_t len);
 } emd_port_ops_t;
 
 /** One attached client, as the daemon sees it. */

@@ -90,6 +90,11 @@ void emd_dump_stats(const struct emd *e)
            (unsigned long long)c->tx_bad_mac, (unsigned long long)c->hello_bad,
            (unsigned long long)c->hello_conflict, (unsigned long long)c->hello_replies_skipped,
            (unsigned long long)e->ctl.slots_held);
+    if (e->port && e->port->describe) {
+        char line[400];
+        e->port->describe(e->port_ctx, line, sizeof line);
+        e->log("port: %s", line);
+    }
     if (!e->ctl.bulk_slots) {
         e->log("bulk queues: none (%s); puts carried by the daemon: %llu frames, %llu bytes",
                e->ctl.bulk_why, (unsigned long long)c->put_frames,

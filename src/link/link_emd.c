@@ -681,10 +681,12 @@ static int open_bulk_queue(struct emd_link *d, struct emd_shm_hdr *h, uint16_t e
     }
     if (!d->bulkq) {
         if (cfg->bulk_mode == EM_EMD_BULKQ_ON) {
+            const char *set = cfg->bulk_setting ? cfg->bulk_setting : "btl_dpdk_bulk_queue";
             snprintf(err, errlen,
-                     "bulk queue for rendezvous data requested (btl_dpdk_bulk_queue on) "
-                     "but not possible: %s",
-                     why);
+                     "bulk queue for rendezvous data requested (%s on) but not possible: %s.  "
+                     "Set %s to auto or off (rendezvous data then goes through the daemon), "
+                     "or give the daemon bulk queues",
+                     set, why, set);
             return -1;
         }
         if (cfg->note_cb) {

@@ -65,6 +65,9 @@ typedef struct em_emd_cfg {
      *  bulk_open succeeds, else say why through note_cb), ON (fail the open
      *  with the reason when not possible), OFF (puts through the daemon) */
     int bulk_mode;
+    /** the bulk-mode setting as the user names it, for errors
+     *  ("FI_ETHERMPI_BULK_QUEUE"; NULL: "btl_dpdk_bulk_queue") */
+    const char *bulk_setting;
     /** opens the bulk-queue link (NULL: never) */
     em_link_t *(*bulk_open)(void *ctx, const em_emd_bulkq_t *info, char *err, size_t errlen);
     void *ctx; /**< for bulk_open, note_cb and close_cb */

@@ -24,7 +24,8 @@
 #define BYPL   (EM_FRONT_DPDK | EM_FRONT_OFI) /* ... the DPDK and daemon links */
 #define PORT   (BYPL | EM_FRONT_EMD)          /* ... and the daemon's own DPDK port */
 #define XDPL   (EM_FRONT_RUDP | EM_FRONT_OFI) /* ... the native AF_XDP link */
-#define FRAML  (PORT | XDPL)                  /* ... a link with L2 or udp framing */
+#define XDPE   (XDPL | EM_FRONT_EMD) /* ... and the daemon's AF_XDP port (emd --link xdp) */
+#define FRAML  (PORT | XDPL)         /* ... a link with L2 or udp framing */
 /* XDPL: the provider and the rudp BTL, the front ends that name interfaces
  * (if_include) and build without DPDK (docs/design.md "Which BTL opens the
  * native AF_XDP link") */
@@ -126,18 +127,18 @@ static const em_setting_t table[] = {
       "Let the kernel coalesce received datagrams (UDP_GRO); they are split again" },
 
     /* ---- native AF_XDP link ----------------------------------------------- */
-    { "xdp_mode", EM_SET_STRING, XDPL, 4, OFF(xdp_mode), "auto", 0, 0, "auto|zerocopy|copy",
+    { "xdp_mode", EM_SET_STRING, XDPE, 4, OFF(xdp_mode), "auto", 0, 0, "auto|zerocopy|copy",
       "AF_XDP link: auto tries zero copy and falls back to copy mode (the reason is logged); "
       "zerocopy refuses to open without it; copy never tries it" },
-    { "xdp_queue", EM_SET_INT, XDPL, 4, OFF(xdp_queue), "0", 0, 65535, NULL,
+    { "xdp_queue", EM_SET_INT, XDPE, 4, OFF(xdp_queue), "0", 0, 65535, NULL,
       "AF_XDP link: the interface queue its socket binds to" },
-    { "xdp_busy_poll_us", EM_SET_INT, XDPL, 5, OFF(xdp_busy_poll_us), "0", 0, 1000000, NULL,
+    { "xdp_busy_poll_us", EM_SET_INT, XDPE, 5, OFF(xdp_busy_poll_us), "0", 0, 1000000, NULL,
       "AF_XDP link: busy-poll the queue for this many microseconds per poll "
       "(SO_PREFER_BUSY_POLL, SO_BUSY_POLL); 0 = off" },
     /* the DPDK route names its program in the devargs (xdp_prog=); this is
      * the native link's, with the same @FILE and %h forms as vdev, so one
      * command line gives every node its own (emcluster's lossy filters) */
-    { "xdp_prog", EM_SET_STRING, XDPL, 4, OFF(xdp_prog), "", 0, 0, NULL,
+    { "xdp_prog", EM_SET_STRING, XDPE, 4, OFF(xdp_prog), "", 0, 0, NULL,
       "AF_XDP link: the XDP filter object it attaches (ethermpi's xdp_drop.o or one built "
       "from its source), or @FILE to read the path from FILE; %h is replaced by the host "
       "name.  Empty: the file the environment variable EM_XDP_PROG names, else the installed "

@@ -339,6 +339,8 @@ static em_link_t *open_emd(const em_settings_t *s, const em_transport_env_t *env
         return NULL;
     }
 #endif
+    char bulk_set[64];
+    sname(env, "bulk_queue", bulk_set, sizeof bulk_set);
     struct emd_relay *r = calloc(1, sizeof *r);
     if (!r) {
         snprintf(err, errlen, "out of memory");
@@ -355,6 +357,7 @@ static em_link_t *open_emd(const em_settings_t *s, const em_transport_env_t *env
         .dead_cb = relay_dead,
         .dead_ctx = r,
         .bulk_mode = mode,
+        .bulk_setting = bulk_set,
 #ifdef EM_HAVE_DPDK
         .bulk_open = relay_bulk,
 #endif
