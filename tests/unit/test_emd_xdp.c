@@ -148,7 +148,7 @@ static void fill(uint8_t *b, size_t len, uint32_t seed)
     memcpy(b, &seed, 4);
 }
 
-static void j_recv(void *u, uint16_t peer, uint8_t tag, const void *d, size_t len)
+static void j_recv(void *u, uint32_t peer, uint8_t tag, const void *d, size_t len)
 {
     (void)u, (void)peer;
     static uint8_t want[20004];
@@ -209,7 +209,7 @@ static int job_open(em_link_t *l[2])
         em_proto_cfg_t cfg;
         em_proto_cfg_default(&cfg);
         cfg.job_key = 0x7d9;
-        cfg.self = (uint16_t)k;
+        cfg.self = (uint32_t)k;
         cfg.npeers = 2;
         cfg.frame_max = l[k]->mtu;
         int e;
@@ -219,7 +219,7 @@ static int job_open(em_link_t *l[2])
             return -1;
     }
     for (int k = 0; k < 2; k++)
-        if (em_engine_set_peer(J.e[k], (uint16_t)(1 - k), &l[1 - k]->local) != 0)
+        if (em_engine_set_peer(J.e[k], (uint32_t)(1 - k), &l[1 - k]->local) != 0)
             return -1;
     return 0;
 }
@@ -239,7 +239,7 @@ static void job_run(unsigned n)
                 uint32_t seed = sent[k] * 2u + (uint32_t)k;
                 size_t len = 4 + (seed * 7919u) % 20000u;
                 fill(bufs[k][i], len, seed);
-                if (em_engine_send(J.e[k], &ops[k][i], (uint16_t)(1 - k), (uint8_t)(seed % 200u),
+                if (em_engine_send(J.e[k], &ops[k][i], (uint32_t)(1 - k), (uint8_t)(seed % 200u),
                                    bufs[k][i], len, (void *)(intptr_t)k) != 0)
                     break;
                 sent[k]++;
