@@ -31,77 +31,36 @@
 #include "link/link_sim.h"
 #include "proto/wire.h"
 
-/* ---- a renumbering wrapper: link_sim wants peer == node; the mux numbers
- * its base peers in order of first sight, as a real link lets it ---- */
-struct renum {
-    em_link_t link;
-    em_link_t *sim;
-    uint32_t node_of[8], peer_of[8];
-    int closed;
-};
+/* ---- link_sim's links with their close counted: a mux must close its
+ * base with its last member, not before ---- */
+static const em_link_ops_t *sim_ops;
+static em_link_ops_t counted_ops;
+static em_link_t *counted[3];
+static unsigned closes[3];
 
-static em_pkt_t *r_alloc(em_link_t *l) { return em_link_tx_alloc(((struct renum *)l)->sim); }
-static void r_free(em_link_t *l, em_pkt_t *p) { em_link_tx_free(((struct renum *)l)->sim, p); }
-static unsigned r_burst(em_link_t *l, em_pkt_t **p, unsigned n)
+static void counted_close(em_link_t *l)
 {
-    struct renum *r = (struct renum *)l;
-    uint32_t orig[64];
-    assert_true(n <= 64);
-    for (unsigned i = 0; i < n; i++) {
-        orig[i] = p[i]->peer;
-        assert_true(p[i]->peer < 8);
-        p[i]->peer = r->node_of[p[i]->peer];
-    }
-    unsigned k = em_link_tx_burst(r->sim, p, n);
-    for (unsigned i = k; i < n; i++)
-        p[i]->peer = orig[i];
-    return k;
+    for (unsigned i = 0; i < 3; i++)
+        closes[i] += counted[i] == l;
+    sim_ops->close(l);
 }
-static unsigned r_rx(em_link_t *l, em_pkt_t **p, unsigned m)
-{
-    return em_link_rx_burst(((struct renum *)l)->sim, p, m);
-}
-static void r_rel(em_link_t *l, em_pkt_t **p, unsigned n)
-{
-    em_link_rx_release(((struct renum *)l)->sim, p, n);
-}
-static int r_flush(em_link_t *l) { return em_link_flush(((struct renum *)l)->sim); }
-static int r_set_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
-{
-    struct renum *r = (struct renum *)l;
-    if (peer >= 8 || a->len != 1 || a->bytes[0] >= 8)
-        return -1;
-    r->node_of[peer] = a->bytes[0];
-    r->peer_of[a->bytes[0]] = peer;
-    return em_link_set_peer(r->sim, a->bytes[0], a);
-}
-static uint32_t r_rx_peer(em_link_t *l, const em_pkt_t *p)
-{
-    struct renum *r = (struct renum *)l;
-    uint32_t node = r->sim->ops->rx_peer(r->sim, p);
-    return node < 8 ? r->peer_of[node] : EM_LINK_PEER_UNKNOWN;
-}
-static void r_close(em_link_t *l) { ((struct renum *)l)->closed = 1; }
 
-static const em_link_ops_t renum_ops = {
-    .name = "renum",
-    .tx_alloc = r_alloc,
-    .tx_burst = r_burst,
-    .tx_free = r_free,
-    .rx_burst = r_rx,
-    .rx_release = r_rel,
-    .flush = r_flush,
-    .set_peer = r_set_peer,
-    .close = r_close,
-    .rx_peer = r_rx_peer,
-};
+static em_link_t *count_closes(em_link_t *l, unsigned i)
+{
+    sim_ops = l->ops;
+    counted_ops = *sim_ops;
+    counted_ops.close = counted_close;
+    l->ops = &counted_ops;
+    counted[i] = l;
+    closes[i] = 0;
+    return l;
+}
 
 /* ---- the world ---- */
 #define NEP  4 /* endpoints: id 0 = A0, 1 = B0, 2 = A1, 3 = B1 */
 #define MAXM 200
 
 static em_sim_t *SIM;
-static struct renum RN[3];
 static em_link_mux_t *MUX[3];
 static em_link_t *L[NEP];
 static em_engine_t *E[NEP];
@@ -172,16 +131,9 @@ static void world(double loss, double dup, double reorder)
     sc.seed = 11;
     SIM = em_sim_create(3, &sc); /* node 2: a stranger */
     assert_non_null(SIM);
-    for (unsigned n = 0; n < 3; n++) {
-        memset(&RN[n], 0, sizeof RN[n]);
-        memset(RN[n].peer_of, 0xFF, sizeof RN[n].peer_of); /* EM_LINK_PEER_UNKNOWN */
-        RN[n].sim = em_sim_link(SIM, n);
-        RN[n].link = *RN[n].sim;
-        RN[n].link.ops = &renum_ops;
-        if (n < 2) {
-            assert_non_null(em_link_mux_create(&RN[n].link, &MUX[n]));
-            assert_non_null(MUX[n]);
-        }
+    for (unsigned n = 0; n < 2; n++) { /* node 2 has no mux */
+        assert_non_null(em_link_mux_create(count_closes(em_sim_link(SIM, n), n), &MUX[n]));
+        assert_non_null(MUX[n]);
     }
     char err[160];
     for (unsigned id = 0; id < NEP; id++) {
@@ -221,7 +173,7 @@ static void end_world(void)
         em_engine_destroy(E[id]);
         em_link_close(L[id]);
         /* the base closes with the last member only */
-        assert_int_equal(RN[id % 2].closed, id >= 2);
+        assert_int_equal(closes[id % 2], id >= 2);
     }
     assert_null(MUX[0]);
     assert_null(MUX[1]);
@@ -394,15 +346,11 @@ static void strangers(void **state)
 static void full(void **state)
 {
     (void)state;
-    struct renum r = { 0 };
     em_sim_cfg_t sc;
     em_sim_cfg_default(&sc);
     em_sim_t *s = em_sim_create(1, &sc);
-    r.sim = em_sim_link(s, 0);
-    r.link = *r.sim;
-    r.link.ops = &renum_ops;
     em_link_mux_t *m = NULL;
-    assert_non_null(em_link_mux_create(&r.link, &m));
+    assert_non_null(em_link_mux_create(count_closes(em_sim_link(s, 0), 0), &m));
     em_link_t *ls[EM_MUX_MEMBERS];
     char err[160];
     for (unsigned i = 0; i < EM_MUX_MEMBERS; i++)
@@ -415,10 +363,10 @@ static void full(void **state)
     assert_non_null(ls[3] = em_link_mux_join(m, err, sizeof err));
     assert_int_equal(ls[3]->local.bytes[ls[3]->local.len - 1], 3);
     for (unsigned i = 0; i < EM_MUX_MEMBERS; i++) {
-        assert_int_equal(r.closed, 0);
+        assert_int_equal(closes[0], 0);
         em_link_close(ls[i]);
     }
-    assert_int_equal(r.closed, 1);
+    assert_int_equal(closes[0], 1);
     assert_null(m);
     em_sim_destroy(s);
 }
