@@ -4,7 +4,7 @@
  * A real emd for a test (test_emd_hostile, test_emd_status): a scratch
  * directory with its socket and log, the daemon started on net_null
  * without hugepages, attaching to it by hand (no link_emd), a step run as
- * user nobody, and the CHECK macro the tests count failures with.
+ * user nobody; CHECK and file_has come from unit_check.h.
  * Header-only, for one test program each (every name is static).
  */
 #ifndef EM_TESTS_EMD_HARNESS_H
@@ -27,35 +27,15 @@
 #include <unistd.h>
 
 #include "emd_abi/emd_ctl_msg.h"
+#include "unit_check.h"
 #include "util/clock.h"
-
-static int failures;
-#define CHECK(x, ...)                                                                              \
-    do {                                                                                           \
-        if (!(x)) {                                                                                \
-            failures++;                                                                            \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #x);                           \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
 
 static char dir[64], sock[100], logpath[128];
 
 static uint64_t now_ms(void) { return em_clock_ns() / 1000000u; }
 
 /** Does one line of the daemon's log hold @p a (and @p b, unless NULL)? */
-static int log_has(const char *a, const char *b)
-{
-    FILE *f = fopen(logpath, "r");
-    char line[1024];
-    int found = 0;
-    while (f && !found && fgets(line, sizeof line, f))
-        found = strstr(line, a) && (!b || strstr(line, b));
-    if (f)
-        fclose(f);
-    return found;
-}
+static int log_has(const char *a, const char *b) { return file_has(logpath, a, b); }
 
 /**
  * Make the scratch directory /tmp/<name>.XXXXXX, start @p emd there with

@@ -41,19 +41,6 @@
 static const char *emd_bin, *prog;
 static char dir[64];
 
-/** Does the file @p path hold a line with @p a (and @p b unless NULL)? */
-static int file_has(const char *path, const char *a, const char *b)
-{
-    FILE *f = fopen(path, "r");
-    char line[2048];
-    int found = 0;
-    while (f && !found && fgets(line, sizeof line, f))
-        found = strstr(line, a) && (!b || strstr(line, b));
-    if (f)
-        fclose(f);
-    return found;
-}
-
 /** Run emd with @p args (NULL-terminated), its output into @p log.  @return its pid. */
 static pid_t spawn(const char *const *args, const char *log)
 {
