@@ -401,7 +401,8 @@ em_link_t *em_transport_open_link(const em_settings_t *s, em_link_kind_t kind,
 #define SHARED_INDEXES 64
 static em_link_mux_t *shared[EM_LINK_KIND_XDP + 1][SHARED_INDEXES];
 
-int em_transport_link_shares(em_link_kind_t kind)
+/* links of @p kind are one process's device (dpdk, xdp): shared */
+static int link_shares(em_link_kind_t kind)
 {
     return kind == EM_LINK_KIND_DPDK || kind == EM_LINK_KIND_XDP;
 }
@@ -410,7 +411,7 @@ em_link_t *em_transport_open_shared_link(const em_settings_t *s, em_link_kind_t 
                                          const em_transport_env_t *env, unsigned index, char *err,
                                          size_t errlen)
 {
-    if (!em_transport_link_shares(kind) || index >= SHARED_INDEXES)
+    if (!link_shares(kind) || index >= SHARED_INDEXES)
         return em_transport_open_link(s, kind, env, index, err, errlen);
     if (errlen)
         err[0] = 0;

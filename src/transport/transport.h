@@ -71,10 +71,6 @@ em_link_t *em_transport_open_link(const em_settings_t *s, em_link_kind_t kind,
                                   const em_transport_env_t *env, unsigned index, char *err,
                                   size_t errlen);
 
-/** 1 when links of @p kind are one process's device (dpdk, xdp), so that
- *  several endpoints of a process share one (em_transport_open_shared_link). */
-int em_transport_link_shares(em_link_kind_t kind);
-
 /**
  * Like em_transport_open_link, for a front end with several endpoints per
  * process (the libfabric provider): on a device that is one process's
