@@ -216,6 +216,13 @@ static unsigned m_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     return n;
 }
 
+/* @p nb base frames a member lent back: to the base, off the lent count */
+static void base_release(em_link_mux_t *m, em_pkt_t **pkts, unsigned nb)
+{
+    em_link_rx_release(m->base, pkts, nb);
+    m->lent -= nb < m->lent ? nb : m->lent;
+}
+
 static void m_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
 {
     struct member *me = M(l);
@@ -230,15 +237,12 @@ static void m_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
         }
         base[nb++] = pkts[i];
         if (nb == 64) {
-            em_link_rx_release(m->base, base, nb);
-            m->lent -= nb < m->lent ? nb : m->lent;
+            base_release(m, base, nb);
             nb = 0;
         }
     }
-    if (nb) {
-        em_link_rx_release(m->base, base, nb);
-        m->lent -= nb < m->lent ? nb : m->lent;
-    }
+    if (nb)
+        base_release(m, base, nb);
     pthread_mutex_unlock(&m->mu);
 }
 
