@@ -104,6 +104,8 @@ static em_conn_t *table(uint32_t n, uint32_t max_peers)
     em_conn_cfg_t cfg;
     em_conn_cfg_default(&cfg);
     cfg.ep = 0;
+    cfg.addr_len = ADDR_LEN;
+    addr_of(n, cfg.addr);
     cfg.nonce = 0x100000000ull + n;
     cfg.max_peers = max_peers;
     for (unsigned i = 0; i < EM_CONN_SECRET_LEN; i++)
@@ -150,11 +152,9 @@ static struct wireup first_contact(uint32_t n)
     }
     while (F.head != F.tail) {
         struct fifo_frame *x = &F.q[F.head++ % F.cap];
-        uint8_t from[ADDR_LEN];
-        addr_of(x->from, from);
         em_conn_t *to = x->to == 0 ? ep : x->to <= n ? peer[x->to] : NULL;
         if (to)
-            (void)em_conn_rx(to, from, ADDR_LEN, x->f, EM_HS_LEN, now);
+            (void)em_conn_rx(to, x->f, EM_HS_LEN, now);
     }
     r.seconds = (double)(mono_ns() - t0) / 1e9;
     r.table_bytes = em_conn_mem(ep);

@@ -194,8 +194,8 @@ void em_conn_cfg_default(em_conn_cfg_t *cfg)
 em_conn_t *em_conn_create(const em_conn_cfg_t *cfg, const em_conn_ops_t *ops, void *uctx)
 {
     if (!cfg->nonce || cfg->ep == EM_HS_NO_INDEX || !ops->emit || !ops->rand64 ||
-        cfg->max_peers == 0 || cfg->max_peers > EM_CONN_SLOTS_MAX || !cfg->hs_tries ||
-        sodium_init() < 0)
+        cfg->addr_len == 0 || cfg->addr_len > EM_CONN_ADDR_MAX || cfg->max_peers == 0 ||
+        cfg->max_peers > EM_CONN_SLOTS_MAX || !cfg->hs_tries || sodium_init() < 0)
         return NULL;
     struct em_conn *c = calloc(1, sizeof *c);
     if (!c)
@@ -312,10 +312,13 @@ int em_conn_remove(em_conn_t *c, uint32_t index)
 
 /* ---------------------------------------------------------- handshake -- */
 
-/* Handshake frame @p h to link address @p a (a peer's, or a stranger's). */
-static void send_hs(struct em_conn *c, const uint8_t *a, uint8_t alen, const em_hs_t *h)
+/* Handshake frame @p h to link address @p a (a peer's, or a stranger's),
+ * naming our reply address. */
+static void send_hs(struct em_conn *c, const uint8_t *a, uint8_t alen, em_hs_t *h)
 {
     uint8_t f[EM_HS_LEN];
+    h->addr_len = c->cfg.addr_len;
+    memcpy(h->addr, c->cfg.addr, c->cfg.addr_len);
     em_hs_encode(h, f);
     c->st.hs_tx[h->type - EM_HS_INIT]++;
     c->ops.emit(c->uctx, a, alen, f, sizeof f);
@@ -384,9 +387,9 @@ static uint64_t cookie_of(const struct em_conn *c, const uint8_t *a, uint8_t ale
     return v;
 }
 
-static void challenge(struct em_conn *c, const uint8_t *a, uint8_t alen, const em_hs_t *in,
-                      uint64_t now)
+static void challenge(struct em_conn *c, const em_hs_t *in, uint64_t now)
 {
+    const uint8_t *a = in->addr, alen = in->addr_len;
     uint32_t ms = (uint32_t)(now / 1000000u);
     em_hs_t h = { .type = EM_HS_CHALLENGE,
                   .src_ep = c->cfg.ep,
@@ -413,6 +416,21 @@ static void accept_to(struct em_conn *c, uint32_t slot)
                   .isn = x->tx_isn,
                   .token = x->rx_token };
     send_hs(c, x->name.addr, x->name.addr_len, &h);
+}
+
+/* Would binding @p h change established @p slot (a rebind), and is that
+ * refused because its current incarnation is still heard?  (Counted.) */
+static bool replace_refused(struct em_conn *c, uint32_t slot, const em_hs_t *h)
+{
+    const struct entry *x = &c->e[slot];
+    if (x->state != EM_CONN_ESTABLISHED ||
+        (x->name.nonce == h->src_nonce && x->remote_index == h->src_index &&
+         x->tx_token == h->token && x->rx_isn == h->isn))
+        return false;
+    if (!c->ops.may_replace || c->ops.may_replace(c->uctx, index_of(c, slot)))
+        return false;
+    c->st.hs_replace_refused++;
+    return true;
 }
 
 /* Bind the peer's parameters (proven) into @p slot; tell the layer above. */
@@ -447,9 +465,9 @@ static void fail(struct em_conn *c, uint32_t slot, const char *why)
         c->ops.failed(c->uctx, index_of(c, slot), why);
 }
 
-static int on_confirm(struct em_conn *c, const uint8_t *a, uint8_t alen, const em_hs_t *h,
-                      uint64_t now)
+static int on_confirm(struct em_conn *c, const em_hs_t *h, uint64_t now)
 {
+    const uint8_t *a = h->addr, alen = h->addr_len;
     uint32_t now_ms = (uint32_t)(now / 1000000u);
     if (h->cookie != cookie_of(c, a, alen, h, h->cookie_ms)) {
         c->st.hs_cookie_bad++;
@@ -462,6 +480,8 @@ static int on_confirm(struct em_conn *c, const uint8_t *a, uint8_t alen, const e
     /* proven: the sender receives at @p a */
     uint32_t *cell = h_find(c, a, alen, h->src_ep);
     uint32_t slot = cell ? *cell - 1 : NO_POS;
+    if (slot != NO_POS && replace_refused(c, slot, h))
+        return -1; /* a live peer keeps its place; a real restart retries */
     if (slot != NO_POS && c->e[slot].name.nonce && c->e[slot].name.nonce != h->src_nonce) {
         c->st.hs_restarts++;
         fail(c, slot, "the peer restarted (a new incarnation at its address)");
@@ -485,9 +505,9 @@ static int on_confirm(struct em_conn *c, const uint8_t *a, uint8_t alen, const e
 }
 
 /* CHALLENGE or ACCEPT: the answer to our own INIT or CONFIRM. */
-static int on_answer(struct em_conn *c, const uint8_t *a, uint8_t alen, const em_hs_t *h,
-                     uint64_t now)
+static int on_answer(struct em_conn *c, const em_hs_t *h, uint64_t now)
 {
+    const uint8_t *a = h->addr, alen = h->addr_len;
     struct entry *x = entry_of(c, h->dst_index);
     int ok = x && addr_eq(x, a, alen) && x->name.ep == h->src_ep &&
              (!x->name.nonce || x->name.nonce == h->src_nonce);
@@ -505,6 +525,8 @@ static int on_answer(struct em_conn *c, const uint8_t *a, uint8_t alen, const em
         (x->state == EM_CONN_CONFIRM_SENT || x->state == EM_CONN_ESTABLISHED)) {
         /* (ESTABLISHED: a duplicate, or both sides started at once and the
          * peer's CONFIRM bound us first: the same values, nothing changes) */
+        if (replace_refused(c, slot, h))
+            return -1;
         bind(c, slot, h);
         return 0;
     }
@@ -514,18 +536,13 @@ static int on_answer(struct em_conn *c, const uint8_t *a, uint8_t alen, const em
     return -1;
 }
 
-int em_conn_rx(em_conn_t *c, const uint8_t *addr, uint8_t addr_len, const void *f, size_t len,
-               uint64_t now)
+int em_conn_rx(em_conn_t *c, const void *f, size_t len, uint64_t now)
 {
     em_hs_t h;
     em_hs_dec_t d = em_hs_decode(f, len, &h);
     if (d != EM_HS_DEC_OK) {
         c->st.hs_dec[d]++;
         return (int)d;
-    }
-    if (addr_len == 0 || addr_len > EM_CONN_ADDR_MAX) {
-        c->st.hs_dec[EM_HS_DEC_MALFORMED]++;
-        return EM_HS_DEC_MALFORMED;
     }
     /* for this endpoint, and (once a nonce of ours is named) this incarnation */
     if (h.dst_ep != c->cfg.ep || (h.dst_nonce && h.dst_nonce != c->cfg.nonce)) {
@@ -535,11 +552,11 @@ int em_conn_rx(em_conn_t *c, const uint8_t *addr, uint8_t addr_len, const void *
     int rc;
     switch (h.type) {
     case EM_HS_INIT:
-        challenge(c, addr, addr_len, &h, now);
+        challenge(c, &h, now);
         rc = 0;
         break;
-    case EM_HS_CONFIRM: rc = on_confirm(c, addr, addr_len, &h, now); break;
-    default: rc = on_answer(c, addr, addr_len, &h, now); break;
+    case EM_HS_CONFIRM: rc = on_confirm(c, &h, now); break;
+    default: rc = on_answer(c, &h, now); break;
     }
     if (rc == 0)
         c->st.hs_rx[h.type - EM_HS_INIT]++;
@@ -637,7 +654,8 @@ int em_conn_stats_format(const em_conn_t *c, char *buf, size_t len)
         "hs_init %llu hs_challenge %llu hs_confirm %llu hs_accept %llu hs_short %llu "
         "hs_magic %llu hs_version %llu hs_type %llu hs_malformed %llu hs_not_us %llu "
         "hs_cookie_bad %llu hs_cookie_old %llu hs_stranger %llu hs_full %llu hs_unexpected %llu "
-        "hs_restarts %llu hs_rebinds %llu hs_gave_up %llu chk_ok %llu chk_index %llu "
+        "hs_restarts %llu hs_replace_refused %llu hs_rebinds %llu hs_gave_up %llu chk_ok %llu "
+        "chk_index %llu "
         "chk_state %llu chk_source %llu chk_token %llu",
         (unsigned long long)s->hs_rx[0], (unsigned long long)s->hs_rx[1],
         (unsigned long long)s->hs_rx[2], (unsigned long long)s->hs_rx[3],
@@ -649,8 +667,9 @@ int em_conn_stats_format(const em_conn_t *c, char *buf, size_t len)
         (unsigned long long)s->hs_cookie_bad, (unsigned long long)s->hs_cookie_old,
         (unsigned long long)s->hs_stranger, (unsigned long long)s->hs_full,
         (unsigned long long)s->hs_unexpected, (unsigned long long)s->hs_restarts,
-        (unsigned long long)s->hs_rebinds, (unsigned long long)s->hs_gave_up,
-        (unsigned long long)s->chk[EM_CONN_CHK_OK], (unsigned long long)s->chk[EM_CONN_CHK_INDEX],
+        (unsigned long long)s->hs_replace_refused, (unsigned long long)s->hs_rebinds,
+        (unsigned long long)s->hs_gave_up, (unsigned long long)s->chk[EM_CONN_CHK_OK],
+        (unsigned long long)s->chk[EM_CONN_CHK_INDEX],
         (unsigned long long)s->chk[EM_CONN_CHK_STATE],
         (unsigned long long)s->chk[EM_CONN_CHK_SOURCE],
         (unsigned long long)s->chk[EM_CONN_CHK_TOKEN]);

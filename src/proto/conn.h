@@ -14,13 +14,25 @@
  * nothing.  Tables grow with the peers inserted or accepted, up to
  * max_peers: a job's size is limited by memory, not by a field width.
  *
+ * Addresses: every handshake frame names its sender's reply address
+ * (hs_wire.h): answers go there, the cookie covers it, and an entry made
+ * or bound by a handshake has it as its name's address.  The table never
+ * sees where a frame came from; the layer above drops handshake frames
+ * whose link source is not consistent with the reply address they name
+ * (as it binds every data frame to its peer's address), before
+ * em_conn_rx().
+ *
  * What a stranger costs: an INIT costs its receiver one CHALLENGE and no
  * state (the cookie is computed, not stored).  Only a CONFIRM whose cookie
- * proves that its sender receives at its source address creates an entry,
+ * proves that its sender receives at its reply address creates an entry,
  * and only when the table takes strangers (accept_strangers) and has room
  * (max_peers).  Nothing a handshake frame says changes an established peer
- * unless its cookie is valid for that peer's address (a restart: a new
- * nonce from the same address and endpoint fails the old peer first).
+ * unless its cookie is valid for that peer's address and the layer above
+ * says the peer's current incarnation has gone quiet (ops.may_replace): a
+ * restart (a new nonce from the same address and endpoint) fails the old
+ * peer, a rebind (the same nonce, new index, token or ISN) replaces its
+ * parameters.  So a third node that read a CHALLENGE off the wire cannot
+ * take a live peer's place.
  *
  * Pure C like the protocol core: no I/O, no clock of its own (the caller
  * passes @c now in nanoseconds), randomness from the caller's @c rand64.
@@ -78,6 +90,8 @@ typedef enum em_conn_chk {
 } em_conn_chk_t;
 
 typedef struct em_conn_cfg {
+    uint8_t addr_len;                   /**< our reply address (1..EM_CONN_ADDR_MAX): */
+    uint8_t addr[EM_CONN_ADDR_MAX];     /**< our link address, as peers' links send to it */
     uint32_t ep;                        /**< our endpoint index */
     uint64_t nonce;                     /**< our incarnation (random, not 0) */
     uint8_t secret[EM_CONN_SECRET_LEN]; /**< cookie key (random per table) */
@@ -102,6 +116,15 @@ typedef struct em_conn_ops {
     void (*failed)(void *uctx, uint32_t index, const char *why);
     /** 64 unpredictable bits (tokens, ISNs). */
     uint64_t (*rand64)(void *uctx);
+    /**
+     * Optional.  A proven CONFIRM would fail established @p index (a new
+     * incarnation at its address) or replace its parameters (it bound us
+     * anew): may it?  Say yes only when the peer's current incarnation has
+     * been quiet (nothing heard from it for a while): a live peer keeps its
+     * place, and the claimant's retries succeed once the old one is gone.
+     * NULL: always.
+     */
+    bool (*may_replace)(void *uctx, uint32_t index);
 } em_conn_ops_t;
 
 /** Counters: every refused frame is counted once, by reason. */
@@ -118,6 +141,8 @@ typedef struct em_conn_stats {
     uint64_t hs_unexpected;           /**< CHALLENGE/ACCEPT for no handshake of ours (index,
                                              state, address or nonces do not match) */
     uint64_t hs_restarts;             /**< peers failed because a new incarnation proved itself */
+    uint64_t hs_replace_refused;      /**< proven CONFIRMs that would have failed or rebound a
+                                             peer that is still heard (may_replace said no) */
     uint64_t hs_rebinds;              /**< established peers that bound us anew */
     uint64_t hs_gave_up;              /**< handshakes that got no answer */
     uint64_t chk[EM_CONN_CHK_COUNT];  /**< data-path checks, by em_conn_chk_t (OK included) */
@@ -125,7 +150,8 @@ typedef struct em_conn_stats {
 
 typedef struct em_conn em_conn_t;
 
-/** A table.  @return NULL on bad configuration (nonce 0, ep all ones) or no memory. */
+/** A table.  @return NULL on bad configuration (nonce 0, ep all ones, no
+ *  reply address) or no memory. */
 em_conn_t *em_conn_create(const em_conn_cfg_t *cfg, const em_conn_ops_t *ops, void *uctx);
 void em_conn_destroy(em_conn_t *c);
 
@@ -142,12 +168,12 @@ int em_conn_connect(em_conn_t *c, uint32_t index, uint64_t now);
 int em_conn_remove(em_conn_t *c, uint32_t index);
 
 /**
- * A handshake frame (em_hs_is()) of @p len bytes arrived from link address
- * @p addr.  Decoded, checked, answered; refusals counted.
+ * A handshake frame (em_hs_is()) of @p len bytes arrived (its link source
+ * already found consistent with the reply address it names).  Decoded,
+ * checked, answered; refusals counted.
  * @return 0 accepted, or the em_hs_dec_t / -1 (refused by state) it was refused for.
  */
-int em_conn_rx(em_conn_t *c, const uint8_t *addr, uint8_t addr_len, const void *f, size_t len,
-               uint64_t now);
+int em_conn_rx(em_conn_t *c, const void *f, size_t len, uint64_t now);
 /** Retransmit due handshake frames, give up on silent peers.
  *  @return the next deadline (UINT64_MAX: none). */
 uint64_t em_conn_poll(em_conn_t *c, uint64_t now);

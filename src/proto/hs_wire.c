@@ -28,7 +28,10 @@ size_t em_hs_encode(const em_hs_t *h, void *out)
         .cookie_ms = htobe32(h->cookie_ms),
         .cookie = htobe64(h->cookie),
         .rsvd = 0,
+        .addr_len = h->addr_len,
     };
+    if (h->addr_len <= EM_HS_ADDR_MAX)
+        memcpy(w.addr, h->addr, h->addr_len);
     memcpy(out, &w, sizeof w);
     return EM_HS_LEN;
 }
@@ -78,8 +81,14 @@ em_hs_dec_t em_hs_decode(const void *frame, size_t len, em_hs_t *h)
         .token = be64toh(w.token),
         .cookie_ms = be32toh(w.cookie_ms),
         .cookie = be64toh(w.cookie),
+        .addr_len = w.addr_len,
     };
-    if (w.flags != 0 || w.rsvd != 0 || !consistent(h))
+    if (w.flags != 0 || w.rsvd != 0 || !consistent(h) || w.addr_len == 0 ||
+        w.addr_len > EM_HS_ADDR_MAX)
         return EM_HS_DEC_MALFORMED;
+    for (unsigned i = w.addr_len; i < EM_HS_ADDR_MAX; i++)
+        if (w.addr[i])
+            return EM_HS_DEC_MALFORMED;
+    memcpy(h->addr, w.addr, w.addr_len);
     return EM_HS_DEC_OK;
 }

@@ -11,7 +11,7 @@
  * and a random 64-bit nonce (which incarnation of that endpoint).  No rank
  * travels.
  *
- * Handshake frame (EM_HS_LEN = 64 bytes, every type):
+ * Handshake frame (EM_HS_LEN = 96 bytes, every type):
  *
  *    0               1               2               3
  *    0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7
@@ -42,7 +42,22 @@
  * 56|   of the initiator's address and fields (CHALLENGE, CONFIRM)   |
  *   +---------------------------------------------------------------+
  * 60|                        reserved (0)                           |
+ *   +---------------+-----------------------------------------------+
+ * 64| reply addr len|  the sender's reply address: its link address |
+ *   +---------------+  as the receiver's link sends to it (1..31    |
+ * 68|  bytes, the rest up to byte 95 zero)                          |
+ * ..|                                                               |
+ * 92|                                                               |
  *   +---------------------------------------------------------------+
+ *
+ * Why the reply address travels: a link cannot always rebuild a sender's
+ * address from a frame's source (the UDP link sends from another port than
+ * it receives on; an L2 address names a queue the frame does not), so each
+ * frame names where answers go.  The cookie covers that address, so a
+ * CONFIRM proves that its sender receives there; the layer above also
+ * checks that the frame's link source is consistent with it (the same
+ * binding every data frame gets), so a third node cannot claim another's
+ * address from its own.
  *
  * The exchange (A knows B's name; B needs no state until A proves it
  * receives at its address):
@@ -70,7 +85,9 @@
 
 #define EM_HS_MAGIC   0xE5u
 #define EM_HS_VERSION 3u
-#define EM_HS_LEN     64u
+#define EM_HS_LEN     96u
+/** Longest reply address (em_link_addr_t holds 31 bytes). */
+#define EM_HS_ADDR_MAX 31u
 /** "No index": the sender has none for the receiver yet (or none known). */
 #define EM_HS_NO_INDEX 0xFFFFFFFFu
 
@@ -100,8 +117,10 @@ struct em_hs_wire {
     uint32_t cookie_ms;
     uint64_t cookie;
     uint32_t rsvd;
+    uint8_t addr_len;
+    uint8_t addr[EM_HS_ADDR_MAX];
 } __attribute__((packed));
-_Static_assert(sizeof(struct em_hs_wire) == EM_HS_LEN, "handshake frame is 64 bytes");
+_Static_assert(sizeof(struct em_hs_wire) == EM_HS_LEN, "handshake frame is 96 bytes");
 _Static_assert(offsetof(struct em_hs_wire, src_ep) == 4, "diagram: source endpoint at 4");
 _Static_assert(offsetof(struct em_hs_wire, src_nonce) == 12, "diagram: source nonce at 12");
 _Static_assert(offsetof(struct em_hs_wire, dst_nonce) == 20, "diagram: destination nonce at 20");
@@ -111,6 +130,7 @@ _Static_assert(offsetof(struct em_hs_wire, isn) == 36, "diagram: ISN at 36");
 _Static_assert(offsetof(struct em_hs_wire, token) == 40, "diagram: token at 40");
 _Static_assert(offsetof(struct em_hs_wire, cookie_ms) == 48, "diagram: cookie time at 48");
 _Static_assert(offsetof(struct em_hs_wire, cookie) == 52, "diagram: cookie at 52");
+_Static_assert(offsetof(struct em_hs_wire, addr_len) == 64, "diagram: reply address at 64");
 
 /** A decoded handshake frame, host byte order. */
 typedef struct em_hs {
@@ -122,6 +142,8 @@ typedef struct em_hs {
     uint64_t token;
     uint32_t cookie_ms;
     uint64_t cookie;
+    uint8_t addr_len;             /**< the sender's reply address: 1..EM_HS_ADDR_MAX */
+    uint8_t addr[EM_HS_ADDR_MAX]; /**< (bytes past addr_len are zero on the wire) */
 } em_hs_t;
 
 /** Why a handshake frame was refused by the decoder (each one counted). */
@@ -132,7 +154,9 @@ typedef enum em_hs_dec {
     EM_HS_DEC_VERSION,   /**< ethermpi frame of another version */
     EM_HS_DEC_TYPE,      /**< not a handshake type */
     EM_HS_DEC_MALFORMED, /**< flags or reserved set, a zero nonce where one is required, an
-                              index where the type has none, a missing cookie */
+                              index where the type has none, a missing cookie, a reply
+                              address of no byte or more than EM_HS_ADDR_MAX, padding
+                              after it not zero */
     EM_HS_DEC_COUNT
 } em_hs_dec_t;
 

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fuzz target: wire v3's first contact (proto/hs_wire.h, proto/conn.h).
- * The input is a list of records, each [op][source address][64 bytes]:
+ * The input is a list of records, each [op][reply address][96 bytes]:
  * the frame goes to a table (endpoint 7, a fixed nonce and secret, two
- * peers inserted and one contacted, strangers accepted, room for 6) from
- * that one-byte address.  op bit 0: first turn the frame into a CONFIRM
- * carrying the cookie of the last CHALLENGE the table sent to that address
- * (so the fuzzer reaches binding, restarts and a full table); bit 1: the
- * clock moves 1 s first; bit 2: the table polls (retransmissions, giving
- * up).  A shorter tail goes to the decoder alone.
+ * peers inserted and one contacted, strangers accepted, room for 6).  A
+ * frame the decoder takes is first made to name that one-byte reply
+ * address (op bit 5: left as it is).  op bit 0: first turn the frame into a
+ * CONFIRM carrying the cookie of the last CHALLENGE the table sent to that
+ * address (so the fuzzer reaches binding, restarts and a full table); bit
+ * 1: the clock moves 1 s first; bit 2: the table polls (retransmissions,
+ * giving up); bit 6: the table's peers count as still heard (may_replace
+ * says no).  A shorter tail goes to the decoder alone.
  * Properties beyond "no crash": what the decoder accepts re-encodes to the
  * bytes it read; the table never holds more than its room; every
  * established peer passes the data-path check with its own address and
@@ -31,7 +33,15 @@ static struct {
     em_hs_t last_ch[256]; /* the last CHALLENGE sent to each address */
     uint8_t have_ch[256];
     uint64_t rng;
+    int heard;
 } S;
+
+static bool may_replace(void *u, uint32_t idx)
+{
+    (void)u;
+    (void)idx;
+    return !S.heard;
+}
 
 static void emit(void *u, const uint8_t *a, uint8_t alen, const void *f, size_t len)
 {
@@ -91,12 +101,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     em_conn_cfg_t cfg;
     em_conn_cfg_default(&cfg);
     cfg.ep = FUZZ_EP;
+    cfg.addr_len = 1;
+    cfg.addr[0] = 0xEE;
     cfg.nonce = FUZZ_NONCE;
     cfg.max_peers = ROOM;
     cfg.accept_strangers = true;
     cfg.hs_tries = 3;
     memset(cfg.secret, 0x42, sizeof cfg.secret);
-    em_conn_ops_t ops = { .emit = emit, .rand64 = r64 };
+    em_conn_ops_t ops = { .emit = emit, .rand64 = r64, .may_replace = may_replace };
     em_conn_t *c = em_conn_create(&cfg, &ops, NULL);
     if (!c)
         abort();
@@ -115,7 +127,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_decoder(f, sizeof f);
         if (op & 2)
             now += 1000000000ull;
+        S.heard = (op & 0x40) != 0;
         em_hs_t h;
+        if (!(op & 0x20) && em_hs_decode(f, sizeof f, &h) == EM_HS_DEC_OK) {
+            memset(h.addr, 0, sizeof h.addr);
+            h.addr_len = 1;
+            h.addr[0] = a;
+            em_hs_encode(&h, f);
+        }
         if ((op & 1) && S.have_ch[a] && em_hs_decode(f, sizeof f, &h) == EM_HS_DEC_OK &&
             h.src_index != EM_HS_NO_INDEX) {
             h.type = EM_HS_CONFIRM;
@@ -125,7 +144,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             h.cookie_ms = S.last_ch[a].cookie_ms;
             em_hs_encode(&h, f);
         }
-        (void)em_conn_rx(c, &a, 1, f, sizeof f, now);
+        (void)em_conn_rx(c, f, sizeof f, now);
         if (op & 4)
             (void)em_conn_poll(c, now);
         if ((op & 0x18) == 0x18) /* now and then a removal: slots and generations reused */

@@ -17,7 +17,10 @@ static size_t rec(uint8_t *b, size_t off, uint8_t op, uint8_t addr, const em_hs_
 {
     b[off] = op;
     b[off + 1] = addr;
-    em_hs_encode(h, b + off + 2);
+    em_hs_t named = *h; /* the reply address the record names */
+    named.addr_len = 1;
+    named.addr[0] = addr;
+    em_hs_encode(&named, b + off + 2);
     return off + REC;
 }
 

@@ -6,6 +6,8 @@
  * every run is the same.  Both sides agree on each other's index, token and
  * ISN; simultaneous first contact, a restarted peer, an index reused after
  * removal; and the frames a stranger or a forger can send change nothing.
+ * A node's address is one byte (its number); every frame names its
+ * sender's reply address (hs_wire.h), so the wire here passes no source.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -38,6 +40,8 @@ static struct {
     unsigned nq;
     unsigned established[NODES + 1], failed[NODES + 1], again[NODES + 1];
     char last_why[NODES + 1][128];
+    bool heard[NODES + 1]; /* may_replace: node i's peers are still heard (say no) */
+    unsigned asked[NODES + 1];
     uint8_t last_sent[EM_HS_LEN]; /* the last frame any node emitted */
     uint8_t last_from, last_to;
 } W;
@@ -93,9 +97,17 @@ static uint64_t r64(void *u)
     (void)u;
     return xs(&W.rng);
 }
-static const em_conn_ops_t OPS = {
-    .emit = emit, .established = on_est, .failed = on_fail, .rand64 = r64
-};
+static bool may_replace(void *u, uint32_t idx)
+{
+    (void)idx;
+    W.asked[(uintptr_t)u]++;
+    return !W.heard[(uintptr_t)u];
+}
+static const em_conn_ops_t OPS = { .emit = emit,
+                                   .established = on_est,
+                                   .failed = on_fail,
+                                   .rand64 = r64,
+                                   .may_replace = may_replace };
 
 static uint64_t nonce_of(unsigned n, unsigned incarnation)
 {
@@ -107,6 +119,8 @@ static void make(unsigned n, unsigned incarnation, bool strangers, uint32_t max_
     em_conn_cfg_t cfg;
     em_conn_cfg_default(&cfg);
     cfg.ep = 7;
+    cfg.addr_len = 1;
+    cfg.addr[0] = (uint8_t)n;
     cfg.nonce = nonce_of(n, incarnation);
     cfg.accept_strangers = strangers;
     if (max_peers)
@@ -148,7 +162,7 @@ static void run(uint64_t until)
             struct frame f = W.q[i];
             W.q[i] = W.q[--W.nq];
             if (f.to < NODES && W.t[f.to])
-                (void)em_conn_rx(W.t[f.to], &f.from, 1, f.b, sizeof f.b, W.now);
+                (void)em_conn_rx(W.t[f.to], f.b, sizeof f.b, W.now);
             moved++;
         }
         for (unsigned n = 0; n < NODES; n++)
@@ -281,11 +295,19 @@ static void test_restarted_peer_is_a_new_peer(void **st)
     for (uint32_t k = 0; k < 4; k++) /* node 0's index for node 1: slot 0, generation 0 */
         if (em_conn_state(W.t[0], k) == EM_CONN_ESTABLISHED)
             old = k;
-    /* node 1 restarts (new nonce, same address and endpoint) and comes back */
+    /* node 1 restarts (new nonce, same address and endpoint) and comes back;
+     * while node 0 still hears the old incarnation, it keeps its place */
     make(1, 1, false, 0);
     i10 = insert(1, 0, nonce_of(0, 0));
     em_conn_connect(W.t[1], i10, W.now);
-    run(W.now + 1000 * MS);
+    W.heard[0] = true;
+    run(W.now + 200 * MS);
+    assert_int_equal(W.failed[0], 0);
+    assert_true(em_conn_stats(W.t[0])->hs_replace_refused >= 1);
+    assert_int_equal(em_conn_state(W.t[0], old), EM_CONN_ESTABLISHED);
+    /* the old one falls quiet: the new one's retries get through */
+    W.heard[0] = false;
+    run(W.now + 5000 * MS);
     assert_int_equal(W.failed[0], 1);
     assert_non_null(strstr(W.last_why[0], "restarted"));
     assert_int_equal(em_conn_state(W.t[0], old), EM_CONN_FAILED);
@@ -338,13 +360,17 @@ static void test_gives_up_on_silence(void **st)
     assert_int_equal(s->hs_tx[0], 12); /* hs_tries INITs */
 }
 
-/* a frame from the forger's address (node NODES) to @p to */
-static int forge(unsigned to, const em_hs_t *h)
+/* a frame the forger writes to @p to, naming reply address @p reply */
+static int forge_as(unsigned to, uint8_t reply, em_hs_t h)
 {
-    uint8_t f[EM_HS_LEN], from = NODES;
-    em_hs_encode(h, f);
-    return em_conn_rx(W.t[to], &from, 1, f, sizeof f, W.now);
+    uint8_t f[EM_HS_LEN];
+    h.addr_len = 1;
+    h.addr[0] = reply;
+    em_hs_encode(&h, f);
+    return em_conn_rx(W.t[to], f, sizeof f, W.now);
 }
+/* ... naming its own address (node NODES) */
+static int forge(unsigned to, const em_hs_t *h) { return forge_as(to, NODES, *h); }
 
 static void test_strangers_and_forgers_change_nothing(void **st)
 {
@@ -379,18 +405,16 @@ static void test_strangers_and_forgers_change_nothing(void **st)
     conf.cookie = 0x123456789abcdefull;
     assert_int_not_equal(forge(1, &conf), 0);
     assert_int_equal(s1->hs_cookie_bad, 1);
-    /* the real cookie of node 0's address, claimed by the forger: node 0's
-     * identity (address 0) from address NODES: the cookie covers the address */
+    /* node 0's cookie for its own address, claimed from the forger's: the
+     * cookie covers the reply address */
     W.nq = 0;
-    uint8_t a0 = 0;
-    uint8_t f[EM_HS_LEN];
     em_hs_t init0 = init;
     init0.src_nonce = nonce_of(0, 0);
-    em_hs_encode(&init0, f);
-    em_conn_rx(W.t[1], &a0, 1, f, sizeof f, W.now); /* as if node 0 sent it */
+    assert_int_equal(forge_as(1, 0, init0), 0); /* the CHALLENGE goes to node 0 ... */
     em_hs_t ch;
     assert_int_equal(em_hs_decode(W.last_sent, EM_HS_LEN, &ch), EM_HS_DEC_OK);
     assert_int_equal(ch.type, EM_HS_CHALLENGE);
+    assert_int_equal(W.last_to, 0);
     em_hs_t steal = init0;
     steal.type = EM_HS_CONFIRM;
     steal.dst_nonce = nonce_of(1, 0);
@@ -398,10 +422,26 @@ static void test_strangers_and_forgers_change_nothing(void **st)
     steal.cookie = ch.cookie;
     assert_int_not_equal(forge(1, &steal), 0);
     assert_int_equal(s1->hs_cookie_bad, 2);
+    /* ... and a forger that read it off the wire and claims node 0's address
+     * (its own parameters, and then a new incarnation): node 0 is still
+     * heard, so its place is kept (may_replace) */
+    W.heard[1] = true;
+    assert_int_not_equal(forge_as(1, 0, steal), 0);
+    steal.src_nonce = 4242;
+    assert_int_not_equal(forge_as(1, 0, steal), 0);
+    assert_int_equal(s1->hs_cookie_bad, 3); /* the cookie covers the nonce too */
+    init0.src_nonce = 4242;
+    assert_int_equal(forge_as(1, 0, init0), 0);
+    assert_int_equal(em_hs_decode(W.last_sent, EM_HS_LEN, &ch), EM_HS_DEC_OK);
+    steal.cookie_ms = ch.cookie_ms;
+    steal.cookie = ch.cookie;
+    assert_int_not_equal(forge_as(1, 0, steal), 0);
+    assert_int_equal(s1->hs_replace_refused, 2);
+    assert_int_equal(s1->hs_restarts, 0);
+    assert_int_equal(W.asked[1], 2);
+    W.heard[1] = false;
     /* a valid cookie of the forger's own address: a stranger, strangers off */
-    em_hs_encode(&init, f);
-    uint8_t af = NODES;
-    em_conn_rx(W.t[1], &af, 1, f, sizeof f, W.now);
+    assert_int_equal(forge(1, &init), 0);
     assert_int_equal(em_hs_decode(W.last_sent, EM_HS_LEN, &ch), EM_HS_DEC_OK);
     conf.cookie_ms = ch.cookie_ms;
     conf.cookie = ch.cookie;
@@ -434,7 +474,7 @@ static void test_strangers_and_forgers_change_nothing(void **st)
                 before.rx_isn == after.rx_isn);
     assert_int_equal(em_conn_count(W.t[1]), n1);
     /* the data path: another source, another token */
-    uint8_t a2 = 2;
+    uint8_t a2 = 2, a0 = 0;
     assert_int_equal(em_conn_check(W.t[1], i10, &a2, 1, before.rx_token), EM_CONN_CHK_SOURCE);
     assert_int_equal(em_conn_check(W.t[1], i10, &a0, 1, before.rx_token ^ 1), EM_CONN_CHK_TOKEN);
     assert_int_equal(em_conn_check(W.t[1], 0x00FFFFF0u, &a0, 1, before.rx_token),
@@ -468,39 +508,61 @@ static void test_decoder_refusals_counted(void **st)
     (void)st;
     world(9, 0, 0, 0);
     make(0, 0, false, 0);
-    uint8_t f[EM_HS_LEN], a = 1;
+    uint8_t f[EM_HS_LEN];
     em_hs_t h = { .type = EM_HS_INIT,
                   .src_ep = 7,
                   .dst_ep = 7,
                   .src_nonce = 1,
                   .src_index = 0,
                   .dst_index = EM_HS_NO_INDEX,
-                  .token = 1 };
+                  .token = 1,
+                  .addr_len = 1,
+                  .addr = { 1 } };
     em_hs_encode(&h, f);
-    assert_int_equal(em_conn_rx(W.t[0], &a, 1, f, 10, W.now), EM_HS_DEC_SHORT);
+    assert_int_equal(em_conn_rx(W.t[0], f, 10, W.now), EM_HS_DEC_SHORT);
     f[1] = 2;
-    assert_int_equal(em_conn_rx(W.t[0], &a, 1, f, sizeof f, W.now), EM_HS_DEC_VERSION);
+    assert_int_equal(em_conn_rx(W.t[0], f, sizeof f, W.now), EM_HS_DEC_VERSION);
     f[1] = 3;
     f[3] = 1; /* flags */
-    assert_int_equal(em_conn_rx(W.t[0], &a, 1, f, sizeof f, W.now), EM_HS_DEC_MALFORMED);
+    assert_int_equal(em_conn_rx(W.t[0], f, sizeof f, W.now), EM_HS_DEC_MALFORMED);
     f[3] = 0;
     f[2] = 20;
-    assert_int_equal(em_conn_rx(W.t[0], &a, 1, f, sizeof f, W.now), EM_HS_DEC_TYPE);
+    assert_int_equal(em_conn_rx(W.t[0], f, sizeof f, W.now), EM_HS_DEC_TYPE);
     h.src_nonce = 0;
     em_hs_encode(&h, f);
-    assert_int_equal(em_conn_rx(W.t[0], &a, 1, f, sizeof f, W.now), EM_HS_DEC_MALFORMED);
+    assert_int_equal(em_conn_rx(W.t[0], f, sizeof f, W.now), EM_HS_DEC_MALFORMED);
     h.src_nonce = 1;
     h.type = EM_HS_CHALLENGE; /* must not carry an index of its own */
     h.dst_nonce = nonce_of(0, 0);
     h.dst_index = 0;
     em_hs_encode(&h, f);
-    assert_int_equal(em_conn_rx(W.t[0], &a, 1, f, sizeof f, W.now), EM_HS_DEC_MALFORMED);
+    assert_int_equal(em_conn_rx(W.t[0], f, sizeof f, W.now), EM_HS_DEC_MALFORMED);
+    /* the reply address: none, too long, padding after it not zero */
+    h = (em_hs_t){ .type = EM_HS_INIT,
+                   .src_ep = 7,
+                   .dst_ep = 7,
+                   .src_nonce = 1,
+                   .src_index = 0,
+                   .dst_index = EM_HS_NO_INDEX,
+                   .token = 1,
+                   .addr_len = 1,
+                   .addr = { 1 } };
+    em_hs_encode(&h, f);
+    f[64] = 0;
+    assert_int_equal(em_conn_rx(W.t[0], f, sizeof f, W.now), EM_HS_DEC_MALFORMED);
+    f[64] = EM_HS_ADDR_MAX + 1;
+    assert_int_equal(em_conn_rx(W.t[0], f, sizeof f, W.now), EM_HS_DEC_MALFORMED);
+    f[64] = 1;
+    f[EM_HS_LEN - 1] = 9;
+    assert_int_equal(em_conn_rx(W.t[0], f, sizeof f, W.now), EM_HS_DEC_MALFORMED);
+    f[EM_HS_LEN - 1] = 0;
+    assert_int_equal(em_conn_rx(W.t[0], f, sizeof f, W.now), 0); /* the same, well formed */
     const em_conn_stats_t *s = em_conn_stats(W.t[0]);
     assert_int_equal(s->hs_dec[EM_HS_DEC_SHORT], 1);
-    assert_int_equal(s->hs_dec[EM_HS_DEC_MALFORMED], 3);
+    assert_int_equal(s->hs_dec[EM_HS_DEC_MALFORMED], 6);
     char line[1024];
     em_conn_stats_format(W.t[0], line, sizeof line);
-    assert_non_null(strstr(line, "hs_malformed 3"));
+    assert_non_null(strstr(line, "hs_malformed 6"));
 }
 
 static int teardown(void **st)
