@@ -16,6 +16,7 @@
 #ifndef EM_LINK_LINK_H
 #define EM_LINK_LINK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -124,6 +125,28 @@ typedef struct em_link_ops {
      * so a waiter falls back to short sleeps.
      */
     int (*wait_fd)(em_link_t *l);
+    /**
+     * Optional (first contact, wire v3's handshake): send frame @p pkt (from
+     * tx_alloc, len set, no ext) to link address @p addr, which may be no
+     * peer's (the answer to a stranger's INIT).  Touches no peer state: no
+     * entry, no source mapping, no connected socket.  May wait in the link
+     * until flush().  @return 0 (taken), or a negative errno with @p pkt
+     * still the caller's: -EINVAL an address this link cannot send to,
+     * -EAGAIN no room now, -EHOSTUNREACH not reachable now (e.g. its next
+     * hop is not resolved yet: the handshake's retries come again).
+     * A link without it cannot run first contact (the front ends then
+     * number peers as before).
+     */
+    int (*tx_to)(em_link_t *l, em_pkt_t *pkt, const em_link_addr_t *addr);
+    /**
+     * Optional (with tx_to): is received frame @p pkt's source consistent
+     * with link address @p addr?  The judgment rx_peer makes for a peer
+     * whose address is @p addr (UDP source IPv4 and send port, Ethernet
+     * source MAC, ...), without a peer entry: a handshake frame names its
+     * sender's reply address, and a frame whose source is another's is
+     * dropped before the handshake reads it.
+     */
+    bool (*rx_from)(em_link_t *l, const em_pkt_t *pkt, const em_link_addr_t *addr);
 } em_link_ops_t;
 
 /** Common part of every link (the first member of each implementation). */
@@ -157,6 +180,11 @@ static inline int em_link_set_peer(em_link_t *l, uint32_t peer, const em_link_ad
 static inline int em_link_wait_fd(em_link_t *l)
 {
     return l && l->ops->wait_fd ? l->ops->wait_fd(l) : -1;
+}
+/** Can the link run first contact (tx_to and rx_from)? */
+static inline bool em_link_has_contact(const em_link_t *l)
+{
+    return l && l->ops->tx_to && l->ops->rx_from;
 }
 static inline void em_link_close(em_link_t *l)
 {

@@ -208,49 +208,69 @@ static void bn_advance(em_sim_t *s, uint64_t upto)
     }
 }
 
+/* Frame @p f from @p src onto the wire toward node @p dst (taken). */
+static void sim_send(struct sim_node *src, struct sim_frame *f, unsigned dst)
+{
+    em_sim_t *s = src->sim;
+    f->from = src->idx;
+    s->st.sent++;
+    uint64_t start = src->busy_until > s->now ? src->busy_until : s->now;
+    src->busy_until = start + f->pkt.len * s->cfg.ns_per_kb / 1000;
+    if (dst >= s->nnodes || src->dead || s->nodes[dst].dead) {
+        s->st.to_dead++;
+        free(f);
+        return;
+    }
+    if (em_loss_drop(&s->fault)) {
+        s->st.lost++;
+        free(f);
+        return;
+    }
+    f->arrival = src->busy_until + s->cfg.latency_ns;
+    if (s->cfg.reorder > 0 && rnd01(s) < s->cfg.reorder) {
+        f->arrival += s->cfg.reorder_ns ? 1 + rnd(s) % s->cfg.reorder_ns : 1;
+        s->st.reordered++;
+    }
+    if (s->cfg.dup > 0 && rnd01(s) < s->cfg.dup) {
+        struct sim_frame *c = frame_new(s);
+        if (c) {
+            c->pkt.len = f->pkt.len;
+            c->pkt.peer = f->pkt.peer;
+            c->from = f->from;
+            memcpy(c->buf, f->buf, f->pkt.len);
+            c->arrival = f->arrival + 1 + (s->cfg.reorder_ns ? rnd(s) % s->cfg.reorder_ns : 0);
+            s->st.duplicated++;
+            route(s, dst, c);
+        }
+    }
+    route(s, dst, f);
+}
+
 static unsigned sim_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
 {
     struct sim_node *src = (struct sim_node *)l;
-    em_sim_t *s = src->sim;
-
     for (unsigned i = 0; i < n; i++) {
-        struct sim_frame *f = (struct sim_frame *)pkts[i];
-        uint32_t peer = f->pkt.peer;
-        unsigned dst = peer < src->np2n && src->p2n[peer] ? src->p2n[peer] - 1 : peer;
-        f->from = src->idx;
-        s->st.sent++;
-        uint64_t start = src->busy_until > s->now ? src->busy_until : s->now;
-        src->busy_until = start + f->pkt.len * s->cfg.ns_per_kb / 1000;
-        if (dst >= s->nnodes || src->dead || s->nodes[dst].dead) {
-            s->st.to_dead++;
-            free(f);
-            continue;
-        }
-        if (em_loss_drop(&s->fault)) {
-            s->st.lost++;
-            free(f);
-            continue;
-        }
-        f->arrival = src->busy_until + s->cfg.latency_ns;
-        if (s->cfg.reorder > 0 && rnd01(s) < s->cfg.reorder) {
-            f->arrival += s->cfg.reorder_ns ? 1 + rnd(s) % s->cfg.reorder_ns : 1;
-            s->st.reordered++;
-        }
-        if (s->cfg.dup > 0 && rnd01(s) < s->cfg.dup) {
-            struct sim_frame *c = frame_new(s);
-            if (c) {
-                c->pkt.len = f->pkt.len;
-                c->pkt.peer = f->pkt.peer;
-                c->from = f->from;
-                memcpy(c->buf, f->buf, f->pkt.len);
-                c->arrival = f->arrival + 1 + (s->cfg.reorder_ns ? rnd(s) % s->cfg.reorder_ns : 0);
-                s->st.duplicated++;
-                route(s, dst, c);
-            }
-        }
-        route(s, dst, f);
+        uint32_t peer = pkts[i]->peer;
+        sim_send(src, (struct sim_frame *)pkts[i],
+                 peer < src->np2n && src->p2n[peer] ? src->p2n[peer] - 1 : peer);
     }
     return n;
+}
+
+/* node i's address is {1, {i}} (link_sim.h) */
+static int sim_tx_to(em_link_t *l, em_pkt_t *p, const em_link_addr_t *a)
+{
+    struct sim_node *src = (struct sim_node *)l;
+    if (a->len != 1 || a->bytes[0] >= src->sim->nnodes)
+        return -EINVAL;
+    sim_send(src, (struct sim_frame *)p, a->bytes[0]);
+    return 0;
+}
+
+static bool sim_rx_from(em_link_t *l, const em_pkt_t *p, const em_link_addr_t *a)
+{
+    (void)l;
+    return a->len == 1 && a->bytes[0] == ((const struct sim_frame *)p)->from;
 }
 
 static unsigned sim_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
@@ -315,6 +335,8 @@ static const em_link_ops_t sim_ops = {
     .set_peer = sim_set_peer,
     .close = sim_close,
     .rx_peer = sim_rx_peer,
+    .tx_to = sim_tx_to,
+    .rx_from = sim_rx_from,
 };
 
 void em_sim_cfg_default(em_sim_cfg_t *cfg)
