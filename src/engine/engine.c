@@ -37,7 +37,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "proto/wire.h" /* em_wire_type: the class of what the protocol emits */
+#include "proto/hs_wire.h" /* em_hs_is: first contact */
+#include "proto/wire.h"    /* em_wire_type: the class of what the protocol emits */
 
 uint64_t em_now_ns(void) { return em_clock_ns(); }
 
@@ -265,7 +266,8 @@ void em_engine_destroy(em_engine_t *e)
 {
     if (!e)
         return;
-    e->in_progress = 1; /* no progress from cancellation callbacks */
+    e->in_progress = 1;    /* no progress from cancellation callbacks */
+    em_contact_destroy(e); /* its callbacks need the protocol: first */
     em_proto_destroy(e->proto);
     em_rma_destroy(e); /* after the protocol: its cancellations came first */
     for (unsigned i = 0; i < e->nbatch; i++)
@@ -344,6 +346,10 @@ int em_engine_progress(em_engine_t *e)
     uint64_t now = em_now_ns();
     e->now = now;
     for (unsigned i = 0; i < n; i++) {
+        if (e->contact && em_hs_is(pkts[i]->data, pkts[i]->len)) {
+            em_contact_rx(e, pkts[i], now); /* first contact: not the protocol's */
+            continue;
+        }
         e->rx_cur = pkts[i]; /* lent to resolve (em_engine_rx_frame) */
         if (e->link->ops->rx_peer)
             em_proto_rx_from(e->proto, pkts[i]->data, pkts[i]->len,
@@ -356,6 +362,8 @@ int em_engine_progress(em_engine_t *e)
         em_link_rx_release(e->link, pkts, n);
     e->st.rx_frames += n;
     em_proto_poll(e->proto, now);
+    if (e->contact)
+        em_contact_poll(e, now);
     if (e->nbatch || n)
         em_engine_flush_tx(e);
     e->in_progress = 0;
@@ -367,7 +375,10 @@ int em_engine_send(em_engine_t *e, em_proto_op_t *op, uint32_t peer, uint8_t tag
 {
     if (tag == EM_ENGINE_TAG_RMA)
         return -EM_EINVAL; /* the engine's own: the peer's engine would take it */
-    int rc = em_proto_send(e->proto, op, peer, tag, buf, len, ctx, em_now_ns());
+    int rc = em_contact_gate(e, peer);
+    if (rc != 0)
+        return rc;
+    rc = em_proto_send(e->proto, op, peer, tag, buf, len, ctx, em_now_ns());
     if (rc == 0)
         em_engine_flush_tx(e);
     return rc;
@@ -378,8 +389,10 @@ int em_engine_sendv(em_engine_t *e, em_proto_op_t *op, uint32_t peer, uint8_t ta
 {
     if (tag == EM_ENGINE_TAG_RMA)
         return -EM_EINVAL;
-    int rc = em_proto_sendv(e->proto, op, peer, tag, head, head_len, buf, len, flags, ctx,
-                            em_now_ns());
+    int rc = em_contact_gate(e, peer);
+    if (rc != 0)
+        return rc;
+    rc = em_proto_sendv(e->proto, op, peer, tag, head, head_len, buf, len, flags, ctx, em_now_ns());
     if (rc == 0)
         em_engine_flush_tx(e);
     return rc;
@@ -395,8 +408,11 @@ bool em_engine_send_ready(const em_engine_t *e, uint32_t peer, size_t len)
 int em_engine_put(em_engine_t *e, em_proto_op_t *op, uint32_t peer, const em_region_handle_t *h,
                   uint64_t offset, const void *buf, size_t len, void *ctx)
 {
+    int rc = em_contact_gate(e, peer);
+    if (rc != 0)
+        return rc;
     em_put_target_t t = { .region = h->id, .key = h->key, .offset = offset };
-    int rc = em_proto_put(e->proto, op, peer, &t, buf, len, ctx, em_now_ns());
+    rc = em_proto_put(e->proto, op, peer, &t, buf, len, ctx, em_now_ns());
     if (rc == 0)
         em_engine_flush_tx(e);
     return rc;
@@ -466,7 +482,12 @@ bool em_engine_idle(const em_engine_t *e) { return e->nbatch == 0 && em_proto_id
 
 uint64_t em_engine_next_deadline(const em_engine_t *e)
 {
-    return e->nbatch ? 0 : em_proto_next_deadline(e->proto);
+    if (e->nbatch)
+        return 0;
+    uint64_t d = em_proto_next_deadline(e->proto);
+    if (e->contact && em_contact_deadline(e) < d)
+        d = em_contact_deadline(e);
+    return d;
 }
 
 uint32_t em_engine_pending(const em_engine_t *e, uint32_t peer)

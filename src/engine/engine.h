@@ -75,6 +75,15 @@ typedef struct em_engine_ops {
     void *(*place)(void *uctx, uint32_t peer, uint8_t tag, const void *head, size_t head_len,
                    size_t msg_len, size_t *skip, void **ctx);
     void (*place_end)(void *uctx, uint32_t peer, void *ctx, int status);
+    /**
+     * Optional, first contact (engine/contact.h): @p peer's handshake
+     * completed (one the owner inserted, or a stranger when strangers are
+     * taken; em_engine_contact_name() names it), so operations may go to it.
+     * @p again: it had completed before and the peer bound us anew (it
+     * removed us and came back); our operations to it from before ended
+     * with -EM_ECANCELED.
+     */
+    void (*contact)(void *uctx, uint32_t peer, bool again);
 } em_engine_ops_t;
 
 typedef struct em_engine_stats {
@@ -105,6 +114,10 @@ typedef struct em_engine_stats {
     uint64_t rma_bad_msg;   /**< messages on the RMA tag the decoder refused */
     uint64_t rma_stale_rsp; /**< answers naming no outstanding request of that peer */
     uint64_t rma_no_mem;    /**< requests answered -EM_ENOMEM (no buffer for the answer) */
+    /* first contact (engine/contact.h; the table's own counters: em_engine_contact_stats) */
+    uint64_t hs_bad_source; /**< handshake frames whose link source is not the reply
+                                 address they name (dropped before the table reads them) */
+    uint64_t hs_tx_failed;  /**< handshake frames the link did not take (the handshake retries) */
 } em_engine_stats_t;
 
 typedef struct em_engine em_engine_t;

@@ -37,7 +37,30 @@ struct em_engine {
     em_engine_stats_t st;
     uint32_t rx_msg_max; /**< longest message the protocol accepts from a peer (cfg.max_msg) */
     struct em_rma *rma;  /**< RMA reads and atomics (rma.c), NULL until the first use */
+    struct em_contact *contact; /**< first contact (contact.c), NULL when off */
+    uint8_t *ready; /**< first contact: per peer, keys set from its handshake (contact.c) */
 };
+
+/* contact.c, called by engine.c and rma.c */
+/** A handshake frame (em_hs_is) from the link, inside progress. */
+void em_contact_rx(em_engine_t *e, const em_pkt_t *pkt, uint64_t now);
+/** The table's timers, inside progress. */
+void em_contact_poll(em_engine_t *e, uint64_t now);
+/** The table's next deadline (UINT64_MAX: none). */
+uint64_t em_contact_deadline(const em_engine_t *e);
+/** The gate's answer for a peer not ready: -EM_EAGAIN (handshake started or
+ *  under way), -EM_EPEERFAIL or -EM_EINVAL. */
+int em_contact_gate_slow(em_engine_t *e, uint32_t peer);
+void em_contact_destroy(em_engine_t *e);
+
+/** May operations go to @p peer now?  0, or what the caller returns.  One
+ *  byte read on the data path when first contact is on, nothing when off. */
+static inline int em_contact_gate(em_engine_t *e, uint32_t peer)
+{
+    if (!e->ready || (peer < e->npeers && e->ready[peer]))
+        return 0;
+    return em_contact_gate_slow(e, peer);
+}
 
 /** Hand the batch of frames to the link (engine.c). */
 void em_engine_flush_tx(em_engine_t *e);

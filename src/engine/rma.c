@@ -117,6 +117,9 @@ static void slot_done(em_engine_t *e, struct rma_slot *s, int status)
 
 static int start(em_engine_t *e, uint32_t peer, struct rma_slot **out)
 {
+    int gate = em_contact_gate(e, peer); /* first contact: handshake done? */
+    if (gate != 0)
+        return gate;
     struct em_rma *r = rma_get(e);
     if (!r)
         return -EM_ENOMEM;

@@ -301,7 +301,7 @@ int em_conn_remove(em_conn_t *c, uint32_t index)
         c->free_slots = n;
         c->free_cap = ncap;
     }
-    uint8_t gen = (uint8_t)(x->gen + 1);
+    uint8_t gen = c->cfg.no_generation ? 0 : (uint8_t)(x->gen + 1);
     if (((uint32_t)gen << SLOT_BITS | slot) == EM_HS_NO_INDEX)
         gen++; /* never hand out the "no index" value */
     *x = (struct entry){ .gen = gen, .state = EM_CONN_FREE, .pend_pos = NO_POS };

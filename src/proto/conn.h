@@ -97,10 +97,16 @@ typedef struct em_conn_cfg {
     uint8_t secret[EM_CONN_SECRET_LEN]; /**< cookie key (random per table) */
     uint32_t max_peers;                 /**< table size limit (<= EM_CONN_SLOTS_MAX) */
     bool accept_strangers;              /**< peers not inserted may bind by handshake */
-    uint64_t hs_rto_ns;                 /**< first handshake retransmission */
-    uint64_t hs_rto_max_ns;             /**< back-off cap */
-    uint32_t hs_tries;                  /**< INIT/CONFIRM sends before giving up */
-    uint32_t cookie_life_ms;            /**< how long a CHALLENGE's cookie is good */
+    /** Indexes are the bare 24-bit slot, never a generation: for a data
+     *  path that refuses a removed peer's frames by their key (each entry
+     *  draws its own token) and whose index's top byte carries something
+     *  else (the shared link's member slot).  em_conn_check then tells a
+     *  reused slot's old peer from the new one by token only. */
+    bool no_generation;
+    uint64_t hs_rto_ns;      /**< first handshake retransmission */
+    uint64_t hs_rto_max_ns;  /**< back-off cap */
+    uint32_t hs_tries;       /**< INIT/CONFIRM sends before giving up */
+    uint32_t cookie_life_ms; /**< how long a CHALLENGE's cookie is good */
 } em_conn_cfg_t;
 
 /** Defaults: 5 ms doubling to 500 ms, 12 tries (about 3.5 s), cookies 2 s. */

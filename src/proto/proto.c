@@ -245,6 +245,11 @@ int em_proto_reset_peer(em_proto_t *p, uint32_t peer)
     return 0;
 }
 
+uint64_t em_proto_heard_at(const em_proto_t *p, uint32_t peer)
+{
+    return peer < p->cfg.npeers ? p->peers[peer].heard_at : 0;
+}
+
 const char *em_proto_fail_reason(const em_proto_t *p, uint32_t peer)
 {
     if (peer >= p->cfg.npeers || p->peers[peer].state != EM_PEER_FAILED)
@@ -642,6 +647,7 @@ static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint32_t
         return;
     }
     p->st.rx_frames++;
+    pe->heard_at = now;
     em_live_heard(p, pe, now);
     switch (h.type) {
     case EM_PT_ACK:

@@ -603,6 +603,10 @@ int em_proto_fail_peer(em_proto_t *p, uint32_t peer, const char *why);
  */
 int em_proto_reset_peer(em_proto_t *p, uint32_t peer);
 
+/** When a frame of @p peer's was last accepted (the caller's clock; 0: never,
+ *  or since em_proto_reset_peer()). */
+uint64_t em_proto_heard_at(const em_proto_t *p, uint32_t peer);
+
 /** Why @p peer was declared failed (a sentence), or NULL when it was not. */
 const char *em_proto_fail_reason(const em_proto_t *p, uint32_t peer);
 

@@ -51,6 +51,7 @@ struct em_peer {
                                   (em_proto_set_peer_index; cfg.self until then) */
     uint32_t tx_isn, rx_isn; /**< the pair's initial sequence numbers */
     const char *fail_reason; /**< why it failed (static sentence) */
+    uint64_t heard_at;       /**< when a frame of its was last accepted (0: never) */
 
     /* ---- sender half ---- */
     uint32_t snd_una; /**< oldest sequence number not cumulatively acked */

@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file contact.c
+ * First contact in the engine (contact.h): proto/conn.h's table over the
+ * link's tx_to / rx_from, its peers the engine's peers.
+ *
+ * Re-entrancy: the table's callbacks (emit, established, failed,
+ * may_replace) run inside em_conn_rx() and em_conn_poll(), which this file
+ * calls from em_engine_progress() at its top level, outside every protocol
+ * call: so established() and failed() may reset, set or fail a protocol
+ * peer directly (em_engine_reset_peer() and em_engine_fail_peer() refuse
+ * inside progress because the owner's callbacks may run inside the
+ * protocol).  The owner's callbacks they cause (completions, peer_failed,
+ * contact) may send: the gate below then answers from the table's state.
+ */
+#include "engine/contact.h"
+#include "engine/engine_internal.h"
+
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/hs_wire.h"
+
+struct em_contact {
+    em_conn_t *conn;
+    uint64_t quiet_ns; /* may_replace: unheard this long */
+    uint64_t next;     /* the table's next deadline (UINT64_MAX: none) */
+    unsigned emitted;  /* frames handed to tx_to since the last flush */
+};
+
+/* ------------------------------------------------- the table's callbacks -- */
+
+static void c_emit(void *u, const uint8_t *a, uint8_t alen, const void *f, size_t len)
+{
+    em_engine_t *e = u;
+    em_link_t *l = e->link;
+    if (len > l->mtu) {
+        e->st.hs_tx_failed++;
+        return;
+    }
+    em_pkt_t *pkt = em_link_tx_alloc(l);
+    if (!pkt) {
+        em_engine_flush_tx(e);
+        pkt = em_link_tx_alloc(l);
+    }
+    if (!pkt) {
+        e->st.hs_tx_failed++; /* lost, as on a wire: the handshake retries */
+        return;
+    }
+    memcpy(pkt->data, f, len);
+    pkt->len = (uint32_t)len;
+    pkt->ext = NULL;
+    pkt->ext_len = 0;
+    pkt->cls = EM_PKT_CTRL;
+    pkt->peer = EM_LINK_PEER_UNKNOWN;
+    em_link_addr_t to = { .len = alen };
+    memcpy(to.bytes, a, alen);
+    if (l->ops->tx_to(l, pkt, &to) != 0) {
+        em_link_tx_free(l, pkt);
+        e->st.hs_tx_failed++;
+        return;
+    }
+    e->contact->emitted++;
+}
+
+/* @p peer's protocol state from before (a rebind: the peer removed us and
+ * came back, or a restart) ends: operations canceled, receive state freed */
+static void c_forget(em_engine_t *e, uint32_t peer, int status)
+{
+    e->ready[peer] = 0;
+    em_proto_reset_peer(e->proto, peer); /* completes its ops with -EM_ECANCELED */
+    if (e->rma)
+        em_rma_peer_end(e, peer, status);
+}
+
+static void c_established(void *u, uint32_t index, bool again)
+{
+    em_engine_t *e = u;
+    uint32_t peer = index;
+    em_conn_peer_t cp;
+    em_conn_name_t nm;
+    if (peer >= e->npeers || em_conn_peer(e->contact->conn, index, &cp) != 0 ||
+        em_conn_name(e->contact->conn, index, &nm) != 0)
+        return;
+    uint64_t key;
+    uint32_t tx_isn, rx_isn;
+    if (em_proto_peer_params(e->proto, peer, &key, &tx_isn, &rx_isn) == 0 ||
+        em_proto_peer_failed(e->proto, peer))
+        c_forget(e, peer, -EM_ECANCELED);
+    em_link_addr_t a = { .len = nm.addr_len };
+    memcpy(a.bytes, nm.addr, nm.addr_len);
+    if (em_link_set_peer(e->link, peer, &a) != 0) {
+        em_proto_fail_peer(e->proto, peer, "the link refused the address its handshake proved");
+        return;
+    }
+    e->addr[peer] = ADDR_SET;
+    if (em_proto_set_peer(e->proto, peer, cp.tx_token ^ cp.rx_token, cp.tx_isn, cp.rx_isn) != 0 ||
+        em_proto_set_peer_index(e->proto, peer, cp.remote_index) != 0) {
+        em_proto_fail_peer(e->proto, peer, "its handshake's parameters could not be set");
+        return;
+    }
+    (void)em_engine_sync_flow(e, peer);
+    e->ready[peer] = 1;
+    if (e->ops.contact)
+        e->ops.contact(e->uctx, peer, again);
+}
+
+static void c_failed(void *u, uint32_t index, const char *why)
+{
+    em_engine_t *e = u;
+    if (index >= e->npeers)
+        return;
+    e->ready[index] = 0;
+    em_proto_fail_peer(e->proto, index, why); /* once; ops end with -EM_EPEERFAIL */
+}
+
+static bool c_may_replace(void *u, uint32_t index)
+{
+    em_engine_t *e = u;
+    uint64_t heard = em_proto_heard_at(e->proto, index);
+    return heard == 0 || e->now - heard >= e->contact->quiet_ns;
+}
+
+static uint64_t c_rand64(void *u)
+{
+    (void)u;
+    uint64_t v;
+    randombytes_buf(&v, sizeof v);
+    return v;
+}
+
+static const em_conn_ops_t contact_conn_ops = {
+    .emit = c_emit,
+    .established = c_established,
+    .failed = c_failed,
+    .rand64 = c_rand64,
+    .may_replace = c_may_replace,
+};
+
+/* ------------------------------------------------------------ engine.c -- */
+
+void em_contact_rx(em_engine_t *e, const em_pkt_t *pkt, uint64_t now)
+{
+    em_hs_t h;
+    if (em_hs_decode(pkt->data, pkt->len, &h) == EM_HS_DEC_OK) {
+        em_link_addr_t from = { .len = h.addr_len };
+        memcpy(from.bytes, h.addr, h.addr_len);
+        if (!e->link->ops->rx_from(e->link, pkt, &from)) {
+            e->st.hs_bad_source++;
+            return;
+        }
+    } /* else the table's decoder refuses it again, and counts why */
+    (void)em_conn_rx(e->contact->conn, pkt->data, pkt->len, now);
+}
+
+void em_contact_poll(em_engine_t *e, uint64_t now)
+{
+    struct em_contact *c = e->contact;
+    c->next = em_conn_poll(c->conn, now);
+    if (c->emitted) {
+        c->emitted = 0;
+        em_link_flush(e->link);
+    }
+}
+
+uint64_t em_contact_deadline(const em_engine_t *e) { return e->contact->next; }
+
+int em_contact_gate_slow(em_engine_t *e, uint32_t peer)
+{
+    struct em_contact *c = e->contact;
+    switch (em_conn_state(c->conn, peer)) {
+    case EM_CONN_FREE: return -EM_EINVAL;
+    case EM_CONN_FAILED: return -EM_EPEERFAIL;
+    case EM_CONN_KNOWN:
+        (void)em_conn_connect(c->conn, peer, em_now_ns());
+        c->next = 0; /* its retransmission is due on the next progress */
+        if (c->emitted) {
+            c->emitted = 0;
+            em_link_flush(e->link);
+        }
+        return -EM_EAGAIN;
+    default: return -EM_EAGAIN; /* under way, or established and its keys not set yet */
+    }
+}
+
+void em_contact_destroy(em_engine_t *e)
+{
+    if (!e->contact)
+        return;
+    em_conn_destroy(e->contact->conn);
+    free(e->ready);
+    free(e->contact);
+    e->contact = NULL;
+    e->ready = NULL;
+}
+
+/* ---------------------------------------------------------------- API -- */
+
+int em_engine_contact_open(em_engine_t *e, const em_engine_contact_cfg_t *cfg)
+{
+    if (e->contact || !em_link_has_contact(e->link) || e->npeers < 2 || e->self != e->npeers - 1 ||
+        e->link->local.len == 0 || e->link->local.len > EM_CONN_ADDR_MAX)
+        return -EM_EINVAL;
+    for (uint32_t i = 0; i < e->npeers; i++)
+        if (e->addr[i] == ADDR_SET)
+            return -EM_EINVAL;
+    em_conn_cfg_t cc;
+    em_conn_cfg_default(&cc);
+    cc.addr_len = e->link->local.len;
+    memcpy(cc.addr, e->link->local.bytes, cc.addr_len);
+    cc.ep = cfg->ep;
+    cc.nonce = cfg->nonce;
+    memcpy(cc.secret, cfg->secret, sizeof cc.secret);
+    cc.max_peers = e->npeers - 1 < EM_CONN_SLOTS_MAX ? e->npeers - 1 : EM_CONN_SLOTS_MAX;
+    cc.accept_strangers = cfg->accept_strangers;
+    cc.no_generation = true; /* the engine's peer number is the slot */
+    struct em_contact *c = calloc(1, sizeof *c);
+    if (!c)
+        return -EM_ENOMEM;
+    e->ready = calloc(e->npeers, 1);
+    c->quiet_ns = (uint64_t)(cfg->quiet_ms ? cfg->quiet_ms : 1000) * 1000000u;
+    c->next = UINT64_MAX;
+    e->contact = c; /* the table's callbacks find it */
+    c->conn = e->ready ? em_conn_create(&cc, &contact_conn_ops, e) : NULL;
+    if (!c->conn) {
+        int rc = e->ready ? -EM_EINVAL : -EM_ENOMEM;
+        em_contact_destroy(e);
+        return rc;
+    }
+    return 0;
+}
+
+bool em_engine_contact_on(const em_engine_t *e) { return e->contact != NULL; }
+
+int em_engine_contact_insert(em_engine_t *e, const em_conn_name_t *name, uint32_t *peer)
+{
+    if (!e->contact)
+        return -EM_EINVAL;
+    uint32_t idx;
+    int rc = em_conn_insert(e->contact->conn, name, &idx);
+    if (rc != 0)
+        return rc;
+    if (idx >= e->npeers) { /* never: max_peers < npeers */
+        em_conn_remove(e->contact->conn, idx);
+        return -EM_ENOMEM;
+    }
+    if (e->addr[idx] != ADDR_SET) {
+        em_link_addr_t a = { .len = name->addr_len };
+        memcpy(a.bytes, name->addr, name->addr_len);
+        if (em_link_set_peer(e->link, idx, &a) != 0) {
+            em_conn_remove(e->contact->conn, idx);
+            return -EM_EINVAL;
+        }
+        e->addr[idx] = ADDR_SET;
+    }
+    *peer = idx;
+    return 0;
+}
+
+int em_engine_contact_connect(em_engine_t *e, uint32_t peer)
+{
+    if (!e->contact)
+        return -EM_EINVAL;
+    int rc = em_contact_gate(e, peer);
+    return rc == -EM_EAGAIN ? 0 : rc;
+}
+
+int em_engine_contact_remove(em_engine_t *e, uint32_t peer)
+{
+    if (!e->contact || e->in_progress || peer >= e->npeers ||
+        em_conn_state(e->contact->conn, peer) == EM_CONN_FREE)
+        return -EM_EINVAL;
+    e->ready[peer] = 0;
+    int rc = em_engine_reset_peer(e, peer);
+    if (rc == 0)
+        rc = em_conn_remove(e->contact->conn, peer);
+    return rc;
+}
+
+int em_engine_contact_name(const em_engine_t *e, uint32_t peer, em_conn_name_t *out)
+{
+    return e->contact ? em_conn_name(e->contact->conn, peer, out) : -EM_EINVAL;
+}
+
+em_conn_st_t em_engine_contact_state(const em_engine_t *e, uint32_t peer)
+{
+    return e->contact ? em_conn_state(e->contact->conn, peer) : EM_CONN_FREE;
+}
+
+const em_conn_stats_t *em_engine_contact_stats(const em_engine_t *e)
+{
+    return e->contact ? em_conn_stats(e->contact->conn) : NULL;
+}
+
+size_t em_engine_contact_mem(const em_engine_t *e)
+{
+    return e->contact ? em_conn_mem(e->contact->conn) + e->npeers : 0;
+}
+
+int em_engine_contact_stats_format(const em_engine_t *e, char *buf, size_t len)
+{
+    if (!e->contact)
+        return snprintf(buf, len, "first contact off");
+    int n = em_conn_stats_format(e->contact->conn, buf, len);
+    if (n < 0 || (size_t)n >= len)
+        return n;
+    return n + snprintf(buf + n, len - (size_t)n, " hs_bad_source %llu hs_tx_failed %llu",
+                        (unsigned long long)e->st.hs_bad_source,
+                        (unsigned long long)e->st.hs_tx_failed);
+}

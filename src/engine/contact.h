@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file contact.h
+ * First contact in the engine (wire v3, docs/design.md "Wire v3: peers
+ * known by the wire"): an engine whose peers are known by name (link
+ * address, endpoint index, nonce) instead of by numbers its owner agreed
+ * out of band.  proto/conn.h's table runs the handshake over the link's
+ * tx_to and rx_from (link.h); the engine's number for a peer IS the
+ * peer's index in that table (bare slots, em_conn_cfg_t::no_generation),
+ * so a data frame's index is looked up as before: one array access.
+ *
+ * What a handshake sets for a peer: its link address (the reply address
+ * it proved), the index our frames to it carry (its index for us), both
+ * initial sequence numbers, and the pair's key: the XOR of the two tokens
+ * (one key per pair, the same both ways, as the protocol and emd's eager
+ * ACKs want; both tokens travel in the handshake, so the XOR tells an
+ * observer nothing it did not see).  Every later frame is judged as any
+ * frame is: its key, and its link source against the peer's address.
+ *
+ * Handshake frames: received frames that em_hs_is() are taken before the
+ * protocol sees them; one whose link source is not consistent with the
+ * reply address it names is dropped (hs_bad_source) before the table reads
+ * it, so a third node cannot claim another's address from its own.
+ *
+ * Sizing: the protocol's table is fixed when the engine is created: an
+ * engine in contact mode is created with cfg.self = cfg.npeers - 1 (its
+ * own number, never a peer's) and takes up to npeers - 1 peers; the
+ * handshake refuses strangers beyond that (hs_full) and em_engine_contact_
+ * insert says -EM_ENOMEM.
+ *
+ * Sends (send, sendv, put, get, atomic) to a peer whose handshake has not
+ * completed start it and return -EM_EAGAIN: the caller retries after
+ * progress, as on a full window.  A peer whose handshake gives up (no
+ * answer) or whose address proves a new incarnation is failed: its
+ * operations end with -EM_EPEERFAIL and ops.peer_failed is called; the
+ * reason is em_engine_fail_reason().
+ *
+ * A live peer keeps its place: a handshake that would restart or rebind an
+ * established peer is refused while that peer has been heard within
+ * quiet_ms (conn.h, may_replace); a true restart's retries get through
+ * once the old incarnation has been quiet that long.
+ *
+ * Threading: the engine's (one thread at a time).  Not from a callback:
+ * em_engine_contact_open() and em_engine_contact_remove().
+ */
+#ifndef EM_ENGINE_CONTACT_H
+#define EM_ENGINE_CONTACT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+#include "proto/conn.h"
+
+typedef struct em_engine_contact_cfg {
+    uint32_t ep;                        /**< our endpoint index behind the link address */
+    uint64_t nonce;                     /**< our incarnation (random, not 0) */
+    uint8_t secret[EM_CONN_SECRET_LEN]; /**< the cookie key (random) */
+    bool accept_strangers;              /**< peers not inserted may bind (the libfabric model) */
+    uint32_t quiet_ms;                  /**< a peer unheard this long may be replaced (0: 1000) */
+} em_engine_contact_cfg_t;
+
+/**
+ * Turn first contact on, before any peer is added.  @return 0, or
+ * -EM_EINVAL: the link has no tx_to / rx_from (em_link_has_contact), the
+ * engine was not created with self = npeers - 1, a peer was set already,
+ * or a bad configuration; -EM_ENOMEM.
+ */
+int em_engine_contact_open(em_engine_t *e, const em_engine_contact_cfg_t *cfg);
+/** Is first contact on? */
+bool em_engine_contact_on(const em_engine_t *e);
+
+/**
+ * A peer we know of by name (an address vector entry, a modex blob): no
+ * traffic until the first send or em_engine_contact_connect().  The same
+ * address and endpoint again give the same peer.  @return 0 with *@p peer,
+ * -EM_EINVAL (bad name; a known peer with another nonce: remove it first),
+ * -EM_ENOMEM (the table is full).
+ */
+int em_engine_contact_insert(em_engine_t *e, const em_conn_name_t *name, uint32_t *peer);
+/** Start the handshake toward @p peer now (no-op once under way or done). */
+int em_engine_contact_connect(em_engine_t *e, uint32_t peer);
+/**
+ * Forget @p peer: its operations end with -EM_ECANCELED (em_engine_reset_peer),
+ * its frames from before are refused (their key is gone), and its number
+ * may name another peer later.  @return 0 or -EM_EINVAL.
+ */
+int em_engine_contact_remove(em_engine_t *e, uint32_t peer);
+/** @return 0 with @p peer's name (the nonce once proven), or -EM_EINVAL. */
+int em_engine_contact_name(const em_engine_t *e, uint32_t peer, em_conn_name_t *out);
+/** Where @p peer's handshake stands (EM_CONN_FREE: no such peer, or not in contact mode). */
+em_conn_st_t em_engine_contact_state(const em_engine_t *e, uint32_t peer);
+/** The table's counters, or NULL when first contact is off. */
+const em_conn_stats_t *em_engine_contact_stats(const em_engine_t *e);
+/** Bytes the table holds (0 when off). */
+size_t em_engine_contact_mem(const em_engine_t *e);
+/** One line of "name N" pairs: the table's counters and the engine's
+ *  hs_bad_source / hs_tx_failed.  @return snprintf's value. */
+int em_engine_contact_stats_format(const em_engine_t *e, char *buf, size_t len);
+
+#endif
