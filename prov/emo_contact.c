@@ -103,6 +103,8 @@ const emo_addr_t *emo_contact_get(const struct emo_ep *ep, uint32_t id)
 
 int emo_contact(struct emo_ep *ep, uint32_t peer)
 {
+    if (emo_named(ep))
+        return -1; /* strangers come by handshake (emo_name.c), never by blob */
     size_t flen = 0;
     const void *f = em_engine_rx_frame(ep->eng, &flen);
     emo_addr_t a;

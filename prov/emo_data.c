@@ -16,11 +16,11 @@
 int emo_dest_peer(struct emo_ep *ep, fi_addr_t fa, uint32_t *peer)
 {
     const emo_addr_t *a = emo_av_get(ep->av, fa);
-    if (!a)
+    if (!a || a->id == EMO_ID_NONE) /* (named, refused when the AV was bound: said why) */
         return -FI_EINVAL;
     *peer = a->id;
     if (a->id == ep->self.id)
-        return a->secret == ep->self.secret ? 0 : -FI_EADDRINUSE;
+        return a->named || a->secret == ep->self.secret ? 0 : -FI_EADDRINUSE;
     if (a->id >= ep->npeers) {
         FI_WARN(&emo_prov, FI_LOG_EP_DATA,
                 "peer id %u is not below FI_ETHERMPI_NPEERS %u: "
@@ -206,7 +206,7 @@ static uint32_t peer_filter(struct emo_ep *ep, fi_addr_t src)
     if (src == FI_ADDR_UNSPEC || !(ep->info->caps & FI_DIRECTED_RECV))
         return EMO_ANY_PEER;
     const emo_addr_t *a = emo_av_get(ep->av, src);
-    return a ? a->id : EMO_NO_PEER;
+    return a && a->id != EMO_ID_NONE ? a->id : EMO_NO_PEER;
 }
 
 /* FI_PEEK (with FI_CLAIM or FI_DISCARD): look at the unexpected queue */

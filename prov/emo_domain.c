@@ -116,6 +116,55 @@ static int av_slot(struct emo_av *av, fi_addr_t *fa)
     return 0;
 }
 
+/* A named address (emo_name.c): the bound endpoint numbers it (now, or at
+ * fi_ep_bind: emo_av_bound); the same endpoint again gets its entry back. */
+static int av_insert_named(struct emo_av *av, emo_addr_t *a, fi_addr_t *out)
+{
+    if (av->ep && !emo_named(av->ep)) {
+        FI_WARN(&emo_prov, FI_LOG_AV,
+                "a named address (an endpoint on a link with first contact) given to an "
+                "endpoint on the %s link, which numbers its peers: run every process "
+                "on the same FI_ETHERMPI_LINK\n",
+                av->ep->link->ops->name);
+        return -FI_EINVAL;
+    }
+    if (av->ep) {
+        int rc = emo_name_resolve(av->ep, a);
+        if (rc)
+            return rc;
+        if (av_id_reserve(av, a->id) != 0)
+            return -FI_ENOMEM;
+        if (av->by_id[a->id] != FI_ADDR_NOTAVAIL) {
+            *out = av->by_id[a->id]; /* the same endpoint again */
+            return 0;
+        }
+    }
+    fi_addr_t fa;
+    if (av_slot(av, &fa) != 0)
+        return -FI_ENOMEM;
+    av->tab[fa] = (struct emo_av_ent){ .a = *a, .used = 1 };
+    if (a->id != EMO_ID_NONE)
+        av->by_id[a->id] = fa;
+    *out = fa;
+    return 0;
+}
+
+int emo_av_bound(struct emo_av *av)
+{
+    if (!av->ep || !emo_named(av->ep))
+        return 0;
+    for (size_t i = 0; i < av->n; i++) {
+        struct emo_av_ent *e = &av->tab[i];
+        if (!e->used || !e->a.named || e->a.id != EMO_ID_NONE)
+            continue;
+        if (emo_name_resolve(av->ep, &e->a) != 0 || av_id_reserve(av, e->a.id) != 0)
+            continue; /* said why; sends to it fail with -FI_EINVAL */
+        if (av->by_id[e->a.id] == FI_ADDR_NOTAVAIL)
+            av->by_id[e->a.id] = i;
+    }
+    return 0;
+}
+
 /* one address: @return 0 with *@p out set, or a negative fi_errno */
 static int av_insert_one(struct emo_av *av, const void *blob, fi_addr_t *out)
 {
@@ -126,6 +175,16 @@ static int av_insert_one(struct emo_av *av, const void *blob, fi_addr_t *out)
                 "fields): was it made by another provider or version? (an "
                 "ethermpi build of wire version 2 cannot talk to this one: "
                 "install one release everywhere)\n");
+        return -FI_EINVAL;
+    }
+    if (a.named)
+        return av_insert_named(av, &a, out);
+    if (av->ep && emo_named(av->ep)) {
+        FI_WARN(&emo_prov, FI_LOG_AV,
+                "a numbered address (an endpoint on the daemon link, or an older build) "
+                "given to a named endpoint on the %s link: run every process on the same "
+                "FI_ETHERMPI_LINK and release\n",
+                av->ep->link->ops->name);
         return -FI_EINVAL;
     }
     if (av_id_reserve(av, a.id) != 0)
@@ -224,10 +283,12 @@ static int av_remove_(struct emo_av *av, fi_addr_t *fi_addr, size_t count)
         if (!e->used)
             continue; /* named twice in the list */
         e->used = 0;
-        if (av->by_id[e->a.id] == fa)
+        bool numbered = e->a.id != EMO_ID_NONE;
+        if (numbered && av->by_id[e->a.id] == fa)
             av->by_id[e->a.id] = FI_ADDR_NOTAVAIL;
-        av_note_gone(av, e->a.id, e->a.secret);
-        if (av->ep)
+        if (!e->a.named)
+            av_note_gone(av, e->a.id, e->a.secret); /* named: the handshake draws new keys */
+        if (av->ep && numbered)
             emo_ep_unset_peer(av->ep, e->a.id);
         av->nfree++;
         if (fa < av->free_lo)
@@ -269,6 +330,9 @@ static const char *av_straddr(struct fid_av *fav, const void *addr, char *buf, s
     char tmp[128];
     if (emo_addr_decode(addr, EMO_ADDR_LEN, &a) != 0)
         snprintf(tmp, sizeof tmp, "ethermpi:invalid");
+    else if (a.named)
+        snprintf(tmp, sizeof tmp, "ethermpi:ep=%u:nonce=%016llx:mtu=%u:link=%u bytes", a.ep_index,
+                 (unsigned long long)a.nonce, a.frame_max, a.link.len);
     else
         snprintf(tmp, sizeof tmp, "ethermpi:id=%u:mtu=%u:link=%u bytes", a.id, a.frame_max,
                  a.link.len);

@@ -23,6 +23,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "engine/contact.h"
 #include "link/link_mux.h"
 #include "link/link_udp.h"
 #include "proto/wire.h"
@@ -215,6 +216,12 @@ int emo_ep_set_peer(struct emo_ep *ep, uint32_t id)
                 id, a->frame_max, ep->link->mtu);
         return -FI_EINVAL;
     }
+    if (emo_named(ep)) {
+        /* its address is the engine's since the insert; the handshake
+         * (on the first send) sets the rest */
+        ep->peer_set[id] = EMO_PEER_AV;
+        return 0;
+    }
     if (em_engine_set_peer(ep->eng, id, &a->link) != 0)
         return -FI_EINVAL;
     /* the pair's key (of its incarnation: emo_peer_key) */
@@ -243,7 +250,10 @@ void emo_ep_unset_peer(struct emo_ep *ep, uint32_t id)
         return;
     enum emo_ep_phase was = ep->phase;
     ep->phase = EMO_EP_PROGRESS; /* the callbacks run as in progress: no re-entry */
-    (void)em_engine_reset_peer(ep->eng, id);
+    if (emo_named(ep))
+        (void)em_engine_contact_remove(ep->eng, id); /* its number may name another */
+    else
+        (void)em_engine_reset_peer(ep->eng, id);
     ep->phase = was;
     emo_peer_ops_end(ep, id, -FI_ECANCELED);
     emo_unexp_orphan(ep, id);
@@ -392,6 +402,8 @@ static int ep_close(struct fid *fid)
         linger(ep);
         print_stats(ep);
         emo_atomic_stats(ep);
+        if (emo_named(ep))
+            emo_name_stats(ep);
         ep->phase = EMO_EP_CLOSING; /* destroying: callbacks write no completions */
         em_engine_destroy(ep->eng);
     }
@@ -437,7 +449,7 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
             return -FI_EINVAL; /* one AV per endpoint, one endpoint per AV */
         ep->av = av;
         av->ep = ep;
-        return 0;
+        return emo_av_bound(av);
     }
     case FI_CLASS_CQ: {
         struct emo_cq *cq = container_of_emo(bfid, struct emo_cq, cq.fid);
@@ -645,13 +657,17 @@ static int ep_setup(struct emo_ep *ep, char *err, size_t errlen)
     }
     memcpy(&ep->self.secret, rnd, 8);
     memcpy(&ep->self.isn, rnd + 8, 4);
-    if (pick_id(&ep->self.id, &ep->npeers, err, errlen) != 0)
-        return -1;
     ep->link = open_link(ep, ep->dom->index, err, errlen);
     if (!ep->link)
         return -1;
     ep->self.frame_max = ep->link->mtu;
     ep->self.link = ep->link->local;
+    /* named by its address where the link runs first contact (emo_name.c),
+     * else numbered */
+    if (emo_name_setup(ep, err, errlen) != 0)
+        return -1;
+    if (!emo_named(ep) && pick_id(&ep->self.id, &ep->npeers, err, errlen) != 0)
+        return -1;
     ep->peer_set = calloc(ep->npeers, 1);
     ep->peer_failed = calloc(ep->npeers, 1);
     ep->peer_heard = calloc(ep->npeers, 1);
@@ -662,7 +678,9 @@ static int ep_setup(struct emo_ep *ep, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    return make_engine(ep, err, errlen);
+    if (make_engine(ep, err, errlen) != 0)
+        return -1;
+    return emo_named(ep) ? emo_name_open(ep, err, errlen) : 0;
 }
 
 int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **fep, void *context)

@@ -24,9 +24,12 @@
  * with (docs/design.md "Threads", docs/ofi.md).  fi_cq_signal may come
  * from another thread at every level (an eventfd write).
  *
- * Endpoint ids: the engine's wire header names source and destination by a
- * 32-bit id (below 2^24) that every process of a job must agree on (emo_ep.c,
- * emo_pick_id: FI_ETHERMPI_ID, else the launcher's rank, else random).
+ * Endpoint names: on a link with first contact (emo_name.c) an endpoint is
+ * its link address, endpoint index and nonce, and numbers its peers
+ * itself; on the daemon link, the engine's wire header names source and
+ * destination by a 32-bit id (below 2^24) that every process of a job must
+ * agree on (emo_ep.c, pick_id: FI_ETHERMPI_ID, else the launcher's rank,
+ * else random).
  */
 #ifndef EMO_PROV_H
 #define EMO_PROV_H
@@ -560,6 +563,9 @@ int emo_cq_write_err(struct emo_cq *cq, void *ctx, uint64_t flags, int err, size
     __attribute__((format(printf, 9, 10)));
 /** fi_addr of endpoint id @p id in @p av, or FI_ADDR_NOTAVAIL. */
 fi_addr_t emo_av_lookup_id(const struct emo_av *av, uint32_t id);
+/** The AV was bound to its endpoint: named addresses inserted before get
+ *  their numbers (emo_name_resolve).  @return 0. */
+int emo_av_bound(struct emo_av *av);
 /** The AV entry of @p fa, or NULL. */
 const emo_addr_t *emo_av_get(const struct emo_av *av, fi_addr_t fa);
 /** The key of the pair of @p ep and the endpoint at @p a: emo_pair_key,
@@ -653,6 +659,26 @@ const emo_addr_t *emo_contact_get(const struct emo_ep *ep, uint32_t id);
  *  unless the peer has shown it knows us, send it HELLO, our address
  *  (emo_wire.h), once.  @return 0 or a negative fi_errno. */
 int emo_announce(struct emo_ep *ep, uint32_t peer);
+
+/* emo_name.c: named endpoints (first contact) */
+/** A named endpoint's table size when FI_ETHERMPI_NPEERS is not set. */
+#define EMO_NAMED_PEERS 4096
+/** Is @p ep named (version 3 addresses, first contact)? */
+bool emo_named(const struct emo_ep *ep);
+/** After the link opened: a link with first contact names the endpoint
+ *  (nonce, endpoint index, table size, self number); else nothing (the
+ *  caller numbers it).  @return 0 or -1 with a sentence in @p err. */
+int emo_name_setup(struct emo_ep *ep, char *err, size_t errlen);
+/** After the engine is made: turn its first contact on (named only). */
+int emo_name_open(struct emo_ep *ep, char *err, size_t errlen);
+/** Give named AV address @p a the endpoint's number for it (a->id), once.
+ *  @return 0, -FI_ENOMEM (table full) or -FI_EADDRINUSE (a restarted
+ *  endpoint whose old incarnation is still held), each with a warning. */
+int emo_name_resolve(struct emo_ep *ep, emo_addr_t *a);
+/** The engine's contact callback: @p peer's handshake completed. */
+void emo_name_contact(void *u, uint32_t peer, bool again);
+/** The first-contact counters at close (FI_LOG_LEVEL=info). */
+void emo_name_stats(const struct emo_ep *ep);
 
 /* emo_data.c */
 extern const em_engine_ops_t emo_engine_ops;

@@ -789,4 +789,5 @@ const em_engine_ops_t emo_engine_ops = {
     .resolve_peer = cb_resolve_peer,
     .place = cb_place,
     .place_end = cb_place_end,
+    .contact = emo_name_contact,
 };

@@ -119,8 +119,27 @@ const char *emo_dec_err_name(emo_dec_err_t e)
     return (unsigned)e < EMO_DEC_COUNT ? n[e] : "?";
 }
 
+static void addr_encode_named(const emo_addr_t *a, uint8_t out[EMO_ADDR_LEN])
+{
+    uint32_t fm = htobe32(a->frame_max), ep = htobe32(a->ep_index);
+    uint64_t nonce = htobe64(a->nonce);
+    memset(out, 0, EMO_ADDR_LEN);
+    out[0] = EMO_MAGIC;
+    out[1] = EMO_ADDR_VERSION_NAMED;
+    memcpy(out + 4, &fm, 4);
+    memcpy(out + 8, &nonce, 8);
+    memcpy(out + 16, &ep, 4);
+    uint8_t l = a->link.len <= sizeof a->link.bytes ? a->link.len : 0;
+    out[24] = l;
+    memcpy(out + 25, a->link.bytes, l);
+}
+
 void emo_addr_encode(const emo_addr_t *a, uint8_t out[EMO_ADDR_LEN])
 {
+    if (a->named) {
+        addr_encode_named(a, out);
+        return;
+    }
     uint16_t id = htobe16((uint16_t)a->id), id_hi = htobe16((uint16_t)(a->id >> 16));
     uint32_t fm = htobe32(a->frame_max), isn = htobe32(a->isn);
     uint64_t sec = htobe64(a->secret);
@@ -137,13 +156,52 @@ void emo_addr_encode(const emo_addr_t *a, uint8_t out[EMO_ADDR_LEN])
     memcpy(out + 25, a->link.bytes, l);
 }
 
+/* the link address at 24.., bytes past it zero: @return 0 or -1 */
+static int link_decode(const uint8_t *b, em_link_addr_t *l)
+{
+    if (b[24] == 0 || b[24] > sizeof l->bytes)
+        return -1;
+    for (size_t i = 25u + b[24]; i < EMO_ADDR_LEN; i++)
+        if (b[i])
+            return -1; /* bytes past the link address must be zero */
+    memset(l, 0, sizeof *l);
+    l->len = b[24];
+    memcpy(l->bytes, b + 25, b[24]);
+    return 0;
+}
+
+static int addr_decode_named(const uint8_t *b, emo_addr_t *a)
+{
+    uint32_t fm, ep, rsvd4;
+    uint16_t rsvd2;
+    uint64_t nonce;
+    memcpy(&rsvd2, b + 2, 2);
+    memcpy(&fm, b + 4, 4);
+    memcpy(&nonce, b + 8, 8);
+    memcpy(&ep, b + 16, 4);
+    memcpy(&rsvd4, b + 20, 4);
+    memset(a, 0, sizeof *a);
+    if (rsvd2 || rsvd4 || link_decode(b, &a->link) != 0)
+        return -1;
+    a->named = 1;
+    a->id = EMO_ID_NONE;
+    a->frame_max = be32toh(fm);
+    a->nonce = be64toh(nonce);
+    a->ep_index = be32toh(ep);
+    return a->nonce && a->ep_index != EMO_ID_NONE && a->frame_max >= 64 ? 0 : -1;
+}
+
 int emo_addr_decode(const void *buf, size_t len, emo_addr_t *a)
 {
     const uint8_t *b = buf;
     uint16_t id, id_hi, rsvd;
     uint32_t fm, isn;
     uint64_t sec;
-    if (!buf || len != EMO_ADDR_LEN || b[0] != EMO_MAGIC || b[1] != EMO_ADDR_VERSION)
+    if (!buf || len != EMO_ADDR_LEN || b[0] != EMO_MAGIC)
+        return -1;
+    if (b[1] == EMO_ADDR_VERSION_NAMED)
+        return addr_decode_named(b, a);
+    if (b[1] != EMO_ADDR_VERSION)
         return -1;
     memcpy(&id, b + 2, 2);
     memcpy(&fm, b + 4, 4);
@@ -151,20 +209,15 @@ int emo_addr_decode(const void *buf, size_t len, emo_addr_t *a)
     memcpy(&isn, b + 16, 4);
     memcpy(&id_hi, b + 20, 2);
     memcpy(&rsvd, b + 22, 2);
-    if (rsvd || b[24] == 0 || b[24] > sizeof a->link.bytes)
+    memset(a, 0, sizeof *a);
+    if (rsvd || link_decode(b, &a->link) != 0)
         return -1;
-    for (size_t i = 25u + b[24]; i < EMO_ADDR_LEN; i++)
-        if (b[i])
-            return -1; /* bytes past the link address must be zero */
     a->id = (uint32_t)be16toh(id_hi) << 16 | be16toh(id);
     a->frame_max = be32toh(fm);
     a->secret = be64toh(sec);
     a->isn = be32toh(isn);
     if (a->id >= EMO_NPEERS_MAX || a->frame_max < 64)
         return -1;
-    memset(&a->link, 0, sizeof a->link);
-    a->link.len = b[24];
-    memcpy(a->link.bytes, b + 25, b[24]);
     return 0;
 }
 

@@ -83,6 +83,15 @@
  * Bytes 20..21 were reserved (zero) before ids were 32 bits: an address
  * with an id below 65536 reads the same to both, and a build that still
  * takes 16-bit ids refuses a larger one rather than misread it.
+ *
+ * Named address (version 3: endpoints known by the wire, first contact;
+ * every link with tx_to / rx_from, docs/ofi.md "Addresses"), same size:
+ *   0 magic 0xEF, 1 version 3, 2..3 reserved, 4..7 frame_max, 8..15 the
+ *   endpoint's nonce (random, not 0), 16..19 its endpoint index behind the
+ *   link address (the shared link's slot; 0 on a link of its own),
+ *   20..23 reserved, 24 link address length, 25..55 link address bytes.
+ * No id, secret or sequence number: the handshake (engine/contact.h) gives
+ * each side its own number for the other, the pair's key and ISNs.
  */
 #ifndef EMO_WIRE_H
 #define EMO_WIRE_H
@@ -103,8 +112,13 @@
  * frames a version 1 endpoint drops; fi_av_insert refuses another
  * version's address with a reason, so the two never form one job. */
 #define EMO_ADDR_VERSION 2u
-#define EMO_HDR_LEN      56u
-#define EMO_ADDR_LEN     56u
+/** The named address's version (first contact). */
+#define EMO_ADDR_VERSION_NAMED 3u
+/** emo_addr_t::id of a named address not yet given a number by the bound
+ *  endpoint (an insert before fi_ep_bind). */
+#define EMO_ID_NONE  0xFFFFFFFFu
+#define EMO_HDR_LEN  56u
+#define EMO_ADDR_LEN 56u
 
 enum emo_type {
     EMO_T_EAGER = 1, /**< whole message follows the header */
@@ -178,8 +192,14 @@ const char *emo_dec_err_name(emo_dec_err_t e);
 
 /** A provider address (what fi_getname gives and fi_av_insert takes). */
 typedef struct emo_addr {
-    uint32_t id; /**< engine endpoint id, below EMO_NPEERS_MAX (every table's index of it: what the
-                              frames it is sent name it by, wire.h) */
+    /** numbered: the engine endpoint id, below EMO_NPEERS_MAX (every
+     *  table's index of it: what the frames it is sent name it by,
+     *  wire.h); named: the bound endpoint's own number for the peer (its
+     *  engine's peer, from the handshake table), EMO_ID_NONE until bound */
+    uint32_t id;
+    uint8_t named;       /**< 1: a named address (version 3) */
+    uint32_t ep_index;   /**< named: its endpoint index behind the link address */
+    uint64_t nonce;      /**< named: its incarnation */
     uint32_t frame_max;  /**< the owner's link MTU */
     uint64_t secret;     /**< random per endpoint: the pair key is mixed from two */
     uint32_t isn;        /**< random first sequence number of the owner's frames */

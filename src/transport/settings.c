@@ -225,15 +225,24 @@ static const em_setting_t table[] = {
       "A send (not an inject) of up to this many bytes whose caller did not ask for "
       "FI_TRANSMIT_COMPLETE or stronger is copied after it leaves and completes at once, "
       "instead of at the peer's ACK; 0 = every send completes at the ACK" },
+    /* docs/ofi.md "Addresses": named endpoints (prov/emo_name.c) */
+    { "names", EM_SET_STRING, OFI, 5, OFF(names), "wire", 0, 0, "wire|ids",
+      "How endpoints know each other: wire = by address (link address, endpoint index, "
+      "nonce), each numbering its peers itself through a first-contact handshake, on every "
+      "link that can (not the emd daemon's); ids = by a job-wide id (FI_ETHERMPI_ID, the "
+      "launcher's rank, else random), as on the daemon link" },
     /* ids below 2^24 (prov/emo_wire.h EMO_NPEERS_MAX: a muxed link's peers) */
     { "id", EM_SET_INT, OFI, 5, OFF(id), "-1", -1, 16777215, NULL,
-      "This endpoint's id (0-16777215), unique in the job; -1 = the launcher's rank (PMIX_RANK, "
-      "PMI_RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID), else random" },
+      "With ids: this endpoint's id (0-16777215), unique in the job; -1 = the launcher's rank "
+      "(PMIX_RANK, PMI_RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID), else random" },
     { "npeers", EM_SET_INT, OFI, 5, OFF(npeers), "0", 0, 16777216, NULL,
-      "Ids in the job (every id below it, at most 2^24); 0 = 4 x the launcher's size, else 256" },
+      "Named endpoints: the most peers one endpoint talks to (its table, allocated at open); "
+      "0 = 4096.  With ids: ids in the job (every id below it, at most 2^24); 0 = 4 x the "
+      "launcher's size, else 256" },
     { "first_contact", EM_SET_INT, OFI, 5, OFF(first_contact), "-1", -1, 16777216, NULL,
       "Peers that may reach this endpoint before the application inserted their address "
-      "(their first messages carry it; Open MPI inserts peers lazily); -1 = npeers, 0 = none" },
+      "(Open MPI inserts peers lazily): named endpoints take any (up to npeers) unless 0; "
+      "with ids, -1 = npeers, 0 = none" },
 };
 /* clang-format on */
 

@@ -89,6 +89,7 @@ typedef struct em_settings {
     /* the provider's own */
     int live_us, unexp_mb, cq_spin_ns, yield_us, eager_max, send_copy_max;
     int id, npeers, first_contact;
+    char *names; /**< "wire" (named endpoints, first contact, where the link can) or "ids" */
 } em_settings_t;
 
 /** One row of the table. */

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file emo_name.c
+ * Named endpoints: the provider on wire v3's first contact (engine/contact.h,
+ * docs/ofi.md "Addresses").
+ *
+ * On every link that can run first contact (tx_to and rx_from: kernel UDP,
+ * and the device links once they have them), an endpoint is named by its
+ * link address, its endpoint index behind that address and a random nonce
+ * (emo_wire.h, version 3 address).  No id is agreed out of band: no
+ * FI_ETHERMPI_ID, no launcher variable, no random draw.  Each endpoint
+ * numbers its peers itself: an address inserted into its AV gets the
+ * engine's number for it (emo_addr_t::id), and the handshake, run on the
+ * first send, tells the peer what we call it.  A peer that sends to us
+ * before we inserted it (Open MPI inserts lazily; any libfabric program
+ * may) is taken as a stranger: its messages read FI_ADDR_NOTAVAIL as
+ * their source until the application inserts its address, which then gets
+ * the same number.
+ *
+ * The links that cannot (the emd daemon's) keep the numbered addresses
+ * (version 2, emo_ep.c's pick_id): a job uses one link everywhere, and an
+ * address of the other kind is refused at insert with the reason.
+ *
+ * Table size: the engine's peer table is allocated when the endpoint
+ * opens: FI_ETHERMPI_NPEERS peers (default EMO_NAMED_PEERS); a peer beyond
+ * it is refused with a message naming the setting.
+ */
+#include "emo_prov.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "engine/contact.h"
+#include "link/link_mux.h"
+
+bool emo_named(const struct emo_ep *ep) { return ep->self.named != 0; }
+
+int emo_name_setup(struct emo_ep *ep, char *err, size_t errlen)
+{
+    if (!em_link_has_contact(ep->link) || strcmp(emo_params.names, "ids") == 0)
+        return 0; /* numbered (emo_ep.c) */
+    uint64_t nonce = 0;
+    while (!nonce)
+        if (getrandom(&nonce, sizeof nonce, 0) != (ssize_t)sizeof nonce) {
+            snprintf(err, errlen, "getrandom failed: no nonce for the endpoint's name");
+            return -1;
+        }
+    long cap = emo_params.npeers > 0 ? emo_params.npeers : EMO_NAMED_PEERS;
+    if (cap >= (long)EM_CONN_SLOTS_MAX)
+        cap = (long)EM_CONN_SLOTS_MAX - 1;
+    if (emo_params.id >= 0)
+        FI_INFO(&emo_prov, FI_LOG_EP_CTRL,
+                "FI_ETHERMPI_ID is not used on the %s link: endpoints are named by "
+                "their address\n",
+                ep->link->ops->name);
+    ep->self.named = 1;
+    ep->self.nonce = nonce;
+    /* on a shared device the endpoint index is the member's slot (its
+     * address's last byte, link/link_mux.h); alone on its link, 0 */
+    ep->self.ep_index = em_link_is_mux(ep->link) ? ep->link->local.bytes[ep->link->local.len - 1]
+                                                 : 0;
+    ep->npeers = (uint32_t)cap + 1;
+    ep->self.id = (uint32_t)cap; /* the engine's own number, never a peer's */
+    FI_INFO(&emo_prov, FI_LOG_EP_CTRL, "named endpoint %u on the %s link, up to %ld peers\n",
+            ep->self.ep_index, ep->link->ops->name, cap);
+    return 0;
+}
+
+int emo_name_open(struct emo_ep *ep, char *err, size_t errlen)
+{
+    em_engine_contact_cfg_t cc = { .ep = ep->self.ep_index,
+                                   .nonce = ep->self.nonce,
+                                   /* strangers: any endpoint may send to ours (fi_av(3)),
+                                    * unless FI_ETHERMPI_FIRST_CONTACT is 0 */
+                                   .accept_strangers = emo_params.first_contact != 0 };
+    if (getrandom(cc.secret, sizeof cc.secret, 0) != (ssize_t)sizeof cc.secret) {
+        snprintf(err, errlen, "getrandom failed: no cookie secret");
+        return -1;
+    }
+    int rc = em_engine_contact_open(ep->eng, &cc);
+    if (rc != 0) {
+        snprintf(err, errlen, "first contact: %s", em_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+static bool is_self(const struct emo_ep *ep, const emo_addr_t *a)
+{
+    return a->ep_index == ep->self.ep_index && a->nonce == ep->self.nonce &&
+           a->link.len == ep->self.link.len &&
+           memcmp(a->link.bytes, ep->self.link.bytes, a->link.len) == 0;
+}
+
+int emo_name_resolve(struct emo_ep *ep, emo_addr_t *a)
+{
+    if (a->id != EMO_ID_NONE)
+        return 0;
+    if (is_self(ep, a)) {
+        a->id = ep->self.id;
+        return 0;
+    }
+    em_conn_name_t nm = { .addr_len = a->link.len, .ep = a->ep_index, .nonce = a->nonce };
+    memcpy(nm.addr, a->link.bytes, a->link.len);
+    uint32_t peer;
+    int rc = em_engine_contact_insert(ep->eng, &nm, &peer);
+    if (rc == -EM_ENOMEM) {
+        FI_WARN(&emo_prov, FI_LOG_AV,
+                "this endpoint's peer table is full (%u peers): set FI_ETHERMPI_NPEERS "
+                "larger\n",
+                ep->npeers - 1);
+        return -FI_ENOMEM;
+    }
+    if (rc != 0) {
+        FI_WARN(&emo_prov, FI_LOG_AV,
+                "the endpoint at this address restarted (another nonce) while this "
+                "endpoint still holds the one before: fi_av_remove the old address "
+                "first\n");
+        return -FI_EADDRINUSE;
+    }
+    a->id = peer;
+    ep->peer_heard[peer] = 1; /* the handshake named us: no first-contact blob */
+    return 0;
+}
+
+void emo_name_contact(void *u, uint32_t peer, bool again)
+{
+    struct emo_ep *ep = u;
+    if (peer >= ep->npeers)
+        return;
+    ep->peer_heard[peer] = 1;
+    if (!ep->peer_set[peer])
+        ep->peer_set[peer] = emo_av_lookup_id(ep->av, peer) != FI_ADDR_NOTAVAIL
+                                 ? EMO_PEER_AV
+                                 : EMO_PEER_CONTACT;
+    if (again && ep->phase != EMO_EP_CLOSING)
+        emo_peer_ops_end(ep, peer, -FI_ECANCELED); /* it forgot us: what waits on it ends */
+}
+
+void emo_name_stats(const struct emo_ep *ep)
+{
+    char line[1024];
+    em_engine_contact_stats_format(ep->eng, line, sizeof line);
+    FI_INFO(&emo_prov, FI_LOG_EP_CTRL, "endpoint %u first contact: %s\n", ep->self.ep_index,
+            line);
+}

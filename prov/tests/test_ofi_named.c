@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Named endpoints (docs/ofi.md "Addresses", prov/emo_name.c): three
+ * ethermpi endpoints in one process over the kernel UDP link on loopback,
+ * with no FI_ETHERMPI_ID and no launcher variable: each is named by its
+ * address and numbers its peers itself through the first-contact
+ * handshake.  The provider's sources are linked in (as ofi_avremove's), so
+ * that the test drives each endpoint's progress on its own.
+ *
+ *   1. the names are version 3 addresses, distinct;
+ *   2. A and B insert each other, in different orders around other
+ *      inserts (their numbers for each other differ), and exchange
+ *      verified messages both ways, eager and rendezvous;
+ *   3. C sends to A, which never inserted C: the message arrives from
+ *      FI_ADDR_NOTAVAIL; A inserts C and C's next message comes from that
+ *      fi_addr_t; A answers C through it;
+ *   4. inserting an address again gives the same fi_addr_t;
+ *   5. A removes B (the removed fi_addr_t is refused) and inserts it again:
+ *      a fresh exchange both ways arrives verified (B takes A's new
+ *      handshake once A's old pair is quiet);
+ *   6. with FI_ETHERMPI_NAMES=ids the same link gives numbered addresses.
+ *
+ * Usage: test_ofi_named
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rdma/fi_tagged.h>
+
+#include "emo_rdv.h"
+#include "engine/contact.h"
+
+#include "ofi_check.h"
+#include "ofi_pair.h"
+
+#define BIG   (300u * 1024) /* rendezvous on UDP (eager up to 256 KiB) */
+#define SMALL 3000u         /* eager, several frames */
+
+struct node {
+    const char *name;
+    struct fid_fabric *fab;
+    struct fid_domain *dom;
+    struct fid_cq *cq;
+    struct fid_av *av;
+    struct fid_ep *ep;
+    struct emo_ep *e;
+    uint8_t addr[EMO_ADDR_LEN];
+};
+
+static struct node A = { .name = "A" }, B = { .name = "B" }, C = { .name = "C" };
+static struct node *ALL[] = { &A, &B, &C };
+static struct fi_context ctx[8];
+static struct fi_info *INFO;
+
+static void node_open(struct node *n)
+{
+    FI(emo_fabric_open(INFO->fabric_attr, &n->fab, NULL));
+    FI(fi_domain(n->fab, INFO, &n->dom, NULL));
+    struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED, .size = 64 };
+    FI(fi_cq_open(n->dom, &ca, &n->cq, NULL));
+    struct fi_av_attr aa = { .type = FI_AV_TABLE };
+    FI(fi_av_open(n->dom, &aa, &n->av, NULL));
+    FI(fi_endpoint(n->dom, INFO, &n->ep, NULL));
+    FI(fi_ep_bind(n->ep, &n->av->fid, 0));
+    FI(fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV));
+    FI(fi_enable(n->ep));
+    size_t len = sizeof n->addr;
+    FI(fi_getname(&n->ep->fid, n->addr, &len));
+    n->e = container_of_emo(n->ep, struct emo_ep, ep);
+}
+
+static void node_close(struct node *n)
+{
+    ofi_close_ep(n->ep, n->av, n->cq, n->dom, n->fab);
+    memset(&n->fab, 0, sizeof *n - offsetof(struct node, fab));
+}
+
+static fi_addr_t insert(struct node *n, const struct node *peer)
+{
+    fi_addr_t fa = FI_ADDR_NOTAVAIL;
+    CHECK(fi_av_insert(n->av, peer->addr, 1, &fa, 0, NULL) == 1, "%s: fi_av_insert", n->name);
+    return fa;
+}
+
+static void progress_all(void)
+{
+    for (unsigned i = 0; i < 3; i++)
+        if (ALL[i]->e)
+            (void)emo_ep_progress(ALL[i]->e);
+}
+
+/* The completion of @p want on @p n, success, within 10 s (everyone progresses). */
+static void expect_ok(struct node *n, void *want, fi_addr_t *src)
+{
+    double end = ofi_now_s() + 10;
+    struct fi_cq_tagged_entry e;
+    fi_addr_t s = FI_ADDR_UNSPEC;
+    for (;;) {
+        progress_all();
+        ssize_t r = fi_cq_readfrom(n->cq, &e, 1, &s);
+        if (r == 1)
+            break;
+        if (r == -FI_EAVAIL) {
+            struct fi_cq_err_entry x = { 0 };
+            (void)fi_cq_readerr(n->cq, &x, 0);
+            CHECK(0, "%s: error completion %s", n->name, fi_strerror(x.err));
+        }
+        CHECK(r == -FI_EAGAIN, "%s: fi_cq_read = %zd", n->name, r);
+        CHECK(ofi_now_s() < end, "%s: no completion within 10 s", n->name);
+    }
+    CHECK(e.op_context == want, "%s: completion of another operation", n->name);
+    if (src)
+        *src = s;
+}
+
+/* fi_tsend, retried while the handshake is under way (-FI_EAGAIN) */
+static void send_to(struct node *n, fi_addr_t to, const void *buf, size_t len, uint64_t tag,
+                    void *c)
+{
+    double end = ofi_now_s() + 10;
+    ssize_t r;
+    while ((r = fi_tsend(n->ep, buf, len, NULL, to, tag, c)) == -FI_EAGAIN) {
+        progress_all();
+        CHECK(ofi_now_s() < end, "%s: a send waited 10 s for its peer's handshake", n->name);
+    }
+    FI(r);
+}
+
+static void fill(uint8_t *b, size_t len, unsigned seed)
+{
+    for (size_t i = 0; i < len; i++)
+        b[i] = (uint8_t)(seed * 131 + i * 7);
+}
+
+/* @p from sends @p len verified bytes to @p to; @return the source @p to saw */
+static fi_addr_t exchange(struct node *from, fi_addr_t dest, struct node *to, size_t len,
+                          unsigned seed)
+{
+    uint8_t *s = malloc(len), *r = calloc(1, len);
+    CHECK(s && r, "malloc");
+    fill(s, len, seed);
+    FI(fi_trecv(to->ep, r, len, NULL, FI_ADDR_UNSPEC, seed, 0, &ctx[0]));
+    send_to(from, dest, s, len, seed, &ctx[1]);
+    fi_addr_t src = FI_ADDR_UNSPEC;
+    expect_ok(to, &ctx[0], &src);
+    expect_ok(from, &ctx[1], NULL);
+    CHECK(memcmp(s, r, len) == 0, "%s -> %s: %zu bytes differ", from->name, to->name, len);
+    free(s);
+    free(r);
+    return src;
+}
+
+static void names_and_pairs(void)
+{
+    for (unsigned i = 0; i < 3; i++) {
+        CHECK(ALL[i]->addr[1] == EMO_ADDR_VERSION_NAMED, "%s: not a named address (version %u)",
+              ALL[i]->name, ALL[i]->addr[1]);
+        CHECK(emo_named(ALL[i]->e), "%s: not named", ALL[i]->name);
+    }
+    CHECK(memcmp(A.addr, B.addr, EMO_ADDR_LEN) && memcmp(B.addr, C.addr, EMO_ADDR_LEN),
+          "two endpoints share a name");
+    /* A numbers C before B; B numbers A first */
+    fi_addr_t a_c = insert(&A, &C), a_b = insert(&A, &B);
+    fi_addr_t b_a = insert(&B, &A);
+    CHECK(a_c == 0 && a_b == 1 && b_a == 0, "fi_addr_t are not in insertion order");
+    CHECK(emo_av_get(A.e->av, a_b)->id != emo_av_get(B.e->av, b_a)->id,
+          "A's number for B and B's for A should differ here");
+    CHECK(exchange(&A, a_b, &B, SMALL, 1) == b_a, "B: message from A not from its fi_addr_t");
+    CHECK(exchange(&B, b_a, &A, BIG, 2) == a_b, "A: message from B not from its fi_addr_t");
+    CHECK(exchange(&A, a_b, &B, BIG, 3) == b_a, "B: rendezvous from A: wrong source");
+    CHECK(insert(&A, &B) == a_b, "the same address inserted again got another fi_addr_t");
+}
+
+static void stranger(void)
+{
+    /* C sends to A: A has C's address (step 1 inserted it), so take a
+     * fresh endpoint D in C's place that A has never seen */
+    struct node D = { .name = "D" };
+    node_open(&D);
+    ALL[2] = &D;
+    fi_addr_t d_a = insert(&D, &A);
+    CHECK(exchange(&D, d_a, &A, SMALL, 4) == FI_ADDR_NOTAVAIL,
+          "A: a message from a peer it never inserted should come from FI_ADDR_NOTAVAIL");
+    fi_addr_t a_d = insert(&A, &D);
+    CHECK(exchange(&D, d_a, &A, 100, 5) == a_d, "A: once inserted, the stranger's fi_addr_t");
+    CHECK(exchange(&A, a_d, &D, SMALL, 6) == 0, "D: A's answer from A's fi_addr_t");
+    const em_conn_stats_t *cs = em_engine_contact_stats(A.e->eng);
+    CHECK(cs && cs->hs_rx[2] >= 1, "A: no CONFIRM taken from the stranger");
+    node_close(&D);
+    ALL[2] = &C;
+}
+
+static void remove_and_insert(void)
+{
+    fi_addr_t a_b = 1, b_a = 0;
+    FI(fi_av_remove(A.av, &a_b, 1, 0));
+    uint8_t x = 0;
+    CHECK(fi_tsend(A.ep, &x, 1, NULL, a_b, 0, &ctx[2]) == -FI_EINVAL,
+          "a send to a removed fi_addr_t is refused");
+    fi_addr_t again = insert(&A, &B);
+    CHECK(again == a_b, "the freed fi_addr_t comes back (%llu)", (unsigned long long)again);
+    CHECK(exchange(&A, again, &B, SMALL, 7) == b_a, "B: after A's re-insert, from A");
+    CHECK(exchange(&B, b_a, &A, BIG, 8) == again, "A: after its re-insert, from B");
+    const em_conn_stats_t *cs = em_engine_contact_stats(B.e->eng);
+    CHECK(cs && cs->hs_rebinds == 1, "B: A's new handshake is a rebind (%llu)",
+          cs ? (unsigned long long)cs->hs_rebinds : 0ull);
+}
+
+static void numbered_still_there(void)
+{
+    setenv("FI_ETHERMPI_NAMES", "ids", 1);
+    setenv("FI_ETHERMPI_ID", "5", 1);
+    emo_params_load();
+    struct node N = { .name = "N" };
+    node_open(&N);
+    CHECK(N.addr[1] == EMO_ADDR_VERSION && !emo_named(N.e), "names=ids: a numbered address");
+    fi_addr_t fa = FI_ADDR_NOTAVAIL;
+    CHECK(fi_av_insert(N.av, A.addr, 1, &fa, 0, NULL) == 0,
+          "a numbered endpoint refuses a named address");
+    node_close(&N);
+    unsetenv("FI_ETHERMPI_NAMES");
+    unsetenv("FI_ETHERMPI_ID");
+}
+
+int main(void)
+{
+    setenv("FI_ETHERMPI_IF_INCLUDE", "127.0.0.1", 0);
+    static const char *const launcher[] = { "FI_ETHERMPI_ID", "FI_ETHERMPI_NPEERS", "PMIX_RANK",
+                                            "PMI_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
+                                            "FI_ETHERMPI_NAMES" };
+    for (size_t i = 0; i < sizeof launcher / sizeof launcher[0]; i++)
+        unsetenv(launcher[i]);
+    setenv("FI_ETHERMPI_LINGER_MS", "0", 1);
+    emo_params_load();
+    struct fi_info *hints = fi_allocinfo();
+    CHECK(hints, "fi_allocinfo");
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->caps = FI_TAGGED | FI_SOURCE;
+    hints->domain_attr->av_type = FI_AV_TABLE;
+    FI(emo_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &INFO));
+    fi_freeinfo(hints);
+    for (unsigned i = 0; i < 3; i++)
+        node_open(ALL[i]);
+    if (!emo_named(A.e)) {
+        printf("SKIP: the UDP link cannot run first contact in this build\n");
+        return 77;
+    }
+    names_and_pairs();
+    printf("named: pairs ok\n");
+    stranger();
+    printf("named: stranger ok\n");
+    remove_and_insert();
+    printf("named: remove and insert ok\n");
+    for (unsigned i = 0; i < 3; i++)
+        node_close(ALL[i]);
+    numbered_still_there();
+    fi_freeinfo(INFO);
+    printf("named: all ok\n");
+    return 0;
+}
