@@ -106,9 +106,10 @@ int em_udp_paths_reserve(em_udp_paths_t *t, uint32_t peer)
     return 0;
 }
 
-int em_udp_next_hop(const em_udp_paths_t *t, uint32_t ip, uint32_t link_mtu,
-                    const uint8_t *cable_mac, uint8_t mac[6], uint32_t *nh_ip, char *err,
-                    size_t errlen)
+/* em_udp_next_hop, waiting up to @p wait_ms for the kernel's answer */
+static int next_hop(const em_udp_paths_t *t, uint32_t ip, uint32_t link_mtu,
+                    const uint8_t *cable_mac, uint32_t wait_ms, uint8_t mac[6], uint32_t *nh_ip,
+                    char *err, size_t errlen)
 {
     *nh_ip = 0;
     if (ip == 0xFFFFFFFFu || (t->bcast_ip && ip == t->bcast_ip)) {
@@ -128,7 +129,7 @@ int em_udp_next_hop(const em_udp_paths_t *t, uint32_t ip, uint32_t link_mtu,
     }
     em_nexthop_t nh;
     char why[256];
-    if (em_nexthop_resolve(ip, t->ifname, t->resolve_ms, &nh, why, sizeof why) != 0) {
+    if (em_nexthop_resolve(ip, t->ifname, wait_ms, &nh, why, sizeof why) != 0) {
         snprintf(err, errlen, "udp framing: %s", why);
         return -EHOSTUNREACH;
     }
@@ -144,6 +145,33 @@ int em_udp_next_hop(const em_udp_paths_t *t, uint32_t ip, uint32_t link_mtu,
     }
     memcpy(mac, nh.mac, 6);
     *nh_ip = nh.ip;
+    return 0;
+}
+
+int em_udp_next_hop(const em_udp_paths_t *t, uint32_t ip, uint32_t link_mtu,
+                    const uint8_t *cable_mac, uint8_t mac[6], uint32_t *nh_ip, char *err,
+                    size_t errlen)
+{
+    return next_hop(t, ip, link_mtu, cable_mac, t->resolve_ms, mac, nh_ip, err, errlen);
+}
+
+int em_udp_paths_tmpl_to(const em_udp_paths_t *t, uint32_t ip, uint16_t port,
+                         const uint8_t src_mac[6], uint32_t link_mtu, const uint8_t *cable_mac,
+                         em_ipudp_template_t *tmpl, char *err, size_t errlen)
+{
+    em_ipudp_path_t pa = { .src_ip = t->ip, .dst_ip = ip, .src_port = t->port, .dst_port = port };
+    memcpy(pa.src_mac, src_mac, 6);
+    /* a peer at that address: its next hop, which the watch keeps current */
+    uint32_t peer = em_addr_map_get(&t->bysrc, ipport_key(ip, port));
+    if (peer < t->npeers && (t->nh_valid[peer] || !t->nh_ip[peer])) {
+        memcpy(pa.dst_mac, t->path[peer].dst_mac, 6);
+    } else {
+        uint32_t nh_ip;
+        int rc = next_hop(t, ip, link_mtu, cable_mac, 0, pa.dst_mac, &nh_ip, err, errlen);
+        if (rc != 0)
+            return rc;
+    }
+    em_ipudp_template_init(tmpl, &pa, t->tx_flags);
     return 0;
 }
 

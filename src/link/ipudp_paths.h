@@ -149,6 +149,32 @@ int em_udp_paths_set_peer(em_udp_paths_t *t, uint32_t peer, uint32_t ip, uint16_
                           const uint8_t src_mac[6], uint32_t link_mtu, const uint8_t *cable_mac,
                           char *err, size_t errlen);
 
+/**
+ * First contact (link.h tx_to): the headers toward (@p ip, @p port), an
+ * address that may be no peer's, into @p tmpl, from @p src_mac and our
+ * address and port, without waiting and without touching any peer's
+ * state.  The next hop: a peer's at that address (kept current by the
+ * watch), else by the rules above with the kernel's neighbour table as it
+ * is now (em_nexthop_resolve without waiting: a missing entry has the
+ * kernel ARP in the background, and the handshake's retries find it).
+ * @return 0, or -EHOSTUNREACH (no route, no neighbour entry yet) or
+ * -EMSGSIZE with a sentence in @p err.
+ */
+int em_udp_paths_tmpl_to(const em_udp_paths_t *t, uint32_t ip, uint16_t port,
+                         const uint8_t src_mac[6], uint32_t link_mtu, const uint8_t *cable_mac,
+                         em_ipudp_template_t *tmpl, char *err, size_t errlen);
+
+/** rx_from of udp framing: are the headers at @p hdr (EM_IPUDP_HDR_LEN
+ *  bytes, as decoded) from source (@p ip, @p port)?  rx_peer's judgment
+ *  (by IPv4 and port, never by MAC: across a router the source MAC is the
+ *  router's) against one address. */
+static inline int em_udp_paths_rx_from(const uint8_t *hdr, uint32_t ip, uint16_t port)
+{
+    const uint8_t *s = hdr + 26, *sp = hdr + 34;
+    return ((uint32_t)s[0] << 24 | (uint32_t)s[1] << 16 | (uint32_t)s[2] << 8 | s[3]) == ip &&
+           (uint16_t)(sp[0] << 8 | sp[1]) == port;
+}
+
 /** The peer whose (IPv4, port) is the source of the headers at @p hdr
  *  (EM_IPUDP_HDR_LEN bytes, as decoded), or EM_LINK_PEER_UNKNOWN (0xFFFF). */
 uint32_t em_udp_paths_rx_peer(const em_udp_paths_t *t, const uint8_t *hdr);

@@ -21,6 +21,19 @@
  * is refused at set_peer with the reason, not left to time out; udp
  * framing: MAC, queue, IPv4 address, UDP port (14 bytes).
  *
+ * First contact (link.h tx_to, rx_from): tx_to builds the headers from the
+ * address it is given, without a peer entry: L2, the Ethernet header to
+ * the address's MAC (8 or 12 bytes; no segment check, which set_peer
+ * makes once per peer); udp framing (14 bytes), to its IPv4 address and
+ * port through the next hop known now: a peer's at that address, the
+ * broadcast, group and cable rules, or the kernel's neighbour table as it
+ * is (link/ipudp_paths.h em_udp_paths_tmpl_to): without an entry tx_to
+ * never waits; it has the kernel ARP and answers -EHOSTUNREACH, and the
+ * handshake's retry finds the entry.  rx_from is rx_peer's judgment
+ * against one address: the source MAC in L2 framing, the source IPv4 and
+ * UDP port in udp framing (never the MAC: behind a router it is the
+ * router's).
+ *
  * Ports: a process opens up to EM_DPDK_MAX_PORTS ports (a ';'-separated
  * device list, one link each), and becomes a DPDK primary: EAL is started
  * with the first port, once per process, with a unique file prefix and the

@@ -24,6 +24,15 @@
  * daemon's ring and the bulk queues in turn.  This file stays DPDK-free:
  * the bulk-queue link is an em_link_t given by the opener.
  *
+ * First contact (link.h tx_to, rx_from): not offered, here or by the
+ * bulk-queue link (both NULL: em_link_has_contact() is false).  First
+ * contact through the daemon needs a daemon protocol change: the daemons
+ * read the frames they carry as data frames (flow resynchronisation,
+ * eager ACKs: src/daemon/emd_fwd.c, emd_ack.c) and know no handshake
+ * frame (proto/hs_wire.h), so they would first have to carry those
+ * untouched between endpoints that have no peer entry for each other.
+ * Over emd the front ends keep the peer numbering they share.
+ *
  * Threading: one thread at a time, like every link.
  */
 #ifndef EM_LINK_EMD_H

@@ -12,6 +12,12 @@
 #include <string.h>
 
 #include "link/link_util.h"
+#include "proto/hs_wire.h" /* header only: em_hs_is and the frame's layout */
+
+/* what the mux reads of a handshake frame (hs_wire.h): its destination
+ * endpoint index, which routes it, and the reply address it names */
+#define HS_DST_EP offsetof(struct em_hs_wire, dst_ep)
+#define HS_REPLY  offsetof(struct em_hs_wire, addr_len)
 
 /* one peer of a member: which base peer (process address) and which slot */
 struct mux_peer {
@@ -31,7 +37,8 @@ struct member {
      * EM_MUX_INBOX frames: [rel, rd) lent to our caller, [rd, wr) waiting */
     uint8_t *ibuf;
     em_pkt_t *ipkt;
-    uint32_t *iup; /* the base link's verdict on each one's source */
+    uint32_t *iup;  /* the base link's verdict on each one's source */
+    uint8_t *ifrom; /* handshake frames: is the source the reply address they name? */
     uint32_t rel, rd, wr;
 };
 
@@ -49,7 +56,7 @@ struct em_link_mux {
     em_link_mux_stats_t st;
 };
 
-static const em_link_ops_t member_ops;
+static const em_link_ops_t member_ops, member_contact_ops;
 
 static struct member *M(em_link_t *l) { return (struct member *)l; }
 
@@ -65,6 +72,38 @@ static uint64_t addr_hash(const uint8_t *b, unsigned len)
 static int is_inbox(const struct member *me, const em_pkt_t *p)
 {
     return me->ipkt && p >= me->ipkt && p < me->ipkt + EM_MUX_INBOX;
+}
+
+static uint32_t be32_at(const uint8_t *b)
+{
+    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+/* The device part of member address @p a (its last byte a slot) into
+ * @p dev.  0, or -EINVAL: @p a is no member's address. */
+static int device_part(const em_link_addr_t *a, em_link_addr_t *dev)
+{
+    if (a->len < 2 || a->len > sizeof a->bytes || a->bytes[a->len - 1] >= EM_MUX_MEMBERS)
+        return -EINVAL;
+    dev->len = (uint8_t)(a->len - 1);
+    memcpy(dev->bytes, a->bytes, dev->len);
+    return 0;
+}
+
+static int addr_eq(const em_link_addr_t *x, const em_link_addr_t *y)
+{
+    return x->len == y->len && memcmp(x->bytes, y->bytes, x->len) == 0;
+}
+
+/* The device part of the reply address handshake frame @p f names (a
+ * member's address).  1, or 0 when it names none. */
+static int reply_device(const uint8_t *f, uint32_t len, em_link_addr_t *dev)
+{
+    if (len < HS_REPLY + 1 || f[HS_REPLY] > EM_HS_ADDR_MAX || len < HS_REPLY + 1 + f[HS_REPLY])
+        return 0;
+    em_link_addr_t a = { .len = f[HS_REPLY] };
+    memcpy(a.bytes, f + HS_REPLY + 1, a.len);
+    return device_part(&a, dev) == 0;
 }
 
 /* ---- transmit --------------------------------------------------------------- */
@@ -97,21 +136,28 @@ static unsigned m_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
     pthread_mutex_lock(&m->mu);
     while (done < n) {
         uint32_t orig[64];
+        uint8_t hs[64];
         unsigned k = 0, want = n - done < 64 ? n - done : 64;
         for (; k < want; k++) {
             em_pkt_t *p = pkts[done + k];
+            /* a handshake frame is routed by its destination endpoint
+             * index (link_mux.h): its bytes stay as they are */
+            hs[k] = (uint8_t)em_hs_is(p->data, p->len);
             /* an unset peer (never sent to by the engine) or an index the
              * slot byte would overwrite: not ours to send; stop here */
-            if (p->peer >= me->npeers || !me->peers[p->peer].set || p->len < 8 || p->data[4])
+            if (p->peer >= me->npeers || !me->peers[p->peer].set || p->len < 8 ||
+                (!hs[k] && p->data[4]))
                 break;
             orig[k] = p->peer;
-            p->data[4] = me->peers[p->peer].slot;
+            if (!hs[k])
+                p->data[4] = me->peers[p->peer].slot;
             p->peer = me->peers[p->peer].up;
         }
         unsigned sent = k ? em_link_tx_burst(m->base, pkts + done, k) : 0;
         for (unsigned i = sent; i < k; i++) {
             pkts[done + i]->peer = orig[i];
-            pkts[done + i]->data[4] = 0;
+            if (!hs[i])
+                pkts[done + i]->data[4] = 0;
         }
         m->st.tx_frames += sent;
         done += sent;
@@ -120,6 +166,24 @@ static unsigned m_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
     }
     pthread_mutex_unlock(&m->mu);
     return done;
+}
+
+/* First contact: a handshake frame (only: a data frame would be routed by
+ * its index, which names no member here) to member address @p a, whose
+ * slot must be the frame's destination endpoint index (the receiving mux
+ * routes by it); sent by the base link to the device part, untouched. */
+static int m_tx_to(em_link_t *l, em_pkt_t *p, const em_link_addr_t *a)
+{
+    em_link_mux_t *m = M(l)->mux;
+    em_link_addr_t dev;
+    if (device_part(a, &dev) != 0 || p->ext_len || !em_hs_is(p->data, p->len) ||
+        p->len < HS_DST_EP + 4 || be32_at(p->data + HS_DST_EP) != a->bytes[a->len - 1])
+        return -EINVAL;
+    pthread_mutex_lock(&m->mu);
+    int rc = m->base->ops->tx_to(m->base, p, &dev);
+    m->st.tx_frames += rc == 0;
+    pthread_mutex_unlock(&m->mu);
+    return rc;
 }
 
 static int m_flush(em_link_t *l)
@@ -134,16 +198,18 @@ static int m_flush(em_link_t *l)
 /* ---- receive ---------------------------------------------------------------- */
 
 /* copy @p p into @p to's inbox (its buffers on first use); 0 or -1 (full) */
-static int inbox_put(em_link_mux_t *m, struct member *to, const em_pkt_t *p, uint32_t up)
+static int inbox_put(em_link_mux_t *m, struct member *to, const em_pkt_t *p, uint32_t up,
+                     uint8_t from)
 {
     uint32_t mtu = m->base->mtu;
     if (!to->ibuf) {
         to->ibuf = malloc((size_t)EM_MUX_INBOX * mtu);
         to->ipkt = calloc(EM_MUX_INBOX, sizeof *to->ipkt);
         to->iup = calloc(EM_MUX_INBOX, sizeof *to->iup);
-        if (!to->ibuf || !to->ipkt || !to->iup) {
-            free(to->ibuf), free(to->ipkt), free(to->iup);
-            to->ibuf = NULL, to->ipkt = NULL, to->iup = NULL;
+        to->ifrom = calloc(EM_MUX_INBOX, 1);
+        if (!to->ibuf || !to->ipkt || !to->iup || !to->ifrom) {
+            free(to->ibuf), free(to->ipkt), free(to->iup), free(to->ifrom);
+            to->ibuf = NULL, to->ipkt = NULL, to->iup = NULL, to->ifrom = NULL;
             return -1;
         }
     }
@@ -157,6 +223,7 @@ static int inbox_put(em_link_mux_t *m, struct member *to, const em_pkt_t *p, uin
     q->cls = p->cls;
     memcpy(q->data, p->data, p->len);
     to->iup[i] = up;
+    to->ifrom[i] = from;
     to->wr++;
     return 0;
 }
@@ -172,20 +239,32 @@ static unsigned sort_burst(struct member *me, em_pkt_t **pkts, unsigned max)
     unsigned k = em_link_rx_burst(b, got, max < 64 ? max : 64);
     for (unsigned i = 0; i < k; i++) {
         em_pkt_t *p = got[i];
-        if (p->len < 8) {
+        int hs = em_hs_is(p->data, p->len);
+        if (p->len < (hs ? HS_DST_EP + 4 : 8)) {
             m->st.rx_short++;
             rel[nrel++] = p;
             continue;
         }
-        unsigned slot = p->data[4];
-        p->data[4] = 0; /* the member's protocol sees its own index */
+        /* a handshake frame names its member by its destination endpoint
+         * index (link_mux.h: a member's is its slot), a data frame by its
+         * index's top byte, cleared: the member's protocol sees its own */
+        uint32_t ep = hs ? be32_at(p->data + HS_DST_EP) : p->data[4];
+        unsigned slot = ep < EM_MUX_MEMBERS ? (unsigned)ep : EM_MUX_MEMBERS;
+        if (!hs)
+            p->data[4] = 0;
+        m->st.rx_hs += (uint64_t)hs;
         if (slot == me->slot) {
             pkts[n++] = p;
             m->lent++;
             m->st.rx_own++;
         } else if (slot < EM_MUX_MEMBERS && m->mem[slot]) {
             uint32_t up = b->ops->rx_peer ? b->ops->rx_peer(b, p) : EM_LINK_PEER_UNKNOWN;
-            if (inbox_put(m, m->mem[slot], p, up) == 0)
+            /* the source is judged while the base still has the frame:
+             * for a handshake frame, against the reply address it names */
+            em_link_addr_t dev;
+            uint8_t from = hs && b->ops->rx_from && reply_device(p->data, p->len, &dev) &&
+                           b->ops->rx_from(b, p, &dev);
+            if (inbox_put(m, m->mem[slot], p, up, from) == 0)
                 m->st.rx_passed++;
             else
                 m->st.rx_inbox_full++;
@@ -269,6 +348,32 @@ static uint32_t m_rx_peer(em_link_t *l, const em_pkt_t *p)
     return who;
 }
 
+/* The base link's rx_from with the device part of @p a.  A frame copied
+ * into our inbox was judged when it was sorted: a handshake frame against
+ * the reply address it names; against another address (and a data frame
+ * against any) through the base peer its source is, when it is one. */
+static bool m_rx_from(em_link_t *l, const em_pkt_t *p, const em_link_addr_t *a)
+{
+    struct member *me = M(l);
+    em_link_mux_t *m = me->mux;
+    em_link_addr_t dev, reply;
+    if (device_part(a, &dev) != 0)
+        return false;
+    bool ok;
+    pthread_mutex_lock(&m->mu);
+    if (is_inbox(me, p)) {
+        uint32_t i = (uint32_t)(p - me->ipkt), up = me->iup[i];
+        if (reply_device(p->data, p->len, &reply) && addr_eq(&reply, &dev))
+            ok = me->ifrom[i];
+        else
+            ok = up < m->nup && addr_eq(&m->upaddr[up], &dev);
+    } else {
+        ok = m->base->ops->rx_from(m->base, p, &dev);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return ok;
+}
+
 /* ---- peers -------------------------------------------------------------------- */
 
 /* the base peer for base address @p a (numbered and set on first sight) */
@@ -302,15 +407,14 @@ static int m_set_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
 {
     struct member *me = M(l);
     em_link_mux_t *m = me->mux;
-    if (a->len < 2 || a->len > sizeof a->bytes || a->bytes[a->len - 1] >= EM_MUX_MEMBERS)
+    em_link_addr_t b;
+    if (device_part(a, &b) != 0)
         return -EINVAL; /* no member address (a peer on an unshared link?) */
     /* the index's top byte carries the receiving member's slot (link_mux.h):
      * a frame from peer 2^24 or above would name another member, so such a
      * peer number cannot be a member's (the protocol's are 32 bits) */
     if (peer >= 1u << EM_MUX_INDEX_BITS)
         return -EINVAL;
-    em_link_addr_t b = { .len = (uint8_t)(a->len - 1) };
-    memcpy(b.bytes, a->bytes, b.len);
     uint32_t up;
     pthread_mutex_lock(&m->mu);
     int rc = base_peer(m, &b, &up);
@@ -366,6 +470,7 @@ static void m_close(em_link_t *l)
     free(me->ibuf);
     free(me->ipkt);
     free(me->iup);
+    free(me->ifrom);
     free(me);
     if (!left)
         mux_free(m);
@@ -389,6 +494,23 @@ static const em_link_ops_t member_ops = {
     .close = m_close,
     .rx_peer = m_rx_peer,
     .wait_fd = m_wait_fd,
+};
+
+/* the members of a base that can run first contact (link.h tx_to, rx_from) */
+static const em_link_ops_t member_contact_ops = {
+    .name = "mux",
+    .tx_alloc = m_tx_alloc,
+    .tx_burst = m_tx_burst,
+    .tx_free = m_tx_free,
+    .rx_burst = m_rx_burst,
+    .rx_release = m_rx_release,
+    .flush = m_flush,
+    .set_peer = m_set_peer,
+    .close = m_close,
+    .rx_peer = m_rx_peer,
+    .wait_fd = m_wait_fd,
+    .tx_to = m_tx_to,
+    .rx_from = m_rx_from,
 };
 
 /* ---- the mux ------------------------------------------------------------------ */
@@ -428,7 +550,7 @@ em_link_t *em_link_mux_join(em_link_mux_t *m, char *err, size_t errlen)
     }
     me->mux = m;
     me->slot = slot;
-    me->link.ops = &member_ops;
+    me->link.ops = em_link_has_contact(m->base) ? &member_contact_ops : &member_ops;
     me->link.mtu = m->base->mtu;
     me->link.flags = m->base->flags;
     me->link.local = m->base->local;
@@ -440,7 +562,10 @@ em_link_t *em_link_mux_join(em_link_mux_t *m, char *err, size_t errlen)
     return &me->link;
 }
 
-int em_link_is_mux(const em_link_t *l) { return l && l->ops == &member_ops; }
+int em_link_is_mux(const em_link_t *l)
+{
+    return l && (l->ops == &member_ops || l->ops == &member_contact_ops);
+}
 
 em_link_t *em_link_mux_base(em_link_t *l)
 {

@@ -40,6 +40,24 @@
  * resends it.  A frame naming a slot with no member, or too short to carry
  * an index, is dropped and counted.
  *
+ * First contact (wire v3's handshake, proto/hs_wire.h): in first contact a
+ * member's endpoint index is its slot.  A handshake frame (em_hs_is: magic
+ * 0xE5, version 3, type 16..19) carries no wire index; the mux routes it
+ * by its destination endpoint index (big-endian, offset 8) instead of the
+ * index's top byte, and writes and clears nothing in it either way.  A
+ * destination index that names no member (16 or above, or an empty slot)
+ * is dropped and counted as rx_no_member.  A member's tx_to (only over a
+ * base that has tx_to and rx_from; em_link_has_contact tells) takes
+ * handshake frames only, whose destination endpoint index must be the
+ * slot the address names (-EINVAL otherwise: the receiving mux would hand
+ * the frame to another member), and has the base send them to the
+ * address's device part.  A member's rx_from is the base's with the device
+ * part of the address; for a frame another member sorted into its inbox,
+ * the base judged the source at sorting time against the reply address the
+ * handshake frame names (the address the handshake asks about), and
+ * against any other address the answer comes from the base peer the
+ * source is (false when it is none).
+ *
  * Source addresses: the base link judges a frame's source address
  * (em_link_ops::rx_peer) at the moment the mux sorts it.  A member's
  * rx_peer answers with the member's peer the frame claims to be when that
@@ -77,6 +95,7 @@ typedef struct em_link_mux_stats {
     uint64_t rx_no_member;  /**< dropped: the frame's slot has no member */
     uint64_t rx_short;      /**< dropped: too short to name a slot */
     uint64_t tx_frames;     /**< frames the members handed to the base link */
+    uint64_t rx_hs;         /**< handshake frames sorted by their destination endpoint */
 } em_link_mux_stats_t;
 
 /**

@@ -19,7 +19,10 @@
  * the port with SO_REUSEPORT (same user only, the kernel's rule) and keep
  * nothing they receive (a drop-all filter).  The address a link publishes
  * is IPv4, receive port, send port; frames are taken as a peer's by their
- * source, its IPv4 and send port (rx_peer).
+ * source, its IPv4 and send port (rx_peer).  First contact (tx_to, to an
+ * address no peer has) goes through the shared unconnected socket, with
+ * no peer entry, source mapping or connected socket made; rx_from judges
+ * a datagram's source as rx_peer would, against one address.
  *
  * Budgets: UDP_TX_POOL frames of mtu bytes; rx_batch (<= UDP_RX_SLOTS) slots
  * of mtu bytes (64 KiB with GRO: the largest coalesced datagram);
@@ -161,22 +164,6 @@ static int peer_known(const struct udp_link *u, uint32_t peer)
     return peer < u->npeers && u->peers[peer].rx.sin_port != 0;
 }
 
-/**
- * Ask for @p want bytes of buffer @p opt (SO_SNDBUF or SO_RCVBUF) on @p fd.
- * As root the FORCE variant @p force passes net.core.[rw]mem_max; otherwise
- * the kernel clamps to those sysctls, which em_link_udp_buf_warning()
- * reports.  @return the usable bytes granted (0 if unknown).
- */
-static int ask_buf(int fd, int force, int opt, int want)
-{
-    int v;
-    socklen_t sl = sizeof v;
-    if (setsockopt(fd, SOL_SOCKET, force, &want, sizeof want) != 0)
-        setsockopt(fd, SOL_SOCKET, opt, &want, sizeof want);
-    /* getsockopt answers twice the usable size (the kernel's bookkeeping share) */
-    return getsockopt(fd, SOL_SOCKET, opt, &v, &sl) == 0 ? v / 2 : 0;
-}
-
 /* A socket bound to our send port (shared with SO_REUSEPORT) that keeps
  * nothing it receives, with cfg.sock_buf of send buffer (the bytes granted
  * in *@p granted if given); connected to @p to if given.  -1 on failure. */
@@ -193,7 +180,7 @@ static int open_send_socket(const struct udp_link *u, const struct sockaddr_in *
         close(fd);
         return -1;
     }
-    int g = ask_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF, u->sock_buf);
+    int g = em_sock_ask_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF, u->sock_buf);
     if (granted)
         *granted = g;
     return fd;
@@ -607,6 +594,44 @@ static int udp_set_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
                : -ENOMEM;
 }
 
+/* First contact (link.h tx_to): one datagram to @p a through the shared
+ * unconnected send socket, so it leaves from our send port like every
+ * frame, and no peer entry, source mapping or connected socket is made. */
+static int udp_tx_to(em_link_t *l, em_pkt_t *p, const em_link_addr_t *a)
+{
+    struct udp_link *u = (struct udp_link *)l;
+    struct sockaddr_in to = { .sin_family = AF_INET };
+    memcpy(&to.sin_addr.s_addr, a->bytes, 4);
+    memcpy(&to.sin_port, a->bytes + 4, 2);
+    if ((a->len != 6 && a->len != 8) || !to.sin_port || p->len + p->ext_len > l->mtu)
+        return -EINVAL;
+    em_link_pkt_flatten(p); /* the pool buffer holds mtu bytes */
+    const struct sockaddr *sa = (const struct sockaddr *)&to;
+    if (sendto(u->sfd, p->data, p->len, MSG_DONTWAIT, sa, sizeof to) < 0) {
+        int e = errno;
+        if (e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS || e == EINTR)
+            return -EAGAIN;
+        u->st.tx_errors++;
+        return e == ENETUNREACH || e == EHOSTUNREACH ? -EHOSTUNREACH : -e;
+    }
+    u->st.tx_dgrams++;
+    u->st.tx_frames++;
+    udp_tx_free(l, p);
+    return 0;
+}
+
+/* rx_peer's judgment (src_key) against one address: the datagram came from
+ * its IPv4 address and send port (the receive port in the 6-byte form) */
+static bool udp_rx_from(em_link_t *l, const em_pkt_t *p, const em_link_addr_t *a)
+{
+    (void)l;
+    const struct sockaddr_in *s = p->priv;
+    if (!s || s->sin_family != AF_INET || (a->len != 6 && a->len != 8))
+        return false;
+    return memcmp(&s->sin_addr.s_addr, a->bytes, 4) == 0 &&
+           memcmp(&s->sin_port, a->bytes + (a->len == 8 ? 6 : 4), 2) == 0;
+}
+
 static void udp_close(em_link_t *l)
 {
     struct udp_link *u = (struct udp_link *)l;
@@ -638,6 +663,8 @@ static const em_link_ops_t udp_ops = {
     .close = udp_close,
     .rx_peer = udp_rx_peer,
     .wait_fd = udp_wait_fd,
+    .tx_to = udp_tx_to,
+    .rx_from = udp_rx_from,
 };
 
 em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
@@ -682,7 +709,7 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
     u->sock_buf = cfg->sock_buf ? cfg->sock_buf : 4 << 20;
     u->info.sndbuf_req = u->info.rcvbuf_req = u->sock_buf;
     snprintf(u->info.ifname, sizeof u->info.ifname, "%s", ifname);
-    u->info.rcvbuf = ask_buf(u->fd, SO_RCVBUFFORCE, SO_RCVBUF, u->sock_buf);
+    u->info.rcvbuf = em_sock_ask_buf(u->fd, SO_RCVBUFFORCE, SO_RCVBUF, u->sock_buf);
     u->gso = !cfg->no_gso;
     if (!cfg->no_gro) {
         int one = 1;
@@ -751,25 +778,6 @@ void em_link_udp_info(const em_link_t *l, em_udp_info_t *out)
     *out = ((const struct udp_link *)l)->info;
 }
 
-int em_link_udp_buf_warning(const em_link_t *l, char *buf, size_t len)
-{
-    const em_udp_info_t *i = &((const struct udp_link *)l)->info;
-    int rcv = i->rcvbuf < i->rcvbuf_req, snd = i->sndbuf < i->sndbuf_req;
-    if (!rcv && !snd)
-        return 0;
-    char fix[128];
-    snprintf(fix, sizeof fix, "%s%.0d%s%s%.0d", rcv ? "net.core.rmem_max=" : "",
-             rcv ? i->rcvbuf_req : 0, rcv && snd ? " " : "", snd ? "net.core.wmem_max=" : "",
-             snd ? i->sndbuf_req : 0);
-    snprintf(buf, len,
-             "the kernel granted UDP socket buffers of %d KiB (receive) and %d KiB "
-             "(send) where %d KiB were asked for, so bursts beyond that are dropped and resent "
-             "(lost bandwidth); raise the limit on every node (as root: sysctl -w %s) or lower "
-             "btl_rudp_sock_buf",
-             i->rcvbuf / 1024, i->sndbuf / 1024, i->rcvbuf_req / 1024, fix);
-    return 1;
-}
-
 int em_link_udp_fd(const em_link_t *l) { return ((const struct udp_link *)l)->fd; }
 
 int em_link_udp_send_fd(em_link_t *l, uint32_t peer)
@@ -777,19 +785,4 @@ int em_link_udp_send_fd(em_link_t *l, uint32_t peer)
     struct udp_link *u = (struct udp_link *)l;
     int connected;
     return peer_known(u, peer) ? tx_sock(u, peer, &connected) : u->sfd;
-}
-
-void em_link_udp_addr_str(const em_link_addr_t *a, char *buf, size_t len)
-{
-    char ip[INET_ADDRSTRLEN] = "?";
-    uint16_t port = 0, from = 0;
-    if (a->len == 6 || a->len == 8) {
-        inet_ntop(AF_INET, a->bytes, ip, sizeof ip);
-        memcpy(&port, a->bytes + 4, 2);
-        memcpy(&from, a->bytes + (a->len == 8 ? 6 : 4), 2);
-    }
-    if (from != port)
-        snprintf(buf, len, "%s:%u (sends from port %u)", ip, ntohs(port), ntohs(from));
-    else
-        snprintf(buf, len, "%s:%u", ip, ntohs(port));
 }

@@ -18,7 +18,15 @@
  *    Sizes from the kernel are checked against the frame size like any
  *    datagram.
  *
- * Address blob: 4 bytes IPv4 + 2 bytes port, network byte order.
+ * Address blob: 4 bytes IPv4, 2 bytes receive port, 2 bytes send port
+ * (8 bytes, what em_link_udp_open publishes), network byte order; 6 bytes
+ * (no send port): a sender whose frames leave from its receive port.
+ *
+ * First contact (link.h tx_to, rx_from): tx_to sends one datagram with
+ * sendto(2) through the shared unconnected send socket (from our send
+ * port, as every frame), so no peer entry, source mapping or connected
+ * socket is made; rx_from says whether a datagram's source is the
+ * address's IPv4 and send port (rx_peer's judgment without a peer).
  */
 #ifndef EM_LINK_UDP_H
 #define EM_LINK_UDP_H

@@ -205,6 +205,16 @@ int em_pick_ipv4_iface(const char *sel, struct in_addr *addr, char *name, size_t
     return -1;
 }
 
+int em_sock_ask_buf(int fd, int force, int opt, int want)
+{
+    int v;
+    socklen_t sl = sizeof v;
+    if (setsockopt(fd, SOL_SOCKET, force, &want, sizeof want) != 0)
+        setsockopt(fd, SOL_SOCKET, opt, &want, sizeof want);
+    /* getsockopt answers twice the usable size (the kernel's bookkeeping share) */
+    return getsockopt(fd, SOL_SOCKET, opt, &v, &sl) == 0 ? v / 2 : 0;
+}
+
 int em_sock_drop_all_input(int fd)
 {
     struct sock_filter drop = BPF_STMT(BPF_RET | BPF_K, 0);

@@ -68,6 +68,14 @@ uint32_t em_if_mtu(const char *ifname);
 int em_pick_ipv4_iface(const char *sel, struct in_addr *addr, char *name, size_t namelen, char *err,
                        size_t errlen);
 
+/**
+ * Ask for @p want bytes of buffer @p opt (SO_SNDBUF or SO_RCVBUF) on @p fd.
+ * As root the FORCE variant @p force passes net.core.[rw]mem_max; otherwise
+ * the kernel clamps to those sysctls (em_link_udp_buf_warning() reports
+ * it).  @return the usable bytes granted (0 if unknown).
+ */
+int em_sock_ask_buf(int fd, int force, int opt, int want);
+
 /** Attach a filter that keeps no byte of any datagram sent to socket @p fd
  *  (a send-only socket: a stranger's datagrams then cost no buffer; the
  *  kernel counts them as the socket's drops).  setsockopt's result. */

@@ -269,10 +269,10 @@ int em_nexthop_resolve(uint32_t dst, const char *ifname, uint32_t wait_ms, em_ne
                      strerror(errno));
             return -1;
         }
-        if (t >= wait_ms)
-            break;
         if (t % 500 == 0)
             kick_resolution(dst); /* the kernel ARPs for the next hop */
+        if (t >= wait_ms)
+            break; /* wait_ms 0: asked once, the answer comes later */
         nanosleep(&(struct timespec){ .tv_nsec = 5000000 }, NULL);
     }
     if (r.gateway)

@@ -66,7 +66,9 @@ int em_neigh_get(int ifindex, uint32_t ip, uint8_t mac[6]);
  * Route to @p dst, which must leave through @p ifname, and the next hop's
  * MAC.  Without a neighbour entry: one kernel UDP datagram to @p dst port
  * 9 (discard) makes the kernel resolve the next hop by ARP; the table is
- * polled every 5 ms for up to @p wait_ms.
+ * polled every 5 ms for up to @p wait_ms.  @p wait_ms 0: one look, and
+ * without an entry the datagram is still sent, so the kernel resolves it
+ * in the background while the caller goes on (and asks again later).
  * @return 0, or -1 with a sentence naming the cause in @p err (no route,
  * the route leaves through another interface, no ARP answer from the next
  * hop or the gateway within @p wait_ms).

@@ -53,6 +53,22 @@ static inline void em_test_send_str(em_link_t *l, uint32_t peer, const char *s)
     em_test_send(l, peer, s, (uint32_t)strlen(s), NULL, 0);
 }
 
+/** First contact (link.h tx_to): one frame of @p s's bytes to address
+ *  @p a, named by no peer.  @return the link's answer; a frame it did not
+ *  take is given back. */
+static inline int em_test_tx_to_str(em_link_t *l, const em_link_addr_t *a, const char *s)
+{
+    em_pkt_t *p = em_link_tx_alloc(l);
+    assert_non_null(p);
+    p->len = (uint32_t)strlen(s);
+    memcpy(p->data, s, p->len);
+    p->peer = 0xFFFFFFF0u; /* no peer: tx_to reads the address only */
+    int rc = l->ops->tx_to(l, p, a);
+    if (rc != 0)
+        em_link_tx_free(l, p);
+    return rc;
+}
+
 /**
  * A link wrapped around another by a test (to refuse frames, to map
  * addresses): the first member of the test's own link struct.  The

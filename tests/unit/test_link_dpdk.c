@@ -5,7 +5,8 @@
  * so the program has three modes, each its own meson test:
  *   (no argument)  framing and contents through the loopback; a frame of
  *                  another ethertype, injected with raw DPDK calls, is
- *                  dropped and counted
+ *                  dropped and counted; first contact (tx_to to a MAC
+ *                  no peer has, rx_from by source MAC)
  *   --loss         seeded 50 % receive loss drops about half, counted
  *   --bad-device   an af_xdp port on a missing interface fails with a
  *                  message naming it
@@ -13,6 +14,7 @@
  *                  extra queue pairs with the caller's pools; a caller
  *                  without a pool fails the open and undoes
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -130,6 +132,72 @@ static void test_foreign_ethertype_dropped(void **st)
     assert_string_equal(got[0], "after");
     assert_int_equal(em_link_dpdk_stats(L)->rx_foreign, 1);
     rte_mempool_free(mp);
+}
+
+/* one received frame, or NULL after 2000 polls (more than one: a failure) */
+static em_pkt_t *recv_one(em_link_t *l)
+{
+    em_pkt_t *pk[4];
+    unsigned n = 0;
+    for (int tries = 0; tries < 2000 && n == 0; tries++)
+        n = em_link_rx_burst(l, pk, 4);
+    assert_true(n <= 1);
+    return n ? pk[0] : NULL;
+}
+
+/* First contact: tx_to a MAC no peer has (the ring loops it back: its
+ * source is ours, its bytes intact, its destination that MAC); a frame
+ * from that MAC is still no peer's (tx_to made no entry) and rx_from
+ * tells the two sources apart; addresses of other lengths are refused. */
+static void test_tx_to_rx_from(void **st)
+{
+    (void)st;
+    assert_true(em_link_has_contact(L));
+    const em_link_addr_t x = { .len = EM_DPDK_ADDR_L2, .bytes = { 0x02, 0, 0, 0, 0, 0x99 } };
+    uint64_t sent = em_link_dpdk_stats(L)->tx_frames;
+    assert_int_equal(em_test_tx_to_str(L, &x, "first contact"), 0);
+    assert_int_equal(em_link_dpdk_stats(L)->tx_frames, sent + 1);
+    em_pkt_t *r = recv_one(L);
+    assert_non_null(r);
+    assert_int_equal(r->len, 13);
+    assert_memory_equal(r->data, "first contact", 13);
+    const struct rte_ether_hdr *eh = rte_pktmbuf_mtod((struct rte_mbuf *)r->priv, void *);
+    assert_memory_equal(eh->dst_addr.addr_bytes, x.bytes, 6);
+    assert_true(L->ops->rx_from(L, r, &L->local));
+    assert_false(L->ops->rx_from(L, r, &x));
+    em_link_addr_t self12 = L->local; /* the form with an IPv4 address */
+    self12.len = EM_DPDK_ADDR_L2_IP;
+    assert_true(L->ops->rx_from(L, r, &self12));
+    self12.len = EM_DPDK_ADDR_UDP;
+    assert_false(L->ops->rx_from(L, r, &self12));
+    em_link_rx_release(L, &r, 1);
+    /* a frame from x's MAC */
+    struct rte_mempool *mp = rte_pktmbuf_pool_create("test_raw_fc", 63, 0, 0,
+                                                     RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+    assert_non_null(mp);
+    struct rte_mbuf *m = rte_pktmbuf_alloc(mp);
+    uint8_t f[60];
+    memset(f, 'y', sizeof f);
+    memcpy(f, L->local.bytes, 6);
+    memcpy(f + 6, x.bytes, 6);
+    f[12] = EM_ETHERTYPE >> 8, f[13] = EM_ETHERTYPE & 0xff;
+    char *d = rte_pktmbuf_append(m, sizeof f);
+    assert_non_null(d);
+    memcpy(d, f, sizeof f);
+    assert_int_equal(rte_eth_tx_burst(0, 0, &m, 1), 1);
+    assert_non_null(r = recv_one(L));
+    assert_int_equal(L->ops->rx_peer(L, r), EM_LINK_PEER_UNKNOWN);
+    assert_true(L->ops->rx_from(L, r, &x));
+    assert_false(L->ops->rx_from(L, r, &L->local));
+    em_link_rx_release(L, &r, 1);
+    rte_mempool_free(mp);
+    const uint8_t bad[] = { 0, 6, 7, 9, EM_DPDK_ADDR_UDP };
+    for (unsigned i = 0; i < sizeof bad; i++) {
+        em_link_addr_t b = x;
+        b.len = bad[i];
+        assert_int_equal(em_test_tx_to_str(L, &b, "refused"), -EINVAL);
+    }
+    assert_null(recv_one(L));
 }
 
 static int loss_mode(void)
@@ -398,6 +466,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_loopback_frames),  cmocka_unit_test(test_foreign_ethertype_dropped),
         cmocka_unit_test(test_gather_payload),   cmocka_unit_test(test_shared_port),
         cmocka_unit_test(test_shared_ring_full), cmocka_unit_test(test_shared_port_other_list),
+        cmocka_unit_test(test_tx_to_rx_from),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     em_link_close(L);

@@ -9,8 +9,10 @@
  * checksummed across its two pieces, rx_peer by source (IPv4, port), frames
  * broken by hand (bad checksum, fragment, foreign port) refused and
  * counted, a framing mismatch refused with its reason, and a second user
- * of the port (the broadcast channel, port 29718) demultiplexed by port.
+ * of the port (the broadcast channel, port 29718) demultiplexed by port;
+ * first contact (tx_to an address no peer has, rx_from by IPv4 and port).
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -144,6 +146,69 @@ static void test_refused_frames(void **st)
     assert_int_equal(s->rx_foreign, foreign + 1); /* another port: not ours at all */
 }
 
+static void unchanged(uint8_t *f) { (void)f; }
+
+/* one received frame, or NULL after 2000 polls (more than one: a failure) */
+static em_pkt_t *recv_one(void)
+{
+    em_pkt_t *pk[4];
+    unsigned n = 0;
+    for (int tries = 0; tries < 2000 && n == 0; tries++)
+        n = em_link_rx_burst(L, pk, 4);
+    assert_true(n <= 1);
+    return n ? pk[0] : NULL;
+}
+
+/* First contact: tx_to our own address (the cable: the blob's MAC is the
+ * next hop) arrives intact, judged by rx_from by (IPv4, port); tx_to to
+ * 10.0.0.1:1, which no peer is, leaves with that destination (the ring
+ * brings it back, to port 1: not ours) and makes no peer of it: a frame
+ * from 10.0.0.1:1 is still no peer's; L2 addresses are refused. */
+static void test_tx_to_rx_from(void **st)
+{
+    (void)st;
+    const em_dpdk_stats_t *s = em_link_dpdk_stats(L);
+    assert_true(em_link_has_contact(L));
+    assert_int_equal(em_test_tx_to_str(L, &L->local, "first contact"), 0);
+    em_pkt_t *r = recv_one();
+    assert_non_null(r);
+    assert_int_equal(r->len, 13);
+    assert_memory_equal(r->data, "first contact", 13);
+    assert_true(L->ops->rx_from(L, r, &L->local));
+    em_link_addr_t o = L->local;
+    o.bytes[13] ^= 1; /* another port */
+    assert_false(L->ops->rx_from(L, r, &o));
+    o = L->local;
+    o.bytes[11] ^= 1; /* another IPv4 address */
+    assert_false(L->ops->rx_from(L, r, &o));
+    o = L->local;
+    o.bytes[0] ^= 2; /* another MAC: not judged (a router's, across one) */
+    assert_true(L->ops->rx_from(L, r, &o));
+    o.len = EM_DPDK_ADDR_L2_IP;
+    assert_false(L->ops->rx_from(L, r, &o));
+    em_link_rx_release(L, &r, 1);
+    /* to 10.0.0.1:1 */
+    em_link_addr_t x = { .len = EM_DPDK_ADDR_UDP,
+                         .bytes = { 0x02, 0, 0, 0, 0, 0x77, 0, 0, 10, 0, 0, 1, 0, 1 } };
+    uint64_t foreign = s->rx_foreign;
+    assert_int_equal(em_test_tx_to_str(L, &x, "to a stranger"), 0);
+    assert_null(recv_one());
+    assert_int_equal(s->rx_foreign, foreign + 1); /* to port 1: not ours */
+    inject(unchanged);                            /* from 10.0.0.1:1 */
+    assert_non_null(r = recv_one());
+    assert_int_equal(L->ops->rx_peer(L, r), EM_LINK_PEER_UNKNOWN);
+    assert_true(L->ops->rx_from(L, r, &x));
+    assert_false(L->ops->rx_from(L, r, &L->local));
+    em_link_rx_release(L, &r, 1);
+    const uint8_t bad[] = { 0, EM_DPDK_ADDR_L2, EM_DPDK_ADDR_L2_IP, 13, 15 };
+    for (unsigned i = 0; i < sizeof bad; i++) {
+        o = L->local;
+        o.len = bad[i];
+        assert_int_equal(em_test_tx_to_str(L, &o, "refused"), -EINVAL);
+    }
+    assert_null(recv_one());
+}
+
 static void test_shared_by_port(void **st)
 {
     (void)st;
@@ -181,10 +246,9 @@ int main(void)
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_address_and_loopback),
-        cmocka_unit_test(test_gather_checksum),
-        cmocka_unit_test(test_refused_frames),
-        cmocka_unit_test(test_shared_by_port),
+        cmocka_unit_test(test_address_and_loopback), cmocka_unit_test(test_gather_checksum),
+        cmocka_unit_test(test_refused_frames),       cmocka_unit_test(test_shared_by_port),
+        cmocka_unit_test(test_tx_to_rx_from),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     em_link_close(L);

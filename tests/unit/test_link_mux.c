@@ -14,7 +14,9 @@
  * drop_source), and closing the members (the base closes with the last).
  * Peer numbers above 16 bits (70,000 and 100,000) through two members,
  * and the refusal of a peer number the index's slot byte would overwrite
- * (2^24 and above).
+ * (2^24 and above).  First contact: handshake frames sent with tx_to
+ * reach the member their destination endpoint index names, untouched, and
+ * one for no member is dropped and counted.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -29,6 +31,7 @@
 #include "engine/engine.h"
 #include "link/link_mux.h"
 #include "link/link_sim.h"
+#include "proto/hs_wire.h"
 #include "proto/wire.h"
 
 /* ---- link_sim's links with their close counted: a mux must close its
@@ -428,12 +431,186 @@ static void wide_peers(void **state)
     em_sim_destroy(s);
 }
 
+/* ---- first contact (link_mux.h): handshake frames routed by their
+ * destination endpoint index, sent untouched, judged by the base ---- */
+
+/* a handshake frame of type INIT from endpoint @p src_ep to @p dst_ep
+ * naming reply address @p reply, the other bytes a pattern of @p seed */
+static void hs_frame(uint8_t *f, uint32_t src_ep, uint32_t dst_ep, const em_link_addr_t *reply,
+                     unsigned seed)
+{
+    for (unsigned i = 0; i < EM_HS_LEN; i++)
+        f[i] = (uint8_t)(seed * 13 + i);
+    f[0] = EM_HS_MAGIC, f[1] = EM_HS_VERSION, f[2] = EM_HS_INIT, f[3] = 0;
+    for (unsigned i = 0; i < 4; i++) {
+        f[4 + i] = (uint8_t)(src_ep >> (24 - 8 * i));
+        f[8 + i] = (uint8_t)(dst_ep >> (24 - 8 * i));
+    }
+    memset(f + 64, 0, EM_HS_LEN - 64);
+    f[64] = reply->len;
+    memcpy(f + 65, reply->bytes, reply->len);
+}
+
+/* tx_to frame @p f from @p l to @p a: the link's answer */
+static int send_to(em_link_t *l, const uint8_t *f, uint32_t len, const em_link_addr_t *a)
+{
+    em_pkt_t *p = em_link_tx_alloc(l);
+    assert_non_null(p);
+    memcpy(p->data, f, len);
+    p->len = len;
+    p->peer = 424242; /* no peer: tx_to reads the address only */
+    int rc = l->ops->tx_to(l, p, a);
+    if (rc != 0)
+        em_link_tx_free(l, p);
+    return rc;
+}
+
+/* what @p l receives within a simulated second (at most one frame) */
+static em_pkt_t *recv_within(em_sim_t *s, em_link_t *l)
+{
+    em_pkt_t *rx[2];
+    unsigned k = 0;
+    for (int i = 0; i < 1000 && !k; i++) {
+        em_sim_set_now(s, em_sim_now(s) + 1000000);
+        k = em_link_rx_burst(l, rx, 2);
+    }
+    assert_true(k <= 1);
+    return k ? rx[0] : NULL;
+}
+
+/* A handshake frame sent with tx_to to slot 1's address reaches member 1
+ * (through member 0's poll and member 1's inbox, and in place), intact:
+ * the slot byte is written into no handshake frame.  A frame for an empty
+ * slot or an endpoint index of 16 or more is dropped and counted, one
+ * whose source endpoint's top byte names another slot goes by its
+ * destination.  rx_from judges the base address; tx_to makes no peer;
+ * addresses that name no member, frames that are not handshake frames and
+ * a destination endpoint that is not the address's slot are refused. */
+static void first_contact(void **state)
+{
+    (void)state;
+    em_sim_cfg_t sc;
+    em_sim_cfg_default(&sc);
+    em_sim_t *s = em_sim_create(3, &sc); /* node 2: no mux */
+    assert_non_null(s);
+    em_link_mux_t *m[2] = { NULL, NULL };
+    char err[160];
+    for (unsigned n = 0; n < 2; n++)
+        assert_non_null(em_link_mux_create(em_sim_link(s, n), &m[n]));
+    em_link_t *a0 = em_link_mux_join(m[0], err, sizeof err);
+    em_link_t *b0 = em_link_mux_join(m[1], err, sizeof err);
+    em_link_t *b1 = em_link_mux_join(m[1], err, sizeof err);
+    em_link_t *x = em_sim_link(s, 2);
+    assert_true(a0 && b0 && b1 && em_link_has_contact(a0) && em_link_has_contact(b1));
+    const em_link_mux_stats_t *st = em_link_mux_stats(b0);
+    uint8_t f[EM_HS_LEN];
+    em_link_addr_t xa = { .len = 2, .bytes = { 2, 0 } }; /* node 2 as a member address */
+
+    /* to B1, sorted by B0's poll into B1's inbox */
+    hs_frame(f, 0, 1, &a0->local, 1);
+    assert_int_equal(send_to(a0, f, EM_HS_LEN, &b1->local), 0);
+    assert_null(recv_within(s, b0));
+    assert_int_equal(st->rx_passed, 1);
+    em_pkt_t *r = recv_within(s, b1);
+    assert_non_null(r);
+    assert_int_equal(r->len, EM_HS_LEN);
+    assert_memory_equal(r->data, f, EM_HS_LEN);
+    assert_true(b1->ops->rx_from(b1, r, &a0->local));
+    assert_false(b1->ops->rx_from(b1, r, &xa));
+    assert_false(b1->ops->rx_from(b1, r, &b0->local));
+    assert_int_equal(b1->ops->rx_peer(b1, r), EM_LINK_PEER_UNKNOWN);
+    em_link_rx_release(b1, &r, 1);
+    /* ... and in place, B1 polling */
+    hs_frame(f, 0, 1, &a0->local, 2);
+    assert_int_equal(send_to(a0, f, EM_HS_LEN, &b1->local), 0);
+    assert_non_null(r = recv_within(s, b1));
+    assert_memory_equal(r->data, f, EM_HS_LEN);
+    assert_true(b1->ops->rx_from(b1, r, &a0->local));
+    assert_false(b1->ops->rx_from(b1, r, &xa));
+    em_link_addr_t node0 = { .len = 1, .bytes = { 0 } }; /* no member address */
+    assert_false(b1->ops->rx_from(b1, r, &node0));
+    em_link_rx_release(b1, &r, 1);
+    assert_int_equal(st->rx_hs, 2);
+    /* the answer: A0 made no peer of B's address */
+    hs_frame(f, 1, 0, &b1->local, 3);
+    assert_int_equal(send_to(b1, f, EM_HS_LEN, &a0->local), 0);
+    assert_non_null(r = recv_within(s, a0));
+    assert_int_equal(a0->ops->rx_peer(a0, r), EM_LINK_PEER_UNKNOWN);
+    assert_true(a0->ops->rx_from(a0, r, &b1->local));
+    em_link_rx_release(a0, &r, 1);
+
+    /* an empty slot (5): sent, dropped and counted on arrival */
+    em_link_addr_t b5 = b0->local;
+    b5.bytes[1] = 5;
+    hs_frame(f, 0, 5, &a0->local, 4);
+    uint64_t none = st->rx_no_member;
+    assert_int_equal(send_to(a0, f, EM_HS_LEN, &b5), 0);
+    assert_null(recv_within(s, b0));
+    assert_null(recv_within(s, b1));
+    assert_int_equal(st->rx_no_member, none + 1);
+    /* from node 2 (no mux): endpoint 16 names no member; a source
+     * endpoint whose top byte is 1 does not send the frame to slot 1 */
+    em_link_addr_t node1 = { .len = 1, .bytes = { 1 } };
+    hs_frame(f, 0, EM_MUX_MEMBERS, &xa, 5);
+    em_pkt_t *p = em_link_tx_alloc(x);
+    assert_non_null(p);
+    memcpy(p->data, f, EM_HS_LEN);
+    p->len = EM_HS_LEN;
+    assert_int_equal(x->ops->tx_to(x, p, &node1), 0);
+    assert_null(recv_within(s, b0));
+    assert_int_equal(st->rx_no_member, none + 2);
+    hs_frame(f, 0x01000000u, 0, &xa, 6);
+    assert_non_null(p = em_link_tx_alloc(x));
+    memcpy(p->data, f, EM_HS_LEN);
+    p->len = EM_HS_LEN;
+    assert_int_equal(x->ops->tx_to(x, p, &node1), 0);
+    assert_null(recv_within(s, b1));
+    assert_non_null(r = recv_within(s, b0));
+    assert_memory_equal(r->data, f, EM_HS_LEN);
+    assert_true(b0->ops->rx_from(b0, r, &xa));
+    assert_false(b0->ops->rx_from(b0, r, &a0->local));
+    em_link_rx_release(b0, &r, 1);
+
+    /* a handshake frame through tx_burst to a peer: untouched too */
+    assert_int_equal(em_link_set_peer(a0, 7, &b1->local), 0);
+    hs_frame(f, 0, 1, &a0->local, 7);
+    assert_non_null(p = em_link_tx_alloc(a0));
+    memcpy(p->data, f, EM_HS_LEN);
+    p->len = EM_HS_LEN;
+    p->peer = 7;
+    assert_int_equal(em_link_tx_burst(a0, &p, 1), 1);
+    assert_non_null(r = recv_within(s, b1));
+    assert_memory_equal(r->data, f, EM_HS_LEN);
+    em_link_rx_release(b1, &r, 1);
+
+    /* refused, the frame still the caller's: no member address, a slot
+     * that is not the frame's destination, a data frame */
+    hs_frame(f, 0, 1, &a0->local, 8);
+    em_link_addr_t bad = b1->local;
+    bad.len = 1;
+    assert_int_equal(send_to(a0, f, EM_HS_LEN, &bad), -EINVAL);
+    bad = b1->local;
+    bad.bytes[1] = EM_MUX_MEMBERS;
+    assert_int_equal(send_to(a0, f, EM_HS_LEN, &bad), -EINVAL);
+    assert_int_equal(send_to(a0, f, EM_HS_LEN, &b0->local), -EINVAL);
+    em_hdr_t h = { .type = EM_PT_ACK, .index = 1, .job_key = 5, .ack = 1 };
+    uint8_t d[EM_HDR_LEN];
+    assert_int_equal(em_hdr_encode(&h, d), EM_HDR_LEN);
+    assert_int_equal(send_to(a0, d, EM_HDR_LEN, &b1->local), -EINVAL);
+    assert_null(recv_within(s, b1));
+    em_link_close(a0);
+    em_link_close(b0);
+    em_link_close(b1);
+    em_sim_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(clean),          cmocka_unit_test(hostile_wire),
         cmocka_unit_test(inbox_overflow), cmocka_unit_test(strangers),
         cmocka_unit_test(full),           cmocka_unit_test(wide_peers),
+        cmocka_unit_test(first_contact),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     for (unsigned a = 0; a < NEP; a++)

@@ -4,7 +4,8 @@
  * leave as one UDP GSO send, coalesced (GRO) buffers are split back into
  * the same frames over as many rx_burst calls as it takes, sizes from the
  * kernel are checked, and a kernel that refuses GSO costs one fallback and
- * no frame.  Link level only: no protocol, frames are checked byte by byte.
+ * no frame; first contact (tx_to, rx_from) makes no peer state.  Link
+ * level only: no protocol, frames are checked byte by byte.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,8 @@
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <sys/ioctl.h>
+#include <dirent.h>
+#include <errno.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -501,6 +504,106 @@ static void test_no_gso(void **state)
     em_link_close(b);
 }
 
+/* descriptors this process has open (a connected send socket is one) */
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    assert_non_null(d);
+    int n = 0;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+/* one frame, waited for (3 s) */
+static em_pkt_t *recv_one(em_link_t *l)
+{
+    em_pkt_t *pk[8];
+    unsigned k = 0;
+    for (uint64_t t0 = em_clock_ns(); k == 0 && em_clock_ns() - t0 < 3000000000ull;)
+        k = em_link_rx_burst(l, pk, 1);
+    if (k != 1)
+        fail_msg("no frame arrived");
+    return pk[0];
+}
+
+/* First contact: a frame sent with tx_to to a link that has no peer entry
+ * for the sender arrives intact, from the sender's send port (rx_from
+ * true for its published address, false for another port or IPv4 or the
+ * 6-byte form naming its receive port); the sender makes no peer state
+ * (no descriptor opened, no source mapping: the answer, sent back with
+ * tx_to, is still no peer's); a bad address is refused, the frame kept. */
+static void test_tx_to_and_rx_from(void **state)
+{
+    (void)state;
+    em_link_t *a = open_link(0, 0), *b = open_link(0, 0), *c = open_link(0, 0);
+    assert_non_null(a->ops->tx_to);
+    assert_true(em_link_has_contact(a));
+    int fds = open_fds();
+    em_pkt_t *p = make_frame(a, 0, 30, 96, NULL);
+    p->peer = 12345; /* no peer: tx_to reads only the address */
+    assert_int_equal(a->ops->tx_to(a, p, &b->local), 0);
+    assert_int_equal(open_fds(), fds);
+    em_pkt_t *r = recv_one(b);
+    assert_int_equal(r->len, 96);
+    for (uint32_t j = 0; j < r->len; j++)
+        assert_int_equal(r->data[j], pattern(30, j));
+    assert_true(b->ops->rx_from(b, r, &a->local));
+    em_link_addr_t other = a->local;
+    other.bytes[7] ^= 1; /* another send port */
+    assert_false(b->ops->rx_from(b, r, &other));
+    other = a->local;
+    other.bytes[3] ^= 1; /* another IPv4 address */
+    assert_false(b->ops->rx_from(b, r, &other));
+    assert_false(b->ops->rx_from(b, r, &c->local));
+    other = a->local;
+    other.len = 6; /* "sends from its receive port": not where it came from */
+    assert_false(b->ops->rx_from(b, r, &other));
+    memcpy(other.bytes + 4, a->local.bytes + 6, 2);
+    assert_true(b->ops->rx_from(b, r, &other));
+    const uint8_t bad_lens[] = { 0, 4, 7, 9, 14 };
+    for (unsigned i = 0; i < sizeof bad_lens; i++) {
+        other = a->local;
+        other.len = bad_lens[i];
+        assert_false(b->ops->rx_from(b, r, &other));
+    }
+    assert_int_equal(b->ops->rx_peer(b, r), EM_LINK_PEER_UNKNOWN);
+    em_link_rx_release(b, &r, 1);
+    /* the answer: no peer of a's, although a sent to b */
+    p = make_frame(b, 0, 31, 64, NULL);
+    assert_int_equal(b->ops->tx_to(b, p, &a->local), 0);
+    r = recv_one(a);
+    assert_int_equal(r->data[5], pattern(31, 5));
+    assert_int_equal(a->ops->rx_peer(a, r), EM_LINK_PEER_UNKNOWN);
+    assert_true(a->ops->rx_from(a, r, &b->local));
+    em_link_rx_release(a, &r, 1);
+    /* a peer entry made afterwards is judged as before */
+    assert_int_equal(em_link_set_peer(b, 4, &a->local), 0);
+    p = make_frame(a, 0, 32, 64, NULL);
+    assert_int_equal(a->ops->tx_to(a, p, &b->local), 0);
+    r = recv_one(b);
+    assert_int_equal(b->ops->rx_peer(b, r), 4);
+    em_link_rx_release(b, &r, 1);
+    /* bad addresses: -EINVAL, the frame still ours */
+    p = make_frame(a, 0, 33, 64, NULL);
+    em_link_addr_t bad = b->local;
+    for (unsigned i = 0; i < sizeof bad_lens; i++) {
+        bad.len = bad_lens[i];
+        assert_int_equal(a->ops->tx_to(a, p, &bad), -EINVAL);
+    }
+    bad = b->local;
+    memset(bad.bytes + 4, 0, 2); /* port 0 */
+    assert_int_equal(a->ops->tx_to(a, p, &bad), -EINVAL);
+    em_link_tx_free(a, p);
+    expect_quiet(b);
+    assert_int_equal(em_link_udp_stats(a)->tx_errors, 0);
+    assert_int_equal(em_link_udp_stats(a)->tx_shared_peers, 0);
+    em_link_close(a);
+    em_link_close(b);
+    em_link_close(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -513,6 +616,7 @@ int main(void)
         cmocka_unit_test(test_sends_from_the_published_send_port),
         cmocka_unit_test(test_no_gso),
         cmocka_unit_test(test_slots_after_idle_and_refusal),
+        cmocka_unit_test(test_tx_to_and_rx_from),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,8 @@
  * bound to its sender (rx_peer); a second open of a busy queue fails
  * naming its owner and leaves the first link working; the filter a dead
  * owner left is removed by the next open.  What the link ended up with (zero copy or
- * copy and why, native or generic XDP) is printed.
+ * copy and why, native or generic XDP) is printed.  First, before any
+ * peer is set: tx_to both ways, rx_from by source MAC, no peer made.
  *
  *   test_link_xdp XDP_DROP_OBJECT
  * Exit 77 (skipped) without root, veth or AF_XDP.
@@ -15,6 +16,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +108,77 @@ static void queued_frames(em_link_t *a, em_link_t *b)
     }
 }
 
+/* tx_to a frame of @p len pattern bytes from @p a to @p to (no peer);
+ * the link's answer (a frame not taken is given back) */
+static int tx_to(em_link_t *a, const em_link_addr_t *to, uint32_t len)
+{
+    em_pkt_t *p = NULL;
+    for (double end = now_s() + 2; !p && now_s() < end;)
+        p = em_link_tx_alloc(a);
+    if (!p)
+        return -ENOBUFS;
+    for (uint32_t i = 0; i < len; i++)
+        p->data[i] = byte_at(len, i, 7);
+    p->len = len;
+    p->peer = 0xFFFFFFF0u; /* no peer: tx_to reads the address only */
+    p->ext_len = 0;
+    int rc = a->ops->tx_to(a, p, to);
+    if (rc != 0)
+        em_link_tx_free(a, p);
+    em_link_flush(a);
+    return rc;
+}
+
+/* the one frame @p b receives within 3 s, checked as tx_to's of @p len */
+static em_pkt_t *contact_frame(em_link_t *b, uint32_t len)
+{
+    em_pkt_t *r[8];
+    unsigned n = 0;
+    for (double end = now_s() + 3; n == 0 && now_s() < end;)
+        n = em_link_rx_burst(b, r, 8);
+    CHECK(n == 1, "first contact: %u frames received", n);
+    if (n != 1) {
+        em_link_rx_release(b, r, n);
+        return NULL;
+    }
+    int same = r[0]->len == len;
+    for (uint32_t i = 0; same && i < len; i++)
+        same = r[0]->data[i] == byte_at(len, i, 7);
+    CHECK(same, "first contact: %u bytes received, not the ones sent", r[0]->len);
+    return r[0];
+}
+
+/* First contact before either side has a peer: a frame sent with tx_to
+ * arrives intact; rx_from tells the sender's MAC from another; the answer
+ * (tx_to back) is no peer's at the first sender, which made no entry;
+ * addresses of other lengths are refused. */
+static void first_contact(em_link_t *a, em_link_t *b)
+{
+    CHECK(em_link_has_contact(a), "no tx_to / rx_from");
+    CHECK(tx_to(a, &b->local, 700) == 0, "tx_to b");
+    em_pkt_t *r = contact_frame(b, 700);
+    if (r) {
+        em_link_addr_t other = a->local;
+        other.bytes[5] ^= 1;
+        CHECK(b->ops->rx_from(b, r, &a->local), "rx_from: not from a");
+        CHECK(!b->ops->rx_from(b, r, &other), "rx_from: from another MAC");
+        CHECK(b->ops->rx_peer(b, r) == EM_LINK_PEER_UNKNOWN, "a peer without set_peer");
+        em_link_rx_release(b, &r, 1);
+    }
+    CHECK(tx_to(b, &a->local, 5000) == 0, "tx_to a"); /* several chunks */
+    if ((r = contact_frame(a, 5000)) != NULL) {
+        CHECK(a->ops->rx_peer(a, r) == EM_LINK_PEER_UNKNOWN, "tx_to made a peer entry");
+        CHECK(a->ops->rx_from(a, r, &b->local), "rx_from: not from b");
+        em_link_rx_release(a, &r, 1);
+    }
+    static const uint8_t bad[] = { 0, 6, 7, 9, EM_XDP_ADDR_UDP_LEN };
+    for (unsigned i = 0; i < sizeof bad; i++) {
+        em_link_addr_t x = b->local;
+        x.len = bad[i];
+        CHECK(tx_to(a, &x, 64) == -EINVAL, "an address of %u bytes taken", bad[i]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2)
@@ -140,6 +213,7 @@ int main(int argc, char **argv)
            ib->busy_poll ? "on" : "off: ", ib->why_no_busy);
     CHECK(a->mtu == 9000 && ia->multi_buffer, "MTU %u, multi-buffer %d", a->mtu, ia->multi_buffer);
     CHECK(ia->zero_copy || ia->why_copy[0], "copy mode without a reason");
+    first_contact(a, b);
     CHECK(a->ops->set_peer(a, 0, &b->local) == 0 && b->ops->set_peer(b, 0, &a->local) == 0,
           "set_peer");
     static const uint32_t sizes[] = { 1, 64, 1000, 4000, 4082, 4083, 4096, 6000, 8192, 8999, 9000 };

@@ -10,6 +10,9 @@
  * interface without IPv4 is refused naming the setting, a peer in the
  * other framing is refused at set_peer naming the mismatch, and in L2
  * framing a peer behind a router is refused naming the udp framing.
+ * First contact, before the peer is set: tx_to refuses an address whose
+ * next hop is not resolved at once (-EHOSTUNREACH, no wait) and reaches
+ * the echo side once the kernel has resolved it; rx_from by (IPv4, port).
  *
  *   test_link_xdp_udp XDP_DROP_OBJECT
  * Exit 77 (skipped) without root, veth or AF_XDP.
@@ -17,6 +20,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -126,6 +130,76 @@ static void exchange(em_link_t *a)
     }
 }
 
+/* tx_to from @p a to @p to, a frame of @p len pattern bytes; the link's
+ * answer (a frame not taken is given back) */
+static int tx_to(em_link_t *a, const em_link_addr_t *to, uint32_t len)
+{
+    em_pkt_t *p = NULL;
+    for (double end = now_s() + 2; !p && now_s() < end;)
+        p = em_link_tx_alloc(a);
+    if (!p)
+        return -ENOBUFS;
+    for (uint32_t i = 0; i < len; i++)
+        p->data[i] = byte_at(len, i);
+    p->len = len;
+    p->peer = 0xFFFFFFF0u; /* no peer: tx_to reads the address only */
+    p->ext_len = 0;
+    int rc = a->ops->tx_to(a, p, to);
+    if (rc != 0)
+        em_link_tx_free(a, p);
+    em_link_flush(a);
+    return rc;
+}
+
+/* First contact before @p a has a peer: an address whose next hop does not
+ * answer ARP is refused with -EHOSTUNREACH at once (no wait); tx_to to the
+ * echo side (retried while the kernel resolves it) comes back intact, no
+ * peer's (tx_to made no entry), and rx_from binds it to the echo side's
+ * (IPv4, port), not another port's or address's; L2 addresses are refused. */
+static void first_contact(em_link_t *a, const em_link_addr_t *far)
+{
+    CHECK(em_link_has_contact(a), "no tx_to / rx_from");
+    em_link_addr_t nobody = *far;
+    nobody.bytes[11] = 77; /* 10.98.0.77: on the segment, nobody there */
+    double t0 = now_s();
+    int rc = tx_to(a, &nobody, 100);
+    CHECK(rc == -EHOSTUNREACH && now_s() - t0 < 0.5, "tx_to nobody: %d after %.3f s", rc,
+          now_s() - t0);
+    rc = -EHOSTUNREACH;
+    for (double end = now_s() + 3; rc == -EHOSTUNREACH && now_s() < end; usleep(5000))
+        rc = tx_to(a, far, 1200);
+    CHECK(rc == 0, "tx_to the echo side: %d", rc);
+    em_pkt_t *r[8];
+    unsigned n = 0;
+    for (double end = now_s() + 3; rc == 0 && n == 0 && now_s() < end;)
+        n = em_link_rx_burst(a, r, 8);
+    CHECK(n == 1, "first contact: %u frames came back", n);
+    if (n == 1) {
+        int same = r[0]->len == 1200;
+        for (uint32_t k = 0; same && k < 1200; k++)
+            same = r[0]->data[k] == byte_at(1200, k);
+        CHECK(same, "first contact: %u bytes came back, not the ones sent", r[0]->len);
+        CHECK(a->ops->rx_peer(a, r[0]) == EM_LINK_PEER_UNKNOWN, "tx_to made a peer entry");
+        em_link_addr_t o = *far;
+        CHECK(a->ops->rx_from(a, r[0], &o), "rx_from: not from the echo side");
+        o.bytes[13] ^= 1;
+        CHECK(!a->ops->rx_from(a, r[0], &o), "rx_from: from another port");
+        o = *far;
+        o.bytes[11] ^= 1;
+        CHECK(!a->ops->rx_from(a, r[0], &o), "rx_from: from another address");
+        o = *far;
+        o.len = EM_XDP_ADDR_LEN;
+        CHECK(!a->ops->rx_from(a, r[0], &o), "rx_from: an L2 address");
+    }
+    em_link_rx_release(a, r, n);
+    static const uint8_t bad[] = { 0, EM_XDP_ADDR_LEN, EM_XDP_ADDR_L2_IP_LEN, 13, 15 };
+    for (unsigned i = 0; i < sizeof bad; i++) {
+        em_link_addr_t x = *far;
+        x.len = bad[i];
+        CHECK(tx_to(a, &x, 64) == -EINVAL, "an address of %u bytes taken", bad[i]);
+    }
+}
+
 /* L2 framing on uc (now 10.96.0.1/24): its blob carries the address; a peer
  * the kernel routes through a gateway is refused with the reason, one on
  * the segment is taken */
@@ -205,9 +279,10 @@ int main(int argc, char **argv)
         CHECK(a->ops->set_peer(a, 1, &l2) != 0 &&
                   strstr(em_xdp_link_peer_error(a), "framing mismatch"),
               "an L2 peer: '%s'", em_xdp_link_peer_error(a));
+        CHECK(read(up[0], &ch, 1) == 1, "the echo side did not set its peer");
+        first_contact(a, &far);
         int rc = a->ops->set_peer(a, 0, &far);
         CHECK(rc == 0, "set_peer: %s", em_xdp_link_peer_error(a));
-        CHECK(read(up[0], &ch, 1) == 1, "the echo side did not set its peer");
         if (rc == 0)
             exchange(a);
         (void)send_frame(a, NULL, END_LEN, 1);

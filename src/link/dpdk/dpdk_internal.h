@@ -23,6 +23,7 @@
 #ifndef EM_DPDK_INTERNAL_H
 #define EM_DPDK_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -145,6 +146,13 @@ int em_dpdk_udp_setup(struct dpdk_link *d, const em_dpdk_cfg_t *cfg, const char 
 void em_dpdk_udp_free(struct dpdk_link *d);
 /** udp framing: the 42 header bytes of @p p's frame in @p mb (checksums included). */
 void em_dpdk_udp_tx_hdr(struct dpdk_link *d, struct rte_mbuf *mb, const em_pkt_t *p);
+/** udp framing, first contact: the headers of @p p's frame toward address
+ *  @p a (no peer's state read or made).  0, -EINVAL (not a udp framing
+ *  address), -EHOSTUNREACH (next hop not known yet) or -EMSGSIZE. */
+int em_dpdk_udp_tx_to_hdr(struct dpdk_link *d, struct rte_mbuf *mb, const em_pkt_t *p,
+                          const em_link_addr_t *a);
+/** udp framing: is received frame @p p's source address @p a's (IPv4, port)? */
+bool em_dpdk_udp_rx_from(const em_pkt_t *p, const em_link_addr_t *a);
 /** udp framing: validate a received frame (@p len linear bytes at @p f);
  *  0 with p->data/p->len set, or -1 (counted). */
 int em_dpdk_udp_rx(struct dpdk_link *d, const struct rte_mbuf *mb, uint8_t *f, uint32_t len,

@@ -4,7 +4,8 @@
  * The burst link over an open port (link.h).  Each mbuf carries its
  * em_pkt_t in the mbuf private area, so lending frames to the engine
  * allocates nothing.  The protocol frame starts right after the Ethernet
- * header, which tx_burst fills in from the peer table.
+ * header, which tx_burst fills in from the peer table, and tx_to (first
+ * contact) from the address it is given, making no peer entry.
  */
 #include "link/dpdk/dpdk_internal.h"
 
@@ -73,6 +74,15 @@ static int attach_payload(struct dpdk_link *d, struct rte_mbuf *head, const uint
     return 0;
 }
 
+/* L2 framing: the Ethernet header of the frame in @p mb, to @p dst */
+static void l2_hdr(const struct dpdk_link *d, struct rte_mbuf *mb, const uint8_t dst[6])
+{
+    struct rte_ether_hdr *eh = rte_pktmbuf_mtod(mb, struct rte_ether_hdr *);
+    memcpy(eh->dst_addr.addr_bytes, dst, 6);
+    rte_ether_addr_copy(&d->mac, &eh->src_addr);
+    eh->ether_type = d->ethertype_be;
+}
+
 static unsigned dpdk_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
 {
     struct dpdk_link *d = (struct dpdk_link *)l;
@@ -87,14 +97,9 @@ static unsigned dpdk_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
             if (d->udp) {
                 em_dpdk_udp_tx_hdr(d, mb, p); /* before the payload may move (flatten) */
             } else {
-                struct rte_ether_hdr *eh = rte_pktmbuf_mtod(mb, struct rte_ether_hdr *);
-                if (p->peer < d->npeers)
-                    rte_ether_addr_copy(&d->peers[p->peer], &eh->dst_addr);
-                else
-                    memset(&eh->dst_addr, 0xff,
-                           sizeof eh->dst_addr); /* never happens: checked by set_peer */
-                rte_ether_addr_copy(&d->mac, &eh->src_addr);
-                eh->ether_type = d->ethertype_be;
+                static const uint8_t all[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+                /* an unknown peer never happens: checked by set_peer */
+                l2_hdr(d, mb, p->peer < d->npeers ? d->peers[p->peer].addr_bytes : all);
             }
             if (p->ext_len && attach_payload(d, mb, p->ext, p->ext_len) == 0) {
                 mb->data_len = (uint16_t)(d->hdr_len + p->len);
@@ -216,6 +221,50 @@ static uint32_t dpdk_rx_peer(em_link_t *l, const em_pkt_t *p)
     return em_addr_map_get(&d->bysrc, em_addr_key6(eh->src_addr.addr_bytes, 0));
 }
 
+/* First contact (link.h tx_to): the headers from address @p a (L2: its
+ * MAC; udp: its IPv4 and port, the next hop as udp.c knows it now), no
+ * peer entry read or made; one frame to the port's queue 0. */
+static int dpdk_tx_to(em_link_t *l, em_pkt_t *p, const em_link_addr_t *a)
+{
+    struct dpdk_link *d = (struct dpdk_link *)l;
+    struct rte_mbuf *mb = p->priv;
+    if (p->len + p->ext_len > l->mtu)
+        return -EINVAL;
+    em_link_pkt_flatten(p); /* the mbuf holds a whole frame */
+    if (d->udp) {
+        int rc = em_dpdk_udp_tx_to_hdr(d, mb, p, a);
+        if (rc != 0)
+            return rc;
+    } else {
+        if (a->len != EM_DPDK_ADDR_L2 && a->len != EM_DPDK_ADDR_L2_IP)
+            return -EINVAL;
+        l2_hdr(d, mb, a->bytes);
+    }
+    mb->data_len = (uint16_t)(d->hdr_len + p->len);
+    mb->pkt_len = mb->data_len;
+    if (rte_eth_tx_burst(d->port, 0, &mb, 1) != 1) {
+        d->st.tx_full++;
+        return -EAGAIN;
+    }
+    d->st.tx_frames++;
+    return 0;
+}
+
+/* rx_peer's judgment against one address: the frame's source MAC (udp
+ * framing: its source IPv4 and port) is the address's */
+static bool dpdk_rx_from(em_link_t *l, const em_pkt_t *p, const em_link_addr_t *a)
+{
+    const struct dpdk_link *d = (const struct dpdk_link *)l;
+    if (d->udp)
+        return em_dpdk_udp_rx_from(p, a);
+    const struct rte_mbuf *mb = p->priv;
+    if (!mb || mb->data_len < RTE_ETHER_HDR_LEN ||
+        (a->len != EM_DPDK_ADDR_L2 && a->len != EM_DPDK_ADDR_L2_IP))
+        return false;
+    const struct rte_ether_hdr *eh = rte_pktmbuf_mtod(mb, const struct rte_ether_hdr *);
+    return memcmp(eh->src_addr.addr_bytes, a->bytes, 6) == 0;
+}
+
 static const em_link_ops_t dpdk_ops = {
     .name = "dpdk",
     .tx_alloc = dpdk_tx_alloc,
@@ -227,6 +276,8 @@ static const em_link_ops_t dpdk_ops = {
     .set_peer = dpdk_set_peer,
     .close = em_dpdk_port_close,
     .rx_peer = dpdk_rx_peer,
+    .tx_to = dpdk_tx_to,
+    .rx_from = dpdk_rx_from,
 };
 
 void em_dpdk_link_init(struct dpdk_link *d, const em_dpdk_cfg_t *cfg, uint32_t mtu, uint32_t flags)

@@ -103,15 +103,13 @@ void em_dpdk_udp_free(struct dpdk_link *d)
     d->udp = NULL;
 }
 
-void em_dpdk_udp_tx_hdr(struct dpdk_link *d, struct rte_mbuf *mb, const em_pkt_t *p)
+/* the 42 header bytes from template @p t */
+static void tx_hdr(struct dpdk_link *d, struct rte_mbuf *mb, const em_pkt_t *p,
+                   const em_ipudp_template_t *t)
 {
     struct dpdk_udp *u = d->udp;
     uint8_t *h = rte_pktmbuf_mtod(mb, uint8_t *);
     unsigned flags = tx_flags(u);
-    /* a peer never set (the engine sends only to peers it set: never
-     * happens) gets all-zero addresses, which every receiver refuses */
-    static const em_ipudp_template_t none;
-    const em_ipudp_template_t *t = p->peer < u->t.npeers ? &u->t.tmpl[p->peer] : &none;
     em_csum_piece_t pc[2] = { { p->data, p->len }, { p->ext, p->ext_len } };
     int sw = !u->no_csum && !u->tx_udp_hw;
     /* fits: the MTU bounds it */
@@ -124,6 +122,30 @@ void em_dpdk_udp_tx_hdr(struct dpdk_link *d, struct rte_mbuf *mb, const em_pkt_t
         mb->l2_len = RTE_ETHER_HDR_LEN;
         mb->l3_len = EM_IPV4_HDR_LEN;
     }
+}
+
+void em_dpdk_udp_tx_hdr(struct dpdk_link *d, struct rte_mbuf *mb, const em_pkt_t *p)
+{
+    struct dpdk_udp *u = d->udp;
+    /* a peer never set (the engine sends only to peers it set: never
+     * happens) gets all-zero addresses, which every receiver refuses */
+    static const em_ipudp_template_t none;
+    tx_hdr(d, mb, p, p->peer < u->t.npeers ? &u->t.tmpl[p->peer] : &none);
+}
+
+int em_dpdk_udp_tx_to_hdr(struct dpdk_link *d, struct rte_mbuf *mb, const em_pkt_t *p,
+                          const em_link_addr_t *a)
+{
+    em_ipudp_template_t t;
+    char why[256]; /* not said: the handshake tries again, and its failure is reported */
+    if (a->len != EM_DPDK_ADDR_UDP)
+        return -EINVAL;
+    /* on a cable the blob's MAC is the next hop (as in set_peer) */
+    int rc = em_udp_paths_tmpl_to(&d->udp->t, em_udp_blob_ip(a->bytes), em_udp_blob_port(a->bytes),
+                                  d->mac.addr_bytes, d->link.mtu, a->bytes, &t, why, sizeof why);
+    if (rc == 0)
+        tx_hdr(d, mb, p, &t);
+    return rc;
 }
 
 int em_dpdk_udp_rx(struct dpdk_link *d, const struct rte_mbuf *mb, uint8_t *f, uint32_t len,
@@ -149,6 +171,15 @@ uint32_t em_dpdk_udp_rx_peer(const struct dpdk_link *d, const em_pkt_t *p)
     if (!mb || mb->data_len < EM_IPUDP_HDR_LEN)
         return EM_LINK_PEER_UNKNOWN;
     return em_udp_paths_rx_peer(&d->udp->t, rte_pktmbuf_mtod(mb, const uint8_t *));
+}
+
+bool em_dpdk_udp_rx_from(const em_pkt_t *p, const em_link_addr_t *a)
+{
+    const struct rte_mbuf *mb = p->priv;
+    if (!mb || mb->data_len < EM_IPUDP_HDR_LEN || a->len != EM_DPDK_ADDR_UDP)
+        return false;
+    return em_udp_paths_rx_from(rte_pktmbuf_mtod(mb, const uint8_t *), em_udp_blob_ip(a->bytes),
+                                em_udp_blob_port(a->bytes));
 }
 
 static int udp_set_peer(struct dpdk_link *d, uint32_t peer, const em_link_addr_t *a)

@@ -88,6 +88,40 @@ static void kick_tx(struct xdp_link *d)
     (void)sendto(xsk_socket__fd(d->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
 }
 
+/* Post frame @p p, its headers written, on the tx ring (one descriptor
+ * per chunk).  0, or -1: the ring has no room now. */
+static int tx_post(struct xdp_link *d, em_pkt_t *p)
+{
+    uint32_t s = (uint32_t)(uintptr_t)p->priv;
+    uint32_t total = d->hdr_len + p->len;
+    uint32_t nseg = (total + CHUNK - 1) / CHUNK;
+    uint32_t idx;
+    if (xsk_ring_prod__reserve(&d->tx, nseg, &idx) != nseg)
+        return -1;
+    uint64_t base = d->tx_base + (uint64_t)s * d->span * CHUNK;
+    for (uint32_t k = 0; k < nseg; k++) {
+        struct xdp_desc *x = xsk_ring_prod__tx_desc(&d->tx, idx + k);
+        x->addr = base + (uint64_t)k * CHUNK;
+        x->len = k + 1 < nseg ? CHUNK : total - k * CHUNK;
+        x->options = k + 1 < nseg ? XDP_PKT_CONTD : 0;
+    }
+    d->slots[s].nseg = (uint16_t)nseg;
+    d->slots[s].done = 0;
+    xsk_ring_prod__submit(&d->tx, nseg);
+    d->st.tx_frames++;
+    return 0;
+}
+
+/* L2 framing: the Ethernet header in front of @p p's frame, to @p dst */
+static void l2_hdr(const struct xdp_link *d, em_pkt_t *p, const uint8_t dst[6])
+{
+    uint8_t *eh = p->data - ETH_HLEN;
+    memcpy(eh, dst, 6);
+    memcpy(eh + 6, d->mac, 6);
+    eh[12] = (uint8_t)(d->ethertype >> 8);
+    eh[13] = (uint8_t)d->ethertype;
+}
+
 static unsigned xdp_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
 {
     struct xdp_link *d = X(l);
@@ -96,40 +130,46 @@ static unsigned xdp_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
         em_pkt_t *p = pkts[done];
         if (p->ext_len)
             em_link_pkt_flatten(p);
-        uint32_t s = (uint32_t)(uintptr_t)p->priv;
-        uint32_t total = d->hdr_len + p->len;
-        uint32_t nseg = (total + CHUNK - 1) / CHUNK;
-        uint32_t idx;
-        int known = p->peer < d->npeers && d->peers[p->peer].set;
-        if (!known || xsk_ring_prod__reserve(&d->tx, nseg, &idx) != nseg) {
-            if (known)
-                d->st.tx_full++;
+        if (p->peer >= d->npeers || !d->peers[p->peer].set)
+            break;
+        if (d->udp)
+            em_xdp_udp_tx_hdr(d, p);
+        else
+            l2_hdr(d, p, d->peers[p->peer].mac);
+        if (tx_post(d, p) != 0) {
+            d->st.tx_full++;
             break;
         }
-        if (d->udp) {
-            em_xdp_udp_tx_hdr(d, p);
-        } else {
-            uint8_t *eh = p->data - ETH_HLEN;
-            memcpy(eh, d->peers[p->peer].mac, 6);
-            memcpy(eh + 6, d->mac, 6);
-            eh[12] = (uint8_t)(d->ethertype >> 8);
-            eh[13] = (uint8_t)d->ethertype;
-        }
-        uint64_t base = d->tx_base + (uint64_t)s * d->span * CHUNK;
-        for (uint32_t k = 0; k < nseg; k++) {
-            struct xdp_desc *x = xsk_ring_prod__tx_desc(&d->tx, idx + k);
-            x->addr = base + (uint64_t)k * CHUNK;
-            x->len = k + 1 < nseg ? CHUNK : total - k * CHUNK;
-            x->options = k + 1 < nseg ? XDP_PKT_CONTD : 0;
-        }
-        d->slots[s].nseg = (uint16_t)nseg;
-        d->slots[s].done = 0;
-        xsk_ring_prod__submit(&d->tx, nseg);
-        d->st.tx_frames++;
     }
     if (done)
         kick_tx(d);
     return done;
+}
+
+/* First contact (link.h tx_to): the headers from address @p a (L2: its
+ * MAC; udp: its IPv4 and port, the next hop as xdp_udp.c knows it now),
+ * no peer entry read or made. */
+static int xdp_tx_to(em_link_t *l, em_pkt_t *p, const em_link_addr_t *a)
+{
+    struct xdp_link *d = X(l);
+    if (p->len + p->ext_len > l->mtu)
+        return -EINVAL;
+    em_link_pkt_flatten(p); /* the slot holds a whole frame */
+    if (d->udp) {
+        int rc = em_xdp_udp_tx_to_hdr(d, p, a);
+        if (rc != 0)
+            return rc;
+    } else {
+        if (a->len != EM_XDP_ADDR_LEN && a->len != EM_XDP_ADDR_L2_IP_LEN)
+            return -EINVAL;
+        l2_hdr(d, p, a->bytes);
+    }
+    if (tx_post(d, p) != 0) {
+        d->st.tx_full++;
+        return -EAGAIN;
+    }
+    kick_tx(d);
+    return 0;
 }
 
 static int xdp_flush(em_link_t *l)
@@ -270,6 +310,17 @@ static uint32_t xdp_rx_peer(em_link_t *l, const em_pkt_t *p)
     return em_addr_map_get(&d->bysrc, em_addr_key6(p->data - ETH_HLEN + 6, 0));
 }
 
+/* rx_peer's judgment against one address: the frame's source MAC (udp
+ * framing: its source IPv4 and port) is the address's */
+static bool xdp_rx_from(em_link_t *l, const em_pkt_t *p, const em_link_addr_t *a)
+{
+    const struct xdp_link *d = X(l);
+    if (d->udp)
+        return em_xdp_udp_rx_from(p, a);
+    return (a->len == EM_XDP_ADDR_LEN || a->len == EM_XDP_ADDR_L2_IP_LEN) &&
+           memcmp(p->data - ETH_HLEN + 6, a->bytes, 6) == 0;
+}
+
 static int xdp_set_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
 {
     struct xdp_link *d = X(l);
@@ -346,6 +397,8 @@ static const em_link_ops_t XDP_OPS = {
     .close = xdp_close,
     .rx_peer = xdp_rx_peer,
     .wait_fd = xdp_wait_fd,
+    .tx_to = xdp_tx_to,
+    .rx_from = xdp_rx_from,
 };
 
 static int if_facts(struct xdp_link *d, const char *ifname, uint32_t *mtu, char *err, size_t len)

@@ -29,6 +29,11 @@
  * (link/neigh.h), for routed and cloud networks; the link MTU loses the 28
  * bytes of IP and UDP.  A peer's address is then MAC, queue, IPv4, port (14
  * bytes: the DPDK link's udp address).  xdp_udp.c holds it.
+ * First contact (link.h tx_to, rx_from) as on the DPDK link (link_dpdk.h):
+ * tx_to builds the headers from the address it is given (L2: its MAC, no
+ * segment check; udp: its IPv4 and port through the next hop known now,
+ * -EHOSTUNREACH without waiting while the kernel ARPs), making no peer
+ * entry; rx_from judges a frame's source MAC (udp: source IPv4 and port).
  *
  * Threading: one thread at a time, like every link.
  */

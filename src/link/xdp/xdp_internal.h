@@ -8,6 +8,7 @@
 #define EM_LINK_XDP_INTERNAL_H
 
 #include <net/if.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <xdp/xsk.h>
@@ -94,6 +95,12 @@ void em_xdp_udp_tx_hdr(struct xdp_link *d, const em_pkt_t *p);
  *  payload.  @return 0, or -1 (refused, counted by reason). */
 int em_xdp_udp_rx(struct xdp_link *d, const uint8_t *f, uint32_t len, em_pkt_t *p);
 uint32_t em_xdp_udp_rx_peer(const struct xdp_link *d, const em_pkt_t *p);
+/** First contact: the headers in front of @p p's frame toward address
+ *  @p a (no peer's state read or made).  0, -EINVAL (not a udp framing
+ *  address), -EHOSTUNREACH (next hop not known yet) or -EMSGSIZE. */
+int em_xdp_udp_tx_to_hdr(struct xdp_link *d, const em_pkt_t *p, const em_link_addr_t *a);
+/** Is received frame @p p's source address @p a's (IPv4, port)? */
+bool em_xdp_udp_rx_from(const em_pkt_t *p, const em_link_addr_t *a);
 int em_xdp_udp_set_peer(struct xdp_link *d, uint32_t peer, const em_link_addr_t *a);
 /** Follow next-hop changes (every few thousand calls: one recv). */
 void em_xdp_udp_poll(struct xdp_link *d);

@@ -89,6 +89,32 @@ void em_xdp_udp_tx_hdr(struct xdp_link *d, const em_pkt_t *p)
                                   p->data - EM_IPUDP_HDR_LEN);
 }
 
+int em_xdp_udp_tx_to_hdr(struct xdp_link *d, const em_pkt_t *p, const em_link_addr_t *a)
+{
+    struct xdp_udp *u = d->udp;
+    em_ipudp_template_t t;
+    char why[256]; /* not said: the handshake tries again, and its failure is reported */
+    if (a->len != EM_XDP_ADDR_UDP_LEN)
+        return -EINVAL;
+    /* the interface always has a kernel: no cable MAC */
+    int rc = em_udp_paths_tmpl_to(&u->t, em_udp_blob_ip(a->bytes), em_udp_blob_port(a->bytes),
+                                  d->mac, d->link.mtu, NULL, &t, why, sizeof why);
+    if (rc != 0)
+        return rc;
+    em_csum_piece_t pc = { p->data, p->len };
+    (void)em_ipudp_template_write(&t, u->ip_id++, p->len, &pc, 1, !u->no_csum,
+                                  p->data - EM_IPUDP_HDR_LEN);
+    return 0;
+}
+
+bool em_xdp_udp_rx_from(const em_pkt_t *p, const em_link_addr_t *a)
+{
+    /* em_xdp_udp_rx made sure the headers are right in front */
+    return a->len == EM_XDP_ADDR_UDP_LEN &&
+           em_udp_paths_rx_from(p->data - EM_IPUDP_HDR_LEN, em_udp_blob_ip(a->bytes),
+                                em_udp_blob_port(a->bytes));
+}
+
 int em_xdp_udp_rx(struct xdp_link *d, const uint8_t *f, uint32_t len, em_pkt_t *p)
 {
     struct xdp_udp *u = d->udp;
