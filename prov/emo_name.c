@@ -131,9 +131,8 @@ void emo_name_contact(void *u, uint32_t peer, bool again)
         return;
     ep->peer_heard[peer] = 1;
     if (!ep->peer_set[peer])
-        ep->peer_set[peer] = emo_av_lookup_id(ep->av, peer) != FI_ADDR_NOTAVAIL
-                                 ? EMO_PEER_AV
-                                 : EMO_PEER_CONTACT;
+        ep->peer_set[peer] = emo_av_lookup_id(ep->av, peer) != FI_ADDR_NOTAVAIL ? EMO_PEER_AV
+                                                                                : EMO_PEER_CONTACT;
     if (again && ep->phase != EMO_EP_CLOSING)
         emo_peer_ops_end(ep, peer, -FI_ECANCELED); /* it forgot us: what waits on it ends */
 }
@@ -142,6 +141,5 @@ void emo_name_stats(const struct emo_ep *ep)
 {
     char line[1024];
     em_engine_contact_stats_format(ep->eng, line, sizeof line);
-    FI_INFO(&emo_prov, FI_LOG_EP_CTRL, "endpoint %u first contact: %s\n", ep->self.ep_index,
-            line);
+    FI_INFO(&emo_prov, FI_LOG_EP_CTRL, "endpoint %u first contact: %s\n", ep->self.ep_index, line);
 }

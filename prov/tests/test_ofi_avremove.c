@@ -396,6 +396,9 @@ static void replaced_endpoint(struct fi_info *info)
 int main(int argc, char **argv)
 {
     setenv("FI_ETHERMPI_IF_INCLUDE", "127.0.0.1", 0);
+    /* numbered endpoints (the daemon link's path: ids, key epochs); a named
+     * endpoint's removal is ofi_named's */
+    setenv("FI_ETHERMPI_NAMES", "ids", 1);
     unsetenv("FI_ETHERMPI_ID");
     setenv("PMI_RANK", "0", 1); /* endpoint k of this process: id 0 + 2k */
     setenv("PMI_SIZE", "2", 1);

@@ -155,6 +155,9 @@ int main(int argc, char **argv)
     if (argc > 1 && argv[1][0])
         setenv("FI_PROVIDER_PATH", argv[1], 1);
     setenv("FI_ETHERMPI_IF_INCLUDE", "127.0.0.1", 0);
+    /* the numbered addresses' first-contact blob (the daemon link's path);
+     * named endpoints' first contact is engine_contact's and ofi_named's */
+    setenv("FI_ETHERMPI_NAMES", "ids", 1);
     setenv("FI_ETHERMPI_ID", "0", 1);
     setenv("FI_ETHERMPI_NPEERS", "16", 1);
     setenv("FI_ETHERMPI_FIRST_CONTACT", "1", 1);

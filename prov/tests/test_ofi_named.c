@@ -210,9 +210,11 @@ static void remove_and_insert(void)
 
 static void numbered_still_there(void)
 {
-    setenv("FI_ETHERMPI_NAMES", "ids", 1);
-    setenv("FI_ETHERMPI_ID", "5", 1);
-    emo_params_load();
+    /* (the settings are read once per process: set them as FI_ETHERMPI_NAMES=ids
+     * and FI_ETHERMPI_ID=5 would) */
+    char *was = emo_params.names;
+    emo_params.names = (char *)"ids";
+    emo_params.id = 5;
     struct node N = { .name = "N" };
     node_open(&N);
     CHECK(N.addr[1] == EMO_ADDR_VERSION && !emo_named(N.e), "names=ids: a numbered address");
@@ -220,16 +222,17 @@ static void numbered_still_there(void)
     CHECK(fi_av_insert(N.av, A.addr, 1, &fa, 0, NULL) == 0,
           "a numbered endpoint refuses a named address");
     node_close(&N);
-    unsetenv("FI_ETHERMPI_NAMES");
-    unsetenv("FI_ETHERMPI_ID");
+    emo_params.names = was;
+    emo_params.id = -1;
 }
 
 int main(void)
 {
     setenv("FI_ETHERMPI_IF_INCLUDE", "127.0.0.1", 0);
-    static const char *const launcher[] = { "FI_ETHERMPI_ID", "FI_ETHERMPI_NPEERS", "PMIX_RANK",
-                                            "PMI_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
-                                            "FI_ETHERMPI_NAMES" };
+    static const char *const launcher[] = {
+        "FI_ETHERMPI_ID",       "FI_ETHERMPI_NPEERS", "PMIX_RANK",        "PMI_RANK",
+        "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",       "FI_ETHERMPI_NAMES"
+    };
     for (size_t i = 0; i < sizeof launcher / sizeof launcher[0]; i++)
         unsetenv(launcher[i]);
     setenv("FI_ETHERMPI_LINGER_MS", "0", 1);

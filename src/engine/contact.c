@@ -103,6 +103,7 @@ static void c_established(void *u, uint32_t index, bool again)
     }
     (void)em_engine_sync_flow(e, peer);
     e->ready[peer] = 1;
+    (void)em_proto_release_peer(e->proto, peer, e->now); /* what waited for it leaves */
     if (e->ops.contact)
         e->ops.contact(e->uctx, peer, again);
 }
@@ -167,6 +168,17 @@ void em_contact_poll(em_engine_t *e, uint64_t now)
 
 uint64_t em_contact_deadline(const em_engine_t *e) { return e->contact->next; }
 
+void em_contact_early(em_engine_t *e, uint32_t peer)
+{
+    struct em_contact *c = e->contact;
+    em_conn_st_t st = em_conn_state(c->conn, peer);
+    if (e->ready[peer] || (st != EM_CONN_INIT_SENT && st != EM_CONN_CONFIRM_SENT))
+        return;
+    e->st.hs_early++;
+    if (em_conn_hurry(c->conn, peer, e->now))
+        c->emitted++; /* flushed at the end of this progress call */
+}
+
 int em_contact_gate_slow(em_engine_t *e, uint32_t peer)
 {
     struct em_contact *c = e->contact;
@@ -180,8 +192,10 @@ int em_contact_gate_slow(em_engine_t *e, uint32_t peer)
             c->emitted = 0;
             em_link_flush(e->link);
         }
-        return -EM_EAGAIN;
-    default: return -EM_EAGAIN; /* under way, or established and its keys not set yet */
+        return em_proto_hold_peer(e->proto, peer); /* the operation waits in its queue */
+    case EM_CONN_INIT_SENT:
+    case EM_CONN_CONFIRM_SENT: return em_proto_hold_peer(e->proto, peer);
+    default: return -EM_EAGAIN; /* established, its keys being set anew (a rebind) */
     }
 }
 
@@ -306,7 +320,8 @@ int em_engine_contact_stats_format(const em_engine_t *e, char *buf, size_t len)
     int n = em_conn_stats_format(e->contact->conn, buf, len);
     if (n < 0 || (size_t)n >= len)
         return n;
-    return n + snprintf(buf + n, len - (size_t)n, " hs_bad_source %llu hs_tx_failed %llu",
+    return n + snprintf(buf + n, len - (size_t)n,
+                        " hs_bad_source %llu hs_tx_failed %llu hs_early %llu",
                         (unsigned long long)e->st.hs_bad_source,
-                        (unsigned long long)e->st.hs_tx_failed);
+                        (unsigned long long)e->st.hs_tx_failed, (unsigned long long)e->st.hs_early);
 }

@@ -28,12 +28,13 @@
  * handshake refuses strangers beyond that (hs_full) and em_engine_contact_
  * insert says -EM_ENOMEM.
  *
- * Sends (send, sendv, put, get, atomic) to a peer whose handshake has not
- * completed start it and return -EM_EAGAIN: the caller retries after
- * progress, as on a full window.  A peer whose handshake gives up (no
- * answer) or whose address proves a new incarnation is failed: its
- * operations end with -EM_EPEERFAIL and ops.peer_failed is called; the
- * reason is em_engine_fail_reason().
+ * Operations (send, sendv, put, get, atomic) to a peer whose handshake
+ * has not completed start it and are taken: they wait in the peer's queue
+ * (em_proto_hold_peer) and leave when it completes, as libfabric's rxd
+ * queues behind its RTS.  A peer whose handshake gives up (no answer) or
+ * whose address proves a new incarnation is failed: its operations end
+ * with -EM_EPEERFAIL and ops.peer_failed is called; the reason is
+ * em_engine_fail_reason().
  *
  * A live peer keeps its place: a handshake that would restart or rebind an
  * established peer is refused while that peer has been heard within

@@ -208,7 +208,10 @@ static uint32_t e_resolve(void *u, uint32_t peer)
         e->ops.resolve(e->uctx, peer);
     if (!e->rx_cur || !e->link->ops->rx_peer)
         return EM_SRC_UNKNOWN;
-    return e->link->ops->rx_peer(e->link, e->rx_cur);
+    uint32_t src = e->link->ops->rx_peer(e->link, e->rx_cur);
+    if (e->contact && src == peer)
+        em_contact_early(e, peer); /* its handshake is ours and not done: count, hurry */
+    return src;
 }
 
 static const em_proto_ops_t engine_proto_ops = {

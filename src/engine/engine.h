@@ -118,6 +118,8 @@ typedef struct em_engine_stats {
     uint64_t hs_bad_source; /**< handshake frames whose link source is not the reply
                                  address they name (dropped before the table reads them) */
     uint64_t hs_tx_failed;  /**< handshake frames the link did not take (the handshake retries) */
+    uint64_t hs_early;      /**< data frames from a peer that bound us before our handshake with
+                                 it was done (dropped, drop_source; its frames come again) */
 } em_engine_stats_t;
 
 typedef struct em_engine em_engine_t;

@@ -48,10 +48,16 @@ void em_contact_rx(em_engine_t *e, const em_pkt_t *pkt, uint64_t now);
 void em_contact_poll(em_engine_t *e, uint64_t now);
 /** The table's next deadline (UINT64_MAX: none). */
 uint64_t em_contact_deadline(const em_engine_t *e);
-/** The gate's answer for a peer not ready: -EM_EAGAIN (handshake started or
- *  under way), -EM_EPEERFAIL or -EM_EINVAL. */
+/** The gate's answer for a peer not ready: 0 (its handshake started or under
+ *  way: the operation is queued behind it, em_proto_hold_peer), -EM_EAGAIN
+ *  (its keys are being set anew), -EM_EPEERFAIL or -EM_EINVAL. */
 int em_contact_gate_slow(em_engine_t *e, uint32_t peer);
 void em_contact_destroy(em_engine_t *e);
+/** A data frame from @p peer's address before its keys are set (the
+ *  protocol drops it, drop_source): when our handshake toward it is under
+ *  way, the peer bound us already: count it (hs_early) and send our
+ *  handshake frame again now (em_conn_hurry). */
+void em_contact_early(em_engine_t *e, uint32_t peer);
 
 /** May operations go to @p peer now?  0, or what the caller returns.  One
  *  byte read on the data path when first contact is on, nothing when off. */

@@ -365,6 +365,22 @@ int em_conn_connect(em_conn_t *c, uint32_t index, uint64_t now)
     return 0;
 }
 
+int em_conn_hurry(em_conn_t *c, uint32_t index, uint64_t now)
+{
+    struct entry *x = entry_of(c, index);
+    if (!x || (x->state != EM_CONN_INIT_SENT && x->state != EM_CONN_CONFIRM_SENT))
+        return 0;
+    uint64_t rto = c->cfg.hs_rto_ns << (x->tries < 20 ? x->tries - 1 : 19);
+    if (rto > c->cfg.hs_rto_max_ns)
+        rto = c->cfg.hs_rto_max_ns;
+    /* the last one left at next_ns - rto: not again within hs_rto_ns */
+    if (x->next_ns < rto || now < x->next_ns - rto + c->cfg.hs_rto_ns)
+        return 0;
+    x->next_ns = now + rto;
+    send_ours(c, index & SLOT_MASK);
+    return 1;
+}
+
 /* The cookie of an initiator at @p a with INIT/CONFIRM fields @p h, at @p ms. */
 static uint64_t cookie_of(const struct em_conn *c, const uint8_t *a, uint8_t alen, const em_hs_t *h,
                           uint32_t ms)
@@ -474,7 +490,11 @@ static int on_confirm(struct em_conn *c, const em_hs_t *h, uint64_t now)
         return -1;
     }
     if ((uint32_t)(now_ms - h->cookie_ms) > c->cfg.cookie_life_ms) {
+        /* a sender that was refused a while (not inserted yet, a full
+         * table) or whose answers were lost: a fresh cookie, as for an
+         * INIT (no state); its tries stay counted, so it still gives up */
         c->st.hs_cookie_old++;
+        challenge(c, h, now);
         return -1;
     }
     /* proven: the sender receives at @p a */
@@ -517,8 +537,12 @@ static int on_answer(struct em_conn *c, const em_hs_t *h, uint64_t now)
         x->name.nonce = h->src_nonce;
         x->cookie = h->cookie;
         x->cookie_ms = h->cookie_ms;
-        x->state = EM_CONN_CONFIRM_SENT;
-        arm(c, slot, now);
+        if (x->state == EM_CONN_INIT_SENT) {
+            x->state = EM_CONN_CONFIRM_SENT;
+            arm(c, slot, now);
+        } else {
+            send_ours(c, slot); /* a fresh cookie: CONFIRM with it, tries still counted */
+        }
         return 0;
     }
     if (ok && h->type == EM_HS_ACCEPT &&

@@ -170,6 +170,14 @@ void em_conn_destroy(em_conn_t *c);
 int em_conn_insert(em_conn_t *c, const em_conn_name_t *name, uint32_t *index);
 /** Start the handshake toward @p index (KNOWN; otherwise nothing to do).  @return 0 or -EM_EINVAL. */
 int em_conn_connect(em_conn_t *c, uint32_t index, uint64_t now);
+/**
+ * A data frame of @p index's arrived while our handshake toward it is
+ * under way (the peer bound us; its ACCEPT was lost or is late): send our
+ * INIT or CONFIRM again now, unless one left within hs_rto_ns (so frames
+ * cannot make us send faster than that), without counting a try.
+ * @return 1 sent, 0 nothing to do.
+ */
+int em_conn_hurry(em_conn_t *c, uint32_t index, uint64_t now);
 /** Forget @p index: its slot is reused under another generation. */
 int em_conn_remove(em_conn_t *c, uint32_t index);
 

@@ -307,8 +307,34 @@ uint64_t em_proto_rx_mem(const em_proto_t *p) { return p->rx_mem; }
 /** Has nothing moved between us and @p pe yet (no frame sent or taken)? */
 static bool peer_untouched(const struct em_peer *pe)
 {
-    return !pe->q_head && pe->snd_nxt == pe->tx_isn && pe->rcv_nxt == pe->rx_isn && !pe->nooo &&
-           !pe->ra_active && pe->state == EM_PEER_ACTIVE;
+    /* a held peer's queued operations have sent nothing (em_pump waits) */
+    return (!pe->q_head || pe->held) && pe->snd_nxt == pe->tx_isn && pe->rcv_nxt == pe->rx_isn &&
+           !pe->nooo && !pe->ra_active && pe->state == EM_PEER_ACTIVE;
+}
+
+int em_proto_hold_peer(em_proto_t *p, uint32_t peer)
+{
+    if (peer >= p->cfg.npeers || peer == p->cfg.self)
+        return -EM_EINVAL;
+    struct em_peer *pe = &p->peers[peer];
+    if (pe->state == EM_PEER_FAILED)
+        return -EM_EPEERFAIL;
+    if (pe->set)
+        return pe->held ? 0 : -EM_EINVAL; /* set and flowing: nothing to hold */
+    pe->held = 1;
+    return 0;
+}
+
+int em_proto_release_peer(em_proto_t *p, uint32_t peer, uint64_t now)
+{
+    if (peer >= p->cfg.npeers || peer == p->cfg.self || !p->peers[peer].set)
+        return -EM_EINVAL;
+    struct em_peer *pe = &p->peers[peer];
+    if (pe->held) {
+        pe->held = 0;
+        em_pump(p, peer, now);
+    }
+    return 0;
 }
 
 int em_proto_set_peer(em_proto_t *p, uint32_t peer, uint64_t key, uint32_t tx_isn, uint32_t rx_isn)
@@ -500,8 +526,8 @@ static int submit(struct em_proto *p, em_proto_op_t *op, uint32_t peer, uint8_t 
     struct em_peer *pe = &p->peers[peer];
     if (pe->state == EM_PEER_FAILED)
         return -EM_EPEERFAIL;
-    if (!pe->set)
-        return -EM_EINVAL; /* keys unknown: em_proto_set_peer() first */
+    if (!pe->set && !pe->held)
+        return -EM_EINVAL; /* keys unknown: em_proto_set_peer() (or hold) first */
 
     uint32_t pl = type == EM_PT_PUT ? p->put_payload : p->data_payload;
     *op = (em_proto_op_t){

@@ -603,6 +603,18 @@ int em_proto_fail_peer(em_proto_t *p, uint32_t peer, const char *why);
  */
 int em_proto_reset_peer(em_proto_t *p, uint32_t peer);
 
+/**
+ * First contact: @p peer's keys are on their way (a handshake), so
+ * operations to it are taken and queued, and none leaves until
+ * em_proto_set_peer() and em_proto_release_peer().  For a peer not set
+ * yet.  A peer that fails meanwhile ends them with -EM_EPEERFAIL; a reset
+ * with -EM_ECANCELED.  @return 0, -EM_EPEERFAIL or -EM_EINVAL.
+ */
+int em_proto_hold_peer(em_proto_t *p, uint32_t peer);
+/** The held @p peer's keys are set: its queued operations start.
+ *  @return 0 or -EM_EINVAL (not set). */
+int em_proto_release_peer(em_proto_t *p, uint32_t peer, uint64_t now);
+
 /** When a frame of @p peer's was last accepted (the caller's clock; 0: never,
  *  or since em_proto_reset_peer()). */
 uint64_t em_proto_heard_at(const em_proto_t *p, uint32_t peer);

@@ -44,6 +44,7 @@ enum em_peer_state { EM_PEER_ACTIVE = 0, EM_PEER_FAILED = 1 };
 struct em_peer {
     uint8_t state;
     uint8_t set;             /**< keys and ISNs known (em_proto_set_peer, or cfg defaults) */
+    uint8_t held;            /**< operations queue, none leaves (em_proto_hold_peer) */
     uint8_t rem_err;         /**< it refused a put of ours: our puts complete with -EM_EACCES */
     uint8_t refused_put;     /**< we refused a put of its: our frames carry EM_F_REMERR */
     uint64_t key;            /**< the pair's key: on every frame both ways */

@@ -122,6 +122,8 @@ void em_pump(struct em_proto *p, uint32_t peer, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
 
+    if (pe->held)
+        return; /* its keys are coming (em_proto_hold_peer) */
     pe->tx_blocked = 0;
     pe->pace_at = EM_NEVER;
     while (pe->q_send && (uint32_t)(pe->snd_nxt - pe->snd_una) < p->cfg.window) {

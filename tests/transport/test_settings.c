@@ -120,6 +120,7 @@ static const char *const published[][2] = {
     { "eager_max", "-1" },
     { "send_copy_max", "8192" },
     { "id", "-1" },
+    { "names", "wire" },
     { "npeers", "0" },
     { "first_contact", "-1" },
 };

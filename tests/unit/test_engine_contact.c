@@ -3,7 +3,8 @@
  * First contact in the engine (engine/contact.h): engines over link_sim
  * that know each other only by name (link address, endpoint 0, nonce),
  * each numbering its peers in its own order, so every frame's index is
- * the receiver's and never agreed out of band.  Verified messages both
+ * the receiver's and never agreed out of band.  Sends to a peer whose
+ * handshake is under way are taken and wait behind it.  Verified messages both
  * ways on a clean and on a lossy, duplicating, reordering wire; strangers
  * answered through the numbers their handshakes gave; a restarted peer
  * (new nonce, same address) that waits until the old one is quiet; a peer
@@ -258,7 +259,11 @@ static void all_to_all(double loss, double dup, double reorder)
         for (unsigned y = 0; y < NODES; y++)
             assert_int_equal(N[x].got[y], x == y ? 0 : NMSG);
         const em_proto_stats_t *st = em_engine_proto_stats(N[x].e);
-        assert_int_equal(st->drop_source, 0);
+        /* a peer's frames that came before its ACCEPT (on a wire that
+         * reorders and loses) are dropped and come again: those only */
+        assert_int_equal(st->drop_source, em_engine_stats(N[x].e)->hs_early);
+        if (reorder == 0 && loss == 0)
+            assert_int_equal(st->drop_source, 0);
         assert_int_equal(st->drop_job_key, 0);
         assert_int_equal(em_engine_stats(N[x].e)->hs_bad_source, 0);
         char line[1024];
@@ -323,7 +328,7 @@ static void strangers(void **st)
     uint32_t p23 = N[2].peer_of[3];
     em_proto_op_t op;
     uint8_t b[4] = { 2 };
-    assert_int_equal(em_engine_send(N[2].e, &op, p23, TAG, b, 4, NULL), -EM_EAGAIN);
+    assert_int_equal(em_engine_send(N[2].e, &op, p23, TAG, b, 4, NULL), 0); /* queued */
     spin_ms(50);
     assert_true(em_engine_contact_stats(N[3].e)->hs_stranger >= 1);
     assert_int_equal(N[3].contacts, 0);
@@ -443,13 +448,15 @@ static void no_answer(void **st)
     assert_int_equal(em_engine_contact_insert(N[0].e, &nm, &p), 0);
     em_proto_op_t op;
     uint8_t b[4] = { 0 };
-    int rc = -EM_EAGAIN;
-    for (long i = 0; rc == -EM_EAGAIN; i++) {
-        assert_true(i < 50000000L);
-        rc = em_engine_send(N[0].e, &op, p, TAG, b, 4, NULL);
+    /* taken and queued behind the handshake, which gives up: it ends failed */
+    assert_int_equal(em_engine_send(N[0].e, &op, p, TAG, b, 4, NULL), 0);
+    uint64_t until = em_now_ns() + 10000000000ull; /* 12 tries take about 3 s */
+    while (failed_ops == 0) {
+        assert_true(em_now_ns() < until);
         round_();
     }
-    assert_int_equal(rc, -EM_EPEERFAIL);
+    assert_int_equal(done_ops, 0);
+    assert_int_equal(em_engine_send(N[0].e, &op, p, TAG, b, 4, NULL), -EM_EPEERFAIL);
     assert_int_equal(N[0].failed, 1);
     assert_non_null(strstr(N[0].last_fail, "no answer to first contact"));
     assert_int_equal(em_engine_contact_stats(N[0].e)->hs_gave_up, 1);
