@@ -9,9 +9,15 @@
  *     the endpoint.  Frames go through an in-memory FIFO (no loss): the
  *     time until all N are established both ways, the frames it took, and
  *     the endpoint's table memory per peer.
- *  2. the wire v2 protocol core as it is (proto/proto.h): the memory of one
- *     em_proto_t per peer it is created for (every peer idle), and what
- *     sending one message to each adds (every peer active).
+ *  2. the wire v2 protocol core (proto/proto.h "Memory"): the memory of
+ *     one em_proto_t per peer it is created for (every peer idle), what
+ *     sending one message to each adds (every peer active: its active
+ *     part with the send ring), and what is left once every message is
+ *     acknowledged and the peers stayed quiet for peer_idle_ns (every
+ *     active part released: back to idle).  The same as the API states it
+ *     (em_engine_peer_bytes, em_engine_peer_bytes_active: protocol and
+ *     engine), and the totals of a table of N peers.  Exits 1 when an idle
+ *     peer costs more than 256 bytes or a quiet peer kept its active part.
  *
  * Memory is the heap's own count (glibc mallinfo2: bytes in use, mmap()ed
  * blocks included), before and after.  Output: a table, and with -o FILE the same as JSON
@@ -27,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/engine.h"
 #include "proto/conn.h"
 #include "proto/proto.h"
 
@@ -185,8 +192,19 @@ static void quiet_done(void *u, void *ctx, int status) { (void)u, (void)ctx, (vo
 
 struct v2mem {
     uint32_t npeers;
-    double idle_bytes_per_peer, active_bytes_per_peer;
+    double idle_bytes_per_peer, active_bytes_per_peer, released_bytes_per_peer;
+    size_t idle_total, active_total, released_total; /* heap bytes of the instance */
+    uint64_t releases;
 };
+
+/** Peer @p k acknowledges our first frame to it (sequence 0 + 1). */
+static void ack_from(em_proto_t *p, uint32_t k, uint64_t now)
+{
+    uint8_t b[EM_HDR_LEN];
+    em_hdr_t h = { .type = EM_PT_ACK, .index = k, .ack = 1 };
+    em_hdr_encode(&h, b);
+    em_proto_rx(p, b, sizeof b, now);
+}
 
 static struct v2mem proto_v2(uint32_t npeers)
 {
@@ -201,13 +219,25 @@ static struct v2mem proto_v2(uint32_t npeers)
     em_proto_t *p = em_proto_create(&cfg, &ops, NULL, &err);
     if (!p)
         return r;
-    size_t h1 = heap_used();
-    r.idle_bytes_per_peer = (double)(h1 - h0) / npeers;
+    r.idle_total = heap_used() - h0;
+    r.idle_bytes_per_peer = (double)r.idle_total / npeers;
     em_proto_op_t *op = calloc(npeers, sizeof *op);
+    if (!op)
+        exit(1);
+    size_t hop = heap_used() - h0 - r.idle_total; /* the ops are the caller's, not counted */
     static const char msg[64];
-    for (uint32_t k = 1; op && k < npeers; k++)
+    for (uint32_t k = 1; k < npeers; k++)
         (void)em_proto_send(p, &op[k], (uint32_t)k, 1, msg, sizeof msg, NULL, 1000);
-    r.active_bytes_per_peer = (double)(heap_used() - h0) / npeers;
+    r.active_total = heap_used() - h0 - hop;
+    r.active_bytes_per_peer = (double)r.active_total / npeers;
+    for (uint32_t k = 1; k < npeers; k++)
+        ack_from(p, k, 2000);
+    /* quiet from now: em_proto_poll() releases every active part */
+    for (int i = 0; i < 16 && em_proto_active_peers(p); i++)
+        em_proto_poll(p, em_proto_next_deadline(p));
+    r.released_total = heap_used() - h0 - hop;
+    r.released_bytes_per_peer = (double)r.released_total / npeers;
+    r.releases = em_proto_stats(p)->peer_releases;
     em_proto_destroy(p);
     free(op);
     return r;
@@ -233,13 +263,35 @@ int main(int argc, char **argv)
     printf("wire v3 first contact: %u peers established both ways in %.3f s (%.2f frames per "
            "peer); the endpoint's table: %zu bytes, %.1f bytes per peer (heap: %zu)\n",
            n, w.seconds, w.frames_per_peer, w.table_bytes, w.bytes_per_peer, w.heap_bytes_per_peer);
-    uint32_t sizes[] = { 256, 4096, 65535 };
-    struct v2mem v[3];
-    for (int i = 0; i < 3; i++) {
+    uint32_t sizes[] = { 256, 4096, 65535, n };
+    struct v2mem v[4];
+    int ok = w.ok;
+    for (int i = 0; i < 4; i++) {
         v[i] = proto_v2(sizes[i]);
         printf("wire v2 core (em_proto_t, default window): %u peers: %.0f bytes per idle peer, "
-               "%.0f per active peer (one 64-byte message in flight)\n",
-               v[i].npeers, v[i].idle_bytes_per_peer, v[i].active_bytes_per_peer);
+               "%.0f per active peer (one 64-byte message in flight), %.0f once released "
+               "(%llu releases)\n",
+               v[i].npeers, v[i].idle_bytes_per_peer, v[i].active_bytes_per_peer,
+               v[i].released_bytes_per_peer, (unsigned long long)v[i].releases);
+        if (v[i].releases != v[i].npeers - 1 || v[i].released_total > v[i].idle_total) {
+            fprintf(stderr, "conn_scale: %u peers: quiet peers kept their active part\n",
+                    v[i].npeers);
+            ok = 0;
+        }
+    }
+    em_proto_cfg_t dc;
+    em_proto_cfg_default(&dc);
+    size_t idle = em_engine_peer_bytes(&dc), active = idle + em_engine_peer_bytes_active(&dc);
+    const struct v2mem *t = &v[3];
+    double mib = 1024.0 * 1024.0;
+    printf("per peer (protocol + engine, default window %u): %zu bytes idle, %zu active "
+           "(with its send ring); a table of %u peers: %.1f MiB idle, %.1f MiB all active "
+           "(heap: %.1f, %.1f)\n",
+           dc.window, idle, active, n, (double)idle * n / mib, (double)active * n / mib,
+           (double)t->idle_total / mib, (double)t->active_total / mib);
+    if (idle > 256) {
+        fprintf(stderr, "conn_scale: an idle peer costs %zu bytes, over 256\n", idle);
+        ok = 0;
     }
     if (out) {
         FILE *f = fopen(out, "w");
@@ -253,14 +305,20 @@ int main(int argc, char **argv)
                 "\"heap_bytes_per_peer\": %zu, \"all_established\": %s},\n  \"proto_v2\": [",
                 n, w.seconds, w.frames_per_peer, w.table_bytes, w.bytes_per_peer,
                 w.heap_bytes_per_peer, w.ok ? "true" : "false");
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 4; i++)
             fprintf(f,
                     "%s\n    {\"peers\": %u, \"idle_bytes_per_peer\": %.0f, "
-                    "\"active_bytes_per_peer\": %.0f}",
-                    i ? "," : "", v[i].npeers, v[i].idle_bytes_per_peer,
-                    v[i].active_bytes_per_peer);
-        fprintf(f, "\n  ]\n}\n");
+                    "\"active_bytes_per_peer\": %.0f, \"released_bytes_per_peer\": %.0f, "
+                    "\"releases\": %llu}",
+                    i ? "," : "", v[i].npeers, v[i].idle_bytes_per_peer, v[i].active_bytes_per_peer,
+                    v[i].released_bytes_per_peer, (unsigned long long)v[i].releases);
+        fprintf(f,
+                "\n  ],\n  \"per_peer\": {\"window\": %u, \"idle_bytes\": %zu, "
+                "\"active_bytes\": %zu, \"table_peers\": %u, \"table_idle_bytes\": %zu, "
+                "\"table_active_bytes\": %zu, \"table_idle_heap_bytes\": %zu, "
+                "\"table_active_heap_bytes\": %zu}\n}\n",
+                dc.window, idle, active, n, idle * n, active * n, t->idle_total, t->active_total);
         fclose(f);
     }
-    return w.ok ? 0 : 1;
+    return ok ? 0 : 1;
 }

@@ -534,7 +534,11 @@ size_t em_engine_drain(em_engine_t *e, uint64_t bound_ns)
 size_t em_engine_max_msg(const em_engine_t *e) { return em_proto_max_msg(e->proto); }
 size_t em_engine_peer_bytes(const em_proto_cfg_t *cfg)
 {
-    return em_proto_peer_bytes(cfg) + sizeof *((em_engine_t *)0)->addr;
+    return em_proto_peer_bytes_idle(cfg) + sizeof *((em_engine_t *)0)->addr;
+}
+size_t em_engine_peer_bytes_active(const em_proto_cfg_t *cfg)
+{
+    return em_proto_peer_bytes_active(cfg);
 }
 size_t em_engine_frame_payload(const em_engine_t *e) { return em_proto_data_payload(e->proto); }
 const em_engine_stats_t *em_engine_stats(const em_engine_t *e) { return &e->st; }

@@ -319,9 +319,14 @@ size_t em_engine_drain(em_engine_t *e, uint64_t bound_ns);
 /** Messages to @p peer not yet acknowledged (em_proto_pending()). */
 uint32_t em_engine_pending(const em_engine_t *e, uint32_t peer);
 size_t em_engine_max_msg(const em_engine_t *e);
-/** Bytes em_engine_create() allocates per peer for @p cfg (the protocol's,
- *  em_proto_peer_bytes, and the engine's own). */
+/** Bytes em_engine_create() allocates per peer for @p cfg, up front for
+ *  every peer: what an idle peer costs (the protocol's record,
+ *  em_proto_peer_bytes_idle, and the engine's own). */
 size_t em_engine_peer_bytes(const em_proto_cfg_t *cfg);
+/** Bytes a peer holds on top of em_engine_peer_bytes() while it is active
+ *  (em_proto_peer_bytes_active: the protocol's active part and send ring;
+ *  the engine keeps nothing more per peer). */
+size_t em_engine_peer_bytes_active(const em_proto_cfg_t *cfg);
 /** Payload of one DATA frame: a message up to this size travels in one frame. */
 size_t em_engine_frame_payload(const em_engine_t *e);
 const em_engine_stats_t *em_engine_stats(const em_engine_t *e);

@@ -49,6 +49,12 @@ void em_proto_cfg_default(em_proto_cfg_t *cfg)
         .cc_loss_qdelay_pct = 50,
         .cc_adapt_target = 0,
         .live_idle_ns = 1000000000, /* = rto_max_ns: a watched peer fails within a sender's bound */
+        /* 2 s = 2 x rto_max_ns: a peer that talks again within a few
+         * seconds (an application's compute phase between exchanges)
+         * keeps its window and congestion state; one quiet longer than
+         * its longest retransmit back-off is idle by any measure
+         * (docs/design.md "Memory per peer") */
+        .peer_idle_ns = 2000000000,
     };
 }
 
@@ -81,13 +87,11 @@ const char *em_strerror(int err)
 
 /* A peer as the instance starts it (and em_proto_reset_peer() again):
  * nothing sent or taken, the configuration's key and ISN, unset when the
- * owner sets its peers (cfg.peers_need_set); @p tx its send ring. */
-static void peer_init(struct em_proto *p, struct em_peer *pe, struct em_tx_slot *tx)
+ * owner sets its peers (cfg.peers_need_set); no active part (act.c). */
+static void peer_init(struct em_proto *p, struct em_peer *pe)
 {
     const em_proto_cfg_t *cfg = &p->cfg;
     memset(pe, 0, sizeof *pe);
-    memset(tx, 0, (size_t)p->ring * sizeof *tx);
-    pe->tx = tx;
     pe->set = !cfg->peers_need_set;
     pe->key = cfg->job_key;
     /* until the owner says otherwise (em_proto_set_peer_index), a peer
@@ -96,12 +100,9 @@ static void peer_init(struct em_proto *p, struct em_peer *pe, struct em_tx_slot 
     pe->remote_index = cfg->self;
     pe->tx_isn = pe->rx_isn = cfg->isn;
     pe->snd_una = pe->snd_nxt = pe->rcv_nxt = cfg->isn;
-    pe->rto_base = pe->rto_cur = cfg->rto_ns;
-    pe->rto_deadline = EM_NEVER;
+    pe->rto_base = cfg->rto_ns;
     pe->ack_deadline = EM_NEVER;
-    pe->pace_at = EM_NEVER;
     pe->live_deadline = EM_NEVER;
-    em_cc_init(&pe->cc, cfg);
 }
 
 em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops, void *uctx,
@@ -146,17 +147,13 @@ em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops
     p->ring = 1;
     while (p->ring < cfg->window)
         p->ring *= 2;
-    p->tx_slots = calloc((size_t)cfg->npeers * p->ring, sizeof *p->tx_slots);
-    if (!p->tx_slots) {
-        free(p->peers);
-        free(p);
-        return NULL;
-    }
+    em_cc_init(&p->cc0, cfg);
     p->next_deadline = EM_NEVER;
+    p->sweep_at = EM_NEVER;
     p->max_msg = cfg->max_msg && cfg->max_msg < em_proto_max_msg(p) ? cfg->max_msg
                                                                     : (uint32_t)em_proto_max_msg(p);
     for (uint32_t i = 0; i < cfg->npeers; i++)
-        peer_init(p, &p->peers[i], p->tx_slots + (size_t)i * p->ring);
+        peer_init(p, &p->peers[i]);
     *err = EM_OK;
     return p;
 }
@@ -165,13 +162,17 @@ em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops
 static void abort_ops(struct em_proto *p, struct em_peer *pe, int status)
 {
     em_proto_op_t *op = pe->q_head;
+    struct em_peer_act *a = pe->a;
 
     pe->q_head = pe->q_tail = pe->q_send = NULL;
-    memset(pe->tx, 0, (size_t)p->ring * sizeof *pe->tx);
     pe->snd_una = pe->snd_nxt;
-    pe->rto_deadline = EM_NEVER;
-    pe->pace_at = EM_NEVER;
-    em_cc_flush(&pe->cc);
+    if (a) {
+        memset(a->tx, 0, (size_t)p->ring * sizeof *a->tx);
+        a->rto_deadline = EM_NEVER;
+        a->pace_at = EM_NEVER;
+        a->tx_blocked = 0;
+        em_cc_flush(&a->cc);
+    }
     while (op) {
         em_proto_op_t *next = op->next;
         p->ops.complete(p->uctx, op->ctx, status);
@@ -190,12 +191,17 @@ void em_fail_peer(struct em_proto *p, uint32_t peer)
         pe->fail_reason = "no answer within the retry limit";
     pe->ack_deadline = EM_NEVER;
     pe->nack_owed = 0;
-    pe->tx_blocked = 0;
     pe->watchers = 0; /* nothing will come: em_proto_unwatch() is a no-op now */
     pe->live_deadline = EM_NEVER;
     p->st.peer_failures++;
     em_rx_free(p, pe);
     abort_ops(p, pe, -EM_EPEERFAIL);
+    /* nothing will move toward it again: its active part goes now (every
+     * caller returns without touching it after a failure) */
+    if (pe->a) {
+        em_peer_act_put(p, pe);
+        p->st.peer_releases++;
+    }
     if (p->ops.peer_failed)
         p->ops.peer_failed(p->uctx, peer);
 }
@@ -235,7 +241,8 @@ int em_proto_reset_peer(em_proto_t *p, uint32_t peer)
      * operations complete: a completion callback that sends to the peer
      * again finds it unset (-EM_EINVAL), never half reset */
     em_rx_free(p, pe);
-    peer_init(p, pe, pe->tx);
+    em_peer_act_put(p, pe);
+    peer_init(p, pe);
     p->st.peer_resets++;
     while (op) {
         em_proto_op_t *next = op->next;
@@ -284,8 +291,8 @@ void em_proto_destroy(em_proto_t *p)
     for (uint32_t i = 0; i < p->cfg.npeers; i++) {
         abort_ops(p, &p->peers[i], -EM_ECANCELED);
         em_rx_free(p, &p->peers[i]);
+        em_peer_act_put(p, &p->peers[i]);
     }
-    free(p->tx_slots);
     free(p->peers);
     free(p);
 }
@@ -294,14 +301,6 @@ size_t em_proto_data_payload(const em_proto_t *p) { return p->data_payload; }
 
 size_t em_proto_max_msg(const em_proto_t *p) { return (size_t)UINT16_MAX * p->put_payload; }
 
-size_t em_proto_peer_bytes(const em_proto_cfg_t *cfg)
-{
-    size_t ring = 1;
-    while (ring < cfg->window)
-        ring *= 2;
-    return sizeof(struct em_peer) + ring * sizeof(struct em_tx_slot);
-}
-
 uint64_t em_proto_rx_mem(const em_proto_t *p) { return p->rx_mem; }
 
 /** Has nothing moved between us and @p pe yet (no frame sent or taken)? */
@@ -309,7 +308,7 @@ static bool peer_untouched(const struct em_peer *pe)
 {
     /* a held peer's queued operations have sent nothing (em_pump waits) */
     return (!pe->q_head || pe->held) && pe->snd_nxt == pe->tx_isn && pe->rcv_nxt == pe->rx_isn &&
-           !pe->nooo && !pe->ra_active && pe->state == EM_PEER_ACTIVE;
+           (!pe->a || (!pe->a->nooo && !pe->a->ra_active)) && pe->state == EM_PEER_ACTIVE;
 }
 
 int em_proto_hold_peer(em_proto_t *p, uint32_t peer)
@@ -398,7 +397,10 @@ uint64_t em_proto_rto(const em_proto_t *p, uint32_t peer)
 
 uint64_t em_proto_cwnd(const em_proto_t *p, uint32_t peer)
 {
-    return peer < p->cfg.npeers ? p->peers[peer].cc.cwnd : 0;
+    if (peer >= p->cfg.npeers)
+        return 0;
+    /* a released peer starts again from a fresh window */
+    return p->peers[peer].a ? p->peers[peer].a->cc.cwnd : p->cc0.cwnd;
 }
 
 uint64_t em_proto_srtt(const em_proto_t *p, uint32_t peer)
@@ -411,13 +413,15 @@ uint32_t em_proto_tx_room(const em_proto_t *p, uint32_t peer, uint64_t now)
     if (peer >= p->cfg.npeers)
         return 0;
     const struct em_peer *pe = &p->peers[peer];
-    if (pe->state != EM_PEER_ACTIVE || pe->q_send || pe->tx_blocked || pe->rto_deadline <= now)
+    const struct em_peer_act *a = pe->a;
+    if (pe->state != EM_PEER_ACTIVE || pe->q_send ||
+        (a && (a->tx_blocked || a->rto_deadline <= now)))
         return 0;
     uint32_t used = pe->snd_nxt - pe->snd_una;
     uint32_t room = used < p->cfg.window ? p->cfg.window - used : 0;
     /* the congestion window and pacing count too: only frames that leave
      * now, or an inline send would wait for someone's progress call */
-    uint32_t cc_room = em_cc_room(&pe->cc, &p->cfg, now);
+    uint32_t cc_room = em_cc_room(a ? &a->cc : &p->cc0, &p->cfg, now);
     return cc_room < room ? cc_room : room;
 }
 
@@ -469,10 +473,11 @@ void em_proto_flush(em_proto_t *p, uint64_t now)
 {
     for (uint32_t i = 0; i < p->cfg.npeers; i++) {
         struct em_peer *pe = &p->peers[i];
-        if (pe->state != EM_PEER_ACTIVE || pe->snd_una == pe->snd_nxt)
+        struct em_peer_act *a = pe->a;
+        if (pe->state != EM_PEER_ACTIVE || pe->snd_una == pe->snd_nxt || !a)
             continue;
-        if (pe->rto_deadline > now) {
-            pe->rto_deadline = now;
+        if (a->rto_deadline > now) {
+            a->rto_deadline = now;
             em_arm(p, now);
         }
     }
@@ -502,8 +507,9 @@ uint64_t em_proto_retx_horizon(const em_proto_t *p)
     uint64_t rto = 0;
     for (uint32_t i = 0; i < p->cfg.npeers; i++) {
         const struct em_peer *pe = &p->peers[i];
-        if (pe->state == EM_PEER_ACTIVE && pe->set && pe->rto_cur > rto)
-            rto = pe->rto_cur;
+        uint64_t cur = pe->a ? pe->a->rto_cur : pe->rto_base;
+        if (pe->state == EM_PEER_ACTIVE && pe->set && cur > rto)
+            rto = cur;
     }
     return rto * 2 < EM_PROTO_HORIZON_MAX_NS ? rto * 2 : EM_PROTO_HORIZON_MAX_NS;
 }
@@ -528,6 +534,11 @@ static int submit(struct em_proto *p, em_proto_op_t *op, uint32_t peer, uint8_t 
         return -EM_EPEERFAIL;
     if (!pe->set && !pe->held)
         return -EM_EINVAL; /* keys unknown: em_proto_set_peer() (or hold) first */
+    /* the window is taken on first use; without memory for it the op is
+     * refused at once, nothing queued (the caller owns the retry: a queue
+     * that waits for memory could wait for ever, unseen) */
+    if (!em_peer_act_get(p, pe, now))
+        return -EM_ENOMEM;
 
     uint32_t pl = type == EM_PT_PUT ? p->put_payload : p->data_payload;
     *op = (em_proto_op_t){
@@ -702,10 +713,11 @@ static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint32_t
 static void poll_peer(struct em_proto *p, uint32_t peer, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
+    const struct em_peer_act *a = pe->a;
 
     if (pe->state != EM_PEER_ACTIVE)
         return;
-    if (pe->rto_deadline <= now) {
+    if (a && a->rto_deadline <= now) {
         em_on_timeout(p, peer, now);
         if (pe->state != EM_PEER_ACTIVE)
             return;
@@ -715,7 +727,7 @@ static void poll_peer(struct em_proto *p, uint32_t peer, uint64_t now)
         if (pe->state != EM_PEER_ACTIVE)
             return;
     }
-    if (pe->tx_blocked || pe->pace_at <= now)
+    if (pe->a && (pe->a->tx_blocked || pe->a->pace_at <= now))
         em_pump(p, peer, now);
     if (pe->nack_owed)
         em_send_ack(p, peer, EM_PT_NACK);
@@ -729,21 +741,28 @@ void em_proto_poll(em_proto_t *p, uint64_t now)
         return;
     for (uint32_t i = 0; i < p->cfg.npeers; i++)
         poll_peer(p, (uint32_t)i, now);
+    if (now >= p->sweep_at)
+        em_act_sweep(p, now); /* release the active parts of idle peers */
     /* Recompute the bound exactly. */
-    uint64_t next = EM_NEVER;
+    uint64_t next = p->sweep_at;
     for (uint32_t i = 0; i < p->cfg.npeers; i++) {
         const struct em_peer *pe = &p->peers[i];
+        const struct em_peer_act *a = pe->a;
         if (pe->state != EM_PEER_ACTIVE)
             continue;
-        if (pe->rto_deadline < next)
-            next = pe->rto_deadline;
         if (pe->ack_deadline < next)
             next = pe->ack_deadline;
-        if (pe->pace_at < next)
-            next = pe->pace_at;
         if (pe->live_deadline < next)
             next = pe->live_deadline;
-        if ((pe->tx_blocked || pe->nack_owed) && now < next)
+        if (pe->nack_owed && now < next)
+            next = now;
+        if (!a)
+            continue;
+        if (a->rto_deadline < next)
+            next = a->rto_deadline;
+        if (a->pace_at < next)
+            next = a->pace_at;
+        if (a->tx_blocked && now < next)
             next = now;
     }
     p->next_deadline = next;

@@ -4,11 +4,26 @@
  * The ethermpi reliable datagram protocol: reliable, ordered (per peer)
  * delivery of messages and puts over an unreliable datagram link.
  *
- * Pure C: no I/O, no allocation on the send path, no clock of its own.
+ * Pure C: no I/O, no clock of its own, and no allocation on the send path
+ * of a peer that is active: the first send to a peer, or the first after
+ * it was idle, takes its active part (see "Memory" below).
  * The caller (the engine, or a test) supplies:
  *   - the current time in nanoseconds on every call that needs it;
  *   - an @c emit callback that puts one frame on the wire;
  *   - frames received from the wire, through em_proto_rx().
+ *
+ * Memory (docs/design.md "Memory per peer"): em_proto_create() allocates
+ * a small record per peer (em_proto_peer_bytes_idle(), under 256 bytes
+ * with the engine's own byte): keys, ISNs, both sequence numbers, the ACK
+ * owed, failure, the liveness watch, the RTT estimate.  The rest, the send
+ * ring, out-of-order and reassembly state, retransmit timer and congestion
+ * window (em_proto_peer_bytes_active()), is taken on first use (a send; a
+ * received frame that must be held out of order or reassembled) and
+ * released by em_proto_poll() once the peer has had nothing queued,
+ * unacknowledged, held or half reassembled for cfg.peer_idle_ns.  A send
+ * that finds no memory for it fails with -EM_ENOMEM (nothing queued); a
+ * received frame that finds none is dropped unacknowledged and comes again.
+ * Sequence numbers continue across a release.
  *
  * Threading: an em_proto_t is single-threaded.  All functions must be called
  * from the thread that owns it.  Callbacks run inside em_proto_rx(),
@@ -162,6 +177,14 @@ typedef struct em_proto_cfg {
      *  failure").  0 = never probe (watches are only counted).  Not used
      *  with link_acks (the link answers for the peer there). */
     uint64_t live_idle_ns;
+    /** A peer with nothing queued, unacknowledged, held out of order or half
+     *  reassembled for this long gives its active part back (send ring,
+     *  receive and congestion state: em_proto_peer_bytes_active()); the
+     *  next send or frame that needs it takes it again, with a fresh
+     *  congestion window (as TCP restarts after idle) and the RTT estimate
+     *  it had.  em_proto_poll() looks every peer_idle_ns / 4.  0 = never
+     *  (an active part, once taken, stays until em_proto_reset_peer()). */
+    uint64_t peer_idle_ns;
 } em_proto_cfg_t;
 
 /** Where one peer's flows stand (what a link that acknowledges for us must know). */
@@ -341,6 +364,10 @@ typedef struct em_proto_stats {
     uint64_t live_failures;      /**< of peer_failures: watched peers that answered no probe */
     uint64_t fail_by_owner; /**< of peer_failures: given up by the owner (em_proto_fail_peer) */
     uint64_t peer_resets;   /**< peers the owner returned to their start (em_proto_reset_peer) */
+    /* a peer's active part (proto.h "Memory") */
+    uint64_t peer_acquires;       /**< active parts taken (first use, or again after idle) */
+    uint64_t peer_releases;       /**< active parts given back (idle for peer_idle_ns, or failed) */
+    uint64_t peer_acquire_failed; /**< active parts that could not be allocated */
 } em_proto_stats_t;
 
 typedef struct em_proto em_proto_t;
@@ -359,7 +386,9 @@ void em_proto_destroy(em_proto_t *p);
  * Send @p len bytes to @p peer as one message with @p tag.  Fragments go out
  * at once as far as the window allows, the rest from later calls.
  * @return 0 (queued; complete callback follows), -EM_EINVAL (bad peer or too
- *         long: see em_proto_max_msg()), -EM_EPEERFAIL (peer failed).
+ *         long: see em_proto_max_msg()), -EM_EPEERFAIL (peer failed),
+ *         -EM_ENOMEM (the peer was idle and no memory for its active part:
+ *         nothing was queued; proto.h "Memory").
  */
 int em_proto_send(em_proto_t *p, em_proto_op_t *op, uint32_t peer, uint8_t tag, const void *buf,
                   size_t len, void *ctx, uint64_t now);
@@ -558,10 +587,29 @@ uint32_t em_proto_tx_room(const em_proto_t *p, uint32_t peer, uint64_t now);
 /** Largest message (or put) em_proto_send() accepts with this frame size. */
 size_t em_proto_max_msg(const em_proto_t *p);
 
-/** Bytes em_proto_create() allocates per peer for @p cfg (the peer record
- *  and its send ring; up front, for all cfg->npeers): what a job of n
- *  processes asks for is about n times this, per endpoint. */
+/** Bytes em_proto_create() allocates per peer for @p cfg (up front, for all
+ *  cfg->npeers): what a job of n processes asks for is about n times this,
+ *  per endpoint; em_proto_peer_bytes_idle(). */
 size_t em_proto_peer_bytes(const em_proto_cfg_t *cfg);
+
+/** Bytes an idle peer holds: its record (proto.h "Memory"). */
+size_t em_proto_peer_bytes_idle(const em_proto_cfg_t *cfg);
+
+/** Bytes an active peer holds on top of em_proto_peer_bytes_idle(): its
+ *  active part with the send ring of cfg->window slots rounded up to a
+ *  power of two.  Receive buffers (out-of-order slots, reassembly) come on
+ *  top while frames are held and count in em_proto_rx_mem(). */
+size_t em_proto_peer_bytes_active(const em_proto_cfg_t *cfg);
+
+/** Peers that hold their active part now. */
+uint32_t em_proto_active_peers(const em_proto_t *p);
+
+/** True when @p peer holds its active part now. */
+bool em_proto_peer_active(const em_proto_t *p, uint32_t peer);
+
+/** Tests: the next @p n allocations of an active part fail as if out of
+ *  memory (counted in peer_acquire_failed); 0 ends it. */
+void em_proto_fail_act_alloc(em_proto_t *p, uint32_t n);
 
 /** Payload bytes per DATA frame. */
 size_t em_proto_data_payload(const em_proto_t *p);

@@ -2,7 +2,8 @@
 /**
  * @file proto_internal.h
  * Private state of the protocol: per-peer sender and receiver halves.
- * Shared by proto.c (instance, timers, failure), send.c and recv.c.
+ * Shared by proto.c (instance, timers, failure), act.c (a peer's active
+ * part: taken on first use, released when idle), send.c and recv.c.
  */
 #ifndef EM_PROTO_INTERNAL_H
 #define EM_PROTO_INTERNAL_H
@@ -41,61 +42,39 @@ struct em_rx_slot {
 
 enum em_peer_state { EM_PEER_ACTIVE = 0, EM_PEER_FAILED = 1 };
 
-struct em_peer {
-    uint8_t state;
-    uint8_t set;             /**< keys and ISNs known (em_proto_set_peer, or cfg defaults) */
-    uint8_t held;            /**< operations queue, none leaves (em_proto_hold_peer) */
-    uint8_t rem_err;         /**< it refused a put of ours: our puts complete with -EM_EACCES */
-    uint8_t refused_put;     /**< we refused a put of its: our frames carry EM_F_REMERR */
-    uint64_t key;            /**< the pair's key: on every frame both ways */
-    uint32_t remote_index;   /**< what the peer calls us: our frames to it carry it
-                                  (em_proto_set_peer_index; cfg.self until then) */
-    uint32_t tx_isn, rx_isn; /**< the pair's initial sequence numbers */
-    const char *fail_reason; /**< why it failed (static sentence) */
-    uint64_t heard_at;       /**< when a frame of its was last accepted (0: never) */
-
+/**
+ * What a peer holds only while traffic moves (docs/design.md "Memory per
+ * peer"): its send ring, the receiver's reordering and reassembly state,
+ * the retransmit timer and congestion control.  Allocated on first use (a
+ * send, or a received frame that must be held or reassembled:
+ * em_peer_act_get()), released by em_proto_poll() once the peer has been
+ * quiet for cfg.peer_idle_ns (act.c, em_act_sweep()).  em_peer::a is NULL
+ * while released, and then, always: nothing queued or unacknowledged
+ * (q_head NULL, snd_una == snd_nxt), nothing held out of order, no message
+ * half reassembled.
+ */
+struct em_peer_act {
     /* ---- sender half ---- */
-    uint32_t snd_una; /**< oldest sequence number not cumulatively acked */
-    uint32_t snd_nxt; /**< next sequence number to use */
-    uint32_t next_msg_id;
-    em_proto_op_t *q_head; /**< every incomplete op to this peer, FIFO */
-    em_proto_op_t *q_tail;
-    em_proto_op_t *q_send; /**< first op with fragments not yet sent */
-    struct em_tx_slot *tx; /**< em_proto::ring slots (a share of em_proto::tx_slots) */
     uint64_t stamp;        /**< last transmission stamp handed out */
-    uint64_t srtt, rttvar; /**< smoothed RTT and its variation (RFC 6298), 0 = no sample */
     uint64_t rtt_peak;     /**< largest RTT sample in the current peak window */
     uint64_t rtt_peak_at;  /**< when that window began */
-    uint64_t rto_base;     /**< clamp(srtt + 4 rttvar, rto_min, rto_max), or cfg.rto_ns */
     uint64_t rto_cur;      /**< current (backed-off) retransmit timeout */
     uint64_t rto_deadline; /**< when the oldest unacked frame times out */
     uint32_t retries;      /**< consecutive timeouts without progress */
     uint32_t resends;      /**< timeouts of this streak that resent data */
     uint64_t streak_at;    /**< when this streak's first timeout expired */
     uint64_t answered_at;  /**< when the peer last answered a probe of ours */
-    uint8_t tx_blocked;    /**< the link refused a frame: retry on next poll */
     uint64_t probe_stamp;  /**< a probe is out: the last stamp sent before it (0: none) */
     uint64_t probe_at;     /**< when that probe was sent */
-    em_cc_t cc;            /**< congestion window and pacing (cc.h) */
     uint64_t pace_at;      /**< pacing holds new frames until then (EM_NEVER: not paced) */
+    em_cc_t cc;            /**< congestion window and pacing (cc.h) */
+    uint8_t tx_blocked;    /**< the link refused a frame: retry on next poll */
 
     /* ---- receiver half ---- */
-    uint32_t rcv_nxt;                 /**< next sequence number expected (= cumulative ACK) */
+    uint32_t nooo;                    /**< bits set in ooo */
     uint64_t ooo[EM_WINDOW_MAX / 64]; /**< bit (seq & EM_SLOT_MASK): seq is buffered out of
                                    order (only seqs in rcv_nxt + 1 .. rcv_nxt + W - 1) */
-    uint32_t nooo;                    /**< bits set in ooo */
     struct em_rx_slot *rx;            /**< em_proto::ring slots, allocated on first reorder */
-    uint32_t ack_owed;                /**< in-order frames delivered since our last ACK */
-    uint64_t ack_deadline;            /**< when a standalone ACK must go out */
-    uint8_t nack_owed;                /**< Go-Back-N: a NACK must go out */
-    uint8_t nack_sent;                /**< Go-Back-N: NACK already sent for this gap */
-    uint8_t probed;                   /**< a probe came: our next ACK state carries EM_F_PROBED */
-
-    /* liveness watch (live.c) */
-    uint32_t watchers;      /**< em_proto_watch() holds */
-    uint32_t live_retries;  /**< liveness probes unanswered in a row */
-    uint64_t live_rto;      /**< interval to the next liveness probe (backed off) */
-    uint64_t live_deadline; /**< next liveness probe or failure (EM_NEVER: none) */
 
     /* reassembly of a multi-fragment message (frames arrive in order) */
     uint8_t ra_active;
@@ -112,6 +91,56 @@ struct em_peer {
     uint8_t *ra_dst;
     uint32_t ra_skip;
     void *ra_ctx;
+
+    /* ---- idle release (act_sweep) ---- */
+    uint32_t seen_snd, seen_rcv; /**< snd_nxt and rcv_nxt at the last sweep */
+    uint64_t quiet_since;        /**< quiet and unchanged since (EM_NEVER: not quiet) */
+
+    struct em_tx_slot tx[]; /**< the send ring: em_proto::ring slots */
+};
+
+/**
+ * A peer as every peer has it, idle or not: who it is, where both
+ * sequence spaces stand (they continue across a release of the active
+ * part), what we owe it (ACKs), its failure and its liveness watch, and
+ * the path's RTT estimate (kept, as TCP keeps per-destination metrics, so
+ * a peer that comes back starts with its own RTO).  Kept small: a job's
+ * table of them is allocated up front (em_proto_peer_bytes()).
+ */
+struct em_peer {
+    uint8_t state;
+    uint8_t set;             /**< keys and ISNs known (em_proto_set_peer, or cfg defaults) */
+    uint8_t rem_err;         /**< it refused a put of ours: our puts complete with -EM_EACCES */
+    uint8_t refused_put;     /**< we refused a put of its: our frames carry EM_F_REMERR */
+    uint8_t nack_owed;       /**< Go-Back-N: a NACK must go out */
+    uint8_t nack_sent;       /**< Go-Back-N: NACK already sent for this gap */
+    uint8_t probed;          /**< a probe came: our next ACK state carries EM_F_PROBED */
+    uint8_t held;            /**< operations queue, none leaves (em_proto_hold_peer) */
+    uint32_t remote_index;   /**< what the peer calls us: our frames to it carry it
+                                  (em_proto_set_peer_index; cfg.self until then) */
+    uint64_t key;            /**< the pair's key: on every frame both ways */
+    uint32_t tx_isn, rx_isn; /**< the pair's initial sequence numbers */
+    const char *fail_reason; /**< why it failed (static sentence) */
+    uint64_t heard_at;       /**< when a frame of its was last accepted (0: never) */
+
+    uint32_t snd_una; /**< oldest sequence number not cumulatively acked */
+    uint32_t snd_nxt; /**< next sequence number to use */
+    uint32_t next_msg_id;
+    uint32_t rcv_nxt;      /**< next sequence number expected (= cumulative ACK) */
+    em_proto_op_t *q_head; /**< every incomplete op to this peer, FIFO */
+    em_proto_op_t *q_tail;
+    em_proto_op_t *q_send; /**< first op with fragments not yet sent */
+    uint64_t srtt, rttvar; /**< smoothed RTT and its variation (RFC 6298), 0 = no sample */
+    uint64_t rto_base;     /**< clamp(srtt + 4 rttvar, rto_min, rto_max), or cfg.rto_ns */
+    uint32_t ack_owed;     /**< in-order frames delivered since our last ACK */
+    uint64_t ack_deadline; /**< when a standalone ACK must go out */
+    struct em_peer_act *a; /**< the active part, NULL while released */
+
+    /* liveness watch (live.c) */
+    uint32_t watchers;      /**< em_proto_watch() holds */
+    uint32_t live_retries;  /**< liveness probes unanswered in a row */
+    uint64_t live_rto;      /**< interval to the next liveness probe (backed off) */
+    uint64_t live_deadline; /**< next liveness probe or failure (EM_NEVER: none) */
 };
 
 struct em_proto {
@@ -119,14 +148,17 @@ struct em_proto {
     em_proto_ops_t ops;
     void *uctx;
     struct em_peer *peers;
-    uint32_t data_payload;       /**< payload bytes per DATA frame */
-    uint32_t put_payload;        /**< payload bytes per PUT frame */
-    uint32_t ack_every;          /**< ACK at once after this many in-order frames */
-    uint32_t ring;               /**< slots per peer and direction: cfg.window rounded up to 2^k */
-    struct em_tx_slot *tx_slots; /**< npeers x ring sender slots */
-    uint64_t next_deadline;      /**< lower bound of every peer's deadlines */
-    uint32_t max_msg;            /**< receiver side: longest message accepted */
-    uint64_t rx_mem;             /**< bytes of reassembly buffers and out-of-order slots held */
+    uint32_t data_payload;  /**< payload bytes per DATA frame */
+    uint32_t put_payload;   /**< payload bytes per PUT frame */
+    uint32_t ack_every;     /**< ACK at once after this many in-order frames */
+    uint32_t ring;          /**< slots per peer and direction: cfg.window rounded up to 2^k */
+    uint32_t nactive;       /**< peers holding their active part */
+    uint32_t act_fail;      /**< em_proto_fail_act_alloc(): allocations left to fail */
+    uint64_t sweep_at;      /**< next look for idle peers to release (act_sweep) */
+    em_cc_t cc0;            /**< a fresh peer's congestion state (em_cc_init) */
+    uint64_t next_deadline; /**< lower bound of every peer's deadlines */
+    uint32_t max_msg;       /**< receiver side: longest message accepted */
+    uint64_t rx_mem;        /**< bytes of reassembly buffers and out-of-order slots held */
     em_proto_stats_t st;
 };
 
@@ -145,34 +177,36 @@ static inline uint32_t em_slot(const struct em_proto *p, uint32_t seq)
 }
 
 /** Is @p seq held out of order? */
-static inline bool em_ooo_has(const struct em_peer *pe, uint32_t seq)
+static inline bool em_ooo_has(const struct em_peer_act *a, uint32_t seq)
 {
     uint32_t b = seq & EM_SLOT_MASK;
-    return (pe->ooo[b / 64] >> (b % 64)) & 1u;
+    return (a->ooo[b / 64] >> (b % 64)) & 1u;
 }
 
-static inline void em_ooo_set(struct em_peer *pe, uint32_t seq)
+static inline void em_ooo_set(struct em_peer_act *a, uint32_t seq)
 {
     uint32_t b = seq & EM_SLOT_MASK;
-    pe->ooo[b / 64] |= (uint64_t)1 << (b % 64);
-    pe->nooo++;
+    a->ooo[b / 64] |= (uint64_t)1 << (b % 64);
+    a->nooo++;
 }
 
-static inline void em_ooo_clear(struct em_peer *pe, uint32_t seq)
+static inline void em_ooo_clear(struct em_peer_act *a, uint32_t seq)
 {
     uint32_t b = seq & EM_SLOT_MASK;
-    pe->ooo[b / 64] &= ~((uint64_t)1 << (b % 64));
-    pe->nooo--;
+    a->ooo[b / 64] &= ~((uint64_t)1 << (b % 64));
+    a->nooo--;
 }
 
-/** The wire's SACK bitmap: bit i = rcv_nxt + 1 + i is held. */
+/** The wire's SACK bitmap: bit i = rcv_nxt + 1 + i is held (none while
+ *  the peer's active part is released: nothing is held then). */
 static inline uint64_t em_sack_bits(const struct em_peer *pe)
 {
-    if (!pe->nooo)
+    const struct em_peer_act *a = pe->a;
+    if (!a || !a->nooo)
         return 0;
     uint32_t b = (pe->rcv_nxt + 1u) & EM_SLOT_MASK, w = b / 64, off = b % 64;
-    uint64_t lo = pe->ooo[w] >> off;
-    uint64_t hi = off ? pe->ooo[(w + 1) % (EM_WINDOW_MAX / 64)] << (64 - off) : 0;
+    uint64_t lo = a->ooo[w] >> off;
+    uint64_t hi = off ? a->ooo[(w + 1) % (EM_WINDOW_MAX / 64)] << (64 - off) : 0;
     return lo | hi;
 }
 
@@ -203,6 +237,8 @@ int em_send_ctl(struct em_proto *p, uint32_t peer, uint8_t type, uint8_t flags);
 /** A probe arrived from @p peer: answer it on the next poll. */
 void em_on_probe(struct em_proto *p, uint32_t peer, uint64_t now);
 void em_reassembly_reset(struct em_proto *p, struct em_peer *pe);
+/** Free @p pe's receive buffers (out-of-order slots, reassembly buffer);
+ *  its active part stays, emptied of them. */
 void em_rx_free(struct em_proto *p, struct em_peer *pe);
 /** Room for @p n more bytes of receive buffers? (counts drop_budget when not) */
 bool em_rx_mem_take(struct em_proto *p, uint64_t n);
@@ -220,6 +256,15 @@ static inline void em_live_heard(struct em_proto *p, struct em_peer *pe, uint64_
 }
 /** The watch's deadline of @p peer passed: probe it, or fail it. */
 void em_live_timeout(struct em_proto *p, uint32_t peer, uint64_t now);
+
+/* act.c */
+/** @p pe's active part, allocated now if it has none (first use).
+ *  @return NULL when out of memory (counted in peer_acquire_failed). */
+struct em_peer_act *em_peer_act_get(struct em_proto *p, struct em_peer *pe, uint64_t now);
+/** Free @p pe's active part (and its receive buffers), if it has one. */
+void em_peer_act_put(struct em_proto *p, struct em_peer *pe);
+/** em_proto_poll(): release the active parts of peers quiet for peer_idle_ns. */
+void em_act_sweep(struct em_proto *p, uint64_t now);
 
 /* proto.c */
 void em_fail_peer(struct em_proto *p, uint32_t peer);

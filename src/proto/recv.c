@@ -69,13 +69,16 @@ void em_on_probe(struct em_proto *p, uint32_t peer, uint64_t now)
 
 void em_reassembly_reset(struct em_proto *p, struct em_peer *pe)
 {
-    if (pe->ra_active && pe->ra_dst) {
+    struct em_peer_act *a = pe->a;
+    if (!a)
+        return;
+    if (a->ra_active && a->ra_dst) {
         /* cut short in its owner's buffer: the owner learns it (once) */
-        pe->ra_dst = NULL;
-        p->ops.place_end(p->uctx, (uint32_t)(pe - p->peers), pe->ra_ctx, -EM_ECANCELED);
+        a->ra_dst = NULL;
+        p->ops.place_end(p->uctx, (uint32_t)(pe - p->peers), a->ra_ctx, -EM_ECANCELED);
     }
-    pe->ra_active = 0;
-    pe->ra_got = 0;
+    a->ra_active = 0;
+    a->ra_got = 0;
 }
 
 bool em_rx_mem_take(struct em_proto *p, uint64_t n)
@@ -90,12 +93,12 @@ bool em_rx_mem_take(struct em_proto *p, uint64_t n)
 
 /** Give the reassembly buffer back (after a message larger than one that
  *  is worth keeping, or when a message was cut): an idle peer holds little. */
-static void ra_release(struct em_proto *p, struct em_peer *pe)
+static void ra_release(struct em_proto *p, struct em_peer_act *a)
 {
-    free(pe->ra_buf);
-    p->rx_mem -= pe->ra_cap;
-    pe->ra_buf = NULL;
-    pe->ra_cap = 0;
+    free(a->ra_buf);
+    p->rx_mem -= a->ra_cap;
+    a->ra_buf = NULL;
+    a->ra_cap = 0;
 }
 
 /** Keep reassembly buffers up to this size between messages (a 64 KiB eager
@@ -118,13 +121,13 @@ static void ack_soon(struct em_proto *p, struct em_peer *pe, uint64_t now)
  */
 /**
  * First frame @p h of a multi-frame message: ask the owner for a buffer to
- * assemble it in (ops.place).  @return true when it gave one (pe->ra_dst).
+ * assemble it in (ops.place).  @return true when it gave one (a->ra_dst).
  */
 static bool place_in_owner(struct em_proto *p, uint32_t peer, const em_hdr_t *h,
                            const uint8_t *payload)
 {
-    struct em_peer *pe = &p->peers[peer];
-    pe->ra_dst = NULL;
+    struct em_peer_act *a = p->peers[peer].a;
+    a->ra_dst = NULL;
     if (!p->ops.place)
         return false;
     size_t skip = 0;
@@ -136,35 +139,47 @@ static bool place_in_owner(struct em_proto *p, uint32_t peer, const em_hdr_t *h,
         p->ops.place_end(p->uctx, peer, ctx, -EM_EINVAL);
         return false;
     }
-    pe->ra_dst = dst;
-    pe->ra_skip = (uint32_t)skip;
-    pe->ra_ctx = ctx;
+    a->ra_dst = dst;
+    a->ra_skip = (uint32_t)skip;
+    a->ra_ctx = ctx;
     return true;
 }
 
 static bool deliver_data(struct em_proto *p, uint32_t peer, const em_hdr_t *h,
-                         const uint8_t *payload, bool *malformed)
+                         const uint8_t *payload, bool *malformed, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
+    struct em_peer_act *a = pe->a;
 
     *malformed = false;
     if (h->frag_cnt == 1) {
-        if (pe->ra_active) { /* a message was cut short */
+        if (a && a->ra_active) { /* a message was cut short */
             em_reassembly_reset(p, pe);
             *malformed = true;
         }
         return true; /* caller delivers from the frame */
     }
+    if (!a && h->frag_no != 0) {
+        *malformed = true; /* no message begun: a fragment out of nowhere */
+        return true;
+    }
     if (h->frag_no == 0) {
-        if (pe->ra_active) {
+        /* reassembly is active state: the first use of a peer that so far
+         * only had single-frame messages, or came back from idle */
+        a = em_peer_act_get(p, pe, now);
+        if (!a) {
+            p->st.drop_nomem++;
+            return false; /* not consumed, not acked: it comes again */
+        }
+        if (a->ra_active) {
             em_reassembly_reset(p, pe);
             *malformed = true;
         }
         if (place_in_owner(p, peer, h, payload)) {
             /* no reassembly buffer: the owner's (ops.place) */
-        } else if (h->msg_len > pe->ra_cap) {
+        } else if (h->msg_len > a->ra_cap) {
             /* budget: the whole new buffer, as the old one goes */
-            ra_release(p, pe);
+            ra_release(p, a);
             if (!em_rx_mem_take(p, h->msg_len))
                 return false; /* not consumed, not acked: it comes again */
             uint8_t *nb = malloc(h->msg_len);
@@ -173,42 +188,42 @@ static bool deliver_data(struct em_proto *p, uint32_t peer, const em_hdr_t *h,
                 p->st.drop_nomem++;
                 return false;
             }
-            pe->ra_buf = nb;
-            pe->ra_cap = h->msg_len;
+            a->ra_buf = nb;
+            a->ra_cap = h->msg_len;
         }
-        pe->ra_active = 1;
-        pe->ra_tag = h->tag;
-        pe->ra_cnt = h->frag_cnt;
-        pe->ra_next = 0;
-        pe->ra_msg_id = h->msg_id;
-        pe->ra_len = h->msg_len;
-        pe->ra_got = 0;
-    } else if (!pe->ra_active || h->msg_id != pe->ra_msg_id || h->frag_no != pe->ra_next ||
-               h->frag_cnt != pe->ra_cnt || h->msg_len != pe->ra_len || h->tag != pe->ra_tag) {
+        a->ra_active = 1;
+        a->ra_tag = h->tag;
+        a->ra_cnt = h->frag_cnt;
+        a->ra_next = 0;
+        a->ra_msg_id = h->msg_id;
+        a->ra_len = h->msg_len;
+        a->ra_got = 0;
+    } else if (!a->ra_active || h->msg_id != a->ra_msg_id || h->frag_no != a->ra_next ||
+               h->frag_cnt != a->ra_cnt || h->msg_len != a->ra_len || h->tag != a->ra_tag) {
         em_reassembly_reset(p, pe);
         *malformed = true;
         return true;
     }
-    if (h->len > pe->ra_len - pe->ra_got ||
-        (h->frag_no == h->frag_cnt - 1 && pe->ra_got + h->len != pe->ra_len)) {
+    if (h->len > a->ra_len - a->ra_got ||
+        (h->frag_no == h->frag_cnt - 1 && a->ra_got + h->len != a->ra_len)) {
         em_reassembly_reset(p, pe);
         *malformed = true;
         return true;
     }
-    if (pe->ra_dst) {
+    if (a->ra_dst) {
         /* the owner's buffer starts at message byte ra_skip (only the
          * first frame can hold bytes before it: place_in_owner) */
-        uint32_t from = pe->ra_got < pe->ra_skip ? pe->ra_skip - pe->ra_got : 0;
+        uint32_t from = a->ra_got < a->ra_skip ? a->ra_skip - a->ra_got : 0;
         if (h->len > from)
-            memcpy(pe->ra_dst + (pe->ra_got + from - pe->ra_skip), payload + from, h->len - from);
+            memcpy(a->ra_dst + (a->ra_got + from - a->ra_skip), payload + from, h->len - from);
         p->st.rx_copy_bytes += h->len - from;
     } else {
         if (h->len) /* a zero-length message may have no buffer at all */
-            memcpy(pe->ra_buf + pe->ra_got, payload, h->len);
+            memcpy(a->ra_buf + a->ra_got, payload, h->len);
         p->st.rx_copy_bytes += h->len;
     }
-    pe->ra_got += h->len;
-    pe->ra_next++;
+    a->ra_got += h->len;
+    a->ra_next++;
     return true;
 }
 
@@ -218,12 +233,13 @@ static bool deliver_data(struct em_proto *p, uint32_t peer, const em_hdr_t *h,
  * acknowledges this frame.
  * @return false when the frame could not be consumed.
  */
-static bool consume(struct em_proto *p, uint32_t peer, const em_hdr_t *h, const uint8_t *payload)
+static bool consume(struct em_proto *p, uint32_t peer, const em_hdr_t *h, const uint8_t *payload,
+                    uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
     bool malformed = false;
 
-    if (h->type == EM_PT_DATA && !deliver_data(p, peer, h, payload, &malformed))
+    if (h->type == EM_PT_DATA && !deliver_data(p, peer, h, payload, &malformed, now))
         return false;
     pe->rcv_nxt++;
     pe->nack_sent = 0;
@@ -248,37 +264,44 @@ static bool consume(struct em_proto *p, uint32_t peer, const em_hdr_t *h, const 
         p->st.msgs_recv++;
         p->ops.recv(p->uctx, peer, h->tag, payload, h->len);
     } else if (h->frag_no == h->frag_cnt - 1) {
-        pe->ra_active = 0;
+        struct em_peer_act *a = pe->a; /* deliver_data took it for the first frame */
+        a->ra_active = 0;
         p->st.msgs_recv++;
-        if (pe->ra_dst) { /* it is in the owner's buffer already */
-            pe->ra_dst = NULL;
+        if (a->ra_dst) { /* it is in the owner's buffer already */
+            a->ra_dst = NULL;
             p->st.msgs_placed++;
-            p->ops.place_end(p->uctx, peer, pe->ra_ctx, 0);
+            p->ops.place_end(p->uctx, peer, a->ra_ctx, 0);
             return true;
         }
         /* never hand out NULL, even for an empty message */
-        p->ops.recv(p->uctx, peer, pe->ra_tag, pe->ra_buf ? pe->ra_buf : payload, pe->ra_len);
-        if (pe->ra_cap > EM_RA_KEEP && !pe->ra_active)
-            ra_release(p, pe);
+        p->ops.recv(p->uctx, peer, a->ra_tag, a->ra_buf ? a->ra_buf : payload, a->ra_len);
+        if (a->ra_cap > EM_RA_KEEP && !a->ra_active)
+            ra_release(p, a);
     }
     return true;
 }
 
 /** Keep an out-of-order frame (selective repeat). */
-static void buffer_ooo(struct em_proto *p, struct em_peer *pe, uint32_t d, const em_hdr_t *h,
-                       const uint8_t *payload)
+static void buffer_ooo(struct em_proto *p, struct em_peer *pe, const em_hdr_t *h,
+                       const uint8_t *payload, uint64_t now)
 {
-    if (!pe->rx) {
-        if (!em_rx_mem_take(p, (uint64_t)p->ring * sizeof *pe->rx))
+    /* the reorder state is active state: taken on first use */
+    struct em_peer_act *a = em_peer_act_get(p, pe, now);
+    if (!a) {
+        p->st.drop_nomem++;
+        return; /* not buffered: SACK does not claim it, it comes again */
+    }
+    if (!a->rx) {
+        if (!em_rx_mem_take(p, (uint64_t)p->ring * sizeof *a->rx))
             return;
-        pe->rx = calloc(p->ring, sizeof *pe->rx);
-        if (!pe->rx) {
-            p->rx_mem -= (uint64_t)p->ring * sizeof *pe->rx;
+        a->rx = calloc(p->ring, sizeof *a->rx);
+        if (!a->rx) {
+            p->rx_mem -= (uint64_t)p->ring * sizeof *a->rx;
             p->st.drop_nomem++;
             return;
         }
     }
-    struct em_rx_slot *s = &pe->rx[em_slot(p, h->seq)];
+    struct em_rx_slot *s = &a->rx[em_slot(p, h->seq)];
     if (!s->payload) {
         if (!em_rx_mem_take(p, p->cfg.frame_max))
             return; /* not buffered: SACK does not claim it, it comes again */
@@ -292,25 +315,28 @@ static void buffer_ooo(struct em_proto *p, struct em_peer *pe, uint32_t d, const
     s->hdr = *h;
     memcpy(s->payload, payload, h->len);
     p->st.rx_copy_bytes += h->len;
-    em_ooo_set(pe, h->seq);
+    em_ooo_set(a, h->seq);
     p->st.rx_ooo++;
 }
 
 void em_rx_free(struct em_proto *p, struct em_peer *pe)
 {
-    if (pe->rx) {
+    struct em_peer_act *a = pe->a;
+    if (!a)
+        return; /* released: it holds no receive buffers */
+    if (a->rx) {
         for (unsigned i = 0; i < p->ring; i++) {
-            if (pe->rx[i].payload)
+            if (a->rx[i].payload)
                 p->rx_mem -= p->cfg.frame_max;
-            free(pe->rx[i].payload);
+            free(a->rx[i].payload);
         }
-        free(pe->rx);
-        p->rx_mem -= (uint64_t)p->ring * sizeof *pe->rx;
-        pe->rx = NULL;
+        free(a->rx);
+        p->rx_mem -= (uint64_t)p->ring * sizeof *a->rx;
+        a->rx = NULL;
     }
-    ra_release(p, pe);
-    memset(pe->ooo, 0, sizeof pe->ooo);
-    pe->nooo = 0;
+    ra_release(p, a);
+    memset(a->ooo, 0, sizeof a->ooo);
+    a->nooo = 0;
     em_reassembly_reset(p, pe);
 }
 
@@ -319,6 +345,7 @@ void em_on_sequenced(struct em_proto *p, uint32_t peer, const em_hdr_t *h, const
 {
     struct em_peer *pe = &p->peers[peer];
     int32_t d = em_seq_diff(h->seq, pe->rcv_nxt);
+    struct em_peer_act *a = pe->a;
 
     if (d < 0) { /* already delivered */
         p->st.rx_dups++;
@@ -340,32 +367,34 @@ void em_on_sequenced(struct em_proto *p, uint32_t peer, const em_hdr_t *h, const
             }
             return;
         }
-        if (em_ooo_has(pe, h->seq)) {
+        if (a && em_ooo_has(a, h->seq)) {
             p->st.rx_dups++;
             if (h->flags & EM_F_RETX)
                 p->st.spurious_retx++;
         } else
-            buffer_ooo(p, pe, (uint32_t)d, h, payload);
+            buffer_ooo(p, pe, h, payload, now);
         ack_soon(p, pe, now);
         return;
     }
 
-    if (pe->nooo && em_ooo_has(pe, h->seq))
-        em_ooo_clear(pe, h->seq); /* a copy kept earlier could not be consumed: this one is */
-    if (!consume(p, peer, h, payload)) {
+    if (a && a->nooo && em_ooo_has(a, h->seq))
+        em_ooo_clear(a, h->seq); /* a copy kept earlier could not be consumed: this one is */
+    if (!consume(p, peer, h, payload, now)) {
         if (p->cfg.link_acks) /* acknowledged by the link: it will not come again */
             em_fail_acked(p, peer,
                           "no memory to reassemble a message the emd daemon had "
                           "acknowledged for us");
         return;
     }
-    /* Drain frames that were waiting for this one. */
-    while (pe->nooo && em_ooo_has(pe, pe->rcv_nxt) && pe->state == EM_PEER_ACTIVE) {
-        struct em_rx_slot *s = &pe->rx[em_slot(p, pe->rcv_nxt)];
-        em_ooo_clear(pe, pe->rcv_nxt);
-        if (!consume(p, peer, &s->hdr, s->payload)) {
-            em_ooo_set(pe, pe->rcv_nxt); /* keep it; retried when the next frame arrives */
-            if (p->cfg.link_acks) /* (which may never come: the link acknowledged the rest) */
+    /* Drain frames that were waiting for this one (consume may have taken
+     * the active part: read it again). */
+    a = pe->a;
+    while (a && pe->state == EM_PEER_ACTIVE && a->nooo && em_ooo_has(a, pe->rcv_nxt)) {
+        struct em_rx_slot *s = &a->rx[em_slot(p, pe->rcv_nxt)];
+        em_ooo_clear(a, pe->rcv_nxt);
+        if (!consume(p, peer, &s->hdr, s->payload, now)) {
+            em_ooo_set(a, pe->rcv_nxt); /* keep it; retried when the next frame arrives */
+            if (p->cfg.link_acks)       /* (which may never come: the link acknowledged the rest) */
                 em_fail_acked(p, peer,
                               "no memory to reassemble a message the emd daemon had "
                               "acknowledged for us");

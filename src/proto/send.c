@@ -44,7 +44,8 @@ static void ack_sent(struct em_peer *pe)
 int em_send_frag(struct em_proto *p, uint32_t peer, uint32_t seq, uint8_t flags, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
-    struct em_tx_slot *s = &pe->tx[em_slot(p, seq)];
+    struct em_peer_act *a = pe->a; /* frames in flight: it has one */
+    struct em_tx_slot *s = &a->tx[em_slot(p, seq)];
     const em_proto_op_t *op = s->op;
     uint32_t pl = frag_payload(p, op);
     uint32_t off = (uint32_t)s->frag_no * pl;
@@ -75,7 +76,7 @@ int em_send_frag(struct em_proto *p, uint32_t peer, uint32_t seq, uint8_t flags,
     }
     bool first = !(flags & EM_F_RETX);
     uint32_t bytes = (uint32_t)em_hdr_len(op->type) + len;
-    if (first && em_cc_want_ack(&pe->cc, &p->cfg, bytes))
+    if (first && em_cc_want_ack(&a->cc, &p->cfg, bytes))
         h.flags |= EM_F_ACKNOW;
     fill_ack(pe, &h);
     size_t hlen = em_hdr_encode(&h, hbuf);
@@ -96,13 +97,13 @@ int em_send_frag(struct em_proto *p, uint32_t peer, uint32_t seq, uint8_t flags,
     int rc = p->ops.emit(p->uctx, peer, hbuf, hlen, pay, plen);
     if (rc != 0) {
         p->st.tx_eagain++;
-        pe->tx_blocked = 1;
+        a->tx_blocked = 1;
         em_arm(p, 0);
         return -EM_EAGAIN;
     }
-    em_cc_on_send(&pe->cc, &p->cfg, bytes, first, s->sacked, (h.flags & EM_F_ACKNOW) != 0, now);
+    em_cc_on_send(&a->cc, &p->cfg, bytes, first, s->sacked, (h.flags & EM_F_ACKNOW) != 0, now);
     s->bytes = bytes;
-    s->stamp = ++pe->stamp;
+    s->stamp = ++a->stamp;
     s->tx_time = now;
     s->sacked = 0;
     s->retx = (flags & EM_F_RETX) != 0;
@@ -121,27 +122,30 @@ int em_send_frag(struct em_proto *p, uint32_t peer, uint32_t seq, uint8_t flags,
 void em_pump(struct em_proto *p, uint32_t peer, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
+    struct em_peer_act *a = pe->a;
 
     if (pe->held)
         return; /* its keys are coming (em_proto_hold_peer) */
-    pe->tx_blocked = 0;
-    pe->pace_at = EM_NEVER;
+    if (!a)
+        return; /* released: nothing queued */
+    a->tx_blocked = 0;
+    a->pace_at = EM_NEVER;
     while (pe->q_send && (uint32_t)(pe->snd_nxt - pe->snd_una) < p->cfg.window) {
         uint64_t wake;
-        int v = em_cc_can_send(&pe->cc, &p->cfg, now, &wake);
+        int v = em_cc_can_send(&a->cc, &p->cfg, now, &wake);
         if (v == EM_CC_CWND) {
             p->st.cc_cwnd_blocked++;
             return;
         }
         if (v == EM_CC_PACE) {
             p->st.cc_paced++;
-            pe->pace_at = wake;
+            a->pace_at = wake;
             em_arm(p, wake);
             return;
         }
         em_proto_op_t *op = pe->q_send;
         uint32_t seq = pe->snd_nxt;
-        struct em_tx_slot *s = &pe->tx[em_slot(p, seq)];
+        struct em_tx_slot *s = &a->tx[em_slot(p, seq)];
 
         s->op = op;
         s->frag_no = op->frags_sent;
@@ -150,8 +154,8 @@ void em_pump(struct em_proto *p, uint32_t peer, uint64_t now)
             return;
         }
         if (pe->snd_nxt == pe->snd_una) {
-            pe->rto_deadline = now + pe->rto_cur;
-            em_arm(p, pe->rto_deadline);
+            a->rto_deadline = now + a->rto_cur;
+            em_arm(p, a->rto_deadline);
         }
         pe->snd_nxt++;
         if (++op->frags_sent == op->frag_cnt)
@@ -172,6 +176,7 @@ void em_pump(struct em_proto *p, uint32_t peer, uint64_t now)
  */
 static void rtt_sample(struct em_proto *p, struct em_peer *pe, uint64_t r, uint64_t now)
 {
+    struct em_peer_act *a = pe->a;
     if (pe->srtt == 0) {
         pe->srtt = r ? r : 1;
         pe->rttvar = r / 2;
@@ -182,13 +187,13 @@ static void rtt_sample(struct em_proto *p, struct em_peer *pe, uint64_t r, uint6
         if (pe->srtt == 0)
             pe->srtt = 1;
     }
-    if (r >= pe->rtt_peak || now - pe->rtt_peak_at > EM_RTT_PEAK_WINDOW_NS) {
-        pe->rtt_peak = r; /* a new peak, or the old one expired */
-        pe->rtt_peak_at = now;
+    if (r >= a->rtt_peak || now - a->rtt_peak_at > EM_RTT_PEAK_WINDOW_NS) {
+        a->rtt_peak = r; /* a new peak, or the old one expired */
+        a->rtt_peak_at = now;
     }
     uint64_t rto = pe->srtt + 4 * pe->rttvar;
-    if (rto < pe->rtt_peak + pe->rtt_peak / 4)
-        rto = pe->rtt_peak + pe->rtt_peak / 4;
+    if (rto < a->rtt_peak + a->rtt_peak / 4)
+        rto = a->rtt_peak + a->rtt_peak / 4;
     if (rto < p->cfg.rto_min_ns)
         rto = p->cfg.rto_min_ns;
     if (rto > p->cfg.rto_max_ns)
@@ -229,10 +234,14 @@ static unsigned resend_outstanding(struct em_proto *p, uint32_t peer, bool selec
                                    uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
+    struct em_peer_act *a = pe->a;
     unsigned n = 0;
 
+    if (!a)
+        return 0; /* released: nothing in flight */
+
     for (uint32_t seq = pe->snd_una; em_seq_lt(seq, pe->snd_nxt); seq++) {
-        const struct em_tx_slot *s = &pe->tx[em_slot(p, seq)];
+        const struct em_tx_slot *s = &a->tx[em_slot(p, seq)];
         if (selective && n >= max)
             break;
         if (selective && seq != pe->snd_una && (s->sacked || now - s->tx_time < pe->rto_base))
@@ -258,12 +267,13 @@ static unsigned resend_outstanding(struct em_proto *p, uint32_t peer, bool selec
 static void on_probe_answer(struct em_proto *p, uint32_t peer, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
-    uint64_t before = pe->probe_stamp;
+    struct em_peer_act *a = pe->a;
+    uint64_t before = a->probe_stamp;
     unsigned lost = 0;
 
-    pe->probe_stamp = 0;
+    a->probe_stamp = 0;
     for (uint32_t seq = pe->snd_una; em_seq_lt(seq, pe->snd_nxt); seq++) {
-        const struct em_tx_slot *s = &pe->tx[em_slot(p, seq)];
+        const struct em_tx_slot *s = &a->tx[em_slot(p, seq)];
         if (s->sacked || s->stamp > before)
             continue;
         if (em_send_frag(p, peer, seq, EM_F_RETX, now) != 0)
@@ -273,7 +283,7 @@ static void on_probe_answer(struct em_proto *p, uint32_t peer, uint64_t now)
         break;
     }
     if (lost)
-        em_cc_on_loss(&pe->cc, &p->cfg, &p->st, lost, false, pe->snd_una, pe->snd_nxt, now);
+        em_cc_on_loss(&a->cc, &p->cfg, &p->st, lost, false, pe->snd_una, pe->snd_nxt, now);
 }
 
 /**
@@ -289,6 +299,13 @@ bool em_on_ack(struct em_proto *p, uint32_t peer, const em_hdr_t *h, uint64_t no
         return false;
     if (h->flags & EM_F_REMERR)
         pe->rem_err = 1; /* before the completions this ACK causes */
+    struct em_peer_act *a = pe->a;
+    if (!a) {
+        /* released: nothing in flight (h->ack is snd_nxt), nothing to do */
+        if ((h->flags & EM_F_SACK) && h->sack)
+            p->st.rx_sacks++;
+        return true;
+    }
 
     if (em_seq_gt(h->ack, pe->snd_una)) {
         /* One RTT sample per ACK, from the newest frame it covers, if no
@@ -300,13 +317,13 @@ bool em_on_ack(struct em_proto *p, uint32_t peer, const em_hdr_t *h, uint64_t no
          * the probe's round trip (a lost ACK is not a slow path), and only
          * the streak's first probe's, which no other probe can have
          * answered. */
-        const struct em_tx_slot *newest = &pe->tx[em_slot(p, (h->ack - 1))];
+        const struct em_tx_slot *newest = &a->tx[em_slot(p, (h->ack - 1))];
         uint64_t rtt = 0, acked = 0, unsacked = 0;
-        bool answer = (h->flags & EM_F_PROBED) && pe->probe_stamp;
-        bool ambiguous = answer && pe->retries != 1;
+        bool answer = (h->flags & EM_F_PROBED) && a->probe_stamp;
+        bool ambiguous = answer && a->retries != 1;
         for (uint32_t q = pe->snd_una; !answer && !ambiguous && em_seq_lt(q, h->ack); q++)
-            ambiguous = pe->tx[em_slot(p, q)].retx;
-        uint64_t sent = answer ? pe->probe_at : newest->tx_time;
+            ambiguous = a->tx[em_slot(p, q)].retx;
+        uint64_t sent = answer ? a->probe_at : newest->tx_time;
         if (!ambiguous && now >= sent) {
             rtt = now - sent;
             rtt_sample(p, pe, rtt, now);
@@ -317,7 +334,7 @@ bool em_on_ack(struct em_proto *p, uint32_t peer, const em_hdr_t *h, uint64_t no
          * snd_una moves before each completion so that a send issued from
          * the callback sees a consistent window. */
         while (em_seq_lt(pe->snd_una, h->ack)) {
-            struct em_tx_slot *s = &pe->tx[em_slot(p, pe->snd_una)];
+            struct em_tx_slot *s = &a->tx[em_slot(p, pe->snd_una)];
             em_proto_op_t *op = s->op;
             acked += s->bytes;
             if (!s->sacked)
@@ -326,18 +343,18 @@ bool em_on_ack(struct em_proto *p, uint32_t peer, const em_hdr_t *h, uint64_t no
             s->sacked = 0;
             pe->snd_una++;
             if (pe->snd_una == h->ack) /* before the callbacks below send more */
-                em_cc_on_ack(&pe->cc, &p->cfg, &p->st, acked, unsacked, rtt, pe->srtt, pe->snd_una,
+                em_cc_on_ack(&a->cc, &p->cfg, &p->st, acked, unsacked, rtt, pe->srtt, pe->snd_una,
                              now);
             if (++op->frags_acked == op->frag_cnt)
                 complete_head(p, pe);
             if (pe->state != EM_PEER_ACTIVE)
                 return true;
         }
-        pe->retries = 0;
-        pe->resends = 0;
-        pe->rto_cur = pe->rto_base;
-        pe->rto_deadline = pe->snd_una == pe->snd_nxt ? EM_NEVER : now + pe->rto_cur;
-        em_arm(p, pe->rto_deadline);
+        a->retries = 0;
+        a->resends = 0;
+        a->rto_cur = pe->rto_base;
+        a->rto_deadline = pe->snd_una == pe->snd_nxt ? EM_NEVER : now + a->rto_cur;
+        em_arm(p, a->rto_deadline);
     }
 
     if ((h->flags & EM_F_SACK) && h->sack) {
@@ -352,16 +369,16 @@ bool em_on_ack(struct em_proto *p, uint32_t peer, const em_hdr_t *h, uint64_t no
                 if (!((h->sack >> i) & 1) ||
                     !em_seq_in(seq, pe->snd_una, pe->snd_nxt - pe->snd_una))
                     continue;
-                struct em_tx_slot *s = &pe->tx[em_slot(p, seq)];
+                struct em_tx_slot *s = &a->tx[em_slot(p, seq)];
                 if (!s->sacked)
-                    em_cc_on_sacked(&pe->cc, s->bytes);
+                    em_cc_on_sacked(&a->cc, s->bytes);
                 s->sacked = 1;
                 if (s->stamp > newest)
                     newest = s->stamp;
             }
             unsigned lost = 0;
             for (uint32_t seq = pe->snd_una; em_seq_lt(seq, pe->snd_nxt); seq++) {
-                struct em_tx_slot *s = &pe->tx[em_slot(p, seq)];
+                struct em_tx_slot *s = &a->tx[em_slot(p, seq)];
                 if (s->sacked || s->stamp >= newest)
                     continue;
                 if (em_send_frag(p, peer, seq, EM_F_RETX, now) != 0)
@@ -369,12 +386,12 @@ bool em_on_ack(struct em_proto *p, uint32_t peer, const em_hdr_t *h, uint64_t no
                 p->st.fast_retransmits++;
                 lost++;
             }
-            em_cc_on_loss(&pe->cc, &p->cfg, &p->st, lost, false, pe->snd_una, pe->snd_nxt, now);
+            em_cc_on_loss(&a->cc, &p->cfg, &p->st, lost, false, pe->snd_una, pe->snd_nxt, now);
         }
     }
     if (h->flags & EM_F_PROBED)
-        pe->answered_at = now; /* it reads its receive queue: em_on_timeout() */
-    if ((h->flags & EM_F_PROBED) && pe->probe_stamp)
+        a->answered_at = now; /* it reads its receive queue: em_on_timeout() */
+    if ((h->flags & EM_F_PROBED) && a->probe_stamp)
         on_probe_answer(p, peer, now);
     em_pump(p, peer, now);
     return true;
@@ -384,16 +401,17 @@ bool em_on_ack(struct em_proto *p, uint32_t peer, const em_hdr_t *h, uint64_t no
 void em_on_nack(struct em_proto *p, uint32_t peer, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
+    struct em_peer_act *a = pe->a;
 
-    if (p->cfg.recovery != EM_RECOVERY_GBN)
+    if (p->cfg.recovery != EM_RECOVERY_GBN || !a)
         return;
     unsigned n = resend_outstanding(p, peer, false, EM_WINDOW_MAX, now);
     p->st.fast_retransmits += n;
     /* one hole; the rest is resent because Go-Back-N discarded it */
-    em_cc_on_loss(&pe->cc, &p->cfg, &p->st, n ? 1 : 0, false, pe->snd_una, pe->snd_nxt, now);
+    em_cc_on_loss(&a->cc, &p->cfg, &p->st, n ? 1 : 0, false, pe->snd_una, pe->snd_nxt, now);
     if (pe->snd_una != pe->snd_nxt) {
-        pe->rto_deadline = now + pe->rto_cur;
-        em_arm(p, pe->rto_deadline);
+        a->rto_deadline = now + a->rto_cur;
+        em_arm(p, a->rto_deadline);
     }
 }
 
@@ -433,35 +451,36 @@ void em_on_nack(struct em_proto *p, uint32_t peer, uint64_t now)
 void em_on_timeout(struct em_proto *p, uint32_t peer, uint64_t now)
 {
     struct em_peer *pe = &p->peers[peer];
+    struct em_peer_act *a = pe->a; /* a timer runs: it has one */
 
     p->st.timeouts++;
-    if (++pe->retries > p->cfg.max_retries) {
+    if (++a->retries > p->cfg.max_retries) {
         em_fail_peer(p, peer);
         return;
     }
-    pe->probe_stamp = 0;
-    if (pe->retries == 1)
-        pe->streak_at = now;
+    a->probe_stamp = 0;
+    if (a->retries == 1)
+        a->streak_at = now;
     bool probe = !p->cfg.link_acks;
     /* data once EM_PROBE_ONLY probes went unanswered and, if the peer has
      * answered none since the streak began, once the streak is
      * resend_after_ns old; then 1, 2, 4 ... frames.  Without probes from the
      * first timeout. */
-    bool silent = pe->answered_at < pe->streak_at;
-    bool resend = !probe || (pe->retries > EM_PROBE_ONLY &&
-                             (!silent || now - pe->streak_at >= p->cfg.resend_after_ns));
+    bool silent = a->answered_at < a->streak_at;
+    bool resend = !probe || (a->retries > EM_PROBE_ONLY &&
+                             (!silent || now - a->streak_at >= p->cfg.resend_after_ns));
     if (resend) {
-        unsigned k = pe->resends++;
+        unsigned k = a->resends++;
         unsigned burst = k > 8 ? EM_WINDOW_MAX : 1u << k;
         unsigned n = resend_outstanding(p, peer, p->cfg.recovery == EM_RECOVERY_SR, burst, now);
-        em_cc_on_loss(&pe->cc, &p->cfg, &p->st, n, true, pe->snd_una, pe->snd_nxt, now);
+        em_cc_on_loss(&a->cc, &p->cfg, &p->st, n, true, pe->snd_una, pe->snd_nxt, now);
     }
     if (probe && em_send_ctl(p, peer, EM_PT_ACK, EM_F_ACKNOW) == 0) {
-        pe->probe_stamp = pe->stamp ? pe->stamp : 1; /* judges what went before it */
-        pe->probe_at = now;
+        a->probe_stamp = a->stamp ? a->stamp : 1; /* judges what went before it */
+        a->probe_at = now;
         p->st.probes++;
     }
-    pe->rto_cur = em_rto_backoff(p, pe->rto_cur);
-    pe->rto_deadline = now + pe->rto_cur;
-    em_arm(p, pe->rto_deadline);
+    a->rto_cur = em_rto_backoff(p, a->rto_cur);
+    a->rto_deadline = now + a->rto_cur;
+    em_arm(p, a->rto_deadline);
 }

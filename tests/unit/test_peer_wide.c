@@ -110,7 +110,7 @@ static void world(double loss, double dup, double reorder)
         em_proto_cfg_default(&pc);
         pc.self = ID[n];
         pc.npeers = NPEERS;
-        pc.window = 8; /* the per-peer tables: npeers x em_engine_peer_bytes() */
+        pc.window = 8; /* small rings for the peers that go active */
         pc.frame_max = sc.mtu;
         pc.max_msg = 64 * 1024;
         pc.peers_need_set = 1;

@@ -85,10 +85,10 @@ static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, cha
         size_t per = em_engine_peer_bytes(&cfg) + sizeof *m->eps;
         snprintf(err, errlen,
                  "out of memory for the per-peer tables of a job of %u processes: %.1f MiB "
-                 "asked for link %u (%zu bytes per peer); give each process more memory "
-                 "(ulimit -v, cgroup limits), run fewer processes per node, or lower "
-                 "btl_%s_window",
-                 jsize, (double)per * jsize / (1024.0 * 1024.0), m->index, per, m->name);
+                 "asked for link %u (%zu bytes per peer, idle; a peer's window comes on "
+                 "first use); give each process more memory (ulimit -v, cgroup limits) "
+                 "or run fewer processes per node",
+                 jsize, (double)per * jsize / (1024.0 * 1024.0), m->index, per);
         return -1;
     }
     for (uint32_t i = 0; i < jsize; i++)

@@ -261,7 +261,14 @@ static mca_btl_base_descriptor_t *em_prepare_src(struct mca_btl_base_module_t *b
     return des;
 }
 
-static int map_err(int rc) { return rc == -EM_EPEERFAIL ? OPAL_ERR_UNREACH : OPAL_ERROR; }
+/* -EM_ENOMEM: no memory for an idle peer's window (proto.h "Memory");
+ * OUT_OF_RESOURCE makes the PML keep the fragment and try again later */
+static int map_err(int rc)
+{
+    if (rc == -EM_EPEERFAIL)
+        return OPAL_ERR_UNREACH;
+    return rc == -EM_ENOMEM ? OPAL_ERR_OUT_OF_RESOURCE : OPAL_ERROR;
+}
 
 /* Send the @p len bytes at f->buf, then the @p blen bytes at @p body (in
  * place) if any; with several links, behind the peer's next order number
