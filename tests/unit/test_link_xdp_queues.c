@@ -89,8 +89,8 @@ static void both_queues(em_link_t *a, em_link_t *b, unsigned dir)
         em_link_rx_release(b, r, n);
     }
     CHECK(sent == NFRAMES && got == sent && bad == 0 && order == 0,
-          "direction %u: %u frames sent, %u received, %u damaged, %u out of order", dir, sent,
-          got, bad, order);
+          "direction %u: %u frames sent, %u received, %u damaged, %u out of order", dir, sent, got,
+          bad, order);
 }
 
 static void per_queue(const char *name, em_link_t *l)
@@ -101,8 +101,8 @@ static void per_queue(const char *name, em_link_t *l)
     printf("%s: %s\n", name, qs);
     for (unsigned q = 0; q < 2; q++)
         CHECK(s->q_rx[q] > 0 && s->q_tx[q] > 0,
-              "%s queue %u carried rx %llu tx %llu frames: both queues must carry both ways",
-              name, q, (unsigned long long)s->q_rx[q], (unsigned long long)s->q_tx[q]);
+              "%s queue %u carried rx %llu tx %llu frames: both queues must carry both ways", name,
+              q, (unsigned long long)s->q_rx[q], (unsigned long long)s->q_tx[q]);
     CHECK(s->q_rx[0] + s->q_rx[1] == s->rx_frames && s->q_tx[0] + s->q_tx[1] == s->tx_frames,
           "%s: the per-queue counters do not add up to the link's", name);
 }
