@@ -10,7 +10,9 @@
  * in order, and the per-queue counters show that both queues carried
  * frames in and out on both ends; the wait fd (an epoll set of the two
  * sockets) is readable while a frame waits.  Asking for more queues than
- * the interface has fails naming its count and the fix.
+ * the interface has, or a queue beyond them, fails naming its count and
+ * the fix; a second link on the second queue is refused (this process
+ * owns it).
  *
  *   test_link_xdp_queues XDP_DROP_OBJECT
  * Exit 77 (skipped, with the reason) without root, a multi-queue veth or
@@ -127,6 +129,14 @@ int main(int argc, char **argv)
     em_link_t *x = em_xdp_link_open(&c3, err, sizeof err);
     CHECK(!x && strstr(err, "has 2 queues") && strstr(err, "xdp_queues"),
           "3 queues on a 2-queue veth: %s", x ? "opened" : err);
+    printf("3 queues refused: %s\n", err);
+    if (x)
+        em_link_close(x);
+    /* ... and one queue beyond them */
+    em_xdp_cfg_t cq = { .ifname = "qa", .queue = 2, .zero_copy = -1, .prog = argv[1] };
+    x = em_xdp_link_open(&cq, err, sizeof err);
+    CHECK(!x && strstr(err, "queue 2 of qa does not exist") && strstr(err, "has 2 queues"),
+          "queue 2 on a 2-queue veth: %s", x ? "opened" : err);
     if (x)
         em_link_close(x);
     em_xdp_cfg_t ca = { .ifname = "qa", .queues = 2, .zero_copy = -1, .prog = argv[1] };
