@@ -38,7 +38,8 @@
  * most its share of the caller's burst before the others have had theirs.
  * tx sends a peer's frames on one socket, queue + (peer id % queues):
  * stable per peer, so one peer's frames keep their order, and peers spread
- * over the queues.  Completion rings of all sockets are reaped.  The
+ * over the queues (dense peer numbers spread evenly; one stream never
+ * spans two queues).  Completion rings of all sockets are reaped.  The
  * address still names the first ("home") queue.  Which queue a frame
  * arrives on is the receiver's business:
  *  - on a NIC, its RSS hash (or an ntuple rule) chooses; a frame on a
