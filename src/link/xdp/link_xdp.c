@@ -157,7 +157,10 @@ static int xdp_flush(em_link_t *l)
 {
     struct xdp_link *d = X(l);
     /* one queue: as ever; several: the sockets with frames in flight (copy
-     * mode sends only inside the syscall, a few dozen per call) */
+     * mode sends only inside the syscall, a few dozen per call), counted
+     * after a reap so that a socket whose frames all left costs no call */
+    if (d->nq > 1)
+        reap(d);
     for (uint32_t qi = 0; qi < d->nq; qi++)
         if (d->nq == 1 || d->q[qi].tx_out)
             kick_tx(d, &d->q[qi]);
