@@ -156,13 +156,12 @@ static unsigned xdp_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
 static int xdp_flush(em_link_t *l)
 {
     struct xdp_link *d = X(l);
-    /* one queue: as ever; several: the sockets with frames in flight (copy
-     * mode sends only inside the syscall, a few dozen per call), counted
-     * after a reap so that a socket whose frames all left costs no call */
-    if (d->nq > 1)
-        reap(d);
+    /* the sockets with frames in flight (copy mode sends only inside the
+     * syscall, a few dozen per call), counted after a reap so that a
+     * socket whose frames all left costs no call */
+    reap(d);
     for (uint32_t qi = 0; qi < d->nq; qi++)
-        if (d->nq == 1 || d->q[qi].tx_out)
+        if (d->q[qi].tx_out)
             kick_tx(d, &d->q[qi]);
     return 0;
 }
