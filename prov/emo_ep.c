@@ -26,6 +26,9 @@
 #include "engine/contact.h"
 #include "link/link_mux.h"
 #include "link/link_udp.h"
+#ifdef EM_HAVE_XDP
+#include "link/xdp/link_xdp.h"
+#endif
 #include "proto/wire.h"
 
 int emo_errno(int em_err)
@@ -364,6 +367,22 @@ static void print_stats(struct emo_ep *ep)
                 (unsigned long long)u->tx_errors, (unsigned long long)u->rx_truncated,
                 (unsigned long long)u->rx_bad_gro);
     }
+#ifdef EM_HAVE_XDP
+    /* the native AF_XDP link under the mux: its counters, per queue when
+     * it has several (the device's, alike for every endpoint on it) */
+    if (ep->link && 0 == strcmp(emo_link_name(), "xdp")) {
+        em_link_t *base = em_link_mux_base(ep->link);
+        const em_xdp_stats_t *x = em_xdp_link_stats(base);
+        char qs[512];
+        em_xdp_link_queue_stats(base, qs, sizeof qs);
+        FI_INFO(&emo_prov, FI_LOG_EP_DATA,
+                "endpoint %u xdp: rx %llu frames (%llu refused), tx %llu (ring full %llu), "
+                "wakeups %llu%s%s\n",
+                ep->self.id, (unsigned long long)x->rx_frames, (unsigned long long)x->rx_bad,
+                (unsigned long long)x->tx_frames, (unsigned long long)x->tx_full,
+                (unsigned long long)x->wakeups, qs[0] ? "; " : "", qs);
+    }
+#endif
 }
 
 /* Before the engine goes: what this endpoint sent must still arrive.  An

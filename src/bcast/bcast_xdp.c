@@ -25,6 +25,11 @@ em_link_t *em_bcast_xdp_link_open(const em_bcast_cfg_t *cfg, char *err, size_t e
         snprintf(err, errlen, "xdp-bcast: no interface given (the iface of the configuration)");
         return NULL;
     }
+    /* one queue (no xdp_queues here): every update goes to one peer, the
+     * broadcast address, so it would leave on one socket anyway, and on a
+     * NIC an L2 frame of our ethertype has no flow for RSS to spread (udp
+     * framing's broadcasts may be spread by source address, as they are
+     * with one queue: point RSS at the queue there, docs/relax.md) */
     em_xdp_cfg_t c = {
         .ifname = cfg->iface,
         .queue = cfg->xdp_queue,

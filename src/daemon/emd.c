@@ -246,6 +246,7 @@ static void usage(FILE *f)
             "                     socket on --iface, no DPDK (no bulk queues)\n"
             "  --iface NAME       --link xdp: the interface\n"
             "  --xdp-queue N      --link xdp: its queue (default 0)\n"
+            "  --xdp-queues N     --link xdp: sockets on N queues from --xdp-queue on (default 1)\n"
             "  --xdp-mode M       --link xdp: auto (zero copy if the driver can), zerocopy, copy\n"
             "  --xdp-busy-poll-us N  --link xdp: busy-poll the queue this long (0: off)\n"
             "  --xdp-prog FILE    --link xdp: the XDP filter (xdp_drop.o; @FILE, %%h as --vdev;\n"
@@ -457,6 +458,7 @@ static int parse_args(struct emd *e, int argc, char **argv, struct args *a)
                                           { "iface", required_argument, NULL, 'i' },
                                           { "xdp-mode", required_argument, NULL, 'X' },
                                           { "xdp-queue", required_argument, NULL, 'D' },
+                                          { "xdp-queues", required_argument, NULL, 'W' },
                                           { "xdp-busy-poll-us", required_argument, NULL, 'B' },
                                           { "xdp-prog", required_argument, NULL, 'p' },
                                           { 0, 0, 0, 0 } };
@@ -500,6 +502,7 @@ static int parse_args(struct emd *e, int argc, char **argv, struct args *a)
         case 'i': a->iface = optarg; break;
         case 'X': bad |= set_port(a, "xdp_mode", optarg); break;
         case 'D': bad |= set_port(a, "xdp_queue", optarg); break;
+        case 'W': bad |= set_port(a, "xdp_queues", optarg); break;
         case 'B': bad |= set_port(a, "xdp_busy_poll_us", optarg); break;
         case 'p': bad |= set_port(a, "xdp_prog", optarg); break;
         case 'P': a->prefix_spec = optarg; break;

@@ -91,7 +91,7 @@ void emd_dump_stats(const struct emd *e)
            (unsigned long long)c->hello_conflict, (unsigned long long)c->hello_replies_skipped,
            (unsigned long long)e->ctl.slots_held);
     if (e->port && e->port->describe) {
-        char line[400];
+        char line[1024]; /* the AF_XDP port's: its counters, then per queue */
         e->port->describe(e->port_ctx, line, sizeof line);
         e->log("port: %s", line);
     }

@@ -29,15 +29,18 @@ static void xdp_port_describe(void *ctx, char *buf, size_t len)
     uint64_t udp_refused = 0;
     for (size_t i = 0; i < EM_IPUDP_NERR; i++)
         udp_refused += u->refused[i];
+    char qs[512];
+    em_xdp_link_queue_stats(ctx, qs, sizeof qs);
     snprintf(buf, len,
              "AF_XDP (%s, %s XDP) rx %llu frames (%llu gathered from several chunks, %llu "
              "refused: not ours or too long, %llu refused udp), tx %llu (ring full %llu), "
-             "wakeups %llu, next-hop changes %llu",
+             "wakeups %llu, next-hop changes %llu%s%s",
              in->zero_copy ? "zero copy" : "copy mode", in->native ? "native" : "generic",
              (unsigned long long)s->rx_frames, (unsigned long long)s->rx_gathered,
              (unsigned long long)s->rx_bad, (unsigned long long)udp_refused,
              (unsigned long long)s->tx_frames, (unsigned long long)s->tx_full,
-             (unsigned long long)s->wakeups, (unsigned long long)s->nh_changes);
+             (unsigned long long)s->wakeups, (unsigned long long)s->nh_changes, qs[0] ? "; " : "",
+             qs);
 }
 
 const emd_port_ops_t emd_xdp_port_ops = { .stats = xdp_port_stats, .describe = xdp_port_describe };
@@ -58,7 +61,11 @@ em_link_t *emd_xdp_open(struct emd *e, const em_settings_t *s, const char *iface
     em_link_t *link = em_transport_open_link(&c, EM_LINK_KIND_XDP, &env, 0, err, errlen);
     if (!link)
         return NULL;
-    snprintf(what, whatlen, "xdp:%.40s queue %d", iface, s->xdp_queue);
+    if (s->xdp_queues > 1)
+        snprintf(what, whatlen, "xdp:%.40s queues %d-%d", iface, s->xdp_queue,
+                 s->xdp_queue + s->xdp_queues - 1);
+    else
+        snprintf(what, whatlen, "xdp:%.40s queue %d", iface, s->xdp_queue);
     const char *why = NULL;
     /* node ids (emd_core.h): the MAC, or in udp framing the IPv4 address
      * and port of the 14-byte blob, the DPDK port's layout */

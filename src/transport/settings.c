@@ -132,6 +132,13 @@ static const em_setting_t table[] = {
       "zerocopy refuses to open without it; copy never tries it" },
     { "xdp_queue", EM_SET_INT, XDPE, 4, OFF(xdp_queue), "0", 0, 65535, NULL,
       "AF_XDP link: the interface queue its socket binds to" },
+    /* one queue unless asked: frames arrive on the queues RSS (a NIC) or
+     * the sender's tx queue (a veth) picks, so more queues need the
+     * interface set up for them (docs/deploy.md) */
+    { "xdp_queues", EM_SET_INT, XDPE, 4, OFF(xdp_queues), "1", 0, 16, NULL,
+      "AF_XDP link: sockets on this many interface queues from xdp_queue on, sharing one "
+      "UMEM (0 or 1: one); rx polls them all, a peer's frames leave on one of them.  Every "
+      "rank needs the same value; the interface needs that many queues (ethtool -l)" },
     { "xdp_busy_poll_us", EM_SET_INT, XDPE, 5, OFF(xdp_busy_poll_us), "0", 0, 1000000, NULL,
       "AF_XDP link: busy-poll the queue for this many microseconds per poll "
       "(SO_PREFER_BUSY_POLL, SO_BUSY_POLL); 0 = off" },

@@ -65,7 +65,8 @@ typedef struct em_settings {
     /* link selection */
     char *link;           /**< provider: "udp", "dpdk", "emd" or "xdp"; rudp BTL: "udp" or "xdp" */
     char *xdp_mode;       /**< AF_XDP: "auto", "zerocopy" or "copy" */
-    int xdp_queue;        /**< AF_XDP: interface queue */
+    int xdp_queue;        /**< AF_XDP: interface queue (the first) */
+    int xdp_queues;       /**< AF_XDP: sockets on queues [xdp_queue, +xdp_queues) */
     int xdp_busy_poll_us; /**< AF_XDP: SO_BUSY_POLL microseconds (0 off) */
     char *xdp_prog; /**< AF_XDP: the filter object; "" = EM_XDP_PROG, else the installed one */
     char *mode;     /**< dpdk BTL: "direct" (dpdk link) or "daemon" (emd link) */

@@ -157,6 +157,7 @@ static em_link_t *open_xdp(const em_settings_t *s, const em_transport_env_t *env
                        .udp_no_csum = !s->udp_checksum,
                        .prog = prog[0] ? prog : NULL,
                        .queue = (uint32_t)s->xdp_queue,
+                       .queues = (uint32_t)s->xdp_queues,
                        .mtu = s->mtu > 0 ? (uint32_t)s->mtu : 0,
                        .zero_copy = m == 1   ? 1
                                     : m == 2 ? 0
@@ -168,8 +169,13 @@ static em_link_t *open_xdp(const em_settings_t *s, const em_transport_env_t *env
     if (l && env->note) {
         const em_xdp_info_t *in = em_xdp_link_info(l);
         char msg[512];
-        snprintf(msg, sizeof msg, "AF_XDP on %s queue %u, %s framing: %s%s%s, %s XDP%s%s%s", iface,
-                 c.queue, udp ? "udp" : "L2", in->zero_copy ? "zero copy" : "copy mode (",
+        char qs[32]; /* " 0" or "s 0-1" */
+        if (in->queues > 1)
+            snprintf(qs, sizeof qs, "s %u-%u", c.queue, c.queue + in->queues - 1);
+        else
+            snprintf(qs, sizeof qs, " %u", c.queue);
+        snprintf(msg, sizeof msg, "AF_XDP on %s queue%s, %s framing: %s%s%s, %s XDP%s%s%s", iface,
+                 qs, udp ? "udp" : "L2", in->zero_copy ? "zero copy" : "copy mode (",
                  in->zero_copy ? "" : in->why_copy, in->zero_copy ? "" : ")",
                  in->native ? "native" : "generic", in->multi_buffer ? ", multi-buffer frames" : "",
                  in->why_no_busy[0] ? "; " : "", in->why_no_busy);

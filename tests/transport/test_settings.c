@@ -98,6 +98,7 @@ static const char *const published[][2] = {
     { "gro", "1" },
     { "xdp_mode", "auto" },
     { "xdp_queue", "0" },
+    { "xdp_queues", "1" },
     { "xdp_busy_poll_us", "0" },
     { "xdp_prog", "" },
     { "vdev", "" },
@@ -334,8 +335,9 @@ static void test_link_errors_name_the_setting(void **st)
 static void test_xdp_settings_fronts(void **st)
 {
     (void)st;
-    static const char *const rows[] = { "link",     "xdp_mode",  "xdp_queue", "xdp_busy_poll_us",
-                                        "xdp_prog", "if_include" };
+    static const char *const rows[] = { "link",       "xdp_mode",         "xdp_queue",
+                                        "xdp_queues", "xdp_busy_poll_us", "xdp_prog",
+                                        "if_include" };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const em_setting_t *d = em_setting_find(rows[i]);
         assert_non_null(d);

@@ -43,6 +43,9 @@
 
 #include "../common/em_btl.h"
 #include "link/link_udp.h"
+#ifdef EM_HAVE_XDP
+#include "link/xdp/link_xdp.h"
+#endif
 #include "proto/wire.h"
 #include "util/procfs.h"
 
@@ -79,6 +82,26 @@ static void rudp_link_stats(em_link_t *l)
                 (unsigned long long)s->rx_bad_gro, i.rcvbuf / 1024, i.sndbuf / 1024);
 }
 
+#ifdef EM_HAVE_XDP
+/* the native AF_XDP link's counters, and per queue when it has several */
+static void rudp_xdp_link_stats(em_link_t *l)
+{
+    const em_xdp_stats_t *s = em_xdp_link_stats(l);
+    const em_xdp_info_t *in = em_xdp_link_info(l);
+    char qs[512];
+    em_xdp_link_queue_stats(l, qs, sizeof qs);
+    opal_output(0,
+                "[%s] btl_rudp link: AF_XDP (%s, %s XDP, %u queue%s) rx %llu frames (%llu "
+                "gathered, %llu refused), tx %llu (ring full %llu), wakeups %llu%s%s",
+                opal_process_info.nodename, in->zero_copy ? "zero copy" : "copy mode",
+                in->native ? "native" : "generic", in->queues, in->queues == 1 ? "" : "s",
+                (unsigned long long)s->rx_frames, (unsigned long long)s->rx_gathered,
+                (unsigned long long)s->rx_bad, (unsigned long long)s->tx_frames,
+                (unsigned long long)s->tx_full, (unsigned long long)s->wakeups, qs[0] ? "; " : "",
+                qs);
+}
+#endif
+
 static int rudp_register(void)
 {
     /* every setting of the kernel UDP link and the protocol, from the
@@ -92,6 +115,10 @@ static int rudp_register(void)
                            ? EM_LINK_KIND_XDP
                            : EM_LINK_KIND_UDP;
     rudp_params.print_link_stats = rudp_params.kind == EM_LINK_KIND_UDP ? rudp_link_stats : NULL;
+#ifdef EM_HAVE_XDP
+    if (rudp_params.kind == EM_LINK_KIND_XDP)
+        rudp_params.print_link_stats = rudp_xdp_link_stats;
+#endif
     (void)em_btl_register_pvars(&mca_btl_rudp_component.btl_version, &rudp_module);
     em_btl_module_defaults(&rudp_module.super);
     /* Eager up to 256 KiB (+ ob1's header), not 64: a rendezvous costs

@@ -40,14 +40,17 @@ static struct xdp_link *X(em_link_t *l) { return (struct xdp_link *)l; }
 
 /* --------------------------------------------------------------- tx -- */
 
-static em_pkt_t *xdp_tx_alloc(em_link_t *l)
+/* Completions of every socket: a tx slot's descriptors all went out on one
+ * socket and come back on its completion ring. */
+static void reap(struct xdp_link *d)
 {
-    struct xdp_link *d = X(l);
-    if (d->free_head == NO_SLOT) {
-        /* reap completions first */
-        uint32_t idx, n = xsk_ring_cons__peek(&d->cq, BURST, &idx);
+    for (uint32_t qi = 0; qi < d->nq; qi++) {
+        struct xdp_q *q = &d->q[qi];
+        if (!q->tx_out)
+            continue;
+        uint32_t idx, n = xsk_ring_cons__peek(&q->cq, BURST, &idx);
         for (uint32_t i = 0; i < n; i++) {
-            uint64_t a = *xsk_ring_cons__comp_addr(&d->cq, idx + i);
+            uint64_t a = *xsk_ring_cons__comp_addr(&q->cq, idx + i);
             uint32_t s = (uint32_t)((a - d->tx_base) / ((uint64_t)d->span * CHUNK));
             if (a < d->tx_base || s >= d->nslots)
                 continue; /* never ours: the kernel returns what we gave */
@@ -58,7 +61,16 @@ static em_pkt_t *xdp_tx_alloc(em_link_t *l)
             }
         }
         if (n)
-            xsk_ring_cons__release(&d->cq, n);
+            xsk_ring_cons__release(&q->cq, n);
+        q->tx_out -= n < q->tx_out ? n : q->tx_out;
+    }
+}
+
+static em_pkt_t *xdp_tx_alloc(em_link_t *l)
+{
+    struct xdp_link *d = X(l);
+    if (d->free_head == NO_SLOT) {
+        reap(d);
         if (d->free_head == NO_SLOT)
             return NULL;
     }
@@ -80,35 +92,38 @@ static void xdp_tx_free(em_link_t *l, em_pkt_t *p)
     d->free_head = s;
 }
 
-static void kick_tx(struct xdp_link *d)
+static void kick_tx(struct xdp_link *d, struct xdp_q *q)
 {
-    if (!xsk_ring_prod__needs_wakeup(&d->tx))
+    if (!xsk_ring_prod__needs_wakeup(&q->tx))
         return;
     d->st.wakeups++;
-    (void)sendto(xsk_socket__fd(d->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
+    (void)sendto(xsk_socket__fd(q->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
 }
 
 /* Post frame @p p, its headers written, on the tx ring (one descriptor
  * per chunk).  0, or -1: the ring has no room now. */
-static int tx_post(struct xdp_link *d, em_pkt_t *p)
+static int tx_post(struct xdp_link *d, em_pkt_t *p, uint32_t qi)
 {
     uint32_t s = (uint32_t)(uintptr_t)p->priv;
     uint32_t total = d->hdr_len + p->len;
     uint32_t nseg = (total + CHUNK - 1) / CHUNK;
     uint32_t idx;
-    if (xsk_ring_prod__reserve(&d->tx, nseg, &idx) != nseg)
+    struct xdp_q *q = &d->q[qi];
+    if (xsk_ring_prod__reserve(&q->tx, nseg, &idx) != nseg)
         return -1;
     uint64_t base = d->tx_base + (uint64_t)s * d->span * CHUNK;
     for (uint32_t k = 0; k < nseg; k++) {
-        struct xdp_desc *x = xsk_ring_prod__tx_desc(&d->tx, idx + k);
+        struct xdp_desc *x = xsk_ring_prod__tx_desc(&q->tx, idx + k);
         x->addr = base + (uint64_t)k * CHUNK;
         x->len = k + 1 < nseg ? CHUNK : total - k * CHUNK;
         x->options = k + 1 < nseg ? XDP_PKT_CONTD : 0;
     }
     d->slots[s].nseg = (uint16_t)nseg;
     d->slots[s].done = 0;
-    xsk_ring_prod__submit(&d->tx, nseg);
+    xsk_ring_prod__submit(&q->tx, nseg);
+    q->tx_out += nseg;
     d->st.tx_frames++;
+    d->st.q_tx[qi]++;
     return 0;
 }
 
@@ -126,23 +141,29 @@ static unsigned xdp_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
 {
     struct xdp_link *d = X(l);
     unsigned done = 0;
+    uint32_t used = 0; /* sockets posted to (bit per queue) */
     for (; done < n; done++) {
         em_pkt_t *p = pkts[done];
         if (p->ext_len)
             em_link_pkt_flatten(p);
         if (p->peer >= d->npeers || !d->peers[p->peer].set)
             break;
+        /* a peer's socket: stable (its frames keep their order), peers
+         * spread over the queues (link_xdp.h) */
+        uint32_t qi = p->peer % d->nq;
         if (d->udp)
             em_xdp_udp_tx_hdr(d, p);
         else
             l2_hdr(d, p, d->peers[p->peer].mac);
-        if (tx_post(d, p) != 0) {
+        if (tx_post(d, p, qi) != 0) {
             d->st.tx_full++;
             break;
         }
+        used |= 1u << qi;
     }
-    if (done)
-        kick_tx(d);
+    for (uint32_t qi = 0; used; qi++, used >>= 1)
+        if (used & 1)
+            kick_tx(d, &d->q[qi]);
     return done;
 }
 
@@ -164,62 +185,68 @@ static int xdp_tx_to(em_link_t *l, em_pkt_t *p, const em_link_addr_t *a)
             return -EINVAL;
         l2_hdr(d, p, a->bytes);
     }
-    if (tx_post(d, p) != 0) {
+    /* the first queue: a peer opens the same ones (link_xdp.h) */
+    if (tx_post(d, p, 0) != 0) {
         d->st.tx_full++;
         return -EAGAIN;
     }
-    kick_tx(d);
+    kick_tx(d, &d->q[0]);
     return 0;
 }
 
 static int xdp_flush(em_link_t *l)
 {
-    kick_tx(X(l));
+    struct xdp_link *d = X(l);
+    /* the sockets with frames in flight (copy mode sends only inside the
+     * syscall, a few dozen per call), counted after a reap so that a
+     * socket whose frames all left costs no call */
+    reap(d);
+    for (uint32_t qi = 0; qi < d->nq; qi++)
+        if (d->q[qi].tx_out)
+            kick_tx(d, &d->q[qi]);
     return 0;
 }
 
 /* --------------------------------------------------------------- rx -- */
 
-static void refill(struct xdp_link *d, const uint64_t *addrs, uint32_t n)
+static void refill(struct xdp_q *q, const uint64_t *addrs, uint32_t n)
 {
     uint32_t idx;
-    while (xsk_ring_prod__reserve(&d->fq, n, &idx) != n)
-        ; /* cannot fail: the fill ring holds every rx chunk */
+    while (xsk_ring_prod__reserve(&q->fq, n, &idx) != n)
+        ; /* cannot fail: every fill ring can hold every rx chunk */
     for (uint32_t i = 0; i < n; i++)
-        *xsk_ring_prod__fill_addr(&d->fq, idx + i) = addrs[i];
-    xsk_ring_prod__submit(&d->fq, n);
+        *xsk_ring_prod__fill_addr(&q->fq, idx + i) = addrs[i];
+    xsk_ring_prod__submit(&q->fq, n);
 }
 
-static unsigned xdp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
+/* Frames of socket @p qi into pkts[got..cap).  @return the new got. */
+static unsigned rx_queue(struct xdp_link *d, uint32_t qi, em_pkt_t **pkts, unsigned got,
+                         unsigned cap, int wake)
 {
-    struct xdp_link *d = X(l);
-    if (max > BURST)
-        max = BURST;
+    struct xdp_q *q = &d->q[qi];
     uint32_t idx;
-    if (d->udp)
-        em_xdp_udp_poll(d);
-    uint32_t n = xsk_ring_cons__peek(&d->rx, BURST, &idx);
+    uint32_t n = xsk_ring_cons__peek(&q->rx, BURST, &idx);
     if (!n) {
-        if (xsk_ring_prod__needs_wakeup(&d->fq)) {
+        if (wake && xsk_ring_prod__needs_wakeup(&q->fq)) {
             d->st.wakeups++;
-            (void)recvfrom(xsk_socket__fd(d->xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
+            (void)recvfrom(xsk_socket__fd(q->xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
         }
-        return 0;
+        return got;
     }
-    unsigned got = 0;
+    unsigned got0 = got;
     uint32_t used = 0;
     uint64_t bad[BURST * 8];
     uint32_t nbad = 0;
     /* L2: our ethertype; udp: IPv4, the rest checked by xdp_udp.c */
     const uint8_t et0 = d->udp ? 0x08 : (uint8_t)(d->ethertype >> 8),
                   et1 = d->udp ? 0x00 : (uint8_t)d->ethertype;
-    while (used < n && got < max) {
+    while (used < n && got < cap) {
         /* one frame: descriptors up to the one without XDP_PKT_CONTD */
         uint32_t k = 0, flen = 0;
         uint64_t addr[8];
         int too_long = 0, partial = 0;
         for (;;) {
-            const struct xdp_desc *x = xsk_ring_cons__rx_desc(&d->rx, idx + used + k);
+            const struct xdp_desc *x = xsk_ring_cons__rx_desc(&q->rx, idx + used + k);
             if (k < 8)
                 addr[k] = x->addr;
             else /* refused below; its chunks beyond the 8th go back from here */
@@ -237,9 +264,9 @@ static unsigned xdp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
             break; /* left on the ring (cancelled below) for the next call */
         for (uint32_t j = 8; j < k; j++)
             bad[nbad++] = xsk_umem__extract_addr(
-                xsk_ring_cons__rx_desc(&d->rx, idx + used + j)->addr);
+                xsk_ring_cons__rx_desc(&q->rx, idx + used + j)->addr);
         too_long |= partial; /* longer than a whole peek: no frame of ours */
-        const struct xdp_desc *first = xsk_ring_cons__rx_desc(&d->rx, idx + used);
+        const struct xdp_desc *first = xsk_ring_cons__rx_desc(&q->rx, idx + used);
         uint8_t *f = xsk_umem__get_data(d->area, first->addr);
         int lost = d->loss.p > 0 && em_loss_drop(&d->loss);
         if (lost || too_long || k > 8 || flen < ETH_HLEN + 1 || flen - ETH_HLEN > d->l2mtu ||
@@ -259,7 +286,7 @@ static unsigned xdp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
         } else { /* gather the chunks, in ring order */
             uint8_t *b = d->bounce + (size_t)got * (d->l2mtu + ETH_HLEN), *w = b;
             for (uint32_t j = 0; j < k; j++) {
-                const struct xdp_desc *x = xsk_ring_cons__rx_desc(&d->rx, idx + used + j);
+                const struct xdp_desc *x = xsk_ring_cons__rx_desc(&q->rx, idx + used + j);
                 memcpy(w, xsk_umem__get_data(d->area, x->addr), x->len);
                 w += x->len;
             }
@@ -278,17 +305,41 @@ static unsigned xdp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
         for (uint32_t j = 0; j < k; j++)
             d->rx_addr[got][j] = xsk_umem__extract_addr(addr[j]);
         d->rx_nchunks[got] = (uint8_t)k;
+        d->rx_q[got] = (uint8_t)qi;
         pkts[got++] = p;
         used += k;
     }
     /* Descriptors peeked but not taken (the caller's max, a frame not yet
      * whole) stay on the ring: without the cancel the next peek would start
      * after them, losing their frames and their chunks for good. */
-    xsk_ring_cons__release(&d->rx, used);
+    xsk_ring_cons__release(&q->rx, used);
     if (used < n)
-        xsk_ring_cons__cancel(&d->rx, n - used);
+        xsk_ring_cons__cancel(&q->rx, n - used);
     if (nbad)
-        refill(d, bad, nbad);
+        refill(q, bad, nbad);
+    d->st.q_rx[qi] += got - got0;
+    return got;
+}
+
+/* Every socket, the first one polled rotating; on the first pass each
+ * takes at most its share of @p max, a second pass fills what is left:
+ * one busy queue cannot starve the others, nor leave the burst half empty. */
+static unsigned xdp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
+{
+    struct xdp_link *d = X(l);
+    if (max > BURST)
+        max = BURST;
+    if (d->udp)
+        em_xdp_udp_poll(d);
+    unsigned got = 0, share = (max + d->nq - 1) / d->nq;
+    for (uint32_t k = 0; k < d->nq && got < max; k++) {
+        unsigned cap = got + share < max ? got + share : max;
+        got = rx_queue(d, (d->rx_next + k) % d->nq, pkts, got, cap, 1);
+    }
+    for (uint32_t k = 0; d->nq > 1 && k < d->nq && got < max; k++)
+        got = rx_queue(d, (d->rx_next + k) % d->nq, pkts, got, max, 0);
+    if (++d->rx_next == d->nq)
+        d->rx_next = 0;
     d->st.rx_frames += got;
     return got;
 }
@@ -298,7 +349,7 @@ static void xdp_rx_release(em_link_t *l, em_pkt_t **pkts, unsigned n)
     struct xdp_link *d = X(l);
     for (unsigned i = 0; i < n; i++) {
         uint32_t k = (uint32_t)(uintptr_t)pkts[i]->priv;
-        refill(d, d->rx_addr[k], d->rx_nchunks[k]);
+        refill(&d->q[d->rx_q[k]], d->rx_addr[k], d->rx_nchunks[k]);
     }
 }
 
@@ -349,7 +400,12 @@ static int xdp_set_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
     return 0;
 }
 
-static int xdp_wait_fd(em_link_t *l) { return xsk_socket__fd(X(l)->xsk); }
+/* one queue: its socket; several: the epoll set of all (readable when any is) */
+static int xdp_wait_fd(em_link_t *l)
+{
+    struct xdp_link *d = X(l);
+    return d->epfd >= 0 ? d->epfd : xsk_socket__fd(d->q[0].xsk);
+}
 
 /* ------------------------------------------------------------ setup -- */
 
@@ -367,14 +423,19 @@ static void detach_ours(struct xdp_link *d)
 static void xdp_close(em_link_t *l)
 {
     struct xdp_link *d = X(l);
-    if (d->xsk)
-        xsk_socket__delete(d->xsk);
+    if (d->epfd >= 0)
+        close(d->epfd);
+    /* the first socket last: it carries the UMEM's registration */
+    for (uint32_t qi = EM_XDP_MAX_QUEUES; qi-- > 0;)
+        if (d->q[qi].xsk)
+            xsk_socket__delete(d->q[qi].xsk);
     if (d->umem)
         (void)xsk_umem__delete(d->umem);
     detach_ours(d);
     if (d->obj)
         bpf_object__close(d->obj);
-    em_xdp_guard_release(&d->guard);
+    for (uint32_t qi = 0; qi < EM_XDP_MAX_QUEUES; qi++)
+        em_xdp_guard_release(&d->q[qi].guard);
     em_xdp_udp_free(d);
     if (d->area)
         munmap(d->area, d->area_len);
@@ -497,10 +558,11 @@ static int make_socket(struct xdp_link *d, const em_xdp_cfg_t *cfg, int sg, char
                                     .libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
                                     .xdp_flags = d->xdp_flags & ~XDP_FLAGS_UPDATE_IF_NOEXIST };
     uint16_t base = XDP_USE_NEED_WAKEUP | (sg ? XDP_USE_SG : 0);
+    struct xdp_q *q = &d->q[0];
     int rc = -EOPNOTSUPP;
     if (cfg->zero_copy != 0) {
         sc.bind_flags = base | XDP_ZEROCOPY;
-        rc = xsk_socket__create(&d->xsk, cfg->ifname, cfg->queue, d->umem, &d->rx, &d->tx, &sc);
+        rc = xsk_socket__create(&q->xsk, cfg->ifname, cfg->queue, d->umem, &q->rx, &q->tx, &sc);
         if (rc == 0)
             d->info.zero_copy = 1;
         else if (cfg->zero_copy == 1) {
@@ -523,7 +585,7 @@ static int make_socket(struct xdp_link *d, const em_xdp_cfg_t *cfg, int sg, char
          * last one on this node, a link reopened at once saw it 1 time in
          * 12): retry for up to a second before calling the queue busy */
         for (int tries = 0;; tries++) {
-            rc = xsk_socket__create(&d->xsk, cfg->ifname, cfg->queue, d->umem, &d->rx, &d->tx, &sc);
+            rc = xsk_socket__create(&q->xsk, cfg->ifname, cfg->queue, d->umem, &q->rx, &q->tx, &sc);
             if (rc != -EBUSY || tries >= 100)
                 break;
             usleep(10000);
@@ -547,11 +609,15 @@ static void busy_poll(struct xdp_link *d, const em_xdp_cfg_t *cfg)
 {
     if (!cfg->busy_poll_us)
         return;
-    int fd = xsk_socket__fd(d->xsk), one = 1, us = (int)cfg->busy_poll_us,
+    int ok = 1, one = 1, us = (int)cfg->busy_poll_us,
         budget = (int)(cfg->busy_budget ? cfg->busy_budget : BURST);
-    if (setsockopt(fd, SOL_SOCKET, SO_PREFER_BUSY_POLL, &one, sizeof one) != 0 ||
-        setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &us, sizeof us) != 0 ||
-        setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL_BUDGET, &budget, sizeof budget) != 0)
+    for (uint32_t qi = 0; ok && qi < d->nq; qi++) {
+        int fd = xsk_socket__fd(d->q[qi].xsk);
+        ok = setsockopt(fd, SOL_SOCKET, SO_PREFER_BUSY_POLL, &one, sizeof one) == 0 &&
+             setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &us, sizeof us) == 0 &&
+             setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL_BUDGET, &budget, sizeof budget) == 0;
+    }
+    if (!ok)
         snprintf(d->info.why_no_busy, sizeof d->info.why_no_busy,
                  "busy-poll socket options refused: %s (SO_BUSY_POLL_BUDGET above the default "
                  "needs CAP_NET_ADMIN)",
@@ -597,7 +663,7 @@ static int layout(struct xdp_link *d, const em_xdp_cfg_t *cfg, uint32_t mtu, cha
                                   .frame_size = CHUNK,
                                   .frame_headroom = 0,
                                   .flags = 0 };
-    int rc = xsk_umem__create(&d->umem, d->area, d->area_len, &d->fq, &d->cq, &uc);
+    int rc = xsk_umem__create(&d->umem, d->area, d->area_len, &d->q[0].fq, &d->q[0].cq, &uc);
     if (rc != 0) {
         snprintf(err, len, "cannot register the UMEM: %s%s", strerror(-rc),
                  rc == -ENOMEM || rc == -EPERM
@@ -615,8 +681,10 @@ em_link_t *em_xdp_link_open(const em_xdp_cfg_t *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    d->guard.lock_fd = d->guard.if_lock_fd = -1;
-    uint32_t if_mtu = 0;
+    for (uint32_t qi = 0; qi < EM_XDP_MAX_QUEUES; qi++)
+        d->q[qi].guard.lock_fd = d->q[qi].guard.if_lock_fd = -1;
+    d->epfd = -1;
+    uint32_t if_mtu = 0, nq = cfg->queues > 1 ? cfg->queues : 1;
     if (!cfg->ifname || if_facts(d, cfg->ifname, &if_mtu, err, errlen) != 0)
         goto fail;
     uint32_t mtu = cfg->mtu ? cfg->mtu : if_mtu;
@@ -641,31 +709,45 @@ em_link_t *em_xdp_link_open(const em_xdp_cfg_t *cfg, char *err, size_t errlen)
         goto fail;
     if (!cfg->framing_udp)
         em_xdp_l2_local_ip(d);
-    /* the queue's one live owner; a crashed owner's filter removed first
-     * (a rank killed by an MPI abort leaves it attached) */
-    if (em_xdp_guard_acquire(cfg->ifname, cfg->queue, &d->guard, err, errlen) != 0)
+    if (em_xdp_check_queues(d, cfg, nq, err, errlen) != 0)
         goto fail;
+    /* each queue's one live owner; a crashed owner's filter removed first
+     * (a rank killed by an MPI abort leaves it attached) */
+    for (uint32_t qi = 0; qi < nq; qi++) {
+        d->q[qi].id = cfg->queue + qi;
+        if (em_xdp_guard_acquire(cfg->ifname, d->q[qi].id, &d->q[qi].guard, err, errlen) != 0)
+            goto fail;
+    }
     if (layout(d, cfg, mtu, err, errlen) != 0 ||
         attach_filter(d, cfg, sg, &map_fd, err, errlen) != 0)
         goto fail;
-    if (make_socket(d, cfg, sg, err, errlen) != 0)
+    if (em_xdp_check_map(map_fd, cfg, nq, err, errlen) != 0 ||
+        make_socket(d, cfg, sg, err, errlen) != 0)
         goto fail;
-    int rc = xsk_socket__update_xskmap(d->xsk, map_fd);
+    d->nq = 1;
+    int rc = xsk_socket__update_xskmap(d->q[0].xsk, map_fd);
     if (rc != 0) {
         snprintf(err, errlen, "cannot register the socket in the filter's map: %s", strerror(-rc));
         goto fail;
     }
+    d->nq = nq;
+    if (nq > 1 && em_xdp_open_more(d, cfg, map_fd, err, errlen) != 0)
+        goto fail;
     busy_poll(d, cfg);
-    /* every rx chunk on the fill ring */
+    /* the rx chunks split evenly over the fill rings (each can hold them
+     * all: a chunk goes back to the ring of the queue it came from) */
     uint64_t a[BURST];
-    for (uint32_t i = 0; i < d->rx_frames;) {
-        uint32_t k = d->rx_frames - i < BURST ? d->rx_frames - i : BURST;
+    uint32_t per = d->rx_frames / nq;
+    for (uint32_t i = 0; i < per * nq;) {
+        uint32_t k = per - i % per < BURST ? per - i % per : BURST;
         for (uint32_t j = 0; j < k; j++)
             a[j] = (uint64_t)(i + j) * CHUNK;
-        refill(d, a, k);
+        refill(&d->q[i / per], a, k);
         i += k;
     }
     d->info.chunk = CHUNK;
+    d->info.queue = cfg->queue;
+    d->info.queues = nq;
     em_loss_init(&d->loss, cfg->rx_loss, cfg->loss_seed ? cfg->loss_seed : EM_LOSS_SEED_DEFAULT);
     d->link.ops = &XDP_OPS;
     return &d->link;

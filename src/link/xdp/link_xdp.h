@@ -5,8 +5,9 @@
  * Ethernet clusters offer (ENA, gVNIC, virtio-net, mlx5, ice, i40e all run
  * XDP) without handing a NIC to a user-space driver, and without DPDK.
  *
- * One AF_XDP socket on one interface queue, on libxdp's xsk API (UMEM,
- * fill / completion / rx / tx rings), with:
+ * AF_XDP sockets on one or several interface queues (`queues`, all on one
+ * UMEM: libxdp's xsk_socket__create_shared, each socket with its own fill
+ * and completion ring), on libxdp's xsk API, with:
  *  - multi-buffer frames (XDP_USE_SG, Linux 6.6 and later) up to the
  *    interface's MTU: a tx frame is a run of consecutive UMEM chunks (no
  *    copy), an rx frame of several chunks is gathered into a bounce buffer;
@@ -35,6 +36,28 @@
  * -EHOSTUNREACH without waiting while the kernel ARPs), making no peer
  * entry; rx_from judges a frame's source MAC (udp: source IPv4 and port).
  *
+ * Several queues (cfg.queues > 1): sockets on queues [queue, queue+queues),
+ * one process owning them all (em_xdp_guard_acquire for each), each rx
+ * queue mapped to its socket in the filter's XSKMAP.  rx polls every
+ * socket, the first one polled rotating from call to call, each taking at
+ * most its share of the caller's burst before the others have had theirs.
+ * tx sends a peer's frames on one socket, queue + (peer id % queues):
+ * stable per peer, so one peer's frames keep their order, and peers spread
+ * over the queues (dense peer numbers spread evenly; one stream never
+ * spans two queues).  Completion rings of all sockets are reaped.  The
+ * address still names the first ("home") queue.  Which queue a frame
+ * arrives on is the receiver's business:
+ *  - on a NIC, its RSS hash (or an ntuple rule) chooses; a frame on a
+ *    queue this process did not open goes to the kernel stack, which drops
+ *    our ethertype.  Point RSS at the opened queues (ethtool -X IF equal N,
+ *    with N = queue + queues) or open all of them;
+ *  - on a veth, the receiver's rx queue is the index of the sender's tx
+ *    queue.  Both ends with the same queue and queues settings (as every
+ *    rank of a job gets them) works.  When counts differ, a sender with
+ *    more queues sends some peers' frames on queues the receiver did not
+ *    open; those frames are lost and the protocol retransmits on the same
+ *    queue until it gives the peer up: give every rank the same settings.
+ *
  * Threading: one thread at a time, like every link.
  */
 #ifndef EM_LINK_XDP_LINK_XDP_H
@@ -54,10 +77,14 @@
 #define EM_XDP_ADDR_L2_IP_LEN 12u
 /** ... in udp framing: and IPv4 (4), UDP port (2), both big-endian. */
 #define EM_XDP_ADDR_UDP_LEN 14u
+/** Queues one link may open (cfg.queues).  One thread polls them all: past
+ *  a handful, empty rings cost more per call than the spread gains. */
+#define EM_XDP_MAX_QUEUES 16u
 
 typedef struct em_xdp_cfg {
     const char *ifname;    /**< interface */
-    uint32_t queue;        /**< its receive/transmit queue */
+    uint32_t queue;        /**< its (first) receive/transmit queue */
+    uint32_t queues;       /**< sockets on queues [queue, queue+queues); 0 or 1: one */
     uint32_t mtu;          /**< L2 payload bytes; 0: the interface's MTU */
     uint32_t frames;       /**< UMEM chunks (power of 2; 0: 4096) */
     int zero_copy;         /**< 1 only zero copy, 0 only copy, -1 zero copy if the driver can */
@@ -82,6 +109,8 @@ typedef struct em_xdp_info {
     int multi_buffer;      /**< 1 frames may span UMEM chunks (XDP_USE_SG) */
     int busy_poll;         /**< 1 busy-poll options set */
     uint32_t chunk;        /**< UMEM chunk bytes */
+    uint32_t queue;        /**< the first ("home") queue: the one the address names */
+    uint32_t queues;       /**< sockets opened, on queues [queue, queue+queues) */
     char why_copy[160];    /**< why not zero copy (empty when zero copy) */
     char why_no_busy[120]; /**< why not busy polling (empty when set or not asked) */
 } em_xdp_info_t;
@@ -93,8 +122,10 @@ typedef struct em_xdp_stats {
     uint64_t rx_loss_drops; /**< dropped by rx_loss (testing) */
     uint64_t tx_full;       /**< tx ring full: frames left to the caller */
     uint64_t wakeups;       /**< syscalls the kernel asked for (need-wakeup) */
-    em_ipudp_counters_t udp_refused; /**< udp framing: received frames refused, by reason */
-    uint64_t nh_changes;             /**< udp framing: next-hop MACs changed (neighbour watch) */
+    em_ipudp_counters_t udp_refused;  /**< udp framing: received frames refused, by reason */
+    uint64_t nh_changes;              /**< udp framing: next-hop MACs changed (neighbour watch) */
+    uint64_t q_rx[EM_XDP_MAX_QUEUES]; /**< frames received per queue (index: queue - first) */
+    uint64_t q_tx[EM_XDP_MAX_QUEUES]; /**< frames sent per queue */
 } em_xdp_stats_t;
 
 /**
@@ -109,5 +140,8 @@ const em_xdp_stats_t *em_xdp_link_stats(const em_link_t *l);
 /** Why the last set_peer failed ("" when it did not): udp framing's
  *  unreachable next hop or too small path MTU, a framing mismatch. */
 const char *em_xdp_link_peer_error(const em_link_t *l);
+/** The per-queue counters as text ("q0 rx 12 tx 9, q1 rx 3 tx 7"), for the
+ *  stats lines of every front end; "" with one queue. */
+void em_xdp_link_queue_stats(const em_link_t *l, char *buf, size_t len);
 
 #endif

@@ -44,12 +44,23 @@ struct tx_slot {
     uint32_t next_free;
 };
 
+/* one socket on one interface queue; all share the link's UMEM */
+struct xdp_q {
+    struct xsk_socket *xsk;
+    struct xsk_ring_prod fq, tx; /* fill ring: its own (create_shared) */
+    struct xsk_ring_cons cq, rx; /* completion ring: its own */
+    uint32_t id;                 /* the interface queue */
+    uint32_t tx_out;             /* descriptors posted, not yet completed */
+    em_xdp_guard_t guard;        /* this process owns the queue */
+};
+
 struct xdp_link {
     em_link_t link; /* must be first */
     struct xsk_umem *umem;
-    struct xsk_socket *xsk;
-    struct xsk_ring_prod fq, tx;
-    struct xsk_ring_cons cq, rx;
+    struct xdp_q q[EM_XDP_MAX_QUEUES];
+    uint32_t nq;      /* sockets open (q[0] made the UMEM's first) */
+    uint32_t rx_next; /* the queue rx polls first (rotates) */
+    int epfd;         /* several queues: an epoll of their sockets (wait_fd); else -1 */
     uint8_t *area;
     uint64_t area_len;
     uint32_t frames, rx_frames; /* chunks; of which the fill ring's */
@@ -61,7 +72,8 @@ struct xdp_link {
     em_pkt_t rx_pkts[BURST];
     uint64_t rx_addr[BURST][8]; /* the chunks of each lent frame */
     uint8_t rx_nchunks[BURST];
-    uint8_t *bounce; /* BURST x (link MTU + header) */
+    uint8_t rx_q[BURST]; /* the queue each lent frame came from (its chunks go back there) */
+    uint8_t *bounce;     /* BURST x (link MTU + header) */
     /* peers: MAC per link peer id, and source MAC -> peer (rx_peer) */
     struct xdp_peer {
         uint8_t mac[6];
@@ -74,8 +86,7 @@ struct xdp_link {
     struct bpf_object *obj;
     uint32_t prog_id; /* ours, attached by us (0: none) */
     uint32_t xdp_flags;
-    em_loss_t loss;       /* testing: seeded receive drop */
-    em_xdp_guard_t guard; /* this process owns the interface queue */
+    em_loss_t loss; /* testing: seeded receive drop */
     em_xdp_info_t info;
     em_xdp_stats_t st;
     uint32_t l2mtu;      /* Ethernet payload bytes (the interface MTU or less) */
@@ -85,6 +96,22 @@ struct xdp_link {
     char ifname[IF_NAMESIZE];
     char peer_err[256]; /* why the last set_peer failed */
 };
+
+/* several queues (xdp_queues.c) */
+/** How many queues @p ifname has (ethtool -l, else /sys/class/net/IF/queues),
+ *  0 when neither says. */
+uint32_t em_xdp_if_queues(int ifindex, const char *ifname);
+/** Check queues [cfg->queue, +queues) exist on the interface and fit the
+ *  filter's map.  @return 0, or -1 with the cause and the fix in @p err. */
+int em_xdp_check_queues(struct xdp_link *d, const em_xdp_cfg_t *cfg, uint32_t nq, char *err,
+                        size_t errlen);
+/** The filter's xsks_map must have an entry for every queue.  @return 0,
+ *  or -1 with the cause and the fix. */
+int em_xdp_check_map(int map_fd, const em_xdp_cfg_t *cfg, uint32_t nq, char *err, size_t errlen);
+/** Sockets on the queues after the first, sharing its UMEM, each in the
+ *  filter's map; then the epoll set of all of them.  @return 0 or -1. */
+int em_xdp_open_more(struct xdp_link *d, const em_xdp_cfg_t *cfg, int map_fd, char *err,
+                     size_t errlen);
 
 /* udp framing (xdp_udp.c); every one but setup is called only when d->udp */
 int em_xdp_udp_setup(struct xdp_link *d, const em_xdp_cfg_t *cfg, char *err, size_t errlen);
