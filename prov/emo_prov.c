@@ -16,6 +16,7 @@
 #include "emo_prov.h"
 
 #include <errno.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -362,14 +363,36 @@ static void fill_info(struct fi_info *fi, uint32_t version, const struct fi_info
     fi->fabric_attr->prov_version = EMO_PROV_VERSION;
 }
 
+/* does @p node name a host (a numeric address, or a name the resolver
+ * knows)? */
+static bool host_resolves(const char *node)
+{
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_DGRAM }, *res = NULL;
+    if (getaddrinfo(node, NULL, &hints, &res) != 0)
+        return false;
+    freeaddrinfo(res);
+    return true;
+}
+
 int emo_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
                 const struct fi_info *hints, struct fi_info **info)
 {
-    (void)node;
     (void)service;
-    (void)flags;
     emo_params_load();
     *info = NULL;
+    /* A node without FI_SOURCE names the destination.  No name resolves
+     * to an ethermpi address (id, keys, link address: the peer's
+     * fi_endpoint makes it, the application exchanges it with fi_getname,
+     * out of band), so the answer never has a dest_addr; but a name that
+     * names no host at all is refused, as the socket providers refuse it
+     * (fabtests' negative test 'fi_rdm g00n13s' wants -FI_ENODATA),
+     * instead of an answer that fails later in fi_av_insert.  A host that
+     * resolves is answered as before: fabtests pass the out-of-band peer's
+     * IP address so (fi_shared_ctx).  A node with FI_SOURCE is ignored. */
+    if (node && !(flags & FI_SOURCE) && !host_resolves(node)) {
+        FI_INFO(&emo_prov, FI_LOG_CORE, "not offered for destination '%s': no such host\n", node);
+        return -FI_ENODATA;
+    }
     /* nothing to offer when no endpoint could open: an MPI then takes
      * another provider instead of failing on ours (the reason is logged) */
     if (emo_params_error()[0]) {

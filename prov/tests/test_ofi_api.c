@@ -149,6 +149,16 @@ static void getinfo_checks(void)
     hints->domain_attr->caps = FI_SHARED_AV;
     CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &fi) == -FI_ENODATA,
           "domain caps FI_SHARED_AV");
+    hints->domain_attr->caps = 0;
+    /* a destination that names no host is refused (fabtests' 'fi_rdm
+     * g00n13s' wants -FI_ENODATA; .invalid never resolves, RFC 6761); one
+     * that does is answered (without dest_addr), a named source too */
+    CHECK(fi_getinfo(FI_VERSION(1, 17), "g00n13s.invalid", NULL, 0, hints, &fi) == -FI_ENODATA,
+          "a destination that names no host was answered");
+    FI(fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", "9228", 0, hints, &fi));
+    fi_freeinfo(fi);
+    FI(fi_getinfo(FI_VERSION(1, 17), "localhost", NULL, FI_SOURCE, hints, &fi));
+    fi_freeinfo(fi);
     fi_freeinfo(hints);
 }
 
