@@ -73,7 +73,10 @@ int emo_name_open(struct emo_ep *ep, char *err, size_t errlen)
                                    .nonce = ep->self.nonce,
                                    /* strangers: any endpoint may send to ours (fi_av(3)),
                                     * unless FI_ETHERMPI_FIRST_CONTACT is 0 */
-                                   .accept_strangers = emo_params.first_contact != 0 };
+                                   .accept_strangers = emo_params.first_contact != 0,
+                                   /* a process's endpoints on one address: the shared
+                                    * link's slots (one on a link of its own) */
+                                   .ep_max = EM_MUX_MEMBERS - 1 };
     if (getrandom(cc.secret, sizeof cc.secret, 0) != (ssize_t)sizeof cc.secret) {
         snprintf(err, errlen, "getrandom failed: no cookie secret");
         return -1;

@@ -230,6 +230,7 @@ int em_engine_contact_open(em_engine_t *e, const em_engine_contact_cfg_t *cfg)
     cc.max_peers = e->npeers - 1 < EM_CONN_SLOTS_MAX ? e->npeers - 1 : EM_CONN_SLOTS_MAX;
     cc.accept_strangers = cfg->accept_strangers;
     cc.no_generation = true; /* the engine's peer number is the slot */
+    cc.ep_max = cfg->ep_max;
     struct em_contact *c = calloc(1, sizeof *c);
     if (!c)
         return -EM_ENOMEM;

@@ -60,6 +60,7 @@ typedef struct em_engine_contact_cfg {
     uint8_t secret[EM_CONN_SECRET_LEN]; /**< the cookie key (random) */
     bool accept_strangers;              /**< peers not inserted may bind (the libfabric model) */
     uint32_t quiet_ms;                  /**< a peer unheard this long may be replaced (0: 1000) */
+    uint32_t ep_max; /**< the largest endpoint index a peer has (em_conn_cfg_t::ep_max) */
 } em_engine_contact_cfg_t;
 
 /**

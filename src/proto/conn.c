@@ -568,6 +568,10 @@ int em_conn_rx(em_conn_t *c, const void *f, size_t len, uint64_t now)
         c->st.hs_dec[d]++;
         return (int)d;
     }
+    if (c->cfg.ep_max && h.src_ep > c->cfg.ep_max) {
+        c->st.hs_bad_ep++; /* no such endpoint: one address mints no more than it has */
+        return -1;
+    }
     /* for this endpoint, and (once a nonce of ours is named) this incarnation */
     if (h.dst_ep != c->cfg.ep || (h.dst_nonce && h.dst_nonce != c->cfg.nonce)) {
         c->st.hs_not_us++;
@@ -677,7 +681,8 @@ int em_conn_stats_format(const em_conn_t *c, char *buf, size_t len)
         buf, len,
         "hs_init %llu hs_challenge %llu hs_confirm %llu hs_accept %llu hs_short %llu "
         "hs_magic %llu hs_version %llu hs_type %llu hs_malformed %llu hs_not_us %llu "
-        "hs_cookie_bad %llu hs_cookie_old %llu hs_stranger %llu hs_full %llu hs_unexpected %llu "
+        "hs_cookie_bad %llu hs_cookie_old %llu hs_stranger %llu hs_full %llu hs_bad_ep %llu "
+        "hs_unexpected %llu "
         "hs_restarts %llu hs_replace_refused %llu hs_rebinds %llu hs_gave_up %llu chk_ok %llu "
         "chk_index %llu "
         "chk_state %llu chk_source %llu chk_token %llu",
@@ -690,10 +695,10 @@ int em_conn_stats_format(const em_conn_t *c, char *buf, size_t len)
         (unsigned long long)s->hs_dec[EM_HS_DEC_MALFORMED], (unsigned long long)s->hs_not_us,
         (unsigned long long)s->hs_cookie_bad, (unsigned long long)s->hs_cookie_old,
         (unsigned long long)s->hs_stranger, (unsigned long long)s->hs_full,
-        (unsigned long long)s->hs_unexpected, (unsigned long long)s->hs_restarts,
-        (unsigned long long)s->hs_replace_refused, (unsigned long long)s->hs_rebinds,
-        (unsigned long long)s->hs_gave_up, (unsigned long long)s->chk[EM_CONN_CHK_OK],
-        (unsigned long long)s->chk[EM_CONN_CHK_INDEX],
+        (unsigned long long)s->hs_bad_ep, (unsigned long long)s->hs_unexpected,
+        (unsigned long long)s->hs_restarts, (unsigned long long)s->hs_replace_refused,
+        (unsigned long long)s->hs_rebinds, (unsigned long long)s->hs_gave_up,
+        (unsigned long long)s->chk[EM_CONN_CHK_OK], (unsigned long long)s->chk[EM_CONN_CHK_INDEX],
         (unsigned long long)s->chk[EM_CONN_CHK_STATE],
         (unsigned long long)s->chk[EM_CONN_CHK_SOURCE],
         (unsigned long long)s->chk[EM_CONN_CHK_TOKEN]);

@@ -103,6 +103,11 @@ typedef struct em_conn_cfg {
      *  else (the shared link's member slot).  em_conn_check then tells a
      *  reused slot's old peer from the new one by token only. */
     bool no_generation;
+    /** The largest endpoint index a peer may have (0: no limit below
+     *  EM_HS_NO_INDEX): a front end whose endpoints share an address at
+     *  most N ways sets N - 1, so that one address cannot mint more
+     *  strangers than it has endpoints (hs_bad_ep). */
+    uint32_t ep_max;
     uint64_t hs_rto_ns;      /**< first handshake retransmission */
     uint64_t hs_rto_max_ns;  /**< back-off cap */
     uint32_t hs_tries;       /**< INIT/CONFIRM sends before giving up */
@@ -144,6 +149,8 @@ typedef struct em_conn_stats {
     uint64_t hs_cookie_old;           /**< CONFIRM whose cookie is past cookie_life_ms */
     uint64_t hs_stranger;             /**< CONFIRM from a peer not inserted, strangers off */
     uint64_t hs_full;                 /**< CONFIRM refused: max_peers reached */
+    uint64_t hs_bad_ep;               /**< handshake frames naming an endpoint index above
+                                             ep_max (theirs or ours) */
     uint64_t hs_unexpected;           /**< CHALLENGE/ACCEPT for no handshake of ours (index,
                                              state, address or nonces do not match) */
     uint64_t hs_restarts;             /**< peers failed because a new incarnation proved itself */

@@ -565,6 +565,37 @@ static void test_decoder_refusals_counted(void **st)
     assert_non_null(strstr(line, "hs_malformed 6"));
 }
 
+/* a table with ep_max refuses names of endpoints above it: one address
+ * cannot mint strangers beyond its endpoints */
+static void test_endpoint_index_bounded(void **st)
+{
+    (void)st;
+    world(12, 0, 0, 0);
+    em_conn_cfg_t cfg;
+    em_conn_cfg_default(&cfg);
+    cfg.ep = 7;
+    cfg.addr_len = 1;
+    cfg.nonce = nonce_of(0, 0);
+    cfg.accept_strangers = true;
+    cfg.ep_max = 15;
+    W.t[0] = em_conn_create(&cfg, &OPS, (void *)(uintptr_t)0);
+    assert_non_null(W.t[0]);
+    em_hs_t init = { .type = EM_HS_INIT,
+                     .src_ep = 16,
+                     .dst_ep = 7,
+                     .src_nonce = 99,
+                     .src_index = 3,
+                     .dst_index = EM_HS_NO_INDEX,
+                     .isn = 1,
+                     .token = 5 };
+    assert_int_not_equal(forge(0, &init), 0);
+    assert_int_equal(em_conn_stats(W.t[0])->hs_bad_ep, 1);
+    assert_int_equal(em_conn_stats(W.t[0])->hs_tx[1], 0); /* no CHALLENGE */
+    init.src_ep = 15;
+    assert_int_equal(forge(0, &init), 0);
+    assert_int_equal(em_conn_stats(W.t[0])->hs_tx[1], 1);
+}
+
 static int teardown(void **st)
 {
     (void)st;
@@ -588,6 +619,7 @@ int main(void)
         cmocka_unit_test_teardown(test_strangers_and_forgers_change_nothing, teardown),
         cmocka_unit_test_teardown(test_table_full_bounds_strangers, teardown),
         cmocka_unit_test_teardown(test_decoder_refusals_counted, teardown),
+        cmocka_unit_test_teardown(test_endpoint_index_bounded, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
