@@ -77,5 +77,13 @@ int main(int argc, char **argv)
     ab[0] = 0xAD;
     emo_addr_encode(&a, ab + 1);
     rc |= put(argv[1], "ofi_addr.bin", ab, sizeof ab);
+    /* a named address (version 3: endpoint index and nonce, no id) */
+    emo_addr_t na = { .named = 1,
+                      .ep_index = 1,
+                      .nonce = 0x5eedull,
+                      .frame_max = 9000,
+                      .link = { .len = 8, .bytes = { 2, 0, 0, 0, 0, 1, 0, 0 } } };
+    emo_addr_encode(&na, ab + 1);
+    rc |= put(argv[1], "ofi_addr_named.bin", ab, sizeof ab);
     return rc;
 }
