@@ -259,6 +259,15 @@ static void av_note_gone(struct emo_av *av, uint32_t id, uint64_t secret)
     g->epoch++;
 }
 
+/* Is @p id still the number of a used entry?  (A scan: removals are rare.) */
+static bool av_id_used(const struct emo_av *av, uint32_t id)
+{
+    for (size_t i = 0; i < av->n; i++)
+        if (av->tab[i].used && av->tab[i].a.id == id)
+            return true;
+    return false;
+}
+
 /* Every address is checked first: one that is not in the AV (never
  * inserted, removed already, out of range) fails the call with
  * -FI_EINVAL and removes nothing. */
@@ -288,7 +297,9 @@ static int av_remove_(struct emo_av *av, fi_addr_t *fi_addr, size_t count)
             av->by_id[e->a.id] = FI_ADDR_NOTAVAIL;
         if (!e->a.named)
             av_note_gone(av, e->a.id, e->a.secret); /* named: the handshake draws new keys */
-        if (av->ep && numbered)
+        /* named addresses inserted twice before fi_ep_bind share a number:
+         * the peer goes with its last entry */
+        if (av->ep && numbered && !av_id_used(av, e->a.id))
             emo_ep_unset_peer(av->ep, e->a.id);
         av->nfree++;
         if (fa < av->free_lo)

@@ -117,9 +117,10 @@ int emo_name_resolve(struct emo_ep *ep, emo_addr_t *a)
     }
     if (rc != 0) {
         FI_WARN(&emo_prov, FI_LOG_AV,
-                "the endpoint at this address restarted (another nonce) while this "
-                "endpoint still holds the one before: fi_av_remove the old address "
-                "first\n");
+                "cannot take this address (%s): an endpoint at it restarted (another "
+                "nonce) while this endpoint still holds the one before (fi_av_remove the "
+                "old address first), or the link refused it\n",
+                em_strerror(rc));
         return -FI_EADDRINUSE;
     }
     a->id = peer;
@@ -132,11 +133,24 @@ void emo_name_contact(void *u, uint32_t peer, bool again)
     struct emo_ep *ep = u;
     if (peer >= ep->npeers)
         return;
+    if (ep->phase == EMO_EP_CLOSING)
+        return;
+    /* a number that named a peer which failed (a stranger's restart frees
+     * its slot; a rebind revives a failed pair): that peer's operations
+     * ended then; its unexpected messages stay, from nobody */
+    if (ep->peer_failed[peer]) {
+        emo_unexp_orphan(ep, peer);
+        ep->peer_failed[peer] = 0;
+    }
+    if (ep->fail_pending[peer]) {
+        ep->fail_pending[peer] = 0;
+        ep->nfail_pending--;
+    }
     ep->peer_heard[peer] = 1;
     if (!ep->peer_set[peer])
         ep->peer_set[peer] = emo_av_lookup_id(ep->av, peer) != FI_ADDR_NOTAVAIL ? EMO_PEER_AV
                                                                                 : EMO_PEER_CONTACT;
-    if (again && ep->phase != EMO_EP_CLOSING)
+    if (again)
         emo_peer_ops_end(ep, peer, -FI_ECANCELED); /* it forgot us: what waits on it ends */
 }
 

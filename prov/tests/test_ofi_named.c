@@ -18,7 +18,9 @@
  *   5. A removes B (the removed fi_addr_t is refused) and inserts it again:
  *      a fresh exchange both ways arrives verified (B takes A's new
  *      handshake once A's old pair is quiet);
- *   6. with FI_ETHERMPI_NAMES=ids the same link gives numbered addresses.
+ *   6. an address inserted twice before fi_ep_bind: removing one entry
+ *      leaves the other reaching the peer;
+ *   7. with FI_ETHERMPI_NAMES=ids the same link gives numbered addresses.
  *
  * Usage: test_ofi_named
  */
@@ -208,6 +210,38 @@ static void remove_and_insert(void)
           cs ? (unsigned long long)cs->hs_rebinds : 0ull);
 }
 
+/* an address inserted twice before fi_ep_bind: both entries name one peer,
+ * and removing one leaves the other working (the number is not freed) */
+static void twice_before_bind(void)
+{
+    struct node E = { .name = "E" };
+    FI(emo_fabric_open(INFO->fabric_attr, &E.fab, NULL));
+    FI(fi_domain(E.fab, INFO, &E.dom, NULL));
+    struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED, .size = 64 };
+    FI(fi_cq_open(E.dom, &ca, &E.cq, NULL));
+    struct fi_av_attr aa = { .type = FI_AV_TABLE };
+    FI(fi_av_open(E.dom, &aa, &E.av, NULL));
+    fi_addr_t b1 = insert(&E, &B), b2 = insert(&E, &B);
+    CHECK(b1 != b2, "two inserts before the bind are two entries");
+    FI(fi_endpoint(E.dom, INFO, &E.ep, NULL));
+    FI(fi_ep_bind(E.ep, &E.av->fid, 0));
+    FI(fi_ep_bind(E.ep, &E.cq->fid, FI_TRANSMIT | FI_RECV));
+    FI(fi_enable(E.ep));
+    size_t len = sizeof E.addr;
+    FI(fi_getname(&E.ep->fid, E.addr, &len));
+    E.e = container_of_emo(E.ep, struct emo_ep, ep);
+    ALL[2] = &E;
+    FI(fi_av_remove(E.av, &b2, 1, 0));
+    fi_addr_t c = insert(&E, &C); /* may take b2's entry, never b1's peer */
+    CHECK(c != b1, "a new address took the entry still in use");
+    CHECK(emo_av_get(E.e->av, c)->id != emo_av_get(E.e->av, b1)->id,
+          "a new address got the number of a peer still inserted");
+    insert(&B, &E);
+    (void)exchange(&E, b1, &B, 100, 9); /* b1 still reaches B */
+    node_close(&E);
+    ALL[2] = &C;
+}
+
 static void numbered_still_there(void)
 {
     /* (the settings are read once per process: set them as FI_ETHERMPI_NAMES=ids
@@ -256,6 +290,8 @@ int main(void)
     printf("named: stranger ok\n");
     remove_and_insert();
     printf("named: remove and insert ok\n");
+    twice_before_bind();
+    printf("named: an address inserted twice before the bind ok\n");
     for (unsigned i = 0; i < 3; i++)
         node_close(ALL[i]);
     numbered_still_there();

@@ -195,7 +195,8 @@ int em_contact_gate_slow(em_engine_t *e, uint32_t peer)
         return em_proto_hold_peer(e->proto, peer); /* the operation waits in its queue */
     case EM_CONN_INIT_SENT:
     case EM_CONN_CONFIRM_SENT: return em_proto_hold_peer(e->proto, peer);
-    default: return -EM_EAGAIN; /* established, its keys being set anew (a rebind) */
+    default: /* established: its keys are being set anew (a rebind), or could not be */
+        return em_proto_peer_failed(e->proto, peer) ? -EM_EPEERFAIL : -EM_EAGAIN;
     }
 }
 
@@ -287,11 +288,14 @@ int em_engine_contact_remove(em_engine_t *e, uint32_t peer)
     if (!e->contact || e->in_progress || peer >= e->npeers ||
         em_conn_state(e->contact->conn, peer) == EM_CONN_FREE)
         return -EM_EINVAL;
+    /* out of the table first: a completion that sends to it again (from
+     * the reset below) finds no such peer (-EM_EINVAL), never queues on a
+     * slot about to name another */
+    int rc = em_conn_remove(e->contact->conn, peer);
+    if (rc != 0)
+        return rc;
     e->ready[peer] = 0;
-    int rc = em_engine_reset_peer(e, peer);
-    if (rc == 0)
-        rc = em_conn_remove(e->contact->conn, peer);
-    return rc;
+    return em_engine_reset_peer(e, peer);
 }
 
 int em_engine_contact_name(const em_engine_t *e, uint32_t peer, em_conn_name_t *out)

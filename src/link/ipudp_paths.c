@@ -4,8 +4,10 @@
  * The per-peer paths of udp framing (link/ipudp_paths.h).
  */
 #include "link/ipudp_paths.h"
+#include "util/clock.h"
 
 #include <arpa/inet.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,9 +157,29 @@ int em_udp_next_hop(const em_udp_paths_t *t, uint32_t ip, uint32_t link_mtu,
     return next_hop(t, ip, link_mtu, cable_mac, t->resolve_ms, mac, nh_ip, err, errlen);
 }
 
-int em_udp_paths_tmpl_to(const em_udp_paths_t *t, uint32_t ip, uint16_t port,
-                         const uint8_t src_mac[6], uint32_t link_mtu, const uint8_t *cable_mac,
-                         em_ipudp_template_t *tmpl, char *err, size_t errlen)
+/* May tx_to resolve a next hop now?  (The bucket of em_udp_paths_t.) */
+static bool nh_token(em_udp_paths_t *t)
+{
+    uint64_t now = em_clock_ns();
+    if (!t->nh_tokens_at) {
+        t->nh_tokens = EM_UDP_NH_BURST;
+        t->nh_tokens_at = now;
+    }
+    uint64_t add = (now - t->nh_tokens_at) / EM_UDP_NH_EVERY_NS;
+    if (add) {
+        t->nh_tokens = add >= EM_UDP_NH_BURST - t->nh_tokens ? EM_UDP_NH_BURST
+                                                             : t->nh_tokens + (uint32_t)add;
+        t->nh_tokens_at += add * EM_UDP_NH_EVERY_NS;
+    }
+    if (!t->nh_tokens)
+        return false;
+    t->nh_tokens--;
+    return true;
+}
+
+int em_udp_paths_tmpl_to(em_udp_paths_t *t, uint32_t ip, uint16_t port, const uint8_t src_mac[6],
+                         uint32_t link_mtu, const uint8_t *cable_mac, em_ipudp_template_t *tmpl,
+                         char *err, size_t errlen)
 {
     em_ipudp_path_t pa = { .src_ip = t->ip, .dst_ip = ip, .src_port = t->port, .dst_port = port };
     memcpy(pa.src_mac, src_mac, 6);
@@ -167,6 +189,12 @@ int em_udp_paths_tmpl_to(const em_udp_paths_t *t, uint32_t ip, uint16_t port,
         memcpy(pa.dst_mac, t->path[peer].dst_mac, 6);
     } else {
         uint32_t nh_ip;
+        if (!nh_token(t)) {
+            snprintf(err, errlen,
+                     "udp framing: next-hop resolutions for unknown addresses "
+                     "over their rate: the handshake retries");
+            return -EHOSTUNREACH;
+        }
         int rc = next_hop(t, ip, link_mtu, cable_mac, 0, pa.dst_mac, &nh_ip, err, errlen);
         if (rc != 0)
             return rc;

@@ -103,7 +103,18 @@ typedef struct em_udp_paths {
     uint8_t *nh_valid;
     em_addr_map_t bysrc; /**< (IPv4, port) -> peer */
     uint64_t warned;     /**< set_peer errors already said (em_link_say_once) */
+    /* tx_to's next-hop resolutions for addresses no peer has (netlink
+     * calls, and an ARP the kernel sends): a bucket of EM_UDP_NH_BURST,
+     * one more per EM_UDP_NH_EVERY_NS, so that answers to unproven frames
+     * cannot keep the progress thread in netlink */
+    uint32_t nh_tokens;
+    uint64_t nh_tokens_at;
 } em_udp_paths_t;
+
+/** tx_to's resolutions for addresses no peer has: this many at once ... */
+#define EM_UDP_NH_BURST 64u
+/** ... and one more every this many ns (1000 a second). */
+#define EM_UDP_NH_EVERY_NS 1000000ull
 
 /**
  * Set up @p t from @p c: our address is @p c->addr when given (it must be
@@ -157,12 +168,14 @@ int em_udp_paths_set_peer(em_udp_paths_t *t, uint32_t peer, uint32_t ip, uint16_
  * watch), else by the rules above with the kernel's neighbour table as it
  * is now (em_nexthop_resolve without waiting: a missing entry has the
  * kernel ARP in the background, and the handshake's retries find it).
- * @return 0, or -EHOSTUNREACH (no route, no neighbour entry yet) or
- * -EMSGSIZE with a sentence in @p err.
+ * Resolutions for addresses no peer has are rate limited
+ * (EM_UDP_NH_BURST, EM_UDP_NH_EVERY_NS): beyond, -EHOSTUNREACH at once.
+ * @return 0, or -EHOSTUNREACH (no route, no neighbour entry yet, over the
+ * rate) or -EMSGSIZE with a sentence in @p err.
  */
-int em_udp_paths_tmpl_to(const em_udp_paths_t *t, uint32_t ip, uint16_t port,
-                         const uint8_t src_mac[6], uint32_t link_mtu, const uint8_t *cable_mac,
-                         em_ipudp_template_t *tmpl, char *err, size_t errlen);
+int em_udp_paths_tmpl_to(em_udp_paths_t *t, uint32_t ip, uint16_t port, const uint8_t src_mac[6],
+                         uint32_t link_mtu, const uint8_t *cable_mac, em_ipudp_template_t *tmpl,
+                         char *err, size_t errlen);
 
 /** rx_from of udp framing: are the headers at @p hdr (EM_IPUDP_HDR_LEN
  *  bytes, as decoded) from source (@p ip, @p port)?  rx_peer's judgment

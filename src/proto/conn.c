@@ -32,8 +32,9 @@ struct entry {
     uint32_t cookie_ms;
     uint32_t pend_pos; /* position in the pending list, or NO_POS */
     uint16_t tries;
-    uint8_t state; /* em_conn_st_t */
-    uint8_t gen;   /* generation of this slot's index */
+    uint8_t state;    /* em_conn_st_t */
+    uint8_t gen;      /* generation of this slot's index */
+    uint8_t stranger; /* made by a handshake, never inserted (em_conn_insert clears it) */
 };
 
 struct em_conn {
@@ -273,6 +274,7 @@ int em_conn_insert(em_conn_t *c, const em_conn_name_t *name, uint32_t *index)
             return -EM_EINVAL; /* another incarnation: the old one must be removed first */
         if (name->nonce && !x->name.nonce)
             x->name.nonce = name->nonce;
+        x->stranger = 0; /* the owner knows it now */
         *index = index_of(c, *cell - 1);
         return 0;
     }
@@ -283,12 +285,20 @@ int em_conn_insert(em_conn_t *c, const em_conn_name_t *name, uint32_t *index)
     return 0;
 }
 
+static int slot_free(struct em_conn *c, uint32_t slot);
+
 int em_conn_remove(em_conn_t *c, uint32_t index)
 {
     struct entry *x = entry_of(c, index);
     if (!x)
         return -EM_EINVAL;
-    uint32_t slot = index & SLOT_MASK;
+    return slot_free(c, index & SLOT_MASK);
+}
+
+/* @p slot (in use) back to the free list under its next generation */
+static int slot_free(struct em_conn *c, uint32_t slot)
+{
+    struct entry *x = &c->e[slot];
     pend_del(c, slot);
     uint32_t *cell = h_find(c, x->name.addr, x->name.addr_len, x->name.ep);
     if (cell && *cell == slot + 1)
@@ -504,7 +514,12 @@ static int on_confirm(struct em_conn *c, const em_hs_t *h, uint64_t now)
         return -1; /* a live peer keeps its place; a real restart retries */
     if (slot != NO_POS && c->e[slot].name.nonce && c->e[slot].name.nonce != h->src_nonce) {
         c->st.hs_restarts++;
+        bool stranger = c->e[slot].stranger;
         fail(c, slot, "the peer restarted (a new incarnation at its address)");
+        /* a stranger's slot is nobody's to remove: free it now (the layer
+         * above was told it failed), so restarts cannot use up the table */
+        if (stranger)
+            (void)slot_free(c, slot);
         slot = NO_POS;
     }
     if (slot == NO_POS) {
@@ -518,6 +533,7 @@ static int on_confirm(struct em_conn *c, const em_hs_t *h, uint64_t now)
             c->st.hs_full++;
             return -1;
         }
+        c->e[slot].stranger = 1;
     }
     bind(c, slot, h);
     accept_to(c, slot);
@@ -547,10 +563,15 @@ static int on_answer(struct em_conn *c, const em_hs_t *h, uint64_t now)
     }
     if (ok && h->type == EM_HS_ACCEPT &&
         (x->state == EM_CONN_CONFIRM_SENT || x->state == EM_CONN_ESTABLISHED)) {
-        /* (ESTABLISHED: a duplicate, or both sides started at once and the
-         * peer's CONFIRM bound us first: the same values, nothing changes) */
-        if (replace_refused(c, slot, h))
+        /* ESTABLISHED: a duplicate, or both sides started at once and the
+         * peer's CONFIRM bound us first: the same values, nothing changes.
+         * Other values in an ACCEPT bind nothing (no cookie proves them):
+         * a peer that bound us anew does it with a CONFIRM */
+        if (x->state == EM_CONN_ESTABLISHED &&
+            (x->remote_index != h->src_index || x->tx_token != h->token || x->rx_isn != h->isn)) {
+            c->st.hs_unexpected++;
             return -1;
+        }
         bind(c, slot, h);
         return 0;
     }

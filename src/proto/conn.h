@@ -30,8 +30,9 @@
  * unless its cookie is valid for that peer's address and the layer above
  * says the peer's current incarnation has gone quiet (ops.may_replace): a
  * restart (a new nonce from the same address and endpoint) fails the old
- * peer, a rebind (the same nonce, new index, token or ISN) replaces its
- * parameters.  So a third node that read a CHALLENGE off the wire cannot
+ * peer (a stranger's slot is freed at once, so restarts cannot use up the
+ * table), a rebind (the same nonce, new index, token or ISN, always by a
+ * CONFIRM) replaces its parameters.  So a third node that read a CHALLENGE off the wire cannot
  * take a live peer's place.
  *
  * Pure C like the protocol core: no I/O, no clock of its own (the caller
@@ -149,8 +150,8 @@ typedef struct em_conn_stats {
     uint64_t hs_cookie_old;           /**< CONFIRM whose cookie is past cookie_life_ms */
     uint64_t hs_stranger;             /**< CONFIRM from a peer not inserted, strangers off */
     uint64_t hs_full;                 /**< CONFIRM refused: max_peers reached */
-    uint64_t hs_bad_ep;               /**< handshake frames naming an endpoint index above
-                                             ep_max (theirs or ours) */
+    uint64_t hs_bad_ep;               /**< handshake frames whose sender's endpoint index is
+                                             above ep_max */
     uint64_t hs_unexpected;           /**< CHALLENGE/ACCEPT for no handshake of ours (index,
                                              state, address or nonces do not match) */
     uint64_t hs_restarts;             /**< peers failed because a new incarnation proved itself */

@@ -310,13 +310,85 @@ static void test_restarted_peer_is_a_new_peer(void **st)
     run(W.now + 5000 * MS);
     assert_int_equal(W.failed[0], 1);
     assert_non_null(strstr(W.last_why[0], "restarted"));
-    assert_int_equal(em_conn_state(W.t[0], old), EM_CONN_FAILED);
     assert_int_equal(em_conn_stats(W.t[0])->hs_restarts, 1);
-    assert_int_equal(em_conn_count(W.t[0]), 2); /* the failed one until removed, the new one */
-    /* frames of the old incarnation's pair no longer pass */
+    /* node 1 was a stranger to node 0: its old slot is freed at once (a
+     * restart cannot use up the table), and the old index names nothing */
+    assert_int_equal(em_conn_state(W.t[0], old), EM_CONN_FREE);
+    assert_int_equal(em_conn_count(W.t[0]), 1);
     uint8_t a1 = 1;
-    assert_int_equal(em_conn_check(W.t[0], old, &a1, 1, 0), EM_CONN_CHK_STATE);
+    assert_int_equal(em_conn_check(W.t[0], old, &a1, 1, 0), EM_CONN_CHK_INDEX);
     assert_int_equal(em_conn_state(W.t[1], i10), EM_CONN_ESTABLISHED);
+}
+
+static int forge_as(unsigned to, uint8_t reply, em_hs_t h);
+
+/* a restart of a peer the owner inserted: the failed entry stays (the
+ * owner removes it), the new incarnation is another entry */
+static void test_restart_of_an_inserted_peer(void **st)
+{
+    (void)st;
+    world(13, 0, 0, 0);
+    make(0, 0, true, 0);
+    make(1, 0, false, 0);
+    uint32_t i01 = insert(0, 1, 0), i10 = insert(1, 0, nonce_of(0, 0));
+    em_conn_connect(W.t[1], i10, W.now);
+    run(W.now + 1000 * MS);
+    assert_int_equal(em_conn_state(W.t[0], i01), EM_CONN_ESTABLISHED);
+    make(1, 1, false, 0);
+    i10 = insert(1, 0, nonce_of(0, 0));
+    em_conn_connect(W.t[1], i10, W.now);
+    run(W.now + 1000 * MS);
+    assert_int_equal(em_conn_state(W.t[0], i01), EM_CONN_FAILED);
+    assert_int_equal(em_conn_count(W.t[0]), 2);
+    assert_int_equal(em_conn_state(W.t[1], i10), EM_CONN_ESTABLISHED);
+    assert_int_equal(em_conn_remove(W.t[0], i01), 0);
+    assert_int_equal(em_conn_count(W.t[0]), 1);
+}
+
+/* restarts of a stranger, again and again, take one slot */
+static void test_stranger_restarts_keep_one_slot(void **st)
+{
+    (void)st;
+    world(14, 0, 0, 0);
+    make(0, 0, true, 4);
+    for (unsigned k = 0; k < 10; k++) {
+        make(1, k, false, 0);
+        uint32_t i = insert(1, 0, nonce_of(0, 0));
+        em_conn_connect(W.t[1], i, W.now);
+        run(W.now + 1000 * MS);
+        assert_int_equal(em_conn_state(W.t[1], i), EM_CONN_ESTABLISHED);
+    }
+    assert_int_equal(em_conn_count(W.t[0]), 1);
+    assert_int_equal(em_conn_stats(W.t[0])->hs_restarts, 9);
+    assert_int_equal(em_conn_stats(W.t[0])->hs_full, 0);
+}
+
+/* an ACCEPT naming other values for an established peer binds nothing */
+static void test_accept_cannot_rebind(void **st)
+{
+    (void)st;
+    world(15, 0, 0, 0);
+    make(0, 0, false, 0);
+    make(1, 0, false, 0);
+    uint32_t i01 = insert(0, 1, nonce_of(1, 0)), i10 = insert(1, 0, nonce_of(0, 0));
+    em_conn_connect(W.t[0], i01, W.now);
+    run(W.now + 1000 * MS);
+    em_conn_peer_t before;
+    em_conn_peer(W.t[0], i01, &before);
+    em_hs_t acc = { .type = EM_HS_ACCEPT,
+                    .src_ep = 7,
+                    .dst_ep = 7,
+                    .src_nonce = nonce_of(1, 0),
+                    .dst_nonce = nonce_of(0, 0),
+                    .src_index = i10 + 1,
+                    .dst_index = i01,
+                    .isn = 77,
+                    .token = 66 };
+    assert_int_not_equal(forge_as(0, 1, acc), 0);
+    em_conn_peer_t after;
+    em_conn_peer(W.t[0], i01, &after);
+    assert_true(before.remote_index == after.remote_index && before.tx_token == after.tx_token);
+    assert_int_equal(W.again[0], 0);
 }
 
 static void test_index_reused_after_remove(void **st)
@@ -614,6 +686,9 @@ int main(void)
         cmocka_unit_test_teardown(test_simultaneous_clean_wire, teardown),
         cmocka_unit_test_teardown(test_loss_duplication_reordering, teardown),
         cmocka_unit_test_teardown(test_restarted_peer_is_a_new_peer, teardown),
+        cmocka_unit_test_teardown(test_restart_of_an_inserted_peer, teardown),
+        cmocka_unit_test_teardown(test_stranger_restarts_keep_one_slot, teardown),
+        cmocka_unit_test_teardown(test_accept_cannot_rebind, teardown),
         cmocka_unit_test_teardown(test_index_reused_after_remove, teardown),
         cmocka_unit_test_teardown(test_gives_up_on_silence, teardown),
         cmocka_unit_test_teardown(test_strangers_and_forgers_change_nothing, teardown),
