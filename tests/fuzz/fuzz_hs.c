@@ -47,9 +47,13 @@ static void emit(void *u, const uint8_t *a, uint8_t alen, const void *f, size_t 
 {
     (void)u;
     em_hs_t h;
-    if (alen != 1 || len != EM_HS_LEN || em_hs_decode(f, len, &h) != EM_HS_DEC_OK)
-        abort(); /* the table only ever sends well-formed frames to 1-byte addresses here */
-    if (h.type == EM_HS_CHALLENGE) {
+    /* the table only ever sends well-formed frames, to an address it read
+     * from a frame that decoded (1..EM_CONN_ADDR_MAX bytes; op bit 5 lets
+     * a frame through with its own, longer one) */
+    if (alen < 1 || alen > EM_CONN_ADDR_MAX || len != EM_HS_LEN ||
+        em_hs_decode(f, len, &h) != EM_HS_DEC_OK)
+        abort();
+    if (alen == 1 && h.type == EM_HS_CHALLENGE) {
         S.last_ch[a[0]] = h;
         S.have_ch[a[0]] = 1;
     }
