@@ -9,6 +9,7 @@
  * locally, whatever their size.
  */
 #include "emo_rdv.h"
+#include "engine/contact.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,22 @@ static ssize_t send_self(struct emo_ep *ep, emo_op_t *op)
 /* an eager send from the caller's buffer gives the engine our header as its head */
 _Static_assert(EMO_HDR_LEN <= EM_PROTO_HEAD_MAX, "the message header fits the engine's head");
 
+/* A small send whose caller asked for no completion level completes
+ * when it is copied, as an inject does, rather than at the peer's ACK
+ * (docs/ofi.md "When a send completes"): that ACK would otherwise be a
+ * frame of its own, sent before the peer's application sees the
+ * message, and it doubled a ping-pong of fi_tsend (Open MPI 4.1's
+ * MPI_Isend).  Not when the copy would wait for the send budget, nor while
+ * the send waits behind its peer's handshake: an fi_av_remove then would
+ * cancel a send that never left (emo_name.c). */
+static bool complete_early(const struct emo_ep *ep, const struct emo_send_args *s, uint32_t peer,
+                           size_t off)
+{
+    return !s->no_cqe && ep->send_copy_max && s->len <= ep->send_copy_max &&
+           !(s->flags & EMO_COMPLETE_LEVELS) && emo_tx_fits(ep, off + s->len) &&
+           em_engine_contact_ready(ep->eng, peer);
+}
+
 static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
 {
     if (!ep->enabled)
@@ -90,14 +107,7 @@ static ssize_t do_send(struct emo_ep *ep, const struct emo_send_args *s)
      * copied after they leave").  A first-contact message (header and address are over
      * the engine's head limit) and a send to ourselves are copied first. */
     bool inplace = eager && !self && !hello && s->len;
-    /* A small send whose caller asked for no completion level completes
-     * when it is copied, as an inject does, rather than at the peer's ACK
-     * (docs/ofi.md "When a send completes"): that ACK would otherwise be a
-     * frame of its own, sent before the peer's application sees the
-     * message, and it doubled a ping-pong of fi_tsend (Open MPI 4.1's
-     * MPI_Isend).  Not when the copy would wait for the send budget. */
-    bool early = eager && !self && !s->no_cqe && ep->send_copy_max && s->len <= ep->send_copy_max &&
-                 !(s->flags & EMO_COMPLETE_LEVELS) && emo_tx_fits(ep, off + s->len);
+    bool early = eager && !self && complete_early(ep, s, peer, off);
     bool copy_after = inplace && ((s->flags & FI_INJECT) || early);
     size_t msg_len = off + (eager && (!inplace || copy_after) ? s->len : 0);
     if (!emo_tx_room(ep, msg_len))

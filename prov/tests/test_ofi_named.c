@@ -8,7 +8,9 @@
  * that the test drives each endpoint's progress on its own.
  *
  *   1. the names are version 3 addresses, distinct;
- *   2. A and B insert each other, in different orders around other
+ *   2. a small send to a peer whose handshake is not done does not
+ *      complete when copied (it completes at the peer's ACK);
+ *      A and B insert each other, in different orders around other
  *      inserts (their numbers for each other differ), and exchange
  *      verified messages both ways, eager and rendezvous;
  *   3. C sends to A, which never inserted C: the message arrives from
@@ -169,6 +171,18 @@ static void names_and_pairs(void)
     CHECK(a_c == 0 && a_b == 1 && b_a == 0, "fi_addr_t are not in insertion order");
     CHECK(emo_av_get(A.e->av, a_b)->id != emo_av_get(B.e->av, b_a)->id,
           "A's number for B and B's for A should differ here");
+    /* a small send waits behind its handshake: it may not complete when
+     * copied (an fi_av_remove then would cancel what never left) */
+    uint8_t x[8] = "behind";
+    FI(fi_tsend(A.ep, x, sizeof x, NULL, a_c, 99, &ctx[3]));
+    struct fi_cq_tagged_entry ce;
+    CHECK(fi_cq_read(A.cq, &ce, 1) == -FI_EAGAIN,
+          "A: a send to a peer whose handshake is not done completed at once");
+    uint8_t y[8];
+    FI(fi_trecv(C.ep, y, sizeof y, NULL, FI_ADDR_UNSPEC, 99, 0, &ctx[4]));
+    expect_ok(&A, &ctx[3], NULL);
+    expect_ok(&C, &ctx[4], NULL);
+    CHECK(memcmp(x, y, sizeof x) == 0, "C: the held send's bytes");
     CHECK(exchange(&A, a_b, &B, SMALL, 1) == b_a, "B: message from A not from its fi_addr_t");
     CHECK(exchange(&B, b_a, &A, BIG, 2) == a_b, "A: message from B not from its fi_addr_t");
     CHECK(exchange(&A, a_b, &B, BIG, 3) == b_a, "B: rendezvous from A: wrong source");

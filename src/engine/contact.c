@@ -250,6 +250,11 @@ int em_engine_contact_open(em_engine_t *e, const em_engine_contact_cfg_t *cfg)
 
 bool em_engine_contact_on(const em_engine_t *e) { return e->contact != NULL; }
 
+bool em_engine_contact_ready(const em_engine_t *e, uint32_t peer)
+{
+    return !e->ready || (peer < e->npeers && e->ready[peer]);
+}
+
 int em_engine_contact_insert(em_engine_t *e, const em_conn_name_t *name, uint32_t *peer)
 {
     if (!e->contact)

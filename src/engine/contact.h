@@ -72,6 +72,11 @@ typedef struct em_engine_contact_cfg {
 int em_engine_contact_open(em_engine_t *e, const em_engine_contact_cfg_t *cfg);
 /** Is first contact on? */
 bool em_engine_contact_on(const em_engine_t *e);
+/** Would an operation to @p peer leave now (first contact off, or its
+ *  handshake done)?  False while it would wait behind the handshake: a
+ *  front end that completes a send when it is copied must not then, for a
+ *  removal before the handshake ends would cancel what was never sent. */
+bool em_engine_contact_ready(const em_engine_t *e, uint32_t peer);
 
 /**
  * A peer we know of by name (an address vector entry, a modex blob): no
