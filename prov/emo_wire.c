@@ -119,41 +119,32 @@ const char *emo_dec_err_name(emo_dec_err_t e)
     return (unsigned)e < EMO_DEC_COUNT ? n[e] : "?";
 }
 
-static void addr_encode_named(const emo_addr_t *a, uint8_t out[EMO_ADDR_LEN])
-{
-    uint32_t fm = htobe32(a->frame_max), ep = htobe32(a->ep_index);
-    uint64_t nonce = htobe64(a->nonce);
-    memset(out, 0, EMO_ADDR_LEN);
-    out[0] = EMO_MAGIC;
-    out[1] = EMO_ADDR_VERSION_NAMED;
-    memcpy(out + 4, &fm, 4);
-    memcpy(out + 8, &nonce, 8);
-    memcpy(out + 16, &ep, 4);
-    uint8_t l = a->link.len <= sizeof a->link.bytes ? a->link.len : 0;
-    out[24] = l;
-    memcpy(out + 25, a->link.bytes, l);
-}
-
 void emo_addr_encode(const emo_addr_t *a, uint8_t out[EMO_ADDR_LEN])
 {
-    if (a->named) {
-        addr_encode_named(a, out);
-        return;
-    }
-    uint16_t id = htobe16((uint16_t)a->id), id_hi = htobe16((uint16_t)(a->id >> 16));
-    uint32_t fm = htobe32(a->frame_max), isn = htobe32(a->isn);
-    uint64_t sec = htobe64(a->secret);
+    /* both versions: magic, version, frame_max at 4, the link address at 24 */
+    uint32_t fm = htobe32(a->frame_max);
+    uint8_t l = a->link.len <= sizeof a->link.bytes ? a->link.len : 0;
     memset(out, 0, EMO_ADDR_LEN);
     out[0] = EMO_MAGIC;
-    out[1] = EMO_ADDR_VERSION;
-    memcpy(out + 2, &id, 2);
+    out[1] = a->named ? EMO_ADDR_VERSION_NAMED : EMO_ADDR_VERSION;
     memcpy(out + 4, &fm, 4);
+    out[24] = l;
+    memcpy(out + 25, a->link.bytes, l);
+    if (a->named) { /* nonce at 8, endpoint index at 16 */
+        uint64_t nonce = htobe64(a->nonce);
+        uint32_t ep = htobe32(a->ep_index);
+        memcpy(out + 8, &nonce, 8);
+        memcpy(out + 16, &ep, 4);
+        return;
+    }
+    /* numbered: id at 2 (and its high half at 20), secret at 8, ISN at 16 */
+    uint16_t id = htobe16((uint16_t)a->id), id_hi = htobe16((uint16_t)(a->id >> 16));
+    uint32_t isn = htobe32(a->isn);
+    uint64_t sec = htobe64(a->secret);
+    memcpy(out + 2, &id, 2);
     memcpy(out + 8, &sec, 8);
     memcpy(out + 16, &isn, 4);
     memcpy(out + 20, &id_hi, 2);
-    uint8_t l = a->link.len <= sizeof a->link.bytes ? a->link.len : 0;
-    out[24] = l;
-    memcpy(out + 25, a->link.bytes, l);
 }
 
 /* the link address at 24.., bytes past it zero: @return 0 or -1 */
