@@ -156,14 +156,19 @@ void em_contact_rx(em_engine_t *e, const em_pkt_t *pkt, uint64_t now)
     (void)em_conn_rx(e->contact->conn, pkt->data, pkt->len, now);
 }
 
-void em_contact_poll(em_engine_t *e, uint64_t now)
+/* push out the handshake frames handed to tx_to (links may hold them) */
+static void flush_emitted(em_engine_t *e)
 {
-    struct em_contact *c = e->contact;
-    c->next = em_conn_poll(c->conn, now);
-    if (c->emitted) {
-        c->emitted = 0;
+    if (e->contact->emitted) {
+        e->contact->emitted = 0;
         em_link_flush(e->link);
     }
+}
+
+void em_contact_poll(em_engine_t *e, uint64_t now)
+{
+    e->contact->next = em_conn_poll(e->contact->conn, now);
+    flush_emitted(e);
 }
 
 uint64_t em_contact_deadline(const em_engine_t *e) { return e->contact->next; }
@@ -188,10 +193,7 @@ int em_contact_gate_slow(em_engine_t *e, uint32_t peer)
     case EM_CONN_KNOWN:
         (void)em_conn_connect(c->conn, peer, em_now_ns());
         c->next = 0; /* its retransmission is due on the next progress */
-        if (c->emitted) {
-            c->emitted = 0;
-            em_link_flush(e->link);
-        }
+        flush_emitted(e);
         return em_proto_hold_peer(e->proto, peer); /* the operation waits in its queue */
     case EM_CONN_INIT_SENT:
     case EM_CONN_CONFIRM_SENT: return em_proto_hold_peer(e->proto, peer);
