@@ -215,6 +215,23 @@ void em_contact_destroy(em_engine_t *e)
 
 /* ---------------------------------------------------------------- API -- */
 
+/* INIT/CONFIRM sends (back-off from hs_rto_ns, capped at hs_rto_max_ns)
+ * that span @p silence_ns: a peer slow to start (still in its launcher's
+ * start-up, or not progressing while it computes) is given as long by
+ * its handshake as the protocol gives a silent peer before it fails it,
+ * never less than the table's own default (em_conn_cfg_default) */
+static uint32_t tries_for(const em_conn_cfg_t *cc, uint64_t silence_ns)
+{
+    uint64_t spent = 0, rto = cc->hs_rto_ns;
+    uint32_t tries = 1;
+    while (spent < silence_ns && tries < 100000) {
+        spent += rto;
+        rto = rto * 2 > cc->hs_rto_max_ns ? cc->hs_rto_max_ns : rto * 2;
+        tries++;
+    }
+    return tries > cc->hs_tries ? tries : cc->hs_tries;
+}
+
 int em_engine_contact_open(em_engine_t *e, const em_engine_contact_cfg_t *cfg)
 {
     if (e->contact || !em_link_has_contact(e->link) || e->npeers < 2 || e->self != e->npeers - 1 ||
@@ -234,6 +251,7 @@ int em_engine_contact_open(em_engine_t *e, const em_engine_contact_cfg_t *cfg)
     cc.accept_strangers = cfg->accept_strangers;
     cc.no_generation = true; /* the engine's peer number is the slot */
     cc.ep_max = cfg->ep_max;
+    cc.hs_tries = tries_for(&cc, e->silence_ns);
     struct em_contact *c = calloc(1, sizeof *c);
     if (!c)
         return -EM_ENOMEM;

@@ -31,7 +31,12 @@
  * Operations (send, sendv, put, get, atomic) to a peer whose handshake
  * has not completed start it and are taken: they wait in the peer's queue
  * (em_proto_hold_peer) and leave when it completes, as libfabric's rxd
- * queues behind its RTS.  A peer whose handshake gives up (no answer) or
+ * queues behind its RTS.  The handshake gives up on a peer that stays
+ * silent as long as the protocol gives a silent peer before failing it
+ * (em_proto_cfg_t max_retries back-offs capped at rto_max_ns, ~60 s by
+ * default; at least the table's default 12 tries, ~3 s): a peer that is
+ * slow to start is not failed sooner by its handshake than by its data.
+ * A peer whose handshake gives up or
  * whose address proves a new incarnation is failed: its operations end
  * with -EM_EPEERFAIL and ops.peer_failed is called; the reason is
  * em_engine_fail_reason().

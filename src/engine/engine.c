@@ -262,6 +262,7 @@ em_engine_t *em_engine_create(em_link_t *link, const em_proto_cfg_t *cfg,
     }
     size_t pm = em_proto_max_msg(e->proto);
     e->rx_msg_max = (uint32_t)(c.max_msg && c.max_msg < pm ? c.max_msg : pm);
+    e->silence_ns = (uint64_t)c.max_retries * c.rto_max_ns;
     return e;
 }
 

@@ -36,6 +36,9 @@ struct em_engine {
     uint64_t now; /* the clock as the last progress call read it (0: none yet) */
     em_engine_stats_t st;
     uint32_t rx_msg_max; /**< longest message the protocol accepts from a peer (cfg.max_msg) */
+    uint64_t silence_ns; /**< how long a peer may be silent before the protocol fails it
+                          *   (cfg.max_retries back-offs capped at cfg.rto_max_ns):
+                          *   first contact waits as long (contact.c) */
     struct em_rma *rma;  /**< RMA reads and atomics (rma.c), NULL until the first use */
     struct em_contact *contact; /**< first contact (contact.c), NULL when off */
     uint8_t *ready; /**< first contact: per peer, keys set from its handshake (contact.c) */

@@ -9,7 +9,10 @@
  * answered through the numbers their handshakes gave; a restarted peer
  * (new nonce, same address) that waits until the old one is quiet; a peer
  * removed and inserted again; a handshake frame naming another node's
- * address from a third node's; a peer that never answers.
+ * address from a third node's; a peer that never answers; a peer that
+ * does not progress for longer than the handshake's default back-off
+ * (12 tries, ~3 s) and still connects, since the handshake waits as long
+ * as the protocol waits for a silent peer.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -46,6 +49,9 @@ struct node {
 };
 static struct node N[NODES];
 static unsigned done_ops, failed_ops;
+static bool asleep[NODES];  /* not progressed (a rank busy elsewhere) */
+static uint64_t pc_rto_max; /* em_proto_cfg_t rto_max_ns for make() (0: default) */
+static uint32_t pc_retries; /* ... max_retries (0: default) */
 
 static size_t size_of(unsigned seq) { return (size_t[]){ 4, 100, 1500, 3000, 9000 }[seq % 5]; }
 
@@ -132,6 +138,10 @@ static void make(unsigned i, bool strangers, uint32_t quiet_ms)
     pc.max_msg = 64 * 1024;
     pc.peers_need_set = 1;
     pc.bind_source = 1;
+    if (pc_rto_max)
+        pc.rto_max_ns = pc_rto_max;
+    if (pc_retries)
+        pc.max_retries = pc_retries;
     int err;
     n->e = em_engine_create(em_sim_link(SIM, i), &pc, &OPS, n, &err);
     assert_non_null(n->e);
@@ -169,13 +179,16 @@ static void end_world(void)
     }
     em_sim_destroy(SIM);
     SIM = NULL;
+    memset(asleep, 0, sizeof asleep);
+    pc_rto_max = 0;
+    pc_retries = 0;
 }
 
 static void round_(void)
 {
     em_sim_set_now(SIM, em_now_ns());
     for (unsigned i = 0; i < NODES; i++)
-        if (N[i].e)
+        if (N[i].e && !asleep[i])
             (void)em_engine_progress(N[i].e);
 }
 
@@ -441,6 +454,8 @@ static void no_answer(void **st)
 {
     (void)st;
     world(0, 0, 0);
+    pc_rto_max = 100000000ull; /* a protocol that gives a silent peer 0.4 s: */
+    pc_retries = 4;            /* the handshake keeps its own 12 tries */
     make(0, false, 0);
     em_sim_set_dead(SIM, 3, true);
     em_conn_name_t nm = { .addr_len = 1, .addr = { 3 }, .ep = 0 };
@@ -460,6 +475,34 @@ static void no_answer(void **st)
     assert_int_equal(N[0].failed, 1);
     assert_non_null(strstr(N[0].last_fail, "no answer to first contact"));
     assert_int_equal(em_engine_contact_stats(N[0].e)->hs_gave_up, 1);
+    end_world();
+}
+
+/* a peer that does not progress for 4 s (past the handshake's own 12
+ * tries, ~3 s) while a send to it waits: it is not failed (the protocol
+ * gives a silent peer 10 s here), and the message arrives once it runs */
+static void late_peer(void **st)
+{
+    (void)st;
+    world(0, 0, 0);
+    pc_rto_max = 1000000000ull;
+    pc_retries = 10;
+    make(0, false, 0);
+    make(1, false, 0);
+    insert(0, 1, false);
+    insert(1, 0, false);
+    asleep[1] = true;
+    send_one(0, 1, 0);
+    spin_ms(4000);
+    assert_int_equal(N[0].failed, 0);
+    assert_int_equal(done_ops + failed_ops, 0);
+    asleep[1] = false;
+    wait_done(1);
+    assert_int_equal(N[1].got[0], 1);
+    assert_int_equal(N[1].bad, 0);
+    assert_int_equal(N[0].failed + N[1].failed, 0);
+    assert_int_equal(em_engine_contact_stats(N[0].e)->hs_gave_up, 0);
+    free_bufs();
     end_world();
 }
 
@@ -494,7 +537,8 @@ int main(void)
         cmocka_unit_test(clean_wire),        cmocka_unit_test(bad_wire),
         cmocka_unit_test(strangers),         cmocka_unit_test(restart),
         cmocka_unit_test(remove_and_insert), cmocka_unit_test(claimed_address),
-        cmocka_unit_test(no_answer),         cmocka_unit_test(refusals),
+        cmocka_unit_test(no_answer),         cmocka_unit_test(late_peer),
+        cmocka_unit_test(refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
