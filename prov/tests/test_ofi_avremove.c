@@ -44,53 +44,19 @@
 
 #include "ofi_check.h"
 #include "ofi_pair.h"
+#include "ofi_node.h"
 
 #define BIG   (1u << 20) /* rendezvous */
 #define SMALL 3000u      /* eager, several frames */
 
-struct node {
-    const char *name;
-    struct fid_fabric *fab;
-    struct fid_domain *dom;
-    struct fid_cq *cq;
-    struct fid_av *av;
-    struct fid_ep *ep;
-    struct emo_ep *e;
-    uint8_t addr[EMO_ADDR_LEN];
-};
-
-static struct node A = { .name = "A" }, B = { .name = "B" };
+static struct ofi_node A = { .name = "A" }, B = { .name = "B" };
 static struct fi_context ctx[32];
-
-static void node_open(struct node *n, struct fi_info *info)
-{
-    FI(emo_fabric_open(info->fabric_attr, &n->fab, NULL));
-    FI(fi_domain(n->fab, info, &n->dom, NULL));
-    struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED, .size = 64 };
-    FI(fi_cq_open(n->dom, &ca, &n->cq, NULL));
-    struct fi_av_attr aa = { .type = FI_AV_TABLE };
-    FI(fi_av_open(n->dom, &aa, &n->av, NULL));
-    FI(fi_endpoint(n->dom, info, &n->ep, NULL));
-    FI(fi_ep_bind(n->ep, &n->av->fid, 0));
-    FI(fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV));
-    FI(fi_enable(n->ep));
-    size_t len = sizeof n->addr;
-    FI(fi_getname(&n->ep->fid, n->addr, &len));
-    n->e = container_of_emo(n->ep, struct emo_ep, ep);
-}
-
-static fi_addr_t insert(struct node *n, const struct node *peer)
-{
-    fi_addr_t fa = FI_ADDR_NOTAVAIL;
-    CHECK(fi_av_insert(n->av, peer->addr, 1, &fa, 0, NULL) == 1, "%s: fi_av_insert", n->name);
-    return fa;
-}
 
 /* One entry of @p n's CQ, driving its progress only: 1 with *@p e (and
  * the source in *@p src), -1 with the error in *@p x, 0 when none came
  * within @p secs.  @p other: progressed too (NULL: left alone). */
-static int take(struct node *n, struct node *other, double secs, struct fi_cq_tagged_entry *e,
-                fi_addr_t *src, struct fi_cq_err_entry *x)
+static int take(struct ofi_node *n, struct ofi_node *other, double secs,
+                struct fi_cq_tagged_entry *e, fi_addr_t *src, struct fi_cq_err_entry *x)
 {
     double end = ofi_now_s() + secs;
     do {
@@ -110,7 +76,7 @@ static int take(struct node *n, struct node *other, double secs, struct fi_cq_ta
 }
 
 /* The completion of @p want on @p n, success, within 5 s (both progress). */
-static void expect_ok(struct node *n, struct node *other, void *want, fi_addr_t *src)
+static void expect_ok(struct ofi_node *n, struct ofi_node *other, void *want, fi_addr_t *src)
 {
     struct fi_cq_tagged_entry e;
     struct fi_cq_err_entry x;
@@ -124,7 +90,7 @@ static void expect_ok(struct node *n, struct node *other, void *want, fi_addr_t 
 
 /* The error completion of @p want on @p n: FI_ECANCELED, at once (no
  * progress of the peer, 0.5 s at most of our own) */
-static void expect_canceled(struct node *n, void *want)
+static void expect_canceled(struct ofi_node *n, void *want)
 {
     struct fi_cq_tagged_entry e;
     struct fi_cq_err_entry x;
@@ -136,20 +102,14 @@ static void expect_canceled(struct node *n, void *want)
           n->name, x.err, fi_strerror(x.err), x.op_context, want);
 }
 
-static void fill(uint8_t *b, size_t n, unsigned seed)
-{
-    for (size_t i = 0; i < n; i++)
-        b[i] = (uint8_t)(i * 31 + seed);
-}
-
 /* @p from sends @p len bytes to @p to (tag @p tag); @p to receives them
  * from @p src_at_to alone; both completions, the bytes checked */
-static void exchange(struct node *from, fi_addr_t dest, struct node *to, fi_addr_t src_at_to,
-                     uint64_t tag, size_t len, unsigned seed)
+static void exchange(struct ofi_node *from, fi_addr_t dest, struct ofi_node *to,
+                     fi_addr_t src_at_to, uint64_t tag, size_t len, unsigned seed)
 {
     uint8_t *out = malloc(len), *in = calloc(1, len);
     CHECK(out && in, "malloc");
-    fill(out, len, seed);
+    ofi_fill(out, len, seed);
     FI(fi_trecv(to->ep, in, len, NULL, src_at_to, tag, 0, &ctx[0]));
     FI(fi_tsend(from->ep, out, len, NULL, dest, tag, &ctx[1]));
     fi_addr_t src;
@@ -162,7 +122,7 @@ static void exchange(struct node *from, fi_addr_t dest, struct node *to, fi_addr
     free(in);
 }
 
-static void pump(struct node *n, double secs)
+static void pump(struct ofi_node *n, double secs)
 {
     for (double end = ofi_now_s() + secs; ofi_now_s() < end;)
         if (emo_ep_progress(n->e) == 0) {
@@ -172,7 +132,7 @@ static void pump(struct node *n, double secs)
 }
 
 /* what refused B's frames at A: unknown peer, first contact's key, the pair key */
-static uint64_t refusals(const struct node *n)
+static uint64_t refusals(const struct ofi_node *n)
 {
     const em_proto_stats_t *p = em_engine_proto_stats(n->e->eng);
     return n->e->st.unknown_peer + n->e->st.fc_bad_key + p->drop_job_key + p->drop_source;
@@ -181,10 +141,10 @@ static uint64_t refusals(const struct node *n)
 /* the same endpoint removed and inserted again (1 to 7) */
 static void same_endpoint(struct fi_info *info)
 {
-    node_open(&A, info);
-    node_open(&B, info);
+    ofi_node_open(&A, info);
+    ofi_node_open(&B, info);
     CHECK(A.e->self.id == 0 && B.e->self.id == 2, "ids %u and %u", A.e->self.id, B.e->self.id);
-    fi_addr_t ab = insert(&A, &B), ba = insert(&B, &A);
+    fi_addr_t ab = ofi_node_insert(&A, &B), ba = ofi_node_insert(&B, &A);
     CHECK(ab == 0 && ba == 0, "first inserts at %llu, %llu", (unsigned long long)ab,
           (unsigned long long)ba);
 
@@ -194,7 +154,7 @@ static void same_endpoint(struct fi_info *info)
 
     /* 2: held unexpected at A, then one left in A's socket */
     static uint8_t kept[SMALL], stale[64], got[SMALL];
-    fill(kept, sizeof kept, 7);
+    ofi_fill(kept, sizeof kept, 7);
     memset(stale, 'S', sizeof stale);
     uint64_t unexp0 = A.e->st.unexp_msgs;
     FI(fi_tsend(B.ep, kept, sizeof kept, NULL, ba, 0x77, &ctx[2]));
@@ -226,7 +186,7 @@ static void same_endpoint(struct fi_info *info)
     CHECK(fi_av_remove(A.av, &gone, 1, 1) == -FI_EBADFLAGS, "removal with flags");
 
     /* 5 */
-    ab = insert(&A, &B);
+    ab = ofi_node_insert(&A, &B);
     CHECK(ab == gone, "the freed index %llu was not reused (got %llu)", (unsigned long long)gone,
           (unsigned long long)ab);
     expect_canceled(&A, &ctx[4]);
@@ -248,7 +208,7 @@ static void same_endpoint(struct fi_info *info)
     gone = ba;
     FI(fi_av_remove(B.av, &gone, 1, 0));
     expect_canceled(&B, &ctx[3]);
-    ba = insert(&B, &A);
+    ba = ofi_node_insert(&B, &A);
     CHECK(ba == gone, "B: the freed index was not reused");
     exchange(&A, ab, &B, ba, 3, SMALL, 3);
     exchange(&B, ba, &A, ab, 4, SMALL, 4);
@@ -257,15 +217,16 @@ static void same_endpoint(struct fi_info *info)
     CHECK(A.e->st.unexp_msgs == unexp0 + 1, "a stale message of B's was delivered");
 
     /* 7: one more entry, then the lowest free index is taken again */
-    fi_addr_t self = insert(&A, &A);
+    fi_addr_t self = ofi_node_insert(&A, &A);
     CHECK(self == 1, "a new address took %llu, not 1", (unsigned long long)self);
     FI(fi_av_remove(A.av, &self, 1, 0));
     FI(fi_av_remove(A.av, &ab, 1, 0));
-    CHECK(insert(&A, &B) == 0 && insert(&A, &A) == 1, "free indexes taken out of order");
+    CHECK(ofi_node_insert(&A, &B) == 0 && ofi_node_insert(&A, &A) == 1,
+          "free indexes taken out of order");
 
     unsigned long long refused = (unsigned long long)refusals(&A);
-    ofi_close_ep(A.ep, A.av, A.cq, A.dom, A.fab);
-    ofi_close_ep(B.ep, B.av, B.cq, B.dom, B.fab);
+    ofi_node_close(&A);
+    ofi_node_close(&B);
     printf("test_ofi_avremove: operations in flight canceled, removed addresses refused, stale "
            "frames refused (%llu) and the held message kept, re-inserted pair verified, "
            "indexes reused\n",
@@ -283,19 +244,19 @@ static void same_endpoint(struct fi_info *info)
  * socket), and closes; the second waits for A's word. */
 static void child(struct fi_info *info, int n, int to, int from)
 {
-    struct node C = { .name = n == 1 ? "C1" : "C2" };
+    struct ofi_node C = { .name = n == 1 ? "C1" : "C2" };
     setenv("PMI_RANK", "1", 1);
-    node_open(&C, info);
+    ofi_node_open(&C, info);
     CHECK(C.e->self.id == 3, "%s: id %u, not 3", C.name, C.e->self.id);
     CHECK(write(to, C.addr, sizeof C.addr) == (ssize_t)sizeof C.addr, "pipe write");
     CHECK(read(from, A.addr, sizeof A.addr) == (ssize_t)sizeof A.addr, "pipe read");
-    fi_addr_t ca = insert(&C, &A);
+    fi_addr_t ca = ofi_node_insert(&C, &A);
     static uint8_t in[SMALL], out[SMALL], want[SMALL];
-    fill(want, sizeof want, (unsigned)n);
+    ofi_fill(want, sizeof want, (unsigned)n);
     FI(fi_trecv(C.ep, in, sizeof in, NULL, ca, 0x10, 0, &ctx[0]));
     expect_ok(&C, NULL, &ctx[0], NULL);
     CHECK(memcmp(in, want, sizeof in) == 0, "%s: A's message differs", C.name);
-    fill(out, sizeof out, 10u + (unsigned)n);
+    ofi_fill(out, sizeof out, 10u + (unsigned)n);
     FI(fi_tsend(C.ep, out, sizeof out, NULL, ca, 0x11, &ctx[1]));
     expect_ok(&C, NULL, &ctx[1], NULL);
     if (n == 1) {
@@ -306,12 +267,12 @@ static void child(struct fi_info *info, int n, int to, int from)
     CHECK(write(to, &c, 1) == 1, "pipe write");
     if (n == 2)
         CHECK(read(from, &c, 1) == 1, "pipe read");
-    ofi_close_ep(C.ep, C.av, C.cq, C.dom, C.fab);
+    ofi_node_close(&C);
     exit(0);
 }
 
 /* Fork child @p n; swap names with it; @return its pid (pipes in *@p to, *@p from). */
-static pid_t spawn(struct fi_info *info, int n, int *to, int *from, struct node *c)
+static pid_t spawn(struct fi_info *info, int n, int *to, int *from, struct ofi_node *c)
 {
     int p2c[2], c2p[2];
     CHECK(pipe(p2c) == 0 && pipe(c2p) == 0, "pipe");
@@ -332,8 +293,8 @@ static pid_t spawn(struct fi_info *info, int n, int *to, int *from, struct node 
 static void a_exchange(fi_addr_t fa, int n)
 {
     static uint8_t out[SMALL], in[SMALL], want[SMALL];
-    fill(out, sizeof out, (unsigned)n);
-    fill(want, sizeof want, 10u + (unsigned)n);
+    ofi_fill(out, sizeof out, (unsigned)n);
+    ofi_fill(want, sizeof want, 10u + (unsigned)n);
     FI(fi_trecv(A.ep, in, sizeof in, NULL, fa, 0x11, 0, &ctx[10]));
     FI(fi_tsend(A.ep, out, sizeof out, NULL, fa, 0x10, &ctx[11]));
     expect_ok(&A, NULL, &ctx[11], NULL);
@@ -351,11 +312,11 @@ static void child_ok(pid_t pid, int n)
 
 static void replaced_endpoint(struct fi_info *info)
 {
-    node_open(&A, info);
-    struct node C1 = { .name = "C1" }, C2 = { .name = "C2" };
+    ofi_node_open(&A, info);
+    struct ofi_node C1 = { .name = "C1" }, C2 = { .name = "C2" };
     int to, from;
     pid_t p1 = spawn(info, 1, &to, &from, &C1);
-    fi_addr_t fa = insert(&A, &C1);
+    fi_addr_t fa = ofi_node_insert(&A, &C1);
     a_exchange(fa, 1);
     /* in flight: a receive from C1 alone; C1's message 0x12 stays in A's socket */
     static uint8_t r[64];
@@ -377,7 +338,7 @@ static void replaced_endpoint(struct fi_info *info)
           "children's addresses");
     CHECK(a1.id == a2.id && a1.secret != a2.secret, "the children are not two endpoints under "
                                                     "one id");
-    fa = insert(&A, &C2);
+    fa = ofi_node_insert(&A, &C2);
     CHECK(fa == gone, "C2 did not get the freed index");
     a_exchange(fa, 2);
     pump(&A, 0.05);
@@ -387,7 +348,7 @@ static void replaced_endpoint(struct fi_info *info)
     CHECK(write(to, &c, 1) == 1, "pipe write");
     child_ok(p2, 2);
     unsigned long long refused = (unsigned long long)(refusals(&A) - ref0);
-    ofi_close_ep(A.ep, A.av, A.cq, A.dom, A.fab);
+    ofi_node_close(&A);
     printf("test_ofi_avremove replace: another endpoint under the removed one's id took its "
            "index and talked, the old one's frames refused (%llu)\n",
            refused);

@@ -38,55 +38,15 @@
 
 #include "ofi_check.h"
 #include "ofi_pair.h"
+#include "ofi_node.h"
 
 #define BIG   (300u * 1024) /* rendezvous on UDP (eager up to 256 KiB) */
 #define SMALL 3000u         /* eager, several frames */
 
-struct node {
-    const char *name;
-    struct fid_fabric *fab;
-    struct fid_domain *dom;
-    struct fid_cq *cq;
-    struct fid_av *av;
-    struct fid_ep *ep;
-    struct emo_ep *e;
-    uint8_t addr[EMO_ADDR_LEN];
-};
-
-static struct node A = { .name = "A" }, B = { .name = "B" }, C = { .name = "C" };
-static struct node *ALL[] = { &A, &B, &C };
+static struct ofi_node A = { .name = "A" }, B = { .name = "B" }, C = { .name = "C" };
+static struct ofi_node *ALL[] = { &A, &B, &C };
 static struct fi_context ctx[8];
 static struct fi_info *INFO;
-
-static void node_open(struct node *n)
-{
-    FI(emo_fabric_open(INFO->fabric_attr, &n->fab, NULL));
-    FI(fi_domain(n->fab, INFO, &n->dom, NULL));
-    struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED, .size = 64 };
-    FI(fi_cq_open(n->dom, &ca, &n->cq, NULL));
-    struct fi_av_attr aa = { .type = FI_AV_TABLE };
-    FI(fi_av_open(n->dom, &aa, &n->av, NULL));
-    FI(fi_endpoint(n->dom, INFO, &n->ep, NULL));
-    FI(fi_ep_bind(n->ep, &n->av->fid, 0));
-    FI(fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV));
-    FI(fi_enable(n->ep));
-    size_t len = sizeof n->addr;
-    FI(fi_getname(&n->ep->fid, n->addr, &len));
-    n->e = container_of_emo(n->ep, struct emo_ep, ep);
-}
-
-static void node_close(struct node *n)
-{
-    ofi_close_ep(n->ep, n->av, n->cq, n->dom, n->fab);
-    memset(&n->fab, 0, sizeof *n - offsetof(struct node, fab));
-}
-
-static fi_addr_t insert(struct node *n, const struct node *peer)
-{
-    fi_addr_t fa = FI_ADDR_NOTAVAIL;
-    CHECK(fi_av_insert(n->av, peer->addr, 1, &fa, 0, NULL) == 1, "%s: fi_av_insert", n->name);
-    return fa;
-}
 
 static void progress_all(void)
 {
@@ -96,7 +56,7 @@ static void progress_all(void)
 }
 
 /* The completion of @p want on @p n, success, within 10 s (everyone progresses). */
-static void expect_ok(struct node *n, void *want, fi_addr_t *src)
+static void expect_ok(struct ofi_node *n, void *want, fi_addr_t *src)
 {
     double end = ofi_now_s() + 10;
     struct fi_cq_tagged_entry e;
@@ -120,7 +80,7 @@ static void expect_ok(struct node *n, void *want, fi_addr_t *src)
 }
 
 /* fi_tsend, retried while the handshake is under way (-FI_EAGAIN) */
-static void send_to(struct node *n, fi_addr_t to, const void *buf, size_t len, uint64_t tag,
+static void send_to(struct ofi_node *n, fi_addr_t to, const void *buf, size_t len, uint64_t tag,
                     void *c)
 {
     double end = ofi_now_s() + 10;
@@ -132,19 +92,13 @@ static void send_to(struct node *n, fi_addr_t to, const void *buf, size_t len, u
     FI(r);
 }
 
-static void fill(uint8_t *b, size_t len, unsigned seed)
-{
-    for (size_t i = 0; i < len; i++)
-        b[i] = (uint8_t)(seed * 131 + i * 7);
-}
-
 /* @p from sends @p len verified bytes to @p to; @return the source @p to saw */
-static fi_addr_t exchange(struct node *from, fi_addr_t dest, struct node *to, size_t len,
+static fi_addr_t exchange(struct ofi_node *from, fi_addr_t dest, struct ofi_node *to, size_t len,
                           unsigned seed)
 {
     uint8_t *s = malloc(len), *r = calloc(1, len);
     CHECK(s && r, "malloc");
-    fill(s, len, seed);
+    ofi_fill(s, len, seed);
     FI(fi_trecv(to->ep, r, len, NULL, FI_ADDR_UNSPEC, seed, 0, &ctx[0]));
     send_to(from, dest, s, len, seed, &ctx[1]);
     fi_addr_t src = FI_ADDR_UNSPEC;
@@ -166,8 +120,8 @@ static void names_and_pairs(void)
     CHECK(memcmp(A.addr, B.addr, EMO_ADDR_LEN) && memcmp(B.addr, C.addr, EMO_ADDR_LEN),
           "two endpoints share a name");
     /* A numbers C before B; B numbers A first */
-    fi_addr_t a_c = insert(&A, &C), a_b = insert(&A, &B);
-    fi_addr_t b_a = insert(&B, &A);
+    fi_addr_t a_c = ofi_node_insert(&A, &C), a_b = ofi_node_insert(&A, &B);
+    fi_addr_t b_a = ofi_node_insert(&B, &A);
     CHECK(a_c == 0 && a_b == 1 && b_a == 0, "fi_addr_t are not in insertion order");
     CHECK(emo_av_get(A.e->av, a_b)->id != emo_av_get(B.e->av, b_a)->id,
           "A's number for B and B's for A should differ here");
@@ -186,25 +140,25 @@ static void names_and_pairs(void)
     CHECK(exchange(&A, a_b, &B, SMALL, 1) == b_a, "B: message from A not from its fi_addr_t");
     CHECK(exchange(&B, b_a, &A, BIG, 2) == a_b, "A: message from B not from its fi_addr_t");
     CHECK(exchange(&A, a_b, &B, BIG, 3) == b_a, "B: rendezvous from A: wrong source");
-    CHECK(insert(&A, &B) == a_b, "the same address inserted again got another fi_addr_t");
+    CHECK(ofi_node_insert(&A, &B) == a_b, "the same address inserted again got another fi_addr_t");
 }
 
 static void stranger(void)
 {
     /* C sends to A: A has C's address (step 1 inserted it), so take a
      * fresh endpoint D in C's place that A has never seen */
-    struct node D = { .name = "D" };
-    node_open(&D);
+    struct ofi_node D = { .name = "D" };
+    ofi_node_open(&D, INFO);
     ALL[2] = &D;
-    fi_addr_t d_a = insert(&D, &A);
+    fi_addr_t d_a = ofi_node_insert(&D, &A);
     CHECK(exchange(&D, d_a, &A, SMALL, 4) == FI_ADDR_NOTAVAIL,
           "A: a message from a peer it never inserted should come from FI_ADDR_NOTAVAIL");
-    fi_addr_t a_d = insert(&A, &D);
+    fi_addr_t a_d = ofi_node_insert(&A, &D);
     CHECK(exchange(&D, d_a, &A, 100, 5) == a_d, "A: once inserted, the stranger's fi_addr_t");
     CHECK(exchange(&A, a_d, &D, SMALL, 6) == 0, "D: A's answer from A's fi_addr_t");
     const em_conn_stats_t *cs = em_engine_contact_stats(A.e->eng);
     CHECK(cs && cs->hs_rx[2] >= 1, "A: no CONFIRM taken from the stranger");
-    node_close(&D);
+    ofi_node_close(&D);
     ALL[2] = &C;
 }
 
@@ -215,7 +169,7 @@ static void remove_and_insert(void)
     uint8_t x = 0;
     CHECK(fi_tsend(A.ep, &x, 1, NULL, a_b, 0, &ctx[2]) == -FI_EINVAL,
           "a send to a removed fi_addr_t is refused");
-    fi_addr_t again = insert(&A, &B);
+    fi_addr_t again = ofi_node_insert(&A, &B);
     CHECK(again == a_b, "the freed fi_addr_t comes back (%llu)", (unsigned long long)again);
     CHECK(exchange(&A, again, &B, SMALL, 7) == b_a, "B: after A's re-insert, from A");
     CHECK(exchange(&B, b_a, &A, BIG, 8) == again, "A: after its re-insert, from B");
@@ -228,31 +182,23 @@ static void remove_and_insert(void)
  * and removing one leaves the other working (the number is not freed) */
 static void twice_before_bind(void)
 {
-    struct node E = { .name = "E" };
+    struct ofi_node E = { .name = "E" };
     FI(emo_fabric_open(INFO->fabric_attr, &E.fab, NULL));
     FI(fi_domain(E.fab, INFO, &E.dom, NULL));
-    struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED, .size = 64 };
-    FI(fi_cq_open(E.dom, &ca, &E.cq, NULL));
     struct fi_av_attr aa = { .type = FI_AV_TABLE };
     FI(fi_av_open(E.dom, &aa, &E.av, NULL));
-    fi_addr_t b1 = insert(&E, &B), b2 = insert(&E, &B);
+    fi_addr_t b1 = ofi_node_insert(&E, &B), b2 = ofi_node_insert(&E, &B);
     CHECK(b1 != b2, "two inserts before the bind are two entries");
-    FI(fi_endpoint(E.dom, INFO, &E.ep, NULL));
-    FI(fi_ep_bind(E.ep, &E.av->fid, 0));
-    FI(fi_ep_bind(E.ep, &E.cq->fid, FI_TRANSMIT | FI_RECV));
-    FI(fi_enable(E.ep));
-    size_t len = sizeof E.addr;
-    FI(fi_getname(&E.ep->fid, E.addr, &len));
-    E.e = container_of_emo(E.ep, struct emo_ep, ep);
+    ofi_node_ep(&E, INFO); /* the endpoint, bound to the AV now */
     ALL[2] = &E;
     FI(fi_av_remove(E.av, &b2, 1, 0));
-    fi_addr_t c = insert(&E, &C); /* may take b2's entry, never b1's peer */
+    fi_addr_t c = ofi_node_insert(&E, &C); /* may take b2's entry, never b1's peer */
     CHECK(c != b1, "a new address took the entry still in use");
     CHECK(emo_av_get(E.e->av, c)->id != emo_av_get(E.e->av, b1)->id,
           "a new address got the number of a peer still inserted");
-    insert(&B, &E);
+    ofi_node_insert(&B, &E);
     (void)exchange(&E, b1, &B, 100, 9); /* b1 still reaches B */
-    node_close(&E);
+    ofi_node_close(&E);
     ALL[2] = &C;
 }
 
@@ -263,13 +209,13 @@ static void numbered_still_there(void)
     char *was = emo_params.names;
     emo_params.names = (char *)"ids";
     emo_params.id = 5;
-    struct node N = { .name = "N" };
-    node_open(&N);
+    struct ofi_node N = { .name = "N" };
+    ofi_node_open(&N, INFO);
     CHECK(N.addr[1] == EMO_ADDR_VERSION && !emo_named(N.e), "names=ids: a numbered address");
     fi_addr_t fa = FI_ADDR_NOTAVAIL;
     CHECK(fi_av_insert(N.av, A.addr, 1, &fa, 0, NULL) == 0,
           "a numbered endpoint refuses a named address");
-    node_close(&N);
+    ofi_node_close(&N);
     emo_params.names = was;
     emo_params.id = -1;
 }
@@ -293,7 +239,7 @@ int main(void)
     FI(emo_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &INFO));
     fi_freeinfo(hints);
     for (unsigned i = 0; i < 3; i++)
-        node_open(ALL[i]);
+        ofi_node_open(ALL[i], INFO);
     if (!emo_named(A.e)) {
         printf("SKIP: the UDP link cannot run first contact in this build\n");
         return 77;
@@ -307,7 +253,7 @@ int main(void)
     twice_before_bind();
     printf("named: an address inserted twice before the bind ok\n");
     for (unsigned i = 0; i < 3; i++)
-        node_close(ALL[i]);
+        ofi_node_close(ALL[i]);
     numbered_still_there();
     fi_freeinfo(INFO);
     printf("named: all ok\n");
