@@ -16,22 +16,26 @@
 
 int emo_dest_peer(struct emo_ep *ep, fi_addr_t fa, uint32_t *peer)
 {
-    const emo_addr_t *a = emo_av_get(ep->av, fa);
-    if (!a || a->id == EMO_ID_NONE) /* (named, refused when the AV was bound: said why) */
+    /* this endpoint's number for the entry: no entry, removed, or one it
+     * could not number when it was inserted or bound (said why then) */
+    uint32_t id = emo_av_peer(ep, fa);
+    if (id == EMO_ID_NONE)
         return -FI_EINVAL;
-    *peer = a->id;
-    if (a->id == ep->self.id)
+    *peer = id;
+    if (id == ep->self.id) {
+        const emo_addr_t *a = emo_av_get(ep->av, fa);
         return a->named || a->secret == ep->self.secret ? 0 : -FI_EADDRINUSE;
-    if (a->id >= ep->npeers) {
+    }
+    if (id >= ep->npeers) {
         FI_WARN(&emo_prov, FI_LOG_EP_DATA,
                 "peer id %u is not below FI_ETHERMPI_NPEERS %u: "
                 "set it the same in every process\n",
-                a->id, ep->npeers);
+                id, ep->npeers);
         return -FI_EINVAL;
     }
-    if (ep->peer_failed[a->id])
+    if (ep->peer_failed[id])
         return -FI_EIO;
-    return emo_ep_set_peer(ep, a->id);
+    return emo_ep_set_peer(ep, id);
 }
 
 struct emo_send_args {
@@ -215,8 +219,8 @@ static uint32_t peer_filter(struct emo_ep *ep, fi_addr_t src)
 {
     if (src == FI_ADDR_UNSPEC || !(ep->info->caps & FI_DIRECTED_RECV))
         return EMO_ANY_PEER;
-    const emo_addr_t *a = emo_av_get(ep->av, src);
-    return a && a->id != EMO_ID_NONE ? a->id : EMO_NO_PEER;
+    uint32_t id = emo_av_peer(ep, src);
+    return id != EMO_ID_NONE ? id : EMO_NO_PEER;
 }
 
 /* FI_PEEK (with FI_CLAIM or FI_DISCARD): look at the unexpected queue */

@@ -208,7 +208,7 @@ int emo_ep_set_peer(struct emo_ep *ep, uint32_t id)
         return -FI_EINVAL;
     if (ep->peer_set[id])
         return 0;
-    fi_addr_t fa = emo_av_lookup_id(ep->av, id);
+    fi_addr_t fa = emo_av_fa(ep, id);
     const emo_addr_t *a = emo_av_get(ep->av, fa);
     if (!a)
         return -FI_EADDRNOTAVAIL;
@@ -441,8 +441,7 @@ static int ep_close(struct fid *fid)
         if (ep->other_cntr[i])
             emo_ep_set_remove(&ep->other_cntr[i]->eps, ep);
     em_link_close(ep->link);
-    if (ep->av && ep->av->ep == ep)
-        ep->av->ep = NULL;
+    emo_av_unbind(ep); /* the AV's other endpoints keep theirs */
     fi_freeinfo(ep->info);
     free(ep->peer_set);
     free(ep->peer_heard);
@@ -462,14 +461,8 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
     struct emo_ep *ep = container_of_emo(fid, struct emo_ep, ep.fid);
     switch (bfid->fclass) {
-    case FI_CLASS_AV: {
-        struct emo_av *av = container_of_emo(bfid, struct emo_av, av.fid);
-        if (ep->av || av->ep)
-            return -FI_EINVAL; /* one AV per endpoint, one endpoint per AV */
-        ep->av = av;
-        av->ep = ep;
-        return emo_av_bound(av);
-    }
+    case FI_CLASS_AV: /* one AV per endpoint, any number of endpoints per AV */
+        return emo_av_bind(container_of_emo(bfid, struct emo_av, av.fid), ep);
     case FI_CLASS_CQ: {
         struct emo_cq *cq = container_of_emo(bfid, struct emo_cq, cq.fid);
         if (!(flags & (FI_TRANSMIT | FI_RECV)))

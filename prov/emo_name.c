@@ -10,7 +10,8 @@
  * (emo_wire.h, version 3 address).  No id is agreed out of band: no
  * FI_ETHERMPI_ID, no launcher variable, no random draw.  Each endpoint
  * numbers its peers itself: an address inserted into its AV gets the
- * engine's number for it (emo_addr_t::id), and the handshake, run on the
+ * engine's number for it (its emo_av_map: endpoints that share the AV
+ * each have their own, emo_av.c), and the handshake, run on the
  * first send, tells the peer what we call it.  A peer that sends to us
  * before we inserted it (Open MPI inserts lazily; any libfabric program
  * may) is taken as a stranger: its messages read FI_ADDR_NOTAVAIL as
@@ -148,8 +149,8 @@ void emo_name_contact(void *u, uint32_t peer, bool again)
     }
     ep->peer_heard[peer] = 1;
     if (!ep->peer_set[peer])
-        ep->peer_set[peer] = emo_av_lookup_id(ep->av, peer) != FI_ADDR_NOTAVAIL ? EMO_PEER_AV
-                                                                                : EMO_PEER_CONTACT;
+        ep->peer_set[peer] = emo_av_fa(ep, peer) != FI_ADDR_NOTAVAIL ? EMO_PEER_AV
+                                                                     : EMO_PEER_CONTACT;
     if (again)
         emo_peer_ops_end(ep, peer, -FI_ECANCELED); /* it forgot us: what waits on it ends */
 }

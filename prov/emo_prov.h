@@ -149,7 +149,8 @@ struct emo_eq {
     struct fid_eq eq;
 };
 
-/** One AV entry: the decoded address of a peer. */
+/** One AV entry: the decoded address of a peer (a named one's id is
+ *  EMO_ID_NONE: each bound endpoint's number for it is in its emo_av_map). */
 struct emo_av_ent {
     emo_addr_t a;
     uint8_t used;
@@ -170,13 +171,32 @@ struct emo_av {
     enum fi_av_type type;
     struct emo_av_ent *tab; /**< fi_addr_t = index (FI_AV_TABLE and FI_AV_MAP alike) */
     size_t n, cap;
-    size_t nfree;      /**< entries below n that fi_av_remove freed (an insert takes one) */
-    size_t free_lo;    /**< no free entry below this index */
-    fi_addr_t *by_id;  /**< endpoint id -> fi_addr (FI_ADDR_NOTAVAIL), n_by_id entries */
-    uint32_t n_by_id;  /**< ids below it have an entry (grows with the largest id inserted) */
-    struct emo_ep *ep; /**< bound endpoint (one) */
+    size_t nfree;   /**< entries below n that fi_av_remove freed (an insert takes one) */
+    size_t free_lo; /**< no free entry below this index */
+    /** numbered addresses: job-wide id -> fi_addr (FI_ADDR_NOTAVAIL), n_by_id
+     *  entries (an id inserted again gets its entry back) */
+    fi_addr_t *by_id;
+    uint32_t n_by_id; /**< ids below it have an entry (grows with the largest id inserted) */
+    /** the endpoints bound to it, oldest first (each has its emo_av_map) */
+    struct emo_ep **eps;
+    unsigned neps, eps_cap;
     struct emo_av_gone *gone; /**< endpoints removed, one entry per id (the last) */
     size_t ngone, gone_cap;
+};
+
+/** Endpoints one AV serves at most: each holds a map of the AV's size
+ *  (struct emo_av_map); fi_ep_bind of one more is refused (-FI_ENOSPC). */
+#define EMO_AV_EPS_MAX 256u
+
+/** An endpoint's numbers for its AV's entries (emo_av.c): a named endpoint
+ *  numbers its peers itself, so endpoints sharing an AV read one fi_addr_t
+ *  as different engine peers; a numbered one's numbers are the job-wide
+ *  ids (every bound endpoint's map alike). */
+struct emo_av_map {
+    uint32_t *peer; /**< fi_addr_t -> peer number (EMO_ID_NONE: none), cap entries */
+    size_t cap;     /**< as large as the AV's table once an entry was set */
+    fi_addr_t *fa;  /**< peer number -> fi_addr_t (FI_ADDR_NOTAVAIL: in no entry), nfa */
+    uint32_t nfa;
 };
 
 /** A CQ entry as kept (converted to the CQ's format when read). */
@@ -439,6 +459,7 @@ struct emo_ep {
     struct emo_domain *dom;
     struct fi_info *info;
     struct emo_av *av;
+    struct emo_av_map avm; /**< its numbers for the AV's entries, both ways */
     struct emo_cq *tx_cq, *rx_cq;
     struct emo_cntr *tx_cntr, *rx_cntr; /**< FI_SEND / FI_RECV counters (or NULL) */
     struct emo_cntr *other_cntr[4];     /**< FI_READ, FI_WRITE (count RMA), FI_REMOTE_READ,
@@ -503,6 +524,19 @@ struct emo_ep {
     emo_ep_stats_t st;
 };
 
+/** @p ep's peer number for AV entry @p fa, EMO_ID_NONE when none (no
+ *  entry, removed, or the endpoint could not number it): the send path's
+ *  one array read. */
+static inline uint32_t emo_av_peer(const struct emo_ep *ep, fi_addr_t fa)
+{
+    return fa < ep->avm.cap ? ep->avm.peer[fa] : EMO_ID_NONE;
+}
+/** The AV entry @p ep numbers @p peer, or FI_ADDR_NOTAVAIL (FI_SOURCE). */
+static inline fi_addr_t emo_av_fa(const struct emo_ep *ep, uint32_t peer)
+{
+    return peer < ep->avm.nfa ? ep->avm.fa[peer] : FI_ADDR_NOTAVAIL;
+}
+
 /* emo_op.c */
 /** The op pools' room sizes for @p ep's inject size (endpoint open). */
 void emo_op_pools_init(struct emo_ep *ep);
@@ -561,11 +595,17 @@ int emo_cq_write(struct emo_cq *cq, void *ctx, uint64_t flags, size_t len, void 
 int emo_cq_write_err(struct emo_cq *cq, void *ctx, uint64_t flags, int err, size_t len, size_t olen,
                      uint64_t tag, fi_addr_t src, const char *fmt, ...)
     __attribute__((format(printf, 9, 10)));
-/** fi_addr of endpoint id @p id in @p av, or FI_ADDR_NOTAVAIL. */
-fi_addr_t emo_av_lookup_id(const struct emo_av *av, uint32_t id);
-/** The AV was bound to its endpoint: named addresses inserted before get
- *  their numbers (emo_name_resolve).  @return 0. */
-int emo_av_bound(struct emo_av *av);
+
+/* emo_av.c */
+int emo_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av,
+                void *context);
+/** fi_ep_bind of @p av to @p ep: @p ep joins the AV's endpoints and numbers
+ *  the entries inserted before (emo_name_resolve).  @return 0, or
+ *  -FI_EINVAL (an AV already, another domain, the other kind of endpoint),
+ *  -FI_ENOSPC (EMO_AV_EPS_MAX), -FI_ENOMEM, each said why. */
+int emo_av_bind(struct emo_av *av, struct emo_ep *ep);
+/** @p ep closes: it leaves its AV (its map goes; the other endpoints keep theirs). */
+void emo_av_unbind(struct emo_ep *ep);
 /** The AV entry of @p fa, or NULL. */
 const emo_addr_t *emo_av_get(const struct emo_av *av, fi_addr_t fa);
 /** The key of the pair of @p ep and the endpoint at @p a: emo_pair_key,

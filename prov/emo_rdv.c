@@ -115,7 +115,7 @@ void emo_unwatch(struct emo_ep *ep, uint32_t peer, bool *watched)
 fi_addr_t emo_src(struct emo_ep *ep, uint32_t peer)
 {
     /* (EMO_PEER_GONE: a removed sender, in no AV entry) */
-    return peer < ep->npeers ? emo_av_lookup_id(ep->av, peer) : FI_ADDR_NOTAVAIL;
+    return peer < ep->npeers ? emo_av_fa(ep, peer) : FI_ADDR_NOTAVAIL;
 }
 
 void emo_complete_early(emo_op_t *op)

@@ -114,8 +114,8 @@
 #define EMO_ADDR_VERSION 2u
 /** The named address's version (first contact). */
 #define EMO_ADDR_VERSION_NAMED 3u
-/** emo_addr_t::id of a named address not yet given a number by the bound
- *  endpoint (an insert before fi_ep_bind). */
+/** emo_addr_t::id of a named address no endpoint has numbered (as decoded,
+ *  and in the AV); also "no number" in an endpoint's AV map. */
 #define EMO_ID_NONE  0xFFFFFFFFu
 #define EMO_HDR_LEN  56u
 #define EMO_ADDR_LEN 56u
@@ -194,8 +194,10 @@ const char *emo_dec_err_name(emo_dec_err_t e);
 typedef struct emo_addr {
     /** numbered: the engine endpoint id, below EMO_NPEERS_MAX (every
      *  table's index of it: what the frames it is sent name it by,
-     *  wire.h); named: the bound endpoint's own number for the peer (its
-     *  engine's peer, from the handshake table), EMO_ID_NONE until bound */
+     *  wire.h); named: an endpoint's own number for the peer (its engine's
+     *  peer, from the handshake table: emo_name_resolve), EMO_ID_NONE as
+     *  decoded and in the AV, which endpoints share (each keeps its
+     *  numbers in its emo_av_map) */
     uint32_t id;
     uint8_t named;       /**< 1: a named address (version 3) */
     uint32_t ep_index;   /**< named: its endpoint index behind the link address */

@@ -123,7 +123,7 @@ static void names_and_pairs(void)
     fi_addr_t a_c = ofi_node_insert(&A, &C), a_b = ofi_node_insert(&A, &B);
     fi_addr_t b_a = ofi_node_insert(&B, &A);
     CHECK(a_c == 0 && a_b == 1 && b_a == 0, "fi_addr_t are not in insertion order");
-    CHECK(emo_av_get(A.e->av, a_b)->id != emo_av_get(B.e->av, b_a)->id,
+    CHECK(emo_av_peer(A.e, a_b) != emo_av_peer(B.e, b_a),
           "A's number for B and B's for A should differ here");
     /* a small send waits behind its handshake: it may not complete when
      * copied (an fi_av_remove then would cancel what never left) */
@@ -194,7 +194,7 @@ static void twice_before_bind(void)
     FI(fi_av_remove(E.av, &b2, 1, 0));
     fi_addr_t c = ofi_node_insert(&E, &C); /* may take b2's entry, never b1's peer */
     CHECK(c != b1, "a new address took the entry still in use");
-    CHECK(emo_av_get(E.e->av, c)->id != emo_av_get(E.e->av, b1)->id,
+    CHECK(emo_av_peer(E.e, c) != emo_av_peer(E.e, b1),
           "a new address got the number of a peer still inserted");
     ofi_node_insert(&B, &E);
     (void)exchange(&E, b1, &B, 100, 9); /* b1 still reaches B */
