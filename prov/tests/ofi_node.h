@@ -3,7 +3,7 @@
  * @file ofi_node.h
  * The node of the endpoint tests that link the provider's sources in and
  * drive each endpoint's progress themselves (test_ofi_avremove,
- * test_ofi_named), written once: an enabled endpoint
+ * test_ofi_named, test_ofi_multi_ep), written once: an enabled endpoint
  * with its own CQ, either on a fabric, domain and AV of its own
  * (ofi_node_open) or on another node's domain and AV (ofi_node_join:
  * several endpoints sharing one AV); inserting a peer's name, closing, and
