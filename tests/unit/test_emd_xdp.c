@@ -218,7 +218,11 @@ static void job_run(unsigned n)
     static uint8_t bufs[2][32][20004];
     unsigned sent[2] = { 0, 0 };
     for (double end = now_s() + 60; now_s() < end;) {
-        if (sent[0] == n && sent[1] == n && J.completed[0] == n && J.completed[1] == n)
+        /* a send completes when the daemon acknowledged it (link_acks),
+         * which may be before the other rank's engine read it: wait for
+         * the receives too */
+        if (sent[0] == n && sent[1] == n && J.completed[0] == n && J.completed[1] == n &&
+            J.recv_ok + J.recv_bad >= 2 * n)
             break;
         for (int k = 0; k < 2; k++) {
             while (sent[k] < n && sent[k] - J.completed[k] < 24u) {
