@@ -58,6 +58,7 @@ struct em_peer_act *em_peer_act_get(struct em_proto *p, struct em_peer *pe, uint
     a->seen_rcv = pe->rcv_nxt;
     a->quiet_since = EM_NEVER;
     pe->a = a;
+    em_poll_add(p, pe); /* its timers (retransmit, pacing) */
     p->st.peer_acquires++;
     if (p->nactive++ == 0 && p->cfg.peer_idle_ns) {
         p->sweep_at = now + sweep_every(p);
@@ -87,8 +88,9 @@ static bool quiet(const struct em_peer *pe)
 
 void em_act_sweep(struct em_proto *p, uint64_t now)
 {
-    for (uint32_t i = 0; i < p->cfg.npeers && p->nactive; i++) {
-        struct em_peer *pe = &p->peers[i];
+    /* a peer holding its active part is in the poll set (em_peer_act_get) */
+    for (uint32_t k = 0; k < p->poll_n && p->nactive; k++) {
+        struct em_peer *pe = &p->peers[p->poll[k]];
         struct em_peer_act *a = pe->a;
         if (!a) /* released, or failed (em_fail_peer released it) */
             continue;
@@ -115,7 +117,7 @@ void em_act_sweep(struct em_proto *p, uint64_t now)
 size_t em_proto_peer_bytes_idle(const em_proto_cfg_t *cfg)
 {
     (void)cfg; /* the record is the same for every configuration */
-    return sizeof(struct em_peer);
+    return sizeof(struct em_peer) + sizeof(uint32_t); /* + its place in the poll set */
 }
 
 size_t em_proto_peer_bytes_active(const em_proto_cfg_t *cfg)

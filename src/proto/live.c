@@ -42,6 +42,7 @@ int em_proto_watch(em_proto_t *p, uint32_t peer, uint64_t now)
         pe->live_retries = 0;
         pe->live_rto = pe->rto_base;
         pe->live_deadline = now + p->cfg.live_idle_ns;
+        em_poll_add(p, pe);
         em_arm(p, pe->live_deadline);
     }
     return 0;

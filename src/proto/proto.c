@@ -91,7 +91,9 @@ const char *em_strerror(int err)
 static void peer_init(struct em_proto *p, struct em_peer *pe)
 {
     const em_proto_cfg_t *cfg = &p->cfg;
+    uint8_t in_poll = pe->in_poll; /* a reset peer keeps its one place in the poll set */
     memset(pe, 0, sizeof *pe);
+    pe->in_poll = in_poll;
     pe->set = !cfg->peers_need_set;
     pe->key = cfg->job_key;
     /* until the owner says otherwise (em_proto_set_peer_index), a peer
@@ -130,7 +132,10 @@ em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops
     if (!p)
         return NULL;
     p->peers = calloc(cfg->npeers, sizeof *p->peers);
-    if (!p->peers) {
+    p->poll = malloc((size_t)cfg->npeers * sizeof *p->poll); /* 4 bytes per peer */
+    if (!p->peers || !p->poll) {
+        free(p->peers);
+        free(p->poll);
         free(p);
         return NULL;
     }
@@ -294,6 +299,7 @@ void em_proto_destroy(em_proto_t *p)
         em_peer_act_put(p, &p->peers[i]);
     }
     free(p->peers);
+    free(p->poll);
     free(p);
 }
 
@@ -708,62 +714,4 @@ static void rx_frame(struct em_proto *p, const void *frame, size_t len, uint32_t
                           "daemon had acknowledged");
         break;
     }
-}
-
-static void poll_peer(struct em_proto *p, uint32_t peer, uint64_t now)
-{
-    struct em_peer *pe = &p->peers[peer];
-    const struct em_peer_act *a = pe->a;
-
-    if (pe->state != EM_PEER_ACTIVE)
-        return;
-    if (a && a->rto_deadline <= now) {
-        em_on_timeout(p, peer, now);
-        if (pe->state != EM_PEER_ACTIVE)
-            return;
-    }
-    if (pe->live_deadline <= now) {
-        em_live_timeout(p, peer, now);
-        if (pe->state != EM_PEER_ACTIVE)
-            return;
-    }
-    if (pe->a && (pe->a->tx_blocked || pe->a->pace_at <= now))
-        em_pump(p, peer, now);
-    if (pe->nack_owed)
-        em_send_ack(p, peer, EM_PT_NACK);
-    if (pe->ack_deadline <= now)
-        em_send_ack(p, peer, EM_PT_ACK);
-}
-
-void em_proto_poll(em_proto_t *p, uint64_t now)
-{
-    if (now < p->next_deadline)
-        return;
-    for (uint32_t i = 0; i < p->cfg.npeers; i++)
-        poll_peer(p, (uint32_t)i, now);
-    if (now >= p->sweep_at)
-        em_act_sweep(p, now); /* release the active parts of idle peers */
-    /* Recompute the bound exactly. */
-    uint64_t next = p->sweep_at;
-    for (uint32_t i = 0; i < p->cfg.npeers; i++) {
-        const struct em_peer *pe = &p->peers[i];
-        const struct em_peer_act *a = pe->a;
-        if (pe->state != EM_PEER_ACTIVE)
-            continue;
-        if (pe->ack_deadline < next)
-            next = pe->ack_deadline;
-        if (pe->live_deadline < next)
-            next = pe->live_deadline;
-        if (pe->nack_owed && now < next)
-            next = now;
-        if (!a)
-            continue;
-        if (a->rto_deadline < next)
-            next = a->rto_deadline;
-        if (a->pace_at < next)
-            next = a->pace_at;
-        if (a->tx_blocked && now < next)
-            next = now;
-    }
-    p->next_deadline = next;
 }

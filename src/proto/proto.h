@@ -368,6 +368,9 @@ typedef struct em_proto_stats {
     uint64_t peer_acquires;       /**< active parts taken (first use, or again after idle) */
     uint64_t peer_releases;       /**< active parts given back (idle for peer_idle_ns, or failed) */
     uint64_t peer_acquire_failed; /**< active parts that could not be allocated */
+    /** peers em_proto_poll() looked at: those that had something timed
+     *  (the poll set), not the whole table (test proto_poll) */
+    uint64_t poll_visits;
 } em_proto_stats_t;
 
 typedef struct em_proto em_proto_t;

@@ -116,6 +116,7 @@ struct em_peer {
     uint8_t nack_sent;       /**< Go-Back-N: NACK already sent for this gap */
     uint8_t probed;          /**< a probe came: our next ACK state carries EM_F_PROBED */
     uint8_t held;            /**< operations queue, none leaves (em_proto_hold_peer) */
+    uint8_t in_poll;         /**< in the poll set (em_poll_add) */
     uint32_t remote_index;   /**< what the peer calls us: our frames to it carry it
                                   (em_proto_set_peer_index; cfg.self until then) */
     uint64_t key;            /**< the pair's key: on every frame both ways */
@@ -157,8 +158,13 @@ struct em_proto {
     uint64_t sweep_at;      /**< next look for idle peers to release (act_sweep) */
     em_cc_t cc0;            /**< a fresh peer's congestion state (em_cc_init) */
     uint64_t next_deadline; /**< lower bound of every peer's deadlines */
-    uint32_t max_msg;       /**< receiver side: longest message accepted */
-    uint64_t rx_mem;        /**< bytes of reassembly buffers and out-of-order slots held */
+    /* the poll set: every peer that may have a deadline (an active part,
+     * an ACK or NACK owed, a liveness deadline), so that em_proto_poll()
+     * costs the peers that are busy, not the table (em_poll_add) */
+    uint32_t *poll; /**< peer numbers, poll_n used; room for cfg.npeers */
+    uint32_t poll_n;
+    uint32_t max_msg; /**< receiver side: longest message accepted */
+    uint64_t rx_mem;  /**< bytes of reassembly buffers and out-of-order slots held */
     em_proto_stats_t st;
 };
 
@@ -211,6 +217,16 @@ static inline uint64_t em_sack_bits(const struct em_peer *pe)
 }
 
 /** Lower the instance-wide deadline to @p t. */
+void em_poll_add_slow(struct em_proto *p, struct em_peer *pe);
+/** @p pe may have a deadline from now on: em_proto_poll() looks at it
+ *  until it has none (called wherever a deadline is set or an active part
+ *  taken). */
+static inline void em_poll_add(struct em_proto *p, struct em_peer *pe)
+{
+    if (!pe->in_poll)
+        em_poll_add_slow(p, pe);
+}
+
 static inline void em_arm(struct em_proto *p, uint64_t t)
 {
     if (t < p->next_deadline)

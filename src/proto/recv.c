@@ -64,6 +64,7 @@ void em_on_probe(struct em_proto *p, uint32_t peer, uint64_t now)
     struct em_peer *pe = &p->peers[peer];
     pe->probed = 1;
     pe->ack_deadline = now; /* the answer: on the next poll, or on our next frame */
+    em_poll_add(p, pe);
     em_arm(p, now);
 }
 
@@ -109,6 +110,7 @@ static void ra_release(struct em_proto *p, struct em_peer_act *a)
 static void ack_soon(struct em_proto *p, struct em_peer *pe, uint64_t now)
 {
     pe->ack_deadline = now;
+    em_poll_add(p, pe);
     em_arm(p, now);
 }
 
@@ -405,6 +407,7 @@ void em_on_sequenced(struct em_proto *p, uint32_t peer, const em_hdr_t *h, const
         ack_soon(p, pe, now);
     else if (pe->ack_deadline == EM_NEVER) {
         pe->ack_deadline = now + p->cfg.ack_delay_ns;
+        em_poll_add(p, pe);
         em_arm(p, pe->ack_deadline);
     }
 }
