@@ -190,6 +190,15 @@ static void av_insert_undo(struct emo_av *av, fi_addr_t fa, unsigned k)
  * full: said why). */
 static int av_insert_named(struct emo_av *av, const emo_addr_t *a, fi_addr_t *out)
 {
+    if (av->neps && !emo_named(av->eps[0]) && !a->nonce) {
+        FI_WARN(&emo_prov, FI_LOG_AV,
+                "an address from fi_getinfo's node and service given to an endpoint on the "
+                "%s link, which numbers its peers and cannot reach one by node and service: "
+                "exchange addresses out of band (fi_getname, then fi_av_insert; fabtests -b "
+                "or -E), or use the kernel UDP link\n",
+                emo_link_name());
+        return -FI_EINVAL;
+    }
     if (av->neps && !emo_named(av->eps[0])) {
         FI_WARN(&emo_prov, FI_LOG_AV,
                 "a named address (an endpoint on a link with first contact) given to an "

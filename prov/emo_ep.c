@@ -161,7 +161,16 @@ static em_link_t *open_link(struct emo_ep *ep, unsigned index, char *err, size_t
         .note = link_note,
         .emd_dead = emd_dead,
         .ctx = ep,
+        /* a service in the info's source (fi_getinfo with FI_SOURCE): the
+         * port this endpoint receives on (kernel UDP; the L2 links take
+         * none: their address is a MAC and queue) */
+        .udp_port = emo_name_src_port(ep->info->src_addr, ep->info->src_addrlen),
     };
+    if (env.udp_port && emo_link_kind() != EM_LINK_KIND_UDP)
+        FI_INFO(&emo_prov, FI_LOG_EP_CTRL,
+                "the source's port %u is not used on the %s link (no ports there): peers "
+                "need this endpoint's fi_getname address\n",
+                env.udp_port, emo_link_name());
     /* a DPDK port or AF_XDP queue is the process's: every endpoint of the
      * process on it is a member of one shared link (link/link_mux.h), so
      * Open MPI's btl ofi opens its endpoint beside mtl ofi's */
@@ -169,6 +178,11 @@ static em_link_t *open_link(struct emo_ep *ep, unsigned index, char *err, size_t
                                                  errlen);
     if (!l && !err[0])
         snprintf(err, errlen, "no device %u in the settings", index);
+    else if (!l && env.udp_port && strstr(err, strerror(EADDRINUSE))) /* say whose, and the fix */
+        snprintf(err + strlen(err), errlen - strlen(err),
+                 " (the port of fi_getinfo's service: another endpoint, of this process or "
+                 "another, receives on it; give each endpoint its own service, or none for any "
+                 "free port)");
     return l;
 }
 

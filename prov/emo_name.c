@@ -28,7 +28,10 @@
  */
 #include "emo_prov.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -97,10 +100,50 @@ static bool is_self(const struct emo_ep *ep, const emo_addr_t *a)
            memcmp(a->link.bytes, ep->self.link.bytes, a->link.len) == 0;
 }
 
+int emo_name_partial(const char *node, const char *service, bool passive, void **out)
+{
+    struct addrinfo hints = { .ai_family = AF_INET,
+                              .ai_socktype = SOCK_DGRAM,
+                              .ai_flags = passive ? AI_PASSIVE : 0 },
+                    *res = NULL;
+    if (getaddrinfo(node, service, &hints, &res) != 0 || !res)
+        return -FI_ENODATA;
+    const struct sockaddr_in *sin = (const struct sockaddr_in *)res->ai_addr;
+    emo_addr_t a = { .named = 1, .id = EMO_ID_NONE, .frame_max = UINT32_MAX };
+    a.link.len = 8; /* IPv4, receive port, send port 0 (link_udp.c covers) */
+    memcpy(a.link.bytes, &sin->sin_addr.s_addr, 4);
+    memcpy(a.link.bytes + 4, &sin->sin_port, 2);
+    freeaddrinfo(res);
+    if (!(*out = calloc(1, EMO_ADDR_LEN)))
+        return -FI_ENOMEM;
+    emo_addr_encode(&a, *out);
+    return 0;
+}
+
+uint16_t emo_name_src_port(const void *src_addr, size_t len)
+{
+    emo_addr_t a;
+    if (!src_addr || len != EMO_ADDR_LEN || emo_addr_decode(src_addr, len, &a) != 0 || !a.named ||
+        a.nonce || a.link.len != 8)
+        return 0;
+    uint16_t port;
+    memcpy(&port, a.link.bytes + 4, 2);
+    return ntohs(port);
+}
+
 int emo_name_resolve(struct emo_ep *ep, emo_addr_t *a)
 {
     if (a->id != EMO_ID_NONE)
         return 0;
+    if (!a->nonce && !ep->link->ops->covers) {
+        FI_WARN(&emo_prov, FI_LOG_AV,
+                "an address from fi_getinfo's node and service (a partial name) given to an "
+                "endpoint on the %s link, whose addresses are a MAC and queue that a node and "
+                "service cannot give: exchange addresses out of band (fi_getname, then "
+                "fi_av_insert; fabtests -b or -E), or use the kernel UDP link\n",
+                emo_link_name());
+        return -FI_EINVAL;
+    }
     if (is_self(ep, a)) {
         a->id = ep->self.id;
         return 0;

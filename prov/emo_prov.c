@@ -374,21 +374,51 @@ static bool host_resolves(const char *node)
     return true;
 }
 
+/* fi_getinfo's node and service as a partial name (emo_name_partial):
+ * with FI_SOURCE the source, else the destination (fi_getinfo(3); a
+ * service without a node is then the local host's, as libfabric's util
+ * providers read it) */
+static int set_addrs(struct fi_info *fi, const char *node, const char *service, uint64_t flags)
+{
+    if (!service || !*service)
+        return 0;
+    bool src = (flags & FI_SOURCE) != 0;
+    void *a = NULL;
+    int rc = emo_name_partial(node, service, src, &a);
+    if (rc == -FI_ENODATA) {
+        FI_INFO(&emo_prov, FI_LOG_CORE, "'%s:%s' is no IPv4 address and port: no %s address\n",
+                node ? node : "", service, src ? "source" : "destination");
+        return 0; /* the answer as before, without the address */
+    }
+    if (rc)
+        return rc;
+    if (src) {
+        fi->src_addr = a;
+        fi->src_addrlen = EMO_ADDR_LEN;
+    } else {
+        fi->dest_addr = a;
+        fi->dest_addrlen = EMO_ADDR_LEN;
+    }
+    return 0;
+}
+
 int emo_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
                 const struct fi_info *hints, struct fi_info **info)
 {
-    (void)service;
     emo_params_load();
     *info = NULL;
-    /* A node without FI_SOURCE names the destination.  No name resolves
-     * to an ethermpi address (id, keys, link address: the peer's
-     * fi_endpoint makes it, the application exchanges it with fi_getname,
-     * out of band), so the answer never has a dest_addr; but a name that
-     * names no host at all is refused, as the socket providers refuse it
-     * (fabtests' negative test 'fi_rdm g00n13s' wants -FI_ENODATA),
-     * instead of an answer that fails later in fi_av_insert.  A host that
-     * resolves is answered as before: fabtests pass the out-of-band peer's
-     * IP address so (fi_shared_ctx).  A node with FI_SOURCE is ignored. */
+    /* A node or service without FI_SOURCE names the destination: with a service, the
+     * answer's dest_addr is a partial name (emo_wire.h: the endpoint at
+     * IPv4:service, index 0, nonce and send port not known yet), which the
+     * kernel UDP link completes by its first contact and the others refuse
+     * at insert (docs/ofi.md "Addresses").  A service with FI_SOURCE is
+     * where this side receives: src_addr names it, and the endpoint opened
+     * with it binds that port.  A name that names no host
+     * at all is refused, as the socket providers refuse it (fabtests'
+     * negative test 'fi_rdm g00n13s' wants -FI_ENODATA), instead of an
+     * answer that fails later in fi_av_insert.  A node with FI_SOURCE
+     * gives src_addr its IPv4, which the endpoint does not use (the link's
+     * interface is FI_ETHERMPI_IF_INCLUDE's). */
     if (node && !(flags & FI_SOURCE) && !host_resolves(node)) {
         FI_INFO(&emo_prov, FI_LOG_CORE, "not offered for destination '%s': no such host\n", node);
         return -FI_ENODATA;
@@ -424,6 +454,12 @@ int emo_getinfo(uint32_t version, const char *node, const char *service, uint64_
         *tail = fi;
         tail = &fi->next;
         fill_info(fi, version, hints);
+        rc = set_addrs(fi, node, service, flags);
+        if (rc) {
+            fi_freeinfo(*info);
+            *info = NULL;
+            return rc;
+        }
         char name[64];
         emo_domain_name(i, name, sizeof name);
         free(fi->domain_attr->name);

@@ -715,6 +715,14 @@ int emo_name_open(struct emo_ep *ep, char *err, size_t errlen);
  *  @return 0, -FI_ENOMEM (table full) or -FI_EADDRINUSE (a restarted
  *  endpoint whose old incarnation is still held), each with a warning. */
 int emo_name_resolve(struct emo_ep *ep, emo_addr_t *a);
+/** fi_getinfo's @p node and @p service (numeric or names, IPv4) as a partial
+ *  name (emo_wire.h) in a new EMO_ADDR_LEN-byte *@p out; @p node NULL with
+ *  @p passive: any address.  @return 0, -FI_ENODATA (does not resolve) or
+ *  -FI_ENOMEM. */
+int emo_name_partial(const char *node, const char *service, bool passive, void **out);
+/** The receive port (host order) a partial name in fi_info's src_addr
+ *  asks for, or 0 (none: any free port). */
+uint16_t emo_name_src_port(const void *src_addr, size_t len);
 /** The engine's contact callback: @p peer's handshake completed. */
 void emo_name_contact(void *u, uint32_t peer, bool again);
 /** The first-contact counters at close (FI_LOG_LEVEL=info). */

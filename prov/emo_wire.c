@@ -179,7 +179,8 @@ static int addr_decode_named(const uint8_t *b, emo_addr_t *a)
     a->frame_max = be32toh(fm);
     a->nonce = be64toh(nonce);
     a->ep_index = be32toh(ep);
-    return a->nonce && a->ep_index != EMO_ID_NONE && a->frame_max >= 64 ? 0 : -1;
+    /* nonce 0: a partial name (emo_wire.h), which a link may complete */
+    return a->ep_index != EMO_ID_NONE && a->frame_max >= 64 ? 0 : -1;
 }
 
 int emo_addr_decode(const void *buf, size_t len, emo_addr_t *a)

@@ -92,6 +92,13 @@
  *   20..23 reserved, 24 link address length, 25..55 link address bytes.
  * No id, secret or sequence number: the handshake (engine/contact.h) gives
  * each side its own number for the other, the pair's key and ISNs.
+ *
+ * Partial name (fi_getinfo's node and service, docs/ofi.md "Addresses"):
+ * the same layout with nonce 0 ("not known yet"), endpoint index 0,
+ * frame_max all ones (not known: no MTU check) and, on kernel UDP, the
+ * link address IPv4, receive port (the service), send port 0.  The
+ * handshake to it completes it (proto/conn.h ops.extends, link.h covers);
+ * a link without covers refuses it at insert.
  */
 #ifndef EMO_WIRE_H
 #define EMO_WIRE_H

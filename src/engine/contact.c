@@ -132,7 +132,20 @@ static uint64_t c_rand64(void *u)
     return v;
 }
 
+/* a partial name (conn.h ops.extends): the link judges its addresses */
+static bool c_extends(void *u, const uint8_t *part, uint8_t plen, const uint8_t *full, uint8_t flen)
+{
+    em_engine_t *e = u;
+    if (!e->link->ops->covers)
+        return false;
+    em_link_addr_t p = { .len = plen }, f = { .len = flen };
+    memcpy(p.bytes, part, plen);
+    memcpy(f.bytes, full, flen);
+    return e->link->ops->covers(e->link, &p, &f);
+}
+
 static const em_conn_ops_t contact_conn_ops = {
+    .extends = c_extends,
     .emit = c_emit,
     .established = c_established,
     .failed = c_failed,

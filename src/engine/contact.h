@@ -86,7 +86,9 @@ bool em_engine_contact_ready(const em_engine_t *e, uint32_t peer);
 /**
  * A peer we know of by name (an address vector entry, a modex blob): no
  * traffic until the first send or em_engine_contact_connect().  The same
- * address and endpoint again give the same peer.  @return 0 with *@p peer,
+ * address and endpoint again give the same peer.  A partial name (nonce 0,
+ * an address the link's covers op completes: kernel UDP's send port 0)
+ * takes the full address its handshake's answer names (conn.h ops.extends).  @return 0 with *@p peer,
  * -EM_EINVAL (bad name; a known peer with another nonce: remove it first),
  * -EM_ENOMEM (the table is full).
  */

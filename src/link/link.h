@@ -147,6 +147,16 @@ typedef struct em_link_ops {
      * dropped before the handshake reads it.
      */
     bool (*rx_from)(em_link_t *l, const em_pkt_t *pkt, const em_link_addr_t *addr);
+    /**
+     * Optional (with tx_to): does @p full, the reply address a handshake
+     * answer named (its source already judged by rx_from), extend
+     * @p partial, an address that names a peer before all of it is known
+     * (kernel UDP: IPv4 and receive port, send port 0, from fi_getinfo's
+     * node and service)?  tx_to must take @p partial.  NULL: this link has
+     * no partial addresses (DPDK, AF_XDP: a MAC and queue cannot be derived
+     * from a node and service); an address matches only itself.
+     */
+    bool (*covers)(const em_link_t *l, const em_link_addr_t *partial, const em_link_addr_t *full);
 } em_link_ops_t;
 
 /** Common part of every link (the first member of each implementation). */

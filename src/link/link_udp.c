@@ -582,16 +582,27 @@ static int udp_set_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
         return -ENOMEM;
     struct udp_peer *p = &u->peers[peer];
     if (p->rx.sin_family == AF_INET) {
-        em_addr_map_del(&u->bysrc, src_key(p->rx.sin_addr.s_addr, p->tx_port), peer);
+        if (p->tx_port)
+            em_addr_map_del(&u->bysrc, src_key(p->rx.sin_addr.s_addr, p->tx_port), peer);
         close_peer_sock(u, p); /* connected to the old address */
     }
     p->rx.sin_family = AF_INET;
     memcpy(&p->rx.sin_addr.s_addr, a->bytes, 4);
     memcpy(&p->rx.sin_port, a->bytes + 4, 2);
     memcpy(&p->tx_port, a->bytes + (a->len == 8 ? 6 : 4), 2);
+    if (!p->tx_port) /* a partial address (udp_covers): no frame is its yet */
+        return 0;
     return em_addr_map_put(&u->bysrc, src_key(p->rx.sin_addr.s_addr, p->tx_port), peer) == 0
                ? 0
                : -ENOMEM;
+}
+
+/* link.h covers: IPv4 and receive port the same, the partial's send port 0 */
+static bool udp_covers(const em_link_t *l, const em_link_addr_t *p, const em_link_addr_t *f)
+{
+    (void)l;
+    return p->len == 8 && f->len == 8 && !p->bytes[6] && !p->bytes[7] &&
+           (f->bytes[6] || f->bytes[7]) && memcmp(p->bytes, f->bytes, 6) == 0;
 }
 
 /* First contact (link.h tx_to): one datagram to @p a through the shared
@@ -665,6 +676,7 @@ static const em_link_ops_t udp_ops = {
     .wait_fd = udp_wait_fd,
     .tx_to = udp_tx_to,
     .rx_from = udp_rx_from,
+    .covers = udp_covers,
 };
 
 em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)

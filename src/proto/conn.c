@@ -540,14 +540,38 @@ static int on_confirm(struct em_conn *c, const em_hs_t *h, uint64_t now)
     return 0;
 }
 
+/* A CHALLENGE @p h answers the INIT of @p slot, inserted by a partial name
+ * (nonce 0), from a reply address other than the entry's: take that
+ * address when ops.extends says it extends the entry's, the CHALLENGE
+ * echoes our INIT (our nonce; index and endpoint were checked) and no
+ * other entry has it (conn.h, ops.extends).  @return 1 taken, 0 not. */
+static int extend(struct em_conn *c, uint32_t slot, const em_hs_t *h)
+{
+    struct entry *x = &c->e[slot];
+    if (h->type != EM_HS_CHALLENGE || x->state != EM_CONN_INIT_SENT || x->name.nonce ||
+        h->dst_nonce != c->cfg.nonce || !c->ops.extends ||
+        !c->ops.extends(c->uctx, x->name.addr, x->name.addr_len, h->addr, h->addr_len) ||
+        h_find(c, h->addr, h->addr_len, x->name.ep))
+        return 0;
+    uint32_t *cell = h_find(c, x->name.addr, x->name.addr_len, x->name.ep);
+    if (cell && *cell == slot + 1)
+        h_del(c, cell);
+    x->name.addr_len = h->addr_len;
+    memset(x->name.addr, 0, sizeof x->name.addr);
+    memcpy(x->name.addr, h->addr, h->addr_len);
+    h_put_raw(c, slot);
+    c->st.hs_extended++;
+    return 1;
+}
+
 /* CHALLENGE or ACCEPT: the answer to our own INIT or CONFIRM. */
 static int on_answer(struct em_conn *c, const em_hs_t *h, uint64_t now)
 {
     const uint8_t *a = h->addr, alen = h->addr_len;
     struct entry *x = entry_of(c, h->dst_index);
-    int ok = x && addr_eq(x, a, alen) && x->name.ep == h->src_ep &&
-             (!x->name.nonce || x->name.nonce == h->src_nonce);
     uint32_t slot = h->dst_index & SLOT_MASK;
+    int ok = x && x->name.ep == h->src_ep && (!x->name.nonce || x->name.nonce == h->src_nonce) &&
+             (addr_eq(x, a, alen) || extend(c, slot, h));
     if (ok && h->type == EM_HS_CHALLENGE &&
         (x->state == EM_CONN_INIT_SENT || x->state == EM_CONN_CONFIRM_SENT)) {
         x->name.nonce = h->src_nonce;
@@ -704,7 +728,8 @@ int em_conn_stats_format(const em_conn_t *c, char *buf, size_t len)
         "hs_magic %llu hs_version %llu hs_type %llu hs_malformed %llu hs_not_us %llu "
         "hs_cookie_bad %llu hs_cookie_old %llu hs_stranger %llu hs_full %llu hs_bad_ep %llu "
         "hs_unexpected %llu "
-        "hs_restarts %llu hs_replace_refused %llu hs_rebinds %llu hs_gave_up %llu chk_ok %llu "
+        "hs_restarts %llu hs_replace_refused %llu hs_rebinds %llu hs_gave_up %llu "
+        "hs_extended %llu chk_ok %llu "
         "chk_index %llu "
         "chk_state %llu chk_source %llu chk_token %llu",
         (unsigned long long)s->hs_rx[0], (unsigned long long)s->hs_rx[1],
@@ -719,7 +744,8 @@ int em_conn_stats_format(const em_conn_t *c, char *buf, size_t len)
         (unsigned long long)s->hs_bad_ep, (unsigned long long)s->hs_unexpected,
         (unsigned long long)s->hs_restarts, (unsigned long long)s->hs_replace_refused,
         (unsigned long long)s->hs_rebinds, (unsigned long long)s->hs_gave_up,
-        (unsigned long long)s->chk[EM_CONN_CHK_OK], (unsigned long long)s->chk[EM_CONN_CHK_INDEX],
+        (unsigned long long)s->hs_extended, (unsigned long long)s->chk[EM_CONN_CHK_OK],
+        (unsigned long long)s->chk[EM_CONN_CHK_INDEX],
         (unsigned long long)s->chk[EM_CONN_CHK_STATE],
         (unsigned long long)s->chk[EM_CONN_CHK_SOURCE],
         (unsigned long long)s->chk[EM_CONN_CHK_TOKEN]);

@@ -20,7 +20,10 @@
  * sees where a frame came from; the layer above drops handshake frames
  * whose link source is not consistent with the reply address they name
  * (as it binds every data frame to its peer's address), before
- * em_conn_rx().
+ * em_conn_rx().  An entry inserted by a partial name (an address the peer's
+ * answer completes, nonce 0: ops.extends) takes the full address from the
+ * CHALLENGE that answers its INIT; any other answer must name the entry's
+ * address exactly.
  *
  * What a stranger costs: an INIT costs its receiver one CHALLENGE and no
  * state (the cookie is computed, not stored).  Only a CONFIRM whose cookie
@@ -137,6 +140,22 @@ typedef struct em_conn_ops {
      * NULL: always.
      */
     bool (*may_replace)(void *uctx, uint32_t index);
+    /**
+     * Optional (partial names).  Does reply address @p full extend the
+     * address @p part an entry was inserted with?  A partial name is what
+     * an application knows of a peer before it answers (e.g. an IPv4
+     * address and receive port, from a node and service): its nonce is 0
+     * and its address lacks what only the peer's answer tells (kernel
+     * UDP's send port).  Asked only for a CHALLENGE that answers our INIT
+     * (it names our index, endpoint and nonce) to an entry whose nonce is
+     * still 0, whose reply address differs from the entry's, and is named
+     * by no other entry; yes: the entry takes @p full as its address (and
+     * the CHALLENGE's nonce, as any unknown nonce is taken), so the rest
+     * of the handshake, and every later frame, goes by the full address.
+     * NULL: addresses match byte for byte only.
+     */
+    bool (*extends)(void *uctx, const uint8_t *part, uint8_t part_len, const uint8_t *full,
+                    uint8_t full_len);
 } em_conn_ops_t;
 
 /** Counters: every refused frame is counted once, by reason. */
@@ -159,6 +178,8 @@ typedef struct em_conn_stats {
                                              peer that is still heard (may_replace said no) */
     uint64_t hs_rebinds;              /**< established peers that bound us anew */
     uint64_t hs_gave_up;              /**< handshakes that got no answer */
+    uint64_t hs_extended;             /**< partial names that took their peer's full
+                                             address from its answer (ops.extends) */
     uint64_t chk[EM_CONN_CHK_COUNT];  /**< data-path checks, by em_conn_chk_t (OK included) */
 } em_conn_stats_t;
 

@@ -108,6 +108,7 @@ static em_link_t *open_udp(const em_settings_t *s, const em_transport_env_t *env
         return NULL;
     em_udp_cfg_t c = {
         .iface = iface,
+        .port = env->udp_port,
         .mtu = s->mtu > 0 ? (uint32_t)s->mtu : 0,
         .sock_buf = s->sock_buf,
         .no_gso = !s->gso,

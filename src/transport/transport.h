@@ -58,6 +58,8 @@ typedef struct em_transport_env {
     /** the emd link closes: its final counters (may be NULL) */
     void (*emd_closing)(void *ctx, const struct em_emd_stats *s);
     void *ctx;
+    /** kernel UDP: the receive port (0: any free port); the others ignore it */
+    uint16_t udp_port;
 } em_transport_env_t;
 
 /**
