@@ -234,7 +234,7 @@ int main(void)
 {
     setenv("FI_ETHERMPI_IF_INCLUDE", "127.0.0.1", 0);
     static const char *const launcher[] = {
-        "FI_ETHERMPI_ID",       "FI_ETHERMPI_NPEERS", "PMIX_RANK",        "PMI_RANK",
+        "FI_ETHERMPI_ID",       "FI_ETHERMPI_NPEERS", "PMIX_RANK",         "PMI_RANK",
         "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",       "FI_ETHERMPI_NAMES", "FI_ETHERMPI_LINK"
     };
     for (size_t i = 0; i < sizeof launcher / sizeof *launcher; i++)

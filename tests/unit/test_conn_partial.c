@@ -26,7 +26,7 @@
 
 #include "proto/conn.h"
 
-#define MS 1000000ull
+#define MS   1000000ull
 #define QMAX 64
 
 enum { CLIENT = 0, SERVER = 1, NT = 2 };
@@ -54,8 +54,7 @@ static void emit(void *u, const uint8_t *a, uint8_t alen, const void *f, size_t 
     memcpy(W.q[W.nq].b, f, EM_HS_LEN);
     W.nq++;
     em_hs_t h;
-    if (em_hs_decode(f, len, &h) == EM_HS_DEC_OK && h.type == EM_HS_INIT &&
-        (uintptr_t)u == CLIENT)
+    if (em_hs_decode(f, len, &h) == EM_HS_DEC_OK && h.type == EM_HS_INIT && (uintptr_t)u == CLIENT)
         W.last_init = h;
 }
 static void on_est(void *u, uint32_t idx, bool again)
