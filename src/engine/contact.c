@@ -5,7 +5,7 @@
  * link's tx_to / rx_from, its peers the engine's peers.
  *
  * Re-entrancy: the table's callbacks (emit, established, failed,
- * may_replace) run inside em_conn_rx() and em_conn_poll(), which this file
+ * may_replace, admit) run inside em_conn_rx() and em_conn_poll(), which this file
  * calls from em_engine_progress() at its top level, outside every protocol
  * call: so established() and failed() may reset, set or fail a protocol
  * peer directly (em_engine_reset_peer() and em_engine_fail_peer() refuse
@@ -124,6 +124,12 @@ static bool c_may_replace(void *u, uint32_t index)
     return heard == 0 || e->now - heard >= e->contact->quiet_ns;
 }
 
+static bool c_admit(void *u, const em_conn_name_t *name)
+{
+    em_engine_t *e = u;
+    return !e->ops.admit || e->ops.admit(e->uctx, name);
+}
+
 static uint64_t c_rand64(void *u)
 {
     (void)u;
@@ -151,6 +157,7 @@ static const em_conn_ops_t contact_conn_ops = {
     .failed = c_failed,
     .rand64 = c_rand64,
     .may_replace = c_may_replace,
+    .admit = c_admit,
 };
 
 /* ------------------------------------------------------------ engine.c -- */

@@ -31,6 +31,8 @@
 #include "link/link.h"
 #include "proto/proto.h"
 
+struct em_conn_name; /* proto/conn.h */
+
 typedef struct em_engine_ops {
     /** A message from @p peer; @p data is valid during the call only. */
     void (*recv)(void *uctx, uint32_t peer, uint8_t tag, const void *data, size_t len);
@@ -84,6 +86,13 @@ typedef struct em_engine_ops {
      * with -EM_ECANCELED.
      */
     void (*contact)(void *uctx, uint32_t peer, bool again);
+    /**
+     * Optional, first contact with strangers taken: may the stranger named
+     * @p name (its proven link address, endpoint index and nonce) bind?
+     * proto/conn.h em_conn_ops_t::admit, passed through: no engine call
+     * from inside it.  NULL: every stranger may.
+     */
+    bool (*admit)(void *uctx, const struct em_conn_name *name);
 } em_engine_ops_t;
 
 typedef struct em_engine_stats {

@@ -523,12 +523,12 @@ static int on_confirm(struct em_conn *c, const em_hs_t *h, uint64_t now)
         slot = NO_POS;
     }
     if (slot == NO_POS) {
-        if (!c->cfg.accept_strangers) {
+        em_conn_name_t n = { .addr_len = alen, .ep = h->src_ep, .nonce = h->src_nonce };
+        memcpy(n.addr, a, alen);
+        if (!c->cfg.accept_strangers || (c->ops.admit && !c->ops.admit(c->uctx, &n))) {
             c->st.hs_stranger++;
             return -1;
         }
-        em_conn_name_t n = { .addr_len = alen, .ep = h->src_ep, .nonce = h->src_nonce };
-        memcpy(n.addr, a, alen);
         if ((slot = entry_new(c, &n)) == NO_POS) {
             c->st.hs_full++;
             return -1;

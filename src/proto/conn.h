@@ -156,6 +156,15 @@ typedef struct em_conn_ops {
      */
     bool (*extends)(void *uctx, const uint8_t *part, uint8_t part_len, const uint8_t *full,
                     uint8_t full_len);
+    /**
+     * Optional.  A stranger (no entry at its address and endpoint) proved
+     * with a CONFIRM that it receives at its reply address, and the table
+     * takes strangers: may @p name (that address, its endpoint index and
+     * nonce) bind?  The owner checks it against what it knows out of band
+     * (the BTL: the names its job published in the modex).  No: counted in
+     * hs_stranger, no state kept.  NULL: every stranger may.
+     */
+    bool (*admit)(void *uctx, const em_conn_name_t *name);
 } em_conn_ops_t;
 
 /** Counters: every refused frame is counted once, by reason. */
@@ -167,7 +176,8 @@ typedef struct em_conn_stats {
     uint64_t hs_cookie_bad;           /**< CONFIRM whose cookie does not match (forged or
                                              from another address) */
     uint64_t hs_cookie_old;           /**< CONFIRM whose cookie is past cookie_life_ms */
-    uint64_t hs_stranger;             /**< CONFIRM from a peer not inserted, strangers off */
+    uint64_t hs_stranger;             /**< CONFIRM from a peer not inserted, strangers off
+                                             or not admitted (ops.admit) */
     uint64_t hs_full;                 /**< CONFIRM refused: max_peers reached */
     uint64_t hs_bad_ep;               /**< handshake frames whose sender's endpoint index is
                                              above ep_max */

@@ -6,6 +6,7 @@
  * read and written through memcpy so that unaligned frames are safe.
  */
 #include "proto/wire.h"
+#include "proto/hs_wire.h"
 
 #include <endian.h>
 #include <string.h>
@@ -120,6 +121,13 @@ em_decode_err_t em_hdr_decode(const void *frame, size_t frame_len, em_hdr_t *h)
 uint32_t em_wire_frame_len(const void *frame, size_t avail)
 {
     const uint8_t *b = frame;
+    /* a handshake frame shares magic and version, not this layout: its
+     * bytes where a data header states its length are an index, so read as
+     * a length they cut it into short pieces (a link_udp poll of an idle
+     * link then lost every handshake frame it received); it is EM_HS_LEN
+     * bytes, and equal handshake frames coalesced split at that length */
+    if (em_hs_is(frame, avail))
+        return avail >= EM_HS_LEN ? EM_HS_LEN : 0;
     if (avail < EM_HDR_LEN || b[0] != EM_WIRE_MAGIC || b[1] != EM_WIRE_VERSION)
         return 0;
     size_t at = offsetof(struct em_wire_hdr, len);

@@ -229,10 +229,10 @@ em_decode_err_t em_hdr_decode(const void *frame, size_t frame_len, em_hdr_t *h);
  * and length only.  For a link that must split a buffer of coalesced
  * frames without being told the segment size (link_udp's recvfrom poll);
  * each frame split out still goes through em_hdr_decode.
+ * Handshake frames (hs_wire.h) share the version but not this layout:
+ * for one (em_hs_is()) the length is EM_HS_LEN.
  * @return the length, or 0 if @p frame is not of this wire version or
- *         states more than @p avail bytes.  (Handshake frames, hs_wire.h,
- *         share the version but not this layout: a link that carries them
- *         must tell them apart, em_hs_is(), before it asks this.)
+ *         states more than @p avail bytes.
  */
 uint32_t em_wire_frame_len(const void *frame, size_t avail);
 

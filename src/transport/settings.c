@@ -232,12 +232,16 @@ static const em_setting_t table[] = {
       "A send (not an inject) of up to this many bytes whose caller did not ask for "
       "FI_TRANSMIT_COMPLETE or stronger is copied after it leaves and completes at once, "
       "instead of at the peer's ACK; 0 = every send completes at the ACK" },
-    /* docs/ofi.md "Addresses": named endpoints (prov/emo_name.c) */
-    { "names", EM_SET_STRING, OFI, 5, OFF(names), "wire", 0, 0, "wire|ids",
-      "How endpoints know each other: wire = by address (link address, endpoint index, "
-      "nonce), each numbering its peers itself through a first-contact handshake, on every "
-      "link that can (not the emd daemon's); ids = by a job-wide id (FI_ETHERMPI_ID, the "
-      "launcher's rank, else random), as on the daemon link" },
+    /* docs/ofi.md "Addresses": named endpoints (prov/emo_name.c); the BTLs:
+     * docs/design.md "BTLs on first contact" (ompi/btl/common/em_btl_peer.c) */
+    { "names", EM_SET_STRING, OFI | BTLS, 5, OFF(names), "auto", 0, 0, "auto|wire|ids",
+      "How processes know each other: wire = by address (link address, endpoint index, "
+      "nonce), each numbering its peers itself through a first-contact handshake that also "
+      "gives each pair its keys, on every link that can (not the emd daemon's); ids = by a "
+      "job-wide number (provider: FI_ETHERMPI_ID, the launcher's rank, else random; BTLs: the "
+      "vpid, keys from secrets in the modex), as on the daemon link; auto = wire for the "
+      "provider, ids for the BTLs (their named path is opt-in).  Every process of a job must "
+      "use the same" },
     /* ids below 2^24 (prov/emo_wire.h EMO_NPEERS_MAX: a muxed link's peers) */
     { "id", EM_SET_INT, OFI, 5, OFF(id), "-1", -1, 16777215, NULL,
       "With ids: this endpoint's id (0-16777215), unique in the job; -1 = the launcher's rank "

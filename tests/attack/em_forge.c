@@ -27,7 +27,7 @@
  *
  * Usage (as root; run inside the switch namespace, e.g. ip netns exec P-sw):
  *   em_forge --mode udp|l2|emd --class CLASS --sniff-if IF --inject-ns PATH
- *            [--inject-if eth0] [--src 0] [--dst 1] [--seconds 3]
+ *            [--inject-if eth0] [--from ADDR] [--src 0] [--dst 1] [--seconds 3]
  *            [--interval-us 5000] [--max-frames 20000]
  *
  *   --sniff-if IF     packet socket on IF in the current namespace (the
@@ -35,10 +35,17 @@
  *   --inject-ns PATH  the forger node's namespace (/run/netns/P-n2): the
  *                     injecting socket is opened there, so every forged
  *                     frame comes from that node's address
- *   --src S --dst D   the rank whose identity is claimed, and the victim
- *                     (wire v3 frames name only their sender, by the
- *                     receiver's index, the rank in the BTLs: the
- *                     sniffer keeps frames of index S; D is for the log)
+ *   --from ADDR       the claimed rank's source address: an IPv4 address
+ *                     (--mode udp) or a MAC (l2, emd); the sniffer keeps
+ *                     the frames that come from it.  Wire v3 frames name
+ *                     their sender only by the receiver's index for it,
+ *                     which on named peers (first contact) each side
+ *                     numbers itself: in a two-rank job both directions
+ *                     carry index 0, so only the source tells them apart
+ *   --src S --dst D   the rank whose identity is claimed, and the victim;
+ *                     without --from the sniffer keeps frames of index S
+ *                     (numbered peers: the index is the sender's rank); D
+ *                     is for the log
  *
  * Classes (each says what it tests; run-attack-tests maps each to the drop
  * counter that must prove it was refused):
@@ -176,6 +183,9 @@ struct opts {
     const char *inject_ns;
     const char *inject_if;
     unsigned src, dst;
+    int from_set;           /* --from: frames are picked by source address */
+    uint8_t from_mac[6];    /* l2, emd */
+    struct in_addr from_ip; /* udp */
     double seconds;
     unsigned interval_us;
     unsigned long max_frames;
@@ -251,6 +261,16 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->inject_ns = v;
         } else if (!strcmp(a, "--inject-if")) {
             o->inject_if = v;
+        } else if (!strcmp(a, "--from")) {
+            unsigned b[6];
+            if (sscanf(v, "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]) == 6) {
+                for (int k = 0; k < 6; k++)
+                    o->from_mac[k] = (uint8_t)b[k];
+            } else if (inet_pton(AF_INET, v, &o->from_ip) != 1) {
+                fprintf(stderr, "em_forge: --from %s is neither a MAC nor an IPv4 address\n", v);
+                return -1;
+            }
+            o->from_set = 1;
         } else if (!strcmp(a, "--src")) {
             o->src = (unsigned)strtoul(v, NULL, 0);
         } else if (!strcmp(a, "--dst")) {
@@ -354,10 +374,14 @@ static void sniff(int fd, const struct opts *o, struct tmpl *t)
             em_len = sh.len;
         }
         em_hdr_t h;
-        /* wire v3 names the sender by the receiver's index for it, which the
-         * BTLs make the sender's rank; the sniffer sees the victim's port, so
-         * in a two-rank job index S is a frame S -> D */
-        if (!em || em_hdr_decode(em, em_len, &h) != EM_DEC_OK || h.index != o->src)
+        if (!em || em_hdr_decode(em, em_len, &h) != EM_DEC_OK)
+            continue;
+        /* the claimed rank's frames: by their source address (--from); else
+         * by index, which numbered peers make the sender's rank (the sniffer
+         * sees the victim's port, so in a two-rank job index S is S -> D) */
+        if (o->from_set ? (o->l2 ? memcmp(f + 6, o->from_mac, 6) != 0
+                                 : src.sin_addr.s_addr != o->from_ip.s_addr)
+                        : h.index != o->src)
             continue;
         /* the first frame comes before any injection: its sender is the
          * real rank; our own forged frames pass this port too, skip them */

@@ -121,7 +121,7 @@ static const char *const published[][2] = {
     { "eager_max", "-1" },
     { "send_copy_max", "8192" },
     { "id", "-1" },
-    { "names", "wire" },
+    { "names", "auto" },
     { "npeers", "0" },
     { "first_contact", "-1" },
 };

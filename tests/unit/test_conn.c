@@ -40,7 +40,9 @@ static struct {
     unsigned nq;
     unsigned established[NODES + 1], failed[NODES + 1], again[NODES + 1];
     char last_why[NODES + 1][128];
-    bool heard[NODES + 1]; /* may_replace: node i's peers are still heard (say no) */
+    bool heard[NODES + 1];              /* may_replace: node i's peers are still heard (say no) */
+    uint64_t admit_nonce[NODES + 1];    /* admit: node i takes only this stranger (0: any) */
+    em_conn_name_t admitted[NODES + 1]; /* the last name node i was asked about */
     unsigned asked[NODES + 1];
     uint8_t last_sent[EM_HS_LEN]; /* the last frame any node emitted */
     uint8_t last_from, last_to;
@@ -103,11 +105,17 @@ static bool may_replace(void *u, uint32_t idx)
     W.asked[(uintptr_t)u]++;
     return !W.heard[(uintptr_t)u];
 }
+static bool admit(void *u, const em_conn_name_t *n)
+{
+    W.admitted[(uintptr_t)u] = *n;
+    return !W.admit_nonce[(uintptr_t)u] || n->nonce == W.admit_nonce[(uintptr_t)u];
+}
 static const em_conn_ops_t OPS = { .emit = emit,
                                    .established = on_est,
                                    .failed = on_fail,
                                    .rand64 = r64,
-                                   .may_replace = may_replace };
+                                   .may_replace = may_replace,
+                                   .admit = admit };
 
 static uint64_t nonce_of(unsigned n, unsigned incarnation)
 {
@@ -346,6 +354,33 @@ static void test_restart_of_an_inserted_peer(void **st)
 }
 
 /* restarts of a stranger, again and again, take one slot */
+/* the owner's admit decides which strangers bind (the BTL: names its job
+ * published): one it refuses gets no entry and gives up; the one it names
+ * binds, and admit saw its proven name */
+static void test_admit_picks_strangers(void **st)
+{
+    (void)st;
+    world(15, 0, 0, 0);
+    make(0, 0, true, 0);
+    make(1, 0, false, 0);
+    W.admit_nonce[0] = nonce_of(1, 1); /* node 0 expects node 1's next incarnation */
+    uint32_t i10 = insert(1, 0, nonce_of(0, 0));
+    em_conn_connect(W.t[1], i10, W.now);
+    run(W.now + 60000 * MS);
+    assert_int_equal(em_conn_count(W.t[0]), 0);
+    assert_true(em_conn_stats(W.t[0])->hs_stranger >= 1);
+    assert_int_equal(em_conn_state(W.t[1], i10), EM_CONN_FAILED);
+    assert_int_equal(W.admitted[0].addr[0], 1);
+    assert_true(W.admitted[0].nonce == nonce_of(1, 0));
+    make(1, 1, false, 0);
+    i10 = insert(1, 0, nonce_of(0, 0));
+    em_conn_connect(W.t[1], i10, W.now);
+    run(W.now + 1000 * MS);
+    assert_int_equal(em_conn_count(W.t[0]), 1);
+    assert_int_equal(em_conn_state(W.t[1], i10), EM_CONN_ESTABLISHED);
+    assert_int_equal(W.admitted[0].ep, 7);
+}
+
 static void test_stranger_restarts_keep_one_slot(void **st)
 {
     (void)st;
@@ -688,6 +723,7 @@ int main(void)
         cmocka_unit_test_teardown(test_restarted_peer_is_a_new_peer, teardown),
         cmocka_unit_test_teardown(test_restart_of_an_inserted_peer, teardown),
         cmocka_unit_test_teardown(test_stranger_restarts_keep_one_slot, teardown),
+        cmocka_unit_test_teardown(test_admit_picks_strangers, teardown),
         cmocka_unit_test_teardown(test_accept_cannot_rebind, teardown),
         cmocka_unit_test_teardown(test_index_reused_after_remove, teardown),
         cmocka_unit_test_teardown(test_gives_up_on_silence, teardown),

@@ -116,9 +116,19 @@ static void on_failed(void *u, uint32_t peer)
     snprintf(n->last_fail, sizeof n->last_fail, "%s", why ? why : "");
 }
 
-static const em_engine_ops_t OPS = {
-    .recv = on_recv, .complete = on_complete, .peer_failed = on_failed, .contact = on_contact
-};
+static int admit_only = -1; /* admit: the one node whose name strangers may have (-1: any) */
+
+static bool on_admit(void *u, const em_conn_name_t *nm)
+{
+    (void)u;
+    return admit_only < 0 || (nm->addr_len == 1 && nm->addr[0] == (uint8_t)admit_only);
+}
+
+static const em_engine_ops_t OPS = { .recv = on_recv,
+                                     .complete = on_complete,
+                                     .peer_failed = on_failed,
+                                     .contact = on_contact,
+                                     .admit = on_admit };
 
 static void make(unsigned i, bool strangers, uint32_t quiet_ms)
 {
@@ -182,6 +192,7 @@ static void end_world(void)
     memset(asleep, 0, sizeof asleep);
     pc_rto_max = 0;
     pc_retries = 0;
+    admit_only = -1;
 }
 
 static void round_(void)
@@ -345,6 +356,22 @@ static void strangers(void **st)
     spin_ms(50);
     assert_true(em_engine_contact_stats(N[3].e)->hs_stranger >= 1);
     assert_int_equal(N[3].contacts, 0);
+    /* one that takes strangers but whose owner admits node 1's name only
+     * (the BTLs: names their job published): node 2 is still refused,
+     * node 1 binds and its message arrives */
+    admit_only = 1;
+    make(3, true, 0);
+    spin_ms(1000); /* node 2's handshake retries */
+    assert_true(em_engine_contact_stats(N[3].e)->hs_stranger >= 1);
+    assert_int_equal(N[3].contacts, 0);
+    insert(1, 3, false);
+    send_one(1, 3, 0);
+    for (long k = 0; N[3].got[1] < 1; k++) {
+        assert_true(k < 2000000L);
+        round_();
+    }
+    assert_int_equal(N[3].contacts, 1);
+    assert_int_equal(N[3].bad, 0);
     free_bufs();
     end_world();
 }

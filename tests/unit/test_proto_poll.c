@@ -56,7 +56,7 @@ static void on_recv(void *u, uint32_t peer, uint8_t tag, const void *d, size_t l
 {
     int me = (int)(intptr_t)u;
     const uint8_t *b = d;
-    if (peer == PEER && len == 64 && b[0] == tag && b[63] == (uint8_t)(0xffu ^ tag))
+    if (peer == PEER && len == 64 && b[0] == tag && b[63] == (uint8_t)(255 - tag))
         got[me]++;
 }
 
@@ -144,7 +144,7 @@ static void exchange(unsigned msgs)
             uint8_t tag = (uint8_t)(k * 2 + (unsigned)s);
             memset(buf[s], 0, sizeof buf[s]);
             buf[s][0] = tag;
-            buf[s][63] = (uint8_t)(0xffu ^ tag);
+            buf[s][63] = (uint8_t)(255 - tag);
             assert_int_equal(em_proto_send(P[s], &op[s], PEER, tag, buf[s], 64, NULL, NOW), 0);
         }
         unsigned target = done_ok + 2;

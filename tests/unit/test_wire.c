@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "util/seq.h"
+#include "proto/hs_wire.h"
 #include "proto/wire.h"
 
 static em_hdr_t sample(uint8_t type)
@@ -193,6 +194,31 @@ static void test_frame_len(void **st)
     em_hdr_encode(&h, b);
     b[1] = EM_WIRE_VERSION - 1;
     assert_int_equal(em_wire_frame_len(b, sizeof b), 0); /* version */
+    /* a handshake frame is EM_HS_LEN bytes whatever its index says: where a
+     * data header states its length it carries an index (a small one read
+     * as a length cut it into pieces), and two coalesced split at 96 */
+    for (uint32_t idx = 0; idx < 70000; idx += 997) {
+        em_hs_t hs = { .type = EM_HS_CONFIRM,
+                       .src_ep = 0,
+                       .dst_ep = 0,
+                       .src_nonce = 7,
+                       .dst_nonce = 9,
+                       .src_index = idx,
+                       .dst_index = idx / 2,
+                       .isn = 1,
+                       .token = 2,
+                       .cookie_ms = 3,
+                       .cookie = 4,
+                       .addr_len = 6,
+                       .addr = { 10, 0, 0, 1, 1, 2 } };
+        uint8_t two[2 * EM_HS_LEN];
+        em_hs_encode(&hs, two);
+        em_hs_encode(&hs, two + EM_HS_LEN);
+        assert_true(em_hs_is(two, sizeof two));
+        assert_int_equal(em_wire_frame_len(two, sizeof two), EM_HS_LEN);
+        assert_int_equal(em_wire_frame_len(two, EM_HS_LEN), EM_HS_LEN);
+        assert_int_equal(em_wire_frame_len(two, EM_HS_LEN - 1), 0);
+    }
 }
 
 static void test_seq_wrap(void **st)

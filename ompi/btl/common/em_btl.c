@@ -61,8 +61,9 @@ static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, cha
      * settings, applied as every front end applies them */
     if (em_transport_proto_cfg(&params->s, params->kind, link->mtu, &cfg, err, errlen) != 0)
         return -1;
-    /* every peer's key and ISN come from its modex entry (em_btl_set_peer_from):
-     * none is known, and no frame accepted, before that */
+    /* every peer's key and ISN come from its handshake (named links) or its
+     * modex entry (em_btl_set_peer_from): none is known, and no frame
+     * accepted, before that */
     cfg.peers_need_set = 1;
     cfg.bind_source = 1;
     cfg.job_key = m->secret;
@@ -70,8 +71,18 @@ static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, cha
     /* receiver budget: no message longer than a sender of ours makes (+ the
      * order number) */
     cfg.max_msg = (uint32_t)m->super.btl_max_send_size + EM_ORDER_HDR;
-    cfg.self = OPAL_PROC_MY_NAME.vpid;
-    cfg.npeers = jsize;
+    m->named = em_btl_link_named(m, link);
+    if (m->named) {
+        /* the handshake table's slots: one per other process of the job;
+         * the engine's own number is the last (engine/contact.h) */
+        m->nslots = jsize > 1 ? jsize - 1 : 1;
+        cfg.self = m->nslots;
+        cfg.npeers = m->nslots + 1;
+    } else {
+        m->nslots = jsize;
+        cfg.self = OPAL_PROC_MY_NAME.vpid;
+        cfg.npeers = jsize;
+    }
     int e;
     m->engine = em_engine_create(link, &cfg, &em_btl_engine_ops, m, &e);
     if (!m->engine && e != EM_ENOMEM) {
@@ -91,8 +102,12 @@ static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, cha
                  jsize, (double)per * jsize / (1024.0 * 1024.0), m->index, per);
         return -1;
     }
-    for (uint32_t i = 0; i < jsize; i++)
-        m->eps[i].peer = i;
+    for (uint32_t i = 0; i < jsize; i++) {
+        m->eps[i].vpid = i;
+        m->eps[i].peer = m->named ? EM_BTL_NO_PEER : i;
+    }
+    if (m->named && em_btl_name_open(m, err, errlen) != 0)
+        return -1;
     m->frag_cap[0] = (uint32_t)em_engine_frame_payload(m->engine);
     m->frag_cap[1] = (uint32_t)m->super.btl_max_send_size;
     if (m->frag_cap[1] < m->frag_cap[0])
@@ -239,7 +254,7 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
     mx.secret = m->secret;
     mx.isn = m->isn;
     em_btl_module_t *last = NULL;
-    unsigned n = 0;
+    unsigned n = 0, numbered = 0;
     for (; n < EM_BTL_MAX_LINKS; n++) {
         err[0] = 0;
         em_link_t *link = open_link(n, err, sizeof err);
@@ -272,8 +287,13 @@ mca_btl_base_module_t **em_btl_init(em_btl_module_t *m, mca_btl_base_component_t
             goto fail_open;
         mx.link[n].frame_max = link->mtu;
         mx.link[n].addr = link->local;
+        mx.link[n].ep = mod->named ? mod->ep_index : 0;
+        mx.link[n].nonce = mod->named ? mod->nonce : 0;
+        numbered += !mod->named;
     }
     mx.count = n;
+    if (!numbered) /* keys come from the handshakes: no key material published */
+        mx.secret = mx.isn = 0;
     if (n >= 2 && setup_order(m, jsize, params) != 0) {
         snprintf(err, sizeof err,
                  "out of memory for the message order of a job of %u processes: %.1f MiB "

@@ -16,12 +16,20 @@
  *   peer declared failed                  -> pending ops complete with
  *                                            OPAL_ERR_UNREACH, error callback
  *                                            (FATAL) so the job ends, not hangs
- * Peer ids on the wire are MPI process vpids within the job.  Each process
- * draws a random 64-bit secret and initial sequence number (getrandom) and
- * publishes them in its modex entry; every frame between two processes
- * carries their pair key (mixed from both secrets), and each process's
- * frames are bound to the address it published (docs/design.md, "Threat
- * model").
+ * Peers: with btl_<name>_names wire, on a link that runs wire v3's first
+ * contact (em_link_has_contact: kernel UDP, AF_XDP, DPDK), each module is
+ * named by its link address, an
+ * endpoint index and a random nonce, which its modex entry carries; the
+ * module's engine numbers its peers itself (the handshake table's slots,
+ * engine/contact.h), the handshake gives each pair its keys and sequence
+ * numbers, and no vpid travels on the wire (docs/design.md "BTLs on first
+ * contact").  By default (names auto: ids here) and always on the emd
+ * daemon's link,
+ * peers are numbered by vpid: each process draws a random 64-bit secret and
+ * initial sequence number (getrandom) and publishes them in its modex entry;
+ * every frame between two processes carries their pair key (mixed from
+ * both secrets).  Either way each process's frames are bound to the
+ * address it published (docs/design.md, "Threat model").
  *
  * Threading: every level up to MPI_THREAD_MULTIPLE.  Below it no lock is
  * taken; with it (Open MPI's enable_mpi_threads) the module functions are
@@ -41,6 +49,7 @@
 #include "engine/engine.h"
 #include "engine/lock.h"
 #include "engine/order.h"
+#include "proto/name_map.h"
 #include "transport/transport.h"
 
 /** The components' help file (opal_show_help topics), installed in Open
@@ -50,17 +59,22 @@
 /** Most links (modules) one component opens in a process. */
 #define EM_BTL_MAX_LINKS 4
 
-/** What a process publishes through the modex: one address per link,
+/** What a process publishes through the modex: one entry per link,
  *  link i of every process being module i's (e.g. the first and second
  *  memif cable, eth0 and eth1). */
 struct em_btl_modex {
     uint32_t version; /**< EM_BTL_MODEX_VERSION */
     uint32_t count;   /**< links in use, 1..EM_BTL_MAX_LINKS */
-    uint64_t secret;  /**< random (getrandom), never derived from the job id */
-    uint32_t isn;     /**< random first sequence number of the publisher's frames */
+    /** numbered links only (nonce 0 below): random (getrandom), never
+     *  derived from the job id; 0 when every link is named */
+    uint64_t secret;
+    uint32_t isn; /**< numbered links: random first sequence number of the publisher's frames */
     uint32_t rsvd;
     struct {
         uint32_t frame_max; /**< the publisher's link MTU */
+        uint32_t ep;        /**< named: the endpoint index behind addr (0) */
+        uint64_t nonce;     /**< named: the module's incarnation (random, never 0);
+                                 0: a numbered link (by vpid, keys from secret) */
         em_link_addr_t addr;
     } link[EM_BTL_MAX_LINKS];
 };
@@ -69,8 +83,15 @@ struct em_btl_modex {
  * refuses;
  * 6: wire version 3 (proto/wire.h: the receiver's 32-bit index instead of
  *    two 16-bit ids), which a version 5 build drops as another version:
- *    the two never form one job (em_btl_read_modex says why) */
-#define EM_BTL_MODEX_VERSION 6u
+ *    the two never form one job (em_btl_read_modex says why);
+ * 7: each link's name (endpoint index, nonce): named links run the
+ *    first-contact handshake, which a version 6 build does not answer */
+#define EM_BTL_MODEX_VERSION 7u
+
+/** An endpoint's engine number before the peer is known (named links). */
+#define EM_BTL_NO_PEER 0xFFFFFFFFu
+/** A slot of a named module's engine that names no process. */
+#define EM_BTL_NO_VPID 0xFFFFFFFFu
 
 /** Registration handle: exactly what travels to the peer in the rendezvous. */
 struct mca_btl_base_registration_handle_t {
@@ -79,10 +100,16 @@ struct mca_btl_base_registration_handle_t {
 
 struct mca_btl_base_endpoint_t {
     opal_proc_t *proc;
-    uint32_t peer; /**< the peer's vpid */
+    uint32_t vpid; /**< the peer's vpid (the index of this endpoint) */
+    /** the engine's number for it: the vpid on a numbered link; on a named
+     *  one the handshake table's slot (EM_BTL_NO_PEER until add_procs
+     *  inserted its name or its handshake named it) */
+    uint32_t peer;
     uint8_t failed;
-    uint8_t resolved; /**< address and keys given to the engine (add_procs or first frame) */
-    uint8_t self;     /**< this process: one-sided operations are applied in place */
+    /** numbered: address and keys given to the engine (add_procs or first
+     *  frame); named: its name is in the engine (peer is set) */
+    uint8_t resolved;
+    uint8_t self; /**< this process: one-sided operations are applied in place */
     /** a rank of this node added for one-sided operations only (osc/rdma
      *  needs one BTL that reaches every rank of a window; messages go over
      *  vader, whose exclusivity is higher); refuses sends unless same_node */
@@ -163,8 +190,16 @@ typedef struct em_btl_module {
     em_btl_params_t *params;
     em_link_t *link;
     em_engine_t *engine;
-    uint32_t npeers;
+    uint32_t npeers;                     /**< processes in the job (vpids) */
     struct mca_btl_base_endpoint_t *eps; /**< indexed by vpid */
+    /* named links (first contact): */
+    uint8_t named;         /**< peers known by name (see above) */
+    uint32_t ep_index;     /**< our endpoint index behind the link address */
+    uint64_t nonce;        /**< our incarnation (random, never 0) */
+    uint32_t nslots;       /**< the engine's peer numbers 0..nslots-1 (its own is nslots) */
+    uint32_t *slot_vpid;   /**< engine number -> vpid (EM_BTL_NO_VPID: none yet) */
+    em_name_map_t *names;  /**< the job's names -> vpid (built at the first stranger) */
+    uint64_t drop_unnamed; /**< messages from an engine number that names no process */
     mca_btl_base_module_error_cb_fn_t error_cb;
     em_btl_frag_t *free_frags[2];
     uint32_t frag_cap[2]; /**< buffer size per class: one frame, max_send_size */

@@ -9,6 +9,7 @@
  *                  sendi, put, registration, finalize) and descriptor pools
  *   em_btl_peer.c  engine callbacks (delivery, completion, peer failure),
  *                  modex entries, pair keys, the order over several links
+ *   em_btl_name.c  named links: first contact, the peers' names, strangers
  *   em_btl_rma.c   one-sided: get and atomics over the engine, every
  *                  one-sided operation to ourselves applied in place
  *   em_btl_lock.c  the module functions with the component's lock around
@@ -83,5 +84,34 @@ em_order_t *em_btl_numbered(em_btl_module_t *m, uint32_t peer);
 int em_btl_set_peer_from(em_btl_module_t *m, uint32_t vpid, const struct em_btl_modex *mx);
 /** Free the per-peer order states (NULL is fine). */
 void em_btl_order_free(struct em_btl_order *o, uint32_t npeers);
+/* em_btl_name.c (named links: first contact) */
+/** Is module @p m's link named (first contact), by its link and the
+ *  btl_<name>_names setting? */
+bool em_btl_link_named(const em_btl_module_t *m, const em_link_t *link);
+/** After the engine exists: first contact on, our name drawn, the number
+ *  -> vpid table.  @return 0, or -1 with @p err. */
+int em_btl_name_open(em_btl_module_t *m, char *err, size_t errlen);
+/** Free what em_btl_name_open and the strangers' map took. */
+void em_btl_name_close(em_btl_module_t *m);
+/** Engine callbacks: a handshake completed; may a stranger bind? */
+void em_btl_cb_contact(void *u, uint32_t peer, bool again);
+bool em_btl_cb_admit(void *u, const struct em_conn_name *name);
+/** Peer @p proc's link is named and ours numbered, or the reverse: say so. */
+void em_btl_names_mismatch(em_btl_module_t *m, const opal_proc_t *proc);
+/** btl_<name>_print_stats: the handshake's counters (named links). */
+void em_btl_name_stats(em_btl_module_t *m);
+/** Named links: put @p ep's name from its modex entry @p mx into the
+ *  engine (no traffic until the first operation) and map the engine's
+ *  number back to it.  @return 0, or -1 after a message saying why. */
+int em_btl_insert_named(em_btl_module_t *m, struct mca_btl_base_endpoint_t *ep,
+                        const struct em_btl_modex *mx);
+
+/** The vpid behind the engine's peer number @p peer (EM_BTL_NO_VPID: none). */
+static inline uint32_t em_btl_vpid_of(const em_btl_module_t *m, uint32_t peer)
+{
+    if (!m->named)
+        return peer < m->npeers ? peer : EM_BTL_NO_VPID;
+    return peer < m->nslots ? m->slot_vpid[peer] : EM_BTL_NO_VPID;
+}
 
 #endif

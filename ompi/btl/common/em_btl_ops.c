@@ -5,6 +5,7 @@
  * descriptor pools (see em_btl.h, em_btl_internal.h).
  */
 #include "em_btl_internal.h"
+#include "engine/contact.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,7 +130,7 @@ static int em_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
          * go over the link. */
         if (0 == opal_compare_proc(proc->proc_name, me)) {
             struct mca_btl_base_endpoint_t *ep = &m->eps[me.vpid];
-            ep->self = 1;
+            ep->self = 1; /* every operation to it is applied in place: no engine number */
             ep->resolved = 1;
             ep->proc = proc;
             peers[i] = ep;
@@ -158,7 +159,16 @@ static int em_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
         }
         uint32_t vpid = proc->proc_name.vpid;
         struct mca_btl_base_endpoint_t *ep = &m->eps[vpid];
-        if (!ep->resolved && em_btl_set_peer_from(m, vpid, mx) != 0) {
+        ep->proc = proc;
+        /* named links: the peer's name into the engine (its number kept in
+         * ep->peer); numbered: its address and pair keys by vpid */
+        if (!m->named != !mx->link[m->index].nonce) {
+            em_btl_names_mismatch(m, proc);
+            free(mx);
+            continue;
+        }
+        if (!ep->resolved &&
+            (m->named ? em_btl_insert_named(m, ep, mx) : em_btl_set_peer_from(m, vpid, mx)) != 0) {
             free(mx);
             continue;
         }
@@ -166,8 +176,6 @@ static int em_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
         if (m->order)
             m->order[vpid].on = mx->count >= 2 ? EM_BTL_ORDER_ON : EM_BTL_ORDER_OFF;
         free(mx);
-        ep->proc = proc;
-        ep->peer = vpid;
         ep->rma_only = local && !m->params->s.same_node; /* messages: vader's job */
         peers[i] = ep;
         if (reachable)
@@ -176,6 +184,10 @@ static int em_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
     return OPAL_SUCCESS;
 }
 
+/* Nothing to release: ompi_mpi_finalize calls del_procs for every process
+ * before the BTLs finalize, and the drain at finalize must still answer
+ * their last frames (a named peer removed from the engine would lose its
+ * keys); endpoints and engine peers end with the module. */
 static int em_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                         struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers)
 {
@@ -273,10 +285,12 @@ static int map_err(int rc)
 /* Send the @p len bytes at f->buf, then the @p blen bytes at @p body (in
  * place) if any; with several links, behind the peer's next order number
  * (which counts only once the engine took the message). */
-static int ordered_send(em_btl_module_t *m, em_btl_frag_t *f, uint32_t peer, uint8_t tag,
-                        size_t len, const void *body, size_t blen)
+static int ordered_send(em_btl_module_t *m, em_btl_frag_t *f,
+                        const struct mca_btl_base_endpoint_t *ep, uint8_t tag, size_t len,
+                        const void *body, size_t blen)
 {
-    em_order_t *o = em_btl_numbered(m, peer);
+    em_order_t *o = em_btl_numbered(m, ep->vpid);
+    uint32_t peer = ep->peer;
     const uint8_t *head = f->buf;
     if (o) {
         em_order_stamp(o, f->order_hdr);
@@ -292,11 +306,13 @@ static int ordered_send(em_btl_module_t *m, em_btl_frag_t *f, uint32_t peer, uin
 }
 
 /* Would a message of @p len bytes (its order number added, with several
- * links) leave for @p peer at once? */
-static bool leaves_at_once(em_btl_module_t *m, uint32_t peer, size_t len)
+ * links) leave for @p ep at once?  Not while its handshake runs (named
+ * links): it waits behind it, so it is not complete when copied. */
+static bool leaves_at_once(em_btl_module_t *m, const struct mca_btl_base_endpoint_t *ep, size_t len)
 {
-    return em_engine_send_ready(m->engine, peer,
-                                len + (em_btl_numbered(m, peer) ? EM_ORDER_HDR : 0));
+    return em_engine_contact_ready(m->engine, ep->peer) &&
+           em_engine_send_ready(m->engine, ep->peer,
+                                len + (em_btl_numbered(m, ep->vpid) ? EM_ORDER_HDR : 0));
 }
 
 static int em_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
@@ -309,7 +325,7 @@ static int em_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoi
     f->ep = ep;
     size_t len = des->des_segments[0].seg_len;
     if (des->des_segment_count == 2) {
-        int rc = ordered_send(m, f, ep->peer, tag, len, des->des_segments[1].seg_addr.pval,
+        int rc = ordered_send(m, f, ep, tag, len, des->des_segments[1].seg_addr.pval,
                               des->des_segments[1].seg_len);
         return rc == 0 ? OPAL_SUCCESS : map_err(rc);
     }
@@ -317,9 +333,8 @@ static int em_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoi
      * once is complete for the caller (return 1: no callback unless it
      * asked for one always; the descriptor is ours and is freed when the
      * peer acknowledged it).  One that waits completes with its callback. */
-    bool now = (des->des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) &&
-               leaves_at_once(m, ep->peer, len);
-    int rc = ordered_send(m, f, ep->peer, tag, len, NULL, 0);
+    bool now = (des->des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) && leaves_at_once(m, ep, len);
+    int rc = ordered_send(m, f, ep, tag, len, NULL, 0);
     if (rc != 0)
         return map_err(rc);
     if (!now)
@@ -345,7 +360,7 @@ static int em_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
      * would wait for that.  Take it only if it leaves now; otherwise hand
      * back a descriptor: ob1 sends it with btl_send and waits for its
      * completion, driving progress (ACKs, retransmissions) meanwhile. */
-    if (!leaves_at_once(m, ep->peer, header_size + payload_size)) {
+    if (!leaves_at_once(m, ep, header_size + payload_size)) {
         if (descriptor)
             *descriptor = em_alloc(btl, ep, order, header_size + payload_size, flags);
         return OPAL_ERR_OUT_OF_RESOURCE;
@@ -366,7 +381,7 @@ static int em_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
         }
         m->packed_bytes += max;
     }
-    int rc = ordered_send(m, f, ep->peer, tag, header_size + payload_size, NULL, 0);
+    int rc = ordered_send(m, f, ep, tag, header_size + payload_size, NULL, 0);
     if (rc != 0) {
         em_free(btl, des);
         return map_err(rc);
@@ -541,10 +556,10 @@ static void warn_unacked(em_btl_module_t *m)
     /* one notice per process (mpirun aggregates them over the ranks), not
      * one line per peer */
     uint32_t msgs = 0, peers = 0, first = 0;
-    for (uint32_t i = 0; i < m->npeers; i++) {
+    for (uint32_t i = 0; i < m->nslots; i++) { /* the engine's numbers */
         uint32_t n = em_engine_pending(m->engine, (uint32_t)i);
         if (n && peers++ == 0)
-            first = i;
+            first = em_btl_vpid_of(m, i);
         msgs += n;
     }
     if (msgs)
@@ -576,8 +591,10 @@ int em_btl_finalize(struct mca_btl_base_module_t *btl)
                             (uint64_t)(m->params->s.linger_ms > 0 ? m->params->s.linger_ms : 0) *
                                 1000000u) != 0)
             warn_unacked(m);
-        if (m->params->s.print_stats)
+        if (m->params->s.print_stats) {
             print_stats(m);
+            em_btl_name_stats(m);
+        }
         if (m->params->s.print_stats && m->params->print_link_stats)
             m->params->print_link_stats(m->link);
         em_engine_destroy(m->engine);
@@ -594,6 +611,7 @@ int em_btl_finalize(struct mca_btl_base_module_t *btl)
     m->free_rdma = NULL;
     free(m->eps);
     m->eps = NULL;
+    em_btl_name_close(m);
     return OPAL_SUCCESS;
 }
 

@@ -107,7 +107,16 @@ static void cb_recv(void *u, uint32_t peer, uint8_t tag, const void *data, size_
     em_btl_module_t *m = u;
     if (m->finalizing) /* the PML may already be gone (and unloaded) */
         return;
-    em_order_t *o = em_btl_numbered(m, peer);
+    /* named links: the engine's number is ours, the order is per process;
+     * every number that can deliver was named by add_procs or by its
+     * handshake (cb_contact runs before its first frame), so none is
+     * expected here, counted if it comes */
+    uint32_t vpid = em_btl_vpid_of(m, peer);
+    if (vpid == EM_BTL_NO_VPID) {
+        m->drop_unnamed++;
+        return;
+    }
+    em_order_t *o = em_btl_numbered(m, vpid);
     if (!o)
         deliver(m, tag, data, len);
     else if (em_order_rx(o, m, tag, data, len, deliver_in_order, NULL) == EM_ORDER_OVERFLOW) {
@@ -119,7 +128,7 @@ static void cb_recv(void *u, uint32_t peer, uint8_t tag, const void *data, size_
                  "more than btl_%s_order_max_held / btl_%s_order_max_mb allow",
                  o->nheld, o->bytes_held, m->name, m->name);
         m->order_overflow++;
-        fail_peer_loudly(m, peer, why);
+        fail_peer_loudly(m, vpid, why);
     }
 }
 
@@ -150,26 +159,28 @@ static void cb_complete(void *u, void *ctx, int status)
     }
 }
 
-/* The Open MPI process of @p peer: add_procs' endpoint, or, for a peer known
- * only by its frames (resolved from the modex, never added), looked up by
- * name, so that its failure is reported all the same (a receive-only rank
- * must not hang silently).  NULL if Open MPI does not know it. */
-static opal_proc_t *peer_proc(em_btl_module_t *m, uint32_t peer)
+/* The Open MPI process of @p vpid: add_procs' endpoint, or, for a peer known
+ * only by its frames (resolved from the modex or named by its handshake,
+ * never added), looked up by name, so that its failure is reported all the
+ * same (a receive-only rank must not hang silently).  NULL if Open MPI does
+ * not know it. */
+static opal_proc_t *peer_proc(em_btl_module_t *m, uint32_t vpid)
 {
-    struct mca_btl_base_endpoint_t *ep = peer < m->npeers ? &m->eps[peer] : NULL;
+    struct mca_btl_base_endpoint_t *ep = vpid < m->npeers ? &m->eps[vpid] : NULL;
     if (!ep)
         return NULL;
     if (ep->proc)
         return ep->proc;
-    opal_process_name_t name = { .jobid = OPAL_PROC_MY_NAME.jobid, .vpid = peer };
+    opal_process_name_t name = { .jobid = OPAL_PROC_MY_NAME.jobid, .vpid = vpid };
     return opal_proc_for_name ? opal_proc_for_name(name) : NULL;
 }
 
 static void cb_peer_failed(void *u, uint32_t peer)
 {
     em_btl_module_t *m = u;
-    struct mca_btl_base_endpoint_t *ep = peer < m->npeers ? &m->eps[peer] : NULL;
-    opal_proc_t *proc = m->finalizing ? NULL : peer_proc(m, peer);
+    uint32_t vpid = em_btl_vpid_of(m, peer);
+    struct mca_btl_base_endpoint_t *ep = vpid < m->npeers ? &m->eps[vpid] : NULL;
+    opal_proc_t *proc = m->finalizing ? NULL : peer_proc(m, vpid);
     if (!ep || !proc)
         return;
     ep->failed = 1;
@@ -196,15 +207,15 @@ static void cb_peer_failed(void *u, uint32_t peer)
         m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, proc, "ethermpi: peer stopped answering");
 }
 
-/* Fail @p peer for a protocol violation (not silence): say why, then let
+/* Fail @p vpid for a protocol violation (not silence): say why, then let
  * Open MPI end the job as for a failed peer. */
-static void fail_peer_loudly(em_btl_module_t *m, uint32_t peer, const char *why)
+static void fail_peer_loudly(em_btl_module_t *m, uint32_t vpid, const char *why)
 {
-    struct mca_btl_base_endpoint_t *ep = peer < m->npeers ? &m->eps[peer] : NULL;
+    struct mca_btl_base_endpoint_t *ep = vpid < m->npeers ? &m->eps[vpid] : NULL;
     fprintf(stderr, "ethermpi btl_%s on %s: peer vpid %u is failed: %s\n", m->name,
-            opal_process_info.nodename, (unsigned)peer, why);
+            opal_process_info.nodename, (unsigned)vpid, why);
     fflush(stderr);
-    opal_proc_t *proc = m->finalizing ? NULL : peer_proc(m, peer);
+    opal_proc_t *proc = m->finalizing ? NULL : peer_proc(m, vpid);
     if (!ep || !proc)
         return;
     ep->failed = 1;
@@ -246,7 +257,8 @@ int em_btl_set_peer_from(em_btl_module_t *m, uint32_t vpid, const struct em_btl_
  * stays add_procs' business.  @return 0 when the peer is now set. */
 static int resolve_from_modex(em_btl_module_t *m, uint32_t peer)
 {
-    if (peer >= m->npeers || peer == OPAL_PROC_MY_NAME.vpid)
+    /* named links: addresses come with the names, keys with the handshake */
+    if (m->named || peer >= m->npeers || peer == OPAL_PROC_MY_NAME.vpid)
         return -1;
     if (m->eps[peer].resolved)
         return 0;
@@ -272,4 +284,6 @@ const em_engine_ops_t em_btl_engine_ops = {
     .peer_failed = cb_peer_failed,
     .resolve = cb_resolve,
     .resolve_peer = cb_resolve_peer,
+    .contact = em_btl_cb_contact, /* named links (em_btl_name.c) */
+    .admit = em_btl_cb_admit,
 };
