@@ -56,7 +56,8 @@ static void on_recv(void *u, uint32_t peer, uint8_t tag, const void *d, size_t l
 {
     int me = (int)(intptr_t)u;
     const uint8_t *b = d;
-    if (peer == PEER && len == 64 && b[0] == tag && b[63] == (uint8_t)(255 - tag))
+    uint8_t last = (uint8_t)(255 - tag);
+    if (peer == PEER && len == 64 && b[0] == tag && b[63] == last)
         got[me]++;
 }
 
