@@ -123,7 +123,8 @@ int main(int argc, char **argv)
         else if (nn < NSIZES && atol(argv[i]) >= 2)
             sizes[nn++] = (uint32_t)atol(argv[i]);
         else {
-            fprintf(stderr, "usage: poll_cost [-i ITERS] [-r ROUNDS] [N ...] (N >= 2, at most %d)\n",
+            fprintf(stderr,
+                    "usage: poll_cost [-i ITERS] [-r ROUNDS] [N ...] (N >= 2, at most %d)\n",
                     NSIZES);
             return 2;
         }
