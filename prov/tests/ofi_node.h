@@ -6,8 +6,10 @@
  * test_ofi_named, test_ofi_multi_ep), written once: an enabled endpoint
  * with its own CQ, either on a fabric, domain and AV of its own
  * (ofi_node_open) or on another node's domain and AV (ofi_node_join:
- * several endpoints sharing one AV); inserting a peer's name, closing, and
- * the bytes a test sends.
+ * several endpoints sharing one AV); inserting a peer's name, closing,
+ * the bytes a test sends, and waiting for completions and for a send to be
+ * taken while the test drives progress (ofi_node_take, ofi_node_expect_ok,
+ * ofi_node_send; also test_ofi_nodesvc).
  *
  * Include after emo_prov.h (or emo_rdv.h), ofi_check.h and ofi_pair.h.
  */
@@ -97,6 +99,63 @@ static inline void ofi_fill(uint8_t *b, size_t len, unsigned seed)
 {
     for (size_t i = 0; i < len; i++)
         b[i] = (uint8_t)(seed * 131 + i * 7);
+}
+
+/** What the waits below call before each read of a CQ: the test's own
+ *  progress of the endpoints it drives (NULL: none but the read's). */
+typedef void (*ofi_progress_fn)(void *arg);
+
+/** One entry of @p n's CQ within @p secs, calling @p progress(@p arg)
+ *  before each read: 1 with *@p e (its source in *@p src when not NULL),
+ *  -1 with the error entry in *@p x, 0 when none came in time. */
+static inline int ofi_node_take(struct ofi_node *n, ofi_progress_fn progress, void *arg,
+                                double secs, struct fi_cq_tagged_entry *e, fi_addr_t *src,
+                                struct fi_cq_err_entry *x)
+{
+    double end = ofi_now_s() + secs;
+    do {
+        if (progress)
+            progress(arg);
+        ssize_t r = fi_cq_readfrom(n->cq, e, 1, src);
+        if (r == 1)
+            return 1;
+        if (r == -FI_EAVAIL) {
+            memset(x, 0, sizeof *x);
+            CHECK(fi_cq_readerr(n->cq, x, 0) == 1, "%s: fi_cq_readerr", n->name);
+            return -1;
+        }
+        CHECK(r == -FI_EAGAIN, "%s: fi_cq_read = %zd", n->name, r);
+    } while (ofi_now_s() < end);
+    return 0;
+}
+
+/** The completion of @p want on @p n, a success, within 10 s (progress as
+ *  ofi_node_take).  @return its source. */
+static inline fi_addr_t ofi_node_expect_ok(struct ofi_node *n, ofi_progress_fn progress, void *arg,
+                                           void *want)
+{
+    struct fi_cq_tagged_entry e;
+    struct fi_cq_err_entry x = { 0 };
+    fi_addr_t s = FI_ADDR_UNSPEC;
+    int r = ofi_node_take(n, progress, arg, 10.0, &e, &s, &x);
+    CHECK(r == 1, "%s: %s", n->name, r < 0 ? fi_strerror(x.err) : "no completion within 10 s");
+    CHECK(e.op_context == want, "%s: completion of another operation", n->name);
+    return s;
+}
+
+/** fi_tsend from @p n, retried while the peer's handshake is under way
+ *  (-FI_EAGAIN), progress as ofi_node_take, for 10 s at most. */
+static inline void ofi_node_send(struct ofi_node *n, ofi_progress_fn progress, void *arg,
+                                 fi_addr_t to, const void *buf, size_t len, uint64_t tag, void *c)
+{
+    double end = ofi_now_s() + 10;
+    ssize_t r;
+    while ((r = fi_tsend(n->ep, buf, len, NULL, to, tag, c)) == -FI_EAGAIN) {
+        if (progress)
+            progress(arg);
+        CHECK(ofi_now_s() < end, "%s: a send waited 10 s for its peer's handshake", n->name);
+    }
+    FI(r);
 }
 
 #endif

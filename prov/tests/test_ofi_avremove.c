@@ -52,27 +52,21 @@
 static struct ofi_node A = { .name = "A" }, B = { .name = "B" };
 static struct fi_context ctx[32];
 
+/* ofi_node_take's progress: @p arg's endpoint (a struct ofi_node, or NULL: none) */
+static void progress_other(void *arg)
+{
+    struct ofi_node *other = arg;
+    if (other)
+        (void)emo_ep_progress(other->e);
+}
+
 /* One entry of @p n's CQ, driving its progress only: 1 with *@p e (and
  * the source in *@p src), -1 with the error in *@p x, 0 when none came
  * within @p secs.  @p other: progressed too (NULL: left alone). */
 static int take(struct ofi_node *n, struct ofi_node *other, double secs,
                 struct fi_cq_tagged_entry *e, fi_addr_t *src, struct fi_cq_err_entry *x)
 {
-    double end = ofi_now_s() + secs;
-    do {
-        if (other)
-            (void)emo_ep_progress(other->e);
-        ssize_t r = fi_cq_readfrom(n->cq, e, 1, src);
-        if (r == 1)
-            return 1;
-        if (r == -FI_EAVAIL) {
-            memset(x, 0, sizeof *x);
-            CHECK(fi_cq_readerr(n->cq, x, 0) == 1, "%s: fi_cq_readerr", n->name);
-            return -1;
-        }
-        CHECK(r == -FI_EAGAIN, "%s: fi_cq_read = %zd", n->name, r);
-    } while (ofi_now_s() < end);
-    return 0;
+    return ofi_node_take(n, progress_other, other, secs, e, src, x);
 }
 
 /* The completion of @p want on @p n, success, within 5 s (both progress). */

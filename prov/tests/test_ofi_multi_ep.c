@@ -82,8 +82,9 @@ static void untrack(struct ofi_node *n)
             OPEN[i] = NULL;
 }
 
-static void progress_all(void)
+static void progress_all(void *arg)
 {
+    (void)arg;
     for (unsigned i = 0; i < 16; i++)
         if (OPEN[i] && OPEN[i]->e) /* (X3 is tracked before it opens) */
             (void)emo_ep_progress(OPEN[i]->e);
@@ -93,29 +94,14 @@ static void progress_all(void)
 static int take(struct ofi_node *n, struct fi_cq_tagged_entry *e, fi_addr_t *src,
                 struct fi_cq_err_entry *x)
 {
-    double end = ofi_now_s() + 10;
-    for (;;) {
-        progress_all();
-        ssize_t r = fi_cq_readfrom(n->cq, e, 1, src);
-        if (r == 1)
-            return 1;
-        if (r == -FI_EAVAIL) {
-            memset(x, 0, sizeof *x);
-            CHECK(fi_cq_readerr(n->cq, x, 0) == 1, "%s: fi_cq_readerr", n->name);
-            return -1;
-        }
-        CHECK(r == -FI_EAGAIN, "%s: fi_cq_read = %zd", n->name, r);
-        CHECK(ofi_now_s() < end, "%s: no completion within 10 s", n->name);
-    }
+    int r = ofi_node_take(n, progress_all, NULL, 10.0, e, src, x);
+    CHECK(r != 0, "%s: no completion within 10 s", n->name);
+    return r;
 }
 
 static void expect_ok(struct ofi_node *n, void *want, fi_addr_t *src)
 {
-    struct fi_cq_tagged_entry e;
-    struct fi_cq_err_entry x = { 0 };
-    fi_addr_t s = FI_ADDR_UNSPEC;
-    CHECK(take(n, &e, &s, &x) == 1, "%s: error completion %s", n->name, fi_strerror(x.err));
-    CHECK(e.op_context == want, "%s: completion of another operation", n->name);
+    fi_addr_t s = ofi_node_expect_ok(n, progress_all, NULL, want);
     if (src)
         *src = s;
 }
@@ -134,13 +120,7 @@ static void expect_canceled(struct ofi_node *n, void *want)
 static void send_to(struct ofi_node *n, fi_addr_t to, const void *buf, size_t len, uint64_t tag,
                     void *c)
 {
-    double end = ofi_now_s() + 10;
-    ssize_t r;
-    while ((r = fi_tsend(n->ep, buf, len, NULL, to, tag, c)) == -FI_EAGAIN) {
-        progress_all();
-        CHECK(ofi_now_s() < end, "%s: a send waited 10 s for its peer's handshake", n->name);
-    }
-    FI(r);
+    ofi_node_send(n, progress_all, NULL, to, buf, len, tag, c);
 }
 
 /* @p from sends @p len verified bytes to @p to through @p dest; @p to

@@ -48,8 +48,9 @@ static struct ofi_node *ALL[] = { &A, &B, &C };
 static struct fi_context ctx[8];
 static struct fi_info *INFO;
 
-static void progress_all(void)
+static void progress_all(void *arg)
 {
+    (void)arg;
     for (unsigned i = 0; i < 3; i++)
         if (ALL[i]->e)
             (void)emo_ep_progress(ALL[i]->e);
@@ -58,23 +59,7 @@ static void progress_all(void)
 /* The completion of @p want on @p n, success, within 10 s (everyone progresses). */
 static void expect_ok(struct ofi_node *n, void *want, fi_addr_t *src)
 {
-    double end = ofi_now_s() + 10;
-    struct fi_cq_tagged_entry e;
-    fi_addr_t s = FI_ADDR_UNSPEC;
-    for (;;) {
-        progress_all();
-        ssize_t r = fi_cq_readfrom(n->cq, &e, 1, &s);
-        if (r == 1)
-            break;
-        if (r == -FI_EAVAIL) {
-            struct fi_cq_err_entry x = { 0 };
-            (void)fi_cq_readerr(n->cq, &x, 0);
-            CHECK(0, "%s: error completion %s", n->name, fi_strerror(x.err));
-        }
-        CHECK(r == -FI_EAGAIN, "%s: fi_cq_read = %zd", n->name, r);
-        CHECK(ofi_now_s() < end, "%s: no completion within 10 s", n->name);
-    }
-    CHECK(e.op_context == want, "%s: completion of another operation", n->name);
+    fi_addr_t s = ofi_node_expect_ok(n, progress_all, NULL, want);
     if (src)
         *src = s;
 }
@@ -83,13 +68,7 @@ static void expect_ok(struct ofi_node *n, void *want, fi_addr_t *src)
 static void send_to(struct ofi_node *n, fi_addr_t to, const void *buf, size_t len, uint64_t tag,
                     void *c)
 {
-    double end = ofi_now_s() + 10;
-    ssize_t r;
-    while ((r = fi_tsend(n->ep, buf, len, NULL, to, tag, c)) == -FI_EAGAIN) {
-        progress_all();
-        CHECK(ofi_now_s() < end, "%s: a send waited 10 s for its peer's handshake", n->name);
-    }
-    FI(r);
+    ofi_node_send(n, progress_all, NULL, to, buf, len, tag, c);
 }
 
 /* @p from sends @p len verified bytes to @p to; @return the source @p to saw */

@@ -47,8 +47,9 @@
 static struct ofi_node S = { .name = "server" }, C = { .name = "client" };
 static struct fi_context ctx[4];
 
-static void progress_both(void)
+static void progress_both(void *arg)
 {
+    (void)arg;
     (void)emo_ep_progress(S.e);
     (void)emo_ep_progress(C.e);
 }
@@ -56,24 +57,7 @@ static void progress_both(void)
 /* the completion of @p want on @p n, success, within 10 s; its source */
 static fi_addr_t expect_ok(struct ofi_node *n, void *want)
 {
-    double end = ofi_now_s() + 10;
-    struct fi_cq_tagged_entry e;
-    fi_addr_t s = FI_ADDR_UNSPEC;
-    for (;;) {
-        progress_both();
-        ssize_t r = fi_cq_readfrom(n->cq, &e, 1, &s);
-        if (r == 1)
-            break;
-        if (r == -FI_EAVAIL) {
-            struct fi_cq_err_entry x = { 0 };
-            (void)fi_cq_readerr(n->cq, &x, 0);
-            CHECK(0, "%s: error completion %s", n->name, fi_strerror(x.err));
-        }
-        CHECK(r == -FI_EAGAIN, "%s: fi_cq_read = %zd", n->name, r);
-        CHECK(ofi_now_s() < end, "%s: no completion within 10 s", n->name);
-    }
-    CHECK(e.op_context == want, "%s: completion of another operation", n->name);
-    return s;
+    return ofi_node_expect_ok(n, progress_both, NULL, want);
 }
 
 /* @p from sends @p len bytes (@p s) to @p dest, @p to receives them into
@@ -85,7 +69,7 @@ static fi_addr_t move(struct ofi_node *from, fi_addr_t dest, struct ofi_node *to
     double end = ofi_now_s() + 10;
     ssize_t rc;
     while ((rc = fi_tsend(from->ep, s, len, NULL, dest, tag, &ctx[1])) == -FI_EAGAIN) {
-        progress_both();
+        progress_both(NULL);
         CHECK(ofi_now_s() < end, "%s: a send waited 10 s", from->name);
     }
     FI(rc);
