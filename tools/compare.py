@@ -74,6 +74,10 @@ def parse_args(argv):
                    help="only the MTU rows (latency, bw, bibw at MTU 1500 and 9000 for tcp, rudp, "
                         "dpdk-afxdp; combine with --only-benchmarks, --only-transports, --mtus)")
     p.add_argument("--no-mtu-rows", action="store_true", help="leave the MTU rows out")
+    p.add_argument("--names-rows", action="store_true",
+                   help="only the rows comparing wire v3 and v2 (field names: wire / ids, same "
+                        "run) on the transports that run both (rudp, dpdk-memif; with "
+                        "--mpi-rows the provider's ofi-ethermpi-udp and -memif)")
     p.add_argument("--mtus", default=None, metavar="LIST",
                    help="the MTU rows to run, e.g. 1500 (default: 1500,9000)")
     p.add_argument("--mpi-rows", action="store_true",
@@ -294,7 +298,7 @@ def build_command(args, mode, ctx, bindir, extra, t, b):
         return cmd + (["-q"] if args.quick else []), {"BUILD": ctx["build"]}
     if "mpi" in b.fields:
         mpi = b.fields["mpi"]
-        tenv = t.env_vars(ctx)
+        tenv = b.env_for(t, ctx)
         # Open MPI takes the benchmark's mpirun arguments too (the
         # collectives' mpi_yield_when_idle); hydra has no --mca
         mca = b.mca_for(t, ctx) + (b.mpirun_args if mpi != "mpich5" else [])
@@ -328,7 +332,7 @@ def build_command(args, mode, ctx, bindir, extra, t, b):
     cmd = launch + ["--bind-to", "none", "-np", str(b.np)] + tmca + bargs
     for k, v in b.mca:
         cmd += ["--mca", k.format(btl=t.btl or ""), v]
-    tenv = t.env_vars(ctx)
+    tenv = b.env_for(t, ctx)
     for k, v in sorted(tenv.items()):
         cmd += ["-x", "%s=%s" % (k, v)]
     cmd += [os.path.join(bindir, b.program)] + b.args
@@ -504,11 +508,17 @@ def select_pairs(args):
     only_t = args.only_transports
     if args.mtu_rows and not only_t:
         only_t = ",".join(t.name for t in TRANSPORTS if t.mtu_variants)
+    if args.names_rows and not only_t:
+        only_t = ",".join(t.name for t in TRANSPORTS if t.names_variants)
     transports = runner.select(TRANSPORTS, only_t, lambda t: [t.name], "transport")
     benches = runner.select(BENCHMARKS, args.only_benchmarks, lambda b: [b.name, b.label],
                             "benchmark")
     benches = runner.select_mtu_rows(benches, args.mtu_rows, args.mtus, args.no_mtu_rows)
     benches = runner.select_mpi_rows(benches, args.mpi_rows)
+    benches = runner.select_names_rows(benches, args.names_rows)
+    if not benches:
+        raise SystemExit("nothing to run: no names row (--names-rows) among the benchmarks "
+                         "selected")
     pairs = runner.combos(transports, benches)
     if not pairs:
         raise SystemExit("nothing to run: no selected transport has the selected benchmarks "

@@ -269,12 +269,23 @@ class RunnerTests(unittest.TestCase):
         names = [b.label for b in runner.select(runner.BENCHMARKS, "burst@2:1,latency",
                                                 lambda b: [b.name, b.label], "benchmark")]
         # (a name selects its variants too: latency's rdv rows, its
-        # MTU rows, its framing rows, and its mpi rows)
+        # MTU rows, its framing rows, its mpi rows and its names rows)
         self.assertEqual(names, ["latency", "burst@2:1", "latency,rdv=own-queue", "latency,rdv=daemon",
                                  "latency,mtu=1500", "latency,mtu=9000", "latency,framing=l2",
                                  "latency,framing=udp", "latency,mpi=ompi4", "latency,mpi=ompi5",
                                  "latency,mpi=mpich5", "latency,mpi=ompi4,mtu=1500",
-                                 "latency,mpi=ompi5,mtu=1500", "latency,mpi=mpich5,mtu=1500"])
+                                 "latency,mpi=ompi5,mtu=1500", "latency,mpi=mpich5,mtu=1500",
+                                 "latency,names=wire", "latency,names=ids",
+                                 "latency,mpi=ompi5,names=wire", "latency,mpi=ompi5,names=ids"])
+        # the names rows run only when asked (--names-rows), then alone
+        kept = runner.select_names_rows(runner.BENCHMARKS, False)
+        self.assertFalse([b for b in kept if "names" in b.fields])
+        only = runner.select_names_rows(runner.BENCHMARKS, True)
+        self.assertTrue(only and all("names" in b.fields for b in only))
+        rudp = [t for t in runner.TRANSPORTS if t.name == "rudp"][0]
+        tcp = [t for t in runner.TRANSPORTS if t.name == "tcp"][0]
+        pairs = runner.combos([rudp, tcp], only)
+        self.assertTrue(pairs and all(t is rudp for t, _ in pairs))
         self.assertEqual(len(runner.select(runner.BENCHMARKS, None, lambda b: [b.name], "b")),
                          len(runner.BENCHMARKS))
         with self.assertRaises(SystemExit):

@@ -52,6 +52,7 @@ _VARIANT_FMT = {
     "cluster": lambda v: "real hosts (%s)" % v,
     "threads": lambda v: "%s thread%s per rank" % (v, "" if v == 1 else "s"),
     "thread_level": lambda v: "MPI_THREAD_%s" % str(v).upper(),
+    "names": lambda v: "wire v3, named" if v == "wire" else "wire v2, numbered",
 }
 # the marker of a column (or a failed/skipped note) not measured in this run
 OLD_MARK = "\u2020"
@@ -322,36 +323,50 @@ def _counter_notes(ok, cols):
 FRAMING_SMALL_MAX = 256
 
 
-def _framing_notes(rows, bench, gv, cols):
-    """Under a framing=udp table: what udp framing costs against l2 for
-    each transport that has both, from the same run: the median (and range)
-    over 0-256 B of udp - l2 for latency, of udp / l2 over all sizes for bw."""
-    if dict(gv).get("framing") != "udp":
-        return []
+def _pair_notes(rows, bench, cols, field, base, other, what):
+    """What variant @p other costs against @p base (values of @p field) for
+    each transport that has both in one run: the median (and range) over
+    0-256 B of other - base for latency, of other / base over all sizes
+    for the others."""
     lines = []
     for t in cols:
         by = {}
         for r in rows:
             if (r["transport"] == t and r["benchmark"] == bench and r.get("median") is not None
-                    and r.get("size_bytes") is not None and r.get("framing") in ("l2", "udp")
+                    and r.get("size_bytes") is not None and r.get(field) in (base, other)
                     and r.get("mtu") is None):
-                by.setdefault(r["framing"], {})[r["size_bytes"]] = r
-        l2, udp = by.get("l2", {}), by.get("udp", {})
-        same = [s for s in sorted(udp) if s in l2
-                and run_of(udp[s]) == run_of(l2[s])]
+                by.setdefault(r[field], {})[r["size_bytes"]] = r
+        b, o = by.get(base, {}), by.get(other, {})
+        same = [s for s in sorted(o) if s in b and run_of(o[s]) == run_of(b[s])]
         if bench.startswith("latency"):
-            d = [udp[s]["median"] - l2[s]["median"] for s in same if s <= FRAMING_SMALL_MAX]
+            d = [o[s]["median"] - b[s]["median"] for s in same if s <= FRAMING_SMALL_MAX]
             if d:
-                lines.append("- %s: udp framing costs %+.2f us over l2 (median of udp - l2 over "
+                lines.append("- %s: %s costs %+.2f us over %s (median of %s - %s over "
                              "0-%d B, same run; range %+.2f to %+.2f)."
-                             % (t, statistics.median(d), FRAMING_SMALL_MAX, min(d), max(d)))
+                             % (t, what[1], statistics.median(d), what[0], other, base,
+                                FRAMING_SMALL_MAX, min(d), max(d)))
         else:
-            q = [udp[s]["median"] / l2[s]["median"] for s in same if l2[s]["median"]]
+            q = [o[s]["median"] / b[s]["median"] for s in same if b[s]["median"]]
             if q:
-                lines.append("- %s: udp / l2 framing %.2fx (median over %d sizes, same run; "
-                             "range %.2fx to %.2fx)." % (t, statistics.median(q), len(q),
-                                                          min(q), max(q)))
+                lines.append("- %s: %s / %s %.2fx (median over %d sizes, same run; "
+                             "range %.2fx to %.2fx)." % (t, other, base, statistics.median(q),
+                                                          len(q), min(q), max(q)))
     return lines
+
+
+def _framing_notes(rows, bench, gv, cols):
+    """Under a framing=udp table: what udp framing costs against l2."""
+    if dict(gv).get("framing") != "udp":
+        return []
+    return _pair_notes(rows, bench, cols, "framing", "l2", "udp", ("l2", "udp framing"))
+
+
+def _names_notes(rows, bench, gv, cols):
+    """Under a names=wire table: what wire v3 (named) costs against wire v2
+    (numbered, names=ids), same run."""
+    if dict(gv).get("names") != "wire":
+        return []
+    return _pair_notes(rows, bench, cols, "names", "ids", "wire", ("wire v2", "wire v3"))
 
 
 def _header_lines(title, this_run, figures, default_mtu, afxdp_mtu, run_name):
@@ -436,6 +451,7 @@ def markdown(rows, transport_order=(), baseline="tcp", title=None, this_run=None
             lines += mtu_notes
             lines += _counter_notes(ok, cols)
             lines += _framing_notes(rows, bench, gv, cols)
+            lines += _names_notes(rows, bench, gv, cols)
             partial = [r for r in ok if r.get("failed_runs")]
             for t in cols:
                 fr = max([r.get("failed_runs", 0) for r in partial if r["transport"] == t] or [0])

@@ -33,10 +33,13 @@ import tempfile
 # "hostfile" for rows measured across real hosts (compare.py --hostfile;
 # rows without it ran on the emulated cluster or the local host); threads:
 # mt-rate's threads per rank; thread_level: latency-mt's "single" (MPI_Init)
-# or "multiple" (the job asked for MPI_THREAD_MULTIPLE)); a row
-# without one has None there.
+# or "multiple" (the job asked for MPI_THREAD_MULTIPLE); names: how the
+# processes knew each other, "wire" (wire v3: named, first contact) or
+# "ids" (wire v2: numbered), asked for explicitly (rows without it ran the
+# default, which is wire on every link but the daemon's)); a row without
+# one has None there.
 VARIANT_FIELDS = ("links", "mode", "elements_per_packet", "n", "ranks", "loss_pct", "rdv", "mtu",
-                  "framing", "mpi", "cluster", "threads", "thread_level")
+                  "framing", "mpi", "cluster", "threads", "thread_level", "names")
 # Provenance: every row written from now on names the run that measured it
 # (the runner's git commit, "-dirty" if tracked files outside results/ were
 # modified, and the run's start date, ISO 8601 UTC).  Rows written before

@@ -56,7 +56,7 @@ class Transport:
     def __init__(self, name, mca, env=None, requires=(), note="", btl=None, max_nodes=None,
                  per_node=None, raw_vdev=None, up_args=(), mode=None, rdv_variants=False,
                  mtu_variants=False, max_mtu=None, max_mtu_note=None, framing_variants=False,
-                 mpis=(), mpi_rows_only=False):
+                 mpis=(), mpi_rows_only=False, names_variants=False):
         self.name = name
         self.mca = list(mca)
         self.env = dict(env or {})
@@ -83,6 +83,9 @@ class Transport:
         # libfabric transport measured only in those rows (--mpi-rows)
         self.mpis = tuple(mpis)
         self.mpi_rows_only = mpi_rows_only
+        # benchmarks with a names field (wire v3 "wire" against wire v2
+        # "ids", same run) apply: the transports that can run both
+        self.names_variants = names_variants
 
     def mtu_for(self, asked):
         """The MTU this transport's row for MTU @p asked runs at."""
@@ -114,6 +117,9 @@ class Transport:
             return "%s runs under %s only" % (self.name, ", ".join(self.mpis))
         if "mpi" in bench.fields and bench.fields["mpi"] in MPI_UNAVAILABLE:
             return MPI_UNAVAILABLE[bench.fields["mpi"]]
+        if "names" in bench.fields and not self.names_variants:
+            return "%s compares wire v3 and v2 (%s)" % (
+                bench.label, ", ".join(t.name for t in TRANSPORTS if t.names_variants))
         if "mtu" in bench.fields and not self.mtu_variants:
             return "%s: the MTU rows are for the wires of a real network (%s)" % (
                 bench.label, ", ".join(t.name for t in TRANSPORTS if t.mtu_variants))
@@ -231,12 +237,14 @@ TRANSPORTS = [
               [("pml", "ob1"), ("btl", "self,vader,rudp"),
                ("mca_base_component_path", SYSTEM_MCA_DIR + ":{build}/ompi/btl/rudp")],
               requires=["{build}/ompi/btl/rudp/mca_btl_rudp.so"], btl="rudp", mtu_variants=True,
+              names_variants=True,
               note="ethermpi reliable-UDP BTL ([dse-rudp])"),
     # [dpdk-btl]'s BTL on the memif "cable" of a 2-node cluster (emcluster
     # writes each node's end into <rundir>/dpdk/<node>.memif); direct mode:
     # each process owns its node's DPDK port, so one rank per node.
     _dpdk("dpdk-memif", [("btl_dpdk_vdev", "@/run/ethermpi/{prefix}/dpdk/%h.memif")],
               max_nodes=2, per_node=1, mode="direct", framing_variants=True, mpis=("ompi4",),
+              names_variants=True,
               note="ethermpi dpdk BTL over a memif cable (kernel bypass, [dpdk-btl])"),
     # daemon mode (docs/daemon.md): one emd per node owns the cable end and
     # the ranks attach to it over shared memory; 'up --emd' starts the
@@ -306,13 +314,13 @@ TRANSPORTS = [
     Transport("ofi-ethermpi-udp", ETHERMPI_MCA,
               env=dict(ETHERMPI_ENV, FI_ETHERMPI_IF_INCLUDE="{iface}"),
               requires=["{build}/prov/libethermpi-fi.so"], mpis=MPIS, mpi_rows_only=True,
-              mtu_variants=True,
+              mtu_variants=True, names_variants=True,
               note="ethermpi libfabric provider on kernel UDP"),
     Transport("ofi-ethermpi-memif", ETHERMPI_MCA,
               env=dict(ETHERMPI_ENV, FI_ETHERMPI_LINK="dpdk",
                        FI_ETHERMPI_VDEV="@/run/ethermpi/{prefix}/dpdk/%h.memif"),
               requires=["{build}/prov/libethermpi-fi.so"], mpis=MPIS, mpi_rows_only=True,
-              max_nodes=2, per_node=1,
+              max_nodes=2, per_node=1, names_variants=True,
               note="ethermpi libfabric provider on the memif cable (kernel bypass)"),
     Transport("ofi-ethermpi-afxdp", ETHERMPI_MCA,
               env=dict(ETHERMPI_ENV, FI_ETHERMPI_LINK="dpdk",
@@ -351,7 +359,7 @@ LINK_MCA = {
 class Benchmark:
     def __init__(self, name, program, np, unit, pattern=None, args=(), nodes=None,
                  env=None, mpirun_args=(), mca=(), fields=None, up_args=(), transport_mca=None,
-                 top_fields=(), counters=()):
+                 top_fields=(), counters=(), transport_env=None):
         self.name = name          # benchmark name in the JSON rows
         self.program = program    # executable in <build>/bench/mpi
         self.np = np
@@ -373,6 +381,9 @@ class Benchmark:
         # transport only, replacing its own value of the same parameter (e.g.
         # the interface or device list on a 2-link cluster); see mca_for()
         self.transport_mca = {k: list(v) for k, v in (transport_mca or {}).items()}
+        # {transport name: {VAR: value}}: environment for one transport only
+        # (the provider's FI_ETHERMPI_* settings), over the transport's own
+        self.transport_env = {k: dict(v) for k, v in (transport_env or {}).items()}
         # secondary columns also copied to the row's top level (halo-app:
         # compute_s next to the primary sync time)
         self.top_fields = list(top_fields)
@@ -402,6 +413,13 @@ class Benchmark:
                 args += ["--mca", k, v]
         return args
 
+    def env_for(self, transport, ctx):
+        """The transport's environment with this benchmark's transport_env
+        entries for it applied."""
+        env = transport.env_vars(ctx)
+        env.update({k: v.format(**ctx) for k, v in self.transport_env.get(transport.name, {}).items()})
+        return env
+
     @property
     def label(self):
         base = self.name if self.pattern is None else "%s@%s" % (self.name, self.pattern)
@@ -413,6 +431,9 @@ class Benchmark:
 # bw rows count the receiver's spurious retransmissions (frames it already
 # had) where the BTL prints them: the goal at zero loss is 0
 BW_COUNTERS = ("spurious_retx",)
+
+# the names rows' variants: wire v3 (named) and wire v2 (numbered)
+NAMES = ("wire", "ids")
 
 # the collectives' rows (name, program) and their pattern: 4 ranks, 2 per node
 COLL_BENCHMARKS = (("allreduce", "em_allreduce"), ("alltoall", "em_alltoall"))
@@ -553,6 +574,30 @@ BENCHMARKS = [
     for name, prog, unit in (("latency", "em_latency", "us"), ("bw", "em_bw", "MB/s"),
                              ("bibw", "em_bibw", "MB/s"))
     for mpi in MPIS
+] + [
+    # wire v3 (names wire: named by address, first contact) against wire
+    # v2 (names ids: numbered, keys from the launcher's exchange), both
+    # asked for explicitly, alternating in one run (only with --names-rows,
+    # runner.select_names_rows): the BTLs
+    # (latency, windowed bandwidth, and the collectives with 2 ranks per
+    # node where the transport holds them) ...
+    Benchmark(name, prog, np, unit, pattern=pat, nodes=2, fields={"names": n},
+              env={"EMC_SLOTS": "2"} if np > 2 else None,
+              mpirun_args=["--mca", "mpi_yield_when_idle", "1"] if np > 2 else (),
+              transport_mca={"rudp": [("btl_rudp_names", n)],
+                             "dpdk-memif": [("btl_dpdk_names", n)]})
+    for name, prog, np, unit, pat in (("latency", "em_latency", 2, "us", None),
+                                      ("bw", "em_bw", 2, "MB/s", None),
+                                      ("allreduce", "em_allreduce", 4, "us", COLL_PATTERN))
+    for n in NAMES
+] + [
+    # ... and the libfabric provider under the Open MPI 5 wheel (with
+    # --mpi-rows too)
+    Benchmark(name, prog, 2, unit, fields={"mpi": "ompi5", "names": n},
+              transport_env={t: {"FI_ETHERMPI_NAMES": n}
+                             for t in ("ofi-ethermpi-udp", "ofi-ethermpi-memif")})
+    for name, prog, unit in (("latency", "em_latency", "us"), ("bw", "em_bw", "MB/s"))
+    for n in NAMES
 ]
 
 
@@ -579,6 +624,8 @@ def combos(transports, benches):
     rows under every MTU table), likewise the mpi rows of transports that
     do not run under that MPI, and the non-mpi rows of mpi_rows_only ones."""
     def has(t, b):
+        if "names" in b.fields and not t.names_variants:
+            return False
         if "mpi" in b.fields:
             return b.fields["mpi"] in t.mpis and ("mtu" not in b.fields or t.mtu_variants)
         return not t.mpi_rows_only and ("mtu" not in b.fields or t.mtu_variants)
@@ -593,6 +640,13 @@ def select_mpi_rows(benches, only):
         raise SystemExit("no benchmark left after --mpi-rows (the mpi rows are %s)"
                          % ", ".join(sorted({b.name for b in BENCHMARKS if "mpi" in b.fields})))
     return out
+
+
+def select_names_rows(benches, only):
+    """The rows comparing wire v3 and v2 (field names) run only when asked
+    (@p only: --names-rows, and then nothing else): a targeted comparison,
+    kept out of the full run's time."""
+    return [b for b in benches if ("names" in b.fields) == bool(only)]
 
 
 def select_mtu_rows(benches, only, mtus, none):
