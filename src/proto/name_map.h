@@ -12,6 +12,16 @@
  * empty cell, so a name that is in no entry (a stranger's claim) costs a
  * few probes.  The names put in come from a trusted source (a launcher's
  * modex), so the hash is not keyed.  Pure C, no I/O; one thread at a time.
+ *
+ * Why not the handshake table's own name index (conn.c): that index holds
+ * names strangers claim, so its hash is keyed (SipHash with the table's
+ * secret) against collision flooding, it grows as strangers come, and it
+ * keys on address and endpoint without the nonce, so that a restarted
+ * peer (a new nonce at the same place) finds its old entry.  This map
+ * answers another question (is this exact name, nonce included, one the
+ * job published, and whose?) over a set fixed up front from a trusted
+ * source; sharing one table would give one of the two the wrong key or
+ * the wrong cost.
  */
 #ifndef EM_PROTO_NAME_MAP_H
 #define EM_PROTO_NAME_MAP_H
