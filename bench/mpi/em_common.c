@@ -48,8 +48,8 @@ _Noreturn void em_fail(const char *fmt, ...)
 
 /* ---- option parsing --------------------------------------------------- */
 
-/* Parses "4096", "4K", "4k", "2M", "1G" (binary multiples). */
-static int parse_size(const char *s, size_t *out)
+/* Parses "4096", "4K", "4k", "2M", "1G" (binary multiples), at most @p limit. */
+static int parse_bytes(const char *s, size_t limit, size_t *out)
 {
     char *end = NULL;
     unsigned long long v;
@@ -82,11 +82,14 @@ static int parse_size(const char *s, size_t *out)
     }
     if (*end != '\0')
         return -1;
-    if (v > (unsigned long long)EM_SIZE_LIMIT / mult)
+    if (v > (unsigned long long)limit / mult)
         return -1;
     *out = (size_t)(v * mult);
     return 0;
 }
+
+/* A message size: at most EM_SIZE_LIMIT. */
+static int parse_size(const char *s, size_t *out) { return parse_bytes(s, EM_SIZE_LIMIT, out); }
 
 static int parse_long(const char *s, long min, long *out)
 {
@@ -304,7 +307,8 @@ struct em_opts em_setup(int *argc, char ***argv, const struct em_prog *p, int *r
                 have_win = 1;
             break;
         case 'B':
-            if (!(p->optmask & EM_OPT_BUDGET) || parse_size(optarg, &budget) || budget == 0)
+            if (!(p->optmask & EM_OPT_BUDGET) || parse_bytes(optarg, EM_BUDGET_LIMIT, &budget) ||
+                budget == 0)
                 bad = 1;
             else
                 have_b = 1;

@@ -23,6 +23,9 @@
 
 /* Upper bound on the sizes we accept, so int counts never overflow. */
 #define EM_SIZE_LIMIT ((size_t)1 << 30)
+/* -B: a byte budget per size may exceed one message (long runs to sample a
+ * profile in: tools/cpu-cost) */
+#define EM_BUDGET_LIMIT ((size_t)1 << 40)
 
 enum em_tag {
     EM_TAG_DATA = 100,

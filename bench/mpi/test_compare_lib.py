@@ -239,6 +239,28 @@ class ReportTests(unittest.TestCase):
         self.assertIn("higher is better", md)
         self.assertLess(md.index("## latency"), md.index("## bw"))
 
+    def test_names_notes(self):
+        def row(names, size, med, run="a@1"):
+            return {"transport": "rudp", "benchmark": "latency", "size_bytes": size, "median": med,
+                    "unit": "us", "runs": [med], "names": names, "run": run}
+        rows = [row("ids", 8, 10.0), row("wire", 8, 10.5), row("ids", 64, 11.0),
+                row("wire", 64, 11.0), row("ids", 1024, 20.0, "b@2"), row("wire", 1024, 99.0)]
+        md = report.markdown(rows, ["rudp"])
+        # over 0-256 B of the same run only: +0.5 and 0.0, median +0.25
+        self.assertIn("rudp: wire v3 costs +0.25 us over wire v2 (median of wire - ids over "
+                      "0-256 B, same run; range +0.00 to +0.50)", md)
+
+    def test_cpu_cost_classes(self):
+        from importlib.machinery import SourceFileLoader
+        cc = SourceFileLoader("cpu_cost", os.path.join(REPO, "tools", "cpu-cost")).load_module()
+        self.assertEqual(cc.classify("[k] _copy_to_iter"), "kernel_copy")
+        self.assertEqual(cc.classify("[k] __pi_memcpy"), "kernel_copy")
+        self.assertEqual(cc.classify("[k] tcp_sendmsg_locked"), "kernel_other")
+        self.assertEqual(cc.classify("[.] __memmove_avx512_unaligned_erms"), "user_copy")
+        self.assertEqual(cc.classify("[.] opal_progress"), "user_other")
+        self.assertEqual(cc.classify("[k] pv_native_safe_halt"), "idle")
+        self.assertEqual(cc.parse_size("1M"), 1 << 20)
+
     def test_fmt(self):
         self.assertEqual(report.fmt_size(0), "0 B")
         self.assertEqual(report.fmt_size(3000), "3000 B")
