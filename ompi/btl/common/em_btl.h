@@ -16,14 +16,14 @@
  *   peer declared failed                  -> pending ops complete with
  *                                            OPAL_ERR_UNREACH, error callback
  *                                            (FATAL) so the job ends, not hangs
- * Peers: with btl_<name>_names wire, on a link that runs wire v3's first
+ * Peers: by default (btl_<name>_names auto or wire), on a link that runs wire v3's first
  * contact (em_link_has_contact: kernel UDP, AF_XDP, DPDK), each module is
  * named by its link address, an
  * endpoint index and a random nonce, which its modex entry carries; the
  * module's engine numbers its peers itself (the handshake table's slots,
  * engine/contact.h), the handshake gives each pair its keys and sequence
  * numbers, and no vpid travels on the wire (docs/design.md "BTLs on first
- * contact").  By default (names auto: ids here) and always on the emd
+ * contact").  With btl_<name>_names ids, and always on the emd
  * daemon's link,
  * peers are numbered by vpid: each process draws a random 64-bit secret and
  * initial sequence number (getrandom) and publishes them in its modex entry;

@@ -4,9 +4,10 @@
  * Named links: the BTL on wire v3's first contact (engine/contact.h;
  * docs/design.md "BTLs on first contact").
  *
- * With btl_<name>_names wire (opt-in: the default, auto, is ids for the
- * BTLs; docs/design.md "Wire v3" says why), on a link that can run the handshake (em_link_has_contact:
- * kernel UDP, AF_XDP, DPDK; not the emd daemon's), a module is named by its link address, its endpoint index behind it (0: a
+ * By default (btl_<name>_names auto, or wire; ids keeps the numbered path,
+ * docs/design.md "Wire v3"), on a link that can run the handshake
+ * (em_link_has_contact: kernel UDP, AF_XDP, DPDK; not the emd daemon's),
+ * a module is named by its link address, its endpoint index behind it (0: a
  * module owns its link; the BTLs never share one through link_mux) and a
  * random nonce, and its modex entry carries that name and no key material.
  * Its engine is created with room for every other process of the job
@@ -51,9 +52,10 @@
 
 bool em_btl_link_named(const em_btl_module_t *m, const em_link_t *link)
 {
-    /* auto (the default) is ids for the BTLs (src/transport/settings.c) */
+    /* auto (the default) and wire: named wherever the link can run first
+     * contact; ids: numbered (src/transport/settings.c) */
     const char *names = m->params->s.names;
-    return em_link_has_contact(link) && names && strcmp(names, "wire") == 0;
+    return em_link_has_contact(link) && !(names && strcmp(names, "ids") == 0);
 }
 
 int em_btl_name_open(em_btl_module_t *m, char *err, size_t errlen)
