@@ -129,9 +129,9 @@ static void burst(uint32_t peer)
         for (int s = 0; s < 2; s++) {
             unsigned n = sent[s][peer]++;
             memcpy(bufs[s][peer][k], &n, sizeof n);
-            assert_int_equal(em_proto_send(P[s], &ops[s][peer][k], peer, 1, bufs[s][peer][k], 200,
-                                           NULL, NOW),
-                             0);
+            assert_int_equal(
+                em_proto_send(P[s], &ops[s][peer][k], peer, 1, bufs[s][peer][k], 200, NULL, NOW),
+                0);
         }
 }
 
