@@ -18,10 +18,17 @@
  *      stranger at number `start`, so the table grows inside progress.
  *      The message arrives (from FI_ADDR_NOTAVAIL); S inserts T, gets the
  *      same number, and answers T through it.
+ *   3. FI_THREAD_SAFE: on G's domain one thread inserts 3,000 names (the
+ *      table grows from 16 to 4,096 under the domain's lock) while another
+ *      exchanges verified messages between G and Q through the CQs, every
+ *      progress call under the lock as the provider's own; then R,
+ *      inserted last (number 3,001), exchanges with G both ways.
  *
  * Usage: test_ofi_grow
  */
 #include <arpa/inet.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +49,8 @@
 static struct ofi_node H = { .name = "H" }, P0 = { .name = "P0" }, PL = { .name = "PL" },
                        S = { .name = "S" }, T = { .name = "T" };
 static struct ofi_node *ALL[] = { &H, &P0, &PL, &S, &T };
+static struct ofi_node G = { .name = "G" }, Q = { .name = "Q" }, R = { .name = "R" };
+static struct ofi_node *SAFE[] = { &G, &Q, &R };
 static struct fi_context ctx[4];
 
 static void progress_all(void *arg)
@@ -70,16 +79,20 @@ static fi_addr_t exchange(struct ofi_node *from, fi_addr_t dest, struct ofi_node
 }
 
 /* Insert into @p n the name of an endpoint that does not exist: @p like's
- * address with receive port @p port (below 1024: no socket of ours has
- * it) and a nonce of its own.  Nothing is sent to it. */
-static void insert_filler(struct ofi_node *n, const struct ofi_node *like, uint16_t port)
+ * address with receive port @p port and send port @p sport (below 1024:
+ * no socket of ours has them) and a nonce of its own.  Nothing is sent to
+ * it. */
+static void insert_filler(struct ofi_node *n, const struct ofi_node *like, uint16_t port,
+                          uint16_t sport)
 {
     emo_addr_t a;
     CHECK(emo_addr_decode(like->addr, EMO_ADDR_LEN, &a) == 0 && a.named && a.link.len == 8,
           "%s: not a named kernel UDP address", like->name);
     uint16_t be = htons(port);
     memcpy(a.link.bytes + 4, &be, 2);
-    a.nonce = 0x5eed0000u + port;
+    be = htons(sport);
+    memcpy(a.link.bytes + 6, &be, 2);
+    a.nonce = 0x5eed0000u + port + ((uint64_t)sport << 16);
     uint8_t buf[EMO_ADDR_LEN];
     emo_addr_encode(&a, buf);
     fi_addr_t fa;
@@ -101,7 +114,7 @@ static void both_ends(void)
           table_of(&H), EMO_NAMED_PEERS_START);
     fi_addr_t h_p0 = ofi_node_insert(&H, &P0);
     for (uint16_t i = 0; i < FILLERS; i++)
-        insert_filler(&H, &P0, (uint16_t)(100 + i));
+        insert_filler(&H, &P0, (uint16_t)(100 + i), 7);
     fi_addr_t h_pl = ofi_node_insert(&H, &PL);
     uint32_t n0 = emo_av_peer(H.e, h_p0), nl = emo_av_peer(H.e, h_pl);
     CHECK(n0 == 0 && nl == FILLERS + 1, "H numbers P0 %u and PL %u, not 0 and %u", n0, nl,
@@ -122,7 +135,7 @@ static void both_ends(void)
 static void stranger_grows(void)
 {
     for (uint16_t i = 0; i < EMO_NAMED_PEERS_START; i++)
-        insert_filler(&S, &T, (uint16_t)(300 + i));
+        insert_filler(&S, &T, (uint16_t)(300 + i), 7);
     CHECK(table_of(&S) == EMO_NAMED_PEERS_START, "S: %u names should fill the table, not grow it",
           EMO_NAMED_PEERS_START);
     fi_addr_t t_s = ofi_node_insert(&T, &S);
@@ -138,6 +151,82 @@ static void stranger_grows(void)
     CHECK(exchange(&S, s_t, &T, SMALL, 8) == t_s, "T: S's answer not from its fi_addr_t");
     printf("ok: stranger T took number %u; S's table grew to %u entries in progress\n",
            EMO_NAMED_PEERS_START, table_of(&S));
+}
+
+/* progress of the FI_THREAD_SAFE nodes, each under its domain's lock (as
+ * the provider's own calls take it) */
+static void progress_safe(void *arg)
+{
+    (void)arg;
+    for (unsigned i = 0; i < sizeof SAFE / sizeof SAFE[0]; i++)
+        if (SAFE[i]->e) {
+            emo_lock(SAFE[i]->e->dom);
+            (void)emo_ep_progress(SAFE[i]->e);
+            emo_unlock(SAFE[i]->e->dom);
+        }
+}
+
+#define SAFE_FILLERS 3000u
+static atomic_bool inserted;
+
+static void *inserter(void *arg)
+{
+    (void)arg;
+    for (unsigned i = 0; i < SAFE_FILLERS; i++)
+        insert_filler(&G, &Q, (uint16_t)(1 + i % 1000), (uint16_t)(1 + i / 1000));
+    atomic_store(&inserted, true);
+    return NULL;
+}
+
+/* @p from sends @p len verified bytes to @p to, progress under the lock */
+static void exchange_safe(struct ofi_node *from, fi_addr_t dest, struct ofi_node *to, size_t len,
+                          unsigned seed, struct fi_context *c)
+{
+    uint8_t *s = malloc(len), *r = calloc(1, len);
+    CHECK(s && r, "malloc");
+    ofi_fill(s, len, seed);
+    FI(fi_trecv(to->ep, r, len, NULL, FI_ADDR_UNSPEC, seed, 0, &c[0]));
+    ofi_node_send(from, progress_safe, NULL, dest, s, len, seed, &c[1]);
+    (void)ofi_node_expect_ok(to, progress_safe, NULL, &c[0]);
+    (void)ofi_node_expect_ok(from, progress_safe, NULL, &c[1]);
+    CHECK(memcmp(s, r, len) == 0, "%s -> %s: %zu bytes differ", from->name, to->name, len);
+    free(s);
+    free(r);
+}
+
+static void threads_grow(struct fi_info *info)
+{
+    enum fi_threading was = info->domain_attr->threading;
+    info->domain_attr->threading = FI_THREAD_SAFE;
+    for (unsigned i = 0; i < sizeof SAFE / sizeof SAFE[0]; i++)
+        ofi_node_open(SAFE[i], info);
+    info->domain_attr->threading = was;
+    fi_addr_t g_q = ofi_node_insert(&G, &Q), q_g = ofi_node_insert(&Q, &G);
+    static struct fi_context c[2];
+    exchange_safe(&G, g_q, &Q, SMALL, 20, c); /* the pair's handshake first */
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, inserter, NULL) == 0, "pthread_create");
+    unsigned rounds = 0;
+    for (; rounds < 1000000 && (!atomic_load(&inserted) || rounds < 4); rounds++) {
+        exchange_safe(&G, g_q, &Q, SMALL, 21 + rounds, c);
+        exchange_safe(&Q, q_g, &G, SMALL, 22 + rounds, c);
+    }
+    pthread_join(th, NULL);
+    emo_lock(G.e->dom);
+    uint32_t table = table_of(&G);
+    emo_unlock(G.e->dom);
+    CHECK(table == 4096, "G: %u peers from 16 should double to 4096 entries, not %u",
+          SAFE_FILLERS + 1, table);
+    fi_addr_t g_r = ofi_node_insert(&G, &R), r_g = ofi_node_insert(&R, &G);
+    CHECK(emo_av_peer(G.e, g_r) == SAFE_FILLERS + 1, "G numbers R %u, not %u",
+          emo_av_peer(G.e, g_r), SAFE_FILLERS + 1);
+    exchange_safe(&G, g_r, &R, BIG, 30, c);
+    exchange_safe(&R, r_g, &G, BIG, 31, c);
+    exchange_safe(&G, g_q, &Q, BIG, 32, c);
+    printf("ok: %u exchanges while another thread grew G's table to %u; R (%u) both ways\n",
+           2 * rounds, table, SAFE_FILLERS + 1);
+    for (unsigned i = sizeof SAFE / sizeof SAFE[0]; i-- > 0;)
+        ofi_node_close(SAFE[i]);
 }
 
 int main(void)
@@ -169,6 +258,7 @@ int main(void)
     stranger_grows();
     for (unsigned i = sizeof ALL / sizeof ALL[0]; i-- > 0;)
         ofi_node_close(ALL[i]);
+    threads_grow(info);
     fi_freeinfo(info);
     printf("ofi_grow: ok\n");
     return 0;

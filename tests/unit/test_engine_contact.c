@@ -126,10 +126,14 @@ static bool on_admit(void *u, const em_conn_name_t *nm)
     return admit_only < 0 || (nm->addr_len == 1 && nm->addr[0] == (uint8_t)admit_only);
 }
 
+static bool refuse_grow; /* on_grow: no memory */
+
 /* the owner's tables grow with the engine's: here, only counted */
 static int on_grow(void *u, uint32_t npeers)
 {
     struct node *n = u;
+    if (refuse_grow)
+        return -1;
     assert_true(npeers > n->table);
     n->table = npeers;
     n->grows++;
@@ -207,6 +211,7 @@ static void end_world(void)
     pc_rto_max = 0;
     pc_retries = 0;
     admit_only = -1;
+    refuse_grow = false;
 }
 
 static void round_(void)
@@ -551,6 +556,46 @@ static void late_peer(void **st)
     end_world();
 }
 
+/* the owner has no memory to grow: an insert beyond the table says
+ * -EM_ENOMEM, a stranger beyond it is forgotten again (hs_no_memory); both
+ * work once memory comes back */
+static void growth_refused(void **st)
+{
+    (void)st;
+    world(0, 0, 0);
+    for (unsigned i = 0; i < NODES; i++)
+        make(i, i == 0, 0);
+    insert(0, 1, false);
+    insert(0, 2, false); /* the table of 2 is full */
+    refuse_grow = true;
+    em_conn_name_t nm = { .addr_len = 1, .addr = { 3 }, .nonce = 0x1000u + 3 * 16u };
+    uint32_t p;
+    assert_int_equal(em_engine_contact_insert(N[0].e, &nm, &p), -EM_ENOMEM);
+    assert_int_equal(em_engine_npeers(N[0].e), NPEERS);
+    /* node 3 sends to node 0, which has no room for the stranger */
+    insert(3, 0, false);
+    assert_int_equal(em_engine_contact_connect(N[3].e, N[3].peer_of[0]), 0);
+    for (long k = 0; em_engine_stats(N[0].e)->hs_no_memory == 0; k++) {
+        assert_true(k < 2000000L);
+        round_();
+    }
+    assert_int_equal(N[0].contacts, 0);
+    assert_int_equal(em_engine_npeers(N[0].e), NPEERS);
+    char line[1024];
+    em_engine_contact_stats_format(N[0].e, line, sizeof line);
+    assert_non_null(strstr(line, "hs_no_memory 1"));
+    /* memory again: the insert grows the table (the protocol's grew
+     * already for the stranger; the engine's size follows the owner's) */
+    refuse_grow = false;
+    insert(0, 3, false);
+    assert_int_equal(em_engine_npeers(N[0].e), 2 * NPEERS);
+    insert(1, 0, false);
+    send_one(0, 1, 0);
+    wait_done(1);
+    free_bufs();
+    end_world();
+}
+
 /* a link without tx_to / rx_from, or an engine numbered otherwise, refuses */
 static void refusals(void **st)
 {
@@ -584,7 +629,7 @@ int main(void)
         cmocka_unit_test(strangers),         cmocka_unit_test(restart),
         cmocka_unit_test(remove_and_insert), cmocka_unit_test(claimed_address),
         cmocka_unit_test(no_answer),         cmocka_unit_test(late_peer),
-        cmocka_unit_test(refusals),
+        cmocka_unit_test(refusals),          cmocka_unit_test(growth_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
