@@ -13,7 +13,8 @@
  *   - frames received from the wire, through em_proto_rx().
  *
  * Memory (docs/design.md "Memory per peer"): em_proto_create() allocates
- * a small record per peer (em_proto_peer_bytes_idle(), under 256 bytes
+ * a small record per peer, em_proto_grow() more of them
+ * (em_proto_peer_bytes_idle(), under 256 bytes
  * with the engine's own byte): keys, ISNs, both sequence numbers, the ACK
  * owed, failure, the liveness watch, the RTT estimate.  The rest, the send
  * ring, out-of-order and reassembly state, retransmit timer and congestion
