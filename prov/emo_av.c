@@ -71,11 +71,15 @@ static int map_set(const struct emo_av *av, struct emo_ep *ep, fi_addr_t fa, uin
         m->peer = p;
         m->cap = av->cap;
     }
-    if (id_reserve(&m->fa, &m->nfa, id) != 0)
-        return -FI_ENOMEM;
+    fi_addr_t *first = &m->self_fa;
+    if (id != ep->self.id) {
+        if (id_reserve(&m->fa, &m->nfa, id) != 0)
+            return -FI_ENOMEM;
+        first = &m->fa[id];
+    }
     m->peer[fa] = id;
-    if (m->fa[id] == FI_ADDR_NOTAVAIL)
-        m->fa[id] = fa;
+    if (*first == FI_ADDR_NOTAVAIL)
+        *first = fa;
     return 0;
 }
 
@@ -90,15 +94,16 @@ static uint32_t map_clear(struct emo_ep *ep, fi_addr_t fa, bool *still)
     if (fa >= m->cap || m->peer[fa] == EMO_ID_NONE)
         return EMO_ID_NONE;
     uint32_t id = m->peer[fa];
+    fi_addr_t *first = id == ep->self.id ? &m->self_fa : &m->fa[id];
     m->peer[fa] = EMO_ID_NONE;
-    if (m->fa[id] != fa) {
+    if (*first != fa) {
         *still = true; /* the other entry named it already */
         return id;
     }
-    m->fa[id] = FI_ADDR_NOTAVAIL;
+    *first = FI_ADDR_NOTAVAIL;
     for (size_t i = 0; i < m->cap && !*still; i++)
         if (m->peer[i] == id) {
-            m->fa[id] = i;
+            *first = i;
             *still = true;
         }
     return id;
@@ -490,7 +495,7 @@ void emo_av_unbind(struct emo_ep *ep)
         }
     free(ep->avm.peer);
     free(ep->avm.fa);
-    ep->avm = (struct emo_av_map){ 0 };
+    ep->avm = (struct emo_av_map){ .self_fa = FI_ADDR_NOTAVAIL };
     ep->av = NULL;
 }
 

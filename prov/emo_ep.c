@@ -717,6 +717,7 @@ int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
     struct emo_ep *ep = calloc(1, sizeof *ep);
     if (!ep)
         return -FI_ENOMEM;
+    ep->avm.self_fa = FI_ADDR_NOTAVAIL; /* (the rest of its AV map: empty, zeros) */
     ep->dom = container_of_emo(domain, struct emo_domain, dom);
     ep->dom->neps++; /* (ep_close undoes it, also for a failed open) */
     ep->info = fi_dupinfo(info);

@@ -22,9 +22,16 @@
  * (version 2, emo_ep.c's pick_id): a job uses one link everywhere, and an
  * address of the other kind is refused at insert with the reason.
  *
- * Table size: the engine's peer table is allocated when the endpoint
- * opens: FI_ETHERMPI_NPEERS peers (default EMO_NAMED_PEERS); a peer beyond
- * it is refused with a message naming the setting.
+ * Table size: the endpoint's per-peer arrays and its engine's table start
+ * at EMO_NAMED_PEERS_START entries and double when a peer inserted into the
+ * AV, or a stranger whose handshake completes, needs a number beyond them
+ * (engine/contact.h "Sizing"; emo_name_grow below): a job's size is limited
+ * by memory, and FI_ETHERMPI_NPEERS is not read.  The endpoint's own number
+ * lies outside the table (EM_PROTO_SELF_OUTSIDE, engine/contact.h "Self").
+ *
+ * Threading: the arrays grow under the domain's lock, which every path
+ * that reads them holds: fi_av_insert and fi_ep_bind (emo_name_resolve),
+ * and progress (the handshake of a stranger, from em_engine_progress).
  */
 #include "emo_prov.h"
 
@@ -50,9 +57,11 @@ int emo_name_setup(struct emo_ep *ep, char *err, size_t errlen)
             snprintf(err, errlen, "getrandom failed: no nonce for the endpoint's name");
             return -1;
         }
-    long cap = emo_params.npeers > 0 ? emo_params.npeers : EMO_NAMED_PEERS;
-    if (cap >= (long)EM_CONN_SLOTS_MAX)
-        cap = (long)EM_CONN_SLOTS_MAX - 1;
+    if (emo_params.npeers > 0)
+        FI_INFO(&emo_prov, FI_LOG_EP_CTRL,
+                "FI_ETHERMPI_NPEERS is not used on the %s link: a named endpoint's peer "
+                "table grows with its peers\n",
+                ep->link->ops->name);
     if (emo_params.id >= 0)
         FI_INFO(&emo_prov, FI_LOG_EP_CTRL,
                 "FI_ETHERMPI_ID is not used on the %s link: endpoints are named by "
@@ -64,10 +73,40 @@ int emo_name_setup(struct emo_ep *ep, char *err, size_t errlen)
      * address's last byte, link/link_mux.h); alone on its link, 0 */
     ep->self.ep_index = em_link_is_mux(ep->link) ? ep->link->local.bytes[ep->link->local.len - 1]
                                                  : 0;
-    ep->npeers = (uint32_t)cap + 1;
-    ep->self.id = (uint32_t)cap; /* the engine's own number, never a peer's */
-    FI_INFO(&emo_prov, FI_LOG_EP_CTRL, "named endpoint %u on the %s link, up to %ld peers\n",
-            ep->self.ep_index, ep->link->ops->name, cap);
+    ep->npeers = EMO_NAMED_PEERS_START;  /* grows: emo_name_grow */
+    ep->self.id = EM_PROTO_SELF_OUTSIDE; /* the engine's own number, above every peer's */
+    FI_INFO(&emo_prov, FI_LOG_EP_CTRL, "named endpoint %u on the %s link\n", ep->self.ep_index,
+            ep->link->ops->name);
+    return 0;
+}
+
+/* make @p *t (@p elem bytes per entry, @p old entries) hold @p n, new ones 0 */
+static int grow_one(void **t, size_t elem, uint32_t old, uint32_t n)
+{
+    uint8_t *nt = realloc(*t, (size_t)n * elem);
+    if (!nt)
+        return -1;
+    memset(nt + (size_t)old * elem, 0, (size_t)(n - old) * elem);
+    *t = nt;
+    return 0;
+}
+
+int emo_name_grow(void *u, uint32_t npeers)
+{
+    struct emo_ep *ep = u;
+    uint32_t old = ep->npeers;
+    /* each array grown keeps its entries; ep->npeers moves last, so a
+     * failure part way leaves larger arrays and the old size (a later
+     * growth reallocates them again) */
+    if (npeers <= old || grow_one((void **)&ep->peer_set, 1, old, npeers) != 0 ||
+        grow_one((void **)&ep->peer_heard, 1, old, npeers) != 0 ||
+        grow_one((void **)&ep->peer_failed, 1, old, npeers) != 0 ||
+        grow_one((void **)&ep->fail_pending, 1, old, npeers) != 0 ||
+        grow_one((void **)&ep->unexp_held, sizeof *ep->unexp_held, old, npeers) != 0)
+        return -1;
+    ep->npeers = npeers;
+    FI_INFO(&emo_prov, FI_LOG_EP_CTRL, "endpoint %u: peer table grows to %u\n", ep->self.ep_index,
+            npeers);
     return 0;
 }
 
@@ -154,9 +193,9 @@ int emo_name_resolve(struct emo_ep *ep, emo_addr_t *a)
     int rc = em_engine_contact_insert(ep->eng, &nm, &peer);
     if (rc == -EM_ENOMEM) {
         FI_WARN(&emo_prov, FI_LOG_AV,
-                "this endpoint's peer table is full (%u peers): set FI_ETHERMPI_NPEERS "
-                "larger\n",
-                ep->npeers - 1);
+                "out of memory: this endpoint's peer table (%u entries) could not grow to take "
+                "another peer; give the process more memory (ulimit -v, cgroup limits)\n",
+                ep->npeers);
         return -FI_ENOMEM;
     }
     if (rc != 0) {

@@ -197,6 +197,9 @@ struct emo_av_map {
     size_t cap;     /**< as large as the AV's table once an entry was set */
     fi_addr_t *fa;  /**< peer number -> fi_addr_t (FI_ADDR_NOTAVAIL: in no entry), nfa */
     uint32_t nfa;
+    /** the endpoint's own number -> fi_addr_t: kept apart, as a named
+     *  endpoint's number lies outside its table (EM_PROTO_SELF_OUTSIDE) */
+    fi_addr_t self_fa;
 };
 
 /** A CQ entry as kept (converted to the CQ's format when read). */
@@ -534,6 +537,8 @@ static inline uint32_t emo_av_peer(const struct emo_ep *ep, fi_addr_t fa)
 /** The AV entry @p ep numbers @p peer, or FI_ADDR_NOTAVAIL (FI_SOURCE). */
 static inline fi_addr_t emo_av_fa(const struct emo_ep *ep, uint32_t peer)
 {
+    if (peer == ep->self.id)
+        return ep->avm.self_fa;
     return peer < ep->avm.nfa ? ep->avm.fa[peer] : FI_ADDR_NOTAVAIL;
 }
 
@@ -701,8 +706,9 @@ const emo_addr_t *emo_contact_get(const struct emo_ep *ep, uint32_t id);
 int emo_announce(struct emo_ep *ep, uint32_t peer);
 
 /* emo_name.c: named endpoints (first contact) */
-/** A named endpoint's table size when FI_ETHERMPI_NPEERS is not set. */
-#define EMO_NAMED_PEERS 4096
+/** A named endpoint's peer table at the start; it doubles as peers come
+ *  (emo_name_grow). */
+#define EMO_NAMED_PEERS_START 16u
 /** Is @p ep named (version 3 addresses, first contact)? */
 bool emo_named(const struct emo_ep *ep);
 /** After the link opened: a link with first contact names the endpoint
@@ -725,6 +731,10 @@ int emo_name_partial(const char *node, const char *service, bool passive, void *
 uint16_t emo_name_src_port(const void *src_addr, size_t len);
 /** The engine's contact callback: @p peer's handshake completed. */
 void emo_name_contact(void *u, uint32_t peer, bool again);
+/** em_engine_ops_t::grow: @p ep's per-peer arrays to @p npeers entries
+ *  (under the domain's lock: every caller of the engine holds it).
+ *  @return 0 or -1 (no memory: the arrays keep their size). */
+int emo_name_grow(void *u, uint32_t npeers);
 /** The first-contact counters at close (FI_LOG_LEVEL=info). */
 void emo_name_stats(const struct emo_ep *ep);
 

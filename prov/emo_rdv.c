@@ -790,4 +790,5 @@ const em_engine_ops_t emo_engine_ops = {
     .place = cb_place,
     .place_end = cb_place_end,
     .contact = emo_name_contact,
+    .grow = emo_name_grow, /* named endpoints only: numbered ones never open first contact */
 };

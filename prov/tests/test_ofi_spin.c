@@ -50,7 +50,6 @@ int main(int argc, char **argv)
     setenv("FI_ETHERMPI_IF_INCLUDE", "127.0.0.1", 0);
     setenv("FI_ETHERMPI_CQ_SPIN_NS", "1000000", 1);
     setenv("FI_ETHERMPI_ID", "0", 1);
-    setenv("FI_ETHERMPI_NPEERS", "2", 1);
     info = ofi_getinfo_ethermpi(FI_TAGGED | FI_MSG, FI_AV_TABLE);
     ofi_open_ep(info, FI_AV_TABLE, 64, &fab, &dom, &cq, &av, &ep);
     FI(fi_enable(ep));

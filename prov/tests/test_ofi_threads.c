@@ -131,7 +131,6 @@ int main(int argc, char **argv)
     if (argc > 1)
         setenv("FI_PROVIDER_PATH", argv[1], 1);
     setenv("FI_ETHERMPI_IF_INCLUDE", "127.0.0.1", 0);
-    setenv("FI_ETHERMPI_NPEERS", "2", 1);
 
     /* the settings are read once per process (at the first fi_getinfo):
      * fork first, so that each has its own FI_ETHERMPI_ID */

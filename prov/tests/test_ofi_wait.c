@@ -177,14 +177,12 @@ int main(int argc, char **argv)
     CHECK(many >= 0, "fork failed");
     if (many == 0) {
         unsetenv("FI_ETHERMPI_ID");
-        setenv("FI_ETHERMPI_NPEERS", "256", 1);
         many_eps();
         return 0;
     }
     int st = 0;
     CHECK(waitpid(many, &st, 0) == many && WIFEXITED(st) && WEXITSTATUS(st) == 0,
           "the endpoints-on-one-CQ process failed (status %d)", st);
-    setenv("FI_ETHERMPI_NPEERS", "2", 1);
     int to, from;
     pid_t pid = ofi_fork_pair(&is_child, &to, &from);
     CHECK(pid >= 0, "fork or pipe failed");

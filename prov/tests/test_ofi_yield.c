@@ -96,7 +96,6 @@ int main(int argc, char **argv)
         setenv("FI_PROVIDER_PATH", argv[1], 1);
     setenv("FI_ETHERMPI_IF_INCLUDE", "127.0.0.1", 0);
     setenv("FI_ETHERMPI_ID", "0", 1);
-    setenv("FI_ETHERMPI_NPEERS", "2", 1);
     static const char *const runs[2] = { "50", "0" };
     double share[2];
     for (int i = 0; i < 2; i++) {

@@ -25,10 +25,49 @@
 
 struct em_contact {
     em_conn_t *conn;
+    uint32_t orphan;   /* a stranger established with no room (UINT32_MAX: none) */
     uint64_t quiet_ns; /* may_replace: unheard this long */
     uint64_t next;     /* the table's next deadline (UINT64_MAX: none) */
     unsigned emitted;  /* frames handed to tx_to since the last flush */
 };
+
+/* ------------------------------------------------------------- growth -- */
+
+/* Room for peer @p idx: the engine's arrays, the protocol's table and the
+ * owner's (ops.grow), doubling, up to EM_CONN_SLOTS_MAX.  Outside every
+ * protocol call only (contact.h "Sizing"): from the owner's insert, or
+ * from a handshake callback at progress's top level.  On failure the
+ * engine keeps its size (the arrays and the protocol may be larger; no
+ * number at or above npeers is handed out, so that costs only bytes). */
+static int contact_grow(em_engine_t *e, uint32_t idx)
+{
+    if (idx < e->npeers)
+        return 0;
+    if (!e->ops.grow || idx >= EM_CONN_SLOTS_MAX)
+        return -EM_ENOMEM;
+    uint64_t n = e->npeers;
+    while (n <= idx)
+        n *= 2;
+    if (n > EM_CONN_SLOTS_MAX)
+        n = EM_CONN_SLOTS_MAX;
+    uint32_t old = e->npeers;
+    uint8_t *addr = realloc(e->addr, (size_t)n);
+    if (!addr)
+        return -EM_ENOMEM;
+    e->addr = addr;
+    memset(addr + old, ADDR_UNKNOWN, (size_t)n - old);
+    uint8_t *ready = realloc(e->ready, (size_t)n);
+    if (!ready)
+        return -EM_ENOMEM;
+    e->ready = ready;
+    memset(ready + old, 0, (size_t)n - old);
+    if (em_proto_npeers(e->proto) < n && em_proto_grow(e->proto, (uint32_t)n) != 0)
+        return -EM_ENOMEM;
+    if (e->ops.grow(e->uctx, (uint32_t)n) != 0)
+        return -EM_ENOMEM;
+    e->npeers = (uint32_t)n;
+    return 0;
+}
 
 /* ------------------------------------------------- the table's callbacks -- */
 
@@ -81,7 +120,14 @@ static void c_established(void *u, uint32_t index, bool again)
     uint32_t peer = index;
     em_conn_peer_t cp;
     em_conn_name_t nm;
-    if (peer >= e->npeers || em_conn_peer(e->contact->conn, index, &cp) != 0 ||
+    /* a stranger beyond the table: it grows now (em_conn_rx runs at
+     * progress's top level, outside every protocol call); without memory
+     * the stranger is forgotten once em_conn_rx returns */
+    if (peer >= e->npeers && contact_grow(e, peer) != 0) {
+        e->contact->orphan = peer;
+        return;
+    }
+    if (em_conn_peer(e->contact->conn, index, &cp) != 0 ||
         em_conn_name(e->contact->conn, index, &nm) != 0)
         return;
     uint64_t key;
@@ -173,7 +219,13 @@ void em_contact_rx(em_engine_t *e, const em_pkt_t *pkt, uint64_t now)
             return;
         }
     } /* else the table's decoder refuses it again, and counts why */
-    (void)em_conn_rx(e->contact->conn, pkt->data, pkt->len, now);
+    struct em_contact *c = e->contact;
+    (void)em_conn_rx(c->conn, pkt->data, pkt->len, now);
+    if (c->orphan != UINT32_MAX) { /* no room for a stranger (c_established) */
+        (void)em_conn_remove(c->conn, c->orphan);
+        c->orphan = UINT32_MAX;
+        e->st.hs_no_memory++;
+    }
 }
 
 /* push out the handshake frames handed to tx_to (links may hold them) */
@@ -254,7 +306,7 @@ static uint32_t tries_for(const em_conn_cfg_t *cc, uint64_t silence_ns)
 
 int em_engine_contact_open(em_engine_t *e, const em_engine_contact_cfg_t *cfg)
 {
-    if (e->contact || !em_link_has_contact(e->link) || e->npeers < 2 || e->self != e->npeers - 1 ||
+    if (e->contact || !em_link_has_contact(e->link) || e->self != EM_PROTO_SELF_OUTSIDE ||
         e->link->local.len == 0 || e->link->local.len > EM_CONN_ADDR_MAX)
         return -EM_EINVAL;
     for (uint32_t i = 0; i < e->npeers; i++)
@@ -267,7 +319,8 @@ int em_engine_contact_open(em_engine_t *e, const em_engine_contact_cfg_t *cfg)
     cc.ep = cfg->ep;
     cc.nonce = cfg->nonce;
     memcpy(cc.secret, cfg->secret, sizeof cc.secret);
-    cc.max_peers = e->npeers - 1 < EM_CONN_SLOTS_MAX ? e->npeers - 1 : EM_CONN_SLOTS_MAX;
+    /* an owner that grows with the engine: the table's limit; else as created */
+    cc.max_peers = e->ops.grow || e->npeers > EM_CONN_SLOTS_MAX ? EM_CONN_SLOTS_MAX : e->npeers;
     cc.accept_strangers = cfg->accept_strangers;
     cc.no_generation = true; /* the engine's peer number is the slot */
     cc.ep_max = cfg->ep_max;
@@ -278,6 +331,7 @@ int em_engine_contact_open(em_engine_t *e, const em_engine_contact_cfg_t *cfg)
     e->ready = calloc(e->npeers, 1);
     c->quiet_ns = (uint64_t)(cfg->quiet_ms ? cfg->quiet_ms : 1000) * 1000000u;
     c->next = UINT64_MAX;
+    c->orphan = UINT32_MAX;
     e->contact = c; /* the table's callbacks find it */
     c->conn = e->ready ? em_conn_create(&cc, &contact_conn_ops, e) : NULL;
     if (!c->conn) {
@@ -303,9 +357,11 @@ int em_engine_contact_insert(em_engine_t *e, const em_conn_name_t *name, uint32_
     int rc = em_conn_insert(e->contact->conn, name, &idx);
     if (rc != 0)
         return rc;
-    if (idx >= e->npeers) { /* never: max_peers < npeers */
+    /* beyond the table: it grows, only from the owner's own call (a
+     * callback may run inside the protocol, whose table would move) */
+    if (idx >= e->npeers && (e->in_progress || contact_grow(e, idx) != 0)) {
         em_conn_remove(e->contact->conn, idx);
-        return -EM_ENOMEM;
+        return e->in_progress ? -EM_EAGAIN : -EM_ENOMEM;
     }
     if (e->addr[idx] != ADDR_SET) {
         em_link_addr_t a = { .len = name->addr_len };
@@ -371,7 +427,8 @@ int em_engine_contact_stats_format(const em_engine_t *e, char *buf, size_t len)
     if (n < 0 || (size_t)n >= len)
         return n;
     return n + snprintf(buf + n, len - (size_t)n,
-                        " hs_bad_source %llu hs_tx_failed %llu hs_early %llu",
+                        " hs_bad_source %llu hs_tx_failed %llu hs_early %llu hs_no_memory %llu",
                         (unsigned long long)e->st.hs_bad_source,
-                        (unsigned long long)e->st.hs_tx_failed, (unsigned long long)e->st.hs_early);
+                        (unsigned long long)e->st.hs_tx_failed, (unsigned long long)e->st.hs_early,
+                        (unsigned long long)e->st.hs_no_memory);
 }

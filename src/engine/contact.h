@@ -22,11 +22,30 @@
  * reply address it names is dropped (hs_bad_source) before the table reads
  * it, so a third node cannot claim another's address from its own.
  *
- * Sizing: the protocol's table is fixed when the engine is created: an
- * engine in contact mode is created with cfg.self = cfg.npeers - 1 (its
- * own number, never a peer's) and takes up to npeers - 1 peers; the
- * handshake refuses strangers beyond that (hs_full) and em_engine_contact_
- * insert says -EM_ENOMEM.
+ * Self: an engine in contact mode is created with cfg.self =
+ * EM_PROTO_SELF_OUTSIDE (proto.h), a number above every slot the
+ * handshake table can have (EM_CONN_SLOTS_MAX), so every entry of its
+ * table is a peer.  Decision, and why: self as the table's last entry
+ * (npeers - 1) would have to move when the table grows, and
+ * front ends hold it (the provider's AV maps, our number in the frames of
+ * a numbered pair); slot 0 reserved for self would break "the engine's
+ * number for a peer IS its slot" (one array access per data frame) or
+ * waste a slot the handshake table hands out.  A number outside the table
+ * never moves and costs nothing; front ends compare with it as before.
+ *
+ * Sizing: the engine is created with a small table (cfg.npeers, its start;
+ * at least 1) and, when its owner gives ops.grow, grows by doubling when
+ * the handshake table hands out a number at or above its size, up to
+ * EM_CONN_SLOTS_MAX: at em_engine_contact_insert() (the owner's call, not
+ * from a callback), and when a stranger's handshake completes (inside
+ * em_engine_progress(), at its top level: em_conn_rx's callbacks run
+ * outside every protocol call, where em_proto_grow() is allowed).  The
+ * engine's arrays, the protocol's table and then the owner's (ops.grow)
+ * grow together; a job's size is limited by memory, not by a setting.
+ * Out of memory: insert says -EM_ENOMEM, a stranger is forgotten again
+ * (hs_no_memory) and its data refused.  Without ops.grow (the BTLs, sized
+ * to the job) the table stays as created: strangers beyond it are refused
+ * (hs_full), insert says -EM_ENOMEM.
  *
  * Operations (send, sendv, put, get, atomic) to a peer whose handshake
  * has not completed start it and are taken: they wait in the peer's queue
@@ -47,7 +66,8 @@
  * once the old incarnation has been quiet that long.
  *
  * Threading: the engine's (one thread at a time).  Not from a callback:
- * em_engine_contact_open() and em_engine_contact_remove().
+ * em_engine_contact_open(), em_engine_contact_remove(), and an
+ * em_engine_contact_insert() that would grow the table (-EM_EAGAIN).
  */
 #ifndef EM_ENGINE_CONTACT_H
 #define EM_ENGINE_CONTACT_H
@@ -71,7 +91,7 @@ typedef struct em_engine_contact_cfg {
 /**
  * Turn first contact on, before any peer is added.  @return 0, or
  * -EM_EINVAL: the link has no tx_to / rx_from (em_link_has_contact), the
- * engine was not created with self = npeers - 1, a peer was set already,
+ * engine was not created with self = EM_PROTO_SELF_OUTSIDE, a peer was set already,
  * or a bad configuration; -EM_ENOMEM.
  */
 int em_engine_contact_open(em_engine_t *e, const em_engine_contact_cfg_t *cfg);
@@ -90,7 +110,8 @@ bool em_engine_contact_ready(const em_engine_t *e, uint32_t peer);
  * an address the link's covers op completes: kernel UDP's send port 0)
  * takes the full address its handshake's answer names (conn.h ops.extends).  @return 0 with *@p peer,
  * -EM_EINVAL (bad name; a known peer with another nonce: remove it first),
- * -EM_ENOMEM (the table is full).
+ * -EM_ENOMEM (no memory to grow the table, or a table without ops.grow is
+ * full), -EM_EAGAIN (from a callback, a number beyond the table: "Sizing").
  */
 int em_engine_contact_insert(em_engine_t *e, const em_conn_name_t *name, uint32_t *peer);
 /** Start the handshake toward @p peer now (no-op once under way or done). */

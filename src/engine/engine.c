@@ -533,6 +533,7 @@ size_t em_engine_drain(em_engine_t *e, uint64_t bound_ns)
     return n;
 }
 size_t em_engine_max_msg(const em_engine_t *e) { return em_proto_max_msg(e->proto); }
+uint32_t em_engine_npeers(const em_engine_t *e) { return e->npeers; }
 size_t em_engine_peer_bytes(const em_proto_cfg_t *cfg)
 {
     return em_proto_peer_bytes_idle(cfg) + sizeof *((em_engine_t *)0)->addr;

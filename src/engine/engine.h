@@ -93,6 +93,19 @@ typedef struct em_engine_ops {
      * from inside it.  NULL: every stranger may.
      */
     bool (*admit)(void *uctx, const struct em_conn_name *name);
+    /**
+     * Optional, first contact: the engine's peer table grows to @p npeers
+     * entries (engine/contact.h "Sizing"): a peer inserted, or a stranger
+     * admitted, needs a number at or above the old size.  The owner makes
+     * its own per-peer tables that large before returning; no number at or
+     * above the old size reaches it before.  Runs inside
+     * em_engine_contact_insert() or em_engine_progress() (a stranger's
+     * handshake), outside every protocol call; no engine call from inside
+     * it.  @return 0, or nonzero when out of memory: the engine keeps its
+     * size and refuses the peer.  NULL: the table stays as created (the
+     * BTLs size it to the job).
+     */
+    int (*grow)(void *uctx, uint32_t npeers);
 } em_engine_ops_t;
 
 typedef struct em_engine_stats {
@@ -129,6 +142,8 @@ typedef struct em_engine_stats {
     uint64_t hs_tx_failed;  /**< handshake frames the link did not take (the handshake retries) */
     uint64_t hs_early;      /**< data frames from a peer that bound us before our handshake with
                                  it was done (dropped, drop_source; its frames come again) */
+    uint64_t hs_no_memory;  /**< strangers forgotten again: no memory to grow the peer table
+                                 (their handshake completed; their data is refused) */
 } em_engine_stats_t;
 
 typedef struct em_engine em_engine_t;
@@ -327,6 +342,8 @@ uint64_t em_engine_next_deadline(const em_engine_t *e);
 size_t em_engine_drain(em_engine_t *e, uint64_t bound_ns);
 /** Messages to @p peer not yet acknowledged (em_proto_pending()). */
 uint32_t em_engine_pending(const em_engine_t *e, uint32_t peer);
+/** Entries in the peer table (as created; grown by first contact, ops.grow). */
+uint32_t em_engine_npeers(const em_engine_t *e);
 size_t em_engine_max_msg(const em_engine_t *e);
 /** Bytes em_engine_create() allocates per peer for @p cfg, up front for
  *  every peer: what an idle peer costs (the protocol's record,

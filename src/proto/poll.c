@@ -10,7 +10,8 @@
  * deadlines, em_proto_watch) and leaves it in the poll that finds nothing
  * timed left, so a poll costs the busy peers, not the table
  * (docs/design.md "Memory per peer", "The poll set").  Room for every peer
- * is allocated with the table (4 bytes each) and a peer is in it at most
+ * is allocated with the table (4 bytes each; em_proto_grow grows both
+ * together) and a peer is in it at most
  * once (its in_poll flag, kept across em_proto_reset_peer), so adding
  * never fails.
  *

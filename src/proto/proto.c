@@ -113,7 +113,10 @@ em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops
     *err = EM_EINVAL;
     if (!cfg || !ops || !ops->emit || !ops->recv || !ops->complete)
         return NULL;
-    if (cfg->npeers == 0 || cfg->self >= cfg->npeers)
+    /* self is one of the table's entries, or above every entry it can
+     * have (a table of peers only, which may grow: em_proto_grow) */
+    if (cfg->npeers == 0 ||
+        (cfg->self == EM_PROTO_SELF_OUTSIDE ? cfg->npeers > cfg->self : cfg->self >= cfg->npeers))
         return NULL;
     if (cfg->window < 1 || cfg->window > EM_WINDOW_MAX)
         return NULL;
@@ -162,6 +165,34 @@ em_proto_t *em_proto_create(const em_proto_cfg_t *cfg, const em_proto_ops_t *ops
     *err = EM_OK;
     return p;
 }
+
+int em_proto_grow(em_proto_t *p, uint32_t npeers)
+{
+    uint32_t old = p->cfg.npeers;
+    if (npeers <= old || (p->cfg.self >= old && npeers > p->cfg.self))
+        return -EM_EINVAL;
+    /* the poll set first: a table larger than its poll set's room could
+     * overflow it (em_poll_add_slow never checks); the other way round, a
+     * larger poll set than table costs only bytes */
+    uint32_t *poll = realloc(p->poll, (size_t)npeers * sizeof *poll);
+    if (!poll)
+        return -EM_ENOMEM;
+    p->poll = poll;
+    struct em_peer *peers = realloc(p->peers, (size_t)npeers * sizeof *peers);
+    if (!peers)
+        return -EM_ENOMEM;
+    /* peers are named by number everywhere (poll set, callbacks, the
+     * caller's tables); no em_peer pointer outlives a call, so the move is
+     * safe between calls */
+    p->peers = peers;
+    memset(peers + old, 0, (size_t)(npeers - old) * sizeof *peers);
+    p->cfg.npeers = npeers;
+    for (uint32_t i = old; i < npeers; i++)
+        peer_init(p, &peers[i]);
+    return EM_OK;
+}
+
+uint32_t em_proto_npeers(const em_proto_t *p) { return p->cfg.npeers; }
 
 /** Take every op off @p pe and complete it with @p status. */
 static void abort_ops(struct em_proto *p, struct em_peer *pe, int status)

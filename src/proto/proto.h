@@ -13,7 +13,8 @@
  *   - frames received from the wire, through em_proto_rx().
  *
  * Memory (docs/design.md "Memory per peer"): em_proto_create() allocates
- * a small record per peer (em_proto_peer_bytes_idle(), under 256 bytes
+ * a small record per peer, em_proto_grow() more of them
+ * (em_proto_peer_bytes_idle(), under 256 bytes
  * with the engine's own byte): keys, ISNs, both sequence numbers, the ACK
  * owed, failure, the liveness watch, the RTT estimate.  The rest, the send
  * ring, out-of-order and reassembly state, retransmit timer and congestion
@@ -30,7 +31,9 @@
  * em_proto_poll(), em_proto_send() or em_proto_put(); from a callback the
  * caller may call em_proto_send(), em_proto_put(), em_proto_watch(),
  * em_proto_unwatch() and the read-only accessors, but not em_proto_rx(),
- * em_proto_poll() or em_proto_destroy().
+ * em_proto_poll(), em_proto_grow() or em_proto_destroy().  em_proto_grow()
+ * only between calls: it moves the peer table, so nothing of the caller's
+ * may be inside any call of this protocol, a callback included.
  *
  * Delivery semantics: a cumulative ACK means "delivered": the message was
  * handed to the recv callback, or the put bytes were placed.  An operation
@@ -81,6 +84,11 @@ enum em_err {
 #define EM_SRC_UNKNOWN 0xFFFFFFFFu /**< the link knows no peer at the frame's source address */
 /** em_proto_peer_index() of a peer number out of range. */
 #define EM_PEER_INDEX_NONE 0xFFFFFFFFu
+/** cfg.self of a table of peers only (first contact, engine/contact.h): our
+ *  own number lies above every entry the table can ever have, so every
+ *  entry is a peer and em_proto_grow() never meets it.  Below 2^24, as
+ *  every index a member of a shared link writes (link/link_mux.h). */
+#define EM_PROTO_SELF_OUTSIDE 0x00FFFFFEu
 
 /** Loss-recovery modes. */
 typedef enum em_recovery {
@@ -106,8 +114,8 @@ typedef struct em_proto_cfg {
      *  (tests use one key for all): frames from a peer that carry another
      *  key than the pair's are dropped (drop_job_key). */
     uint64_t job_key;
-    uint32_t self;          /**< this endpoint's id */
-    uint32_t npeers;        /**< endpoint ids are 0 .. npeers-1 (self included) */
+    uint32_t self;          /**< this endpoint's id: below npeers, or EM_PROTO_SELF_OUTSIDE */
+    uint32_t npeers;        /**< endpoint ids are 0 .. npeers-1 (self included when below) */
     uint32_t frame_max;     /**< max bytes per frame, headers included (the link's payload size) */
     uint16_t window;        /**< packets in flight per peer, 1 .. EM_WINDOW_MAX */
     em_recovery_t recovery; /**< loss recovery mode */
@@ -653,6 +661,21 @@ int em_proto_fail_peer(em_proto_t *p, uint32_t peer, const char *why);
  * freed).  Counted in peer_resets.  @return 0 or -EM_EINVAL (bad peer).
  */
 int em_proto_reset_peer(em_proto_t *p, uint32_t peer);
+
+/**
+ * Make room for @p npeers peers (more than now): peers 0 .. npeers-1 are
+ * numbered as before and keep every bit of their state (sequence numbers,
+ * queued operations, keys, timers, their place in the poll set); the new
+ * ones are as em_proto_create() makes a peer.  A table whose self is
+ * EM_PROTO_SELF_OUTSIDE grows to at most that many entries.  Only between
+ * calls of this protocol (never from a callback): the table moves.  The
+ * caller grows by doubling (each call copies the table).  @return 0,
+ * -EM_EINVAL (@p npeers not above the table's size, or past its limit) or
+ * -EM_ENOMEM (the table is as it was).
+ */
+int em_proto_grow(em_proto_t *p, uint32_t npeers);
+/** Entries in the peer table (cfg.npeers, as grown). */
+uint32_t em_proto_npeers(const em_proto_t *p);
 
 /**
  * First contact: @p peer's keys are on their way (a handshake), so

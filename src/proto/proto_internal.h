@@ -105,7 +105,8 @@ struct em_peer_act {
  * part), what we owe it (ACKs), its failure and its liveness watch, and
  * the path's RTT estimate (kept, as TCP keeps per-destination metrics, so
  * a peer that comes back starts with its own RTO).  Kept small: a job's
- * table of them is allocated up front (em_proto_peer_bytes()).
+ * table of them is allocated up front, or grown by doubling
+ * (em_proto_grow; em_proto_peer_bytes()).
  */
 struct em_peer {
     uint8_t state;

@@ -246,12 +246,12 @@ static const em_setting_t table[] = {
       "With ids: this endpoint's id (0-16777215), unique in the job; -1 = the launcher's rank "
       "(PMIX_RANK, PMI_RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID), else random" },
     { "npeers", EM_SET_INT, OFI, 5, OFF(npeers), "0", 0, 16777216, NULL,
-      "Named endpoints: the most peers one endpoint talks to (its table, allocated at open); "
-      "0 = 4096.  With ids: ids in the job (every id below it, at most 2^24); 0 = 4 x the "
-      "launcher's size, else 256" },
+      "With ids only: ids in the job (every id below it, at most 2^24); 0 = 4 x the "
+      "launcher's size, else 256.  Not read on named endpoints: their peer table grows "
+      "with their peers" },
     { "first_contact", EM_SET_INT, OFI, 5, OFF(first_contact), "-1", -1, 16777216, NULL,
       "Peers that may reach this endpoint before the application inserted their address "
-      "(Open MPI inserts peers lazily): named endpoints take any (up to npeers) unless 0; "
+      "(Open MPI inserts peers lazily): named endpoints take any unless 0; "
       "with ids, -1 = npeers, 0 = none" },
 };
 /* clang-format on */

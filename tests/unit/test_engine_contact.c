@@ -31,7 +31,7 @@
 #include "proto/hs_wire.h"
 
 #define NODES  4
-#define NPEERS 16 /* the engine's table: 15 peers and itself (contact.h) */
+#define NPEERS 2  /* the engine's table at the start: it grows (contact.h "Sizing") */
 #define NMSG   12 /* per ordered pair */
 #define TAG    9
 
@@ -45,6 +45,8 @@ struct node {
     unsigned got[NODES];     /* verified messages, by sending node */
     unsigned bad;
     unsigned contacts, again, failed;
+    uint32_t table; /* the owner's table size (on_grow) */
+    unsigned grows;
     char last_fail[128];
 };
 static struct node N[NODES];
@@ -124,11 +126,26 @@ static bool on_admit(void *u, const em_conn_name_t *nm)
     return admit_only < 0 || (nm->addr_len == 1 && nm->addr[0] == (uint8_t)admit_only);
 }
 
+static bool refuse_grow; /* on_grow: no memory */
+
+/* the owner's tables grow with the engine's: here, only counted */
+static int on_grow(void *u, uint32_t npeers)
+{
+    struct node *n = u;
+    if (refuse_grow)
+        return -1;
+    assert_true(npeers > n->table);
+    n->table = npeers;
+    n->grows++;
+    return 0;
+}
+
 static const em_engine_ops_t OPS = { .recv = on_recv,
                                      .complete = on_complete,
                                      .peer_failed = on_failed,
                                      .contact = on_contact,
-                                     .admit = on_admit };
+                                     .admit = on_admit,
+                                     .grow = on_grow };
 
 static void make(unsigned i, bool strangers, uint32_t quiet_ms)
 {
@@ -142,8 +159,9 @@ static void make(unsigned i, bool strangers, uint32_t quiet_ms)
         n->peer_of[k] = UINT32_MAX;
     em_proto_cfg_t pc;
     em_proto_cfg_default(&pc);
-    pc.self = NPEERS - 1;
+    pc.self = EM_PROTO_SELF_OUTSIDE;
     pc.npeers = NPEERS;
+    n->table = NPEERS;
     pc.frame_max = 1500;
     pc.max_msg = 64 * 1024;
     pc.peers_need_set = 1;
@@ -193,6 +211,7 @@ static void end_world(void)
     pc_rto_max = 0;
     pc_retries = 0;
     admit_only = -1;
+    refuse_grow = false;
 }
 
 static void round_(void)
@@ -219,7 +238,8 @@ static uint32_t insert(unsigned at, unsigned who, bool no_nonce)
                           .nonce = no_nonce ? 0 : 0x1000u + who * 16u + N[who].incarnation };
     uint32_t p;
     assert_int_equal(em_engine_contact_insert(N[at].e, &nm, &p), 0);
-    assert_true(p < NPEERS - 1);
+    assert_true(p < N[at].table); /* the owner grew before the number came */
+    assert_int_equal(em_engine_npeers(N[at].e), N[at].table);
     N[at].peer_of[who] = p;
     return p;
 }
@@ -334,8 +354,11 @@ static void strangers(void **st)
         round_();
     }
     assert_int_equal(N[0].contacts, NODES - 1);
+    /* three strangers, a table of 2 at the start: it grew inside progress */
+    assert_true(N[0].grows >= 1);
+    assert_int_equal(em_engine_npeers(N[0].e), N[0].table);
     for (unsigned i = 1; i < NODES; i++) {
-        assert_true(N[0].peer_of[i] < NPEERS - 1);
+        assert_true(N[0].peer_of[i] < N[0].table);
         send_one(0, i, 0);
     }
     wait_done(2 * (NODES - 1));
@@ -533,6 +556,46 @@ static void late_peer(void **st)
     end_world();
 }
 
+/* the owner has no memory to grow: an insert beyond the table says
+ * -EM_ENOMEM, a stranger beyond it is forgotten again (hs_no_memory); both
+ * work once memory comes back */
+static void growth_refused(void **st)
+{
+    (void)st;
+    world(0, 0, 0);
+    for (unsigned i = 0; i < NODES; i++)
+        make(i, i == 0, 0);
+    insert(0, 1, false);
+    insert(0, 2, false); /* the table of 2 is full */
+    refuse_grow = true;
+    em_conn_name_t nm = { .addr_len = 1, .addr = { 3 }, .nonce = 0x1000u + 3 * 16u };
+    uint32_t p;
+    assert_int_equal(em_engine_contact_insert(N[0].e, &nm, &p), -EM_ENOMEM);
+    assert_int_equal(em_engine_npeers(N[0].e), NPEERS);
+    /* node 3 sends to node 0, which has no room for the stranger */
+    insert(3, 0, false);
+    assert_int_equal(em_engine_contact_connect(N[3].e, N[3].peer_of[0]), 0);
+    for (long k = 0; em_engine_stats(N[0].e)->hs_no_memory == 0; k++) {
+        assert_true(k < 2000000L);
+        round_();
+    }
+    assert_int_equal(N[0].contacts, 0);
+    assert_int_equal(em_engine_npeers(N[0].e), NPEERS);
+    char line[1024];
+    em_engine_contact_stats_format(N[0].e, line, sizeof line);
+    assert_non_null(strstr(line, "hs_no_memory 1"));
+    /* memory again: the insert grows the table (the protocol's grew
+     * already for the stranger; the engine's size follows the owner's) */
+    refuse_grow = false;
+    insert(0, 3, false);
+    assert_int_equal(em_engine_npeers(N[0].e), 2 * NPEERS);
+    insert(1, 0, false);
+    send_one(0, 1, 0);
+    wait_done(1);
+    free_bufs();
+    end_world();
+}
+
 /* a link without tx_to / rx_from, or an engine numbered otherwise, refuses */
 static void refusals(void **st)
 {
@@ -547,9 +610,10 @@ static void refusals(void **st)
     em_engine_t *e = em_engine_create(em_sim_link(SIM, 0), &pc, &OPS, &N[0], &err);
     assert_non_null(e);
     em_engine_contact_cfg_t cc = { .nonce = 1 };
-    assert_int_equal(em_engine_contact_open(e, &cc), -EM_EINVAL); /* self is not npeers - 1 */
+    /* self is not EM_PROTO_SELF_OUTSIDE */
+    assert_int_equal(em_engine_contact_open(e, &cc), -EM_EINVAL);
     em_engine_destroy(e);
-    pc.self = NPEERS - 1;
+    pc.self = EM_PROTO_SELF_OUTSIDE;
     e = em_engine_create(em_sim_link(SIM, 0), &pc, &OPS, &N[0], &err);
     cc.nonce = 0;
     assert_int_equal(em_engine_contact_open(e, &cc), -EM_EINVAL); /* nonce 0 */
@@ -565,7 +629,7 @@ int main(void)
         cmocka_unit_test(strangers),         cmocka_unit_test(restart),
         cmocka_unit_test(remove_and_insert), cmocka_unit_test(claimed_address),
         cmocka_unit_test(no_answer),         cmocka_unit_test(late_peer),
-        cmocka_unit_test(refusals),
+        cmocka_unit_test(refusals),          cmocka_unit_test(growth_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

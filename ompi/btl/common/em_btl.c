@@ -73,11 +73,12 @@ static int module_setup(em_btl_module_t *m, em_link_t *link, uint32_t jsize, cha
     cfg.max_msg = (uint32_t)m->super.btl_max_send_size + EM_ORDER_HDR;
     m->named = em_btl_link_named(m, link);
     if (m->named) {
-        /* the handshake table's slots: one per other process of the job;
-         * the engine's own number is the last (engine/contact.h) */
+        /* the handshake table's slots: one per other process of the job,
+         * fixed (no ops.grow: the job's size is known); the engine's own
+         * number lies above every slot (engine/contact.h "Self") */
         m->nslots = jsize > 1 ? jsize - 1 : 1;
-        cfg.self = m->nslots;
-        cfg.npeers = m->nslots + 1;
+        cfg.self = EM_PROTO_SELF_OUTSIDE;
+        cfg.npeers = m->nslots;
     } else {
         m->nslots = jsize;
         cfg.self = OPAL_PROC_MY_NAME.vpid;

@@ -11,7 +11,8 @@
  * module owns its link; the BTLs never share one through link_mux) and a
  * random nonce, and its modex entry carries that name and no key material.
  * Its engine is created with room for every other process of the job
- * (self = npeers - 1 of the engine) and numbers its peers itself: add_procs
+ * (its own number outside that table, EM_PROTO_SELF_OUTSIDE; the table
+ * does not grow: no ops.grow) and numbers its peers itself: add_procs
  * inserts a process's name and keeps the engine's number in its endpoint;
  * the handshake, run by the first operation to it, gives the pair its keys
  * and sequence numbers and tells the peer our number for it.
