@@ -129,8 +129,8 @@ static int drain_slot(emd_core_t *c, struct emd_client *cl, const uint8_t *s, em
         c->notes++; /* its frame went on the client's bulk queue */
         return 0;
     }
-    c->handshakes += (uint64_t)hs;
     if (memcmp(sh.mac, c->mac, 6) == 0) { /* on this node */
+        c->handshakes += (uint64_t)hs;
         if (!hs)
             emd_resync_flow(c, cl, sh.mac, sh.endpoint, hdr, hl);
         emd_count_bulk(c, cl, sh.cls, sh.len);
@@ -167,6 +167,7 @@ static int drain_slot(emd_core_t *c, struct emd_client *cl, const uint8_t *s, em
     if (!hs)
         emd_resync_flow(c, cl, sh.mac, sh.endpoint, p->data + EMD_WIRE_HDR_LEN, hl);
     emd_count_bulk(c, cl, sh.cls, sh.len);
+    c->handshakes += (uint64_t)hs; /* (one the port refuses is counted again when retried) */
     *out = p;
     return 1;
 }
