@@ -18,9 +18,10 @@
  * their source until the application inserts its address, which then gets
  * the same number.
  *
- * The links that cannot (the emd daemon's) keep the numbered addresses
- * (version 2, emo_ep.c's pick_id): a job uses one link everywhere, and an
- * address of the other kind is refused at insert with the reason.
+ * Every link can, the emd daemon's too (link_emd.h "First contact");
+ * FI_ETHERMPI_NAMES=ids keeps the numbered addresses (version 2, emo_ep.c's
+ * pick_id) on any: a job uses one kind everywhere, and an address of the
+ * other kind is refused at insert with the reason.
  *
  * Table size: the endpoint's per-peer arrays and its engine's table start
  * at EMO_NAMED_PEERS_START entries and double when a peer inserted into the

@@ -24,10 +24,10 @@
  * with (docs/design.md "Threads", docs/ofi.md).  fi_cq_signal may come
  * from another thread at every level (an eventfd write).
  *
- * Endpoint names: on a link with first contact (emo_name.c) an endpoint is
- * its link address, endpoint index and nonce, and numbers its peers
- * itself; on the daemon link, the engine's wire header names source and
- * destination by a 32-bit id (below 2^24) that every process of a job must
+ * Endpoint names: on a link with first contact (emo_name.c; every link,
+ * the emd daemon's too) an endpoint is its link address, endpoint index and
+ * nonce, and numbers its peers itself; with FI_ETHERMPI_NAMES=ids, the
+ * engine's wire header names source and destination by a 32-bit id (below 2^24) that every process of a job must
  * agree on (emo_ep.c, pick_id: FI_ETHERMPI_ID, else the launcher's rank,
  * else random).
  */

@@ -33,6 +33,19 @@
  * length).  No registration, no ACK: the client's protocol acknowledges those
  * itself.  Nothing here assumes an initial sequence number or a key format.
  *
+ * Handshakes (wire v3 first contact, proto/hs_wire.h; docs/daemon.md
+ * "First contact"): a frame whose first bytes em_hs_is() (magic, version 3,
+ * a handshake type) is carried untouched between endpoints, local or
+ * remote, like any frame (the node table and its per-uid share, the rings'
+ * bounds, loss injection), but never eager-ACKed, never read for a flow's
+ * resynchronisation, and needs no flow: the pair it introduces has none
+ * yet.  Counted in `handshakes`.  What a receiver trusts of it is its
+ * source, which the daemon writes in the ring record (this node and the
+ * sending client's endpoint, or the shim's); a client's tx slot names only
+ * the destination.  Once its handshake completes, a client registers the
+ * pair's flow (EMD_CTL_FLOW, the keys the handshake derived) as a
+ * numbered client does after its modex.
+ *
  * The ISN invariant (where the protocol's sequence numbers start, the
  * protocol's em_proto_cfg_t::isn, random per pair since wire version 2):
  * the daemon never guesses it.  A flow's starting point is the rx_next the
@@ -193,6 +206,7 @@ typedef struct emd_core {
     uint64_t hello_bad, hello_conflict, hello_replies_skipped;
     uint64_t doomed_clients;
     uint64_t rx_ring_full; /* frames dropped for a full rx ring (the daemon's own count) */
+    uint64_t handshakes;   /* wire v3 handshake frames carried ("Handshakes" above) */
 } emd_core_t;
 
 /** Set up @p c (zeroed by the caller) for @p max_clients clients.  @return 0 or -1 (no memory). */

@@ -8,6 +8,7 @@
  * protocol headers, from private copies.
  */
 #include "daemon/emd_core_int.h"
+#include "proto/hs_wire.h"
 #include "proto/wire.h"
 
 #include <string.h>
@@ -82,7 +83,10 @@ unsigned emd_core_poll_port(emd_core_t *c)
             continue;
         }
         emd_count_bulk(c, cl, s.cls, s.len);
-        if (cl->flows && cl->nflows) {
+        if (em_hs_is(frame, s.len)) {
+            c->handshakes++; /* first contact: carried as is (emd_core.h "Handshakes") */
+            (void)emd_deliver(c, cl, frame, s.len, &s);
+        } else if (cl->flows && cl->nflows) {
             emd_deliver_acked(c, cl, frame, s.len, &s);
             acks = 1;
         } else {
@@ -116,13 +120,19 @@ static int drain_slot(emd_core_t *c, struct emd_client *cl, const uint8_t *s, em
     uint8_t hdr[EM_HDR_LEN + EM_PUT_EXT_LEN];
     uint32_t hl = sh.len < sizeof hdr ? sh.len : (uint32_t)sizeof hdr;
     memcpy(hdr, frame, hl); /* a private copy of what we parse */
+    /* a handshake (first contact): carried as is, never read as a data
+     * frame (no flow moved by it); judged once, on the private copy */
+    int hs = em_hs_is(hdr, hl);
     if (sh.flags & EMD_SLOT_F_NOTE) {
-        emd_resync_flow(c, cl, sh.mac, sh.endpoint, hdr, hl);
+        if (!hs)
+            emd_resync_flow(c, cl, sh.mac, sh.endpoint, hdr, hl);
         c->notes++; /* its frame went on the client's bulk queue */
         return 0;
     }
     if (memcmp(sh.mac, c->mac, 6) == 0) { /* on this node */
-        emd_resync_flow(c, cl, sh.mac, sh.endpoint, hdr, hl);
+        c->handshakes += (uint64_t)hs;
+        if (!hs)
+            emd_resync_flow(c, cl, sh.mac, sh.endpoint, hdr, hl);
         emd_count_bulk(c, cl, sh.cls, sh.len);
         struct emd_client *dc = emd_client_of(c, sh.endpoint);
         emd_shim_t from = { .cls = sh.cls, .src = cl->ep };
@@ -154,8 +164,10 @@ static int drain_slot(emd_core_t *c, struct emd_client *cl, const uint8_t *s, em
     p->peer = (uint32_t)ni;
     p->cls = sh.cls;
     /* parse the copy in the mbuf, not the slot */
-    emd_resync_flow(c, cl, sh.mac, sh.endpoint, p->data + EMD_WIRE_HDR_LEN, hl);
+    if (!hs)
+        emd_resync_flow(c, cl, sh.mac, sh.endpoint, p->data + EMD_WIRE_HDR_LEN, hl);
     emd_count_bulk(c, cl, sh.cls, sh.len);
+    c->handshakes += (uint64_t)hs; /* (one the port refuses is counted again when retried) */
     *out = p;
     return 1;
 }

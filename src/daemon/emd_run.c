@@ -67,12 +67,14 @@ void emd_dump_stats(const struct emd *e)
     e->log(
         "stats: %u clients (%llu attaches, %llu detaches); port rx %llu frames (%llu bad, %llu for "
         "no endpoint, %llu dropped by loss injection), tx %llu (port full %llu), same-node %llu, "
-        "eager ACKs %llu; rx ring full drops (attached clients) %llu",
+        "eager ACKs %llu, first-contact handshakes %llu; rx ring full drops (attached clients) "
+        "%llu",
         nc, (unsigned long long)e->ctl.attaches, (unsigned long long)e->ctl.detaches,
         (unsigned long long)c->rx_frames, (unsigned long long)c->rx_bad,
         (unsigned long long)c->rx_no_ep, (unsigned long long)c->loss_drops,
         (unsigned long long)c->tx_frames, (unsigned long long)ps.tx_full,
-        (unsigned long long)c->local, (unsigned long long)c->acks, (unsigned long long)full);
+        (unsigned long long)c->local, (unsigned long long)c->acks,
+        (unsigned long long)c->handshakes, (unsigned long long)full);
     e->log("refusals: attaches refused %llu (credentials) %llu (limits; %llu the uid's share); "
            "clients detached for bad rings or messages %llu (bad control messages %llu); flows "
            "registered %llu, refused %llu; in-order frames not acknowledged (checks failed) %llu "

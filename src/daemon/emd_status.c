@@ -78,6 +78,7 @@ void emd_ctl_status_fill(const emd_ctl_t *t, struct emd_ctl_status *s)
     v[EMD_ST_ack_wrong_source] = c->ack_wrong_source;
     v[EMD_ST_refused_uid_share] = t->refused_uid_share;
     v[EMD_ST_nodes_uid_full] = c->nodes_uid_full;
+    v[EMD_ST_handshakes] = c->handshakes;
     if (t->port && t->port->stats) { /* tx_port_full (the port's counters) */
         emd_port_stats_t ps = { 0 };
         t->port->stats(t->port_ctx, &ps);

@@ -156,7 +156,8 @@ _Static_assert(sizeof(struct emd_ctl_msg) == 64, "emd_ctl_msg is 64 bytes");
       "sends refused: the port could not reach the node (udp: no route or ARP answer)")            \
     X(ack_wrong_source, "in-order frames not acknowledged: key and ids right, another source")     \
     X(refused_uid_share, "attaches refused: the uid holds its share (--max-per-uid)")              \
-    X(nodes_uid_full, "sends refused: the sender's uid holds its share of the node table")
+    X(nodes_uid_full, "sends refused: the sender's uid holds its share of the node table")         \
+    X(handshakes, "first-contact handshake frames carried (wire v3)")
 
 #define EMD_STATUS_ENUM_(name, text) EMD_ST_##name,
 enum emd_status_index { EMD_STATUS_FIELDS(EMD_STATUS_ENUM_) EMD_ST_COUNT };

@@ -14,6 +14,7 @@
  * heartbeat age.
  */
 #include "link/link_emd.h"
+#include "link/link_emd_int.h"
 #include "link/link_util.h"
 #include "link/pkt_pool.h"
 #include "emd_abi/emd_ctl_msg.h"
@@ -219,10 +220,22 @@ static void flush_bulk(struct emd_link *d, struct bulk_batch *b, unsigned *used,
     b->n = 0;
 }
 
+/** Publish the slots filled since the last call (@p used of them) and wake
+ *  a sleeping daemon. */
+static void publish_tx(struct emd_link *d, unsigned used)
+{
+    if (emd_slots_sp_enqueue(&d->tx)) {
+        /* a seq_cst store, then this load: pairs with the daemon's
+         * "sleeping = 1, then look at the rings once more" (no lost wake-up) */
+        d->st.tx_frames += used;
+        if (atomic_load(&d->h->daemon_sleeping))
+            wake_daemon(d);
+    }
+}
+
 static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
 {
     struct emd_link *d = (struct emd_link *)l;
-    struct emd_shm_hdr *h = d->h;
     if (d->dead)
         return 0;
     uint32_t room = emd_slots_sp_room(&d->tx);
@@ -276,13 +289,7 @@ static unsigned emd_tx_burst(em_link_t *l, em_pkt_t **pkts, unsigned n)
     flush_bulk(d, &bq, &used, room);
     if (k < n)
         d->st.tx_ring_full++;
-    if (emd_slots_sp_enqueue(&d->tx)) {
-        /* a seq_cst store, then this load: pairs with the daemon's
-         * "sleeping = 1, then look at the rings once more" (no lost wake-up) */
-        d->st.tx_frames += used;
-        if (atomic_load(&h->daemon_sleeping))
-            wake_daemon(d);
-    }
+    publish_tx(d, used);
     return k;
 }
 
@@ -406,20 +413,32 @@ static int emd_flush(em_link_t *l)
     return d->dead ? -EPIPE : 0;
 }
 
+/** Node id, endpoint and bulk-queue layout of address @p a.  @return its
+ *  framing (EMD_FRAMING_L2 / _UDP: whole), or -1 (no address of ours). */
+static int addr_parse(const em_link_addr_t *a, uint8_t mac[6], uint16_t *ep, uint16_t *slots,
+                      uint16_t *slot)
+{
+    if (a->len > sizeof a->bytes)
+        return -1;
+    int fr = emd_addr_framing(a->bytes, a->len, mac, ep);
+    if (fr == EMD_FRAMING_L2 && emd_addr_decode(a->bytes, a->len, mac, ep, slots, slot) != 0)
+        return -1;
+    return fr;
+}
+
 static int emd_set_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
 {
     struct emd_link *d = (struct emd_link *)l;
     uint8_t mac[6];
     uint16_t ep, slots = 0, slot = EMD_BULKQ_NO_SLOT;
-    int fr = emd_addr_framing(a->bytes, a->len, mac, &ep);
+    int fr = addr_parse(a, mac, &ep, &slots, &slot);
     if (fr >= 0 && fr != d->udp && !d->framing_warned++)
         fprintf(stderr,
                 "ethermpi link_emd: framing mismatch: this process's emd daemon runs %s "
                 "framing, peer %u's %s: give every process the same btl_dpdk_framing and every "
                 "emd the same --framing\n",
                 d->udp ? "udp" : "l2", peer, fr ? "udp" : "l2");
-    if (fr != d->udp ||
-        (fr == EMD_FRAMING_L2 && emd_addr_decode(a->bytes, a->len, mac, &ep, &slots, &slot) != 0))
+    if (fr != d->udp)
         return -EINVAL; /* e.g. a direct-mode address: not reachable through emd */
     if (em_peer_table_reserve((void **)&d->peers, &d->npeers, sizeof *d->peers, peer) != 0)
         return -ENOMEM;
@@ -465,6 +484,46 @@ static uint32_t emd_rx_peer(em_link_t *l, const em_pkt_t *p)
     if (d->bulkq && d->bulkq->ops->rx_peer)
         return d->bulkq->ops->rx_peer(d->bulkq, p);
     return EM_LINK_PEER_UNKNOWN;
+}
+
+/* First contact (link.h tx_to): a frame to (node, endpoint) @p a, always
+ * through the daemon (never on our bulk queue: a peer takes handshakes only
+ * from its daemon's ring, whose source the daemon writes).  A tx slot names
+ * only where a frame goes: its source is the daemon's to fill. */
+static int emd_tx_to(em_link_t *l, em_pkt_t *p, const em_link_addr_t *a)
+{
+    struct emd_link *d = (struct emd_link *)l;
+    struct peer_addr pa = { .set = 1 };
+    uint16_t slots = 0, slot = EMD_BULKQ_NO_SLOT;
+    if (addr_parse(a, pa.mac, &pa.ep, &slots, &slot) != d->udp || p->len + p->ext_len > d->mtu)
+        return -EINVAL;
+    if (d->dead)
+        return -EHOSTUNREACH;
+    if (emd_slots_sp_room(&d->tx) == 0) {
+        d->st.tx_ring_full++;
+        return -EAGAIN;
+    }
+    uint8_t cls = p->cls < EMD_CLS_COUNT ? p->cls : EM_PKT_DATA;
+    fill_slot(d, &pa, cls, p->data, p->len, p->ext, p->ext_len, 0);
+    em_pkt_pool_put(&d->tx_pool, p); /* copied: the buffer is free again */
+    publish_tx(d, 1);
+    return 0;
+}
+
+/* First contact (link.h rx_from): is @p p's source, as the daemon wrote it
+ * in the ring record (its own node and the sending client's endpoint for a
+ * frame from this node, the shim's for one from the port; never the
+ * sender's word), the node and endpoint of @p a?  A frame from our bulk
+ * queues is no handshake's: false. */
+static bool emd_rx_from(em_link_t *l, const em_pkt_t *p, const em_link_addr_t *a)
+{
+    const struct emd_link *d = (const struct emd_link *)l;
+    uint8_t mac[6];
+    uint16_t ep, slots, slot;
+    if (p < d->rx_pkts || p >= d->rx_pkts + EMD_RX_BURST ||
+        addr_parse(a, mac, &ep, &slots, &slot) != d->udp)
+        return false;
+    return d->rx_src[p - d->rx_pkts] == em_addr_key6(mac, ep);
 }
 
 /** Tell the daemon where @p peer's flows stand (EMD_CTL_FLOW): it may then
@@ -536,110 +595,9 @@ static const em_link_ops_t emd_ops = {
     .close = emd_close,
     .rx_peer = emd_rx_peer,
     .set_flow = emd_set_flow,
+    .tx_to = emd_tx_to,
+    .rx_from = emd_rx_from,
 };
-
-static em_link_t *make_link(struct emd_shm_hdr *h, uint64_t size, int fd, uint16_t endpoint,
-                            const em_emd_cfg_t *cfg, char *err, size_t errlen);
-
-em_link_t *em_link_emd_from_region(void *region, uint64_t size, uint64_t instance,
-                                   uint16_t endpoint, const em_emd_cfg_t *cfg, char *err,
-                                   size_t errlen)
-{
-    const char *why = NULL;
-    if (emd_shm_check(region, size, instance, endpoint, &why) != 0) {
-        snprintf(err, errlen, "the emd shared region is unusable: %s", why);
-        return NULL;
-    }
-    return make_link(region, size, -1, endpoint, cfg, err, errlen);
-}
-
-em_link_t *em_link_emd_open(const em_emd_cfg_t *cfg, char *err, size_t errlen)
-{
-    const char *path = cfg->socket_path;
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    if (!path || !*path || strlen(path) >= sizeof sa.sun_path) {
-        snprintf(err, errlen, "no usable emd socket path given ('%s')", path ? path : "");
-        return NULL;
-    }
-    memcpy(sa.sun_path, path, strlen(path) + 1);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(err, errlen, "socket(AF_UNIX): %s", strerror(errno));
-        return NULL;
-    }
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        int e = errno;
-        if (e == ENOENT || e == ECONNREFUSED)
-            snprintf(err, errlen,
-                     "the emd daemon is not running on this node (%s at %s); start it "
-                     "first (tools/emcluster emd start, or the ethermpi-emd service, see "
-                     "docs/daemon.md), or use --mca btl_dpdk_mode direct",
-                     e == ENOENT ? "no socket" : "nobody listens", path);
-        else
-            snprintf(err, errlen, "cannot connect to the emd daemon at %s: %s", path, strerror(e));
-        close(fd);
-        return NULL;
-    }
-    struct emd_ctl_msg m;
-    emd_ctl_init(&m, EMD_CTL_ATTACH_REQ);
-    m.pid = (uint32_t)getpid();
-    if (send(fd, &m, sizeof m, MSG_NOSIGNAL) != (ssize_t)sizeof m) {
-        snprintf(err, errlen, "cannot talk to the emd daemon at %s: %s", path, strerror(errno));
-        close(fd);
-        return NULL;
-    }
-    int memfd = -1;
-    uint32_t tmo = cfg->attach_timeout_ms ? cfg->attach_timeout_ms : 5000;
-    if (emd_ctl_recv(fd, &m, &memfd, tmo, err, errlen) != 0) {
-        close(fd);
-        return NULL;
-    }
-    if (m.type == EMD_CTL_ATTACH_ERR || m.type != EMD_CTL_ATTACH_OK || memfd < 0) {
-        if (m.type == EMD_CTL_ATTACH_ERR)
-            snprintf(err, errlen, "the emd daemon refused to attach this process: %s (%s)%s",
-                     m.text, strerror((int)m.status),
-                     m.status == EBUSY ? "; the node's daemon is full for this user or for all "
-                                         "(its admin raises emd --max-clients, or --max-per-uid: "
-                                         "each uid may hold 3/4 of the slots by default)"
-                                       : "");
-        else
-            snprintf(err, errlen, "the emd daemon answered without a shared region");
-        if (memfd >= 0)
-            close(memfd);
-        close(fd);
-        return NULL;
-    }
-    struct stat stb;
-    if (fstat(memfd, &stb) != 0 || (uint64_t)stb.st_size != m.shm_size) {
-        snprintf(err, errlen, "the emd daemon's shared region has the wrong size");
-        close(memfd);
-        close(fd);
-        return NULL;
-    }
-    void *mem = mmap(NULL, m.shm_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
-    close(memfd);
-    if (mem == MAP_FAILED) {
-        snprintf(err, errlen, "cannot map the emd shared region: %s", strerror(errno));
-        close(fd);
-        return NULL;
-    }
-    const char *why = NULL;
-    struct emd_shm_hdr *h = mem;
-    if (emd_shm_check(h, m.shm_size, m.instance, m.endpoint, &why) != 0 ||
-        atomic_load(&h->state) != EMD_STATE_RUNNING) {
-        snprintf(err, errlen, "the emd shared region is unusable: %s",
-                 why ? why : "daemon not running");
-        munmap(mem, m.shm_size);
-        close(fd);
-        return NULL;
-    }
-    em_link_t *l = make_link(h, m.shm_size, fd, m.endpoint, cfg, err, errlen);
-    if (!l) {
-        munmap(mem, m.shm_size);
-        close(fd);
-    }
-    return l;
-}
 
 /** Bulk queues: open them if the daemon offers a slot (AUTO: else say why
  *  once; ON: else fail with the reason).  @return 0, or -1 with @p err. */
@@ -703,7 +661,7 @@ static int open_bulk_queue(struct emd_link *d, struct emd_shm_hdr *h, uint16_t e
     return 0;
 }
 
-static em_link_t *make_link(struct emd_shm_hdr *h, uint64_t size, int fd, uint16_t endpoint,
+em_link_t *em_link_emd_make(struct emd_shm_hdr *h, uint64_t size, int fd, uint16_t endpoint,
                             const em_emd_cfg_t *cfg, char *err, size_t errlen)
 {
     if ((h->flags & EMD_SHM_F_DAEMON_ACKS) && cfg->rx_loss > 0) {

@@ -24,14 +24,23 @@
  * daemon's ring and the bulk queues in turn.  This file stays DPDK-free:
  * the bulk-queue link is an em_link_t given by the opener.
  *
- * First contact (link.h tx_to, rx_from): not offered, here or by the
- * bulk-queue link (both NULL: em_link_has_contact() is false).  First
- * contact through the daemon needs a daemon protocol change: the daemons
- * read the frames they carry as data frames (flow resynchronisation,
- * eager ACKs: src/daemon/emd_fwd.c, emd_ack.c) and know no handshake
- * frame (proto/hs_wire.h), so they would first have to carry those
- * untouched between endpoints that have no peer entry for each other.
- * Over emd the front ends keep the peer numbering they share.
+ * First contact (link.h tx_to, rx_from; wire v3's handshake,
+ * docs/daemon.md "First contact"): tx_to writes a frame into a tx slot
+ * addressed to the blob's (node, endpoint), always through the daemon,
+ * never on the bulk queue (the bulk-queue link offers neither op), and
+ * touches no peer entry.  rx_from compares the blob's (node, endpoint) with
+ * the received frame's source as the daemon wrote it in the ring record:
+ * for a frame from this node, the daemon's node id and the sending client's
+ * endpoint (a tx slot names only where a frame goes, so a rank cannot claim
+ * another's source); for one from the port, the shim's, written by the
+ * other node's daemon.  That source is read once per record with the rest
+ * of its header (emd_abi/emd_ring.h, bounded like every ring read) into
+ * this link's own memory; a frame from the bulk queues matches no address.
+ * The daemons carry handshake frames untouched (src/daemon/emd_core.h
+ * "Handshakes"); once a handshake completes, the engine registers the
+ * pair's flow with the keys it derived (set_flow, EMD_CTL_FLOW), as after
+ * the modex on the numbered path.  So em_link_has_contact() is true here,
+ * and the front ends name their endpoints on this link as on the others.
  *
  * Threading: one thread at a time, like every link.
  */

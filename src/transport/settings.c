@@ -237,10 +237,10 @@ static const em_setting_t table[] = {
     { "names", EM_SET_STRING, OFI | BTLS, 5, OFF(names), "auto", 0, 0, "auto|wire|ids",
       "How processes know each other: wire = by address (link address, endpoint index, "
       "nonce), each numbering its peers itself through a first-contact handshake that also "
-      "gives each pair its keys, on every link that can (not the emd daemon's); ids = by a "
+      "gives each pair its keys, on every link (the emd daemon's too); ids = by a "
       "job-wide number (provider: FI_ETHERMPI_ID, the launcher's rank, else random; BTLs: the "
-      "vpid, keys from secrets in the modex), as on the daemon link; auto = wire on every link "
-      "that can, ids on the daemon's.  Every process of a job must use the same" },
+      "vpid, keys from secrets in the modex); auto = wire.  Every process of a job must use "
+      "the same" },
     /* ids below 2^24 (prov/emo_wire.h EMO_NPEERS_MAX: a muxed link's peers) */
     { "id", EM_SET_INT, OFI, 5, OFF(id), "-1", -1, 16777215, NULL,
       "With ids: this endpoint's id (0-16777215), unique in the job; -1 = the launcher's rank "

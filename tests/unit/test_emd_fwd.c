@@ -17,6 +17,14 @@
  *     unknown class, reserved bits, a length beyond the frame, endpoint 0,
  *     an endpoint nobody has, a bad hello) are counted and dropped, and the
  *     job next to them is not disturbed;
+ *   - first contact (wire v3): clients that know each other only by name
+ *     (address, endpoint, nonce) run the handshake through the daemons,
+ *     across the wire and on one node; the daemons carry and count the
+ *     handshake frames without any flow, and the flows the clients then
+ *     register with the keys their handshake derived get eager ACKs;
+ *   - a client cannot claim another's source: the source a received frame
+ *     reports (rx_from) is the one its daemon saw, so a handshake naming
+ *     another client's address is refused (hs_bad_source) and binds nothing;
  *   - udp framing (emd --framing udp): node ids are IPv4 + port (11.x, whose
  *     first byte an L2 check would take for a multicast MAC), the node table
  *     keys by them and gives the port link_dpdk's 14-byte udp blob, the
@@ -34,7 +42,9 @@
 #include <cmocka.h>
 
 #include "daemon/emd_core.h"
+#include "engine/contact.h"
 #include "engine/engine.h"
+#include "proto/hs_wire.h"
 #include "link/link_emd.h"
 #include "link/link_sim.h"
 #include "link_test_util.h"
@@ -48,6 +58,8 @@ static const uint8_t MACS[2][6] = { { 2, 0xe7, 0, 0, 0, 1 }, { 2, 0xe7, 0, 0, 0,
 /* udp framing: 11.0.0.1:29717 and 11.0.1.2:29717 */
 static const uint8_t IPS[2][6] = { { 11, 0, 0, 1, 0x74, 0x15 }, { 11, 0, 1, 2, 0x74, 0x15 } };
 static int UDP;                     /* the world runs udp framing */
+static int NAMED;                   /* the clients know each other by name (first contact) */
+#define NAMED_PEERS 8u              /* a named client's engine: 7 peers and itself */
 static em_link_addr_t LAST_BLOB[2]; /* what each daemon last gave its port's set_peer */
 static unsigned UNREACH_ASKED;      /* set_peer calls for a node the port cannot reach */
 
@@ -124,19 +136,29 @@ static emd_core_t D[2];
 static struct client CL[3]; /* 0, 1 on node 0; 2 on node 1 */
 
 /* set_flow as the control socket would carry it (link_emd's EMD_CTL_FLOW):
- * the peer's address is the one its link published (engine peer = client) */
+ * the peer's address is the one its link published (numbered: engine peer
+ * = client), or the one its handshake proved (named) */
 static int to_daemon(em_link_t *l, uint32_t peer, const em_link_flow_t *f)
 {
     for (unsigned k = 0; k < 3; k++)
-        if (CL[k].link == l && peer < 3) {
+        if (CL[k].link == l && peer < (NAMED ? NAMED_PEERS : 3)) {
             struct emd_ctl_flow m = { .rx_key = f->rx_key,
                                       .tx_key = f->tx_key,
                                       .rx_next = f->rx_next,
                                       .tx_next = f->tx_next,
                                       .frame_max = f->frame_max,
                                       .self = f->self,
-                                      .peer = f->peer };
-            const em_link_addr_t *a = &CL[peer].link->local;
+                                      .peer = f->peer,
+                                      .remote_index = f->remote_index };
+            em_link_addr_t named = { 0 };
+            em_conn_name_t nm;
+            if (NAMED) {
+                if (em_engine_contact_name(CL[k].eng, peer, &nm) != 0)
+                    return -1;
+                named.len = nm.addr_len;
+                memcpy(named.bytes, nm.addr, nm.addr_len);
+            }
+            const em_link_addr_t *a = NAMED ? &named : &CL[peer].link->local;
             uint16_t slots, slot;
             int fr = emd_addr_framing(a->bytes, a->len, m.peer_node, &m.peer_ep);
             if (fr < 0 || (fr == EMD_FRAMING_L2 && emd_addr_decode(a->bytes, a->len, m.peer_node,
@@ -195,13 +217,29 @@ static void client(unsigned k, unsigned node, unsigned idx, uint16_t ep)
     c->link->ops = &c->ops;
     em_proto_cfg_t pc;
     em_proto_cfg_default(&pc);
-    pc.self = (uint32_t)k;
-    pc.npeers = 3;
+    pc.self = NAMED ? NAMED_PEERS - 1 : (uint32_t)k; /* named: its own number, no peer's */
+    pc.npeers = NAMED ? NAMED_PEERS : 3;
+    pc.peers_need_set = (uint8_t)NAMED; /* named: a peer is unset until its handshake */
+    pc.bind_source = (uint8_t)NAMED;
     pc.frame_max = CMTU;
     int e;
     em_engine_ops_t ops = { .recv = on_recv, .complete = on_complete };
     c->eng = em_engine_create(c->link, &pc, &ops, c, &e);
     assert_non_null(c->eng);
+    if (NAMED) {
+        em_engine_contact_cfg_t cc = { .nonce = 0xa11ce000u + k, .accept_strangers = true };
+        memset(cc.secret, (int)(0x30 + k), sizeof cc.secret);
+        assert_true(em_link_has_contact(c->link));
+        assert_int_equal(em_engine_contact_open(c->eng, &cc), 0);
+    }
+}
+
+/* client @p k's name, as a peer would know it */
+static em_conn_name_t name_of(unsigned k)
+{
+    em_conn_name_t n = { .addr_len = CL[k].link->local.len, .nonce = 0xa11ce000u + k };
+    memcpy(n.addr, CL[k].link->local.bytes, n.addr_len);
+    return n;
 }
 
 /* client @p a's engine knows client @p b, with the pair's key and ISNs */
@@ -254,6 +292,7 @@ static void end_world(void)
         emd_core_fini(&D[n]);
     em_sim_destroy(SIM);
     UDP = 0;
+    NAMED = 0;
 }
 
 /* one round: the sim's clock, both daemons (port, then tx rings), every engine */
@@ -270,8 +309,9 @@ static void round_(void)
         (void)em_engine_progress(CL[k].eng);
 }
 
-/* @p n messages from client @p a to @p b (lengths 1, 4, 13, ... up to 6000: multi-frame ones too) */
-static void send_msgs(unsigned a, unsigned b, unsigned n)
+/* @p n messages from client @p a to client @p b, its engine's peer @p peer
+ * (lengths 1, 4, 13, ... up to 6000: multi-frame ones too) */
+static void send_msgs_to(unsigned a, uint32_t peer, unsigned b, unsigned n)
 {
     static em_proto_op_t op[64];
     static uint8_t buf[64][6000];
@@ -280,8 +320,7 @@ static void send_msgs(unsigned a, unsigned b, unsigned n)
     for (unsigned m = 0; m < n; m++) {
         for (uint32_t i = 0; i < len; i++)
             buf[m][i] = byte_at(m, i);
-        assert_int_equal(
-            em_engine_send(CL[a].eng, &op[m], (uint32_t)b, (uint8_t)m, buf[m], len, NULL), 0);
+        assert_int_equal(em_engine_send(CL[a].eng, &op[m], peer, (uint8_t)m, buf[m], len, NULL), 0);
         len = len * 3 + 1 > 6000 ? 1 : len * 3 + 1;
     }
     uint64_t t0 = em_now_ns();
@@ -291,6 +330,8 @@ static void send_msgs(unsigned a, unsigned b, unsigned n)
     assert_int_equal(CL[a].done, n);
     assert_int_equal(CL[b].bad + CL[a].bad, 0);
 }
+
+static void send_msgs(unsigned a, unsigned b, unsigned n) { send_msgs_to(a, (uint32_t)b, b, n); }
 
 static void test_across_with_eager_acks_and_wrapping_isns(void **st)
 {
@@ -427,6 +468,149 @@ static void test_hostile_port_frames(void **st)
     end_world();
 }
 
+static void test_first_contact_through_the_daemons(void **st)
+{
+    (void)st;
+    NAMED = 1;
+    world();
+    /* client 0 knows clients 2 (the other node) and 1 (its own) by name
+     * only; they know nobody, and take it as a stranger */
+    uint32_t p2, p1;
+    em_conn_name_t n2 = name_of(2), n1 = name_of(1);
+    assert_int_equal(em_engine_contact_insert(CL[0].eng, &n2, &p2), 0);
+    assert_int_equal(em_engine_contact_insert(CL[0].eng, &n1, &p1), 0);
+    assert_int_equal(D[0].cl[0].nflows + D[1].cl[0].nflows, 0); /* no flow before a handshake */
+    send_msgs_to(0, p2, 2, 24);
+    assert_int_equal(em_engine_contact_state(CL[0].eng, p2), EM_CONN_ESTABLISHED);
+    /* INIT, CHALLENGE, CONFIRM, ACCEPT crossed both daemons (retries may add some) */
+    assert_true(D[0].handshakes >= 4 && D[1].handshakes >= 4);
+    /* both registered the pair's flow with the keys their handshake gave,
+     * and node 1's daemon acknowledged client 2's frames on it */
+    assert_int_equal(D[0].cl[0].nflows, 1);
+    assert_int_equal(D[1].cl[0].nflows, 1);
+    assert_true(D[1].acks > 0);
+    assert_int_equal(D[0].ack_refused + D[1].ack_refused, 0);
+    assert_int_equal(D[0].ack_wrong_source + D[1].ack_wrong_source, 0);
+    assert_int_equal(D[1].rx_bad + D[1].rx_no_ep + D[1].rx_ring_full, 0);
+    assert_int_equal(em_engine_stats(CL[2].eng)->hs_bad_source, 0);
+    /* the same on one node: the daemon carries it from ring to ring */
+    uint64_t hs0 = D[0].handshakes, local0 = D[0].local, tx0 = D[0].tx_frames;
+    CL[0].done = 0;
+    send_msgs_to(0, p1, 1, 10);
+    assert_true(D[0].handshakes >= hs0 + 4);
+    assert_true(D[0].local >= local0 + 4 + 10);
+    assert_int_equal(D[0].tx_frames, tx0); /* node 0 sent nothing to its port */
+    assert_int_equal(D[0].cl[1].nflows, 1);
+    /* and back, over the peer numbers the handshakes gave */
+    CL[0].got = 0;
+    CL[0].next_len = 1;
+    CL[2].done = 0;
+    uint32_t back = NAMED_PEERS;
+    em_conn_name_t nm;
+    for (uint32_t q = 0; q < NAMED_PEERS - 1; q++)
+        if (em_engine_contact_name(CL[2].eng, q, &nm) == 0 && nm.nonce == name_of(0).nonce)
+            back = q; /* client 2's number for client 0, the stranger it bound */
+    assert_true(back < NAMED_PEERS);
+    send_msgs_to(2, back, 0, 8);
+    end_world();
+}
+
+static void test_first_contact_udp_framing(void **st)
+{
+    (void)st;
+    UDP = 1; /* node ids are IPv4 + port: the handshake's reply addresses are udp addresses */
+    NAMED = 1;
+    world();
+    uint32_t p2;
+    em_conn_name_t n2 = name_of(2);
+    assert_int_equal(n2.addr_len, EMD_ADDR_LEN_UDP);
+    assert_int_equal(em_engine_contact_insert(CL[0].eng, &n2, &p2), 0);
+    send_msgs_to(0, p2, 2, 12);
+    assert_true(D[0].handshakes >= 4 && D[1].handshakes >= 4);
+    assert_int_equal(D[1].cl[0].nflows, 1);
+    assert_true(D[1].acks > 0);
+    assert_int_equal(D[0].tx_bad_mac + D[1].rx_bad + D[1].ack_refused, 0);
+    end_world();
+}
+
+/* a handshake INIT from client @p from's link (tx_to) to client @p to whose
+ * reply address names client @p claim's */
+static void raw_init(unsigned from, unsigned to, unsigned claim)
+{
+    em_hs_t h = { .type = EM_HS_INIT,
+                  .src_nonce = 0xbad0000u + claim,
+                  .src_index = 3,
+                  .dst_index = EM_HS_NO_INDEX,
+                  .isn = 5,
+                  .token = 0x7070,
+                  .addr_len = CL[claim].link->local.len };
+    memcpy(h.addr, CL[claim].link->local.bytes, h.addr_len);
+    em_link_t *l = CL[from].link;
+    em_pkt_t *p = em_link_tx_alloc(l);
+    assert_non_null(p);
+    p->len = (uint32_t)em_hs_encode(&h, p->data);
+    p->cls = EM_PKT_CTRL;
+    assert_int_equal(l->ops->tx_to(l, p, &CL[to].link->local), 0);
+}
+
+/* the daemons only: their ports and rings, no client */
+static void daemons_only(void)
+{
+    for (int r = 0; r < 3; r++) {
+        em_sim_set_now(SIM, em_now_ns());
+        for (unsigned n = 0; n < 2; n++) {
+            (void)emd_core_poll_port(&D[n]);
+            for (unsigned i = 0; i < 2; i++)
+                (void)emd_core_drain(&D[n], i);
+        }
+    }
+}
+
+static void test_forged_source_refused(void **st)
+{
+    (void)st;
+    NAMED = 1;
+    world();
+    /* rx_from reports what the daemon saw: client 1's frame, claiming client
+     * 0's address, is consistent with client 1's only (across the wire and
+     * on one node) */
+    for (unsigned to = 2; to != 3; to = to == 2 ? 0 : 3) {
+        raw_init(1, to, to == 2 ? 0 : 2);
+        daemons_only();
+        em_pkt_t *pk[4];
+        em_link_t *l = CL[to].link;
+        assert_int_equal(em_link_rx_burst(l, pk, 4), 1);
+        assert_true(em_hs_is(pk[0]->data, pk[0]->len));
+        assert_true(l->ops->rx_from(l, pk[0], &CL[1].link->local));
+        assert_false(l->ops->rx_from(l, pk[0], &CL[to == 2 ? 0 : 2].link->local));
+        em_link_rx_release(l, pk, 1);
+    }
+    assert_int_equal(D[0].handshakes, 2); /* both from client 1's ring, ... */
+    assert_int_equal(D[1].handshakes, 1); /* ... one from node 0's port */
+    /* the engine drops such a frame before its table reads it: no answer */
+    uint64_t sent0 = D[0].tx_frames;
+    raw_init(1, 2, 0);
+    for (int r = 0; r < 5; r++)
+        round_();
+    assert_int_equal(em_engine_stats(CL[2].eng)->hs_bad_source, 1);
+    assert_int_equal(D[1].tx_frames, 0); /* client 2 answered nothing */
+    assert_int_equal(D[0].tx_frames, sent0 + 1);
+    /* the same frame with its true reply address is answered (a CHALLENGE) */
+    raw_init(1, 2, 1);
+    for (int r = 0; r < 5; r++)
+        round_();
+    assert_int_equal(em_engine_stats(CL[2].eng)->hs_bad_source, 1);
+    assert_int_equal(D[1].tx_frames, 1);
+    assert_int_equal(D[1].handshakes, 4);
+    /* tx_to refuses an address that is not the daemon's kind */
+    em_link_addr_t bad = { .len = 3 };
+    em_pkt_t *p = em_link_tx_alloc(CL[1].link);
+    p->len = 8;
+    assert_int_equal(CL[1].link->ops->tx_to(CL[1].link, p, &bad), -EINVAL);
+    em_link_tx_free(CL[1].link, p);
+    end_world();
+}
+
 static void test_udp_framing_keys_by_ip_and_port(void **st)
 {
     (void)st;
@@ -521,6 +705,9 @@ int main(void)
         cmocka_unit_test(test_same_node_through_the_daemon),
         cmocka_unit_test(test_lossy_wire_exactly_once),
         cmocka_unit_test(test_hostile_port_frames),
+        cmocka_unit_test(test_first_contact_through_the_daemons),
+        cmocka_unit_test(test_forged_source_refused),
+        cmocka_unit_test(test_first_contact_udp_framing),
         cmocka_unit_test(test_udp_framing_keys_by_ip_and_port),
         cmocka_unit_test(test_framing_mismatch_refused),
     };

@@ -36,7 +36,7 @@ import tempfile
 # or "multiple" (the job asked for MPI_THREAD_MULTIPLE); names: how the
 # processes knew each other, "wire" (wire v3: named, first contact) or
 # "ids" (wire v2: numbered), asked for explicitly (rows without it ran the
-# default, which is wire on every link but the daemon's)); a row without
+# default, which is wire)); a row without
 # one has None there.
 VARIANT_FIELDS = ("links", "mode", "elements_per_packet", "n", "ranks", "loss_pct", "rdv", "mtu",
                   "framing", "mpi", "cluster", "threads", "thread_level", "names")

@@ -6,7 +6,7 @@
  *
  * By default (btl_<name>_names auto, or wire; ids keeps the numbered path,
  * docs/design.md "Wire v3"), on a link that can run the handshake
- * (em_link_has_contact: kernel UDP, AF_XDP, DPDK; not the emd daemon's),
+ * (em_link_has_contact: kernel UDP, AF_XDP, DPDK, the emd daemon's),
  * a module is named by its link address, its endpoint index behind it (0: a
  * module owns its link; the BTLs never share one through link_mux) and a
  * random nonce, and its modex entry carries that name and no key material.
