@@ -110,7 +110,7 @@ int emo_name_partial(const char *node, const char *service, bool passive, void *
         return -FI_ENODATA;
     const struct sockaddr_in *sin = (const struct sockaddr_in *)res->ai_addr;
     emo_addr_t a = { .named = 1, .id = EMO_ID_NONE, .frame_max = UINT32_MAX };
-    a.link.len = 8; /* IPv4, receive port, send port 0 (link_udp.c covers) */
+    a.link.len = 8; /* IPv4, receive port, send port 0 (link_udp_open.c covers) */
     memcpy(a.link.bytes, &sin->sin_addr.s_addr, 4);
     memcpy(a.link.bytes + 4, &sin->sin_port, 2);
     freeaddrinfo(res);
