@@ -148,13 +148,19 @@ static void fail_all_peers(struct emo_ep *ep)
 }
 
 /* FI_ETHERMPI_LINK's link, with every option the BTLs have (the front-end
- * layer opens it: src/transport/transport.h) */
-static em_link_t *open_link(struct emo_ep *ep, unsigned index, char *err, size_t errlen)
+ * layer opens it: src/transport/transport.h).  On failure *@p fi_err is
+ * what fi_endpoint returns: -FI_EADDRINUSE when the link says the port of
+ * fi_getinfo's service is taken (its reason code, never its text), else
+ * -FI_ENODEV. */
+static em_link_t *open_link(struct emo_ep *ep, unsigned index, int *fi_err, char *err,
+                            size_t errlen)
 {
+    *fi_err = -FI_ENODEV;
     if (emo_params_error()[0]) {
         snprintf(err, errlen, "%s", emo_params_error());
         return NULL;
     }
+    int reason = 0;
     const em_transport_env_t env = {
         .front = EM_FRONT_OFI,
         .job = "0", /* no job id in libfabric: one cable socket per node pair */
@@ -165,6 +171,7 @@ static em_link_t *open_link(struct emo_ep *ep, unsigned index, char *err, size_t
          * port this endpoint receives on (kernel UDP; the L2 links take
          * none: their address is a MAC and queue) */
         .udp_port = emo_name_src_port(ep->info->src_addr, ep->info->src_addrlen),
+        .reason = &reason,
     };
     if (env.udp_port && emo_link_kind() != EM_LINK_KIND_UDP)
         FI_INFO(&emo_prov, FI_LOG_EP_CTRL,
@@ -178,11 +185,13 @@ static em_link_t *open_link(struct emo_ep *ep, unsigned index, char *err, size_t
                                                  errlen);
     if (!l && !err[0])
         snprintf(err, errlen, "no device %u in the settings", index);
-    else if (!l && env.udp_port && strstr(err, strerror(EADDRINUSE))) /* say whose, and the fix */
+    else if (!l && env.udp_port && reason == -EM_EADDRINUSE) { /* say whose, and the fix */
         snprintf(err + strlen(err), errlen - strlen(err),
                  " (the port of fi_getinfo's service: another endpoint, of this process or "
                  "another, receives on it; give each endpoint its own service, or none for any "
                  "free port)");
+        *fi_err = -FI_EADDRINUSE;
+    }
     return l;
 }
 
@@ -672,28 +681,30 @@ static struct fi_ops_cm ep_cm = { .size = sizeof(struct fi_ops_cm),
                                   .shutdown = cm_shutdown,
                                   .join = cm_join };
 
-/* link, id, secrets, engine; @return 0 or -1 with a sentence in @p err */
+/* link, id, secrets, engine; @return 0, or with a sentence in @p err what
+ * fi_endpoint returns: the link's (open_link), else -FI_ENODEV */
 static int ep_setup(struct emo_ep *ep, char *err, size_t errlen)
 {
     uint8_t rnd[12];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
         snprintf(err, errlen, "getrandom failed (%s): no secret for the pair keys",
                  strerror(errno));
-        return -1;
+        return -FI_ENODEV;
     }
     memcpy(&ep->self.secret, rnd, 8);
     memcpy(&ep->self.isn, rnd + 8, 4);
-    ep->link = open_link(ep, ep->dom->index, err, errlen);
+    int rc;
+    ep->link = open_link(ep, ep->dom->index, &rc, err, errlen);
     if (!ep->link)
-        return -1;
+        return rc;
     ep->self.frame_max = ep->link->mtu;
     ep->self.link = ep->link->local;
     /* named by its address where the link runs first contact (emo_name.c),
      * else numbered */
     if (emo_name_setup(ep, err, errlen) != 0)
-        return -1;
+        return -FI_ENODEV;
     if (!emo_named(ep) && pick_id(&ep->self.id, &ep->npeers, err, errlen) != 0)
-        return -1;
+        return -FI_ENODEV;
     ep->peer_set = calloc(ep->npeers, 1);
     ep->peer_failed = calloc(ep->npeers, 1);
     ep->peer_heard = calloc(ep->npeers, 1);
@@ -702,11 +713,11 @@ static int ep_setup(struct emo_ep *ep, char *err, size_t errlen)
     if (!ep->peer_set || !ep->peer_failed || !ep->peer_heard || !ep->unexp_held ||
         !ep->fail_pending) {
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return -FI_ENODEV;
     }
     if (make_engine(ep, err, errlen) != 0)
-        return -1;
-    return emo_named(ep) ? emo_name_open(ep, err, errlen) : 0;
+        return -FI_ENODEV;
+    return emo_named(ep) && emo_name_open(ep, err, errlen) != 0 ? -FI_ENODEV : 0;
 }
 
 int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **fep, void *context)
@@ -741,11 +752,12 @@ int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
     ep->ep.rma = &emo_rma_ops;       /* each call checks the endpoint's FI_RMA */
     ep->ep.atomic = &emo_atomic_ops; /* ... and FI_ATOMIC */
     char err[512] = "";
-    if (!ep->info || ep_setup(ep, err, sizeof err) != 0) {
+    int rc = ep->info ? ep_setup(ep, err, sizeof err) : -FI_ENODEV;
+    if (rc != 0) {
         FI_WARN(&emo_prov, FI_LOG_EP_CTRL, "cannot open an endpoint: %s\n",
                 err[0] ? err : "out of memory");
         ep_close(&ep->ep.fid);
-        return -FI_ENODEV;
+        return rc;
     }
     *fep = &ep->ep;
     return 0;

@@ -8,6 +8,7 @@
  * link_udp_int.h.
  */
 #include "link/link_udp_int.h"
+#include "proto/proto.h"
 
 #include <errno.h>
 #include <netinet/udp.h>
@@ -99,12 +100,16 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
 {
     struct in_addr ip;
     char ifname[64];
+    if (cfg->reason) /* until it opens: what the text explains, unless a case below knows more */
+        *cfg->reason = -EM_EINVAL;
     if (em_pick_ipv4_iface(cfg->iface, &ip, ifname, sizeof ifname, err, errlen) != 0)
         return NULL;
 
     struct udp_link *u = calloc(1, sizeof *u);
     if (!u) {
         snprintf(err, errlen, "out of memory");
+        if (cfg->reason)
+            *cfg->reason = -EM_ENOMEM;
         return NULL;
     }
     u->sfd = -1;
@@ -133,7 +138,7 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
         return NULL;
     }
     /* the receive socket never sends: its receive buffer only (the send
-     * sockets get theirs in open_send_socket) */
+     * sockets get theirs in udpl_send_socket) */
     u->sock_buf = cfg->sock_buf ? cfg->sock_buf : 4 << 20;
     u->info.sndbuf_req = u->info.rcvbuf_req = u->sock_buf;
     snprintf(u->info.ifname, sizeof u->info.ifname, "%s", ifname);
@@ -153,8 +158,11 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
     socklen_t sl = sizeof sa;
     if (bind(u->fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
         getsockname(u->fd, (struct sockaddr *)&sa, &sl) != 0) {
+        int e = errno;
         snprintf(err, errlen, "cannot bind UDP %s:%u on %s: %s", inet_ntoa(ip), cfg->port, ifname,
-                 strerror(errno));
+                 strerror(e));
+        if (cfg->reason && e == EADDRINUSE) /* the caller names whose port and the fix */
+            *cfg->reason = -EM_EADDRINUSE;
         close(u->fd);
         free(u);
         return NULL;
@@ -182,11 +190,15 @@ em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
     u->rx_mem = malloc((size_t)u->rx_batch * u->rx_slot_bytes);
     if (!u->tx_mem || !u->rx_mem) {
         snprintf(err, errlen, "out of memory for UDP buffers");
+        if (cfg->reason)
+            *cfg->reason = -EM_ENOMEM;
         udpl_close(&u->link);
         return NULL;
     }
     em_pkt_pool_init(&u->tx_pool, u->tx_stack, UDP_TX_POOL);
     em_pkt_pool_fill(&u->tx_pool, u->tx_pkts, u->tx_mem, UDP_TX_POOL, mtu);
+    if (cfg->reason)
+        *cfg->reason = 0;
     u->link.ops = &udpl_ops;
     u->link.mtu = mtu;
     u->link.flags = EM_LINK_F_GATHER;
