@@ -135,15 +135,16 @@ int emo_query_atomic(const struct emo_domain *d, enum fi_datatype dt, enum fi_op
 
 void emo_atomic_stats(const struct emo_ep *ep)
 {
+    char me[EMO_LABEL_LEN];
     const em_engine_stats_t *es = em_engine_stats(ep->eng);
     if (!ep->st.atomics && !ep->st.atomics_self && !es->rma_atomics_applied && !es->rma_refused &&
         !es->rma_gets_served)
         return;
     FI_INFO(&emo_prov, FI_LOG_EP_DATA,
-            "endpoint %u atomics: started %llu (to itself %llu, engine budget full %llu); "
+            "endpoint %s atomics: started %llu (to itself %llu, engine budget full %llu); "
             "peers' applied %llu; peers' reads answered by the engine %llu; requests refused "
             "%llu\n",
-            ep->self.id, (unsigned long long)ep->st.atomics,
+            emo_ep_label(ep, me), (unsigned long long)ep->st.atomics,
             (unsigned long long)ep->st.atomics_self, (unsigned long long)ep->st.atomics_busy,
             (unsigned long long)es->rma_atomics_applied, (unsigned long long)es->rma_gets_served,
             (unsigned long long)es->rma_refused);

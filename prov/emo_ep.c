@@ -148,13 +148,19 @@ static void fail_all_peers(struct emo_ep *ep)
 }
 
 /* FI_ETHERMPI_LINK's link, with every option the BTLs have (the front-end
- * layer opens it: src/transport/transport.h) */
-static em_link_t *open_link(struct emo_ep *ep, unsigned index, char *err, size_t errlen)
+ * layer opens it: src/transport/transport.h).  On failure *@p fi_err is
+ * what fi_endpoint returns: -FI_EADDRINUSE when the link says the port of
+ * fi_getinfo's service is taken (its reason code, never its text), else
+ * -FI_ENODEV. */
+static em_link_t *open_link(struct emo_ep *ep, unsigned index, int *fi_err, char *err,
+                            size_t errlen)
 {
+    *fi_err = -FI_ENODEV;
     if (emo_params_error()[0]) {
         snprintf(err, errlen, "%s", emo_params_error());
         return NULL;
     }
+    int reason = 0;
     const em_transport_env_t env = {
         .front = EM_FRONT_OFI,
         .job = "0", /* no job id in libfabric: one cable socket per node pair */
@@ -165,6 +171,7 @@ static em_link_t *open_link(struct emo_ep *ep, unsigned index, char *err, size_t
          * port this endpoint receives on (kernel UDP; the L2 links take
          * none: their address is a MAC and queue) */
         .udp_port = emo_name_src_port(ep->info->src_addr, ep->info->src_addrlen),
+        .reason = &reason,
     };
     if (env.udp_port && emo_link_kind() != EM_LINK_KIND_UDP)
         FI_INFO(&emo_prov, FI_LOG_EP_CTRL,
@@ -178,11 +185,13 @@ static em_link_t *open_link(struct emo_ep *ep, unsigned index, char *err, size_t
                                                  errlen);
     if (!l && !err[0])
         snprintf(err, errlen, "no device %u in the settings", index);
-    else if (!l && env.udp_port && strstr(err, strerror(EADDRINUSE))) /* say whose, and the fix */
+    else if (!l && env.udp_port && reason == -EM_EADDRINUSE) { /* say whose, and the fix */
         snprintf(err + strlen(err), errlen - strlen(err),
                  " (the port of fi_getinfo's service: another endpoint, of this process or "
                  "another, receives on it; give each endpoint its own service, or none for any "
                  "free port)");
+        *fi_err = -FI_EADDRINUSE;
+    }
     return l;
 }
 
@@ -302,11 +311,13 @@ int emo_ep_progress(struct emo_ep *ep)
 
 static void print_stats(struct emo_ep *ep)
 {
+    char me[EMO_LABEL_LEN]; /* this endpoint, as every close-time line names it */
+    emo_ep_label(ep, me);
     const em_proto_stats_t *p = em_engine_proto_stats(ep->eng);
     char frames[512]; /* 11 counters of up to 20 digits and the words: < 400 */
     em_proto_stats_frames(p, frames, sizeof frames);
     FI_INFO(&emo_prov, FI_LOG_EP_DATA,
-            "endpoint %u: eager %llu rdv %llu self %llu (completed when copied %llu; received in "
+            "endpoint %s: eager %llu rdv %llu self %llu (completed when copied %llu; received in "
             "place %llu; send budget full %llu); "
             "unexpected %llu (peak %llu bytes; over FI_ETHERMPI_UNEXP_MB: %llu dropped, %llu "
             "peers failed); refused: short %llu magic %llu type %llu "
@@ -315,7 +326,7 @@ static void print_stats(struct emo_ep *ep)
             "%llu reads %llu, "
             "peers' reads served %llu refused %llu busy %llu, write data refused %llu; %s, "
             "peer failures %llu\n",
-            ep->self.id, (unsigned long long)ep->st.eager_sent, (unsigned long long)ep->st.rdv_sent,
+            me, (unsigned long long)ep->st.eager_sent, (unsigned long long)ep->st.rdv_sent,
             (unsigned long long)ep->st.self_sent, (unsigned long long)ep->st.sends_early,
             (unsigned long long)ep->st.placed, (unsigned long long)ep->st.tx_budget_waits,
             (unsigned long long)ep->st.unexp_msgs, (unsigned long long)ep->st.unexp_bytes_max,
@@ -338,10 +349,10 @@ static void print_stats(struct emo_ep *ep)
     char refused[320];
     em_proto_stats_refused(p, refused, sizeof refused);
     FI_INFO(&emo_prov, FI_LOG_EP_DATA,
-            "endpoint %u protocol: drops: key %llu magic %llu malformed %llu window %llu; "
+            "endpoint %s protocol: drops: key %llu magic %llu malformed %llu window %llu; "
             "refused: %s; congestion control: cwnd cuts for loss %llu, for delay %llu, frames "
             "held by cwnd %llu, by pacing %llu\n",
-            ep->self.id, (unsigned long long)p->drop_job_key, (unsigned long long)p->drop_magic,
+            me, (unsigned long long)p->drop_job_key, (unsigned long long)p->drop_magic,
             (unsigned long long)p->drop_malformed, (unsigned long long)p->drop_window, refused,
             (unsigned long long)p->cc_loss_decreases, (unsigned long long)p->cc_delay_decreases,
             (unsigned long long)p->cc_cwnd_blocked, (unsigned long long)p->cc_paced);
@@ -349,22 +360,21 @@ static void print_stats(struct emo_ep *ep)
      * the same names (docs/ofi.md "Counters") */
     const em_engine_stats_t *e = em_engine_stats(ep->eng);
     FI_INFO(&emo_prov, FI_LOG_EP_DATA,
-            "endpoint %u counters: bytes_sent %llu bytes_received %llu messages_sent %llu "
+            "endpoint %s counters: bytes_sent %llu bytes_received %llu messages_sent %llu "
             "messages_received %llu nacks_sent %llu peer_failures %llu drops_gbn_ooo %llu "
             "drops_nomem %llu drops_no_address %llu tx_backpressure %llu\n",
-            ep->self.id, (unsigned long long)p->tx_payload_bytes,
-            (unsigned long long)p->rx_payload_bytes, (unsigned long long)p->msgs_sent,
-            (unsigned long long)p->msgs_recv, (unsigned long long)p->tx_nacks,
-            (unsigned long long)p->peer_failures, (unsigned long long)p->drop_gbn_ooo,
-            (unsigned long long)p->drop_nomem, (unsigned long long)e->tx_no_addr,
-            (unsigned long long)e->tx_backpressure);
+            me, (unsigned long long)p->tx_payload_bytes, (unsigned long long)p->rx_payload_bytes,
+            (unsigned long long)p->msgs_sent, (unsigned long long)p->msgs_recv,
+            (unsigned long long)p->tx_nacks, (unsigned long long)p->peer_failures,
+            (unsigned long long)p->drop_gbn_ooo, (unsigned long long)p->drop_nomem,
+            (unsigned long long)e->tx_no_addr, (unsigned long long)e->tx_backpressure);
     /* endpoints of this process sharing the device (link/link_mux.h) */
     const em_link_mux_stats_t *mx = em_link_mux_stats(ep->link);
     if (mx)
         FI_INFO(&emo_prov, FI_LOG_EP_DATA,
-                "endpoint %u shared link: rx kept %llu passed to another endpoint %llu; dropped: "
+                "endpoint %s shared link: rx kept %llu passed to another endpoint %llu; dropped: "
                 "inbox full %llu no endpoint %llu short %llu; tx %llu\n",
-                ep->self.id, (unsigned long long)mx->rx_own, (unsigned long long)mx->rx_passed,
+                me, (unsigned long long)mx->rx_own, (unsigned long long)mx->rx_passed,
                 (unsigned long long)mx->rx_inbox_full, (unsigned long long)mx->rx_no_member,
                 (unsigned long long)mx->rx_short, (unsigned long long)mx->tx_frames);
     /* what the kernel made of our bursts: whether UDP GSO and GRO carried
@@ -372,10 +382,10 @@ static void print_stats(struct emo_ep *ep)
     if (ep->link && 0 == strcmp(emo_link_name(), "udp")) {
         const em_udp_stats_t *u = em_link_udp_stats(ep->link);
         FI_INFO(&emo_prov, FI_LOG_EP_DATA,
-                "endpoint %u udp: tx %llu frames in %llu datagrams (%llu GSO sends), rx %llu "
+                "endpoint %s udp: tx %llu frames in %llu datagrams (%llu GSO sends), rx %llu "
                 "frames in %llu datagrams (%llu coalesced by GRO), errors tx %llu, truncated "
                 "%llu, bad GRO %llu\n",
-                ep->self.id, (unsigned long long)u->tx_frames, (unsigned long long)u->tx_dgrams,
+                me, (unsigned long long)u->tx_frames, (unsigned long long)u->tx_dgrams,
                 (unsigned long long)u->tx_gso_sends, (unsigned long long)u->rx_frames,
                 (unsigned long long)u->rx_dgrams, (unsigned long long)u->rx_gro_dgrams,
                 (unsigned long long)u->tx_errors, (unsigned long long)u->rx_truncated,
@@ -390,9 +400,9 @@ static void print_stats(struct emo_ep *ep)
         char qs[512];
         em_xdp_link_queue_stats(base, qs, sizeof qs);
         FI_INFO(&emo_prov, FI_LOG_EP_DATA,
-                "endpoint %u xdp: rx %llu frames (%llu refused), tx %llu (ring full %llu), "
+                "endpoint %s xdp: rx %llu frames (%llu refused), tx %llu (ring full %llu), "
                 "wakeups %llu%s%s\n",
-                ep->self.id, (unsigned long long)x->rx_frames, (unsigned long long)x->rx_bad,
+                me, (unsigned long long)x->rx_frames, (unsigned long long)x->rx_bad,
                 (unsigned long long)x->tx_frames, (unsigned long long)x->tx_full,
                 (unsigned long long)x->wakeups, qs[0] ? "; " : "", qs);
     }
@@ -417,14 +427,15 @@ static void linger(struct emo_ep *ep)
     ep->phase = EMO_EP_IDLE;
     if (!left)
         return;
+    char me[EMO_LABEL_LEN];
     for (uint32_t i = 0; i < ep->npeers; i++) {
         uint32_t n = em_engine_pending(ep->eng, (uint32_t)i);
         if (n)
             FI_WARN(&emo_prov, FI_LOG_EP_CTRL,
-                    "closing endpoint %u: %u message(s) to endpoint %u were not acknowledged "
+                    "closing endpoint %s: %u message(s) to endpoint %u were not acknowledged "
                     "within FI_ETHERMPI_LINGER_MS=%d ms (the peer exited or is unreachable); "
                     "they may be lost\n",
-                    ep->self.id, n, i, emo_params.linger_ms);
+                    emo_ep_label(ep, me), n, i, emo_params.linger_ms);
     }
 }
 
@@ -672,28 +683,30 @@ static struct fi_ops_cm ep_cm = { .size = sizeof(struct fi_ops_cm),
                                   .shutdown = cm_shutdown,
                                   .join = cm_join };
 
-/* link, id, secrets, engine; @return 0 or -1 with a sentence in @p err */
+/* link, id, secrets, engine; @return 0, or with a sentence in @p err what
+ * fi_endpoint returns: the link's (open_link), else -FI_ENODEV */
 static int ep_setup(struct emo_ep *ep, char *err, size_t errlen)
 {
     uint8_t rnd[12];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
         snprintf(err, errlen, "getrandom failed (%s): no secret for the pair keys",
                  strerror(errno));
-        return -1;
+        return -FI_ENODEV;
     }
     memcpy(&ep->self.secret, rnd, 8);
     memcpy(&ep->self.isn, rnd + 8, 4);
-    ep->link = open_link(ep, ep->dom->index, err, errlen);
+    int rc;
+    ep->link = open_link(ep, ep->dom->index, &rc, err, errlen);
     if (!ep->link)
-        return -1;
+        return rc;
     ep->self.frame_max = ep->link->mtu;
     ep->self.link = ep->link->local;
     /* named by its address where the link runs first contact (emo_name.c),
      * else numbered */
     if (emo_name_setup(ep, err, errlen) != 0)
-        return -1;
+        return -FI_ENODEV;
     if (!emo_named(ep) && pick_id(&ep->self.id, &ep->npeers, err, errlen) != 0)
-        return -1;
+        return -FI_ENODEV;
     ep->peer_set = calloc(ep->npeers, 1);
     ep->peer_failed = calloc(ep->npeers, 1);
     ep->peer_heard = calloc(ep->npeers, 1);
@@ -702,11 +715,11 @@ static int ep_setup(struct emo_ep *ep, char *err, size_t errlen)
     if (!ep->peer_set || !ep->peer_failed || !ep->peer_heard || !ep->unexp_held ||
         !ep->fail_pending) {
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return -FI_ENODEV;
     }
     if (make_engine(ep, err, errlen) != 0)
-        return -1;
-    return emo_named(ep) ? emo_name_open(ep, err, errlen) : 0;
+        return -FI_ENODEV;
+    return emo_named(ep) && emo_name_open(ep, err, errlen) != 0 ? -FI_ENODEV : 0;
 }
 
 int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **fep, void *context)
@@ -742,11 +755,12 @@ int emo_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
     ep->ep.rma = &emo_rma_ops;       /* each call checks the endpoint's FI_RMA */
     ep->ep.atomic = &emo_atomic_ops; /* ... and FI_ATOMIC */
     char err[512] = "";
-    if (!ep->info || ep_setup(ep, err, sizeof err) != 0) {
+    int rc = ep->info ? ep_setup(ep, err, sizeof err) : -FI_ENODEV;
+    if (rc != 0) {
         FI_WARN(&emo_prov, FI_LOG_EP_CTRL, "cannot open an endpoint: %s\n",
                 err[0] ? err : "out of memory");
         ep_close(&ep->ep.fid);
-        return -FI_ENODEV;
+        return rc;
     }
     *fep = &ep->ep;
     return 0;

@@ -150,7 +150,7 @@ int emo_name_partial(const char *node, const char *service, bool passive, void *
         return -FI_ENODATA;
     const struct sockaddr_in *sin = (const struct sockaddr_in *)res->ai_addr;
     emo_addr_t a = { .named = 1, .id = EMO_ID_NONE, .frame_max = UINT32_MAX };
-    a.link.len = 8; /* IPv4, receive port, send port 0 (link_udp.c covers) */
+    a.link.len = 8; /* IPv4, receive port, send port 0 (link_udp_open.c covers) */
     memcpy(a.link.bytes, &sin->sin_addr.s_addr, 4);
     memcpy(a.link.bytes + 4, &sin->sin_port, 2);
     freeaddrinfo(res);
@@ -240,7 +240,34 @@ void emo_name_contact(void *u, uint32_t peer, bool again)
 
 void emo_name_stats(const struct emo_ep *ep)
 {
-    char line[1024];
+    char line[1024], me[EMO_LABEL_LEN];
     em_engine_contact_stats_format(ep->eng, line, sizeof line);
-    FI_INFO(&emo_prov, FI_LOG_EP_CTRL, "endpoint %u first contact: %s\n", ep->self.ep_index, line);
+    FI_INFO(&emo_prov, FI_LOG_EP_CTRL, "endpoint %s first contact: %s\n", emo_ep_label(ep, me),
+            line);
+}
+
+/* Why an address and not the number: a named endpoint's own number is its
+ * table's size (emo_name_setup), the same in every process of a job, so
+ * the close-time counters of two ranks could not be told apart (the
+ * attack test reads the victim's by its address, tests/attack). */
+const char *emo_ep_label(const struct emo_ep *ep, char *buf)
+{
+    const em_link_addr_t *a = &ep->self.link;
+    if (!emo_named(ep)) {
+        snprintf(buf, EMO_LABEL_LEN, "%u", ep->self.id);
+        return buf;
+    }
+    if (emo_link_kind() == EM_LINK_KIND_UDP && a->len >= 6) {
+        char ip[INET_ADDRSTRLEN] = "?";
+        uint16_t port;
+        inet_ntop(AF_INET, a->bytes, ip, sizeof ip);
+        memcpy(&port, a->bytes + 4, 2);
+        snprintf(buf, EMO_LABEL_LEN, "%s:%u#%u", ip, ntohs(port), ep->self.ep_index);
+        return buf;
+    }
+    size_t n = 0;
+    for (unsigned i = 0; i < a->len && n + 4 < EMO_LABEL_LEN - 12; i++)
+        n += (size_t)snprintf(buf + n, EMO_LABEL_LEN - n, i ? ":%02x" : "%02x", a->bytes[i]);
+    snprintf(buf + n, EMO_LABEL_LEN - n, "#%u", ep->self.ep_index);
+    return buf;
 }

@@ -737,6 +737,14 @@ void emo_name_contact(void *u, uint32_t peer, bool again);
 int emo_name_grow(void *u, uint32_t npeers);
 /** The first-contact counters at close (FI_LOG_LEVEL=info). */
 void emo_name_stats(const struct emo_ep *ep);
+/** Room for emo_ep_label's text. */
+#define EMO_LABEL_LEN 96
+/** How log lines name @p ep ("endpoint %s"): a numbered endpoint by its
+ *  id; a named one by its address, which tells the processes of a job
+ *  apart (they all number themselves alike): kernel UDP "IPv4:receive
+ *  port#endpoint index", the other links their address bytes in hex
+ *  before the '#'.  @return @p buf (EMO_LABEL_LEN bytes). */
+const char *emo_ep_label(const struct emo_ep *ep, char *buf);
 
 /* emo_data.c */
 extern const em_engine_ops_t emo_engine_ops;

@@ -136,7 +136,10 @@ static void in_band(const char *service, unsigned port)
     CHECK(rx_port(S.addr) == port, "server: receives on %u, not the service %u", rx_port(S.addr),
           port);
     struct fid_ep *ep2 = NULL;
-    CHECK(fi_endpoint(S.dom, si, &ep2, NULL) != 0, "a second endpoint took port %u too", port);
+    int rc = fi_endpoint(S.dom, si, &ep2, NULL);
+    /* the link's reason code (port taken), passed up as FI_EADDRINUSE */
+    CHECK(rc == -FI_EADDRINUSE, "a second endpoint on port %u: %d (%s), not -FI_EADDRINUSE", port,
+          rc, fi_strerror(-rc));
     printf("nodesvc: the server receives on its service, a second endpoint is refused\n");
 
     struct fi_info *ci = getinfo("127.0.0.1", service, 0);

@@ -27,101 +27,19 @@
  * Budgets: UDP_TX_POOL frames of mtu bytes; rx_batch (<= UDP_RX_SLOTS) slots
  * of mtu bytes (64 KiB with GRO: the largest coalesced datagram);
  * UDP_RX_FRAMES frame descriptors per rx_burst.
+ *
+ * This file is the data path (bursts, frames' sources, first-contact
+ * sends, the ops table); opening, the sockets, the peers' addresses and
+ * close are link_udp_open.c; the state both share, link_udp_int.h.
  */
-#include "link/link_udp.h"
-#include "link/link_util.h"
-#include "link/pkt_pool.h"
+#include "link/link_udp_int.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <netinet/udp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
-
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104
-#endif
-
-#define UDP_TX_POOL   256
-#define UDP_TX_MSGS   64    /* messages per sendmmsg call */
-#define UDP_TX_IOV    256   /* iovecs per sendmmsg call (2 per frame) */
-#define UDP_GSO_SEGS  64    /* frames per GSO send (the kernel's floor of UDP_MAX_SEGMENTS) */
-#define UDP_GSO_BYTES 65507 /* largest UDP payload of an IPv4 datagram */
-#define UDP_RX_SLOTS  64    /* most datagrams per recvmmsg call (cfg.rx_batch) */
-#define UDP_RX_BATCH  32    /* default datagrams per recvmmsg call */
-#define UDP_RX_FRAMES 64    /* frames per rx_burst */
-#define UDP_GRO_SLOT  65536 /* a coalesced datagram is at most 64 KB */
-#define UDP_LONE_COPY 1024  /* a lone frame's payload up to this is copied for sendto */
-#define UDP_CONN_MAX  256   /* peers that get a connected send socket (one fd each) */
-
-/* A peer: where its frames go, where they come from, our socket to it. */
-struct udp_peer {
-    struct sockaddr_in rx; /* its receive socket: our frames go there */
-    uint16_t tx_port;      /* its send port (network order): its frames come from it */
-    /* our socket connected to rx and bound to our send port, + 1: 0 = not
-     * opened yet, -1 = none (over UDP_CONN_MAX, or the kernel refused):
-     * frames to it leave through the shared send socket */
-    int fd1;
-};
-
-/* one received datagram (possibly several coalesced frames) */
-struct rx_slot {
-    uint32_t len; /* bytes received */
-    uint32_t seg; /* frame size inside it (= len when not coalesced) */
-};
-
-struct udp_link {
-    em_link_t link;               /* must be first */
-    int fd;                       /* receive socket (our receive port) */
-    int sfd;                      /* unconnected send socket (our send port) */
-    struct sockaddr_in send_addr; /* our send port's address */
-    unsigned nconn;               /* connected send sockets open */
-    int sock_buf;                 /* send buffer of each send socket */
-    struct udp_peer *peers;
-    uint32_t npeers;
-    int gso, gro; /* offloads in use */
-    void (*note)(void *, const char *);
-    uint32_t (*frame_len)(const void *, size_t); /* cfg.frame_len: idle polls use recvfrom */
-    void *note_ctx;
-    em_udp_info_t info;
-    /* tx */
-    em_pkt_t tx_pkts[UDP_TX_POOL];
-    em_pkt_t *tx_stack[UDP_TX_POOL];
-    em_pkt_pool_t tx_pool; /* free packets of tx_pkts */
-    uint8_t *tx_mem;
-    struct mmsghdr tx_msgs[UDP_TX_MSGS];
-    struct iovec tx_iov[UDP_TX_IOV];
-    unsigned tx_nfr[UDP_TX_MSGS]; /* frames in each message */
-    struct {
-        _Alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(uint16_t))];
-    } tx_ctl[UDP_TX_MSGS];
-    /* rx: slots filled by the last recvmmsg, and the cursor over their frames */
-    uint8_t *rx_mem;
-    uint32_t rx_slot_bytes;
-    unsigned rx_batch; /* slots asked for per recvmmsg */
-    unsigned rx_dirty; /* slots 0..rx_dirty-1 need their msghdr/iovec set again */
-    unsigned rx_want;  /* slots the next recvmmsg asks for: 1 or rx_batch */
-    struct rx_slot rx_slots[UDP_RX_SLOTS];
-    unsigned rx_filled, rx_cur;
-    uint32_t rx_off;
-    struct mmsghdr rx_msgs[UDP_RX_SLOTS];
-    struct iovec rx_iov[UDP_RX_SLOTS];
-    /* source of each slot's datagram (all frames of a slot share it) */
-    struct sockaddr_in rx_names[UDP_RX_SLOTS];
-    struct {
-        _Alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int)) * 2];
-    } rx_ctl[UDP_RX_SLOTS];
-    em_pkt_t rx_pkts[UDP_RX_FRAMES];
-    em_addr_map_t bysrc; /* source IP:port -> peer (rx_peer) */
-    em_udp_stats_t st;
-};
 
 static em_pkt_t *udp_tx_alloc(em_link_t *l)
 {
@@ -164,28 +82,6 @@ static int peer_known(const struct udp_link *u, uint32_t peer)
     return peer < u->npeers && u->peers[peer].rx.sin_port != 0;
 }
 
-/* A socket bound to our send port (shared with SO_REUSEPORT) that keeps
- * nothing it receives, with cfg.sock_buf of send buffer (the bytes granted
- * in *@p granted if given); connected to @p to if given.  -1 on failure. */
-static int open_send_socket(const struct udp_link *u, const struct sockaddr_in *to, int *granted)
-{
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    int one = 1;
-    if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
-        em_sock_drop_all_input(fd) != 0 || /* nothing is read from it */
-        bind(fd, (const struct sockaddr *)&u->send_addr, sizeof u->send_addr) != 0 ||
-        (to && connect(fd, (const struct sockaddr *)to, sizeof *to) != 0)) {
-        close(fd);
-        return -1;
-    }
-    int g = em_sock_ask_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF, u->sock_buf);
-    if (granted)
-        *granted = g;
-    return fd;
-}
-
 /**
  * The socket frames to @p peer leave through: its connected socket, opened
  * at the first send (a connected UDP socket keeps its route: no route
@@ -197,7 +93,7 @@ static int tx_sock(struct udp_link *u, uint32_t peer, int *connected)
 {
     struct udp_peer *p = &u->peers[peer];
     if (p->fd1 == 0) {
-        int fd = u->nconn < UDP_CONN_MAX ? open_send_socket(u, &p->rx, NULL) : -1;
+        int fd = u->nconn < UDP_CONN_MAX ? udpl_send_socket(u, &p->rx, NULL) : -1;
         p->fd1 = fd >= 0 ? fd + 1 : -1;
         if (fd >= 0)
             u->nconn++;
@@ -206,15 +102,6 @@ static int tx_sock(struct udp_link *u, uint32_t peer, int *connected)
     }
     *connected = p->fd1 > 0;
     return p->fd1 > 0 ? p->fd1 - 1 : u->sfd;
-}
-
-static void close_peer_sock(struct udp_link *u, struct udp_peer *p)
-{
-    if (p->fd1 > 0) {
-        close(p->fd1 - 1);
-        u->nconn--;
-    }
-    p->fd1 = 0;
 }
 
 /**
@@ -554,12 +441,6 @@ static unsigned udp_rx_burst(em_link_t *l, em_pkt_t **pkts, unsigned max)
     return rx_split(u, pkts, max);
 }
 
-/* bysrc's key: an IPv4 address and a port (both network order) */
-static uint64_t src_key(uint32_t addr, uint16_t port)
-{
-    return (uint64_t)ntohl(addr) << 16 | ntohs(port);
-}
-
 /* the peer whose address (set_peer) sent this datagram */
 static uint32_t udp_rx_peer(em_link_t *l, const em_pkt_t *p)
 {
@@ -568,41 +449,6 @@ static uint32_t udp_rx_peer(em_link_t *l, const em_pkt_t *p)
     if (!s || s->sin_family != AF_INET)
         return EM_LINK_PEER_UNKNOWN;
     return em_addr_map_get(&u->bysrc, src_key(s->sin_addr.s_addr, s->sin_port));
-}
-
-/* A peer's address: IPv4, receive port, send port (8 bytes, what
- * em_link_udp_open publishes); 6 bytes (no send port) = it sends from its
- * receive port (a plain UDP socket, e.g. a test's). */
-static int udp_set_peer(em_link_t *l, uint32_t peer, const em_link_addr_t *a)
-{
-    struct udp_link *u = (struct udp_link *)l;
-    if (a->len != 6 && a->len != 8)
-        return -EINVAL;
-    if (em_peer_table_reserve((void **)&u->peers, &u->npeers, sizeof *u->peers, peer) != 0)
-        return -ENOMEM;
-    struct udp_peer *p = &u->peers[peer];
-    if (p->rx.sin_family == AF_INET) {
-        if (p->tx_port)
-            em_addr_map_del(&u->bysrc, src_key(p->rx.sin_addr.s_addr, p->tx_port), peer);
-        close_peer_sock(u, p); /* connected to the old address */
-    }
-    p->rx.sin_family = AF_INET;
-    memcpy(&p->rx.sin_addr.s_addr, a->bytes, 4);
-    memcpy(&p->rx.sin_port, a->bytes + 4, 2);
-    memcpy(&p->tx_port, a->bytes + (a->len == 8 ? 6 : 4), 2);
-    if (!p->tx_port) /* a partial address (udp_covers): no frame is its yet */
-        return 0;
-    return em_addr_map_put(&u->bysrc, src_key(p->rx.sin_addr.s_addr, p->tx_port), peer) == 0
-               ? 0
-               : -ENOMEM;
-}
-
-/* link.h covers: IPv4 and receive port the same, the partial's send port 0 */
-static bool udp_covers(const em_link_t *l, const em_link_addr_t *p, const em_link_addr_t *f)
-{
-    (void)l;
-    return p->len == 8 && f->len == 8 && !p->bytes[6] && !p->bytes[7] &&
-           (f->bytes[6] || f->bytes[7]) && memcmp(p->bytes, f->bytes, 6) == 0;
 }
 
 /* First contact (link.h tx_to): one datagram to @p a through the shared
@@ -643,26 +489,10 @@ static bool udp_rx_from(em_link_t *l, const em_pkt_t *p, const em_link_addr_t *a
            memcmp(&s->sin_port, a->bytes + (a->len == 8 ? 6 : 4), 2) == 0;
 }
 
-static void udp_close(em_link_t *l)
-{
-    struct udp_link *u = (struct udp_link *)l;
-    if (u->fd >= 0)
-        close(u->fd);
-    if (u->sfd >= 0)
-        close(u->sfd);
-    for (uint32_t i = 0; i < u->npeers; i++)
-        close_peer_sock(u, &u->peers[i]);
-    free(u->peers);
-    em_addr_map_free(&u->bysrc);
-    free(u->tx_mem);
-    free(u->rx_mem);
-    free(u);
-}
-
 /* the receive socket: readable when a datagram waits (em_link_ops_t::wait_fd) */
 static int udp_wait_fd(em_link_t *l) { return ((struct udp_link *)l)->fd; }
 
-static const em_link_ops_t udp_ops = {
+const em_link_ops_t udpl_ops = {
     .name = "udp",
     .tx_alloc = udp_tx_alloc,
     .tx_burst = udp_tx_burst,
@@ -670,124 +500,18 @@ static const em_link_ops_t udp_ops = {
     .rx_burst = udp_rx_burst,
     .rx_release = em_link_rx_release_none,
     .flush = em_link_flush_none,
-    .set_peer = udp_set_peer,
-    .close = udp_close,
+    .set_peer = udpl_set_peer,
+    .close = udpl_close,
     .rx_peer = udp_rx_peer,
     .wait_fd = udp_wait_fd,
     .tx_to = udp_tx_to,
     .rx_from = udp_rx_from,
-    .covers = udp_covers,
+    .covers = udpl_covers,
 };
-
-em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen)
-{
-    struct in_addr ip;
-    char ifname[64];
-    if (em_pick_ipv4_iface(cfg->iface, &ip, ifname, sizeof ifname, err, errlen) != 0)
-        return NULL;
-
-    struct udp_link *u = calloc(1, sizeof *u);
-    if (!u) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    u->sfd = -1;
-    u->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (u->fd < 0) {
-        snprintf(err, errlen, "socket(AF_INET, SOCK_DGRAM) failed: %s", strerror(errno));
-        free(u);
-        return NULL;
-    }
-    uint32_t ifmtu = em_if_mtu(ifname);
-    uint32_t mtu = cfg->mtu;
-    if (mtu == 0)
-        mtu = ifmtu > 28 ? ifmtu - 28 : 1472;
-    if (mtu > 65507)
-        mtu = 65507;
-    if (ifmtu > 28 && mtu > ifmtu - 28) {
-        /* the kernel would fragment every frame in IP (one lost fragment
-         * loses the frame) and GSO would be refused: not a mode to run in */
-        snprintf(err, errlen,
-                 "frames of %u bytes do not fit %s (MTU %u carries at most %u bytes "
-                 "of UDP payload); lower btl_rudp_mtu to %u or less, or raise the interface "
-                 "MTU (ip link set dev %s mtu %u) on every node",
-                 mtu, ifname, ifmtu, ifmtu - 28, ifmtu - 28, ifname, mtu + 28);
-        close(u->fd);
-        free(u);
-        return NULL;
-    }
-    /* the receive socket never sends: its receive buffer only (the send
-     * sockets get theirs in open_send_socket) */
-    u->sock_buf = cfg->sock_buf ? cfg->sock_buf : 4 << 20;
-    u->info.sndbuf_req = u->info.rcvbuf_req = u->sock_buf;
-    snprintf(u->info.ifname, sizeof u->info.ifname, "%s", ifname);
-    u->info.rcvbuf = em_sock_ask_buf(u->fd, SO_RCVBUFFORCE, SO_RCVBUF, u->sock_buf);
-    u->gso = !cfg->no_gso;
-    if (!cfg->no_gro) {
-        int one = 1;
-        u->gro = setsockopt(u->fd, SOL_UDP, UDP_GRO, &one, sizeof one) == 0;
-    }
-    u->info.gso = u->gso;
-    u->info.gro = u->gro;
-    u->note = cfg->note;
-    u->note_ctx = cfg->note_ctx;
-    u->frame_len = cfg->frame_len;
-
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(cfg->port), .sin_addr = ip };
-    socklen_t sl = sizeof sa;
-    if (bind(u->fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
-        getsockname(u->fd, (struct sockaddr *)&sa, &sl) != 0) {
-        snprintf(err, errlen, "cannot bind UDP %s:%u on %s: %s", inet_ntoa(ip), cfg->port, ifname,
-                 strerror(errno));
-        close(u->fd);
-        free(u);
-        return NULL;
-    }
-    /* The send port: our frames leave from it, through one socket per peer
-     * connected to it (tx_sock) or this shared one.  A send socket of its
-     * own, because a connected socket on the receive port would take that
-     * peer's datagrams away from the receive socket. */
-    u->send_addr = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr = ip };
-    u->sfd = open_send_socket(u, NULL, &u->info.sndbuf);
-    sl = sizeof u->send_addr;
-    if (u->sfd < 0 || getsockname(u->sfd, (struct sockaddr *)&u->send_addr, &sl) != 0) {
-        snprintf(err, errlen, "cannot open a UDP send socket on %s (%s): %s", inet_ntoa(ip), ifname,
-                 strerror(errno));
-        udp_close(&u->link);
-        return NULL;
-    }
-    u->tx_mem = malloc((size_t)UDP_TX_POOL * mtu);
-    u->rx_slot_bytes = u->gro ? UDP_GRO_SLOT : mtu;
-    u->rx_batch = cfg->rx_batch ? cfg->rx_batch : UDP_RX_BATCH;
-    if (u->rx_batch > UDP_RX_SLOTS)
-        u->rx_batch = UDP_RX_SLOTS;
-    u->rx_dirty = u->rx_batch;
-    u->rx_want = u->rx_batch;
-    u->rx_mem = malloc((size_t)u->rx_batch * u->rx_slot_bytes);
-    if (!u->tx_mem || !u->rx_mem) {
-        snprintf(err, errlen, "out of memory for UDP buffers");
-        udp_close(&u->link);
-        return NULL;
-    }
-    em_pkt_pool_init(&u->tx_pool, u->tx_stack, UDP_TX_POOL);
-    em_pkt_pool_fill(&u->tx_pool, u->tx_pkts, u->tx_mem, UDP_TX_POOL, mtu);
-    u->link.ops = &udp_ops;
-    u->link.mtu = mtu;
-    u->link.flags = EM_LINK_F_GATHER;
-    u->link.local.len = 8; /* IPv4, receive port, send port */
-    memcpy(u->link.local.bytes, &sa.sin_addr.s_addr, 4);
-    memcpy(u->link.local.bytes + 4, &sa.sin_port, 2);
-    memcpy(u->link.local.bytes + 6, &u->send_addr.sin_port, 2);
-    return &u->link;
-}
 
 const em_udp_stats_t *em_link_udp_stats(const em_link_t *l)
 {
     return &((const struct udp_link *)l)->st;
-}
-void em_link_udp_info(const em_link_t *l, em_udp_info_t *out)
-{
-    *out = ((const struct udp_link *)l)->info;
 }
 
 int em_link_udp_fd(const em_link_t *l) { return ((const struct udp_link *)l)->fd; }

@@ -63,6 +63,12 @@ typedef struct em_udp_cfg {
      *  UDP_GRO segment size.  NULL: recvmmsg only (docs/design.md
      *  "link_udp", idle polls). */
     uint32_t (*frame_len)(const void *frame, size_t avail);
+    /** Optional: where em_link_udp_open writes why it failed (0 when it
+     *  opens): -EM_EADDRINUSE when another socket receives on @p port
+     *  (bind's EADDRINUSE), -EM_ENOMEM, else -EM_EINVAL (the interface,
+     *  the MTU, a socket the kernel refused: the error text says which).
+     *  A caller acts on the code, never on the text. */
+    int *reason;
 } em_udp_cfg_t;
 
 typedef struct em_udp_stats {
@@ -88,7 +94,8 @@ typedef struct em_udp_info {
 
 /**
  * Open the link.  On failure returns NULL and writes a sentence a user can
- * act on into @p err (e.g. which interfaces exist when the named one does not).
+ * act on into @p err (e.g. which interfaces exist when the named one does not),
+ * and its cause into *cfg->reason when given.
  * Socket buffers smaller than asked are not an error: see em_link_udp_info().
  */
 em_link_t *em_link_udp_open(const em_udp_cfg_t *cfg, char *err, size_t errlen);

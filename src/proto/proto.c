@@ -79,6 +79,7 @@ const char *em_strerror(int err)
     case EM_EAGAIN: return "resource temporarily unavailable";
     case EM_ECANCELED: return "operation canceled";
     case EM_EACCES: return "remote access error (the peer refused the put: region, key or bounds)";
+    case EM_EADDRINUSE: return "address in use (another socket receives on the port)";
     default:
         return "unknown error";
         // clang-format on

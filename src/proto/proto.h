@@ -71,13 +71,15 @@
 /** Error values (returned negated, like errno). */
 enum em_err {
     EM_OK = 0,
-    EM_EINVAL = 1,    /**< bad argument (peer id out of range, message too long) */
-    EM_EPEERFAIL = 2, /**< the peer was declared failed; nothing more goes to it */
-    EM_ENOMEM = 3,    /**< out of memory */
-    EM_EAGAIN = 4,    /**< transient: no room now, try again */
-    EM_ECANCELED = 5, /**< the protocol was destroyed with the operation pending */
-    EM_EACCES = 6,    /**< remote access error: the peer refused a put (region, key or
-                           bounds), like IBV_WC_REM_ACCESS_ERR */
+    EM_EINVAL = 1,     /**< bad argument (peer id out of range, message too long) */
+    EM_EPEERFAIL = 2,  /**< the peer was declared failed; nothing more goes to it */
+    EM_ENOMEM = 3,     /**< out of memory */
+    EM_EAGAIN = 4,     /**< transient: no room now, try again */
+    EM_ECANCELED = 5,  /**< the protocol was destroyed with the operation pending */
+    EM_EACCES = 6,     /**< remote access error: the peer refused a put (region, key or
+                            bounds), like IBV_WC_REM_ACCESS_ERR */
+    EM_EADDRINUSE = 7, /**< a link's address is taken: another socket receives on the
+                            UDP port asked for (em_udp_cfg_t::reason) */
 };
 
 /** em_proto_rx_from() source values that name no peer. */

@@ -116,6 +116,7 @@ static em_link_t *open_udp(const em_settings_t *s, const em_transport_env_t *env
         .note = env->note,
         .note_ctx = env->ctx,
         .frame_len = em_wire_frame_len,
+        .reason = env->reason,
     };
     return em_link_udp_open(&c, err, errlen);
 }
@@ -380,12 +381,9 @@ static em_link_t *open_emd(const em_settings_t *s, const em_transport_env_t *env
     return l;
 }
 
-em_link_t *em_transport_open_link(const em_settings_t *s, em_link_kind_t kind,
-                                  const em_transport_env_t *env, unsigned index, char *err,
-                                  size_t errlen)
+static em_link_t *open_kind(const em_settings_t *s, em_link_kind_t kind,
+                            const em_transport_env_t *env, unsigned index, char *err, size_t errlen)
 {
-    if (errlen)
-        err[0] = 0;
     switch (kind) {
     case EM_LINK_KIND_UDP: return open_udp(s, env, index, err, errlen);
     case EM_LINK_KIND_XDP: return open_xdp(s, env, index, err, errlen);
@@ -400,6 +398,20 @@ em_link_t *em_transport_open_link(const em_settings_t *s, em_link_kind_t kind,
     snprintf(err, errlen, "the %s link is not part of this build of ethermpi (built: udp, emd)",
              em_link_kind_name(kind));
     return NULL;
+}
+
+em_link_t *em_transport_open_link(const em_settings_t *s, em_link_kind_t kind,
+                                  const em_transport_env_t *env, unsigned index, char *err,
+                                  size_t errlen)
+{
+    if (errlen)
+        err[0] = 0;
+    if (env->reason) /* kernel UDP's open says more (em_udp_cfg_t::reason) */
+        *env->reason = -EM_EINVAL;
+    em_link_t *l = open_kind(s, kind, env, index, err, errlen);
+    if (l && env->reason)
+        *env->reason = 0;
+    return l;
 }
 
 /* The muxes of this process's shared links, by kind and index: one table,
@@ -429,14 +441,19 @@ em_link_t *em_transport_open_shared_link(const em_settings_t *s, em_link_kind_t 
             return NULL;
         if (!em_link_mux_create(base, slot)) {
             em_link_close(base);
+            if (env->reason)
+                *env->reason = -EM_ENOMEM;
             snprintf(err, errlen, "out of memory for the %s link's endpoint table",
                      em_link_kind_name(kind));
             return NULL;
         }
     }
     em_link_t *l = em_link_mux_join(*slot, err, errlen);
-    if (!l)
+    if (!l) {
         em_link_mux_drop_if_empty(*slot); /* a new one: its base closes */
+        if (env->reason)
+            *env->reason = -EM_EINVAL;
+    }
     return l;
 }
 

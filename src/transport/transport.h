@@ -60,6 +60,11 @@ typedef struct em_transport_env {
     void *ctx;
     /** kernel UDP: the receive port (0: any free port); the others ignore it */
     uint16_t udp_port;
+    /** Optional: where an open writes why it failed, 0 when it opens: on
+     *  kernel UDP the link's code (em_udp_cfg_t::reason: -EM_EADDRINUSE
+     *  when udp_port is taken), else -EM_ENOMEM or -EM_EINVAL.  A front
+     *  end that explains a cause acts on this code, not on the text. */
+    int *reason;
 } em_transport_env_t;
 
 /**

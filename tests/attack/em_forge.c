@@ -94,6 +94,8 @@
  *            that MAC, which takes a slot of its node table (256, never
  *            evicted): afterwards it cannot reach a node it has not talked
  *            to yet.  Proof: a new job with such a node still runs.
+ *   hsmint, hsrebind  (--mode udp, named endpoints) forged first-contact
+ *            handshake frames: forge_hs.h says what each sends.
  *
  * Output: "em_forge: class C: N frames sent in R rounds (seq ~X, ack ~Y)".
  * Exit 0 after sending, 2 usage, 3 no frame of the job seen, 1 other errors.
@@ -102,6 +104,7 @@
 #define _GNU_SOURCE
 #endif
 #include "emd_abi/emd_wire.h"
+#include "forge_hs.h"
 #include "engine/atomic.h"
 #include "engine/engine.h"
 #include "proto/wire.h"
@@ -169,10 +172,13 @@ enum cls {
     C_RMAREQ,
     C_RMAPUT,
     C_EMDFLOOD,
+    C_HSMINT,
+    C_HSREBIND,
     C_COUNT
 };
 static const char *const cls_names[C_COUNT] = {
-    "badkey", "spoof", "tag255", "ack", "fin", "huge", "flood", "rmareq", "rmaput", "emdflood",
+    "badkey", "spoof",  "tag255", "ack",      "fin",    "huge",
+    "flood",  "rmareq", "rmaput", "emdflood", "hsmint", "hsrebind",
 };
 
 struct opts {
@@ -202,6 +208,7 @@ struct tmpl {
     int locked;                  /* the real sender's address is known: */
     uint8_t src_mac[6];          /* frames from any other address (ours, */
     struct sockaddr_in src_addr; /* forged) are not templates */
+    uint16_t from_rx_port;       /* UDP: the claimed rank's receive port (frames to it) */
     uint16_t shim_dst, shim_src; /* emd mode: the real frame's endpoints */
     int have_put;                /* a real PUT frame seen: put is its header, */
     em_hdr_t put;                /* region, key and offset a live region's */
@@ -296,6 +303,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
                         "only goes with --mode emd\n");
         return -1;
     }
+    if ((o->cls == C_HSMINT || o->cls == C_HSREBIND) && (o->l2 || !o->from_set)) {
+        fprintf(stderr, "em_forge: the handshake classes need --mode udp and --from\n");
+        return -1;
+    }
     return 0;
 }
 
@@ -376,6 +387,8 @@ static void sniff(int fd, const struct opts *o, struct tmpl *t)
         em_hdr_t h;
         if (!em || em_hdr_decode(em, em_len, &h) != EM_DEC_OK)
             continue;
+        if (!o->l2 && o->from_set && dst.sin_addr.s_addr == o->from_ip.s_addr)
+            t->from_rx_port = dst.sin_port; /* the victim's frames to the claimed rank */
         /* the claimed rank's frames: by their source address (--from); else
          * by index, which numbered peers make the sender's rank (the sniffer
          * sees the victim's port, so in a two-rank job index S is S -> D) */
@@ -742,13 +755,21 @@ int main(int argc, char **argv)
     }
     if (wait_region(sfd, &o, &t) < 0)
         return 3;
+    int hs = o.cls == C_HSMINT || o.cls == C_HSREBIND;
+    forge_hs_t fh = { .victim = t.dst_addr, .rnd = rnd };
+    memcpy(fh.claimed, &t.src_addr.sin_addr.s_addr, 4);
+    memcpy(fh.claimed + 4, t.from_rx_port ? &t.from_rx_port : &t.src_addr.sin_port, 2);
+    memcpy(fh.claimed + 6, &t.src_addr.sin_port, 2);
+    if (hs && (forge_hs_bind(&fh, in.fd, o.inject_if) < 0 || forge_hs_learn(&fh, 3.0) < 0))
+        return 3;
     unsigned long sent = 0, failed = 0, rounds = 0;
     uint8_t frame[FRAME_MAX];
     t0 = now_s();
     while (now_s() - t0 < o.seconds && sent < o.max_frames) {
         sniff(sfd, &o, &t); /* stay near the real numbers */
         for (unsigned k = 0; k < SPRAY && sent < o.max_frames; k++) {
-            size_t n = forge(o.cls, &t, k, frame);
+            size_t n = hs ? forge_hs_frame(&fh, o.cls == C_HSREBIND, k, frame)
+                          : forge(o.cls, &t, k, frame);
             if (inject(&in, &t, frame, n, o.cls == C_FLOOD || o.cls == C_EMDFLOOD) == 0)
                 sent++;
             else

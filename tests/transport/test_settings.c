@@ -11,6 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cmocka.h>
 
@@ -392,6 +396,40 @@ static void test_empty_strings_are_defaults(void **st)
     assert_int_equal(em_settings_check(&s, EM_FRONT_DPDK, err, sizeof err), 0);
 }
 
+/* The front ends' open hands the kernel UDP link's reason code up: a
+ * receive port another socket has is -EM_EADDRINUSE (the provider names
+ * the cause by it), an open that works writes 0, and a link that fails
+ * for another cause (the daemon link without a socket) -EM_EINVAL. */
+static void test_taken_udp_port_reason(void **st)
+{
+    (void)st;
+    em_settings_t s;
+    char err[256];
+    em_settings_default(&s);
+    s.if_include = "lo";
+    int taker = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    assert_true(taker >= 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t sl = sizeof sa;
+    assert_int_equal(bind(taker, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(getsockname(taker, (struct sockaddr *)&sa, &sl), 0);
+    int reason = 12345;
+    em_transport_env_t env = { .front = EM_FRONT_OFI,
+                               .udp_port = ntohs(sa.sin_port),
+                               .reason = &reason };
+    assert_null(em_transport_open_shared_link(&s, EM_LINK_KIND_UDP, &env, 0, err, sizeof err));
+    assert_int_equal(reason, -EM_EADDRINUSE);
+    env.udp_port = 0;
+    em_link_t *l = em_transport_open_shared_link(&s, EM_LINK_KIND_UDP, &env, 0, err, sizeof err);
+    assert_non_null(l);
+    assert_int_equal(reason, 0);
+    em_link_close(l);
+    s.emd_socket = "";
+    assert_null(em_transport_open_link(&s, EM_LINK_KIND_EMD, &env, 0, err, sizeof err));
+    assert_int_equal(reason, -EM_EINVAL);
+    close(taker);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -402,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_link_dependent_defaults),
         cmocka_unit_test(test_proto_cfg_follows_the_settings),
         cmocka_unit_test(test_link_errors_name_the_setting),
+        cmocka_unit_test(test_taken_udp_port_reason),
         cmocka_unit_test(test_xdp_settings_fronts),
         cmocka_unit_test(test_published_defaults),
         cmocka_unit_test(test_empty_strings_are_defaults),

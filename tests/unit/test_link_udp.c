@@ -4,7 +4,8 @@
  * leave as one UDP GSO send, coalesced (GRO) buffers are split back into
  * the same frames over as many rx_burst calls as it takes, sizes from the
  * kernel are checked, and a kernel that refuses GSO costs one fallback and
- * no frame; first contact (tx_to, rx_from) makes no peer state.  Link
+ * no frame; first contact (tx_to, rx_from) makes no peer state; a taken
+ * receive port is reported by its reason code (-EM_EADDRINUSE).  Link
  * level only: no protocol, frames are checked byte by byte.
  */
 #include <setjmp.h>
@@ -26,6 +27,7 @@
 #include <cmocka.h>
 
 #include "link/link_udp.h"
+#include "proto/proto.h"
 #include "util/clock.h"
 #include "link_test_util.h"
 
@@ -604,6 +606,41 @@ static void test_tx_to_and_rx_from(void **state)
     em_link_close(c);
 }
 
+/* A receive port another socket has: the open fails with the reason
+ * -EM_EADDRINUSE (what a front end names the cause by, never the text);
+ * a free port opens with the reason 0, and an interface that does not
+ * exist fails with another reason (-EM_EINVAL): the code says which. */
+static void test_taken_port_reason(void **state)
+{
+    (void)state;
+    char err[256] = "";
+    int taker = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    assert_true(taker >= 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t sl = sizeof sa;
+    assert_int_equal(bind(taker, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(getsockname(taker, (struct sockaddr *)&sa, &sl), 0);
+
+    int reason = 12345;
+    em_udp_cfg_t c = { .iface = "127.0.0.1", .port = ntohs(sa.sin_port), .reason = &reason };
+    assert_null(em_link_udp_open(&c, err, sizeof err));
+    assert_int_equal(reason, -EM_EADDRINUSE);
+    assert_non_null(strstr(err, "cannot bind UDP"));
+
+    reason = 12345;
+    c.port = 0; /* any free port */
+    em_link_t *l = em_link_udp_open(&c, err, sizeof err);
+    assert_non_null(l);
+    assert_int_equal(reason, 0);
+    em_link_close(l);
+
+    reason = 12345;
+    c.iface = "nosuchif0";
+    assert_null(em_link_udp_open(&c, err, sizeof err));
+    assert_int_equal(reason, -EM_EINVAL);
+    close(taker);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -617,6 +654,7 @@ int main(void)
         cmocka_unit_test(test_no_gso),
         cmocka_unit_test(test_slots_after_idle_and_refusal),
         cmocka_unit_test(test_tx_to_and_rx_from),
+        cmocka_unit_test(test_taken_port_reason),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
