@@ -59,7 +59,7 @@ static const uint8_t MACS[2][6] = { { 2, 0xe7, 0, 0, 0, 1 }, { 2, 0xe7, 0, 0, 0,
 static const uint8_t IPS[2][6] = { { 11, 0, 0, 1, 0x74, 0x15 }, { 11, 0, 1, 2, 0x74, 0x15 } };
 static int UDP;                     /* the world runs udp framing */
 static int NAMED;                   /* the clients know each other by name (first contact) */
-#define NAMED_PEERS 8u              /* a named client's engine: 7 peers and itself */
+#define NAMED_PEERS 8u              /* a named client's engine: its peer table (self above it) */
 static em_link_addr_t LAST_BLOB[2]; /* what each daemon last gave its port's set_peer */
 static unsigned UNREACH_ASKED;      /* set_peer calls for a node the port cannot reach */
 
@@ -217,7 +217,7 @@ static void client(unsigned k, unsigned node, unsigned idx, uint16_t ep)
     c->link->ops = &c->ops;
     em_proto_cfg_t pc;
     em_proto_cfg_default(&pc);
-    pc.self = NAMED ? NAMED_PEERS - 1 : (uint32_t)k; /* named: its own number, no peer's */
+    pc.self = NAMED ? EM_PROTO_SELF_OUTSIDE : (uint32_t)k; /* named: above every slot */
     pc.npeers = NAMED ? NAMED_PEERS : 3;
     pc.peers_need_set = (uint8_t)NAMED; /* named: a peer is unset until its handshake */
     pc.bind_source = (uint8_t)NAMED;
