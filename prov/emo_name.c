@@ -116,8 +116,12 @@ int emo_name_open(struct emo_ep *ep, char *err, size_t errlen)
     em_engine_contact_cfg_t cc = { .ep = ep->self.ep_index,
                                    .nonce = ep->self.nonce,
                                    /* strangers: any endpoint may send to ours (fi_av(3)),
-                                    * unless FI_ETHERMPI_FIRST_CONTACT is 0 */
+                                    * unless FI_ETHERMPI_FIRST_CONTACT is 0; at most
+                                    * that many held at once (default EMO_STRANGERS_MAX) */
                                    .accept_strangers = emo_params.first_contact != 0,
+                                   .stranger_max = emo_params.first_contact > 0
+                                                       ? (uint32_t)emo_params.first_contact
+                                                       : EMO_STRANGERS_MAX,
                                    /* a process's endpoints on one address: the shared
                                     * link's slots (one on a link of its own) */
                                    .ep_max = EM_MUX_MEMBERS - 1 };
@@ -199,6 +203,8 @@ int emo_name_resolve(struct emo_ep *ep, emo_addr_t *a)
                 ep->npeers);
         return -FI_ENOMEM;
     }
+    if (rc == -EM_EAGAIN) /* from inside progress, where the table cannot grow */
+        return -FI_EAGAIN;
     if (rc != 0) {
         FI_WARN(&emo_prov, FI_LOG_AV,
                 "cannot take this address (%s): an endpoint at it restarted (another "
@@ -246,8 +252,9 @@ void emo_name_stats(const struct emo_ep *ep)
             line);
 }
 
-/* Why an address and not the number: a named endpoint's own number is its
- * table's size (emo_name_setup), the same in every process of a job, so
+/* Why an address and not the number: a named endpoint's own number is
+ * EM_PROTO_SELF_OUTSIDE (engine/contact.h "Self"), the same in every
+ * process of a job, so
  * the close-time counters of two ranks could not be told apart (the
  * attack test reads the victim's by its address, tests/attack). */
 const char *emo_ep_label(const struct emo_ep *ep, char *buf)

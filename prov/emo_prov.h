@@ -706,6 +706,15 @@ const emo_addr_t *emo_contact_get(const struct emo_ep *ep, uint32_t id);
 int emo_announce(struct emo_ep *ep, uint32_t peer);
 
 /* emo_name.c: named endpoints (first contact) */
+/** A named endpoint holds at most this many strangers (peers whose
+ *  handshake completed before the application inserted their address)
+ *  unless FI_ETHERMPI_FIRST_CONTACT says another number: its table grows
+ *  with its peers, and a host that receives at many addresses of its own
+ *  (each port and endpoint index a name) could otherwise make it hold
+ *  millions.  65,536 strangers cost about 20 MB; a job whose ranks hear
+ *  from more peers than that before inserting them sets the variable
+ *  higher (refusals: hs_strangers_full in the close-time counters). */
+#define EMO_STRANGERS_MAX 65536u
 /** A named endpoint's peer table at the start; it doubles as peers come
  *  (emo_name_grow). */
 #define EMO_NAMED_PEERS_START 16u

@@ -322,6 +322,7 @@ int em_engine_contact_open(em_engine_t *e, const em_engine_contact_cfg_t *cfg)
     /* an owner that grows with the engine: the table's limit; else as created */
     cc.max_peers = e->ops.grow || e->npeers > EM_CONN_SLOTS_MAX ? EM_CONN_SLOTS_MAX : e->npeers;
     cc.accept_strangers = cfg->accept_strangers;
+    cc.max_strangers = cfg->stranger_max;
     cc.no_generation = true; /* the engine's peer number is the slot */
     cc.ep_max = cfg->ep_max;
     cc.hs_tries = tries_for(&cc, e->silence_ns);

@@ -84,8 +84,12 @@ typedef struct em_engine_contact_cfg {
     uint64_t nonce;                     /**< our incarnation (random, not 0) */
     uint8_t secret[EM_CONN_SECRET_LEN]; /**< the cookie key (random) */
     bool accept_strangers;              /**< peers not inserted may bind (the libfabric model) */
-    uint32_t quiet_ms;                  /**< a peer unheard this long may be replaced (0: 1000) */
-    uint32_t ep_max; /**< the largest endpoint index a peer has (em_conn_cfg_t::ep_max) */
+    /** Strangers held at once (em_conn_cfg_t::max_strangers; 0 = no limit
+     *  but the table's): what one host able to receive at many addresses
+     *  can make a growing table hold before the owner inserts any. */
+    uint32_t stranger_max;
+    uint32_t quiet_ms; /**< a peer unheard this long may be replaced (0: 1000) */
+    uint32_t ep_max;   /**< the largest endpoint index a peer has (em_conn_cfg_t::ep_max) */
 } em_engine_contact_cfg_t;
 
 /**

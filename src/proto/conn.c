@@ -45,9 +45,10 @@ struct em_conn {
     uint32_t nslots, cap; /* slots in use (high-water mark), allocated */
     uint32_t *free_slots; /* slots given back (em_conn_remove) */
     uint32_t nfree, free_cap;
-    uint32_t *hidx; /* slot + 1, 0 = empty */
-    uint32_t hcap;  /* power of 2 */
-    uint32_t count; /* entries not FREE */
+    uint32_t *hidx;      /* slot + 1, 0 = empty */
+    uint32_t hcap;       /* power of 2 */
+    uint32_t count;      /* entries not FREE */
+    uint32_t nstrangers; /* entries with stranger set */
     uint32_t *pending;
     uint32_t npending, pend_cap;
     em_conn_stats_t st;
@@ -274,6 +275,8 @@ int em_conn_insert(em_conn_t *c, const em_conn_name_t *name, uint32_t *index)
             return -EM_EINVAL; /* another incarnation: the old one must be removed first */
         if (name->nonce && !x->name.nonce)
             x->name.nonce = name->nonce;
+        if (x->stranger)
+            c->nstrangers--;
         x->stranger = 0; /* the owner knows it now */
         *index = index_of(c, *cell - 1);
         return 0;
@@ -311,6 +314,8 @@ static int slot_free(struct em_conn *c, uint32_t slot)
         c->free_slots = n;
         c->free_cap = ncap;
     }
+    if (x->stranger)
+        c->nstrangers--;
     uint8_t gen = c->cfg.no_generation ? 0 : (uint8_t)(x->gen + 1);
     if (((uint32_t)gen << SLOT_BITS | slot) == EM_HS_NO_INDEX)
         gen++; /* never hand out the "no index" value */
@@ -529,11 +534,16 @@ static int on_confirm(struct em_conn *c, const em_hs_t *h, uint64_t now)
             c->st.hs_stranger++;
             return -1;
         }
+        if (c->cfg.max_strangers && c->nstrangers >= c->cfg.max_strangers) {
+            c->st.hs_strangers_full++;
+            return -1;
+        }
         if ((slot = entry_new(c, &n)) == NO_POS) {
             c->st.hs_full++;
             return -1;
         }
         c->e[slot].stranger = 1;
+        c->nstrangers++;
     }
     bind(c, slot, h);
     accept_to(c, slot);
@@ -731,7 +741,7 @@ int em_conn_stats_format(const em_conn_t *c, char *buf, size_t len)
         "hs_restarts %llu hs_replace_refused %llu hs_rebinds %llu hs_gave_up %llu "
         "hs_extended %llu chk_ok %llu "
         "chk_index %llu "
-        "chk_state %llu chk_source %llu chk_token %llu",
+        "chk_state %llu chk_source %llu chk_token %llu hs_strangers_full %llu",
         (unsigned long long)s->hs_rx[0], (unsigned long long)s->hs_rx[1],
         (unsigned long long)s->hs_rx[2], (unsigned long long)s->hs_rx[3],
         (unsigned long long)s->hs_dec[EM_HS_DEC_SHORT],
@@ -748,5 +758,5 @@ int em_conn_stats_format(const em_conn_t *c, char *buf, size_t len)
         (unsigned long long)s->chk[EM_CONN_CHK_INDEX],
         (unsigned long long)s->chk[EM_CONN_CHK_STATE],
         (unsigned long long)s->chk[EM_CONN_CHK_SOURCE],
-        (unsigned long long)s->chk[EM_CONN_CHK_TOKEN]);
+        (unsigned long long)s->chk[EM_CONN_CHK_TOKEN], (unsigned long long)s->hs_strangers_full);
 }

@@ -29,7 +29,10 @@
  * state (the cookie is computed, not stored).  Only a CONFIRM whose cookie
  * proves that its sender receives at its reply address creates an entry,
  * and only when the table takes strangers (accept_strangers) and has room
- * (max_peers).  Nothing a handshake frame says changes an established peer
+ * (max_peers, and max_strangers for entries the owner never inserted: a
+ * host that does receive at many addresses of its own, each port and
+ * endpoint index a name, cannot make a growing table hold more strangers
+ * than that).  Nothing a handshake frame says changes an established peer
  * unless its cookie is valid for that peer's address and the layer above
  * says the peer's current incarnation has gone quiet (ops.may_replace): a
  * restart (a new nonce from the same address and endpoint) fails the old
@@ -101,6 +104,10 @@ typedef struct em_conn_cfg {
     uint8_t secret[EM_CONN_SECRET_LEN]; /**< cookie key (random per table) */
     uint32_t max_peers;                 /**< table size limit (<= EM_CONN_SLOTS_MAX) */
     bool accept_strangers;              /**< peers not inserted may bind by handshake */
+    /** Strangers held at once (entries made by a handshake and not
+     *  inserted since; em_conn_insert of a stranger's name makes it a
+     *  peer like the others): 0 = no limit but max_peers. */
+    uint32_t max_strangers;
     /** Indexes are the bare 24-bit slot, never a generation: for a data
      *  path that refuses a removed peer's frames by their key (each entry
      *  draws its own token) and whose index's top byte carries something
@@ -179,6 +186,7 @@ typedef struct em_conn_stats {
     uint64_t hs_stranger;             /**< CONFIRM from a peer not inserted, strangers off
                                              or not admitted (ops.admit) */
     uint64_t hs_full;                 /**< CONFIRM refused: max_peers reached */
+    uint64_t hs_strangers_full;       /**< CONFIRM from a stranger refused: max_strangers held */
     uint64_t hs_bad_ep;               /**< handshake frames whose sender's endpoint index is
                                              above ep_max */
     uint64_t hs_unexpected;           /**< CHALLENGE/ACCEPT for no handshake of ours (index,

@@ -251,7 +251,7 @@ static const em_setting_t table[] = {
       "with their peers" },
     { "first_contact", EM_SET_INT, OFI, 5, OFF(first_contact), "-1", -1, 16777216, NULL,
       "Peers that may reach this endpoint before the application inserted their address "
-      "(Open MPI inserts peers lazily): named endpoints take any unless 0; "
+      "(Open MPI inserts peers lazily), held at once: named endpoints -1 = 65536, 0 = none; "
       "with ids, -1 = npeers, 0 = none" },
 };
 /* clang-format on */

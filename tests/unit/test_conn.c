@@ -610,6 +610,60 @@ static void test_table_full_bounds_strangers(void **st)
     assert_int_equal(down, 2); /* the two refused gave up with a reason */
 }
 
+/* strangers that do receive at their addresses: at most max_strangers at
+ * once however large the table; inserting one makes room */
+static void test_strangers_bounded(void **st)
+{
+    (void)st;
+    world(9, 0, 0, 0);
+    make(0, 0, true, 0);
+    em_conn_t *t0 = W.t[0];
+    {
+        /* rebuild node 0's table with the bound (make() knows no bound) */
+        em_conn_cfg_t cfg;
+        em_conn_cfg_default(&cfg);
+        cfg.ep = 7;
+        cfg.addr_len = 1;
+        cfg.addr[0] = 0;
+        cfg.nonce = nonce_of(0, 0);
+        cfg.accept_strangers = true;
+        cfg.max_strangers = 2;
+        for (unsigned i = 0; i < EM_CONN_SECRET_LEN; i++)
+            cfg.secret[i] = (uint8_t)(31 + i);
+        em_conn_destroy(t0);
+        W.t[0] = em_conn_create(&cfg, &OPS, (void *)(uintptr_t)0);
+        assert_non_null(W.t[0]);
+    }
+    uint32_t idx[5];
+    for (unsigned n = 1; n <= 4; n++) {
+        make(n, 0, false, 0);
+        idx[n] = insert(n, 0, nonce_of(0, 0));
+        em_conn_connect(W.t[n], idx[n], W.now);
+    }
+    run(W.now + 1000 * MS);
+    assert_int_equal(em_conn_count(W.t[0]), 2);
+    assert_true(em_conn_stats(W.t[0])->hs_strangers_full >= 2);
+    unsigned up = 0;
+    for (unsigned n = 1; n <= 4; n++)
+        up += em_conn_state(W.t[n], idx[n]) == EM_CONN_ESTABLISHED;
+    assert_int_equal(up, 2);
+    /* the owner inserts one of the two waiting: it is a peer now, and
+     * its own retried CONFIRM binds it; a stranger's place stays full */
+    unsigned waiting = 0;
+    for (unsigned n = 1; n <= 4 && !waiting; n++)
+        if (em_conn_state(W.t[n], idx[n]) != EM_CONN_ESTABLISHED)
+            waiting = n;
+    assert_true(waiting != 0);
+    (void)insert(0, waiting, nonce_of(waiting, 0));
+    run(W.now + 2000 * MS);
+    assert_int_equal(em_conn_state(W.t[waiting], idx[waiting]), EM_CONN_ESTABLISHED);
+    assert_int_equal(em_conn_count(W.t[0]), 3);
+    up = 0;
+    for (unsigned n = 1; n <= 4; n++)
+        up += em_conn_state(W.t[n], idx[n]) == EM_CONN_ESTABLISHED;
+    assert_int_equal(up, 3);
+}
+
 static void test_decoder_refusals_counted(void **st)
 {
     (void)st;
@@ -729,6 +783,7 @@ int main(void)
         cmocka_unit_test_teardown(test_gives_up_on_silence, teardown),
         cmocka_unit_test_teardown(test_strangers_and_forgers_change_nothing, teardown),
         cmocka_unit_test_teardown(test_table_full_bounds_strangers, teardown),
+        cmocka_unit_test_teardown(test_strangers_bounded, teardown),
         cmocka_unit_test_teardown(test_decoder_refusals_counted, teardown),
         cmocka_unit_test_teardown(test_endpoint_index_bounded, teardown),
     };
