@@ -84,8 +84,10 @@ unsigned emd_core_poll_port(emd_core_t *c)
         }
         emd_count_bulk(c, cl, s.cls, s.len);
         if (em_hs_is(frame, s.len)) {
-            c->handshakes++; /* first contact: carried as is (emd_core.h "Handshakes") */
-            (void)emd_deliver(c, cl, frame, s.len, &s);
+            /* first contact: carried as is (emd_core.h "Handshakes"), counted
+             * once it is in the client's ring */
+            if (emd_deliver(c, cl, frame, s.len, &s) == 0)
+                c->handshakes++;
         } else if (cl->flows && cl->nflows) {
             emd_deliver_acked(c, cl, frame, s.len, &s);
             acks = 1;
@@ -130,16 +132,16 @@ static int drain_slot(emd_core_t *c, struct emd_client *cl, const uint8_t *s, em
         return 0;
     }
     if (memcmp(sh.mac, c->mac, 6) == 0) { /* on this node */
-        c->handshakes += (uint64_t)hs;
         if (!hs)
             emd_resync_flow(c, cl, sh.mac, sh.endpoint, hdr, hl);
         emd_count_bulk(c, cl, sh.cls, sh.len);
         struct emd_client *dc = emd_client_of(c, sh.endpoint);
         emd_shim_t from = { .cls = sh.cls, .src = cl->ep };
         memcpy(from.src_mac, c->mac, 6);
-        if (dc)
-            (void)emd_deliver(c, dc, frame, (uint16_t)sh.len, &from);
-        else
+        if (dc) {
+            if (emd_deliver(c, dc, frame, (uint16_t)sh.len, &from) == 0)
+                c->handshakes += (uint64_t)hs; /* in its ring */
+        } else
             c->rx_no_ep++;
         c->local++;
         return 0;
@@ -163,11 +165,15 @@ static int drain_slot(emd_core_t *c, struct emd_client *cl, const uint8_t *s, em
     p->len = EMD_WIRE_HDR_LEN + sh.len;
     p->peer = (uint32_t)ni;
     p->cls = sh.cls;
-    /* parse the copy in the mbuf, not the slot */
+    /* parse the copy in the mbuf, not the slot: the client may have
+     * changed the slot since hdr was read, so whether it is a handshake is
+     * judged again on the bytes that leave */
+    hs = em_hs_is(p->data + EMD_WIRE_HDR_LEN, hl);
     if (!hs)
         emd_resync_flow(c, cl, sh.mac, sh.endpoint, p->data + EMD_WIRE_HDR_LEN, hl);
     emd_count_bulk(c, cl, sh.cls, sh.len);
-    c->handshakes += (uint64_t)hs; /* (one the port refuses is counted again when retried) */
+    c->handshakes += (uint64_t)hs; /* queued for the port (one it refuses is counted again
+                                    * when retried) */
     *out = p;
     return 1;
 }

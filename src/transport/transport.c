@@ -453,6 +453,8 @@ em_link_t *em_transport_open_shared_link(const em_settings_t *s, em_link_kind_t 
         em_link_mux_drop_if_empty(*slot); /* a new one: its base closes */
         if (env->reason)
             *env->reason = -EM_EINVAL;
+    } else if (env->reason) {
+        *env->reason = 0;
     }
     return l;
 }

@@ -507,7 +507,7 @@ static void test_first_contact_through_the_daemons(void **st)
     CL[2].done = 0;
     uint32_t back = NAMED_PEERS;
     em_conn_name_t nm;
-    for (uint32_t q = 0; q < NAMED_PEERS - 1; q++)
+    for (uint32_t q = 0; q < NAMED_PEERS; q++)
         if (em_engine_contact_name(CL[2].eng, q, &nm) == 0 && nm.nonce == name_of(0).nonce)
             back = q; /* client 2's number for client 0, the stranger it bound */
     assert_true(back < NAMED_PEERS);

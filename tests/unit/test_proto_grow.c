@@ -234,7 +234,7 @@ static void test_timer_survives_grow(void **st)
     assert_int_equal(em_proto_grow(P[0], 1024), -EM_EINVAL);
     assert_int_equal(em_proto_grow(P[0], 16), -EM_EINVAL);
     assert_int_equal(em_proto_grow(P[0], EM_PROTO_SELF_OUTSIDE + 1u), -EM_EINVAL);
-    /* a table whose self is one of its entries may not grow over it */
+    /* (a numbered table's self must be one of its entries at creation) */
     em_proto_cfg_t c;
     em_proto_cfg_default(&c);
     c.self = 5;

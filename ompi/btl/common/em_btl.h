@@ -23,8 +23,7 @@
  * module's engine numbers its peers itself (the handshake table's slots,
  * engine/contact.h), the handshake gives each pair its keys and sequence
  * numbers, and no vpid travels on the wire (docs/design.md "BTLs on first
- * contact").  With btl_<name>_names ids, and always on the emd
- * daemon's link,
+ * contact").  With btl_<name>_names ids,
  * peers are numbered by vpid: each process draws a random 64-bit secret and
  * initial sequence number (getrandom) and publishes them in its modex entry;
  * every frame between two processes carries their pair key (mixed from
