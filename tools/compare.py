@@ -454,7 +454,11 @@ class Sweep:
             self.progress.plan_phase(index, [(combo_name(t, b), b.name)
                                              for _ in range(self.args.repeat) for t, b in todo])
         for rep in range(self.args.repeat):
-            for t, b in todo:
+            # every other repeat in reverse: two combinations compared in
+            # one run (names wire / ids, framing l2 / udp) each go first
+            # as often, so neither carries what running first or second
+            # does to it (the machine's state after the one before)
+            for t, b in (todo if rep % 2 == 0 else todo[::-1]):
                 self.run_one(t, b, rep, index)
         return True
 
