@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct ofi_node {
@@ -31,6 +32,18 @@ struct ofi_node {
     uint8_t addr[EMO_ADDR_LEN];
     bool joined; /**< fab, dom and av are another node's (ofi_node_join) */
 };
+
+/* The process as a plain libfabric program starts it: no launcher
+ * variable, no id or table setting, the default names; no linger at close */
+static inline void ofi_node_plain_env(void)
+{
+    static const char *const vars[] = { "FI_ETHERMPI_ID",   "FI_ETHERMPI_NPEERS",   "PMIX_RANK",
+                                        "PMI_RANK",         "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
+                                        "FI_ETHERMPI_NAMES" };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        unsetenv(vars[i]);
+    setenv("FI_ETHERMPI_LINGER_MS", "0", 1);
+}
 
 /* @p n's CQ and endpoint on its dom and av, bound, enabled, named */
 static inline void ofi_node_ep(struct ofi_node *n, struct fi_info *info)

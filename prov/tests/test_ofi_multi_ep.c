@@ -336,14 +336,9 @@ static void numbered(void)
 int main(void)
 {
     setenv("FI_ETHERMPI_IF_INCLUDE", "127.0.0.1", 0);
-    static const char *const launcher[] = { "FI_ETHERMPI_ID", "FI_ETHERMPI_NPEERS",
-                                            "PMIX_RANK",      "OMPI_COMM_WORLD_RANK",
-                                            "SLURM_PROCID",   "FI_ETHERMPI_NAMES" };
-    for (size_t i = 0; i < sizeof launcher / sizeof launcher[0]; i++)
-        unsetenv(launcher[i]);
+    ofi_node_plain_env();
     setenv("PMI_RANK", "0", 1); /* numbered endpoints (step 7): id 0 + 2k for the k-th */
     setenv("PMI_SIZE", "2", 1);
-    setenv("FI_ETHERMPI_LINGER_MS", "0", 1);
     emo_params_load();
     struct fi_info *hints = fi_allocinfo();
     CHECK(hints, "fi_allocinfo");

@@ -220,13 +220,8 @@ static void numbered_refuses(const char *service)
 int main(void)
 {
     setenv("FI_ETHERMPI_IF_INCLUDE", "127.0.0.1", 0);
-    static const char *const launcher[] = {
-        "FI_ETHERMPI_ID",       "FI_ETHERMPI_NPEERS", "PMIX_RANK",         "PMI_RANK",
-        "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",       "FI_ETHERMPI_NAMES", "FI_ETHERMPI_LINK"
-    };
-    for (size_t i = 0; i < sizeof launcher / sizeof *launcher; i++)
-        unsetenv(launcher[i]);
-    setenv("FI_ETHERMPI_LINGER_MS", "0", 1);
+    ofi_node_plain_env();
+    unsetenv("FI_ETHERMPI_LINK"); /* kernel UDP: the link node/service addressing is for */
     emo_params_load();
     unsigned port = free_port();
     char service[16];
