@@ -171,4 +171,25 @@ static inline void ofi_node_send(struct ofi_node *n, ofi_progress_fn progress, v
     FI(r);
 }
 
+/** @p from sends @p len verified bytes (seed and tag @p seed) to @p to at
+ *  @p dest, on contexts @p c[0] (the receive) and @p c[1] (the send), both
+ *  completing with success; @return the source @p to saw. */
+static inline fi_addr_t ofi_node_exchange(struct ofi_node *from, fi_addr_t dest,
+                                          struct ofi_node *to, size_t len, unsigned seed,
+                                          ofi_progress_fn progress, void *arg,
+                                          struct fi_context c[2])
+{
+    uint8_t *s = malloc(len), *r = calloc(1, len);
+    CHECK(s && r, "malloc");
+    ofi_fill(s, len, seed);
+    FI(fi_trecv(to->ep, r, len, NULL, FI_ADDR_UNSPEC, seed, 0, &c[0]));
+    ofi_node_send(from, progress, arg, dest, s, len, seed, &c[1]);
+    fi_addr_t src = ofi_node_expect_ok(to, progress, arg, &c[0]);
+    (void)ofi_node_expect_ok(from, progress, arg, &c[1]);
+    CHECK(memcmp(s, r, len) == 0, "%s -> %s: %zu bytes differ", from->name, to->name, len);
+    free(s);
+    free(r);
+    return src;
+}
+
 #endif

@@ -65,17 +65,7 @@ static void progress_all(void *arg)
 static fi_addr_t exchange(struct ofi_node *from, fi_addr_t dest, struct ofi_node *to, size_t len,
                           unsigned seed)
 {
-    uint8_t *s = malloc(len), *r = calloc(1, len);
-    CHECK(s && r, "malloc");
-    ofi_fill(s, len, seed);
-    FI(fi_trecv(to->ep, r, len, NULL, FI_ADDR_UNSPEC, seed, 0, &ctx[0]));
-    ofi_node_send(from, progress_all, NULL, dest, s, len, seed, &ctx[1]);
-    fi_addr_t src = ofi_node_expect_ok(to, progress_all, NULL, &ctx[0]);
-    (void)ofi_node_expect_ok(from, progress_all, NULL, &ctx[1]);
-    CHECK(memcmp(s, r, len) == 0, "%s -> %s: %zu bytes differ", from->name, to->name, len);
-    free(s);
-    free(r);
-    return src;
+    return ofi_node_exchange(from, dest, to, len, seed, progress_all, NULL, ctx);
 }
 
 /* Insert into @p n the name of an endpoint that does not exist: @p like's

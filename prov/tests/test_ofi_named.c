@@ -64,29 +64,11 @@ static void expect_ok(struct ofi_node *n, void *want, fi_addr_t *src)
         *src = s;
 }
 
-/* fi_tsend, retried while the handshake is under way (-FI_EAGAIN) */
-static void send_to(struct ofi_node *n, fi_addr_t to, const void *buf, size_t len, uint64_t tag,
-                    void *c)
-{
-    ofi_node_send(n, progress_all, NULL, to, buf, len, tag, c);
-}
-
 /* @p from sends @p len verified bytes to @p to; @return the source @p to saw */
 static fi_addr_t exchange(struct ofi_node *from, fi_addr_t dest, struct ofi_node *to, size_t len,
                           unsigned seed)
 {
-    uint8_t *s = malloc(len), *r = calloc(1, len);
-    CHECK(s && r, "malloc");
-    ofi_fill(s, len, seed);
-    FI(fi_trecv(to->ep, r, len, NULL, FI_ADDR_UNSPEC, seed, 0, &ctx[0]));
-    send_to(from, dest, s, len, seed, &ctx[1]);
-    fi_addr_t src = FI_ADDR_UNSPEC;
-    expect_ok(to, &ctx[0], &src);
-    expect_ok(from, &ctx[1], NULL);
-    CHECK(memcmp(s, r, len) == 0, "%s -> %s: %zu bytes differ", from->name, to->name, len);
-    free(s);
-    free(r);
-    return src;
+    return ofi_node_exchange(from, dest, to, len, seed, progress_all, NULL, ctx);
 }
 
 static void names_and_pairs(void)
